@@ -1,0 +1,1 @@
+"""The kdd daemon: command line, LSP and JSON-RPC servers over ``kdd.core``."""

@@ -1,0 +1,50 @@
+"""The ``kdd`` command line.
+
+Each subcommand lives in its own module of this package and exposes
+``register(subparsers)``, which adds its parser and sets ``run`` (a function of
+the parsed arguments returning the exit code). ``SUBCOMMANDS`` is the one list
+of them, in the order ``kdd --help`` shows.
+"""
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+from importlib.metadata import PackageNotFoundError, version
+
+SUBCOMMANDS = (
+    "ir_demo",
+)
+
+
+def _version() -> str:
+    try:
+        return version("kdd")
+    except PackageNotFoundError:  # running from a source tree without install
+        return "0+unknown"
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="kdd", description="kernel development daemon: compile, inspect and check GPU kernel configs")
+    parser.add_argument("--version", action="version", version=f"kdd {_version()}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for name in SUBCOMMANDS:
+        importlib.import_module(f"{__name__}.{name}").register(sub)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if not getattr(args, "run", None):
+        parser.print_help()
+        return 2
+    try:
+        return int(args.run(args) or 0)
+    except BrokenPipeError:  # `kdd ... | head` must not print a traceback
+        return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
