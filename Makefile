@@ -1,0 +1,18 @@
+# The two commands of the project (see README.md):
+#   make demo   set up and run the main job on a shipped example
+#   make test   set up and run the whole test suite
+.PHONY: setup demo test bench
+
+setup:
+	tools/setup.sh
+
+demo: setup
+	.venv/bin/kdd ir-demo
+
+# pytest exits 5 when it collects no tests; that is a failure of the suite, not a pass.
+test: setup
+	.venv/bin/python -m pytest -q -p no:cacheprovider tests; rc=$$?; \
+	if [ $$rc -eq 5 ]; then echo "no tests were collected" >&2; exit 1; fi; exit $$rc
+
+bench: setup
+	.venv/bin/python bench/ir_scale.py

@@ -1,0 +1,231 @@
+"""IR functions: the hardware operations a ``FuncCall`` statement invokes.
+
+A function is an immutable, hashable description (which message, which FMA
+shape); the call supplies the operands as expressions. Each function documents
+its argument list; ``docs/ir-semantics.md`` states what each one computes and
+the interpreter is its executable form. Buffer operands are ``Var`` buffers
+plus byte offsets, so a call reads and writes memory, never expression values.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import Enum
+
+from .types import Type
+
+
+class Func:
+    """Base of IR functions. ``NARGS`` is the exact argument count (None: variadic)."""
+
+    NARGS: int | None = None
+    NAME = "func"
+
+    def check_args(self, args) -> None:
+        if self.NARGS is not None and len(args) != self.NARGS:
+            raise TypeError(f"{self} takes {self.NARGS} arguments, got {len(args)}")
+
+    def __str__(self) -> str:
+        return self.NAME
+
+
+# -- synchronization -------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Barrier(Func):
+    """Thread-group barrier (signal + wait); orders SLM accesses of the group."""
+
+    NARGS = 0
+    NAME = "barrier"
+
+
+@dataclass(frozen=True)
+class BarrierSignal(Func):
+    """Split barrier: signal arrival (Xe ``barriermsg``); pairs with ``BarrierWait``."""
+
+    NARGS = 0
+    NAME = "barrier_signal"
+
+
+@dataclass(frozen=True)
+class BarrierWait(Func):
+    """Split barrier: wait until every thread of the group signalled."""
+
+    NARGS = 0
+    NAME = "barrier_wait"
+
+
+@dataclass(frozen=True)
+class Fence(Func):
+    """Memory fence over ``scope`` (``"slm"`` or ``"global"``)."""
+
+    scope: str = "slm"
+    NARGS = 0
+
+    def __str__(self) -> str:
+        return f"fence.{self.scope}"
+
+
+# -- memory ----------------------------------------------------------------------------------
+
+class SendOp(Enum):
+    LOAD = "load"
+    STORE = "store"
+    ATOMIC_ADD = "atomic_add"
+    PREFETCH = "prefetch"
+
+
+class SendKind(Enum):
+    BLOCK = "block"          # contiguous bytes from one address
+    SCATTERED = "scattered"  # one address per lane (gather/scatter)
+
+
+@dataclass(frozen=True)
+class Send(Func):
+    """A memory message: ``elems`` elements of ``type`` between memory and registers.
+
+    Arguments: ``(mem_buf, mem_offset, reg_buf, reg_offset, mask)``.
+    ``mem_offset`` is a byte offset; for ``SCATTERED`` it is a vector (one byte
+    offset per element). ``mask`` is a bool (vector for scattered) selecting
+    the elements that are accessed: masked-off loads write zero, masked-off
+    stores write nothing. Register data is dense: element i at
+    ``reg_offset + i * type.size``. ``space`` is ``"global"`` or ``"slm"``.
+    """
+
+    op: SendOp
+    kind: SendKind
+    space: str
+    type: Type
+    elems: int
+    NARGS = 5
+
+    def __str__(self) -> str:
+        return f"send.{self.op.value}.{self.kind.value}.{self.space}.{self.type}x{self.elems}"
+
+
+# -- multiply-accumulate -------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Mad(Func):
+    """``dst[i] = src0[i] + src1[i] * src2[j]`` over ``simd`` lanes (Xe ``mad``; sm_90 ``fma``).
+
+    Arguments: ``(dst_buf, dst_off, src0_buf, src0_off, src1_buf, src1_off, src2_buf, src2_off)``.
+    ``src2_stride`` is 0 when src2 is a broadcast scalar (the usual GEMM form).
+    """
+
+    simd: int
+    dst_type: Type
+    src1_type: Type
+    src2_type: Type
+    src2_stride: int = 0
+    NARGS = 8
+
+    def __str__(self) -> str:
+        return f"mad.{self.simd}.{self.dst_type}.{self.src1_type}.{self.src2_type}"
+
+
+@dataclass(frozen=True)
+class Dp4a(Func):
+    """``dst[i] = src0[i] + dot4(src1[i], src2[j])`` on packed 8-bit quadruples (s32 accumulate).
+
+    Arguments as for ``Mad``.
+    """
+
+    simd: int
+    src1_type: Type
+    src2_type: Type
+    src2_stride: int = 0
+    NARGS = 8
+
+    def __str__(self) -> str:
+        return f"dp4a.{self.simd}.{self.src1_type}.{self.src2_type}"
+
+
+@dataclass(frozen=True)
+class Dpas(Func):
+    """Xe systolic ``dpas.sdepth x rcount``: ``dst(M=rcount x N=simd) = src0 + src1 * src2``.
+
+    Arguments: ``(dst_buf, dst_off, src0_buf, src0_off, src1_buf, src1_off, src2_buf, src2_off)``.
+    src1 is the B operand (K x N, packed K-pairs/quads per dword), src2 the A
+    operand (M x K), per the hardware's operand order. ``is_dpasw`` marks the
+    dpasw form that shares src2 between thread pairs.
+    """
+
+    sdepth: int
+    rcount: int
+    simd: int
+    dst_type: Type
+    src1_type: Type
+    src2_type: Type
+    is_dpasw: bool = False
+    NARGS = 8
+
+    def __str__(self) -> str:
+        name = "dpasw" if self.is_dpasw else "dpas"
+        return f"{name}.{self.sdepth}x{self.rcount}.{self.dst_type}.{self.src1_type}.{self.src2_type}"
+
+
+@dataclass(frozen=True)
+class Mma(Func):
+    """NVIDIA warp ``mma.sync.m{m}n{n}k{k}``: ``D(m x n) = A(m x k) * B(k x n) + C``.
+
+    Arguments: ``(d_buf, d_off, a_buf, a_off, b_buf, b_off, c_buf, c_off)``;
+    fragments are distributed over the warp's 32 lanes as the PTX ISA fixes.
+    """
+
+    m: int
+    n: int
+    k: int
+    a_type: Type
+    b_type: Type
+    c_type: Type
+    NARGS = 8
+
+    def __str__(self) -> str:
+        return f"mma.m{self.m}n{self.n}k{self.k}.{self.c_type}.{self.a_type}.{self.b_type}"
+
+
+# -- data movement and elementwise -------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Reorder(Func):
+    """Copies a register tensor from ``src_layout`` to ``dst_layout`` (with type conversion).
+
+    Arguments: ``(src_buf, src_off, dst_buf, dst_off)``.
+    """
+
+    src_layout: object
+    dst_layout: object
+    NARGS = 4
+
+    def __str__(self) -> str:
+        return "reorder"
+
+
+@dataclass(frozen=True)
+class Reduce(Func):
+    """Sums ``src_layout`` over the dims in ``dims`` into ``dst_layout``. Arguments as ``Reorder``."""
+
+    src_layout: object
+    dst_layout: object
+    dims: tuple[int, ...]
+    NARGS = 4
+
+    def __str__(self) -> str:
+        return "reduce"
+
+
+@dataclass(frozen=True)
+class Eltwise(Func):
+    """Applies ``alg`` (relu, gelu_tanh, swish, linear, ...) to ``elems`` f32 values in place.
+
+    Arguments: ``(buf, offset)``. ``alpha``/``beta`` follow oneDNN's eltwise conventions.
+    """
+
+    alg: str
+    elems: int
+    alpha: float = 0.0
+    beta: float = 0.0
+    NARGS = 2
+
+    def __str__(self) -> str:
+        return f"eltwise.{self.alg}"

@@ -1,0 +1,158 @@
+"""The base of every IR object: immutable, structurally hashed, structurally compared.
+
+Each node class declares its fields once, in ``FIELDS``, as ``(name, kind)``
+pairs. The kind says how generic machinery (hashing, equality, visiting,
+mutating, printing) treats the field:
+
+- ``"node"``:  a child IR node
+- ``"opt"``:   a child IR node or ``None``
+- ``"nodes"``: a tuple of child IR nodes
+- ``"attr"``:  plain hashable data (a type, an operator, a name, a function)
+
+The structural hash is computed once, at construction, from the children's
+cached hashes, so it costs O(1) per node and never recurses. Equality is an
+explicit-stack walk. ``==`` is structural equality and ``hash()`` is the
+structural hash, so IR objects are safe dict and set keys; IR is built with
+explicit builders (``a.eq(b)``, ``a.lt(b)``) instead of overloaded comparisons.
+"""
+from __future__ import annotations
+
+from typing import Any, ClassVar, Iterator
+
+FieldKinds = tuple[tuple[str, str], ...]
+
+
+class Node:
+    """Base of all IR nodes (expressions and statements)."""
+
+    __slots__ = ("_hash", "origin", "__weakref__")
+    FIELDS: ClassVar[FieldKinds] = ()
+
+    def __init__(self, *values: Any, origin: Any = None):
+        if len(values) != len(self.FIELDS):
+            raise TypeError(f"{type(self).__name__} takes {len(self.FIELDS)} fields, got {len(values)}")
+        parts: list[Any] = [type(self).__name__]
+        for (name, kind), value in zip(self.FIELDS, values):
+            object.__setattr__(self, name, value)
+            if kind == "node":
+                if not isinstance(value, Node):
+                    raise TypeError(f"{type(self).__name__}.{name} must be an IR node, got {value!r}")
+                parts.append(value._hash)
+            elif kind == "opt":
+                parts.append(None if value is None else value._hash)
+            elif kind == "nodes":
+                parts.append(tuple(v._hash for v in value))
+            else:
+                parts.append(value)
+        object.__setattr__(self, "_hash", hash(tuple(parts)))
+        # Where the node came from (a config span, a builder step); not part of identity.
+        object.__setattr__(self, "origin", origin)
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        raise AttributeError(f"IR nodes are immutable ({type(self).__name__}.{name})")
+
+    # -- identity ---------------------------------------------------------------------------
+    def __hash__(self) -> int:
+        return self._hash
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Node) and self.is_equal(other)
+
+    def __ne__(self, other: object) -> bool:
+        return not self.__eq__(other)
+
+    def __bool__(self) -> bool:
+        # `if expr:` on IR is almost always a bug (a comparison builder was meant).
+        raise TypeError("IR nodes have no truth value; use is_equal() or a comparison builder")
+
+    def is_equal(self, other: "Node") -> bool:
+        """Structural equality, by an explicit-stack walk (deep trees are fine)."""
+        stack = [(self, other)]
+        while stack:
+            a, b = stack.pop()
+            if a is b:
+                continue
+            if a is None or b is None or type(a) is not type(b) or a._hash != b._hash:
+                return False
+            for name, kind in a.FIELDS:
+                x, y = getattr(a, name), getattr(b, name)
+                if kind in ("node", "opt"):
+                    stack.append((x, y))
+                elif kind == "nodes":
+                    if len(x) != len(y):
+                        return False
+                    stack.extend(zip(x, y))
+                elif x != y:
+                    return False
+        return True
+
+    # -- generic structure ------------------------------------------------------------------
+    def children(self) -> Iterator["Node"]:
+        """Child nodes in field order."""
+        for name, kind in self.FIELDS:
+            value = getattr(self, name)
+            if kind == "node":
+                yield value
+            elif kind == "opt":
+                if value is not None:
+                    yield value
+            elif kind == "nodes":
+                yield from value
+
+    def field_values(self) -> tuple[Any, ...]:
+        return tuple(getattr(self, name) for name, _ in self.FIELDS)
+
+    def with_children(self, new_children: list["Node"]) -> "Node":
+        """This node rebuilt over ``new_children`` (same order as ``children()``).
+
+        Returns ``self`` when every child is the same object, so a mutation that
+        changes nothing is visible as an identity check.
+        """
+        it = iter(new_children)
+        values = []
+        changed = False
+        for name, kind in self.FIELDS:
+            old = getattr(self, name)
+            if kind == "node":
+                new = next(it)
+            elif kind == "opt":
+                new = None if old is None else next(it)
+            elif kind == "nodes":
+                new = tuple(next(it) for _ in old)
+                if all(n is o for n, o in zip(new, old)):
+                    new = old
+            else:
+                new = old
+            changed |= new is not old
+            values.append(new)
+        if not changed:
+            return self
+        return self.rebuild(*values)
+
+    def rebuild(self, *values: Any) -> "Node":
+        """A node of the same class from new field values (through its validating constructor)."""
+        return type(self).make(*values, origin=self.origin)
+
+    @classmethod
+    def make(cls, *values: Any, origin: Any = None) -> "Node":
+        """The validating constructor; subclasses check their invariants here."""
+        return cls(*values, origin=origin)
+
+    def with_origin(self, origin: Any) -> "Node":
+        """The same node tagged with where it came from (a config span, a builder step)."""
+        node = type(self)(*self.field_values(), origin=origin)
+        return node
+
+    def __repr__(self) -> str:
+        from .printer import to_text  # local import: printer depends on node classes
+        return to_text(self)
+
+    def __str__(self) -> str:
+        return self.__repr__()
+
+    def __reduce__(self):
+        return (_rebuild_node, (type(self), self.field_values(), self.origin))
+
+
+def _rebuild_node(cls, values, origin):
+    return cls(*values, origin=origin)

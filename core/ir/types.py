@@ -1,0 +1,141 @@
+"""IR value types: a scalar kind (s8..s64, u8..u64, f16, bf16, f32, f64, bool) and a lane count.
+
+``Type`` is the one vocabulary for data types in kdd: layouts, problems, the
+interpreter and code generators all name element types through it.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import Enum
+
+import numpy as np
+
+
+class Scalar(Enum):
+    """Scalar kinds, with their width in bits and their oneDNN/benchdnn name."""
+
+    S8 = ("s8", 8)
+    S16 = ("s16", 16)
+    S32 = ("s32", 32)
+    S64 = ("s64", 64)
+    U8 = ("u8", 8)
+    U16 = ("u16", 16)
+    U32 = ("u32", 32)
+    U64 = ("u64", 64)
+    F16 = ("f16", 16)
+    BF16 = ("bf16", 16)
+    F32 = ("f32", 32)
+    F64 = ("f64", 64)
+    BOOL = ("bool", 8)
+
+    def __init__(self, short: str, bits: int):
+        self.short = short
+        self.bits = bits
+
+    @property
+    def size(self) -> int:
+        """Size of one element in bytes (bool occupies a byte in memory)."""
+        return self.bits // 8
+
+    @property
+    def is_int(self) -> bool:
+        return self.short[0] in "su"
+
+    @property
+    def is_signed(self) -> bool:
+        return self.short[0] == "s" or self.is_float
+
+    @property
+    def is_float(self) -> bool:
+        return self.short[0] in "fb" and self is not Scalar.BOOL
+
+    @property
+    def is_bool(self) -> bool:
+        return self is Scalar.BOOL
+
+    def int_range(self) -> tuple[int, int]:
+        """Inclusive range of an integer kind."""
+        if not self.is_int:
+            raise ValueError(f"{self.short} is not an integer type")
+        if self.is_signed:
+            return -(1 << (self.bits - 1)), (1 << (self.bits - 1)) - 1
+        return 0, (1 << self.bits) - 1
+
+
+_BY_NAME = {s.short: s for s in Scalar}
+# bf16 has no numpy dtype; it is stored as its f32 value rounded to bf16 precision.
+_NUMPY = {
+    Scalar.S8: np.int8, Scalar.S16: np.int16, Scalar.S32: np.int32, Scalar.S64: np.int64,
+    Scalar.U8: np.uint8, Scalar.U16: np.uint16, Scalar.U32: np.uint32, Scalar.U64: np.uint64,
+    Scalar.F16: np.float16, Scalar.BF16: np.float32, Scalar.F32: np.float32,
+    Scalar.F64: np.float64, Scalar.BOOL: np.bool_,
+}
+
+
+@dataclass(frozen=True, slots=True)
+class Type:
+    """A scalar kind with a lane count (``lanes > 1`` is a vector)."""
+
+    scalar: Scalar
+    lanes: int = 1
+
+    def __post_init__(self):
+        if self.lanes < 1:
+            raise ValueError(f"lanes must be >= 1, got {self.lanes}")
+
+    @staticmethod
+    def parse(name: str) -> "Type":
+        """Parse ``f16``, ``s32x8`` (8 lanes) and the oneDNN aliases ``f32``/``s8``/``u8``..."""
+        base, _, lanes = name.partition("x")
+        try:
+            scalar = _BY_NAME[base]
+        except KeyError:
+            known = ", ".join(_BY_NAME)
+            raise ValueError(f"unknown data type '{name}' (known: {known})") from None
+        return Type(scalar, int(lanes) if lanes else 1)
+
+    def with_lanes(self, lanes: int) -> "Type":
+        return Type(self.scalar, lanes)
+
+    @property
+    def base(self) -> "Type":
+        return Type(self.scalar) if self.lanes != 1 else self
+
+    @property
+    def size(self) -> int:
+        """Size in bytes of the whole (possibly vector) value."""
+        return self.scalar.size * self.lanes
+
+    @property
+    def is_int(self) -> bool:
+        return self.scalar.is_int
+
+    @property
+    def is_float(self) -> bool:
+        return self.scalar.is_float
+
+    @property
+    def is_bool(self) -> bool:
+        return self.scalar.is_bool
+
+    @property
+    def is_signed(self) -> bool:
+        return self.scalar.is_signed
+
+    @property
+    def numpy(self) -> type:
+        """The numpy dtype holding values of this scalar kind (bf16 is kept as f32)."""
+        return _NUMPY[self.scalar]
+
+    def __str__(self) -> str:
+        return self.scalar.short if self.lanes == 1 else f"{self.scalar.short}x{self.lanes}"
+
+
+def _t(s: Scalar) -> Type:
+    return Type(s)
+
+
+s8, s16, s32, s64 = _t(Scalar.S8), _t(Scalar.S16), _t(Scalar.S32), _t(Scalar.S64)
+u8, u16, u32, u64 = _t(Scalar.U8), _t(Scalar.U16), _t(Scalar.U32), _t(Scalar.U64)
+f16, bf16, f32, f64 = _t(Scalar.F16), _t(Scalar.BF16), _t(Scalar.F32), _t(Scalar.F64)
+bool_ = _t(Scalar.BOOL)

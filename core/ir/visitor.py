@@ -1,0 +1,176 @@
+"""Traversal and rewriting of IR, with explicit stacks (no recursion, any depth).
+
+``IRVisitor`` walks a tree in pre-order, calling ``visit_<Class>(node)`` on the
+way in (return ``False`` to skip the node's children) and ``leave_<Class>(node)``
+on the way out, so visitors can keep scopes.
+
+``IRMutator`` rebuilds a tree bottom-up. ``pre_<Class>(node)`` may return a
+replacement and stop the descent; ``mutate_<Class>(old, new)`` receives the
+node rebuilt over its mutated children (``new is old`` when no child changed)
+and returns the result. Nodes are rebuilt only when a child changed, so an
+unchanged tree comes back as the *same object*.
+"""
+from __future__ import annotations
+
+from typing import Callable, Iterator
+
+from .node import Node
+
+
+def _hook(obj: object, prefix: str, cls: type, cache: dict) -> Callable | None:
+    key = (prefix, cls)
+    try:
+        return cache[key]
+    except KeyError:
+        fn = None
+        for klass in cls.__mro__:
+            fn = getattr(obj, f"{prefix}{klass.__name__}", None)
+            if fn is not None:
+                break
+        cache[key] = fn
+        return fn
+
+
+class IRVisitor:
+    """Pre/post-order visitor; subclasses define ``visit_<Class>`` / ``leave_<Class>`` hooks.
+
+    Hooks are looked up along the class hierarchy, so ``visit_Expr`` sees every expression.
+    """
+
+    def visit(self, root: Node) -> None:
+        cache: dict = {}
+        stack: list[tuple[Node, bool]] = [(root, False)]
+        while stack:
+            node, leaving = stack.pop()
+            cls = type(node)
+            if leaving:
+                _hook(self, "leave_", cls, cache)(node)
+                continue
+            enter = _hook(self, "visit_", cls, cache)
+            if enter is not None and enter(node) is False:
+                continue
+            if _hook(self, "leave_", cls, cache) is not None:
+                stack.append((node, True))
+            kids = list(node.children())
+            kids.reverse()
+            stack.extend((k, False) for k in kids)
+
+
+class IRMutator:
+    """Bottom-up rewriter; see the module docstring.
+
+    ``memoize`` (default True) reuses the result for a subtree object met again
+    (IR is often a DAG). Mutators whose result depends on the enclosing scope
+    set it to False.
+    """
+
+    memoize = True
+
+    def mutate(self, root: Node) -> Node:
+        hooks: dict = {}
+        memo: dict[int, Node] = {}
+        out: list[Node] = []
+        # Frames: ("enter", node, sink) or ("leave", node, sink, child_results)
+        stack: list[tuple] = [("enter", root, out)]
+        while stack:
+            frame = stack.pop()
+            node, sink = frame[1], frame[2]
+            cls = type(node)
+            if frame[0] == "enter":
+                if self.memoize:
+                    hit = memo.get(id(node))
+                    if hit is not None:
+                        sink.append(hit)
+                        continue
+                pre = _hook(self, "pre_", cls, hooks)
+                if pre is not None:
+                    replaced = pre(node)
+                    if replaced is not None:
+                        sink.append(replaced)
+                        continue
+                kids = list(node.children())
+                results: list[Node] = []
+                stack.append(("leave", node, sink, results))
+                for k in reversed(kids):
+                    stack.append(("enter", k, results))
+                continue
+            new = node.with_children(frame[3])
+            post = _hook(self, "mutate_", cls, hooks)
+            result = new if post is None else post(node, new)
+            if self.memoize:
+                memo[id(node)] = result
+            sink.append(result)
+        return out[0]
+
+
+def walk(root: Node) -> Iterator[Node]:
+    """Every node of the tree in pre-order (shared subtrees are yielded once per occurrence)."""
+    stack = [root]
+    while stack:
+        node = stack.pop()
+        yield node
+        kids = list(node.children())
+        kids.reverse()
+        stack.extend(kids)
+
+
+def count_nodes(root: Node) -> int:
+    """Number of nodes in the tree, counting shared subtrees at every occurrence."""
+    counts: dict[int, int] = {}
+    stack: list[tuple[Node, bool]] = [(root, False)]
+    while stack:
+        node, done = stack.pop()
+        if done:
+            counts[id(node)] = 1 + sum(counts[id(k)] for k in node.children())
+            continue
+        if id(node) in counts:
+            continue
+        stack.append((node, True))
+        stack.extend((k, False) for k in node.children() if id(k) not in counts)
+    return counts[id(root)]
+
+
+class Substitute(IRMutator):
+    """Replaces every occurrence of the expressions in ``mapping`` (structural match)."""
+
+    def __init__(self, mapping: dict):
+        self.mapping = mapping
+
+    def pre_Node(self, node):
+        return self.mapping.get(node)
+
+
+def substitute(root: Node, mapping: dict) -> Node:
+    """``root`` with each key of ``mapping`` replaced by its value (same object if none occur)."""
+    return Substitute(mapping).mutate(root) if mapping else root
+
+
+def free_vars(root: Node) -> set:
+    """Variables used but not bound (by let, for or alloc) inside ``root``."""
+    from .expr import Var
+    from .stmt import Alloc, For, Let
+
+    bound: dict = {}
+    free: set = set()
+    # Events: ("node", n) visits n; ("bind"/"unbind", v) opens and closes a scope.
+    stack: list[tuple[str, Node]] = [("node", root)]
+    while stack:
+        event, node = stack.pop()
+        if event == "bind":
+            bound[node] = bound.get(node, 0) + 1
+        elif event == "unbind":
+            bound[node] -= 1
+        elif isinstance(node, Var):
+            if not bound.get(node):
+                free.add(node)
+        elif isinstance(node, (Let, For, Alloc)):
+            var = node.buf if isinstance(node, Alloc) else node.var
+            stack += [("unbind", var), ("node", node.body), ("bind", var)]
+            outside = [] if isinstance(node, Alloc) else (
+                [node.value] if isinstance(node, Let) else [node.init, node.bound])
+            stack += [("node", e) for e in reversed(outside)]
+        else:
+            kids = list(node.children())
+            kids.reverse()
+            stack += [("node", k) for k in kids]
+    return free

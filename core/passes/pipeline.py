@@ -1,0 +1,159 @@
+"""Pass pipelines: an ordered, declarative list of named IR passes, traced and memoized.
+
+A ``Pass`` names a pure function ``fn(ir, options) -> ir``, the option keys it
+reads, a version (bump it when the pass's behaviour changes) and an
+``enabled`` predicate over the options. ``Pipeline.run`` applies the enabled
+passes in order and records a ``Trace``: after every pass, its name, the IR
+object, whether it changed (identity: passes return the same object when they
+change nothing), wall time and node count. The trace is what the daemon serves
+as "IR after pass X".
+
+Results are memoized in a ``PassCache`` keyed by (pass name, pass version,
+structural hash of the input IR, the values of the options the pass reads), so
+rerunning a pipeline on equal input does no pass work.
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Any, Callable, Mapping
+
+from ..ir.node import Node
+from ..ir.visitor import count_nodes
+
+PassFn = Callable[[Node, Mapping[str, Any]], Node]
+
+
+def _always(options: Mapping[str, Any]) -> bool:
+    return True
+
+
+@dataclass(frozen=True)
+class Pass:
+    """One named pass. ``reads`` lists the option keys the pass depends on."""
+
+    name: str
+    fn: PassFn
+    reads: tuple[str, ...] = ()
+    enabled: Callable[[Mapping[str, Any]], bool] = _always
+    version: int = 1
+    doc: str = ""
+
+    def key(self, ir: Node, options: Mapping[str, Any]) -> tuple:
+        """The memoization key of running this pass on ``ir`` under ``options``."""
+        return (self.name, self.version, hash(ir), tuple((k, _freeze(options.get(k))) for k in self.reads))
+
+
+def _freeze(value: Any) -> Any:
+    if isinstance(value, dict):
+        return tuple(sorted((k, _freeze(v)) for k, v in value.items()))
+    if isinstance(value, list):
+        return tuple(_freeze(v) for v in value)
+    return value
+
+
+@dataclass(frozen=True)
+class TraceEntry:
+    """The state after one pass."""
+
+    name: str
+    ir: Node
+    changed: bool
+    ms: float
+    nodes: int
+    cached: bool = False
+
+
+@dataclass(frozen=True)
+class Trace:
+    """The input IR and the entry recorded after each pass, in order."""
+
+    input: Node
+    entries: tuple[TraceEntry, ...]
+
+    @property
+    def final(self) -> Node:
+        return self.entries[-1].ir if self.entries else self.input
+
+    def after(self, name: str) -> Node:
+        """The IR after pass ``name``."""
+        for e in self.entries:
+            if e.name == name:
+                return e.ir
+        raise KeyError(f"no pass named '{name}' ran (ran: {', '.join(e.name for e in self.entries)})")
+
+    def before(self, name: str) -> Node:
+        """The IR that pass ``name`` received."""
+        prev = self.input
+        for e in self.entries:
+            if e.name == name:
+                return prev
+            prev = e.ir
+        raise KeyError(f"no pass named '{name}' ran")
+
+
+@dataclass
+class PassCache:
+    """Memoized pass results. Entries keep their input so a hash collision is never trusted.
+
+    An entry's output is ``None`` when the pass left its input unchanged, so a
+    hit on equal (not identical) input hands back the caller's own object.
+    """
+
+    entries: dict[tuple, tuple[Node, Node | None]] = field(default_factory=dict)
+    hits: int = 0
+    misses: int = 0
+
+    def get(self, key: tuple, ir: Node) -> tuple[bool, Node | None]:
+        """``(found, output)``; ``output`` is None when the pass changes nothing."""
+        hit = self.entries.get(key)
+        if hit is not None and (hit[0] is ir or hit[0].is_equal(ir)):
+            self.hits += 1
+            return True, hit[1]
+        self.misses += 1
+        return False, None
+
+    def put(self, key: tuple, ir: Node, out: Node) -> None:
+        self.entries[key] = (ir, None if out is ir else out)
+
+
+@dataclass(frozen=True)
+class Pipeline:
+    """An ordered list of passes; the order is the documentation of the generator."""
+
+    passes: tuple[Pass, ...]
+
+    def __post_init__(self):
+        names = [p.name for p in self.passes]
+        dupes = {n for n in names if names.count(n) > 1}
+        if dupes:
+            raise ValueError(f"duplicate pass names: {sorted(dupes)}")
+
+    def names(self) -> list[str]:
+        return [p.name for p in self.passes]
+
+    def run(self, ir: Node, options: Mapping[str, Any] | None = None,
+            cache: PassCache | None = None) -> Trace:
+        """Apply every enabled pass in order, tracing each one."""
+        options = options or {}
+        entries = []
+        current = ir
+        for p in self.passes:
+            if not p.enabled(options):
+                continue
+            start = time.perf_counter()
+            key = p.key(current, options) if cache is not None else None
+            cached, out = cache.get(key, current) if cache is not None else (False, None)
+            if cached:
+                out = current if out is None else out
+            else:
+                out = p.fn(current, options)
+                if not isinstance(out, Node):
+                    raise TypeError(f"pass '{p.name}' returned {type(out).__name__}, not IR")
+                if cache is not None:
+                    cache.put(key, current, out)
+            ms = (time.perf_counter() - start) * 1e3
+            changed = out is not current
+            entries.append(TraceEntry(p.name, out, changed, ms, count_nodes(out), cached))
+            current = out
+        return Trace(ir, tuple(entries))

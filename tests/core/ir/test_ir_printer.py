@@ -1,0 +1,54 @@
+"""The printed IR form and its line-to-node map."""
+from kdd.core.ir import (Alloc, For, FuncCall, Group, If, Let, Load, MemKind, Store, const,
+                         div_up, iif, max_, min_, print_ir, seq, to_text, var)
+from kdd.core.ir.funcs import Barrier
+from kdd.core.ir.types import f32, s32, s64
+
+
+def test_seed_expression_prints_fully_parenthesised():
+    a, b = var("a"), var("b")
+    assert to_text(2 * (a + b) - a) == "((2 * (a + b)) - a)"
+
+
+def test_call_form_operators_and_immediates():
+    a = var("a")
+    assert to_text(min_(a, 3)) == "min(a, 3)"
+    assert to_text(div_up(a, 4)) == "div_up(a, 4)"
+    assert to_text(iif(a.lt(0), -a, max_(a, 1))) == "iif((a < 0), (-a), max(a, 1))"
+    assert to_text(a + const(5, s64)) == "(a + 5:s64)"
+    assert to_text(var("x", f32) * 2.5) == "(x * 2.5)"
+    assert to_text(a + (-3)) == "(a + (-3))"
+
+
+def test_kernel_prints_with_two_space_blocks_and_typed_lets():
+    c, x, i = var("c", s32), var("x"), var("i")
+    body = Let.make(x, i * 4, Store.make(c, x, Load.make(f32, c, x) + 1.0))
+    k = Group.make("kernel", Alloc.make(c, 1024, MemKind.GRF, seq(
+        For.make(i, 0, 16, body, unroll=2),
+        If.make(i.eq(0), FuncCall.make(Barrier()), FuncCall.make(Barrier())))))
+    assert to_text(k) == (
+        "kernel {\n"
+        "  alloc.grf c[1024]\n"
+        "  for (i.s32 = 0; i < 16; i++) [unroll 2] {\n"
+        "    x.s32 = (i * 4)\n"
+        "    c.f32[x] = (c.f32[x] + 1.0)\n"
+        "  }\n"
+        "  if ((i == 0)) {\n"
+        "    barrier()\n"
+        "  } else {\n"
+        "    barrier()\n"
+        "  }\n"
+        "}\n")
+
+
+def test_line_map_points_at_the_statement_of_each_line():
+    c, i = var("c", s32), var("i")
+    store = Store.make(c, i * 4, Load.make(f32, c, 0))
+    loop = For.make(i, 0, 4, store)
+    k = Group.make("kernel", loop)
+    printed = print_ir(k)
+    assert len(printed.lines) == len(printed.nodes)
+    assert printed.nodes[0] is k and printed.nodes[-1] is k
+    assert printed.nodes[1] is loop and printed.nodes[3] is loop
+    assert printed.nodes[2] is store
+    assert printed.lines_of(store) == [2]

@@ -1,0 +1,74 @@
+"""Visitor and mutator: traversal order, identity preservation, scopes."""
+from kdd.core.ir import (IRMutator, IRVisitor, Let, Op, Store, count_nodes, free_vars, seq,
+                         substitute, var, walk)
+from kdd.core.ir.expr import Binary
+from kdd.core.ir.types import s32
+
+
+def test_visitor_sees_every_node_in_preorder():
+    a, b = var("a"), var("b")
+    e = (a + b) * a
+    seen = []
+
+    class V(IRVisitor):
+        def visit_Node(self, n):
+            seen.append(n)
+
+    V().visit(e)
+    assert seen == list(walk(e))
+    assert len(seen) == count_nodes(e) == 5
+
+
+def test_visitor_can_skip_children_and_keep_scopes():
+    x, y = var("x"), var("y")
+    s = Let.make(x, 1, Let.make(y, x + 1, Store.make(var("buf", s32), 0, y)))
+    depth_at_store = []
+
+    class Scopes(IRVisitor):
+        depth = 0
+
+        def visit_Let(self, n):
+            self.depth += 1
+
+        def leave_Let(self, n):
+            self.depth -= 1
+
+        def visit_Store(self, n):
+            depth_at_store.append(self.depth)
+            return False
+
+    Scopes().visit(s)
+    assert depth_at_store == [2]
+
+
+def test_mutator_returns_same_object_when_nothing_changes():
+    a, b = var("a"), var("b")
+    e = seq(Store.make(var("buf", s32), a * 4, a + b))
+
+    class NoOp(IRMutator):
+        pass
+
+    assert NoOp().mutate(e) is e
+
+
+def test_mutator_rebuilds_only_the_changed_path():
+    a, b, c = var("a"), var("b"), var("c")
+    left, right = a + b, b * c
+    e = left - right
+
+    class MulToAdd(IRMutator):
+        def mutate_Binary(self, old, new):
+            return Binary.make(Op.ADD, new.a, new.b) if new.op is Op.MUL else new
+
+    out = MulToAdd().mutate(e)
+    assert out == (a + b) - (b + c)
+    assert out.a is left  # untouched subtree is shared, not copied
+
+
+def test_substitute_and_free_vars():
+    x, y, i = var("x"), var("y"), var("i")
+    s = Let.make(x, i + 1, Store.make(var("buf", s32), x, y))
+    assert free_vars(s) == {i, y, var("buf", s32)}
+    s2 = substitute(s, {y: i * 2})
+    assert free_vars(s2) == {i, var("buf", s32)}
+    assert substitute(s, {var("zz"): i}) is s

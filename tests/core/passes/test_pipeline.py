@@ -1,0 +1,100 @@
+"""The pass manager: ordered passes, traces, identity-based change detection, memoization."""
+import pytest
+
+from kdd.core.ir import IRMutator, Let, Op, Store, count_nodes, seq, var
+from kdd.core.ir.expr import Binary, IntImm
+from kdd.core.ir.types import s32
+from kdd.core.passes import Pass, PassCache, Pipeline
+from kdd.core.passes.let_opt import remove_unused_lets
+
+
+class Counter:
+    """Wraps a pass function and counts how often it really runs."""
+
+    def __init__(self, fn):
+        self.fn, self.calls = fn, 0
+
+    def __call__(self, ir, options):
+        self.calls += 1
+        return self.fn(ir, options)
+
+
+class DoubleConstants(IRMutator):
+    def mutate_IntImm(self, old, new):
+        return IntImm.make(old.type, old.value * 2)
+
+
+def kernel(scale=3):
+    x, t = var("x"), var("t")
+    return Let.make(t, x * 7, seq(Store.make(var("out", s32), 0, x * scale)))
+
+
+def make_pipeline():
+    double = Counter(lambda ir, o: DoubleConstants().mutate(ir))
+    identity = Counter(lambda ir, o: ir)
+    lets = Counter(remove_unused_lets)
+    pipe = Pipeline((
+        Pass("double", double, reads=("double",), enabled=lambda o: o.get("double", True)),
+        Pass("nothing", identity),
+        Pass("let-opt", lets),
+    ))
+    return pipe, (double, identity, lets)
+
+
+def test_trace_records_each_pass_in_order_with_identity_change():
+    pipe, _ = make_pipeline()
+    ir = kernel()
+    trace = pipe.run(ir)
+    assert [e.name for e in trace.entries] == ["double", "nothing", "let-opt"]
+    assert [e.changed for e in trace.entries] == [True, False, True]
+    assert trace.entries[1].ir is trace.entries[0].ir
+    assert trace.final == Store.make(var("out", s32), 0, var("x") * 6)
+    assert all(e.nodes == count_nodes(e.ir) and e.ms >= 0 for e in trace.entries)
+    assert trace.before("let-opt") is trace.after("nothing")
+    with pytest.raises(KeyError):
+        trace.after("unknown")
+
+
+def test_disabled_pass_does_not_run():
+    pipe, (double, _, _) = make_pipeline()
+    trace = pipe.run(kernel(), {"double": False})
+    assert [e.name for e in trace.entries] == ["nothing", "let-opt"]
+    assert double.calls == 0
+
+
+def test_second_run_on_equal_input_does_no_pass_work():
+    pipe, counters = make_pipeline()
+    cache = PassCache()
+    first = pipe.run(kernel(), cache=cache)
+    assert [c.calls for c in counters] == [1, 1, 1]
+    second = pipe.run(kernel(), cache=cache)  # equal, not identical, input
+    assert [c.calls for c in counters] == [1, 1, 1]
+    assert all(e.cached for e in second.entries)
+    assert [e.changed for e in second.entries] == [e.changed for e in first.entries]
+    assert second.final == first.final
+
+
+def test_changed_input_or_option_reruns_only_what_depends_on_it():
+    pipe, (double, identity, lets) = make_pipeline()
+    cache = PassCache()
+    pipe.run(kernel(3), cache=cache)
+    pipe.run(kernel(4), cache=cache)  # new input: every pass runs again
+    assert (double.calls, identity.calls, lets.calls) == (2, 2, 2)
+    # An option no pass reads does not invalidate anything.
+    pipe.run(kernel(4), {"unrelated": 1}, cache=cache)
+    assert (double.calls, identity.calls, lets.calls) == (2, 2, 2)
+
+
+def test_pass_must_return_ir_and_names_are_unique():
+    with pytest.raises(ValueError):
+        Pipeline((Pass("a", lambda ir, o: ir), Pass("a", lambda ir, o: ir)))
+    with pytest.raises(TypeError):
+        Pipeline((Pass("bad", lambda ir, o: 42),)).run(kernel())
+
+
+def test_remove_unused_lets_keeps_used_and_is_identity_when_nothing_to_do():
+    x, y, z = var("x"), var("y"), var("z")
+    s = Let.make(y, x + 1, Let.make(z, x * 2, Store.make(var("out", s32), 0, y)))
+    out = remove_unused_lets(s)
+    assert out == Let.make(y, x + 1, Store.make(var("out", s32), 0, y))
+    assert remove_unused_lets(out) is out

@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# Sets up everything kdd needs on a fresh Debian machine, idempotently:
+#   - Debian's libigc-tools (iga64, the Intel assembler the Xe targets are checked with)
+#   - a virtual environment in .venv/ with kdd installed editable, its server, test and
+#     tool extras (ptxas/nvdisasm come from the PyPI wheels nvidia-cuda-nvcc/-nvdisasm)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+if ! command -v iga64 >/dev/null 2>&1; then
+  if [ "$(id -u)" = 0 ]; then
+    apt-get update -q >/dev/null
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -q libigc-tools >/dev/null
+  else
+    echo "setup: iga64 missing and not root; install Debian's libigc-tools" >&2
+  fi
+fi
+
+PY=${PYTHON:-python3}
+[ -x .venv/bin/python ] || "$PY" -m venv .venv
+if ! .venv/bin/python -c "import kdd.core, pytest, hypothesis, pygls" >/dev/null 2>&1 \
+   || [ pyproject.toml -nt .venv/.kdd-installed ] || [ setup.py -nt .venv/.kdd-installed ]; then
+  .venv/bin/python -m pip install -q --upgrade pip >/dev/null 2>&1 || true
+  .venv/bin/python -m pip install -q -e '.[server,test,tools]'
+  touch .venv/.kdd-installed
+fi
+.venv/bin/python -c "import kdd.core, kdd.server" 
