@@ -1,0 +1,76 @@
+"""Micro-benchmark of the IR core at kernel scale.
+
+Builds a fully-unrolled-kernel-sized statement tree (about 10^5 nodes: a
+deep let chain of address arithmetic feeding many stores), then times
+structural hashing (a rebuild, since hashes are computed at construction),
+equality, printing, an identity mutation, node counting and simplification.
+Prints a table and writes JSON to bench/results/ir_scale.json. No asserts on time.
+
+    .venv/bin/python bench/ir_scale.py [--lets 2000] [--stores 10000]
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+import time
+from pathlib import Path
+
+from kdd.core.ir import IRMutator, Let, Store, count_nodes, print_ir, seq, var
+from kdd.core.ir.simplify import simplify
+from kdd.core.ir.types import s32
+
+
+def build(lets: int, stores: int):
+    """A let chain of offsets (each depending on the previous) and stores using them."""
+    base, lane = var("base"), var("lane")
+    vs = [var(f"off{i}") for i in range(lets)]
+    out = var("dst", s32)
+    body = seq(*(Store.make(out, (vs[i % lets] * 2 + (i % 16) * 4 - vs[i % lets]) * 1,
+                            (lane * 16 + i % 16) // 16 + (lane * 16 + i % 16) % 16)
+                 for i in range(stores)))
+    for i in reversed(range(lets)):
+        prev = vs[i - 1] if i else base
+        body = Let.make(vs[i], 2 * (prev + 4) - prev, body)
+    return body
+
+
+def timed(fn):
+    start = time.perf_counter()
+    result = fn()
+    return result, (time.perf_counter() - start) * 1e3
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--lets", type=int, default=2000)
+    ap.add_argument("--stores", type=int, default=8000)
+    ap.add_argument("--json", default="bench/results/ir_scale.json")
+    args = ap.parse_args()
+
+    tree, build_ms = timed(lambda: build(args.lets, args.stores))
+    nodes, count_ms = timed(lambda: count_nodes(tree))
+    twin, _ = timed(lambda: build(args.lets, args.stores))
+    _, eq_ms = timed(lambda: tree.is_equal(twin))
+    printed, print_ms = timed(lambda: print_ir(tree))
+    _, mutate_ms = timed(lambda: IRMutator().mutate(tree))
+    simplified, simplify_ms = timed(lambda: simplify(tree))
+    rows = [
+        ("build + hash", build_ms), ("count nodes", count_ms), ("is_equal (twin)", eq_ms),
+        ("print", print_ms), ("identity mutate", mutate_ms), ("simplify", simplify_ms),
+    ]
+    print(f"IR scale benchmark: {nodes} nodes, let depth {args.lets}, {len(printed.lines)} printed lines")
+    print(f"{'step':<18} {'ms':>10} {'ns/node':>10}")
+    for name, ms in rows:
+        print(f"{name:<18} {ms:10.1f} {ms * 1e6 / nodes:10.0f}")
+    print(f"simplified: {count_nodes(simplified)} nodes")
+    out = {"nodes": nodes, "let_depth": args.lets, "python": platform.python_version(),
+           "machine": platform.machine(), "ms": dict(rows),
+           "simplified_nodes": count_nodes(simplified)}
+    Path(args.json).parent.mkdir(parents=True, exist_ok=True)
+    Path(args.json).write_text(json.dumps(out, indent=2) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
