@@ -14,6 +14,7 @@ from importlib.metadata import PackageNotFoundError, version
 
 SUBCOMMANDS = (
     "ir_demo",
+    "shape",
 )
 
 

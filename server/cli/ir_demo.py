@@ -1,17 +1,13 @@
 """``kdd ir-demo``: a small kernel fragment, its simplified form and a pass trace."""
 from __future__ import annotations
 
-from kdd.core.ir import (Alloc, For, FuncCall, Group, Let, Load, MemKind, Store, const, count_nodes,
-                         seq, to_text, var)
-from kdd.core.ir.funcs import Barrier
-from kdd.core.ir.simplify import simplify
-from kdd.core.ir.types import f32, s32
-from kdd.core.passes import Pass, PassCache, Pipeline
-from kdd.core.passes.let_opt import remove_unused_lets
-
 
 def demo_kernel():
     """A reduction loop with the address arithmetic a builder emits before optimization."""
+    from kdd.core.ir import Alloc, For, FuncCall, Group, Let, Load, MemKind, Store, const, seq, var
+    from kdd.core.ir.funcs import Barrier
+    from kdd.core.ir.types import f32, s32
+
     a, c = var("a_buf", s32), var("c_buf", s32)
     k, i, lane = var("k"), var("i"), var("lane")
     a_off = var("a_off")
@@ -26,20 +22,30 @@ def demo_kernel():
         For.make(i, 0, 1, loop), FuncCall.make(Barrier()))))
 
 
-DEMO_PIPELINE = Pipeline((
-    Pass("simplify", lambda ir, _: simplify(ir), doc="expression simplification"),
-    Pass("let-opt", remove_unused_lets, doc="remove unused lets"),
-    Pass("simplify-again", lambda ir, _: simplify(ir), doc="a second simplify finds nothing left"),
-))
+def demo_pipeline():
+    from kdd.core.ir.simplify import simplify
+    from kdd.core.passes import Pass, Pipeline
+    from kdd.core.passes.let_opt import remove_unused_lets
+
+    return Pipeline((
+        Pass("simplify", lambda ir, _: simplify(ir), doc="expression simplification"),
+        Pass("let-opt", remove_unused_lets, doc="remove unused lets"),
+        Pass("simplify-again", lambda ir, _: simplify(ir), doc="a second simplify finds nothing left"),
+    ))
 
 
 def run(args) -> int:
+    # Imports live in the functions so `kdd --help` and other subcommands stay light.
+    from kdd.core.ir import count_nodes, to_text
+    from kdd.core.ir.simplify import simplify
+    from kdd.core.passes import PassCache
+
     ir = demo_kernel()
     print("=== IR (as built)")
     print(to_text(ir), end="")
     print("=== simplified")
     print(to_text(simplify(ir)), end="")
-    trace = DEMO_PIPELINE.run(ir, cache=PassCache())
+    trace = demo_pipeline().run(ir, cache=PassCache())
     print("=== pass trace")
     print(f"{'pass':<16} {'changed':<8} {'ms':>8} {'nodes':>6}")
     print(f"{'(input)':<16} {'':<8} {'':>8} {count_nodes(ir):>6}")
