@@ -237,9 +237,13 @@ class ConvShape:
         return ("w",)
 
     def to_dict(self) -> dict:
-        """All 22 benchdnn fields plus ``ndims``, ``name`` and ``canonical``."""
+        """All 22 benchdnn fields plus ``ndims``, ``name`` and ``canonical``.
+
+        ``ndims`` here is benchdnn's ``desc_t::ndims``: the tensor rank, i.e. the
+        spatial dims plus batch and channels (3, 4 or 5), not ``self.ndims``.
+        """
         out = {key: getattr(self, key) for key in KEYS}
-        out.update(ndims=self.ndims, name=self.name, canonical=self.canonical())
+        out.update(ndims=self.ndims + 2, name=self.name, canonical=self.canonical())
         return out
 
     def __str__(self) -> str:

@@ -18,7 +18,7 @@ def test_conv_descriptor_prints_all_benchdnn_fields(capsys):
     assert list(out) == [*CONV_KEYS, "ndims", "name", "canonical"]
     assert (out["iw"], out["ow"], out["kw"], out["ph"], out["pw"]) == (56, 56, 3, 1, 1)
     assert (out["id"], out["kd"], out["sd"], out["pd"], out["dd"]) == (1, 1, 1, 0, 0)
-    assert (out["g"], out["ndims"], out["name"]) == (1, 2, "res2a")
+    assert (out["g"], out["ndims"], out["name"]) == (1, 4, "res2a")
     assert out["canonical"] == 'mb32ic64ih56oc64oh56kh3ph1n"res2a"'
 
 
@@ -49,7 +49,7 @@ def test_installed_command():
                           timeout=60)
     assert done.returncode == 0, done.stderr
     out = json.loads(done.stdout)
-    assert (out["ndims"], out["ih"], out["iw"], out["oh"]) == (3, 5, 5, 3)
+    assert (out["ndims"], out["ih"], out["iw"], out["oh"]) == (5, 5, 5, 3)
     assert out["canonical"] == "g2ic4id5oc4od3kd3pd0"
     bad = subprocess.run([str(KDD), "shape", "ic4oc4ih5kh3sh0"], capture_output=True, text=True, timeout=60)
     assert bad.returncode == 2 and "'sh0'" in bad.stderr

@@ -113,7 +113,7 @@ def test_canonical_matches_benchdnn_short_form(text, canonical):
 def test_to_dict_has_all_fields():
     d = parse_conv_shape('mb32ic64ih56oc64oh56kh3ph1n"l"').to_dict()
     assert list(d) == [*CONV_KEYS, "ndims", "name", "canonical"]
-    assert (d["iw"], d["ow"], d["pw"], d["ndims"], d["name"]) == (56, 56, 1, 2, "l")
+    assert (d["iw"], d["ow"], d["pw"], d["ndims"], d["name"]) == (56, 56, 1, 4, "l")  # benchdnn rank
     assert d["canonical"] == 'mb32ic64ih56oc64oh56kh3ph1n"l"'
 
 
