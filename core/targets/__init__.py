@@ -1,1 +1,13 @@
+"""Target data: registers, SIMD widths, FMA instructions, memories and peak rates (one place).
 
+``get_target(name)`` returns a :class:`Target`; ``TARGETS`` maps every known
+name to its target. Code generators for a target live in subpackages
+(``targets/xe``, ``targets/ptx``); this package holds only data.
+"""
+from .catalog import SM90, TARGETS, XEHPC, XEHPG, UnknownTargetError, get_target
+from .target import FMA_KINDS, Device, Figure, FmaShape, Peak, RegisterFile, SharedMemory, Target
+
+__all__ = [
+    "FMA_KINDS", "SM90", "TARGETS", "XEHPC", "XEHPG", "Device", "Figure", "FmaShape", "Peak",
+    "RegisterFile", "SharedMemory", "Target", "UnknownTargetError", "get_target",
+]

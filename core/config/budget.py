@@ -1,0 +1,194 @@
+"""Register and SLM budget of a config, estimated before any IR is built.
+
+The arithmetic kernel authors do by hand (seed 002: ``C: 32*64*4/64=128``),
+per SIMD thread, in the target's register unit (see
+:mod:`kdd.core.targets.target`: GRFs per thread on Xe, 32-bit registers per
+lane on sm_90). Every line keeps its formula so hover can show it.
+
+Registers, for a thread tile ``m x n`` of C and ``k`` per iteration:
+
+- ``c``: accumulators, ``m*n*acc/unit``;
+- ``a`` / ``b``: the A and B tiles, ``m*k*a/unit`` and ``k*n*b/unit``, divided
+  by the subtile count of the split operand (``S=``), A halved for ``dpasw``
+  (the thread pair shares it);
+- ``slm_load``: with SLM buffering, this thread's share of the group's
+  global→SLM copy, ``(m_group*k*a + k*n_group*b) / threads`` times the
+  staging buffers (``gmem``, at least 1);
+- ``headers`` (Xe): one GRF per message header, one per load/store stream
+  with ``P=r``; ``addresses`` (sm_90): a 64-bit address per global stream, a
+  32-bit one per shared-memory stream;
+- ``temps``: the block of C converted to the destination type before a store
+  when it differs from the accumulator type;
+- ``reserved``: the target's fixed reserve (kernel arguments, IDs, ...).
+
+SLM: each buffer holds the group's A (``m_group*k``) and B (``k*n_group``)
+tiles of the tensors buffered in SLM; ``bufs`` of them must fit the target's
+per-group SLM. These are estimates: the generator's register allocation (Xe)
+and ptxas (sm_90) give the measured numbers.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from fractions import Fraction
+from math import ceil, prod
+
+from kdd.core.targets import Target
+
+from .issues import ConfigIssue
+from .kernel_config import KernelConfig
+from .operands import operands
+from .tiling import Tiling, derive_tiling
+
+Term = tuple[str, int]
+
+
+@dataclass(frozen=True)
+class BudgetLine:
+    """One labelled amount (registers or SLM bytes) with the formula that gave it."""
+
+    label: str
+    title: str
+    amount: int
+    formula: str
+    note: str = ""
+
+    def __str__(self) -> str:
+        return f"{self.label}: {self.formula}" + (f" ({self.note})" if self.note else "")
+
+
+def _quotient(label: str, title: str, nums: list[Term | int], dens: list[int]) -> BudgetLine:
+    """``ceil(prod(nums) / prod(dens))`` with its formula, exact division shown without ceil."""
+    terms = [(str(t), t) if isinstance(t, int) else t for t in nums]
+    value = Fraction(prod(v for _, v in terms), prod(dens))
+    expr = "*".join(text for text, _ in terms) + "".join(f"/{d}" for d in dens)
+    amount = ceil(value)
+    return BudgetLine(label, title, amount, f"{expr} = {amount}" if value == amount else f"ceil({expr}) = {amount}")
+
+
+def _sum(label: str, title: str, parts: list[tuple[str, int]], note: str = "") -> BudgetLine:
+    total = sum(v for _, v in parts)
+    expr = " + ".join(f"{name} {v}" for name, v in parts) if parts else "0"
+    return BudgetLine(label, title, total, f"{expr}{note} = {total}")
+
+
+def _addressing(streams: list[tuple[str, int, bool]], target: Target, reuse_headers: bool) -> BudgetLine:
+    """Registers that address a thread's load/store streams, given as ``(name, bytes per
+    iteration, in shared memory)``: message headers on Xe, address registers on sm_90."""
+    if target.isa != "xe":
+        return _sum("headers", "address registers", [(s, 1 if shared else 2) for s, _, shared in streams],
+                    " (64-bit global, 32-bit shared)")
+    if reuse_headers:
+        return _sum("headers", "message headers", [(s, 1) for s, _, _ in streams], " (P=r)")
+    msg = target.max_message_bytes
+    return _sum("headers", "message headers", [(s, ceil(nbytes / msg)) for s, nbytes, _ in streams],
+                f" (1 per {msg}-B message)")
+
+
+@dataclass(frozen=True)
+class Budget:
+    """Estimated registers per thread and SLM bytes per group, with their capacities."""
+
+    regs: tuple[BudgetLine, ...]
+    reg_capacity: int
+    reg_unit: str
+    slm: tuple[BudgetLine, ...]
+    slm_capacity: int
+    tiling: Tiling
+
+    @property
+    def reg_total(self) -> int:
+        return sum(line.amount for line in self.regs)
+
+    @property
+    def slm_total(self) -> int:
+        return sum(line.amount for line in self.slm)
+
+    def line(self, label: str) -> BudgetLine:
+        """The register or SLM line called ``label``."""
+        for line in (*self.regs, *self.slm):
+            if line.label == label:
+                return line
+        raise KeyError(f"no budget line '{label}' (have: {', '.join(x.label for x in (*self.regs, *self.slm))})")
+
+    def issues(self) -> tuple[ConfigIssue, ...]:
+        """Errors for a register or SLM overflow."""
+        out = []
+        if self.reg_total > self.reg_capacity:
+            parts = ", ".join(f"{x.label} {x.amount}" for x in self.regs if x.amount)
+            out.append(ConfigIssue("regs", f"register budget overflow: {self.reg_total} > {self.reg_capacity} "
+                                           f"{self.reg_unit} ({parts})"))
+        if self.slm_total > self.slm_capacity:
+            parts = ", ".join(str(x) for x in self.slm)
+            out.append(ConfigIssue("slm", f"SLM overflow: {self.slm_total} > {self.slm_capacity} bytes per "
+                                          f"thread group ({parts})"))
+        return tuple(out)
+
+    def __str__(self) -> str:
+        lines = [str(x) for x in self.regs]
+        lines.append(f"all: {self.reg_total} of {self.reg_capacity} {self.reg_unit}")
+        lines += [str(x) for x in self.slm]
+        lines.append(f"slm: {self.slm_total} of {self.slm_capacity} bytes")
+        return "\n".join(lines)
+
+
+def estimate_budget(problem, config: KernelConfig, target: Target) -> Budget:
+    """Registers and SLM that ``config`` needs on ``target`` for ``problem``.
+
+    ``config`` must be complete (see :func:`~.defaults.resolve_config`).
+    """
+    config.require_complete("estimate_budget")
+    t = derive_tiling(problem, config)
+    ops = operands(problem)
+    unit = target.registers.reg_bytes
+    m, n, k = t.m_thread, t.n_thread, t.k_iter
+    sa, sb, sacc, sc = ops.a.size, ops.b.size, ops.acc.size, ops.c.size
+    sub = config.subtiles
+    threads = t.threads_per_group
+    slm, pf = config.slm, config.prefetch
+    group_a = t.m_group * k * sa
+    group_b = k * t.n_group * sb
+
+    regs = [_quotient("c", "C accumulators", [m, n, sacc], [unit])]
+    a_dens = [unit] + ([sub.a] if sub.a > 1 else []) + ([2] if config.fma == "dpasw" else [])
+    regs.append(_quotient("a", "A buffer", [m, k, sa], a_dens))
+    regs.append(_quotient("b", "B buffer", [k, n, sb], [unit] + ([sub.b] if sub.b > 1 else [])))
+
+    slm_a = slm.enabled and slm.a
+    slm_b = slm.enabled and slm.b
+    copy_terms = [f"{t.m_group}*{k}*{sa}"] * slm_a + [f"{k}*{t.n_group}*{sb}"] * slm_b
+    copy_bytes = group_a * slm_a + group_b * slm_b
+    if copy_terms:
+        staging = max(slm.gmem, 1)
+        regs.append(_quotient("slm_load", "SLM load buffers",
+                              [(f"({'+'.join(copy_terms)})", copy_bytes), staging], [threads, unit]))
+    else:
+        regs.append(BudgetLine("slm_load", "SLM load buffers", 0, "no SLM buffering = 0"))
+
+    per_thread_copy = {"A": ceil(group_a / threads), "B": ceil(group_b / threads)}
+    streams = [("A", m * k * sa, slm_a), ("B", k * n * sb, slm_b), ("C", m * n * sc, False)]
+    for name, on in (("A", slm_a), ("B", slm_b)):
+        if on:
+            streams += [(f"gmem {name}", per_thread_copy[name], False), (f"SLM {name}", per_thread_copy[name], True)]
+    for name, on in (("A", pf.enabled and pf.a), ("B", pf.enabled and pf.b)):
+        if on:
+            streams.append((f"prefetch {name}", per_thread_copy[name], False))
+    regs.append(_addressing(streams, target, config.pipeline.reuse_headers))
+
+    if ops.c != ops.acc:
+        block = min(m * n * sc, target.max_message_bytes)
+        regs.append(_quotient("temps", "temporaries", [(f"min({m}*{n}*{sc},{target.max_message_bytes})", block)],
+                              [unit]))
+    else:
+        regs.append(BudgetLine("temps", "temporaries", 0, f"C stored as {ops.acc}, no conversion = 0"))
+    regs.append(BudgetLine("reserved", "reserved", target.registers.reserved, str(target.registers.reserved),
+                           target.registers.reserved_source))
+
+    slm_lines = []
+    if slm_a:
+        slm_lines.append(_quotient("slm_a", "SLM A tile", [t.m_group, k, sa, slm.bufs], []))
+    if slm_b:
+        slm_lines.append(_quotient("slm_b", "SLM B tile", [k, t.n_group, sb, slm.bufs], []))
+
+    reg_unit = (f"GRFs ({unit} B) per thread" if target.registers.lane_bytes is None
+                else f"{8 * target.registers.lane_bytes}-bit registers per lane")
+    return Budget(tuple(regs), config.regs, reg_unit, tuple(slm_lines), target.slm.per_group, t)

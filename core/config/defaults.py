@@ -1,0 +1,230 @@
+"""The defaults heuristic: every knob a user leaves out, chosen from the problem and target.
+
+``resolve_config(problem, target, user)`` keeps every knob ``user`` sets and
+derives the rest *around* them (a user's ``iter`` changes the default
+``loop``, ``tg`` and SLM buffering); ``default_config`` is the same with no
+user knobs. The rules, in order:
+
+1. **fma**: the first of the target's ``fma_preference`` (xehpg/xehpc: dpas,
+   dp4a, mad; sm_90: mma, fma) that multiplies the problem's A and B types
+   into its accumulator type at full precision. So f16/bf16/s8/u8 get dpas on
+   Xe and mma on sm_90; f32 gets mad on Xe and fma on sm_90 (never tf32:
+   defaults do not lower precision). dpasw is never a default.
+2. **simd**: the target's width for that instruction (dpas: 8 on xehpg, 16
+   on xehpc; otherwise 16 on Xe; 32 on sm_90).
+3. **regs**: 256 (large GRF) for dpas on xehpc, 128 on other Xe
+   configurations, 255 on sm_90 (the architectural cap; ptxas decides).
+4. **iter** (per-thread tile): candidates are the instruction shape times
+   powers of two, M and N up to 128 and not more than twice the problem, K
+   moving 16..64 bytes of A per iteration. Each candidate is completed with
+   rules 5-7 and kept if its register and SLM budget fits. Among those the
+   pick maximizes, in order: thread groups up to half the cores (small
+   problems get small tiles, as in SYCL-BLAS's dispatch by size), then the
+   group's C area, the thread's C area and its K block, each weighted by the
+   fraction of the computed space that is not padding. A tile is spread over a role's dims greedily
+   by the largest power-of-two divisor, so blocks divide the dims when they can.
+5. **tg**: 4 x 4 threads on Xe, 2 x 2 warps on sm_90, shrunk so no thread
+   row or column lies wholly outside the problem, capped by the target's
+   group size, then halved (larger side first) while there are fewer groups
+   than half the cores.
+6. **loop**: the whole reduction inside one group (no split K).
+7. **slm**: A is buffered when several threads share it (X > 1), B when
+   Y > 1; 3 buffers when the loop runs 3+ iterations, else 1; 0 when nothing
+   is shared; reduced until it fits the group's SLM. No prefetch. **pipeline**
+   unrolls when buffers rotate (``bufs > 1``) and reuses headers otherwise.
+   No unroll, no subtiles.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from math import ceil, gcd
+
+from kdd.core.targets import FmaShape, Target
+
+from .budget import estimate_budget
+from .kernel_config import KernelConfig
+from .operands import Operands, operands
+from .tiles import Tile
+from .tiling import derive_tiling
+from .values import MAX_BUFS, Buffering, Pipeline, Subtiles
+
+MAX_THREAD_TILE = 128
+K_BYTES = (16, 64)
+GROUP_SHAPE = {"xe": (4, 4), "ptx": (2, 2)}
+
+
+def default_config(problem, target: Target) -> KernelConfig:
+    """The complete config kdd uses when the user sets no knob."""
+    return resolve_config(problem, target, KernelConfig())
+
+
+def resolve_config(problem, target: Target, user: KernelConfig | None = None) -> KernelConfig:
+    """``user``'s knobs completed by the heuristic (see the module doc)."""
+    plan = _Plan.make(problem, target, user or KernelConfig())
+    if user is not None and user.iter is not None:
+        return plan.complete(user.iter)
+    scored = []
+    candidates = plan.iter_candidates()
+    for tile in filter(plan.may_fit, candidates):
+        cfg = plan.complete(tile)
+        budget = estimate_budget(problem, cfg, target)
+        if budget.issues():
+            continue
+        t = budget.tiling
+        eff = t.efficiency
+        score = (min(t.groups, target.device.cores // 2), t.m_group * t.n_group * eff,
+                 t.m_thread * t.n_thread * eff, t.k_iter * eff)
+        scored.append((score, cfg))
+    if not scored:  # nothing fits: the smallest tile, and validation reports the overflow
+        return plan.complete(candidates[-1])
+    return max(scored, key=lambda item: item[0])[1]
+
+
+def pick_fma(target: Target, ops: Operands) -> str:
+    """Rule 1: the preferred full-precision instruction for A x B -> acc."""
+    for fma in target.fma_preference:
+        if any(not s.math for s in target.shapes(fma=fma, a=ops.a, b=ops.b, acc=ops.acc)):
+            return fma
+    return target.fma_preference[-1]
+
+
+def default_regs(target: Target, fma: str) -> int:
+    """Rule 3."""
+    if target.isa == "ptx":
+        return target.registers.max_regs
+    return 256 if target.name == "xehpc" and fma == "dpas" else target.registers.modes[0]
+
+
+def spread(total: int, dims: tuple[tuple[str, int], ...]) -> dict[str, int]:
+    """Split block ``total`` over ``(name, size)`` dims: repeatedly give the dim with the largest
+    ``gcd(size, remaining)`` that factor (later dims win ties); what divides no dim goes to the dim
+    with the most left to cover, as padding."""
+    out = {name: 1 for name, _ in dims}
+    left = dict(dims)
+    remaining = total
+    while remaining > 1 and dims:
+        # Largest common factor first; among equals the later (inner) dim.
+        g, _, name = max((gcd(left[name], remaining), i, name) for i, (name, _) in enumerate(dims))
+        if g == 1:
+            break
+        out[name] *= g
+        left[name] //= g
+        remaining //= g
+    if remaining > 1 and dims:
+        _, _, name = max((left[name], i, name) for i, (name, _) in enumerate(dims))
+        out[name] *= remaining
+    return out
+
+
+def _tile(*blocks: dict[str, int]) -> Tile:
+    return Tile.of((name, size) for b in blocks for name, size in b.items() if size > 1)
+
+
+def _pow2_multiples(base: int, limit: int) -> list[int]:
+    out, x = [], base
+    while x <= limit:
+        out.append(x)
+        x *= 2
+    return out
+
+
+@dataclass(frozen=True)
+class _Plan:
+    """What the heuristic fixes before choosing tiles: the knobs of rules 1-3 and the FMA shape."""
+
+    problem: object
+    target: Target
+    user: KernelConfig
+    ops: Operands
+    fma: str
+    simd: int
+    regs: int
+    shape: tuple[int, int, int]
+
+    @staticmethod
+    def make(problem, target: Target, user: KernelConfig) -> "_Plan":
+        ops = operands(problem)
+        fma = user.fma or pick_fma(target, ops)
+        simd = user.simd or (target.simd_for(fma) if fma in target.fma_kinds else target.default_simd)
+        regs = user.regs or default_regs(target, fma)
+        shapes = (target.shapes(fma=fma, simd=simd, a=ops.a, b=ops.b, acc=ops.acc)
+                  or target.shapes(fma=fma, simd=simd, a=ops.a, b=ops.b))
+        best: FmaShape | None = shapes[0] if shapes else None
+        shape = (best.m, best.n, best.k) if best else (1, simd, 1)
+        return _Plan(problem, target, user, ops, fma, simd, regs, shape)
+
+    def iter_candidates(self) -> list[Tile]:
+        """Rule 4's candidate per-thread tiles, largest first."""
+        gemm = self.problem.gemm_dims()
+        sm, sn, sk = self.shape
+        ms = [m for m in _pow2_multiples(sm, MAX_THREAD_TILE) if m == sm or m // 2 < gemm.M]
+        ns = [n for n in _pow2_multiples(sn, MAX_THREAD_TILE) if n == sn or n // 2 < gemm.N]
+        ks = [k for k in _pow2_multiples(sk, max(sk, K_BYTES[1] // self.ops.a.size))
+              if k == sk or (k * self.ops.a.size >= K_BYTES[0] and k // 2 < gemm.K)]
+        tiles = sorted(((m * n, k, m, n) for m in ms for n in ns for k in ks), reverse=True)
+        return [_tile(spread(m, gemm.m), spread(n, gemm.n), spread(k, gemm.k)) for _, k, m, n in tiles]
+
+    def may_fit(self, tile: Tile) -> bool:
+        """Whether C, A, B and the reserve alone fit the registers (prunes the search)."""
+        gemm = self.problem.gemm_dims()
+        m, n, k = (tile.product(d for d, _ in getattr(gemm, role)) for role in "mnk")
+        r = self.target.registers
+        need = (r.regs_for(m * n * self.ops.acc.size) + r.regs_for(m * k * self.ops.a.size)
+                + r.regs_for(k * n * self.ops.b.size) + r.reserved)
+        return need <= self.regs
+
+    def complete(self, iter_tile: Tile) -> KernelConfig:
+        """Rules 5-7 around ``iter_tile``, keeping every knob the user set."""
+        user = self.user
+        gemm = self.problem.gemm_dims()
+        loop = user.loop if user.loop is not None else _tile(
+            {name: ceil(size / iter_tile.get(name)) for name, size in gemm.k})
+        tg = user.tg if user.tg is not None else self._group(iter_tile, loop)
+        cfg = KernelConfig(fma=self.fma, simd=self.simd, regs=self.regs, loop=loop, tg=tg, iter=iter_tile,
+                           unroll=user.unroll if user.unroll is not None else Tile(),
+                           prefetch=user.prefetch if user.prefetch is not None else Buffering(0),
+                           subtiles=user.subtiles if user.subtiles is not None else Subtiles())
+        slm = user.slm if user.slm is not None else self._slm(cfg)
+        unroll = slm.bufs > 1 or cfg.prefetch.enabled
+        pipeline = user.pipeline if user.pipeline is not None else Pipeline(unroll, not unroll)
+        return replace(cfg, slm=slm, pipeline=pipeline)
+
+    def _group(self, iter_tile: Tile, loop: Tile) -> Tile:
+        """Rule 5."""
+        gemm = self.problem.gemm_dims()
+        x, y = GROUP_SHAPE[self.target.isa]
+        m_thr, n_thr = iter_tile.product(d for d, _ in gemm.m), iter_tile.product(d for d, _ in gemm.n)
+        while y > 1 and m_thr * (y // 2) >= gemm.M:
+            y //= 2
+        while x > 1 and n_thr * (x // 2) >= gemm.N:
+            x //= 2
+        rest_m = tuple((name, ceil(size / iter_tile.get(name))) for name, size in gemm.m)
+        rest_n = tuple((name, ceil(size / iter_tile.get(name))) for name, size in gemm.n)
+
+        def tile(x: int, y: int) -> Tile:
+            return _tile(spread(y, rest_m), spread(x, rest_n))
+
+        def groups(x: int, y: int) -> int:
+            return derive_tiling(self.problem, KernelConfig(iter=iter_tile, tg=tile(x, y), loop=loop)).groups
+
+        limit = self.target.max_group_threads(self.regs, self.simd)
+        while x * y > 1 and (x * y > limit or groups(x, y) < self.target.device.cores // 2):
+            if y >= x:
+                y //= 2
+            else:
+                x //= 2
+        return tile(x, y)
+
+    def _slm(self, cfg: KernelConfig) -> Buffering:
+        """Rule 7."""
+        t = derive_tiling(self.problem, cfg)
+        x, y, _ = t.tg_grid
+        share_a, share_b = x > 1, y > 1
+        if not (share_a or share_b):
+            return Buffering(0)
+        bufs = MAX_BUFS if t.k_iters >= 3 else 1
+        per_buf = (share_a * t.m_group * t.k_iter * self.ops.a.size
+                   + share_b * t.k_iter * t.n_group * self.ops.b.size)
+        while bufs > 0 and bufs * per_buf > self.target.slm.per_group:
+            bufs -= 1
+        return Buffering(bufs, share_a, share_b) if bufs else Buffering(0)

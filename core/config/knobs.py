@@ -1,0 +1,213 @@
+"""The kernel-config knobs: one table, ``KNOBS``, describing each knob once.
+
+Every knob has a ``[config]`` TOML key (also the :class:`KernelConfig` field),
+its oneDNN config-line key, a value kind, the values it allows, an example
+and the documentation shown on hover and in ``docs/config.md``. Its codec
+reads and writes the value in both forms.
+"""
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from difflib import get_close_matches
+from typing import Any
+
+from kdd.core.targets import FMA_KINDS
+
+from .errors import ConfigError
+from .tiles import Tile
+from .values import MAX_BUFS, Buffering, Pipeline, Subtiles, toml_int
+
+
+def did_you_mean(word: str, known: Iterable[str]) -> str:
+    """``"; did you mean 'x'?"`` for the closest known word, or ``""``."""
+    close = get_close_matches(word, list(known), n=1, cutoff=0.5)
+    return f"; did you mean '{close[0]}'?" if close else ""
+
+
+class Codec(ABC):
+    """Reads and writes one kind of knob value in its line form and its TOML form."""
+
+    @abstractmethod
+    def parse(self, text: str, dims: Iterable[str] = ()) -> Any:
+        """The value written as ``text`` in a config line (spans of errors are into ``text``)."""
+
+    def format(self, value: Any) -> str:
+        """The line form of ``value`` (``parse(format(v)) == v``)."""
+        return str(value)
+
+    def from_toml(self, value: Any, key: str, dims: Iterable[str] = ()) -> Any:
+        """The value of ``[config]`` key ``key``; text values are parsed as in a line."""
+        if isinstance(value, str):
+            return self.parse(value, dims)
+        raise ConfigError(f"{key} must be a string, got {value!r}")
+
+    def to_toml(self, value: Any) -> Any:
+        return self.format(value)
+
+
+class ChoiceCodec(Codec):
+    def __init__(self, choices: tuple[str, ...]):
+        self.choices = choices
+
+    def parse(self, text, dims=()):
+        if text not in self.choices:
+            raise ConfigError(f"unknown value '{text}' (allowed: {', '.join(self.choices)})"
+                              + did_you_mean(text, self.choices), 0, max(1, len(text)))
+        return text
+
+
+class IntCodec(Codec):
+    def __init__(self, lo: int):
+        self.lo = lo
+
+    def parse(self, text, dims=()):
+        if not text.isdigit():
+            raise ConfigError(f"expected a number, got '{text}'", 0, max(1, len(text)))
+        return self.check(int(text), len(text))
+
+    def check(self, value: int, width: int | None) -> int:
+        if value < self.lo:
+            span = (0, width) if width is not None else (None, None)
+            raise ConfigError(f"value must be at least {self.lo}, got {value}", *span)
+        return value
+
+    def from_toml(self, value, key, dims=()):
+        return self.check(toml_int(value, key, 0), None)
+
+    def to_toml(self, value):
+        return value
+
+
+class TileCodec(Codec):
+    def parse(self, text, dims=()):
+        return Tile.parse(text, dims)
+
+    def from_toml(self, value, key, dims=()):
+        if isinstance(value, Mapping):
+            return Tile.of((str(d), toml_int(s, f"{key}.{d}", 1)) for d, s in value.items())
+        return super().from_toml(value, key, dims)
+
+
+class BufferingCodec(Codec):
+    def __init__(self, allow_gmem: bool):
+        self.allow_gmem = allow_gmem
+
+    def parse(self, text, dims=()):
+        return Buffering.parse(text, self.allow_gmem)
+
+    def from_toml(self, value, key, dims=()):
+        return Buffering.from_toml(value, self.allow_gmem, key)
+
+    def to_toml(self, value):
+        return value.to_toml()
+
+
+class BufsCodec(Codec):
+    """The ``bufs=N`` line shorthand: N SLM buffers for both A and B."""
+
+    def parse(self, text, dims=()):
+        if not text.isdigit() or int(text) > MAX_BUFS:
+            raise ConfigError(f"bufs must be a number 0..{MAX_BUFS}, got '{text}'", 0, max(1, len(text)))
+        return Buffering(int(text))
+
+
+class PipelineCodec(Codec):
+    def parse(self, text, dims=()):
+        return Pipeline.parse(text)
+
+    def from_toml(self, value, key, dims=()):
+        return Pipeline.from_toml(value, key)
+
+
+class SubtilesCodec(Codec):
+    def parse(self, text, dims=()):
+        return Subtiles.parse(text)
+
+    def from_toml(self, value, key, dims=()):
+        return Subtiles.from_toml(value, key)
+
+
+@dataclass(frozen=True)
+class Knob:
+    """One kernel parameter.
+
+    ``key``: the ``[config]`` TOML key and :class:`KernelConfig` field.
+    ``onednn``: the key in a oneDNN config line (``i`` for ``iter``).
+    ``kind``: ``choice``, ``int``, ``tile``, ``buffering``, ``flags`` or ``subtiles``.
+    ``allowed``: the values the knob takes in words (targets narrow them further).
+    """
+
+    key: str
+    onednn: str
+    kind: str
+    allowed: str
+    example: str
+    doc: str
+    codec: Codec
+
+    @property
+    def line_keys(self) -> tuple[str, ...]:
+        """Keys that set this knob in a config line: the oneDNN key, then the long name."""
+        return tuple(dict.fromkeys((self.onednn, self.key)))
+
+
+_TILE_DIMS = ("Dimension names come from the problem: conv `g mb ic oc id ih iw od oh ow kd kh kw`, "
+              "GEMM `m n k b0 b1..`.")
+
+KNOBS: tuple[Knob, ...] = (
+    Knob("fma", "fma", "choice", " | ".join(FMA_KINDS), "fma=dpas",
+         "Multiply-add instruction of the inner product. Xe: `mad` (one MAC per lane), `dp4a` "
+         "(4-element int8 dot product per lane), `dpas` (systolic 8-deep matrix multiply-add on XMX), "
+         "`dpasw` (dpas sharing the A operand across a fused-EU thread pair; Xe-HPG only, needs an even "
+         "X thread-group size). sm_90: `fma` (one MAC per lane), `mma` (`mma.sync` tensor-core tile, "
+         "m16n8k16 for f16/bf16).", ChoiceCodec(FMA_KINDS)),
+    Knob("simd", "simd", "int", "8 | 16 (xehpg), 16 | 32 (xehpc), 32 (sm_90)", "simd=8",
+         "SIMD width of a thread: lanes per instruction. dpas fixes it (8 on Xe-HPG, 16 on Xe-HPC); "
+         "on sm_90 a thread is a 32-lane warp.", IntCodec(1)),
+    Knob("regs", "regs", "int", "128 | 256 (Xe), 16..255 (sm_90)", "regs=256",
+         "Registers per thread: the GRF mode on Xe (256 = large-GRF mode, half as many threads per "
+         "vector engine), the per-thread register cap on sm_90 (`.maxnreg`). The register budget is "
+         "checked against it.", IntCodec(1)),
+    Knob("loop", "l", "tile", "K dims, sizes >= 1", "l=kh3kw3ic4",
+         "Loop-level blocks: how many iterations of the reduction loop a thread group runs over each "
+         "K dimension, each iteration covering one `iter` block. K left over after `iter x loop` is "
+         "split across the kernel grid (partial sums, atomic stores). " + _TILE_DIMS, TileCodec()),
+    Knob("tg", "T", "tile", "M and N dims, sizes >= 1", "T=oc4ow4",
+         "Thread-group blocks: threads of a group along each M/N dimension. N dims form the X axis of "
+         "the thread-group grid and M dims the Y axis; the group computes `iter x tg` of each. "
+         + _TILE_DIMS, TileCodec()),
+    Knob("iter", "i", "tile", "M, N and K dims, sizes >= 1", "i=mb32oc32ic16",
+         "Iteration-level blocks: the tile one thread computes in one iteration, M x N of C "
+         "accumulated over the K block. Must be a multiple of the FMA instruction's shape. "
+         + _TILE_DIMS, TileCodec()),
+    Knob("unroll", "u", "tile", "K dims, sizes >= 1", "u=ic2",
+         "Per-dimension unroll factors of the reduction loop. " + _TILE_DIMS, TileCodec()),
+    Knob("slm", "s", "buffering", f"x0..x{MAX_BUFS}, optional .g0..g2, .a / .b", "s=x3.g1",
+         "SLM buffering of A and B tiles: `x<n>` shared-local-memory buffers (0 = load straight from "
+         "global memory, 2/3 = double/triple buffering that overlaps loads with compute), `.g<n>` GRF "
+         "buffers staging the global-to-SLM copy, `.a`/`.b` to buffer only A or B. Line shorthand: "
+         "`bufs=3` = `s=x3`. TOML: `slm = 3` or `slm = { bufs = 3, gmem = 1, a = true, b = true }`.",
+         BufferingCodec(allow_gmem=True)),
+    Knob("prefetch", "p", "buffering", f"x0..x{MAX_BUFS}, optional .a / .b", "p=x3",
+         "Prefetch A and B tiles `x<n>` iterations ahead into cache (Xe); `.a`/`.b` to prefetch only "
+         "one. TOML: `prefetch = 3` or `prefetch = { bufs = 3, a = true, b = false }`.",
+         BufferingCodec(allow_gmem=False)),
+    Knob("pipeline", "P", "flags", "any of u, r", "P=ur",
+         "Pipeline flags: `u` unrolls the buffered reduction loop (needed to rotate SLM/prefetch "
+         "buffers without address arithmetic), `r` reuses message headers across iterations (fewer "
+         "header registers, more header updates).", PipelineCodec()),
+    Knob("subtiles", "S", "subtiles", "a<n> or b<n>", "S=a1b2",
+         "Split the per-thread multiplication into A subtiles (`a<n>`: load A in n parts against one "
+         "B) or B subtiles (`b<n>`), so only one subtile's buffer is live: fewer registers for the "
+         "split operand. A bare number splits B.", SubtilesCodec()),
+)
+
+KNOB_BY_KEY: dict[str, Knob] = {k.key: k for k in KNOBS}
+
+# Line keys -> (knob, codec). ``bufs`` is the shorthand for SLM buffering.
+LINE_KEYS: dict[str, tuple[Knob, Codec]] = {
+    **{lk: (k, k.codec) for k in KNOBS for lk in k.line_keys},
+    "bufs": (KNOB_BY_KEY["slm"], BufsCodec()),
+}

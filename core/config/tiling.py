@@ -1,0 +1,143 @@
+"""Tiling derived from a config and a problem: per-thread and per-group tiles, grids.
+
+Per dimension ``d`` of the problem (in B, M, N, K order), with ``iter``,
+``tg`` and ``loop`` sizes from the config (1 where a tile does not name ``d``):
+
+- one thread computes ``iter`` of ``d`` per iteration;
+- a thread group covers ``block = iter * tg * loop`` of ``d``;
+- the kernel grid has ``grid = ceil(size / block)`` groups along ``d``, and
+  ``padded = grid * block`` elements are computed (the excess is masked).
+
+The thread-group grid is ``X x Y x Z`` = (product of ``tg`` over N dims) x
+(over M dims) x (over B and K dims); the kernel grid likewise multiplies
+``grid`` over N, M, and B+K dims. A K dim with ``grid > 1`` splits the
+reduction across groups (partial sums, atomic stores).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from math import ceil, prod
+
+from .kernel_config import KernelConfig
+from .tiles import Tile
+
+ROLES = ("b", "m", "n", "k")
+
+
+@dataclass(frozen=True)
+class DimTiling:
+    """How one problem dimension is blocked."""
+
+    name: str
+    role: str
+    size: int
+    iter: int
+    tg: int
+    loop: int
+
+    @property
+    def block(self) -> int:
+        """Elements of this dim one thread group covers."""
+        return self.iter * self.tg * self.loop
+
+    @property
+    def grid(self) -> int:
+        """Thread groups along this dim."""
+        return ceil(self.size / self.block)
+
+    @property
+    def padded(self) -> int:
+        """Elements computed along this dim, masked ones included."""
+        return self.grid * self.block
+
+
+@dataclass(frozen=True)
+class Tiling:
+    """Blocks of every problem dim and the quantities built from them."""
+
+    dims: tuple[DimTiling, ...]
+
+    def role(self, role: str) -> tuple[DimTiling, ...]:
+        """The dims playing GEMM role ``b``, ``m``, ``n`` or ``k``."""
+        return tuple(d for d in self.dims if d.role == role)
+
+    def _prod(self, roles: str, attr: str) -> int:
+        return prod(getattr(d, attr) for d in self.dims if d.role in roles)
+
+    @property
+    def m_thread(self) -> int:
+        """M elements of C one thread computes."""
+        return self._prod("m", "iter")
+
+    @property
+    def n_thread(self) -> int:
+        """N elements of C one thread computes."""
+        return self._prod("n", "iter")
+
+    @property
+    def k_iter(self) -> int:
+        """K elements one thread consumes per reduction-loop iteration."""
+        return self._prod("k", "iter")
+
+    @property
+    def m_group(self) -> int:
+        """M elements of C one thread group computes."""
+        return prod(d.iter * d.tg for d in self.role("m"))
+
+    @property
+    def n_group(self) -> int:
+        """N elements of C one thread group computes."""
+        return prod(d.iter * d.tg for d in self.role("n"))
+
+    @property
+    def k_group(self) -> int:
+        """K elements one thread group reduces over (all its loop iterations)."""
+        return prod(d.iter * d.loop for d in self.role("k"))
+
+    @property
+    def k_iters(self) -> int:
+        """Iterations of the reduction loop."""
+        return self._prod("k", "loop")
+
+    @property
+    def tg_grid(self) -> tuple[int, int, int]:
+        """Thread-group grid ``(X, Y, Z)``: threads along N, M, and B/K dims."""
+        return self._prod("n", "tg"), self._prod("m", "tg"), self._prod("bk", "tg")
+
+    @property
+    def kernel_grid(self) -> tuple[int, int, int]:
+        """Kernel grid ``(X, Y, Z)``: thread groups along N, M, and B/K dims."""
+        return self._prod("n", "grid"), self._prod("m", "grid"), self._prod("bk", "grid")
+
+    @property
+    def threads_per_group(self) -> int:
+        return prod(self.tg_grid)
+
+    @property
+    def groups(self) -> int:
+        return prod(self.kernel_grid)
+
+    @property
+    def split_k(self) -> bool:
+        """Whether the reduction is split across thread groups."""
+        return any(d.grid > 1 for d in self.role("k"))
+
+    @property
+    def efficiency(self) -> float:
+        """Useful fraction of the computed (padded) iteration space."""
+        return prod(d.size for d in self.dims) / prod(d.padded for d in self.dims)
+
+
+def derive_tiling(problem, config: KernelConfig) -> Tiling:
+    """The :class:`Tiling` of ``config`` on ``problem``; unset tiles block nothing.
+
+    Tile entries naming dims the problem does not have are ignored here
+    (validation reports them).
+    """
+    gemm = problem.gemm_dims()
+    empty = Tile()
+    iter_, tg, loop = (config.iter or empty), (config.tg or empty), (config.loop or empty)
+    return Tiling(tuple(
+        DimTiling(name, role, size, iter_.get(name), tg.get(name), loop.get(name))
+        for role in ROLES for name, size in getattr(gemm, role)
+    ))

@@ -1,0 +1,155 @@
+"""Checks of a complete config against its problem and target, as structured issues.
+
+``validate_config`` never raises on a bad config: it lists what is wrong.
+Errors: an instruction, type combination, SIMD width or register count the
+target does not have; tiles naming dims the problem lacks or blocking dims
+of the wrong role; an ``iter`` tile that is not a multiple of the
+instruction's shape; a thread group larger than the target allows; dpasw
+with an odd X; subtiles that do not split evenly; register or SLM overflow.
+Warnings: padding (blocks that exceed or do not divide a dim), reduced
+precision. Info: a reduction split across thread groups.
+"""
+from __future__ import annotations
+
+from math import ceil, prod
+
+from kdd.core.targets import FmaShape, Target
+
+from .budget import estimate_budget
+from .issues import ConfigIssue
+from .kernel_config import KernelConfig
+from .knobs import did_you_mean
+from .operands import operands
+from .tiling import Tiling, derive_tiling
+
+# Which GEMM roles each tile knob may block.
+TILE_ROLES = {"iter": "mnk", "tg": "mn", "loop": "k", "unroll": "k"}
+_ROLE_WORDS = {"m": "M", "n": "N", "k": "K", "b": "batch"}
+
+
+def validate_config(problem, config: KernelConfig, target: Target) -> list[ConfigIssue]:
+    """Every issue of a complete ``config`` for ``problem`` on ``target``."""
+    config.require_complete("validate_config")
+    issues: list[ConfigIssue] = []
+    shape = _check_fma(problem, config, target, issues)
+    if not target.registers.allows(config.regs):
+        r = target.registers
+        allowed = " or ".join(map(str, r.modes)) if r.modes else f"{r.min_regs}..{r.max_regs}"
+        issues.append(ConfigIssue("regs", f"regs={config.regs} is not available on {target.name} (allowed: {allowed})"))
+    tiles_ok = _check_tiles(problem, config, issues)
+    tiling = derive_tiling(problem, config)
+    if tiles_ok:
+        _check_padding(tiling, issues)
+    if shape is not None:
+        _check_shape(tiling, config, shape, issues)
+    _check_group(tiling, config, target, issues)
+    if config.prefetch.enabled and target.isa != "xe":
+        issues.append(ConfigIssue("prefetch", f"prefetch is an Xe knob; on {target.name} buffer through shared "
+                                              f"memory with slm bufs"))
+    if target.registers.allows(config.regs):
+        issues += estimate_budget(problem, config, target).issues()
+    return issues
+
+
+def _check_fma(problem, config: KernelConfig, target: Target, issues: list[ConfigIssue]) -> FmaShape | None:
+    """Instruction, types and SIMD width; returns the instruction form when they are valid."""
+    ops = operands(problem)
+    if config.fma not in target.fma_kinds:
+        issues.append(ConfigIssue("fma", f"{target.name} has no '{config.fma}' instruction "
+                                         f"(has: {', '.join(target.fma_kinds)})"))
+        return None
+    typed = target.shapes(fma=config.fma, a=ops.a, b=ops.b)
+    if not typed:
+        combos = sorted({f"{s.a}*{s.b}" for s in target.shapes(fma=config.fma)})
+        issues.append(ConfigIssue("fma", f"{config.fma} on {target.name} does not multiply {ops.a}*{ops.b} "
+                                         f"(it takes {', '.join(combos)})"))
+        return None
+    if config.simd not in target.simd_widths:
+        issues.append(ConfigIssue("simd", f"simd={config.simd} is not a SIMD width of {target.name} "
+                                          f"(widths: {', '.join(map(str, target.simd_widths))})"))
+        return None
+    sized = [s for s in typed if s.simd == config.simd]
+    if not sized:
+        widths = sorted({s.simd for s in typed})
+        issues.append(ConfigIssue("simd", f"{config.fma} on {target.name} needs simd="
+                                          f"{' or '.join(map(str, widths))}, got simd={config.simd}"))
+        return None
+    exact = [s for s in sized if s.acc == ops.acc]
+    shape = (exact or sized)[0]
+    if shape.acc != ops.acc:
+        issues.append(ConfigIssue("fma", f"{config.fma} accumulates {ops.a}*{ops.b} in {shape.acc}, the problem "
+                                         f"accumulates in {ops.acc}: reduced precision", "warning"))
+    if shape.math:
+        issues.append(ConfigIssue("fma", f"{config.fma} computes {ops.a}*{ops.b} in {shape.math}: reduced "
+                                         f"precision", "warning"))
+    return shape
+
+
+def _check_tiles(problem, config: KernelConfig, issues: list[ConfigIssue]) -> bool:
+    """Dim names and roles of every tile knob; False when a tile names an unknown dim."""
+    gemm = problem.gemm_dims()
+    role_of = {name: role for role in "bmnk" for name, _ in getattr(gemm, role)}
+    ok = True
+    for knob, roles in TILE_ROLES.items():
+        tile = getattr(config, knob)
+        for dim in tile:
+            if dim not in role_of:
+                ok = False
+                issues.append(ConfigIssue(knob, f"{knob} names '{dim}', which is not a dimension of this "
+                                                f"{problem.op} problem (dims: {', '.join(role_of)})"
+                                          + did_you_mean(dim, role_of)))
+            elif tile.get(dim) > 1 and role_of[dim] not in roles:
+                allowed = " and ".join(_ROLE_WORDS[r] for r in roles)
+                issues.append(ConfigIssue(knob, f"{knob} blocks '{dim}', a {_ROLE_WORDS[role_of[dim]]} dim; "
+                                                f"{knob} blocks {allowed} dims only"))
+    for dim in config.unroll:
+        u, loop = config.unroll.get(dim), config.loop.get(dim)
+        if loop % u:
+            issues.append(ConfigIssue("unroll", f"unroll {dim}{u} does not divide loop {dim}{loop}"))
+    return ok
+
+
+def _check_padding(tiling: Tiling, issues: list[ConfigIssue]) -> None:
+    """Warn where blocks exceed or do not divide a dim, naming the knob that starts the padding."""
+    for d in tiling.dims:
+        for knob, block in (("iter", d.iter), ("tg", d.iter * d.tg), ("loop", d.block)):
+            if block > d.size or d.size % block:
+                if block > d.size and d.grid == 1:
+                    what = f"covers {block} of '{d.name}' but it is {d.size}"
+                else:
+                    what = f"block {block} of '{d.name}' does not divide {d.size}"
+                issues.append(ConfigIssue(knob, f"{what}: {d.padded - d.size} of {d.padded} computed "
+                                                f"'{d.name}' are padding ({d.size / d.padded:.0%} useful)",
+                                          "warning"))
+                break
+    if tiling.split_k:
+        parts = prod(d.grid for d in tiling.role("k"))
+        issues.append(ConfigIssue("loop", f"the reduction is split across {parts} thread groups "
+                                          f"(partial sums, atomic stores)", "info"))
+
+
+def _check_shape(tiling: Tiling, config: KernelConfig, shape: FmaShape, issues: list[ConfigIssue]) -> None:
+    """The thread tile (and its subtiles) must be whole instructions."""
+    sub = config.subtiles
+    if sub.a > 1 and sub.b > 1:
+        issues.append(ConfigIssue("subtiles", f"split A or B, not both (got S={sub})"))
+    for role, size, inst, split in (("M", tiling.m_thread, shape.m, sub.a), ("N", tiling.n_thread, shape.n, sub.b),
+                                    ("K", tiling.k_iter, shape.k, 1)):
+        if size % inst:
+            issues.append(ConfigIssue("iter", f"iter gives {role}={size} per thread, not a multiple of "
+                                              f"{shape.fma}'s {role}={inst} ({shape.spelling})"))
+        elif split > 1 and (size % split or (size // split) % inst):
+            issues.append(ConfigIssue("subtiles", f"S={sub} splits {role}={size} into parts that are not "
+                                                  f"multiples of {shape.fma}'s {role}={inst}"))
+
+
+def _check_group(tiling: Tiling, config: KernelConfig, target: Target, issues: list[ConfigIssue]) -> None:
+    x, y, z = tiling.tg_grid
+    if target.registers.allows(config.regs) and config.simd in target.simd_widths:
+        limit = target.max_group_threads(config.regs, config.simd)
+        if x * y * z > limit:
+            issues.append(ConfigIssue("tg", f"thread group {x}x{y}x{z} = {x * y * z} threads; {target.name} "
+                                            f"allows {limit} with regs={config.regs} simd={config.simd} "
+                                            f"({ceil(x * y * z / limit)}x too many)"))
+    if config.fma == "dpasw" and x % 2:
+        issues.append(ConfigIssue("tg", f"dpasw pairs threads along X; X={x} must be even"))

@@ -1,0 +1,234 @@
+"""The targets kdd knows, with their published figures, and ``get_target``.
+
+Each figure's ``source`` says where it comes from. Peak rates are either the
+vendor's published number or derived as ``cores x ops/clock/core x clock``
+from the vendor's per-clock figures; the source says which.
+"""
+from __future__ import annotations
+
+from difflib import get_close_matches
+
+from kdd.core.ir.types import Type, bf16, f16, f32, f64, s8, s32, u8
+
+from .target import Device, Figure, FmaShape, Peak, RegisterFile, SharedMemory, Target
+
+KIB = 1024
+_INT8 = ((s8, s8), (s8, u8), (u8, s8), (u8, u8))
+_ONEDNN_RESERVED = (
+    "oneDNN conv generator reserved_regs_default = 16: kernel arguments, local work IDs/sizes, "
+    "signal header, temporary expressions"
+)
+
+
+# -- Xe -------------------------------------------------------------------------------------
+
+_IGA = {f16: "hf", bf16: "bf", s8: "b", u8: "ub", f32: "f", f64: "df", s32: "d"}
+
+
+def _dpas(fma: str, exec_size: int, a: Type, b: Type, acc: Type, math: str = "") -> FmaShape:
+    # Systolic depth 8, each stage consumes one dword per channel: k = 8 * (4 bytes / element).
+    depth, rcount = 8, 8
+    elem = 4 if math == "tf32" else a.size
+    src = {a: "tf32"} if math == "tf32" else _IGA
+    spelling = f"{fma}.{depth}x{rcount} ({exec_size}|M0) :{_IGA[acc]} :{_IGA[acc]} :{src[b]} :{src[a]}"
+    return FmaShape(fma, a, b, acc, m=rcount, n=exec_size, k=depth * 4 // elem, simd=exec_size,
+                    spelling=spelling, math=math)
+
+
+def _xe_vector(fma: str, simd: int, a: Type, b: Type, acc: Type) -> FmaShape:
+    # mad: one MAC per lane (k=1); dp4a: a 4-element dot product per lane (k=4).
+    k = 4 if fma == "dp4a" else 1
+    spelling = f"{fma} ({simd}|M0) :{_IGA[acc]} :{_IGA[acc]} :{_IGA[a]} :{_IGA[b]}"
+    return FmaShape(fma, a, b, acc, 1, simd, k, simd, spelling)
+
+
+def _xe_fmas(dpas_simd: int, simds: tuple[int, ...], dpasw: bool, tf32: bool, fp64: bool) -> tuple[FmaShape, ...]:
+    dpas_types = [(f16, f16, f32), (bf16, bf16, f32)] + [(a, b, s32) for a, b in _INT8]
+    kinds = ("dpas", "dpasw") if dpasw else ("dpas",)
+    shapes = [_dpas(kind, dpas_simd, a, b, acc) for kind in kinds for a, b, acc in dpas_types]
+    if tf32:
+        shapes.append(_dpas("dpas", dpas_simd, f32, f32, f32, math="tf32"))
+    mad_types = [(f32, f32, f32), (f16, f16, f16), (bf16, bf16, f32)] + ([(f64, f64, f64)] if fp64 else [])
+    for simd in simds:
+        shapes += [_xe_vector("mad", simd, a, b, acc) for a, b, acc in mad_types]
+        shapes += [_xe_vector("dp4a", simd, a, b, s32) for a, b in _INT8]
+    return tuple(shapes)
+
+
+def _xe_peaks(cores: int, clock_ghz: float, per_clock: dict[tuple[str, str], int], source: str) -> tuple[Peak, ...]:
+    return tuple(
+        Peak(engine, dtype, Figure(cores * ops * clock_ghz * 1e9, "op/s",
+                                   f"derived: {cores} Xe-cores x {ops} {dtype} ops/clk/Xe-core ({engine}) "
+                                   f"x {clock_ghz} GHz; {source}"))
+        for (engine, dtype), ops in per_clock.items()
+    )
+
+
+XEHPG = Target(
+    name="xehpg",
+    title="Intel Xe-HPG (Arc A-series, DG2)",
+    isa="xe",
+    registers=RegisterFile(
+        reg_bytes=32, lane_bytes=None, modes=(128, 256), min_regs=128, max_regs=256, granularity=1,
+        core_bytes=16 * 8 * 128 * 32, reserved=16,
+        source="32-byte GRF; 128 GRFs per thread, 256 in large-GRF mode (oneDNN: large GRF from Xe-HP on); "
+               "16 XVE per Xe-core x 8 threads x 128 GRF x 32 B",
+        reserved_source=_ONEDNN_RESERVED,
+    ),
+    simd_widths=(8, 16),
+    default_simd=16,
+    fma_shapes=_xe_fmas(dpas_simd=8, simds=(8, 16), dpasw=True, tf32=False, fp64=False),
+    fma_preference=("dpas", "dp4a", "mad"),
+    slm=SharedMemory(per_group=64 * KIB, per_core=128 * KIB,
+                     source="oneDNN device_info: 128 KiB SLM per Xe-core, at most 64 KiB per work-group on Xe-HPG"),
+    max_group_items=1024,
+    large_grf_halves_group=True,
+    max_message_bytes=8 * 32,
+    assembler=("iga64", "-a", "-p=12p71", "-Xauto-deps", "-Wall"),
+    devices=(
+        Device(
+            name="Arc A770 16GB", cores=32, core_name="Xe-core",
+            clock_mhz=Figure(2100, "MHz", "Intel ARK, Arc A770: graphics clock 2100 MHz (boards boost to 2400)"),
+            bandwidth=Figure(560e9, "B/s", "Intel ARK, Arc A770 16GB: 560 GB/s GDDR6 (256-bit, 17.5 Gbps)"),
+            peaks=_xe_peaks(32, 2.1, {
+                ("vector", "f32"): 16 * 16, ("vector", "f16"): 16 * 32, ("vector", "s8"): 16 * 64,
+                ("matrix", "f16"): 16 * 128, ("matrix", "bf16"): 16 * 128, ("matrix", "s8"): 16 * 256,
+            }, "per-engine rates from Intel's 'Introduction to the Xe-HPG Architecture' (XVE: 16 FP32 / "
+               "32 FP16 / 64 INT8 ops/clk; XMX: 128 FP16/BF16, 256 INT8 ops/clk; 16 of each per Xe-core)"),
+        ),
+    ),
+)
+
+XEHPC = Target(
+    name="xehpc",
+    title="Intel Xe-HPC (Data Center GPU Max, Ponte Vecchio)",
+    isa="xe",
+    registers=RegisterFile(
+        reg_bytes=64, lane_bytes=None, modes=(128, 256), min_regs=128, max_regs=256, granularity=1,
+        core_bytes=8 * 8 * 128 * 64, reserved=16,
+        source="64-byte GRF; 128 GRFs per thread, 256 in large-GRF mode (4 threads per XVE); "
+               "8 XVE per Xe-core x 8 threads x 128 GRF x 64 B",
+        reserved_source=_ONEDNN_RESERVED,
+    ),
+    simd_widths=(16, 32),
+    default_simd=16,
+    fma_shapes=_xe_fmas(dpas_simd=16, simds=(16, 32), dpasw=False, tf32=True, fp64=True),
+    fma_preference=("dpas", "dp4a", "mad"),
+    slm=SharedMemory(per_group=128 * KIB, per_core=128 * KIB,
+                     source="oneDNN device_info: 128 KiB SLM per Xe-core, all of it available to one work-group"),
+    max_group_items=1024,
+    large_grf_halves_group=True,
+    max_message_bytes=8 * 64,
+    assembler=("iga64", "-a", "-p=12p72", "-Xauto-deps", "-Wall"),
+    devices=(
+        Device(
+            name="Data Center GPU Max 1550", cores=128, core_name="Xe-core",
+            clock_mhz=Figure(1600, "MHz", "Intel ARK, Max 1550: max dynamic frequency 1600 MHz"),
+            bandwidth=Figure(3.2768e12, "B/s", "Intel ARK, Max 1550: 3.2768 TB/s HBM2e"),
+            peaks=_xe_peaks(128, 1.6, {
+                ("vector", "f64"): 256, ("vector", "f32"): 256, ("vector", "f16"): 512,
+                ("matrix", "tf32"): 2048, ("matrix", "f16"): 4096, ("matrix", "bf16"): 4096,
+                ("matrix", "s8"): 8192,
+            }, "per-Xe-core rates from Intel's Ponte Vecchio Hot Chips 33 talk (8 XVE x 512-bit, "
+               "8 XMX x 4096-bit per Xe-core)"),
+        ),
+    ),
+)
+
+
+# -- NVIDIA Hopper --------------------------------------------------------------------------
+
+def _mma(m: int, n: int, k: int, a: Type, b: Type, acc: Type, math: str = "") -> FmaShape:
+    names = {f16: "f16", bf16: "bf16", s8: "s8", u8: "u8", f32: "f32", f64: "f64", s32: "s32"}
+    ab = (math, math) if math else (names[a], names[b])
+    spelling = f"mma.sync.aligned.m{m}n{n}k{k}.row.col.{names[acc]}.{ab[0]}.{ab[1]}.{names[acc]}"
+    return FmaShape("mma", a, b, acc, m, n, k, 32, spelling, math)
+
+
+SM90_FMAS = (
+    _mma(16, 8, 16, f16, f16, f32), _mma(16, 8, 16, bf16, bf16, f32), _mma(16, 8, 16, f16, f16, f16),
+    *(_mma(16, 8, 32, a, b, s32) for a, b in _INT8),
+    _mma(16, 8, 8, f32, f32, f32, math="tf32"),
+    _mma(8, 8, 4, f64, f64, f64),
+    FmaShape("fma", f32, f32, f32, 1, 32, 1, 32, "fma.rn.f32"),
+    FmaShape("fma", f64, f64, f64, 1, 32, 1, 32, "fma.rn.f64"),
+)
+
+_H100_WP = "NVIDIA H100 Tensor Core GPU Architecture whitepaper, H100 SXM5"
+
+
+def _hopper_peaks() -> tuple[Peak, ...]:
+    # Dense (no sparsity) figures. NVIDIA computes tensor rates at 1830 MHz and
+    # FP32/FP64 FMA rates at 1980 MHz (132 SMs).
+    rows = (
+        ("vector", "f64", 33.5e12, "132 SMs x 64 FP64 FMA x 2 x 1.98 GHz"),
+        ("vector", "f32", 66.9e12, "132 SMs x 128 FP32 FMA x 2 x 1.98 GHz"),
+        ("matrix", "f64", 66.9e12, "FP64 tensor core"),
+        ("matrix", "tf32", 494.7e12, "dense; 132 SMs x 2048 ops/clk x 1.83 GHz"),
+        ("matrix", "f16", 989.4e12, "dense, FP32 accumulate; 132 SMs x 4096 ops/clk x 1.83 GHz"),
+        ("matrix", "bf16", 989.4e12, "dense, FP32 accumulate"),
+        ("matrix", "s8", 1978.9e12, "dense; 132 SMs x 8192 ops/clk x 1.83 GHz"),
+    )
+    note = "; reaching it needs wgmma (sm_90a): mma.sync (fma=mma) reaches a fraction of it"
+    return tuple(Peak(e, d, Figure(v, "op/s", f"{_H100_WP}: {why}" + (note if e == "matrix" else "")))
+                 for e, d, v, why in rows)
+
+
+SM90 = Target(
+    name="sm_90",
+    title="NVIDIA Hopper (H100 / H200)",
+    isa="ptx",
+    registers=RegisterFile(
+        reg_bytes=32 * 4, lane_bytes=4, modes=(), min_regs=16, max_regs=255, granularity=8,
+        core_bytes=65536 * 4, reserved=8,
+        source="CUDA C Programming Guide, compute capability 9.0: 64K 32-bit registers per SM, at most 255 "
+               "per thread; occupancy calculator: 256-register warp allocation unit (8 per thread)",
+        reserved_source="kdd estimate: thread/block indices, loop counters and bounds kept in registers",
+    ),
+    simd_widths=(32,),
+    default_simd=32,
+    fma_shapes=SM90_FMAS,
+    fma_preference=("mma", "fma"),
+    slm=SharedMemory(per_group=227 * KIB, per_core=228 * KIB,
+                     source="CUDA C Programming Guide, compute capability 9.0: 228 KiB shared memory per SM, "
+                            "227 KiB per block (opt-in)"),
+    max_group_items=1024,
+    large_grf_halves_group=False,
+    max_message_bytes=32 * 16,
+    assembler=("ptxas", "-arch=sm_90"),
+    devices=(
+        Device(
+            name="H200 SXM", cores=132, core_name="SM",
+            clock_mhz=Figure(1980, "MHz", f"{_H100_WP}; H200 has H100 SXM5's compute (NVIDIA's H200 datasheet "
+                                          "lists the same peak rates)"),
+            bandwidth=Figure(4.8e12, "B/s", "NVIDIA H200 datasheet: 141 GB HBM3e at 4.8 TB/s"),
+            peaks=_hopper_peaks(),
+        ),
+        Device(
+            name="H100 SXM", cores=132, core_name="SM",
+            clock_mhz=Figure(1980, "MHz", f"{_H100_WP}: 1.98 GHz (FP32/FP64 rates), 1.83 GHz for tensor rates"),
+            bandwidth=Figure(3.35e12, "B/s", "NVIDIA H100 datasheet, SXM: 80 GB HBM3 at 3.35 TB/s"),
+            peaks=_hopper_peaks(),
+        ),
+    ),
+)
+
+TARGETS: dict[str, Target] = {t.name: t for t in (XEHPG, XEHPC, SM90)}
+
+
+class UnknownTargetError(KeyError):
+    """Raised for a target name kdd does not know; the message lists the known ones."""
+
+    def __str__(self) -> str:
+        return str(self.args[0])
+
+
+def get_target(name: str) -> Target:
+    """The target called ``name`` (``xehpg``, ``xehpc``, ``sm_90``)."""
+    try:
+        return TARGETS[name]
+    except KeyError:
+        close = get_close_matches(name, TARGETS, n=1)
+        hint = f"; did you mean '{close[0]}'?" if close else ""
+        raise UnknownTargetError(
+            f"unknown target '{name}' (known: {', '.join(TARGETS)}){hint}") from None

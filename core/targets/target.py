@@ -1,0 +1,248 @@
+"""What kdd knows about a GPU target, as plain immutable data.
+
+A :class:`Target` describes one instruction-set target (``xehpg``, ``xehpc``,
+``sm_90``): its register file, SIMD widths, multiply-add instructions and their
+shapes, shared local memory, thread-group limits, the command that checks its
+assembly, and the devices built on it with their peak rates.
+
+Conventions used throughout kdd:
+
+- The IR's *thread* is a SIMD thread: an Xe hardware thread, an NVIDIA warp.
+  ``RegisterFile.reg_bytes`` is what one register holds *for that thread*: a
+  GRF row (32 B on Xe-HPG, 64 B on Xe-HPC), and on ``sm_90`` one 32-bit
+  register in each of the 32 lanes (128 B). A buffer of ``n`` bytes therefore
+  needs ``ceil(n / reg_bytes)`` registers: GRFs per thread on Xe, 32-bit
+  registers per lane on ``sm_90``.
+- Multiply-add instructions are described in GEMM terms, ``C[m x n] += A[m x k]
+  * B[k x n]``, by :class:`FmaShape`. For ``dpas``, ``m`` is the repeat count
+  (rows of ``src2``), ``n`` the execution size (one column per channel) and
+  ``k`` the systolic depth times the elements packed in a dword.
+- Every number someone might quote carries a ``source`` string.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from math import ceil
+
+from kdd.core.ir.types import Type
+
+FMA_KINDS = ("mad", "dp4a", "dpas", "dpasw", "fma", "mma")
+
+
+@dataclass(frozen=True)
+class Figure:
+    """A number with its unit and where it comes from."""
+
+    value: float
+    unit: str
+    source: str
+
+    def __str__(self) -> str:
+        return f"{self.value:g} {self.unit}"
+
+
+@dataclass(frozen=True)
+class FmaShape:
+    """One multiply-add instruction form: ``C[m x n] += A[m x k] * B[k x n]`` per SIMD thread.
+
+    ``a``, ``b``, ``acc`` are the operand and accumulator types as the problem
+    names them; ``math`` names a reduced-precision compute format when the
+    instruction does not compute in the operand type (``tf32`` for f32 data).
+    ``simd`` is the execution size the form requires (32 = a warp on sm_90).
+    ``spelling`` is the mnemonic with its operand types (dst, src0, src1, src2 on Xe), for display.
+    """
+
+    fma: str
+    a: Type
+    b: Type
+    acc: Type
+    m: int
+    n: int
+    k: int
+    simd: int
+    spelling: str
+    math: str = ""
+
+    def __post_init__(self):
+        if self.fma not in FMA_KINDS:
+            raise ValueError(f"unknown fma kind '{self.fma}' (known: {', '.join(FMA_KINDS)})")
+        if min(self.m, self.n, self.k, self.simd) < 1:
+            raise ValueError(f"{self.spelling}: shape and simd must be positive")
+
+    @property
+    def flops(self) -> int:
+        """Floating-point (or integer) operations of one instruction: a multiply and an add per MAC."""
+        return 2 * self.m * self.n * self.k
+
+    def operand_bytes(self, operand: str) -> int:
+        """Bytes of operand ``a`` (m x k), ``b`` (k x n) or ``c`` (m x n, accumulator type)."""
+        sizes = {
+            "a": self.m * self.k * self.a.size,
+            "b": self.k * self.n * self.b.size,
+            "c": self.m * self.n * self.acc.size,
+        }
+        try:
+            return sizes[operand]
+        except KeyError:
+            raise ValueError(f"operand must be one of a, b, c; got '{operand}'") from None
+
+    def matches(self, a: Type, b: Type, acc: Type | None = None) -> bool:
+        """Whether this form multiplies ``a`` by ``b`` (and accumulates in ``acc`` when given)."""
+        return self.a == a and self.b == b and (acc is None or self.acc == acc)
+
+
+@dataclass(frozen=True)
+class RegisterFile:
+    """The registers one SIMD thread can hold.
+
+    ``reg_bytes``: bytes of one register across the thread (see module doc).
+    ``lane_bytes``: bytes one lane sees of a register (sm_90: 4), or ``None``
+    where registers are not per lane (Xe GRFs).
+    ``modes``: the selectable per-thread register counts (Xe: 128 or 256
+    GRFs, the large-GRF mode halving threads per vector engine); empty when
+    any count from ``min_regs`` to ``max_regs`` may be requested (sm_90's
+    ``.maxnreg``).
+    ``granularity``: registers are allocated per thread in multiples of this.
+    ``core_bytes``: the register file of one Xe-core / SM, which bounds how
+    many threads of a group can be resident at once.
+    ``reserved``: registers kdd sets aside for kernel arguments, thread
+    payload, indices and temporaries before any buffer is placed.
+    """
+
+    reg_bytes: int
+    lane_bytes: int | None
+    modes: tuple[int, ...]
+    min_regs: int
+    max_regs: int
+    granularity: int
+    core_bytes: int
+    reserved: int
+    source: str
+    reserved_source: str
+
+    @property
+    def allocation_unit(self) -> int:
+        """Registers allocated at once for one SIMD thread: a whole warp's 256 on sm_90
+        (8 per lane x 32 lanes), one GRF on Xe."""
+        lanes = self.reg_bytes // self.lane_bytes if self.lane_bytes else 1
+        return self.granularity * lanes
+
+    def allows(self, regs: int) -> bool:
+        """Whether ``regs`` registers per thread is a valid request on this target."""
+        if self.modes:
+            return regs in self.modes
+        return self.min_regs <= regs <= self.max_regs
+
+    def allocated(self, regs: int) -> int:
+        """Registers actually allocated for a request of ``regs`` (rounded up to the granularity)."""
+        return ceil(regs / self.granularity) * self.granularity
+
+    def regs_for(self, nbytes: int) -> int:
+        """Registers needed to hold ``nbytes`` of one thread's data."""
+        return ceil(nbytes / self.reg_bytes)
+
+
+@dataclass(frozen=True)
+class SharedMemory:
+    """Shared local memory (Xe SLM, CUDA shared memory)."""
+
+    per_group: int
+    per_core: int
+    source: str
+
+
+@dataclass(frozen=True)
+class Peak:
+    """A peak throughput of one engine for one data type (``engine``: ``vector`` or ``matrix``)."""
+
+    engine: str
+    dtype: str
+    rate: Figure
+
+
+@dataclass(frozen=True)
+class Device:
+    """A product built on a target: its size, clock, memory bandwidth and peak rates."""
+
+    name: str
+    cores: int
+    core_name: str
+    clock_mhz: Figure
+    bandwidth: Figure
+    peaks: tuple[Peak, ...]
+
+    def peak(self, dtype: str, engine: str = "matrix") -> Figure:
+        """The peak rate of ``engine`` for ``dtype``; raises ``KeyError`` naming what exists."""
+        for p in self.peaks:
+            if p.dtype == dtype and p.engine == engine:
+                return p.rate
+        have = ", ".join(f"{p.engine}:{p.dtype}" for p in self.peaks)
+        raise KeyError(f"{self.name} has no {engine} peak for {dtype} (has: {have})")
+
+
+@dataclass(frozen=True)
+class Target:
+    """One instruction-set target with everything the generator and the estimates need.
+
+    ``max_group_items`` is the work-item (CUDA thread) limit of a group; on
+    targets with ``large_grf_halves_group`` a group compiled for more than
+    ``registers.modes[0]`` GRFs may hold half as many. ``max_message_bytes`` is
+    the largest single load/store message one thread issues, used to estimate
+    message headers before any IR exists. ``devices[0]`` is the default device
+    for rooflines.
+    """
+
+    name: str
+    title: str
+    isa: str
+    registers: RegisterFile
+    simd_widths: tuple[int, ...]
+    default_simd: int
+    fma_shapes: tuple[FmaShape, ...]
+    fma_preference: tuple[str, ...]
+    slm: SharedMemory
+    max_group_items: int
+    large_grf_halves_group: bool
+    max_message_bytes: int
+    assembler: tuple[str, ...]
+    devices: tuple[Device, ...]
+
+    @property
+    def device(self) -> Device:
+        """The default device (first listed)."""
+        return self.devices[0]
+
+    @property
+    def fma_kinds(self) -> tuple[str, ...]:
+        """FMA kinds this target has, in table order, without repeats."""
+        return tuple(dict.fromkeys(s.fma for s in self.fma_shapes))
+
+    def shapes(self, fma: str | None = None, simd: int | None = None,
+               a: Type | None = None, b: Type | None = None, acc: Type | None = None) -> tuple[FmaShape, ...]:
+        """FMA forms matching every given filter."""
+        return tuple(
+            s for s in self.fma_shapes
+            if (fma is None or s.fma == fma) and (simd is None or s.simd == simd)
+            and (a is None or s.a == a) and (b is None or s.b == b) and (acc is None or s.acc == acc)
+        )
+
+    def simd_for(self, fma: str) -> int:
+        """The SIMD width kdd uses for ``fma`` unless told otherwise: ``default_simd`` when the
+        instruction allows it, else the narrowest width it allows."""
+        widths = sorted({s.simd for s in self.shapes(fma=fma)})
+        if not widths:
+            raise ValueError(f"{self.name} has no '{fma}' instruction (has: {', '.join(self.fma_kinds)})")
+        return self.default_simd if self.default_simd in widths else widths[0]
+
+    def max_group_threads(self, regs: int, simd: int) -> int:
+        """Most SIMD threads one thread group may have with ``regs`` registers per thread.
+
+        Bounded by the register file of one core (threads of a group are
+        resident on one Xe-core / SM together) and by the work-item limit.
+        """
+        per_thread = self.registers.allocated(regs) * self.registers.reg_bytes
+        by_regfile = self.registers.core_bytes // per_thread
+        items = self.max_group_items
+        if self.large_grf_halves_group and regs > self.registers.modes[0]:
+            items //= 2
+        return min(by_regfile, items // simd)

@@ -1,0 +1,88 @@
+"""Register and SLM budgets: seed-002 arithmetic, formulas, and overflow flags."""
+from math import ceil
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from kdd.core.config import (KernelConfig, estimate_budget, operands, parse_config_line, resolve_config)
+from kdd.core.problem import problem_from_text
+from kdd.core.targets import SM90, TARGETS, XEHPC, XEHPG
+from kdd_config_strategies import problems
+
+
+def _budget(shape, line, target, types="f16:f16:f32", prop="fwd"):
+    p = problem_from_text(shape, types=types, prop=prop)
+    return estimate_budget(p, resolve_config(p, target, parse_config_line(line)), target)
+
+
+def test_seed_002_register_arithmetic():
+    # Seed 002 (64-byte GRF): "C: 32*64*4/64=128", "i8->f16: 32*16*2/64=16"; 32x32 tile "C: 32*32*4/64=64".
+    b = _budget("m512n2048k128", "i=m32n64k16", XEHPC)
+    assert b.line("c").amount == 128 and str(b.line("c")) == "c: 32*64*4/64 = 128"
+    assert str(b.line("a")) == "a: 32*16*2/64 = 16"
+    assert _budget("m512n2048k128", "i=m32n32k16", XEHPC).line("c").formula == "32*32*4/64 = 64"
+
+
+def test_sm90_counts_registers_per_lane():
+    # A 64x64 f32 accumulator tile over a 32-lane warp is 128 f32 per lane.
+    b = _budget("m1024n1024k1024", "i=m64n64k16", SM90)
+    assert b.line("c").amount == 64 * 64 // 32 and b.reg_unit == "32-bit registers per lane"
+    assert b.line("headers").title == "address registers"
+
+
+def test_dpasw_shares_a_and_subtiles_split():
+    base = _budget("m1024n1024k1024", "fma=dpas i=m32n32k16", XEHPG).line("a").amount
+    assert _budget("m1024n1024k1024", "fma=dpasw i=m32n32k16", XEHPG).line("a").amount == base // 2
+    b = _budget("m1024n1024k1024", "i=m32n32k16 S=b2", XEHPG)
+    assert b.line("b").formula == "16*32*2/32/2 = 16"
+
+
+def test_headers_and_temps():
+    b = _budget("m1024n1024k1024", "i=m32n32k16 T=m2n2 s=x3 P=r", XEHPG, types="f16")
+    assert b.line("headers").amount == 7  # A, B, C, gmem and SLM copies of A and B, one header each
+    assert b.line("temps").formula == "min(32*32*2,256)/32 = 8"  # f32 accumulators stored as f16
+    assert _budget("m1024n1024k1024", "i=m32n32k16", XEHPG, types="f32").line("temps").amount == 0
+
+
+def test_slm_lines_and_overflow():
+    b = _budget("m4096n4096k4096", "i=m32n32k32 T=m4n4 s=x3", XEHPC)
+    assert str(b.line("slm_a")) == "slm_a: 128*32*2*3 = 24576"
+    assert b.slm_total == 2 * 24576 and not b.issues()
+    big = _budget("m4096n4096k4096", "i=m64n64k64 T=m4n4 s=x3", XEHPG)
+    kinds = {i.knob for i in big.issues()}
+    assert kinds == {"regs", "slm"}
+    assert "register budget overflow" in str(big.issues()[0]) and "(c 512, a 256, b 256," in big.issues()[0].message
+    assert "all:" in str(big) and "slm:" in str(big)
+
+
+def test_needs_a_complete_config():
+    p = problem_from_text("m64n64k64")
+    with pytest.raises(ValueError, match="unset: fma"):
+        estimate_budget(p, KernelConfig(), XEHPG)
+
+
+@settings(max_examples=200, deadline=None)
+@given(problems(), st.sampled_from(sorted(TARGETS)))
+def test_lines_follow_independent_arithmetic(problem, name):
+    target = TARGETS[name]
+    config = resolve_config(problem, target)
+    b = estimate_budget(problem, config, target)
+    gemm, ops = problem.gemm_dims(), operands(problem)
+    m = config.iter.product(d for d, _ in gemm.m)
+    n = config.iter.product(d for d, _ in gemm.n)
+    k = config.iter.product(d for d, _ in gemm.k)
+    unit = target.registers.reg_bytes
+    assert b.line("c").amount == ceil(m * n * ops.acc.size / unit)
+    assert b.line("a").amount == ceil(m * k * ops.a.size / unit)
+    assert b.line("b").amount == ceil(k * n * ops.b.size / unit)
+    assert b.line("reserved").amount == target.registers.reserved
+    assert b.reg_total == sum(x.amount for x in b.regs)
+    for x in b.regs:
+        assert x.formula.split()[-1] == str(x.amount)
+    slm = config.slm
+    tg_m = m * config.tg.product(d for d, _ in gemm.m)
+    tg_n = n * config.tg.product(d for d, _ in gemm.n)
+    expect = slm.bufs * (slm.a * tg_m * k * ops.a.size + slm.b * k * tg_n * ops.b.size)
+    assert b.slm_total == expect
+    assert bool(b.issues()) == (b.reg_total > config.regs or b.slm_total > target.slm.per_group)

@@ -1,0 +1,87 @@
+"""Validation issues, one situation at a time."""
+import pytest
+
+from kdd.core.config import ConfigIssue, KernelConfig, parse_config_line, resolve_config, validate_config
+from kdd.core.problem import problem_from_text
+from kdd.core.targets import TARGETS
+
+CONV = "mb32ic64ih56oc64oh56kh3ph1"
+
+
+def _issues(line, target="xehpg", shape=CONV, types="f16", prop="fwd"):
+    p = problem_from_text(shape, types=types, prop=prop)
+    t = TARGETS[target]
+    return validate_config(p, resolve_config(p, t, parse_config_line(line)), t)
+
+
+def _find(issues, knob, words, severity="error"):
+    hits = [i for i in issues if i.knob == knob and words in i.message and i.severity == severity]
+    assert hits, [str(i) for i in issues]
+    return hits[0]
+
+
+def test_default_config_has_no_issues():
+    assert _issues("") == []
+
+
+@pytest.mark.parametrize("line,target,types,knob,words", [
+    ("fma=mma", "xehpg", "f16", "fma", "xehpg has no 'mma' instruction (has: dpas, dpasw, mad, dp4a)"),
+    ("fma=dpasw", "xehpc", "f16", "fma", "xehpc has no 'dpasw'"),
+    ("fma=dpas", "xehpg", "f32", "fma", "does not multiply f32*f32"),
+    ("simd=32", "xehpg", "f16", "simd", "simd=32 is not a SIMD width of xehpg (widths: 8, 16)"),
+    ("simd=16", "xehpg", "f16", "simd", "dpas on xehpg needs simd=8, got simd=16"),
+    ("regs=192", "xehpg", "f16", "regs", "allowed: 128 or 256"),
+    ("regs=300", "sm_90", "f16", "regs", "allowed: 16..255"),
+    ("i=mb32oc32ic16 T=oc8ow8", "xehpc", "f16", "tg", "thread group 8x8x1 = 64 threads; xehpc allows 32"),
+    ("fma=dpasw i=mb16oc8ic16 T=oc1ow4", "xehpg", "f16", "tg", "X=1 must be even"),
+    ("i=mb12oc8ic16", "xehpg", "f16", "iter", "M=12 per thread, not a multiple of dpas's M=8"),
+    ("i=mb32oc8ic8", "xehpg", "f16", "iter", "K=8 per thread, not a multiple of dpas's K=16"),
+    ("i=mb32oc8ic16 S=a2b2", "xehpg", "f16", "subtiles", "split A or B, not both"),
+    ("i=mb32oc8ic16 S=b2", "xehpg", "f16", "subtiles", "not multiples of dpas's N=8"),
+    ("i=mb32oc8ic16 T=oc4ow4 p=x2", "sm_90", "f16", "prefetch", "prefetch is an Xe knob"),
+    ("i=mb32oc8ic16 T=oc4kh2", "xehpg", "f16", "tg", "tg blocks 'kh', a K dim; tg blocks M and N dims only"),
+    ("i=mb32oc8ic16 l=ow2", "xehpg", "f16", "loop", "loop blocks 'ow', a M dim"),
+    ("i=mb32oc8ic16 T=oc4ow4 u=ic3", "xehpg", "f16", "unroll", "unroll ic3 does not divide loop ic4"),
+    ("i= T=oc4ow4", "xehpg", "f16", "iter", "M=1 per thread, not a multiple"),
+    ("i=mb64ow8oc8ic64 T=oc8ow8 s=x3", "xehpg", "f16", "slm", "SLM overflow: 1597440 > 65536 bytes per thread group (slm_a: 4096*64*2*3"),
+])
+def test_errors(line, target, types, knob, words):
+    _find(_issues(line, target, types=types), knob, words)
+
+
+def test_unknown_dims_suggest_the_closest():
+    issue = _find(_issues("i=mb32oc8ic16 l=icc4"), "loop", "'icc', which is not a dimension of this conv problem")
+    assert "did you mean 'ic'" in issue.message
+
+
+def test_register_overflow_is_an_error():
+    _find(_issues("i=mb32oc32ic16 T=oc4ow4"), "regs", "register budget overflow")
+
+
+def test_padding_and_split_k_are_not_errors():
+    issues = _issues("i=mb32oc8ic16 T=oc4ow4 l=ic2kh3kw3 s=x3", shape=CONV)
+    _find(issues, "loop", "split across 2 thread groups", "info")
+    padded = _issues("i=mb32oc8ic16 T=oc3ow4")
+    _find(padded, "tg", "block 24 of 'oc' does not divide 64", "warning")
+    assert all(i.severity != "error" for i in padded)
+    big = _issues("i=mb64oc8ic16 T=oc4ow2", shape="mb16ic64ih8oc32oh8kh3ph1")
+    _find(big, "iter", "covers 64 of 'mb' but it is 16: 48 of 64 computed 'mb' are padding (25% useful)", "warning")
+
+
+def test_reduced_precision_is_a_warning():
+    _find(_issues("fma=mma", "sm_90", types="f32", shape="m1024n1024k1024"), "fma", "computes f32*f32 in tf32",
+          "warning")
+    _find(_issues("fma=mad i=n16k8", "xehpg", types="f16", shape="m1024n1024k1024"), "fma",
+          "accumulates f16*f16 in f16", "warning")
+
+
+def test_needs_a_complete_config():
+    p = problem_from_text("m64n64k64")
+    with pytest.raises(ValueError, match="complete config"):
+        validate_config(p, KernelConfig(fma="mad"), TARGETS["xehpg"])
+
+
+def test_issue_rejects_unknown_severity():
+    with pytest.raises(ValueError, match="severity"):
+        ConfigIssue("fma", "x", "fatal")
+    assert str(ConfigIssue("tg", "too big")) == "error: tg: too big"
