@@ -1,0 +1,129 @@
+"""``[problem]`` and ``[check]`` of a loaded document: the :class:`Problem`, its layouts, the check problem.
+
+Every field is read with the parser of :mod:`kdd.core.problem` (or
+:func:`kdd.core.layout.parse_layout` for tags); their errors carry the span of
+the bad token inside the string, which becomes the diagnostic's range. The
+problem is then assembled in steps (shape and types, then tags, then post-ops)
+so an inconsistency is reported on the key that introduced it.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import Callable, TypeVar
+
+from kdd.core.layout import Layout, parse_layout
+from kdd.core.problem import OPS, PROPS, TENSORS, FrozenMap, Problem, parse_data_types, parse_post_op, parse_shape
+
+from .extends import Chain, Located
+from .reporter import Reporter
+
+CODE = "problem"
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class ProblemPart:
+    """What ``[problem]`` and ``[check]`` describe."""
+
+    problem: Problem
+    layouts: FrozenMap  # tensor -> Layout, for tensors with a written tag
+    check: Problem
+    check_seed: int
+    check_tol: float | None
+
+
+def _text(chain: Chain, path: tuple[str, str]) -> tuple[Located | None, str | None]:
+    """The located entry at ``path`` and its string value (None when absent or not a string)."""
+    located = chain.get(path)
+    if located is None or located.entry.value.kind != "string":
+        return located, None
+    return located, located.entry.value.value
+
+
+def _parsed(report: Reporter, located: Located, parse: Callable[[], T], value=None) -> T | None:
+    """``parse()``, or None after reporting its error on the value (inside the string when it has a span)."""
+    try:
+        return parse()
+    except ValueError as exc:
+        span = (getattr(exc, "start", None), getattr(exc, "end", None))
+        report.on_value(located, getattr(exc, "message", str(exc)), CODE, value=value, span=span)
+        return None
+
+
+def build_problem(chain: Chain, report: Reporter) -> ProblemPart | None:
+    """The problem part, or None when something needed is missing or wrong (all of it reported)."""
+    op_at, op = _text(chain, ("problem", "op"))
+    prop_at, prop = _text(chain, ("problem", "prop"))
+    shape_at, shape_text = _text(chain, ("problem", "shape"))
+    types_at, types_text = _text(chain, ("problem", "types"))
+    if op not in OPS or shape_text is None or (prop_at is not None and prop not in PROPS) or \
+            (types_at is not None and types_text is None):
+        return None  # missing, misspelled or mistyped: the schema checks reported it
+    prop = prop or "fwd"
+    shape = _parsed(report, shape_at, lambda: parse_shape(shape_text, op))
+    types = _parsed(report, types_at, lambda: parse_data_types(types_text)) if types_at else parse_data_types("f32")
+    post_ops = _post_ops(chain, report)
+    if shape is None or types is None or post_ops is None:
+        return None
+    problem = _parsed(report, prop_at or op_at, lambda: Problem(op, prop, shape, types))
+    if problem is None:
+        return None
+    layouts, tags = {}, {}
+    for tensor in TENSORS:
+        tag_at, tag = _text(chain, ("problem", tensor))
+        if tag_at is None:
+            continue
+        if tag is None:
+            return None
+        dims = problem.tensor_dims(tensor)
+        layout = _parsed(report, tag_at, lambda: parse_layout(tag, [s for _, s in dims], getattr(types, tensor),
+                                                               dim_names=[n for n, _ in dims]))
+        if layout is None:
+            return None
+        layouts[tensor] = layout
+        problem = _parsed(report, tag_at, lambda: replace(problem, tags={**tags, tensor: tag}))
+        if problem is None:
+            return None
+        tags[tensor] = tag
+    if post_ops:
+        problem = _parsed(report, chain.get(("problem", "post_ops")), lambda: replace(problem, post_ops=post_ops))
+        if problem is None:
+            return None
+    check = _check_problem(chain, report, problem)
+    if check is None:
+        return None
+    seed_at, tol_at = chain.get(("check", "seed")), chain.get(("check", "tol"))
+    seed = seed_at.entry.value.value if seed_at is not None and seed_at.entry.value.kind == "integer" else 0
+    tol = tol_at.entry.value.value if tol_at is not None and tol_at.entry.value.kind in ("integer", "float") \
+        else None
+    return ProblemPart(problem, FrozenMap(layouts), check, seed, None if tol is None else float(tol))
+
+
+def _post_ops(chain: Chain, report: Reporter) -> tuple | None:
+    located = chain.get(("problem", "post_ops"))
+    if located is None:
+        return ()
+    if located.entry.value.kind != "array":
+        return None
+    ops = []
+    for item in located.entry.value.items:
+        if item.kind != "string":
+            return None
+        op = _parsed(report, located, lambda text=item.value: parse_post_op(text), value=item)
+        if op is None:
+            return None
+        ops.append(op)
+    return tuple(ops)
+
+
+def _check_problem(chain: Chain, report: Reporter, problem: Problem) -> Problem | None:
+    """The problem with ``[check] shape`` (the problem itself when no check shape is written)."""
+    located, text = _text(chain, ("check", "shape"))
+    if located is None:
+        return problem
+    if text is None:
+        return None
+    shape = _parsed(report, located, lambda: parse_shape(text, problem.op))
+    if shape is None:
+        return None
+    return _parsed(report, located, lambda: replace(problem, shape=shape))
