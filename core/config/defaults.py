@@ -121,7 +121,9 @@ def _tile(*blocks: dict[str, int]) -> Tile:
 
 
 def _pow2_multiples(base: int, limit: int) -> list[int]:
-    out, x = [], base
+    """``base`` and its power-of-two multiples up to ``limit``; ``base`` even when it exceeds
+    ``limit`` (an unsupported ``simd``, say), so a config can still be completed and validated."""
+    out, x = [base], base * 2
     while x <= limit:
         out.append(x)
         x *= 2

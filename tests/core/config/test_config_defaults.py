@@ -90,3 +90,15 @@ def test_mixed_operand_types_are_reported_not_hidden():
 def test_resolve_without_user_is_default():
     p = problem_from_text("m256n256k256", types="bf16")
     assert resolve_config(p, TARGETS["sm_90"]) == resolve_config(p, TARGETS["sm_90"], KernelConfig())
+
+
+def test_unsupported_simd_still_resolves_and_is_reported():
+    from kdd.core.config import KernelConfig, resolve_config, validate_config
+    from kdd.core.problem import Problem, parse_conv_shape, parse_data_types
+    from kdd.core.targets import get_target
+
+    problem = Problem("conv", "fwd", parse_conv_shape("mb2ic64ih8oc64oh8kh3ph1"), parse_data_types("f16"))
+    target = get_target("xehpc")
+    cfg = resolve_config(problem, target, KernelConfig(simd=864))
+    assert cfg.simd == 864 and cfg.is_complete
+    assert any(i.knob == "simd" for i in validate_config(problem, cfg, target))
