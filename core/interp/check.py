@@ -1,0 +1,244 @@
+"""The correctness check: run a built kernel in the interpreter and compare with the float64 reference.
+
+Protocol (:func:`check_kernel`):
+
+1. Inputs are random and never zero, and exactly representable in their
+   type: floats are ``k / 8`` with ``1 <= |k| <= 16`` (so f16/bf16 products
+   and their f32 sums are exact for any realistic K), ``s8`` is ``±1..±4``,
+   unsigned types ``1..8``, other integers ``±1..±8``. The generator is
+   seeded (``seed``), so a failure reproduces.
+2. Every tensor is packed into its kernel argument's memory layout
+   (``KernelArg.layout``; padding zero). Outputs are poisoned first (all
+   bytes ``0xFF``: NaN for floats, -1/max for integers) unless the kernel
+   accumulates into them (``zero_init``: zeroed) or reads them (``inout``,
+   the ``sum`` post-op: random like an input).
+3. The interpreter runs the kernel; it records which bytes of each buffer
+   were stored to, so an output element the kernel never wrote fails even
+   when its poison happens to equal the reference.
+4. Per output: ``rel_err = ||out - ref|| / ||ref||`` (float64, 2-norm; NaN
+   against NaN counts as equal; ``||out - ref||`` itself when ``ref`` is all
+   zero). The check passes when every output element was written and
+   ``rel_err <= tol`` for every output. ``first_bad_index`` is the first
+   logical index (C order) that was not written or whose error exceeds
+   ``tol * (|ref| + rms(ref))``.
+
+Tolerances by output type (:func:`default_tol`): f64 1e-12, f32 1e-5
+(the accumulation of exact products is exact or rounded once per add),
+f16 4e-3 and bf16 3e-2 (about 8 units of their final rounding), integers 0
+(exact) when every step is exact in f32 - integer or dyadic operands, no
+eltwise, no division, dyadic scales - and 1e-2 otherwise (a rounding tie
+decided differently in f32 and float64 moves one element by 1).
+"""
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass
+
+import numpy as np
+
+from kdd.core.ir.types import Scalar, Type
+
+from .grid import Launch
+from .program import run_ir
+from .reference import reference
+from .values import from_storage, round_float, storage_dtype, to_storage
+
+_FLOAT_TOL = {Scalar.F64: 1e-12, Scalar.F32: 1e-5, Scalar.F16: 4e-3, Scalar.BF16: 3e-2}
+INEXACT_INT_TOL = 1e-2
+
+
+@dataclass(frozen=True)
+class CheckResult:
+    """The verdict of one check run.
+
+    ``shape`` is the checked problem's shape descriptor, ``ms`` the wall time
+    of the check (packing, interpretation, reference and comparison).
+    ``tensor`` names the output that failed (or had the largest error),
+    ``unwritten`` counts output elements the kernel never stored,
+    ``interp_ms`` is the part of ``ms`` spent compiling and running the IR.
+    """
+
+    ok: bool
+    rel_err: float
+    tol: float
+    first_bad_index: tuple[int, ...] | None
+    shape: str
+    ms: float
+    tensor: str | None = None
+    unwritten: int = 0
+    interp_ms: float = 0.0
+
+    def to_dict(self) -> dict:
+        """The JSON form printed by ``kdd check --json``."""
+        return {"ok": self.ok, "rel_err": _json_float(self.rel_err), "tol": _json_float(self.tol),
+                "first_bad_index": None if self.first_bad_index is None else list(self.first_bad_index),
+                "shape": self.shape, "ms": round(self.ms, 3)}
+
+
+def _json_float(x: float) -> float | None:
+    """JSON has no NaN or infinity: a non-finite error (NaN in the output) is null."""
+    return x if math.isfinite(x) else None
+
+
+# -- inputs ------------------------------------------------------------------------------------------
+
+def random_values(t: Type, dims: tuple[int, ...], rng: np.random.Generator) -> np.ndarray:
+    """Non-zero values exactly representable in ``t`` (see the module docstring), as float64."""
+    n = math.prod(dims)
+    if t.is_float:
+        k = rng.integers(1, 17, n) * rng.choice([-1, 1], n)
+        return (k / 8.0).reshape(dims)
+    if not t.is_signed:
+        return rng.integers(1, 9, n).astype(np.float64).reshape(dims)
+    hi = 4 if t.scalar is Scalar.S8 else 8
+    return (rng.integers(1, hi + 1, n) * rng.choice([-1, 1], n)).astype(np.float64).reshape(dims)
+
+
+def element_offsets(layout, dims: tuple[int, ...]) -> np.ndarray:
+    """Element offset of every logical index of ``dims`` (C order) in ``layout``."""
+    if tuple(layout.dims) != tuple(dims):
+        raise ValueError(f"layout dims {tuple(layout.dims)} differ from the tensor's {tuple(dims)}")
+    return layout.offsets_of(np.indices(dims).reshape(len(dims), -1).T)
+
+
+def _typed(buf: np.ndarray, t: Type) -> np.ndarray:
+    es = t.size
+    return buf[: (buf.size // es) * es].view(storage_dtype(t))
+
+
+def pack(values: np.ndarray, t: Type, layout, fill: int = 0) -> np.ndarray:
+    """A byte buffer holding ``values`` (logical, exactly representable in ``t``) in ``layout``."""
+    buf = np.full(layout.size_bytes(), fill, dtype=np.uint8)
+    stored = round_float(values, t) if t.is_float else values.astype(t.numpy)
+    _typed(buf, t)[element_offsets(layout, values.shape)] = to_storage(stored.reshape(-1), t)
+    return buf
+
+
+def unpack(buf: np.ndarray, t: Type, layout, dims: tuple[int, ...]) -> np.ndarray:
+    """The logical float64 tensor stored in ``buf`` under ``layout``."""
+    raw = _typed(buf, t)[element_offsets(layout, dims)]
+    return from_storage(raw, t).astype(np.float64).reshape(dims)
+
+
+def written_elements(written: np.ndarray, t: Type, layout, dims: tuple[int, ...]) -> np.ndarray:
+    """Whether every byte of each logical element was stored: bool, shape ``dims``."""
+    start = element_offsets(layout, dims) * t.size
+    idx = start[:, None] + np.arange(t.size)
+    return written[idx].all(axis=1).reshape(dims)
+
+
+# -- tolerances ----------------------------------------------------------------------------------------
+
+def _dyadic(x: float) -> bool:
+    return float(x * 256).is_integer()
+
+
+def _exact_chain(post_ops) -> bool:
+    from kdd.core.problem.post_ops import Binary, Eltwise, Scale, Sum
+
+    for op in post_ops:
+        if isinstance(op, Eltwise) or (isinstance(op, Binary) and op.alg == "div"):
+            return False
+        if isinstance(op, Scale) and not _dyadic(op.value):
+            return False
+        if isinstance(op, Sum) and not _dyadic(op.scale):
+            return False
+    return True
+
+
+def default_tol(problem, t: Type) -> float:
+    """The tolerance of an output of type ``t`` (see the module docstring)."""
+    if t.is_float:
+        return _FLOAT_TOL[t.scalar]
+    return 0.0 if _exact_chain(problem.post_ops) else INEXACT_INT_TOL
+
+
+# -- comparison ----------------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class _Compared:
+    name: str
+    rel_err: float
+    tol: float
+    first_bad: tuple[int, ...] | None
+    unwritten: int
+
+    @property
+    def ok(self) -> bool:
+        return self.unwritten == 0 and self.rel_err <= self.tol
+
+    @property
+    def badness(self) -> float:
+        if not self.ok:
+            return math.inf
+        return self.rel_err / self.tol if self.tol else 0.0
+
+
+def compare(name: str, out: np.ndarray, ref: np.ndarray, written: np.ndarray, tol: float) -> _Compared:
+    """One output against its reference (see the module docstring for the rules)."""
+    both_nan = np.isnan(out) & np.isnan(ref)
+    with np.errstate(invalid="ignore", over="ignore"):
+        diff = np.where(both_nan, 0.0, out - ref)
+        ref_clean = np.where(np.isnan(ref), 0.0, ref)
+        norm = float(np.linalg.norm(ref_clean))
+        err = float(np.linalg.norm(diff))
+        rel = err / norm if norm > 0 else err
+        if math.isnan(rel):
+            rel = math.inf
+        rms = norm / math.sqrt(max(ref.size, 1)) or 1.0
+        bad = ~written | ~(np.abs(diff) <= tol * (np.abs(ref_clean) + rms))
+    first = None
+    if bad.any():
+        first = tuple(int(i) for i in np.unravel_index(int(np.argmax(bad.reshape(-1))), ref.shape))
+    elif rel > tol:
+        first = tuple(int(i) for i in np.unravel_index(int(np.argmax(np.abs(diff))), ref.shape))
+    return _Compared(name, rel, tol, first, int((~written).sum()))
+
+
+# -- the check -------------------------------------------------------------------------------------------
+
+def check_kernel(kernel, problem=None, *, seed: int = 0, tol: float | None = None) -> CheckResult:
+    """Runs ``kernel`` (a built :class:`~kdd.core.builder.Kernel`) in the interpreter on random
+    inputs and compares its outputs with :func:`~.reference.reference` for ``problem``
+    (``kernel.problem`` by default). ``tol`` overrides :func:`default_tol` for every output."""
+    start = time.perf_counter()
+    problem = problem if problem is not None else kernel.problem
+    rng = np.random.default_rng(seed)
+    buffers: dict[str, np.ndarray] = {}
+    inputs: dict[str, np.ndarray] = {}
+    for arg in kernel.args:
+        dims = tuple(size for _, size in arg.dims)
+        if arg.role == "output":
+            fill = 0 if arg.zero_init else 0xFF
+            buffers[arg.var.name] = np.full(arg.layout.size_bytes(), fill, dtype=np.uint8)
+            continue
+        values = random_values(arg.dtype, dims, rng)
+        inputs[arg.name] = values
+        buffers[arg.var.name] = pack(values, arg.dtype, arg.layout)
+    launch = Launch(tuple(kernel.grid), tuple(kernel.tg), kernel.simd, kernel.reg_bytes)
+    interp_start = time.perf_counter()
+    run = run_ir(kernel.body, launch, buffers)
+    interp_ms = (time.perf_counter() - interp_start) * 1e3
+    refs = reference(problem, inputs)
+    results = []
+    for arg in kernel.outputs:
+        dims = tuple(size for _, size in arg.dims)
+        out = unpack(buffers[arg.var.name], arg.dtype, arg.layout, dims)
+        written = written_elements(run.written[arg.var.name], arg.dtype, arg.layout, dims)
+        limit = tol if tol is not None else default_tol(problem, arg.dtype)
+        results.append(compare(arg.name, out, refs[arg.name], written, limit))
+    worst = max(results, key=lambda r: r.badness)
+    return CheckResult(all(r.ok for r in results), worst.rel_err, worst.tol, worst.first_bad,
+                       problem.shape.canonical(), (time.perf_counter() - start) * 1e3, worst.name,
+                       sum(r.unwritten for r in results), interp_ms)
+
+
+def run_check(problem, config, target, *, seed: int = 0, tol: float | None = None) -> CheckResult:
+    """Builds the kernel of ``problem`` under ``config`` for ``target`` and checks it."""
+    from kdd.core.builder import build_kernel
+
+    return check_kernel(build_kernel(problem, config, target), problem, seed=seed, tol=tol)
+
+
+__all__ = ["CheckResult", "check_kernel", "default_tol", "pack", "random_values", "run_check", "unpack"]

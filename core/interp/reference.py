@@ -1,0 +1,116 @@
+"""Float64 references for whole problems: GEMM, convolutions and the post-op chain.
+
+:func:`reference` maps a :class:`~kdd.core.problem.Problem` and its logical
+input tensors (``Problem.tensor_dims`` order, float64) to its logical outputs:
+
+======  ===============================  ================================
+prop    inputs                           outputs
+======  ===============================  ================================
+fwd     src, wei, [dst for sum],         dst
+        [bias], [binary<k>]
+bwd_d   dst (diff_dst), wei              src (diff_src)
+bwd_w   src, dst (diff_dst)              wei (diff_wei), [bias (diff_bias)]
+======  ===============================  ================================
+
+Post-ops apply in the order written to the float64 accumulator, as the
+problem module defines them: ``bias`` adds a per-channel vector (conv: output
+channels, GEMM: columns), ``scale`` multiplies, eltwise applies
+:mod:`.eltwise_math`, ``binary<k>`` (``k`` the post-op's index in the chain)
+combines with a ``per_tensor``/``per_oc``/``common`` operand, ``sum`` adds
+``scale * dst`` (the destination's previous contents). Integer outputs are
+rounded to nearest even and saturated to their type; float outputs stay
+float64 (the comparison's tolerance covers their rounding).
+"""
+from __future__ import annotations
+
+from typing import Mapping
+
+import numpy as np
+
+from kdd.core.ir.types import Type
+from kdd.core.problem import Problem
+from kdd.core.problem.post_ops import Bias, Binary, Eltwise, Scale, Sum
+
+from .eltwise_math import apply_eltwise
+from .reference_conv import conv_bwd_bias, conv_bwd_d, conv_bwd_w, conv_fwd
+
+_BINARY = {
+    "add": np.add, "mul": np.multiply, "sub": np.subtract, "div": np.divide,
+    "max": np.maximum, "min": np.minimum,
+}
+
+
+def gemm(src: np.ndarray, wei: np.ndarray) -> np.ndarray:
+    """``dst[b.., m, n] = sum_k src[b.., m, k] * wei[b.., k, n]`` in float64."""
+    return np.matmul(np.asarray(src, dtype=np.float64), np.asarray(wei, dtype=np.float64))
+
+
+def post_op_arg_name(k: int, op) -> str | None:
+    """Name of the tensor post-op ``k`` reads (``bias``, ``binary<k>``, ``dst`` for sum), if any."""
+    if isinstance(op, Bias):
+        return "bias"
+    if isinstance(op, Binary):
+        return f"binary{k}"
+    if isinstance(op, Sum):
+        return "dst"
+    return None
+
+
+def _channel_vector(x: np.ndarray, ndim: int, channel_axis: int) -> np.ndarray:
+    """A per-channel vector shaped to broadcast along ``channel_axis`` of an ``ndim``-dim tensor."""
+    shape = [1] * ndim
+    shape[channel_axis] = -1
+    return np.asarray(x, dtype=np.float64).reshape(shape)
+
+
+def apply_post_ops(acc: np.ndarray, post_ops, inputs: Mapping[str, np.ndarray], channel_axis: int) -> np.ndarray:
+    """The post-op chain applied in order to ``acc`` (float64); see the module docstring."""
+    out = np.asarray(acc, dtype=np.float64)
+    for k, op in enumerate(post_ops):
+        if isinstance(op, Eltwise):
+            with np.errstate(all="ignore"):
+                out = apply_eltwise(op.alg, out, op.alpha, op.beta)
+        elif isinstance(op, Scale):
+            out = out * op.value
+        elif isinstance(op, Bias):
+            out = out + _channel_vector(inputs["bias"], out.ndim, channel_axis)
+        elif isinstance(op, Sum):
+            out = out + op.scale * np.asarray(inputs["dst"], dtype=np.float64)
+        elif isinstance(op, Binary):
+            rhs = np.asarray(inputs[f"binary{k}"], dtype=np.float64)
+            if op.policy == "per_oc":
+                rhs = _channel_vector(rhs, out.ndim, channel_axis)
+            elif op.policy == "common":
+                rhs = rhs.reshape(-1)[0]
+            with np.errstate(all="ignore"):
+                out = _BINARY[op.alg](out, rhs)
+        else:
+            raise ValueError(f"unknown post-op {op!r}")
+    return out
+
+
+def round_to_type(x: np.ndarray, t: Type) -> np.ndarray:
+    """Integer types: round to nearest even and saturate (as oneDNN stores); floats unchanged."""
+    if not t.is_int:
+        return x
+    lo, hi = t.scalar.int_range()
+    return np.clip(np.rint(x), lo, hi)
+
+
+def reference(problem: Problem, inputs: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """The logical float64 outputs of ``problem`` for ``inputs`` (see the module docstring)."""
+    types = problem.types
+    if problem.op == "gemm":
+        dst = apply_post_ops(gemm(inputs["src"], inputs["wei"]), problem.post_ops, inputs, -1)
+        return {"dst": round_to_type(dst, types.dst)}
+    shape = problem.shape
+    if problem.prop == "fwd":
+        dst = apply_post_ops(conv_fwd(inputs["src"], inputs["wei"], shape), problem.post_ops, inputs, 1)
+        return {"dst": round_to_type(dst, types.dst)}
+    if problem.prop == "bwd_d":
+        return {"src": round_to_type(conv_bwd_d(inputs["dst"], inputs["wei"], shape), types.src)}
+    out = {"wei": round_to_type(conv_bwd_w(inputs["src"], inputs["dst"], shape), types.wei)}
+    for op in problem.post_ops:
+        if isinstance(op, Bias):
+            out["bias"] = round_to_type(conv_bwd_bias(inputs["dst"], shape), op.dt)
+    return out

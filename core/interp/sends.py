@@ -1,0 +1,102 @@
+"""``send``: block and scattered loads, stores and atomic adds between memory and registers.
+
+Arguments ``(mem, mem_off, reg, reg_off, mask)``. Register data is dense
+(element ``i`` at ``reg_off + i * size``). Block messages address ``elems``
+consecutive elements from the byte offset ``mem_off``; scattered messages
+take one byte offset per element (an ``elems``-lane vector). ``mask`` is a
+bool scalar (whole message) or an ``elems``-lane vector (per element):
+masked-off elements are not accessed (no bounds check); loads write zero for
+them. Threads outside the current thread mask do nothing at all.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from kdd.core.ir.funcs import Send, SendKind, SendOp
+from kdd.core.ir.stmt import FuncCall, MemKind
+
+from .errors import InterpError
+from .operands import combine_masks, is_true, read_bytes, write_bytes
+from .values import from_bytes
+from .vexpr import MASK
+
+_SPACES = {"global": MemKind.GLOBAL, "slm": MemKind.SLM}
+
+
+def compile_send(ctx, call: FuncCall):
+    f: Send = call.func
+    if f.op is SendOp.PREFETCH:
+        return lambda env: None  # a cache hint: no effect on memory or registers
+    space = _SPACES.get(f.space)
+    if space is None:
+        raise InterpError(f"unknown send space '{f.space}' (known: {', '.join(_SPACES)})")
+    mem = ctx.operand(call.args[0], call.args[1], "send memory")
+    reg = ctx.operand(call.args[2], call.args[3], "send register")
+    mask = None if is_true(call.args[4]) else ctx.expr(call.args[4])
+    t, n = f.type, f.elems
+    size, nbytes = t.size, f.elems * f.type.size
+    scattered = f.kind is SendKind.SCATTERED
+    byte_steps = np.arange(size, dtype=np.int64)
+    block_steps = np.arange(nbytes, dtype=np.int64)
+    elem_starts = np.arange(n, dtype=np.int64) * size
+    zeros = np.zeros((1, nbytes), dtype=np.uint8)
+
+    def activity(env):
+        """Per element activity ``(rows, elems | 1)`` (None: everything), and whether any is active."""
+        act = combine_masks(env[MASK], None if mask is None else mask(env))
+        return act, act is None or bool(act.any())
+
+    def byte_index(env) -> np.ndarray:
+        """Memory byte index of every message byte: ``(rows, nbytes)``."""
+        o = mem.off(env)
+        if not scattered:
+            return o[:, None] + block_steps
+        offs = o if o.ndim == 2 else o[:, None] + np.zeros(n, dtype=np.int64)
+        return (offs[:, :, None] + byte_steps).reshape(offs.shape[0], -1)
+
+    def per_byte(act):
+        return act if act is None or act.shape[1] == 1 else np.repeat(act, size, axis=1)
+
+    if f.op is SendOp.LOAD:
+        def load(env):
+            tm = env[MASK]
+            regs = reg.memory(env, MemKind.GRF)
+            if mask is None and not scattered:
+                data = read_bytes(mem.memory(env, space), mem.off(env), nbytes, tm)
+            else:
+                act, some = activity(env)
+                if not some:
+                    data = zeros  # every element masked off: no access at all
+                else:
+                    act_b = per_byte(act)
+                    data = mem.memory(env, space).read(byte_index(env), act_b)
+                    if act_b is not None:
+                        data = np.where(act_b, data, np.uint8(0))
+            write_bytes(regs, reg.off(env), data, tm)
+        return load
+
+    if f.op is SendOp.STORE:
+        def store(env):
+            tm = env[MASK]
+            if mask is None and not scattered:
+                data = read_bytes(reg.memory(env, MemKind.GRF), reg.off(env), nbytes, tm)
+                write_bytes(mem.memory(env, space), mem.off(env), data, tm)
+                return
+            act, some = activity(env)
+            if some:
+                data = read_bytes(reg.memory(env, MemKind.GRF), reg.off(env), nbytes, tm)
+                mem.memory(env, space).write(byte_index(env), data, per_byte(act))
+        return store
+
+    if f.op is SendOp.ATOMIC_ADD:
+        def atomic_add(env):
+            act, some = activity(env)
+            if not some:
+                return
+            raw = read_bytes(reg.memory(env, MemKind.GRF), reg.off(env), nbytes, env[MASK])
+            o = mem.off(env)
+            offs = (o if o.ndim == 2 else o[:, None] + np.zeros(n, dtype=np.int64)) if scattered \
+                else o[:, None] + elem_starts
+            mem.memory(env, space).atomic_add(offs, from_bytes(raw, t), t, act)
+        return atomic_add
+    raise InterpError(f"unknown send operation {f.op}")
