@@ -263,6 +263,7 @@ class Ternary(Expr):
             if not a.type.is_bool:
                 raise TypeError(f"iif condition must be bool, got {a.type}")
             t = common_type(b.type, c.type)
+            t = t.with_lanes(max(t.lanes, a.type.lanes))  # a vector condition selects per lane
         else:
             t = common_type(common_type(a.type, b.type), c.type)
         return cls(t, op, a, b, c, origin=origin)

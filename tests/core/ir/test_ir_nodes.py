@@ -116,3 +116,11 @@ def test_cast_and_vectors():
     assert sh.type.lanes == 3
     with pytest.raises(ValueError):
         Shuffle.make([r], [8])
+
+
+def test_vector_condition_makes_a_vector_select():
+    from kdd.core.ir import Broadcast, Ramp, evaluate
+    cond = Ramp.make(var("i"), 1, 4).lt(Broadcast.make(const(2), 4))
+    sel = iif(cond, 1, 0)
+    assert sel.type == s32.with_lanes(4)
+    assert evaluate(sel, {"i": 0}) == (1, 1, 0, 0)
