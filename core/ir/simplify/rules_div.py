@@ -1,0 +1,117 @@
+"""Division and modulus (C semantics: quotient toward zero, remainder takes the dividend's sign).
+
+By a constant ``k`` (the rules below, then the linear split):
+
+    x / 0 -> 0          x % 0 -> 0          (eval.py's total semantics)
+    x / 1 -> x          x % 1 -> 0          x / -1 -> -x        x % -1 -> 0
+    x % x -> 0                               (0 % 0 is 0 too)
+    (x % y) % y -> x % y
+    (x / c0) / c1 -> x / (c0 * c1)           c0, c1 > 0 and c0 * c1 fits the type
+    (x % c0) % c1 -> x % c1                  c1 > 0 and c1 divides c0
+    x % k -> x - q*k                         when x / k is q for every x in its bounds
+                                             (x % k -> x when -k < x < k)
+
+The *linear split* writes the dividend's linear form as ``k*Q + R``: ``Q``
+collects the terms whose coefficient is a multiple of ``k`` and the multiple
+of ``k`` in the constant; ``R`` the rest. Then
+
+    (k*Q + R) / k -> Q + R / k              (k*Q + R) % k -> R % k
+
+when the dividend and ``R`` provably have the same sign (both >= 0 or both
+<= 0, so truncation agrees with flooring) and neither overflows. For the
+modulus by a power of two the overflow condition is not needed (wrap-around
+keeps residues modulo ``2**bits``). With ``0 <= y < 16`` and ``x >= 0``
+bounded this gives ``(x*16 + y) / 16 -> x`` and ``(x*16 + y) % 16 -> y``.
+
+Results decided by bounds or alignment (``x / k`` with ``|x| < k``,
+``(x*8) % 4``, ``(x*4 + 2) % 4`` for ``x >= 0``) come from the analysis: the
+engine replaces any expression whose bounds are a single value by it.
+"""
+from __future__ import annotations
+
+from ..eval import _c_div
+from ..expr import Expr, IntImm, Op
+from .pattern import apply, c0, c1, rewrite, x, y
+
+_DIV = (
+    rewrite((x / c0) / c1, x / (c0 * c1),
+            lambda m: m.c0 > 0 and m.c1 > 0 and m.c0 * m.c1 <= m.x.type.scalar.int_range()[1]),
+)
+_MOD = (
+    rewrite(x % x, 0),
+    rewrite((x % y) % y, x % y),
+    rewrite((x % c0) % c1, x % c1, lambda m: m.c1 > 0 and m.c0 != 0 and m.c0 % m.c1 == 0),
+)
+
+
+def _plain(e: Expr) -> bool:
+    """Integer scalar node without implicit conversions."""
+    return e.type.is_int and e.a.type == e.b.type == e.type
+
+
+def div(s, e: Expr) -> Expr | None:
+    if not _plain(e) or not isinstance(e.b, IntImm):
+        return None
+    a, k = e.a, e.b.value
+    if k == 0:
+        return s.const(e.type, 0)
+    if k == 1:
+        return a
+    if k == -1:
+        return s.unary(Op.NEG, a)
+    out = apply(_DIV, e, s)
+    return _split(s, e, k) if out is None and k > 1 else out
+
+
+def mod(s, e: Expr) -> Expr | None:
+    if not _plain(e):
+        return None
+    a = e.a
+    if not isinstance(e.b, IntImm):
+        ia, ib = s.info(a), s.info(e.b)
+        if (ib.lo > 0 or ib.hi < 0) and max(-ia.lo, ia.hi) < min(abs(ib.lo), abs(ib.hi)):
+            return a
+        return apply(_MOD, e, s)
+    k = e.b.value
+    if k in (0, 1, -1):
+        return s.const(e.type, 0)
+    ia = s.info(a)
+    quotient = _c_div(ia.lo, k)
+    if quotient == _c_div(ia.hi, k):  # one quotient for every value: x % k == x - q*k
+        return a if quotient == 0 else s.binary(Op.SUB, a, IntImm.make(e.type, quotient * k))
+    out = apply(_MOD, e, s)
+    return _split(s, e, k) if out is None and k > 1 else out
+
+
+def div_up(s, e: Expr) -> Expr | None:
+    if _plain(e) and isinstance(e.b, IntImm) and e.b.value == 1:
+        return e.a
+    return None
+
+
+def _split(s, e: Expr, k: int) -> Expr | None:
+    """The linear split ``(k*Q + R) / k -> Q + R / k`` or ``% k -> R % k`` (see the module docstring)."""
+    t = e.type
+    lf = s.lf(e.a)
+    ia = s.info(e.a)
+    if ia.lo >= 0:
+        r0 = lf.const % k
+    elif ia.hi <= 0:
+        r0 = -(-lf.const % k)
+    else:
+        return None
+    quotient = {term: c // k for term, c in lf.terms if c % k == 0}
+    if not quotient and r0 == lf.const:
+        return None
+    rest = s.make_form(t, {term: c for term, c in lf.terms if c % k}, r0)
+    exact = s.fits(lf) and s.fits(rest)
+    if not exact and not (e.op is Op.MOD and k & (k - 1) == 0):
+        return None
+    r_lo, r_hi = s.form_range(rest) if s.fits(rest) else t.scalar.int_range()
+    if not ((ia.lo >= 0 and r_lo >= 0) or (ia.hi <= 0 and r_hi <= 0)):
+        return None
+    divisor = IntImm.make(t, k)
+    if e.op is Op.MOD:
+        return s.binary(Op.MOD, s.form(rest), divisor)
+    q = s.form(s.make_form(t, quotient, (lf.const - r0) // k))
+    return s.binary(Op.ADD, q, s.binary(Op.DIV, s.form(rest), divisor))
