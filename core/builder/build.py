@@ -1,0 +1,291 @@
+"""``build_kernel``: problem + resolved config + target -> kernel IR skeleton (seed 000's builder).
+
+The kernel, top to bottom::
+
+    kernel {
+      lets: grid and thread indices unpacked, tile origins          (loop_nest)
+      alloc: C accumulator, A/B operand tiles, SLM stages            (fma, slm)
+      init_c { c_acc = 0 }
+      k_loop { for K loops: [SLM stage, barriers]; loads [+ reorders]; FMA calls }
+      epilogue { convert, post-ops, convert, stores }               (epilogue)
+    }
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from math import prod
+
+from kdd.core.config.defaults import resolve_config
+from kdd.core.config.kernel_config import KernelConfig
+from kdd.core.config.operands import operands
+from kdd.core.config.tiling import derive_tiling
+from kdd.core.ir.expr import Broadcast, Expr, FloatImm, IntImm, Var, var
+from kdd.core.ir.funcs import Barrier, Reorder, SendKind, SendOp
+from kdd.core.ir.stmt import Alloc, For, FuncCall, Group, Let, MemKind, Stmt, Store, seq
+from kdd.core.ir.types import Type, u64
+from kdd.core.layout.layout import Layout
+from kdd.core.layout.view import View
+from kdd.core.layout.view_conv import conv_views
+from kdd.core.layout.view_gemm import gemm_views
+from kdd.core.problem.post_ops import Bias, Sum
+from kdd.core.targets import Target, get_target
+
+from . import arith
+from .epilogue import Epilogue, EpilogueContext, PostOpArg
+from .errors import BuildError
+from .fma import make_fma
+from .kernel import Kernel, KernelArg
+from .lanes import flat_lanes, lanes_attrs
+from .layouts import tensor_layout, vector_layout
+from .loads import MessageRules, plan_messages, transfer, unit_stride_dim
+from .loop_nest import GROUP_IDS, THREAD_IDS, LoopNest, build_loop_nest
+from .loops import nest
+from .names import Names
+from .origin import Origin
+from .slm import SlmStage, stage
+from .tile import MatrixDim, RegTensor, TileAccess, row_major
+
+# Matrix dims of each operand, by GEMM role of the view dims flattened into them.
+ROLES = {"A": ("b", "m", "k"), "B": ("b", "k", "n"), "C": ("b", "m", "n")}
+
+
+def build_kernel(problem, config: KernelConfig | None, target: Target | str) -> Kernel:
+    """The kernel IR of ``problem`` under ``config`` (unset knobs resolved by the defaults) on ``target``.
+
+    Raises :class:`BuildError` when the config asks for something the
+    builder cannot generate; the message names the knob.
+    """
+    target = get_target(target) if isinstance(target, str) else target
+    config = config or KernelConfig()
+    if not config.is_complete:
+        config = resolve_config(problem, target, config)
+    return _Builder(problem, config, target).build()
+
+
+def contiguous_role(view: View, roles: tuple[MatrixDim, MatrixDim, MatrixDim]) -> int:
+    """The matrix dim (1 or 2) whose innermost view dim walks memory with unit stride (2 if none)."""
+    for role in (2, 1):
+        inner = roles[role].innermost()
+        if inner is not None and unit_stride_dim(view, inner[0]) is not None:
+            return role
+    return 2
+
+
+@dataclass(frozen=True)
+class _Operand:
+    """A GEMM operand: its view, global buffer, and matrix roles per thread and per group."""
+
+    view: View
+    mem: Var
+    roles: tuple[MatrixDim, MatrixDim, MatrixDim]
+    group_roles: tuple[MatrixDim, MatrixDim, MatrixDim]
+
+
+class _Builder:
+    def __init__(self, problem, config: KernelConfig, target: Target):
+        self.problem, self.config, self.target = problem, config, target
+        self.tiling = derive_tiling(problem, config)
+        self.ops = operands(problem)
+        self.names = Names(GROUP_IDS + THREAD_IDS + ("src", "wei", "dst"))
+        self.reg_bytes = target.registers.reg_bytes
+        self.rules = MessageRules(config.simd, target.max_message_bytes)
+        self.per_lane = target.isa == "ptx"
+        self.types = {name: getattr(problem.types, name) for name in ("src", "wei", "dst")}
+        self.layouts = {name: tensor_layout(problem, name, t) for name, t in self.types.items()}
+        self.bounded = frozenset(d.name for d in self.tiling.dims if d.padded > d.size)
+        self.allocs: list[tuple[RegTensor, Origin]] = []
+
+    # -- helpers ---------------------------------------------------------------------------------
+    def _roles(self, which: str, group: bool) -> tuple[MatrixDim, MatrixDim, MatrixDim]:
+        def extent(d):
+            return d.iter * d.tg if group and d.role != "k" else d.iter
+        return tuple(MatrixDim(tuple((d.name, extent(d)) for d in self.tiling.role(r))) for r in ROLES[which])
+
+    def _grf(self, nbytes: int) -> int:
+        return max(self.reg_bytes, -(-nbytes // self.reg_bytes) * self.reg_bytes)
+
+    def _lanes(self, reg: RegTensor) -> tuple:
+        return lanes_attrs(reg, self.reg_bytes) if self.per_lane else ()
+
+    def _access(self, op: _Operand, starts: dict, base=(0, 0, 0)) -> TileAccess:
+        return TileAccess(op.view, op.mem, "global", op.roles, {d.name: starts[d.name] for d in op.view.dims},
+                          self.bounded, self.nest.facts, base)
+
+    # -- the kernel ----------------------------------------------------------------------------
+    def build(self) -> Kernel:
+        p, cfg, t, names = self.problem, self.config, self.tiling, self.names
+        views = conv_views(p, self.layouts) if p.op == "conv" else gemm_views(p, self.layouts)
+        self.nest = build_loop_nest(t, names, cfg.unroll)
+        operand = {w: _Operand(v, var(v.tensor, u64), self._roles(w, False), self._roles(w, True))
+                   for w, v in zip("ABC", views)}
+
+        bt, m_thr, n_thr, k_thr = (prod(d.iter for d in t.role(r)) for r in "bmnk")
+        fma = make_fma(cfg.fma, self.target, cfg.simd, self.ops.a, self.ops.b, self.ops.acc, m_thr)
+        sub_a, sub_b = (cfg.subtiles.a, cfg.subtiles.b) if cfg.subtiles else (1, 1)
+        if sub_a > 1 and sub_b > 1:
+            raise BuildError("subtiles: split A or B, not both")
+        if (sub_a > 1 or sub_b > 1) and bt > 1:
+            raise BuildError("subtiles need a thread tile without batch dims (iter over g or b0 is 1)")
+        um, un, uk = fma.unit
+        mp, np_, kp = _up(m_thr, um * sub_a), _up(n_thr, un * sub_b), _up(k_thr, uk)
+        ms, ns = mp // sub_a, np_ // sub_b
+        a_inner = contiguous_role(operand["A"].view, operand["A"].roles)
+        c_reg = RegTensor(names.fresh("c_acc", u64), fma.c_layout(bt, mp, np_), 0, ROLES["C"])
+        a_reg = RegTensor(names.fresh("a", u64), fma.a_layout(bt, ms, kp, a_inner == 2), 0, ROLES["A"])
+        b_reg = RegTensor(names.fresh("b", u64), fma.b_layout(bt, kp, ns), 0, ROLES["B"])
+
+        stages = self._stages(operand)
+        a_load = self._loader(operand["A"], stages.get("A"), a_reg, 1, ms if sub_a > 1 else 0)
+        b_load = self._loader(operand["B"], stages.get("B"), b_reg, 2, ns if sub_b > 1 else 0)
+        fma_origin = Origin(f"fma.{fma.name}", "fma")
+        sub_origin = Origin("fma.subtiles", "subtiles")
+        zero = arith.const(0)
+        if sub_a > 1:
+            compute = seq(b_load(zero), nest(names, [("a_sub", sub_a)], lambda s: seq(
+                a_load(s), fma.emit(a_reg, b_reg, c_reg.rows(1, s, ms), names, fma_origin)), sub_origin))
+        elif sub_b > 1:
+            compute = seq(a_load(zero), nest(names, [("b_sub", sub_b)], lambda s: seq(
+                b_load(s), fma.emit(a_reg, b_reg, c_reg.rows(2, s, ns), names, fma_origin)), sub_origin))
+        else:
+            compute = seq(a_load(zero), b_load(zero), fma.emit(a_reg, b_reg, c_reg, names, fma_origin))
+        if stages:
+            barrier = Origin("slm.barrier", "slm")
+            compute = seq(*(s.load for s in stages.values()), FuncCall.make(Barrier(), origin=barrier),
+                          *(s.store for s in stages.values()), FuncCall.make(Barrier(), origin=barrier), compute)
+        k_loop = Group.make("k_loop", self._reduction(compute), origin=Origin("loop_nest.reduction", "loop"))
+
+        c_op = operand["C"]
+        ctx = EpilogueContext(c_reg, self._access(c_op, self.nest.thread_start), self.ops.c, self.rules, names,
+                              cfg.simd, self.reg_bytes, self._lanes, t.split_k)
+        epi = Epilogue(ctx, lambda op, k, dt: self._rhs_view(op, k, dt, c_op.view))
+        epilogue = Group.make("epilogue", epi.build(p.post_ops), origin=Origin("epilogue", "post_ops"))
+        init = Group.make("init_c", self._zero(c_reg), origin=Origin("init_c", "iter"))
+
+        body = seq(init, k_loop, epilogue)
+        for reg, origin in reversed(self.allocs):
+            body = Alloc.make(reg.buf, self._grf(reg.bytes), MemKind.GRF, body, self._lanes(reg), origin=origin)
+        for which, st in reversed(list(stages.items())):
+            origin = Origin(f"slm.{which.lower()}", "slm")
+            words = flat_lanes(self._grf(st.staging_bytes), self.reg_bytes) if self.per_lane else ()
+            body = Alloc.make(st.staging, self._grf(st.staging_bytes), MemKind.GRF, body, words, origin=origin)
+            body = Alloc.make(st.slm, st.slm_bytes, MemKind.SLM, body, origin=origin)
+        for reg, step in ((b_reg, "fma.b_tile"), (a_reg, "fma.a_tile"), (c_reg, "fma.c_tile")):
+            body = Alloc.make(reg.buf, self._grf(reg.bytes), MemKind.GRF, body, self._lanes(reg),
+                              origin=Origin(step, "iter"))
+        for b in reversed(self.nest.bindings):
+            body = Let.make(b.var, b.value, body, origin=b.origin)
+        body = Group.make("kernel", arith.fold(body), origin=Origin("build"))
+        return Kernel(body, self._args(epi.args), t.kernel_grid, t.tg_grid, cfg.simd, self.target.name,
+                      self.reg_bytes, sum(s.slm_bytes for s in stages.values()), p, cfg)
+
+    # -- pieces ----------------------------------------------------------------------------------
+    def _stages(self, operand: dict) -> dict[str, SlmStage]:
+        """SLM staging of A and/or B (``slm`` knob), single-buffered."""
+        slm, out = self.config.slm, {}
+        for which in "AB":
+            if slm is None or slm.bufs == 0 or not (slm.a if which == "A" else slm.b):
+                continue
+            op = operand[which]
+            group = TileAccess(op.view, op.mem, "global", op.group_roles,
+                               {d.name: self.nest.group_start[d.name] for d in op.view.dims}, self.bounded,
+                               self.nest.facts)
+            out[which] = stage(which.lower(), group, op.roles, self.nest.local_start,
+                               contiguous_role(op.view, op.group_roles), self.rules, self.names,
+                               self.nest.thread_linear, self.tiling.threads_per_group)
+        return out
+
+    def _loader(self, op: _Operand, staged: SlmStage | None, reg: RegTensor, split_dim: int, part: int):
+        """A function of the subtile index giving the statements that fill ``reg``.
+
+        Loads straight into the FMA layout when that gives block messages or
+        when no other layout would; otherwise loads into a memory-ordered
+        layout and reorders (seed 000: "GRF-to-GRF reorders to match FMA layout").
+        """
+        names, which = self.names, reg.buf.name
+
+        def source(s: Expr) -> TileAccess:
+            base = [0, 0, 0]
+            if part:
+                base[split_dim] = arith.mul(s, part)
+            if staged is None:
+                return self._access(op, self.nest.thread_start, tuple(base))
+            acc = staged.access
+            return TileAccess(acc.view, acc.mem, acc.space, acc.roles, acc.starts, acc.bounded, acc.facts,
+                              tuple(base))
+
+        probe = source(arith.const(0))
+        staging = None
+        if plan_messages(probe, reg, self.rules).kind is not SendKind.BLOCK:
+            order = (0, 1, 2) if contiguous_role(probe.view, probe.roles) == 2 else (0, 2, 1)
+            layout = row_major(reg.dtype, reg.layout.dims, order)
+            candidate = RegTensor(names.fresh(f"{which}_ld", u64), layout, 0, reg.roles)
+            if not layout.is_equal(reg.layout) and plan_messages(probe, candidate, self.rules).kind is SendKind.BLOCK:
+                staging = candidate
+                self.allocs.append((staging, Origin(f"loads.{which}_reorder", "fma")))
+        origin = Origin(f"loads.{which}", "iter")
+
+        def load(s: Expr) -> Stmt:
+            if staging is None:
+                return transfer(SendOp.LOAD, source(s), reg, self.rules, names, origin)
+            move = FuncCall.make(Reorder(staging.layout, reg.layout), [staging.buf, 0, reg.buf, 0],
+                                 origin=Origin(f"reorder.{which}", "fma"))
+            return seq(transfer(SendOp.LOAD, source(s), staging, self.rules, names, origin), move)
+        return load
+
+    def _reduction(self, body: Stmt) -> Stmt:
+        """The reduction loops (``loop`` knob) around ``body``, K tile origins bound inside."""
+        nest_: LoopNest = self.nest
+        for b in reversed(nest_.k_bindings):
+            body = Let.make(b.var, b.value, body, origin=b.origin)
+        for lv, count, u in reversed(nest_.k_loops):
+            body = For.make(lv, 0, count, body, unroll=min(max(u, 1), count),
+                            origin=Origin("loop_nest.reduction", "unroll" if u > 1 else "loop"))
+        return body
+
+    def _zero(self, c: RegTensor) -> Stmt:
+        n = max(d for d in range(1, min(c.elems, self.config.simd) + 1) if c.elems % d == 0)
+        zero = FloatImm.make(c.dtype, 0.0) if c.dtype.is_float else IntImm.make(c.dtype, 0)
+        value = Broadcast.make(zero, n) if n > 1 else zero
+        origin = Origin("init_c", "iter")
+        return nest(self.names, [("i", c.elems // n)],
+                    lambda i: Store.make(c.buf, arith.mul(i, n * c.dtype.size), value, origin=origin), origin)
+
+    def _rhs_view(self, op, k: int, dtype: Type, c_view: View) -> tuple[View, PostOpArg | None]:
+        """The view over C's dims of post-op ``k``'s right-hand tensor, and its new kernel argument."""
+        p = self.problem
+        if isinstance(op, Sum):
+            return c_view, None
+        if p.prop == "bwd_w":
+            raise BuildError(f"post-op {op.canonical()!r}: the bias gradient of bwd_w is not built by kdd")
+        policy = "per_oc" if isinstance(op, Bias) else op.policy
+        name = "bias" if isinstance(op, Bias) else f"binary{k}"
+        if policy == "per_tensor":
+            c_layout = self.layouts[c_view.tensor]
+            view = View(name, name, c_view.dims, c_view.tensor_dims, c_view.mapping, c_view.masks,
+                        Layout(dtype, c_layout.dims, c_layout.blocks))
+        elif policy == "per_oc":
+            channel = "oc" if p.op == "conv" else "n"
+            j = c_view.tensor_dim_index(channel)
+            size = c_view.tensor_dims[j][1]
+            view = View(name, name, c_view.dims, ((channel, size),), (c_view.mapping[j],), (None,),
+                        vector_layout(size, dtype))
+        else:
+            view = View(name, name, c_view.dims, (("x", 1),), (arith.const(0),), (None,), vector_layout(1, dtype))
+        return view, PostOpArg(name, dtype, view.tensor_dims, view.layout)
+
+    def _args(self, post_args) -> tuple[KernelArg, ...]:
+        p = self.problem
+        c_tensor = self.ops.tensors[2]
+        reads_c = any(isinstance(op, Sum) for op in p.post_ops)
+        out = []
+        for name in ("src", "wei", "dst"):
+            role = ("inout" if reads_c else "output") if name == c_tensor else "input"
+            out.append(KernelArg(name, var(name, u64), self.types[name], self.layouts[name], p.tensor_dims(name),
+                                 role, zero_init=name == c_tensor and self.tiling.split_k))
+        for a in post_args:
+            out.append(KernelArg(a.name, var(a.name, u64), a.dtype, a.layout, a.dims, "input"))
+        return tuple(out)
+
+
+def _up(x: int, unit: int) -> int:
+    return -(-x // unit) * unit

@@ -1,0 +1,166 @@
+"""Epilogue (seed 000): post-ops on the per-thread C tile and the final stores.
+
+C is converted to ``f32`` (a reorder), each post-op is applied in the order
+written, and the result is converted to the destination type (a reorder:
+round to nearest even, saturate) and stored (atomically added
+when the reduction is split across the grid). Right-hand sides of post-ops
+(bias, binary tensors, the previous destination for ``sum``) are loaded
+through views over C's dims into buffers with C's register layout, so every
+step is element-wise over the same register order, ``simd`` lanes at a time.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable
+
+from kdd.core.ir.expr import Expr, FloatImm, Load, max_, min_, var
+from kdd.core.ir.funcs import Eltwise as EltwiseFunc
+from kdd.core.ir.funcs import Reorder, SendOp
+from kdd.core.ir.stmt import Alloc, FuncCall, MemKind, Stmt, Store, seq
+from kdd.core.ir.types import Type, f32, u64
+from kdd.core.layout.layout import Layout
+from kdd.core.layout.view import View
+from kdd.core.problem.post_ops import Bias, Binary, Eltwise, Scale, Sum
+
+from . import arith
+from .errors import BuildError
+from .loads import MessageRules, transfer
+from .loops import nest
+from .names import Names
+from .origin import Origin
+from .tile import RegTensor, TileAccess
+
+_BINARY: dict[str, Callable[[Expr, Expr], Expr]] = {
+    "add": lambda a, b: a + b, "mul": lambda a, b: a * b, "sub": lambda a, b: a - b,
+    "div": lambda a, b: a / b, "max": max_, "min": min_,
+}
+
+
+@dataclass(frozen=True)
+class PostOpArg:
+    """A global tensor a post-op reads: its name, type, logical dims and layout."""
+
+    name: str
+    dtype: Type
+    dims: tuple[tuple[str, int], ...]
+    layout: Layout
+
+
+@dataclass(frozen=True)
+class EpilogueContext:
+    """What the epilogue needs from the rest of the build."""
+
+    c: RegTensor             # the accumulator
+    access: TileAccess       # C's tile in the destination tensor
+    dst_type: Type
+    rules: MessageRules
+    names: Names
+    simd: int
+    reg_bytes: int
+    alloc_attrs: Callable[[RegTensor], tuple]
+    split_k: bool
+
+
+def _chunk(elems: int, simd: int) -> int:
+    return max(d for d in range(1, min(elems, simd) + 1) if elems % d == 0)
+
+
+class Epilogue:
+    """Builds the post-op chain and the store; collects the post-op tensors it reads."""
+
+    def __init__(self, ctx: EpilogueContext, rhs_view: Callable[[object, int, Type], tuple[View, PostOpArg | None]]):
+        self.ctx = ctx
+        self.rhs_view = rhs_view
+        self.args: list[PostOpArg] = []
+        self._allocs: list[tuple[RegTensor, Origin]] = []
+
+    def build(self, post_ops) -> Stmt:
+        ctx = self.ctx
+        c = ctx.c
+        if ctx.split_k and post_ops:
+            raise BuildError("post-ops need the whole reduction in one thread group; the config splits "
+                             "K across the grid (raise loop so that iter x loop covers K)")
+        if ctx.split_k and c.dtype != ctx.dst_type:
+            raise BuildError(f"the config splits K across the grid, so partial sums are added into the "
+                             f"{ctx.dst_type} destination, which needs the accumulator type {c.dtype} "
+                             f"(raise loop so that iter x loop covers K)")
+        steps: list[Stmt] = []
+        work = c
+        if post_ops and c.dtype != f32:
+            work = self._buffer("c_f32", f32)
+            steps.append(_convert(c, work))
+        for k, op in enumerate(post_ops):
+            steps.append(self._post_op(k, op, work))
+        out = work
+        if work.dtype != ctx.dst_type:
+            out = self._buffer("c_out", ctx.dst_type)
+            steps.append(_convert(work, out))
+        send = SendOp.ATOMIC_ADD if ctx.split_k else SendOp.STORE
+        steps.append(transfer(send, ctx.access, out, ctx.rules, ctx.names,
+                              Origin("epilogue.store", "loop" if ctx.split_k else None)))
+        stmt = seq(*steps)
+        for reg, origin in reversed(self._allocs):
+            stmt = Alloc.make(reg.buf, _round(reg.bytes, ctx.reg_bytes), MemKind.GRF, stmt,
+                              ctx.alloc_attrs(reg), origin=origin)
+        return stmt
+
+    def _buffer(self, name: str, dtype: Type) -> RegTensor:
+        reg = self.ctx.c.with_dtype(dtype, self.ctx.names.fresh(name, u64))
+        self._allocs.append((reg, Origin(f"epilogue.{name}", "post_ops")))
+        return reg
+
+    def _elementwise(self, dst: RegTensor, srcs: list[RegTensor], fn, origin: Origin) -> Stmt:
+        """``dst = fn(*srcs)`` over every element, ``simd`` lanes at a time."""
+        n = _chunk(dst.elems, self.ctx.simd)
+
+        def body(i):
+            loads = [Load.make(Type(s.dtype.scalar, n), s.buf, arith.add(s.offset, arith.mul(i, n * s.dtype.size)))
+                     for s in srcs]
+            value = fn(*loads)
+            return Store.make(dst.buf, arith.add(dst.offset, arith.mul(i, n * dst.dtype.size)), value,
+                              origin=origin)
+        return nest(self.ctx.names, [("i", dst.elems // n)], body, origin)
+
+    def _load_rhs(self, k: int, op, dtype: Type) -> tuple[RegTensor, Stmt]:
+        """The right-hand side of post-op ``k`` loaded in C's register layout."""
+        view, arg = self.rhs_view(op, k, dtype)
+        if arg is not None:
+            self.args.append(arg)
+        reg = self._buffer(f"rhs{k}", dtype)
+        acc = self.ctx.access
+        access = TileAccess(view, var(view.tensor, u64), "global", acc.roles, acc.starts, acc.bounded, acc.facts)
+        return reg, transfer(SendOp.LOAD, access, reg, self.ctx.rules, self.ctx.names,
+                             Origin(f"epilogue.post_op{k}.load", "post_ops"))
+
+    def _post_op(self, k: int, op, work: RegTensor) -> Stmt:
+        origin = Origin(f"epilogue.post_op{k}.{op.canonical()}", "post_ops")
+        if isinstance(op, Eltwise):
+            return FuncCall.make(EltwiseFunc(op.alg, work.elems, op.alpha, op.beta), [work.buf, work.offset],
+                                 origin=origin)
+        if isinstance(op, Scale):
+            return self._elementwise(work, [work], lambda x: x * FloatImm.make(f32, op.value), origin)
+        if isinstance(op, Sum):
+            rhs, load = self._load_rhs(k, op, self.ctx.dst_type)
+            scale = FloatImm.make(f32, op.scale)
+            fn = (lambda x, y: x + y.cast(f32)) if op.scale == 1.0 else (lambda x, y: x + y.cast(f32) * scale)
+        elif isinstance(op, Bias):
+            rhs, load = self._load_rhs(k, op, op.dt)
+            fn = lambda x, y: x + y.cast(f32)  # noqa: E731
+        elif isinstance(op, Binary):
+            rhs, load = self._load_rhs(k, op, op.dt)
+            alg = _BINARY[op.alg]
+            fn = lambda x, y: alg(x, y.cast(f32))  # noqa: E731
+        else:
+            raise BuildError(f"post-op {op!r} is not supported")
+        return seq(load, self._elementwise(work, [work, rhs], fn, origin))
+
+
+def _convert(src: RegTensor, dst: RegTensor) -> Stmt:
+    """``dst = src`` in another element type, same element order (a reorder rounds to nearest even
+    and saturates, as oneDNN's conversions do)."""
+    return FuncCall.make(Reorder(src.layout, dst.layout), [src.buf, src.offset, dst.buf, dst.offset],
+                         origin=Origin("epilogue.convert", "post_ops"))
+
+
+def _round(n: int, unit: int) -> int:
+    return max(unit, -(-n // unit) * unit)

@@ -1,0 +1,269 @@
+"""Multiplication decomposition: a per-thread ``C(b, m, n) += A(b, m, k) * B(b, k, n)`` as FMA calls.
+
+Each instruction kind fixes a granularity (the tile is padded to it; padding
+is loaded as zeros and never stored) and the register layouts its operands
+need (``docs/ir-semantics.md`` gives the operand forms):
+
+- ``mad`` (Xe ``mad``, sm_90 ``fma``): ``simd`` lanes along N; B and C rows
+  are N-contiguous, A elements are broadcast scalars (any A layout).
+- ``dp4a``: as ``mad`` over K quads: B packs 4 consecutive K per lane (VNNI).
+- ``dpas.8xR``: C blocks of ``R x simd``, A blocks of ``R x K`` row-major,
+  B blocks of ``K x simd`` packed as 8 rows of ``simd`` dwords (VNNI).
+- ``mma.m16n8k16`` / ``m16n8k32`` (sm_90): A, B and C in the PTX fragment
+  layouts, fragment register ``r`` of lane ``l`` at byte ``r*128 + 4*l``.
+
+All layouts are :class:`Layout` objects over the matrix dims ``(b, x, y)``.
+"""
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from dataclasses import dataclass
+
+from kdd.core.ir.funcs import Dp4a, Dpas, Mad, Mma
+from kdd.core.ir.stmt import FuncCall, Stmt
+from kdd.core.ir.types import Type
+from kdd.core.layout.layout import Block, Layout
+
+from .errors import BuildError
+from .loops import nest
+from .names import Names
+from .origin import Origin
+from .tile import RegTensor, row_major
+
+B, X, Y = 0, 1, 2
+
+
+def _up(x: int, unit: int) -> int:
+    return -(-x // unit) * unit
+
+
+def _tiled(frag: list[tuple[int, int, int]], frag_elems: int, tiles: list[tuple[int, int]],
+           bt: int) -> list[Block]:
+    """Fragment blocks, then fragment tiles ``(dim, count)`` inner to outer, then the batch."""
+    blocks = [Block(d, s, st) for d, s, st in frag]
+    stride = frag_elems
+    for dim, count in tiles:
+        blocks.append(Block(dim, count, stride))
+        stride *= count
+    blocks.append(Block(B, bt, stride))
+    return blocks
+
+
+@dataclass(frozen=True)
+class FmaKind(ABC):
+    """One instruction kind with its operand types and SIMD width."""
+
+    a: Type
+    b: Type
+    acc: Type
+    simd: int
+
+    name = "fma"
+
+    @property
+    @abstractmethod
+    def unit(self) -> tuple[int, int, int]:
+        """Granularity ``(m, n, k)`` a tile is padded to."""
+
+    def padded(self, m: int, n: int, k: int) -> tuple[int, int, int]:
+        um, un, uk = self.unit
+        return _up(m, um), _up(n, un), _up(k, uk)
+
+    @abstractmethod
+    def a_layout(self, bt: int, m: int, k: int, k_inner: bool) -> Layout:
+        """A's layout over ``(b, m, k)``; ``k_inner`` says which dim memory prefers innermost."""
+
+    @abstractmethod
+    def b_layout(self, bt: int, k: int, n: int) -> Layout: ...
+
+    @abstractmethod
+    def c_layout(self, bt: int, m: int, n: int) -> Layout: ...
+
+    @abstractmethod
+    def emit(self, a: RegTensor, b: RegTensor, c: RegTensor, names: Names, origin: Origin) -> Stmt:
+        """The calls computing ``c += a * b`` over the whole (padded) tiles."""
+
+
+@dataclass(frozen=True)
+class MadKind(FmaKind):
+    name = "mad"
+
+    @property
+    def unit(self):
+        return 1, self.simd, 1
+
+    def a_layout(self, bt, m, k, k_inner):
+        return row_major(self.a, (bt, m, k), (B, X, Y) if k_inner else (B, Y, X))
+
+    def b_layout(self, bt, k, n):
+        return row_major(self.b, (bt, k, n))
+
+    def c_layout(self, bt, m, n):
+        return row_major(self.acc, (bt, m, n))
+
+    def emit(self, a, b, c, names, origin):
+        bt, m, n = c.layout.dims
+        k = a.layout.dims[Y]
+        func = Mad(self.simd, self.acc, self.b, self.a, 0)
+
+        def call(ib, ik, im, jn):
+            s = self.simd
+            dst = c.offset_of((ib, im, jn), (1, 1, s))
+            return FuncCall.make(func, [c.buf, dst, c.buf, dst, b.buf, b.offset_of((ib, ik, jn), (1, 1, s)),
+                                        a.buf, a.offset_of((ib, im, ik))], origin=origin)
+        return nest(names, [("b", bt), ("k", k), ("m", m), ("nb", n // self.simd)], call, origin)
+
+
+@dataclass(frozen=True)
+class Dp4aKind(FmaKind):
+    name = "dp4a"
+
+    @property
+    def unit(self):
+        return 1, self.simd, 4
+
+    def a_layout(self, bt, m, k, k_inner):
+        return row_major(self.a, (bt, m, k))
+
+    def b_layout(self, bt, k, n):
+        # VNNI: each dword packs 4 consecutive K of one column.
+        return Layout(self.b, (bt, k, n), (Block(X, 4, 1), Block(Y, n, 4), Block(X, k // 4, 4 * n),
+                                             Block(B, bt, k * n)))
+
+    def c_layout(self, bt, m, n):
+        return row_major(self.acc, (bt, m, n))
+
+    def emit(self, a, b, c, names, origin):
+        bt, m, n = c.layout.dims
+        k = a.layout.dims[Y]
+        func = Dp4a(self.simd, self.b, self.a, 0)
+
+        def call(ib, iq, im, jn):
+            s = self.simd
+            dst = c.offset_of((ib, im, jn), (1, 1, s))
+            return FuncCall.make(func, [c.buf, dst, c.buf, dst, b.buf, b.offset_of((ib, iq, jn), (1, 4, s)),
+                                        a.buf, a.offset_of((ib, im, iq), (1, 1, 4))], origin=origin)
+        return nest(names, [("b", bt), ("kq", k // 4), ("m", m), ("nb", n // self.simd)], call, origin)
+
+
+@dataclass(frozen=True)
+class DpasKind(FmaKind):
+    """``dpas.8xR``: systolic depth 8, ``ops = 4 / sizeof(A)`` K elements per dword."""
+
+    rcount: int = 8
+    name = "dpas"
+
+    @property
+    def ops(self) -> int:
+        return 4 // self.a.size
+
+    @property
+    def unit(self):
+        return self.rcount, self.simd, 8 * self.ops
+
+    def a_layout(self, bt, m, k, k_inner):
+        kd, r = 8 * self.ops, self.rcount
+        return Layout(self.a, (bt, m, k), tuple(_tiled(
+            [(Y, kd, 1), (X, r, kd)], r * kd, [(Y, k // kd), (X, m // r)], bt)))
+
+    def b_layout(self, bt, k, n):
+        kd, s, ops = 8 * self.ops, self.simd, self.ops
+        return Layout(self.b, (bt, k, n), tuple(_tiled(
+            [(X, ops, 1), (Y, s, ops), (X, 8, ops * s)],
+            kd * s, [(Y, n // s), (X, k // kd)], bt)))
+
+    def c_layout(self, bt, m, n):
+        r, s = self.rcount, self.simd
+        return Layout(self.acc, (bt, m, n), tuple(_tiled(
+            [(Y, s, 1), (X, r, s)], r * s, [(Y, n // s), (X, m // r)], bt)))
+
+    def emit(self, a, b, c, names, origin):
+        bt, m, n = c.layout.dims
+        k = a.layout.dims[Y]
+        r, s, kd = self.rcount, self.simd, 8 * self.ops
+        mb, nb, kb = m // r, n // s, k // kd
+        func = Dpas(8, r, s, self.acc, self.b, self.a)
+
+        def call(ib, im, jn, ik):
+            c_off = c.offset_of((ib, im, jn), (1, r, s))
+            return FuncCall.make(func, [c.buf, c_off, c.buf, c_off, b.buf, b.offset_of((ib, ik, jn), (1, kd, s)),
+                                        a.buf, a.offset_of((ib, im, ik), (1, r, kd))], origin=origin)
+        return nest(names, [("b", bt), ("mb", mb), ("nb", nb), ("kb", kb)], call, origin)
+
+
+@dataclass(frozen=True)
+class MmaKind(FmaKind):
+    """sm_90 ``mma.sync.m16n8k{16,32}`` with PTX fragment layouts (4-byte registers, 32 lanes)."""
+
+    name = "mma"
+
+    @property
+    def kfrag(self) -> int:
+        return 32 // self.a.size  # 16 for 16-bit types, 32 for 8-bit
+
+    @property
+    def unit(self):
+        return 16, 8, self.kfrag
+
+    def _per_reg(self, t: Type) -> int:
+        return 4 // t.size
+
+    def a_layout(self, bt, m, k, k_inner):
+        # a_i of lane l: row groupID (+8 in odd registers), col tig*e + i (+kfrag/2 in registers 2, 3).
+        e = self._per_reg(self.a)
+        frag = [(Y, e, 1), (Y, 4, e), (X, 8, 4 * e), (X, 2, 32 * e), (Y, 2, 64 * e)]
+        return Layout(self.a, (bt, m, k), tuple(_tiled(frag, 128 * e, [(Y, k // self.kfrag), (X, m // 16)], bt)))
+
+    def b_layout(self, bt, k, n):
+        # b_i of lane l: row tig*e + i (+kfrag/2 in register 1), col groupID.
+        e = self._per_reg(self.b)
+        frag = [(X, e, 1), (X, 4, e), (Y, 8, 4 * e), (X, 2, 32 * e)]
+        return Layout(self.b, (bt, k, n), tuple(_tiled(frag, 64 * e, [(Y, n // 8), (X, k // self.kfrag)], bt)))
+
+    def c_layout(self, bt, m, n):
+        # c0, c1: row groupID, cols 2*tig + 0/1; c2, c3: row groupID + 8.
+        frag = [(Y, 2, 32), (Y, 4, 1), (X, 8, 4), (X, 2, 64)]
+        return Layout(self.acc, (bt, m, n), tuple(_tiled(frag, 128, [(Y, n // 8), (X, m // 16)], bt)))
+
+    def emit(self, a, b, c, names, origin):
+        bt, m, n = c.layout.dims
+        k = a.layout.dims[Y]
+        mb, nb, kb = m // 16, n // 8, k // self.kfrag
+        func = Mma(16, 8, self.kfrag, self.a, self.b, self.acc)
+        kf = self.kfrag
+
+        def call(ib, im, jn, ik):
+            c_off = c.offset_of((ib, im, jn), (1, 16, 8))
+            return FuncCall.make(func, [c.buf, c_off, a.buf, a.offset_of((ib, im, ik), (1, 16, kf)),
+                                        b.buf, b.offset_of((ib, ik, jn), (1, kf, 8)), c.buf, c_off],
+                                 origin=origin)
+        return nest(names, [("b", bt), ("mb", mb), ("nb", nb), ("kb", kb)], call, origin)
+
+
+def make_fma(fma: str, target, simd: int, a: Type, b: Type, acc: Type, m: int) -> FmaKind:
+    """The instruction kind for config knob ``fma`` on ``target`` (``m``: rows of the thread tile)."""
+    if fma in ("mad", "fma"):
+        return MadKind(a, b, acc, simd)
+    if fma == "dp4a":
+        if a.size != 1 or b.size != 1:
+            raise BuildError(f"fma=dp4a multiplies 8-bit integers, not {a} x {b}; use fma=mad or dpas")
+        return Dp4aKind(a, b, acc, simd)
+    if fma in ("dpas", "dpasw"):
+        if target.isa != "xe":
+            raise BuildError(f"fma={fma} is an Xe instruction; {target.name} has {', '.join(target.fma_kinds)}")
+        if a != b or a.size not in (1, 2) or a.is_float != b.is_float:
+            raise BuildError(f"fma={fma} multiplies f16, bf16 or 8-bit integers, not {a} x {b}")
+        shapes = target.shapes(fma="dpas", a=a, b=b)
+        if not shapes:
+            raise BuildError(f"{target.name} has no dpas for {a} x {b}")
+        if simd != shapes[0].simd:
+            raise BuildError(f"fma={fma} on {target.name} needs simd={shapes[0].simd}, config has simd={simd}")
+        rcount = 8 if m >= 8 else 1 << (max(m, 1) - 1).bit_length()
+        return DpasKind(a, b, acc, simd, rcount)
+    if fma == "mma":
+        if target.isa != "ptx":
+            raise BuildError(f"fma=mma is an sm_90 instruction; {target.name} has {', '.join(target.fma_kinds)}")
+        if a != b or a.size not in (1, 2):
+            raise BuildError(f"fma=mma is built for f16, bf16 and 8-bit integers, not {a} x {b}; use fma=fma")
+        return MmaKind(a, b, acc, 32)
+    raise BuildError(f"unknown fma '{fma}'")

@@ -1,0 +1,197 @@
+"""Load/store decomposition: a tile transfer between memory and registers as Send messages.
+
+A register tensor is filled (or written out) in register order: message ``r``
+moves elements ``[r*n, (r+1)*n)`` of the buffer. For each element the
+builder decodes its matrix index from the register layout, its view index
+from the tile, its tensor index and mask from the view, and its byte offset
+from the memory layout.
+
+A message is a **block** message (one address, ``n`` consecutive elements,
+one mask) when the ``n`` elements provably sit next to each other in memory
+and share their mask: they run along the register layout's stride-1 block,
+along one view dim that maps with coefficient 1 onto one tensor dim through
+that dim's unit-stride layout block, the run cannot cross a layout block or
+a tail, and no mask depends on that view dim. Otherwise it is a
+**scattered** message of up to ``simd`` lanes, one address and one mask per
+element (tails, padding, strides, blocked layouts).
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from kdd.core.ir.expr import Broadcast, BoolImm, Expr, Var
+from kdd.core.ir.funcs import Send, SendKind, SendOp
+from kdd.core.ir.stmt import For, FuncCall, If, Let, Stmt
+from kdd.core.ir.visitor import free_vars, substitute
+from kdd.core.layout.view import View, offset_expr
+
+from . import arith
+from .names import Names
+from .origin import Origin
+from .tile import RegTensor, TileAccess
+
+
+@dataclass(frozen=True)
+class MessageRules:
+    """Target limits on messages: scattered lanes, largest block, smallest block worth using."""
+
+    simd: int
+    max_block_bytes: int
+    min_block_bytes: int = 32
+
+
+@dataclass(frozen=True)
+class MessagePlan:
+    kind: SendKind
+    elems: int   # elements per message
+    count: int   # messages
+
+
+def plan_messages(access: TileAccess, reg: RegTensor, rules: MessageRules) -> MessagePlan:
+    """Block messages when the contiguity conditions of the module doc hold, else scattered ones."""
+    total = reg.elems
+    size = reg.dtype.size
+    run = _contiguous_run(access, reg)
+    if run * size >= rules.min_block_bytes:
+        n = max(d for d in _divisors(run) if d * size <= rules.max_block_bytes)
+        return MessagePlan(SendKind.BLOCK, n, total // n)
+    if total == 1:
+        return MessagePlan(SendKind.BLOCK, 1, 1)
+    n = max(d for d in _divisors(total) if d <= rules.simd)
+    return MessagePlan(SendKind.SCATTERED, n, total // n)
+
+
+def _divisors(n: int) -> list[int]:
+    return [d for d in range(1, n + 1) if n % d == 0]
+
+
+def unit_stride_dim(view: View, name: str) -> int | None:
+    """The tensor dim that view dim ``name`` walks with unit stride in memory, if any.
+
+    That is: exactly one tensor dim ``t`` depends on ``name``, as ``t = name +
+    (terms without name)``, no mask depends on ``name``, and ``t``'s innermost
+    layout block has stride 1.
+    """
+    v = view.dim(name).var
+    deps = view.depends_on(name)
+    if len(deps) != 1 or view.layout is None:
+        return None
+    t = deps[0]
+    if view.masks[t] is not None and v in free_vars(view.masks[t]):
+        return None
+    if arith.linear_coeff(view.mapping[t], v) != 1:
+        return None
+    blocks = [b for b in view.layout.blocks if b.dim == t and b.size > 1]
+    return t if blocks and blocks[0].stride == 1 else None
+
+
+def _contiguous_run(access: TileAccess, reg: RegTensor) -> int:
+    """Length of the runs of register elements that are contiguous in memory (1: none)."""
+    blk = reg.inner_block()
+    if blk is None:
+        return 1
+    inner = access.roles[blk.dim].innermost()
+    if inner is None:
+        return 1
+    name, extent = inner
+    view = access.view
+    t = unit_stride_dim(view, name)
+    if t is None:
+        return 1
+    run = math.gcd(blk.size, extent)
+    # A subtile starts inside the tile; the run must stay aligned to it.
+    run = math.gcd(run, arith.alignment(arith.add(access.base[blk.dim]), access.facts))
+    blocks = [b for b in view.layout.blocks if b.dim == t and b.size > 1]
+    if len(blocks) > 1:  # the run must not cross the innermost block of a blocked dim
+        run = math.gcd(run, blocks[0].size)
+        start_t = substitute(view.mapping[t], {d.var: access.starts[d.name] for d in view.dims})
+        if arith.alignment(start_t, access.facts) % run:
+            return 1
+    if name in access.bounded:  # nor a tail
+        if view.dim(name).size % run or arith.alignment(access.starts[name], access.facts) % run:
+            return 1
+    return run
+
+
+def tail_masks(view, index: dict, bounded) -> list[Expr]:
+    """``index < size`` for the view dims whose tiles overhang the problem (tails)."""
+    return [index[n].lt(view.dim(n).size) for n in sorted(bounded) if n in view.dim_names]
+
+
+def transfer(op: SendOp, access: TileAccess, reg: RegTensor, rules: MessageRules, names: Names,
+             origin: Origin, split: tuple[Expr, int] | None = None, staging: Var | None = None) -> Stmt:
+    """Send messages moving the tile ``access`` to (load) or from (store, atomic add) ``reg``.
+
+    With ``split = (thread, threads)`` the messages are shared by the threads
+    of a group (cooperative loads): thread ``t`` moves messages ``t``,
+    ``t + threads``, ... into consecutive slots of its ``staging`` buffer,
+    guarded where the last round has fewer messages than threads.
+    """
+    view = access.view
+    if view.layout is None:
+        raise ValueError(f"view {view.name} has no memory layout")
+    if view.layout.dtype != reg.dtype:
+        raise ValueError(f"{view.tensor} holds {view.layout.dtype} but the register tensor {reg.buf.name} "
+                         f"holds {reg.dtype}; convert in registers")
+    plan = plan_messages(access, reg, rules)
+    size = reg.dtype.size
+    rounds, threads = plan.count, 1
+    if split is not None:
+        threads = split[1]
+        rounds = -(-plan.count // threads)
+    label = (reg.buf if staging is None else staging).name
+    j = names.fresh(f"{label}_msg")
+    j_expr = j if rounds > 1 else arith.const(0)
+    r = arith.add(arith.mul(j_expr, threads), split[0]) if split is not None else j_expr
+    e0 = arith.mul(r, plan.elems)
+    lanes = plan.elems if plan.kind is SendKind.SCATTERED else 1
+    e = arith.ramp(e0, lanes)
+    bxy = reg.decode(e, bound=reg.elems)
+    padded = reg.layout.dims
+    bxy = tuple(arith.add(base, x) for base, x in zip(access.base, bxy))
+    vidx = access.view_index(bxy, tuple(p if arith.is_const(base, 0) else None
+                                        for p, base in zip(padded, access.base)))
+    # Bind the per-element view indices once; mapping and masks both use them.
+    lets: list[tuple] = []
+    bound_idx = {}
+    in_tile = {n for role in access.roles for n, ext in role.dims if ext > 1}
+    for d in view.dims:
+        value = arith.fold(vidx[d.name])
+        if d.name in in_tile and not (arith.is_const(value) or isinstance(value, Var)):
+            x = names.fresh(f"{label}_{d.name}", value.type)
+            lets.append((x, value))
+            bound_idx[d.name] = x
+        else:
+            bound_idx[d.name] = value
+    conds: list[Expr | None] = [view.mask(bound_idx)]
+    conds += tail_masks(view, bound_idx, access.bounded)
+    # Matrix padding (to the FMA granularity) reads zeros and is never stored.
+    for idx, real, pad, base in zip(bxy, access.real, padded, access.base):
+        if real >= pad and arith.is_const(base, 0):
+            continue
+        if not arith.is_const(idx):
+            conds.append(idx.lt(real))
+        elif arith.value_of(idx) >= real:
+            conds.append(BoolImm.make(False))
+    mask = arith.conj(arith.fold(c) for c in conds if c is not None)
+    if mask is None:
+        mask = BoolImm.make(True) if lanes == 1 else Broadcast.make(BoolImm.make(True), lanes)
+    elif lanes > 1 and mask.type.lanes == 1:
+        mask = Broadcast.make(mask, lanes)
+    offset = arith.fold(arith.mul(offset_expr(view.layout, view.tensor_index(bound_idx)), size))
+    if lanes > 1 and offset.type.lanes == 1:
+        offset = Broadcast.make(offset, lanes)
+    func = Send(op, plan.kind, access.space, reg.dtype, plan.elems)
+    if staging is not None:
+        target, reg_off = staging, arith.mul(j_expr, plan.elems * size)
+    else:
+        target, reg_off = reg.buf, arith.add(reg.offset, arith.mul(e0, size))
+    body: Stmt = FuncCall.make(func, [access.mem, offset, target, reg_off, mask], origin=origin)
+    for x, value in reversed(lets):
+        body = Let.make(x, value, body, origin=origin)
+    if split is not None and rounds * threads > plan.count:
+        body = If.make(r.lt(plan.count), body, origin=origin)
+    if rounds > 1:
+        body = For.make(j, 0, rounds, body, origin=origin)
+    return body

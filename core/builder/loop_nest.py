@@ -1,0 +1,151 @@
+"""The outer loop nest (seed 000): kernel grid, thread-group grid, reduction loops, tile origins.
+
+Problem dims are blocked by the config's tiling (``kdd.core.config.tiling``):
+a thread computes ``iter`` of a dim per iteration, a group ``iter * tg``
+threads' worth, and the reduction loop runs ``loop`` iterations over a K dim.
+The kernel grid axes hold N dims (``group_id0``), M dims (``group_id1``) and
+B and K dims (``group_id2``); several dims packed on one axis are unpacked
+with division and modulus, the last dim fastest. Threads of a group split M
+over ``thread_id1`` and N over ``thread_id0`` (B over ``thread_id2``); the
+group has no loop over M or N, only over K. A K dim with more than one
+group along it splits the reduction across the grid.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from kdd.core.ir.expr import Expr, Var, var
+from kdd.core.ir.types import s32
+
+from . import arith
+from .errors import BuildError
+from .names import Names
+from .origin import Origin
+
+GROUP_IDS = ("group_id0", "group_id1", "group_id2")
+THREAD_IDS = ("thread_id0", "thread_id1", "thread_id2")
+# grid / thread-group axis of each GEMM role
+AXIS = {"n": 0, "m": 1, "b": 2, "k": 2}
+
+
+@dataclass(frozen=True)
+class Binding:
+    """``let var = value`` emitted at kernel scope."""
+
+    var: Var
+    value: Expr
+    origin: Origin
+
+
+@dataclass(frozen=True)
+class LoopNest:
+    """What the outer loop nest provides to the rest of the builder.
+
+    ``bindings``: lets at kernel scope (unpacked grid/thread indices, tile
+    origins of B/M/N dims). ``k_loops``: ``(var, count, unroll)`` reduction
+    loops, outermost first, with ``k_bindings`` (K tile origins) inside them.
+    ``thread_start`` / ``group_start``: per dim, the origin of the thread's and
+    the group's tile. ``facts``: a known multiple of each origin variable.
+    """
+
+    bindings: tuple[Binding, ...]
+    k_loops: tuple[tuple[Var, int, int], ...]
+    k_bindings: tuple[Binding, ...]
+    thread_start: dict
+    group_start: dict
+    local_start: dict
+    facts: dict
+    thread_linear: Expr
+
+
+def _unpack(ids: Var, dims: list[tuple[str, int]], names: Names, suffix: str,
+            origin: Origin) -> tuple[list[Binding], dict[str, Expr]]:
+    """Indices of ``dims`` (``(name, count)``, last fastest) packed in ``ids``."""
+    out: dict[str, Expr] = {}
+    lets: list[Binding] = []
+    live = [(n, c) for n, c in dims if c > 1]
+    inner = 1
+    for k, (name, count) in enumerate(reversed(live)):
+        outermost = k == len(live) - 1
+        value = arith.div(ids, inner)
+        if not outermost:
+            value = arith.mod(value, count)
+        v = names.fresh(f"{name}_{suffix}")
+        lets.append(Binding(v, value, origin))
+        out[name] = v
+        inner *= count
+    lets.reverse()
+    for name, count in dims:
+        out.setdefault(name, arith.const(0))
+    return lets, out
+
+
+def build_loop_nest(tiling, names: Names, unroll) -> LoopNest:
+    """Unpack the grids, open the reduction loops and bind every tile origin."""
+    dims = tiling.dims
+    for d in dims:
+        if d.role != "k" and d.loop > 1:
+            raise BuildError(f"loop={d.name}{d.loop}: loops run over K dims only "
+                             f"({d.name} is a {d.role.upper()} dim); grow iter or tg instead")
+        if d.role == "k" and d.tg > 1:
+            raise BuildError(f"tg={d.name}{d.tg}: threads of a group split M and N only; "
+                             f"{d.name} is a K dim (use loop or the kernel grid)")
+    grid_org, tg_org = Origin("loop_nest.grid", "iter"), Origin("loop_nest.thread_group", "tg")
+    bindings: list[Binding] = []
+    grp: dict[str, Expr] = {}
+    thr: dict[str, Expr] = {}
+    for axis in range(3):
+        roles = [r for r, a in AXIS.items() if a == axis]
+        axis_dims = [d for d in dims if d.role in roles]
+        lets, idx = _unpack(var(GROUP_IDS[axis], s32), [(d.name, d.grid) for d in axis_dims], names,
+                            "grp", grid_org)
+        bindings += lets
+        grp.update(idx)
+        lets, idx = _unpack(var(THREAD_IDS[axis], s32), [(d.name, d.tg) for d in axis_dims], names,
+                            "thr", tg_org)
+        bindings += lets
+        thr.update(idx)
+
+    thread_start, group_start, local_start, facts = {}, {}, {}, {}
+    for d in dims:
+        if d.role == "k":
+            continue
+        group = arith.mul(grp[d.name], d.block)
+        local = arith.mul(thr[d.name], d.iter)
+        group_start[d.name] = group
+        local_start[d.name] = local
+        start = arith.add(group, local)
+        if arith.is_const(start) or isinstance(start, Var):
+            thread_start[d.name] = start
+            continue
+        v = names.fresh(f"{d.name}0")
+        bindings.append(Binding(v, start, Origin("loop_nest.thread_tile", "iter")))
+        facts[v] = d.iter
+        thread_start[d.name] = v
+
+    k_loops: list[tuple[Var, int, int]] = []
+    k_bindings: list[Binding] = []
+    for d in tiling.role("k"):
+        loop_idx: Expr = arith.const(0)
+        if d.loop > 1:
+            lv = names.fresh(f"{d.name}_loop")
+            k_loops.append((lv, d.loop, unroll.get(d.name) if unroll is not None else 1))
+            loop_idx = lv
+        start = arith.add(arith.mul(grp[d.name], d.block), arith.mul(loop_idx, d.iter))
+        if not (arith.is_const(start) or isinstance(start, Var)):
+            v = names.fresh(f"{d.name}0")
+            k_bindings.append(Binding(v, start, Origin("loop_nest.reduction", "loop")))
+            facts[v] = d.iter
+            start = v
+        elif isinstance(start, Var):
+            facts[start] = d.iter
+        thread_start[d.name] = start
+        group_start[d.name] = start
+        local_start[d.name] = arith.const(0)
+
+    x, y, _ = tiling.tg_grid
+    tid = [var(n, s32) for n in THREAD_IDS]
+    linear = arith.add(tid[0] if x > 1 else 0, arith.mul(tid[1], x) if y > 1 else 0,
+                       arith.mul(tid[2], x * y) if tiling.tg_grid[2] > 1 else 0)
+    return LoopNest(tuple(bindings), tuple(k_loops), tuple(k_bindings), thread_start, group_start,
+                    local_start, facts, linear)
