@@ -15,6 +15,9 @@ from importlib.metadata import PackageNotFoundError, version
 SUBCOMMANDS = (
     "ir_demo",
     "shape",
+    "hover",
+    "compile",
+    "check",
 )
 
 

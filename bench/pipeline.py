@@ -1,0 +1,112 @@
+"""The optimization pipeline on every shipped example: its effect and its cost.
+
+For each ``examples/*.kernel.toml`` (at its real problem shape, or its
+``[check]`` shape with ``--check-shapes``) the kernel is built and the whole
+pass pipeline (``kdd.core.passes.kernel_pipeline``) runs:
+
+- figures before (the builder's IR) and after (the final IR): statements,
+  address operations per reduction iteration, address operations in loops,
+  barriers executed, estimated registers (``kdd.core.passes.metrics``);
+- pipeline time *cold* (an empty pass cache: every pass runs) and *warm* (the
+  same kernel built again, so equal but not identical IR, against the filled
+  cache: memoization makes every pass free and only the cache's equality
+  checks remain), best of ``--repeat`` runs.
+
+Prints two tables and writes everything as JSON (default
+``bench/results/pipeline.json``). No asserts on time.
+
+    .venv/bin/python bench/pipeline.py [--repeat 3] [--check-shapes] [--json PATH]
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+import time
+from pathlib import Path
+
+from kdd.core.builder import build_kernel
+from kdd.core.config.defaults import resolve_config
+from kdd.core.ir import count_nodes
+from kdd.core.passes import PassCache
+from kdd.core.passes.kernel_pipeline import run_pipeline
+from kdd.core.passes.metrics import kernel_metrics, reduction_iterations
+from kdd.core.passes.registers import RegisterModel
+from kdd.core.spec import load_spec
+from kdd.core.targets import get_target
+
+EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
+FIGURES = ("stmts", "inner_ops", "loop_ops", "barriers", "regs")
+
+
+def build(path: Path, check_shape: bool):
+    spec, _ = load_spec(path.read_text(), str(path))
+    problem = spec.check if check_shape else spec.problem
+    return build_kernel(problem, resolve_config(problem, spec.target, spec.user_config), spec.target)
+
+
+def _num(x) -> str:
+    return f"{x:.1f}" if isinstance(x, float) else str(x)
+
+
+def best_ms(fn, repeat: int) -> float:
+    times = []
+    for _ in range(repeat):
+        start = time.perf_counter()
+        fn()
+        times.append((time.perf_counter() - start) * 1e3)
+    return min(times)
+
+
+def measure(path: Path, repeat: int, check_shape: bool) -> dict:
+    kernel = build(path, check_shape)
+    cold = best_ms(lambda: run_pipeline(kernel, cache=PassCache()), repeat)
+    cache = PassCache()
+    trace = run_pipeline(kernel, cache=cache)
+    again = build(path, check_shape)  # equal IR, new objects: what a daemon sees after a no-op edit
+    warm = best_ms(lambda: run_pipeline(again, cache=cache), repeat)
+    model = RegisterModel.of(get_target(kernel.target))
+    iterations = reduction_iterations(kernel.body)
+    before = kernel_metrics(kernel.body, model, iterations).to_dict()
+    after = kernel_metrics(trace.final, model, iterations).to_dict()
+    return {"example": path.name[: -len(".kernel.toml")], "target": kernel.target,
+            "config": kernel.config.line(), "shape": kernel.problem.shape.canonical(),
+            "nodes_built": count_nodes(kernel.body), "nodes_final": count_nodes(trace.final),
+            "changed": [e.name for e in trace.entries if e.changed],
+            "cold_ms": round(cold, 2), "warm_ms": round(warm, 3),
+            "pass_ms": {e.name: round(e.ms, 2) for e in trace.entries},
+            "before": before, "after": after}
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--check-shapes", action="store_true", help="use each example's [check] shape")
+    ap.add_argument("--json", default="bench/results/pipeline.json")
+    args = ap.parse_args()
+    rows = [measure(p, args.repeat, args.check_shapes) for p in sorted(EXAMPLES.glob("*.kernel.toml"))]
+
+    print("Figures, per SIMD thread: built IR -> final IR")
+    head = f"{'example':<20} {'stmts':>11} {'ops/iter':>14} {'loop ops':>18} {'barriers':>12} {'regs':>9}"
+    print(head)
+    for r in rows:
+        b, a = r["before"], r["after"]
+        cells = [f"{_num(b[k])}->{_num(a[k])}" for k in FIGURES]
+        print(f"{r['example']:<20} {cells[0]:>11} {cells[1]:>14} {cells[2]:>18} {cells[3]:>12} {cells[4]:>9}")
+    print()
+    print(f"Pipeline time, best of {args.repeat} (ms)")
+    print(f"{'example':<20} {'nodes':>13} {'cold':>9} {'warm':>9} {'slowest pass':>28}")
+    for r in rows:
+        slow = max(r["pass_ms"], key=r["pass_ms"].get)
+        nodes = f"{r['nodes_built']}->{r['nodes_final']}"
+        print(f"{r['example']:<20} {nodes:>13} {r['cold_ms']:9.1f} {r['warm_ms']:9.2f} "
+              f"{slow + ' ' + format(r['pass_ms'][slow], '.1f'):>28}")
+    out = {"python": platform.python_version(), "machine": platform.machine(),
+           "shapes": "check" if args.check_shapes else "problem", "repeat": args.repeat, "examples": rows}
+    Path(args.json).parent.mkdir(parents=True, exist_ok=True)
+    Path(args.json).write_text(json.dumps(out, indent=2) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,267 @@
+"""Common subexpression elimination within the target's register budget.
+
+An expression that occurs at least twice, costs integer operations
+(``opcount.int_ops``) and reads no memory is computed once into a new
+``let`` placed at the innermost statement that contains every occurrence
+(for a sequence: around the children that hold them), and every occurrence
+becomes the variable. Placement never leaves a loop the occurrences are in,
+so nothing is computed more often than before.
+
+Candidates are taken largest first; naming one lowers the counts of the
+subexpressions inside it (its other occurrences are gone), so a piece that
+only ever occurs inside a named expression is not named again.
+
+Registers: each new variable lives across its uses, so it costs the bytes of
+its type (``registers.RegisterModel``). The budget is what the target leaves
+free: ``(regs - reserved) * reg_bytes`` minus the peak the kernel already
+needs (``registers.estimate_registers``); ``regs`` is the config's per-thread
+register count (``options["regs"]``, default the target's smallest mode). A
+candidate that does not fit is skipped and recorded: ``plan_cse`` returns the
+report with what was named and what was skipped, and why.
+"""
+from __future__ import annotations
+
+from bisect import bisect_right
+from dataclasses import dataclass
+from typing import Any, Mapping
+
+from ..ir.expr import Expr
+from ..ir.node import Node
+from ..ir.printer import expr_to_text
+from ..ir.stmt import Let, Seq, Stmt, seq
+from ..ir.visitor import IRMutator, Substitute
+from .forms import Forms
+from .naming import NameSource
+from .opcount import is_int_op
+from .registers import RegisterModel, estimate_registers
+from .tree import child_stmts, own_exprs, unshare_statements
+
+
+@dataclass(frozen=True)
+class Named:
+    """An expression CSE computes once: the variable, the expression, its uses and register bytes."""
+
+    var: str
+    expr: str
+    uses: int
+    bytes: int
+
+
+@dataclass(frozen=True)
+class Skipped:
+    """A repeated expression left in place, with the reason."""
+
+    expr: str
+    uses: int
+    bytes: int
+    reason: str
+
+
+@dataclass(frozen=True)
+class CseReport:
+    named: tuple[Named, ...]
+    skipped: tuple[Skipped, ...]
+    budget_bytes: int | None  # None: no target, no register limit
+
+    def to_dict(self) -> dict:
+        return {"budget_bytes": self.budget_bytes,
+                "named": [vars(n) for n in self.named], "skipped": [vars(s) for s in self.skipped]}
+
+
+def register_budget(ir: Stmt, options: Mapping[str, Any]) -> tuple[RegisterModel | None, int | None]:
+    """The register model and the free register bytes for new values (None: no target given)."""
+    from kdd.core.targets import get_target
+
+    name = options.get("target")
+    if not name:
+        return None, None
+    target = get_target(name)
+    model = RegisterModel.of(target)
+    regs = options.get("regs") or target.registers.min_regs
+    total = (regs - target.registers.reserved) * model.reg_bytes
+    return model, total - estimate_registers(ir, model).peak_bytes
+
+
+class _Layout:
+    """Pre-order numbering of a statement tree: index, subtree end, parent, children's indices."""
+
+    def __init__(self, root: Stmt):
+        self.pre: dict[int, int] = {}
+        self.end: dict[int, int] = {}
+        self.parent: dict[int, Stmt] = {}
+        self.order: list[Stmt] = []
+        stack: list[tuple[Stmt, bool]] = [(root, False)]
+        while stack:
+            s, done = stack.pop()
+            if done:
+                self.end[id(s)] = len(self.order) - 1
+                continue
+            self.pre[id(s)] = len(self.order)
+            self.order.append(s)
+            stack.append((s, True))
+            for k in reversed(child_stmts(s)):
+                self.parent[id(k)] = s
+                stack.append((k, False))
+
+    def common_ancestor(self, stmts: list[Stmt]) -> tuple[Stmt, tuple[int, int] | None]:
+        """The innermost statement containing all of ``stmts``; for a sequence, the child range too."""
+        first = min(stmts, key=lambda s: self.pre[id(s)])
+        last_pre = max(self.pre[id(s)] for s in stmts)
+        a = first
+        while self.end[id(a)] < last_pre:
+            a = self.parent[id(a)]
+        if not isinstance(a, Seq) or a is first:
+            return a, None
+        starts = [self.pre[id(k)] for k in a.stmts]
+        return a, (bisect_right(starts, self.pre[id(first)]) - 1, bisect_right(starts, last_pre) - 1)
+
+
+def _weighted_nodes(roots) -> list[tuple[Node, int]]:
+    """Distinct nodes under ``roots`` with how many times each occurs, parents before children."""
+    post: list[Node] = []
+    seen: set[int] = set()
+    stack: list[tuple[Node, bool]] = [(r, False) for r in roots]
+    while stack:
+        node, ready = stack.pop()
+        if ready:
+            post.append(node)
+            continue
+        if id(node) in seen:
+            continue
+        seen.add(id(node))
+        stack.append((node, True))
+        stack.extend((k, False) for k in node.children() if id(k) not in seen)
+    weight: dict[int, int] = {}
+    for r in roots:
+        weight[id(r)] = weight.get(id(r), 0) + 1
+    out = []
+    for node in reversed(post):
+        w = weight.get(id(node), 0)
+        out.append((node, w))
+        for k in node.children():
+            weight[id(k)] = weight.get(id(k), 0) + w
+    return out
+
+
+@dataclass(frozen=True)
+class _Choice:
+    expr: Expr
+    where: Stmt
+    span: tuple[int, int] | None  # child range when ``where`` is a sequence
+    uses: int
+    bytes: int
+
+
+def _plan(tree: Stmt, options: Mapping[str, Any]) -> tuple[list[_Choice], list[Skipped], int | None]:
+    """The expressions to name (largest first), those skipped, and the register budget."""
+    forms = Forms()
+    layout = _Layout(tree)
+    costs: dict[int, bool] = {}  # id -> contains an integer operation
+    counts: dict[Expr, int] = {}
+    owners: dict[Expr, list[Stmt]] = {}
+    for s in layout.order:
+        roots = own_exprs(s)
+        if not roots:
+            continue
+        nodes = _weighted_nodes(roots)
+        for node, _ in reversed(nodes):  # children first: cost flags flow up
+            costs[id(node)] = is_int_op(node) or any(costs[id(k)] for k in node.children())
+        for node, w in nodes:
+            if costs[id(node)] and not forms.reads_memory(node):
+                counts[node] = counts.get(node, 0) + w
+                owners.setdefault(node, []).append(s)
+    model, budget = register_budget(tree, options)
+    chosen: list[_Choice] = []
+    skipped: list[Skipped] = []
+    left = budget
+    for e in sorted((e for e, n in counts.items() if n >= 2),
+                    key=lambda e: (-forms.size(e), forms.key(e))):
+        n = counts[e]
+        if n < 2:
+            continue
+        nbytes = model.value_bytes(e.type) if model is not None else e.type.size
+        if left is not None and nbytes > left:
+            skipped.append(Skipped(expr_to_text(e), n, nbytes, f"register budget: {max(left, 0)} bytes free"))
+            continue
+        if left is not None:
+            left -= nbytes
+        where, span = layout.common_ancestor(owners[e])
+        chosen.append(_Choice(e, where, span, n, nbytes))
+        for sub, w in _weighted_nodes([e])[1:]:
+            if sub in counts:
+                counts[sub] -= (n - 1) * w
+    return chosen, skipped, budget
+
+
+class _Apply(IRMutator):
+    """Replaces named expressions by their variables and inserts the lets."""
+
+    def __init__(self, mapping: dict[Expr, Expr], wraps: dict[int, list], spans: dict[int, list]):
+        self.mapping, self.wraps, self.spans = mapping, wraps, spans
+
+    def pre_Expr(self, e: Expr):
+        return self.mapping.get(e)
+
+    def mutate_Stmt(self, old: Stmt, new: Stmt):
+        for (lo, hi), lets in sorted(self.spans.get(id(old), ()), key=lambda x: -x[0][0]):
+            kids = list(new.stmts)
+            kids[lo:hi + 1] = [_wrap(lets, seq(*kids[lo:hi + 1]))]
+            new = Seq.make(kids, origin=new.origin)
+        return _wrap(self.wraps.get(id(old), ()), new)
+
+
+def _wrap(lets, body: Stmt) -> Stmt:
+    """``body`` inside the ``(rank, var, value)`` lets, lowest rank outermost."""
+    for _, var, value in sorted(lets, key=lambda x: x[0], reverse=True):
+        body = Let.make(var, value, body)
+    return body
+
+
+def _merge_spans(items: list[tuple[tuple[int, int], tuple]]) -> list[tuple[tuple[int, int], list]]:
+    """Overlapping child ranges of one sequence merged into one range holding all their lets."""
+    items = sorted(items, key=lambda x: x[0][0])
+    merged: list[list] = []
+    for (lo, hi), let in items:
+        if merged and lo <= merged[-1][0][1]:
+            merged[-1][0] = (merged[-1][0][0], max(hi, merged[-1][0][1]))
+            merged[-1][1].append(let)
+        else:
+            merged.append([(lo, hi), [let]])
+    return [((lo, hi), lets) for (lo, hi), lets in merged]
+
+
+def plan_cse(ir: Node, options: Mapping[str, Any] | None = None) -> CseReport:
+    """What ``eliminate_common_subexprs`` names and what it skips, without changing ``ir``."""
+    return eliminate(ir, options or {})[1]
+
+
+def eliminate(ir: Node, options: Mapping[str, Any]) -> tuple[Node, CseReport]:
+    """The rewritten IR (the same object when nothing is named) and the report."""
+    if not isinstance(ir, Stmt):
+        return ir, CseReport((), (), None)
+    tree = unshare_statements(ir)
+    chosen, skipped, budget = _plan(tree, options)
+    if not chosen:
+        return ir, CseReport((), tuple(skipped), budget)
+    names = NameSource(ir)
+    mapping = {c.expr: names.fresh("cse", c.expr.type) for c in chosen}
+    # Smaller expressions are bound outside larger ones that use them.
+    order = {c.expr: rank for rank, c in enumerate(reversed(chosen))}
+    wraps: dict[int, list] = {}
+    spans: dict[int, list] = {}
+    for c in reversed(chosen):
+        value = c.expr.with_children([Substitute(mapping).mutate(k) for k in c.expr.children()])
+        let = (order[c.expr], mapping[c.expr], value)
+        if c.span is None:
+            wraps.setdefault(id(c.where), []).append(let)
+        else:
+            spans.setdefault(id(c.where), []).append((c.span, let))
+    spans = {k: _merge_spans(v) for k, v in spans.items()}
+    out = _Apply(mapping, wraps, spans).mutate(tree)
+    named = tuple(Named(mapping[c.expr].name, expr_to_text(c.expr), c.uses, c.bytes) for c in chosen)
+    return out, CseReport(named, tuple(skipped), budget)
+
+
+def eliminate_common_subexprs(ir: Node, options: Mapping[str, Any] | None = None) -> Node:
+    """``ir`` with repeated expressions computed once, within the register budget."""
+    return eliminate(ir, options or {})[0]

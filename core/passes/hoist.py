@@ -1,0 +1,154 @@
+"""Loop-invariant hoisting: compute once before a loop what every iteration computes alike.
+
+For each ``for`` loop, inner loops first:
+
+1. ``let`` statements anywhere in the body whose value reads no memory and no
+   variable bound inside the loop (the loop variable, or a let, loop or
+   buffer of the body that stays) move in front of the loop, in program
+   order, so a hoisted let may use an earlier hoisted one;
+2. in what is left, every integer sum (a maximal linear form, see
+   ``simplify/linear.py``) is split into its loop-invariant terms and the
+   rest: ``k*64 + i*4096 + j*512 + 3`` in loop ``k`` becomes
+   ``k*64 + k_inv + 3`` with ``k_inv = i*4096 + j*512`` computed before the
+   loop. The split is made only when it leaves fewer operations in the loop;
+   constants stay in place (they become immediates). Equal invariant sums in
+   one loop share one variable.
+
+Linear forms are exact modulo ``2**bits``, so reassociating a sum never
+changes its value. Expressions are pure and total, so computing a value
+before a loop that might not run is harmless; a loop known to run zero
+times is left alone (hoisting would only add work).
+"""
+from __future__ import annotations
+
+from typing import Any, Mapping
+
+from ..ir.expr import Binary, Expr, Op, Unary
+from ..ir.node import Node
+from ..ir.stmt import For, Let, Stmt
+from ..ir.visitor import IRMutator
+from .forms import Forms
+from .naming import NameSource
+from .opcount import int_ops
+from .tree import binder, child_stmts, distinct_nodes, expr_vars, has_load, own_exprs, trip_count
+
+
+def _is_linear(e: Node) -> bool:
+    if not isinstance(e, Expr) or not e.type.is_int or e.type.lanes != 1:
+        return False
+    if isinstance(e, Binary):
+        return e.op in (Op.ADD, Op.SUB, Op.MUL)
+    return isinstance(e, Unary) and e.op is Op.NEG
+
+
+def maximal_sums(roots) -> set[int]:
+    """Ids of the linear nodes under ``roots`` whose parent is not a linear node of the same type."""
+    inner: set[int] = set()
+    candidates: set[int] = set()
+    for root in roots:
+        for n in distinct_nodes(root):
+            if not _is_linear(n):
+                continue
+            candidates.add(id(n))
+            for k in n.children():
+                if k.type == n.type:
+                    inner.add(id(k))
+    return candidates - inner
+
+
+class _SplitSums(IRMutator):
+    """Rewrites the maximal sums of one loop body into variant terms plus a hoisted variable."""
+
+    def __init__(self, maximal: set[int], inner: set[str], forms: Forms, names: NameSource,
+                 prefix: str):
+        self.maximal, self.inner, self.forms = maximal, inner, forms
+        self.names, self.prefix = names, prefix
+        self.lifted: dict[Expr, Expr] = {}  # invariant sum -> its variable
+
+    def _invariant(self, e: Expr) -> bool:
+        return not has_load(e) and not any(v.name in self.inner for v in expr_vars(e))
+
+    def mutate_Expr(self, old: Expr, new: Expr):
+        if id(old) not in self.maximal:
+            return new
+        lf = self.forms.of(new)
+        keep = {t: c for t, c in lf.terms if not self._invariant(t)}
+        moved = {t: c for t, c in lf.terms if t not in keep}
+        if not moved:
+            return new
+        invariant = self.forms.build(lf.type, moved, 0)
+        if int_ops(invariant) == 0:
+            return new  # a bare variable: nothing to compute ahead
+        var = self.lifted.get(invariant)
+        candidate_var = var if var is not None else self.names.fresh(self.prefix, lf.type)
+        out = self.forms.build(lf.type, {**keep, candidate_var: 1}, lf.const)
+        if int_ops(out) >= int_ops(new):
+            return new
+        self.lifted.setdefault(invariant, candidate_var)
+        return out
+
+
+class _Hoist(IRMutator):
+    def __init__(self, ir: Node):
+        self.root = ir
+        self.forms = Forms()
+        self._names: NameSource | None = None
+
+    @property
+    def names(self) -> NameSource:
+        if self._names is None:
+            self._names = NameSource(self.root)
+        return self._names
+
+    def mutate_For(self, old: For, new: For):
+        if trip_count(new) == 0:
+            return new  # a loop that never runs: hoisting would make its code run
+        return hoist_loop(new, self)
+
+
+class _DropLets(IRMutator):
+    def __init__(self, dead: set[int]):
+        self.dead = dead
+
+    def mutate_Let(self, old: Let, new: Let):
+        return new.body if id(old) in self.dead else new
+
+
+def _invariant_lets(loop: For) -> tuple[list[Let], set[str]]:
+    """The lets of ``loop``'s body that can move out, in program order, and the names that stay inside."""
+    inner = {loop.var.name}
+    for n in distinct_nodes(loop.body):
+        v = binder(n)
+        if v is not None:
+            inner.add(v.name)
+    hoisted: list[Let] = []
+    stack: list[Stmt] = [loop.body]
+    while stack:
+        s = stack.pop()
+        if isinstance(s, Let) and not has_load(s.value) and not any(v.name in inner for v in expr_vars(s.value)):
+            hoisted.append(s)
+            inner.discard(s.var.name)
+        stack.extend(reversed(child_stmts(s)))
+    return hoisted, inner
+
+
+def hoist_loop(loop: For, ctx: _Hoist) -> Stmt:
+    """``loop`` with its invariant lets and sums computed in front of it."""
+    hoisted, inner = _invariant_lets(loop)
+    body = _DropLets({id(s) for s in hoisted}).mutate(loop.body) if hoisted else loop.body
+    roots = [e for n in distinct_nodes(body) if isinstance(n, Stmt) for e in own_exprs(n)]
+    split = _SplitSums(maximal_sums(roots), inner, ctx.forms, ctx.names, f"{loop.var.name}_inv")
+    body = split.mutate(body)
+    if body is loop.body:
+        return loop
+    out: Stmt = For.make(loop.var, loop.init, loop.bound, body, loop.step, loop.unroll, origin=loop.origin)
+    for value, var in reversed(split.lifted.items()):
+        out = Let.make(var, value, out)
+    for s in reversed(hoisted):
+        out = Let.make(s.var, s.value, out, origin=s.origin)
+    return out
+
+
+def hoist_invariants(ir: Node, options: Mapping[str, Any] | None = None) -> Node:
+    """``ir`` with loop-invariant lets and sums hoisted out of every loop; the same object when none."""
+    return _Hoist(ir).mutate(ir)

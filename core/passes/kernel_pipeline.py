@@ -1,0 +1,80 @@
+"""The kernel optimization pipeline: the ordered list of passes from built IR to optimized IR.
+
+The order is the documentation (``docs/passes.md`` explains each step); it
+follows the seed generator's flow (seed 000, "More Optimizations and IR
+Passes"):
+
+build -> buffering -> simplify -> send lowering -> CSE / hoisting ->
+strength reduction -> let optimization -> unrolling -> peephole -> barriers
+
+with three additions: ``register-loops`` marks the loops that must be
+unrolled for register operands to be constants (before anything decides
+what stays a loop), ``overflow`` widens 32-bit addresses that could wrap
+(before send lowering picks the address width), and ``simplify-unrolled``
+folds the constants that unrolling exposes. ``buffering`` (SLM) and
+``prefetch`` (no SLM) are alternatives; the one the config does not ask for
+leaves the IR unchanged.
+"""
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Any, Callable, Mapping
+
+from ..ir.node import Node
+from .barrier_opt import remove_redundant_barriers
+from .buffering import multi_buffer, slm_bytes
+from .cse import plan_cse, eliminate_common_subexprs
+from .hoist import hoist_invariants
+from .let_opt import optimize_lets
+from .options import kernel_options
+from .overflow import widen_overflowing_offsets
+from .peephole import fuse_arith
+from .pipeline import Pass, PassCache, Pipeline, Trace
+from .prefetch import prefetch_pipeline
+from .register_loops import mark_register_loops
+from .send_headers import lower_sends
+from .simplify_pass import simplify_kernel
+from .strength_reduce import reduce_strength
+from .unroll import unroll_loops
+
+KERNEL_PASSES: tuple[Pass, ...] = (
+    Pass("buffering", multi_buffer, reads=("slm_bufs", "gmem_bufs", "pipeline_unroll"),
+         doc="single SLM buffering to double/triple buffering with a split barrier; GRF staging buffers"),
+    Pass("prefetch", prefetch_pipeline, reads=("slm_bufs", "prefetch_bufs", "prefetch_buffers"),
+         doc="without SLM: prefetch the tiles of later iterations into cache"),
+    Pass("register-loops", mark_register_loops,
+         doc="mark loops whose index selects registers for complete unrolling"),
+    Pass("simplify", simplify_kernel, reads=("var_ranges",), doc="expression simplification"),
+    Pass("overflow", widen_overflowing_offsets, reads=("var_ranges",),
+         doc="32-bit address arithmetic that can wrap is redone in 64 bits"),
+    Pass("send-lowering", lower_sends, reads=("target", "reg_bytes", "reuse_headers"),
+         doc="byte offsets to message headers (Xe) or address registers (sm_90)"),
+    Pass("cse", eliminate_common_subexprs, reads=("target", "regs"),
+         doc="common subexpressions named once, within the free registers"),
+    Pass("hoist", hoist_invariants, doc="loop-invariant lets and sums moved in front of their loop"),
+    Pass("strength-reduce", reduce_strength, reads=("reg_bytes",),
+         doc="loop-linear address sums become induction variables"),
+    Pass("let-opt", optimize_lets, doc="trivial and redundant lets inlined, unused lets removed"),
+    Pass("unroll", unroll_loops, doc="loops unrolled as marked (config unroll knobs, register loops)"),
+    Pass("simplify-unrolled", simplify_kernel, reads=("var_ranges",),
+         doc="fold the constants unrolled copies expose"),
+    Pass("peephole", fuse_arith, reads=("target",), doc="add + add -> add3, mul + add -> mad"),
+    Pass("barrier-opt", remove_redundant_barriers, doc="remove barriers that order no SLM access"),
+)
+
+KERNEL_PIPELINE = Pipeline(KERNEL_PASSES)
+
+# Passes that can say more than their output IR: ``notes(ir_before, options) -> JSON-ready data``.
+PASS_NOTES: Mapping[str, Callable[[Node, Mapping[str, Any]], Any]] = {
+    "cse": lambda ir, options: plan_cse(ir, options).to_dict(),
+}
+
+
+def run_pipeline(kernel, pipeline: Pipeline = KERNEL_PIPELINE, cache: PassCache | None = None) -> Trace:
+    """Run ``pipeline`` on a built kernel's body with the kernel's options."""
+    return pipeline.run(kernel.body, kernel_options(kernel), cache)
+
+
+def with_body(kernel, body: Node):
+    """``kernel`` with another body (the IR after some pass), its SLM size recomputed."""
+    return replace(kernel, body=body, slm_bytes=slm_bytes(body))

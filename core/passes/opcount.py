@@ -1,0 +1,51 @@
+"""Counting the integer (address) arithmetic an expression costs.
+
+An *integer operation* is one instruction of index or address arithmetic: a
+binary arithmetic operator, a negation or bit inversion, an ``add3``/``mad``,
+or a conversion between integer types, whose result is an integer. Comparisons,
+logic and float arithmetic are not address arithmetic and are not counted.
+Counts are per occurrence, as code generation evaluates a tree: an operand
+object shared twice inside one expression costs twice unless CSE named it.
+"""
+from __future__ import annotations
+
+from ..ir.expr import (Binary, BoolImm, Cast, Expr, FloatImm, IntImm, Op, Ternary, Unary, Var)
+from ..ir.node import Node
+
+_ARITH = frozenset({Op.ADD, Op.SUB, Op.MUL, Op.DIV, Op.MOD, Op.DIV_UP, Op.MIN, Op.MAX, Op.SHL,
+                    Op.SHR, Op.BIT_AND, Op.BIT_OR, Op.BIT_XOR, Op.NEG, Op.BIT_NOT, Op.ADD3, Op.MAD})
+
+
+def is_int_op(e: Node) -> bool:
+    """Whether ``e`` itself (not counting operands) is one integer operation."""
+    if not isinstance(e, Expr) or not e.type.is_int:
+        return False
+    if isinstance(e, (Binary, Unary)):
+        return e.op in _ARITH
+    if isinstance(e, Ternary):
+        return e.op is not Op.IIF
+    if isinstance(e, Cast):
+        return e.a.type.is_int and e.a.type.scalar is not e.type.scalar
+    return False
+
+
+def int_ops(e: Node) -> int:
+    """Integer operations evaluating ``e`` costs, counting each occurrence (iterative)."""
+    totals: dict[int, int] = {}
+    stack: list[tuple[Node, bool]] = [(e, False)]
+    while stack:
+        node, ready = stack.pop()
+        if id(node) in totals:
+            continue
+        kids = list(node.children())
+        if not ready:
+            stack.append((node, True))
+            stack.extend((k, False) for k in kids if id(k) not in totals)
+            continue
+        totals[id(node)] = int(is_int_op(node)) + sum(totals[id(k)] for k in kids)
+    return totals[id(e)]
+
+
+def is_trivial(e: Expr) -> bool:
+    """A variable or an immediate: nothing to compute, nothing worth naming."""
+    return isinstance(e, (Var, IntImm, FloatImm, BoolImm))

@@ -1,0 +1,50 @@
+"""Peephole fusion of integer arithmetic into three-operand instructions.
+
+``(a + b) + c`` becomes ``add3(a, b, c)`` and ``a + b * c`` (either operand
+order) becomes ``mad(a, b, c)``, on targets that have the instruction
+(``FUSED_OPS``). A fusion applies only when the inner operation has the type
+of the outer one: then both forms compute the exact sum modulo ``2**bits``
+and agree bit for bit, while a narrower inner operation would have wrapped
+where the fused one does not. Float arithmetic is left alone (address
+arithmetic is what this pass is for).
+"""
+from __future__ import annotations
+
+from typing import Any, Mapping
+
+from ..ir.expr import Binary, Op, Ternary
+from ..ir.node import Node
+from ..ir.visitor import IRMutator
+
+# Three-operand integer instructions per target. Xe-HPG and Xe-HPC have add3 and an
+# integer mad (Xe ISA); PTX has mad.lo but no three-input add (ptxas forms IADD3 itself).
+FUSED_OPS: Mapping[str, frozenset[Op]] = {
+    "xehpg": frozenset({Op.ADD3, Op.MAD}),
+    "xehpc": frozenset({Op.ADD3, Op.MAD}),
+    "sm_90": frozenset({Op.MAD}),
+}
+
+
+class _Fuse(IRMutator):
+    def __init__(self, ops: frozenset[Op]):
+        self.ops = ops
+
+    def mutate_Binary(self, old: Binary, new: Binary):
+        if new.op is not Op.ADD or not new.type.is_int:
+            return new
+        for inner, other in ((new.a, new.b), (new.b, new.a)):
+            if not isinstance(inner, Binary) or inner.type != new.type:
+                continue
+            if inner.op is Op.ADD and Op.ADD3 in self.ops:
+                return Ternary.make(Op.ADD3, inner.a, inner.b, other, origin=new.origin)
+            if inner.op is Op.MUL and Op.MAD in self.ops:
+                return Ternary.make(Op.MAD, other, inner.a, inner.b, origin=new.origin)
+        return new
+
+
+def fuse_arith(ir: Node, options: Mapping[str, Any] | None = None) -> Node:
+    """``ir`` with add+add fused to ``add3`` and mul+add to ``mad`` where ``options["target"]`` has them."""
+    ops = FUSED_OPS.get((options or {}).get("target", ""), frozenset())
+    if not ops:
+        return ir
+    return _Fuse(ops).mutate(ir)

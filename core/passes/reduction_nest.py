@@ -1,0 +1,86 @@
+"""The reduction loop nest of a built kernel, and its flattening into one loop.
+
+The builder puts the reduction in a ``k_loop { ... }`` group: perfectly nested
+``for`` loops with constant bounds over the K blocks, around one body (the
+kernel's *iteration*). Software pipelining (SLM multi-buffering, prefetching)
+works on iterations: it needs "the loads of iteration ``it + d``". So the
+nest becomes one loop over ``it`` in ``[0, total)`` whose loop variables are
+recovered as mixed-radix digits of ``it`` (the last loop fastest), and
+``bind(it)`` gives those digits for any iteration expression.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from math import prod
+
+from ..ir.expr import Expr, IntImm, Var
+from ..ir.node import Node
+from ..ir.stmt import For, Group, Let, Stmt
+from .tree import distinct_nodes, trip_count
+
+K_LOOP = "k_loop"
+
+
+@dataclass(frozen=True)
+class ReductionNest:
+    """``group`` (the ``k_loop`` group) holding ``loops`` (outermost first) around ``body``."""
+
+    group: Group
+    loops: tuple[For, ...]
+    body: Stmt
+
+    @property
+    def trips(self) -> tuple[int, ...]:
+        return tuple(trip_count(loop) for loop in self.loops)
+
+    @property
+    def total(self) -> int:
+        return prod(self.trips)
+
+    def digits(self, it: Expr) -> dict[Var, Expr]:
+        """Each loop variable's value in flat iteration ``it``."""
+        out: dict[Var, Expr] = {}
+        stride = 1
+        for loop, trips in reversed(list(zip(self.loops, self.trips))):
+            k = loop.var
+            index = it if stride == 1 else it // IntImm.make(k.type, stride)
+            if stride * trips < self.total:
+                index = index % IntImm.make(k.type, trips)
+            if loop.step != 1:
+                index = index * IntImm.make(k.type, loop.step)
+            if not (isinstance(loop.init, IntImm) and loop.init.value == 0):
+                index = index + loop.init
+            out[k] = index
+            stride *= trips
+        return out
+
+    def bind(self, it: Expr, body: Stmt) -> Stmt:
+        """``body`` inside lets giving every loop variable its value in iteration ``it``."""
+        for k, value in reversed(list(self.digits(it).items())):
+            body = Let.make(k, value, body)
+        return body
+
+    def unroll_factor(self) -> int:
+        """The flat loop's unroll factor keeping the nest's: the innermost loops' marks multiply
+        while each is unrolled completely."""
+        factor = 1
+        for loop, trips in reversed(list(zip(self.loops, self.trips))):
+            factor *= loop.unroll
+            if loop.unroll < trips:
+                break
+        return factor
+
+
+def find_reduction_nest(ir: Node) -> ReductionNest | None:
+    """The ``k_loop`` group's nest when it is one chain of constant-bound loops, else None."""
+    group = next((n for n in distinct_nodes(ir) if isinstance(n, Group) and n.label == K_LOOP), None)
+    if group is None or not isinstance(group.body, For):
+        return None
+    loops = []
+    s: Stmt = group.body
+    while isinstance(s, For):
+        if trip_count(s) is None or trip_count(s) == 0:
+            return None
+        loops.append(s)
+        s = s.body
+    return ReductionNest(group, tuple(loops), s)

@@ -1,0 +1,131 @@
+"""Send lowering: a send's byte offset becomes what the target's message reads its address from.
+
+The builder's sends carry a plain byte offset expression. Targets address
+memory differently (``MESSAGE_FORMS``):
+
+- **Xe** (``xehpg``, ``xehpc``): a send reads its address from a *message
+  header*, a GRF the kernel writes before the send. Each send gets one:
+  ``alloc.grf <buf>_hdr[..] { <buf>_hdr.T[0] = offset; send(<buf>, <buf>_hdr.T[0], ...) }``.
+  ``T`` is the offset's type: an ``s32`` offset is a 32-bit surface-relative
+  (A32 stateful) address, an ``s64`` one (widened by the overflow pass) a
+  64-bit (A64) one. A scattered send's header holds one address per element.
+  The header occupies whole registers. With ``options["reuse_headers"]``
+  (the config's ``P=r``) each header is allocated around its send, so the
+  allocator can reuse header registers (more header writes, fewer
+  registers); without it the header allocations are lifted to the top of the
+  kernel body, one register range per send for the whole kernel.
+- **sm_90**: PTX addresses are ``[reg + imm]``. The offset is split into its
+  variable part, bound to an *address register* (a ``let <buf>_addr``), and
+  its constant part, left as an immediate: ``send(<buf>, <buf>_addr + 96, ...)``.
+  A send whose offset is a constant needs no register.
+
+A lowered send carries the attribute ``addr=header`` or ``addr=reg`` so the
+pass can tell it is done (running it twice changes nothing). Register-side
+offsets are untouched. Values are unchanged: a header holds exactly the
+offset, and ``reg + imm`` is the offset's linear form regrouped.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from math import ceil
+from typing import Any, Mapping
+
+from ..ir.expr import IntImm, Load, Var
+from ..ir.funcs import Send, SendKind
+from ..ir.node import Node
+from ..ir.stmt import Alloc, FuncCall, Group, Let, MemKind, Stmt, Store, seq
+from ..ir.types import u64
+from ..ir.visitor import IRMutator
+from .forms import Forms
+from .naming import NameSource
+
+ADDR_ATTR = "addr"
+
+
+@dataclass(frozen=True)
+class MessageForm:
+    """How a target's memory messages take their address: ``"header"`` GRF or ``"reg"`` + immediate."""
+
+    kind: str
+    source: str
+
+
+MESSAGE_FORMS: Mapping[str, MessageForm] = {
+    "xehpg": MessageForm("header", "Xe-HPG send messages read their address payload from GRF (no immediate "
+                                   "offset on LSC/HDC messages)"),
+    "xehpc": MessageForm("header", "Xe-HPC send messages read their address payload from GRF"),
+    "sm_90": MessageForm("reg", "PTX ld/st/cp.async address operands are [reg], [reg+imm] or [imm]"),
+}
+
+
+def _lowered(call: FuncCall) -> bool:
+    return any(k == ADDR_ATTR for k, _ in call.attrs)
+
+
+class _Headers(IRMutator):
+    def __init__(self, names: NameSource, reg_bytes: int, local: bool):
+        self.names, self.reg_bytes, self.local = names, reg_bytes, local
+        self.lifted: list[tuple[Var, int]] = []
+
+    def mutate_FuncCall(self, old: FuncCall, new: FuncCall):
+        if not isinstance(new.func, Send) or _lowered(new):
+            return new
+        off = new.args[1]
+        hdr = self.names.fresh(f"{new.args[0].name}_hdr", u64)
+        size = self.reg_bytes * ceil(off.type.size / self.reg_bytes)
+        args = list(new.args)
+        args[1] = Load.make(off.type, hdr, 0)
+        call = FuncCall.make(new.func, args, new.attrs + ((ADDR_ATTR, "header"),), origin=new.origin)
+        body = seq(Store.make(hdr, 0, off, origin=new.origin), call)
+        if not self.local:
+            self.lifted.append((hdr, size))
+            return body
+        return Alloc.make(hdr, size, MemKind.GRF, body, origin=new.origin)
+
+
+class _Registers(IRMutator):
+    def __init__(self, names: NameSource):
+        self.names = names
+        self.forms = Forms()
+
+    def mutate_FuncCall(self, old: FuncCall, new: FuncCall):
+        if not isinstance(new.func, Send) or _lowered(new):
+            return new
+        off = new.args[1]
+        if isinstance(off, IntImm):
+            return new
+        if off.type.lanes == 1 and new.func.kind is SendKind.BLOCK:
+            lf = self.forms.of(off)
+            variable, imm = self.forms.build(lf.type, dict(lf.terms), 0), lf.const
+        else:
+            variable, imm = off, 0
+        addr = self.names.fresh(f"{new.args[0].name}_addr", off.type)
+        args = list(new.args)
+        args[1] = addr + IntImm.make(off.type.base, imm) if imm else addr
+        call = FuncCall.make(new.func, args, new.attrs + ((ADDR_ATTR, "reg"),), origin=new.origin)
+        return Let.make(addr, variable, call, origin=new.origin)
+
+
+def lower_sends(ir: Node, options: Mapping[str, Any] | None = None) -> Node:
+    """``ir`` with every send addressed the way ``options["target"]`` reads addresses."""
+    options = options or {}
+    form = MESSAGE_FORMS.get(options.get("target", ""))
+    if form is None or not isinstance(ir, Stmt):
+        return ir
+    names = NameSource(ir)
+    if form.kind == "reg":
+        return _Registers(names).mutate(ir)
+    headers = _Headers(names, int(options.get("reg_bytes") or 32), bool(options.get("reuse_headers")))
+    out = headers.mutate(ir)
+    if not headers.lifted:
+        return out
+    if isinstance(out, Group):  # keep the kernel's labelled group outermost
+        return Group.make(out.label, _alloc_all(headers.lifted, out.body), origin=out.origin)
+    return _alloc_all(headers.lifted, out)
+
+
+def _alloc_all(allocs: list[tuple[Var, int]], body: Stmt) -> Stmt:
+    for buf, size in reversed(allocs):
+        body = Alloc.make(buf, size, MemKind.GRF, body)
+    return body
+

@@ -1,0 +1,99 @@
+"""Reading a pass trace: a table, JSON, the IR after a pass and the diff a pass made.
+
+The pipeline's input is named ``build`` (the builder's IR), so ``ir_after(trace,
+"build")`` is the skeleton and ``diff_after(trace, name)`` compares the IR a
+pass received with the IR it returned.
+"""
+from __future__ import annotations
+
+import difflib
+from typing import Any, Callable, Mapping
+
+from ..ir.node import Node
+from ..ir.printer import to_text
+from ..ir.visitor import count_nodes
+from .pipeline import Trace
+
+BUILD = "build"
+
+
+class UnknownPassError(KeyError):
+    """A pass name that is not in the trace; ``token`` is the name as written."""
+
+    def __init__(self, token: str, known: list[str], start: int | None = None, end: int | None = None):
+        self.token, self.known, self.start, self.end = token, known, start, end
+        where = f" at {start}..{end}" if start is not None else ""
+        close = difflib.get_close_matches(token, known, n=1)
+        hint = f"; did you mean '{close[0]}'?" if close else ""
+        super().__init__(f"no pass named '{token}'{where} (passes: {', '.join(known)}){hint}")
+
+    def __str__(self) -> str:
+        return self.args[0]
+
+
+def pass_names(trace: Trace) -> list[str]:
+    """``build`` followed by the passes that ran, in order."""
+    return [BUILD] + [e.name for e in trace.entries]
+
+
+def ir_after(trace: Trace, name: str) -> Node:
+    """The IR after pass ``name`` (``build``: the builder's IR)."""
+    if name == BUILD:
+        return trace.input
+    for e in trace.entries:
+        if e.name == name:
+            return e.ir
+    raise UnknownPassError(name, pass_names(trace))
+
+
+def ir_before(trace: Trace, name: str) -> Node:
+    """The IR pass ``name`` received."""
+    if name == BUILD:
+        raise UnknownPassError(name, pass_names(trace)[1:])
+    ir_after(trace, name)  # raises for an unknown name
+    return trace.before(name)
+
+
+def diff_after(trace: Trace, name: str, context: int = 3) -> str:
+    """Unified diff of the IR text before and after pass ``name`` (empty when it changed nothing)."""
+    before, after = ir_before(trace, name), ir_after(trace, name)
+    if before is after:
+        return ""
+    lines = difflib.unified_diff(to_text(before).splitlines(keepends=True), to_text(after).splitlines(keepends=True),
+                                 fromfile=f"before {name}", tofile=f"after {name}", n=context)
+    return "".join(lines)
+
+
+def render_trace_table(trace: Trace) -> str:
+    """One row per pass: name, changed, milliseconds (``cached`` when memoized), node count."""
+    width = max(len(n) for n in pass_names(trace))
+    rows = [f"{'pass':<{width}}  {'changed':<7}  {'ms':>9}  {'nodes':>7}",
+            f"{BUILD:<{width}}  {'':<7}  {'':>9}  {count_nodes(trace.input):>7}"]
+    for e in trace.entries:
+        ms = "cached" if e.cached else f"{e.ms:.2f}"
+        rows.append(f"{e.name:<{width}}  {'yes' if e.changed else 'no':<7}  {ms:>9}  {e.nodes:>7}")
+    return "\n".join(rows) + "\n"
+
+
+def trace_to_json(trace: Trace, options: Mapping[str, Any] | None = None,
+                  notes: Mapping[str, Callable[[Node, Mapping[str, Any]], Any]] | None = None,
+                  with_ir: bool = True) -> dict:
+    """The trace as JSON-ready data: per pass its name, changed, ms, nodes, cached and IR text.
+
+    ``notes`` maps pass names to functions of the pass's input IR and the
+    options that say more than the IR (CSE: what it named and what it
+    skipped); their result is the entry's ``notes``.
+    """
+    passes = []
+    for e in trace.entries:
+        entry: dict[str, Any] = {"name": e.name, "changed": e.changed, "ms": round(e.ms, 3), "nodes": e.nodes,
+                                 "cached": e.cached}
+        if with_ir:
+            entry["ir"] = to_text(e.ir)
+        if notes and e.name in notes:
+            entry["notes"] = notes[e.name](trace.before(e.name), options or {})
+        passes.append(entry)
+    build = {"name": BUILD, "nodes": count_nodes(trace.input)}
+    if with_ir:
+        build["ir"] = to_text(trace.input)
+    return {"build": build, "passes": passes}

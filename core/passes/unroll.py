@@ -1,0 +1,89 @@
+"""Loop unrolling: a ``for`` marked ``[unroll U]`` runs U copies of its body per iteration.
+
+Copy ``j`` sees the loop variable as ``k + j*step`` and the loop steps by
+``U*step``. Variables bound inside the body are renamed in every copy but the
+first, so names stay unique in the kernel. With constant bounds and ``n``
+iterations:
+
+- ``n <= U``: the loop disappears into ``n`` copies with ``k`` a constant;
+- otherwise the loop runs ``n // U`` unrolled iterations and the ``n % U``
+  left over follow as constant copies.
+
+With bounds known only at run time, the unrolled loop stops at
+``k_end = init + (n / U) * U * step`` (``n`` computed in IR) and a plain
+loop from ``k_end`` runs the rest. Inner loops are unrolled before the loops
+around them. Loops not marked keep their form.
+
+A strength-reduced body (``strength_reduce.split_induction``: induction
+variables read at the top, advanced at the end) is unrolled around them: copy
+``j`` sees each induction variable ``j`` steps on and the unrolled iteration
+advances it once, by ``U`` steps.
+"""
+from __future__ import annotations
+
+from typing import Any, Mapping
+
+from ..ir.expr import IntImm, Var, max_
+from ..ir.node import Node
+from ..ir.stmt import For, Let, Stmt, seq
+from ..ir.visitor import IRMutator, substitute
+from .naming import NameSource, rename_bound
+from .strength_reduce import split_induction
+from .tree import trip_count
+
+
+class _Unroll(IRMutator):
+    def __init__(self, ir: Node):
+        self.root = ir
+        self._names: NameSource | None = None
+
+    @property
+    def names(self) -> NameSource:
+        if self._names is None:  # only kernels with a loop to unroll pay for the name scan
+            self._names = NameSource(self.root)
+        return self._names
+
+    def mutate_For(self, old: For, new: For):
+        if new.unroll <= 1:
+            return new
+        return unroll_loop(new, self.names)
+
+
+def _imm(k: Var, value: int) -> IntImm:
+    return IntImm.make(k.type, value)
+
+
+def unroll_loop(loop: For, names: NameSource) -> Stmt:
+    """The statement running ``loop`` with its body unrolled ``loop.unroll`` times."""
+    k, s, u = loop.var, loop.step, loop.unroll
+
+    def copy(kval, fresh: bool) -> Stmt:
+        return rename_bound(loop.body, names, {k: kval}) if fresh else substitute(loop.body, {k: kval})
+
+    ind = split_induction(loop.body)
+    if ind is None:
+        unrolled = seq(*(copy(k + _imm(k, j * s) if j else k, j > 0) for j in range(u)))
+    else:  # strength-reduced: copy j sees every induction variable j steps on; one increment
+        unrolled = ind.rebuild(seq(*(rename_bound(ind.core, names, {k: k + _imm(k, j * s),
+                                                                     **{iv: iv + IntImm.make(iv.type, j * d)
+                                                                        for iv, _, d in ind.ivs}})
+                                     if j else ind.core for j in range(u))), u)
+    n = trip_count(loop)
+    if n is not None:
+        init = loop.init.value
+        if n <= u:
+            return seq(*(copy(_imm(k, init + j * s), j > 0) for j in range(n)))
+        main = n // u * u
+        rest = [copy(_imm(k, init + (main + j) * s), True) for j in range(n - main)]
+        return seq(For.make(k, loop.init, _imm(k, init + main * s), unrolled, s * u, origin=loop.origin), *rest)
+    end = names.fresh(f"{k.name}_end", k.type)
+    trips = max_(loop.bound - loop.init + _imm(k, s - 1), _imm(k, 0)) // _imm(k, s)
+    tail_var = names.fresh(f"{k.name}_tail", k.type)
+    tail = For.make(tail_var, end, loop.bound, copy(tail_var, True), s, origin=loop.origin)
+    main_loop = For.make(k, loop.init, end, unrolled, s * u, origin=loop.origin)
+    return Let.make(end, loop.init + trips // _imm(k, u) * _imm(k, u * s), seq(main_loop, tail))
+
+
+def unroll_loops(ir: Node, options: Mapping[str, Any] | None = None) -> Node:
+    """``ir`` with every loop marked ``unroll > 1`` unrolled; the same object when none is."""
+    return _Unroll(ir).mutate(ir)

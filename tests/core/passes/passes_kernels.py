@@ -1,0 +1,81 @@
+"""Built kernels for pass tests: the shipped examples at their ``[check]`` shapes, and exact output runs.
+
+``outputs(kernel, body)`` runs a kernel body in the interpreter on the same
+seeded inputs the check uses and returns every output buffer's bytes and the
+bytes written, so two IRs of one kernel can be compared bit for bit: the
+passes reorder no floating-point operation, so "computes the same result"
+means identical bytes.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+from kdd.core.builder import build_kernel
+from kdd.core.config import parse_config_line
+from kdd.core.config.defaults import resolve_config
+from kdd.core.interp import Launch, run_ir
+from kdd.core.interp.check import pack, random_values
+from kdd.core.spec import load_spec
+
+EXAMPLES = Path(__file__).resolve().parents[3] / "examples"
+
+
+def example_names() -> list[str]:
+    return sorted(p.name[: -len(".kernel.toml")] for p in EXAMPLES.glob("*.kernel.toml"))
+
+
+def example_kernel(name: str, line: str | None = None, full_shape: bool = False):
+    """The kernel of example ``name`` at its check shape (or its real shape), ``line`` overriding knobs."""
+    path = EXAMPLES / f"{name}.kernel.toml"
+    spec, _ = load_spec(path.read_text(), str(path))
+    problem = spec.problem if full_shape else spec.check
+    user = parse_config_line(line).over(spec.user_config) if line else spec.user_config
+    return build_kernel(problem, resolve_config(problem, spec.target, user), spec.target)
+
+
+def outputs(kernel, body=None, seed: int = 0) -> dict[str, tuple[bytes, bytes]]:
+    """``{buffer: (bytes, written mask)}`` of every output after running ``body`` (default: the kernel's)."""
+    rng = np.random.default_rng(seed)
+    buffers = {}
+    for arg in kernel.args:
+        if arg.role == "output":
+            buffers[arg.var.name] = np.full(arg.layout.size_bytes(), 0 if arg.zero_init else 0xFF, dtype=np.uint8)
+        else:
+            values = random_values(arg.dtype, tuple(s for _, s in arg.dims), rng)
+            buffers[arg.var.name] = pack(values, arg.dtype, arg.layout)
+    launch = Launch(tuple(kernel.grid), tuple(kernel.tg), kernel.simd, kernel.reg_bytes)
+    run = run_ir(kernel.body if body is None else body, launch, buffers)
+    return {a.var.name: (buffers[a.var.name].tobytes(), run.written[a.var.name].tobytes()) for a in kernel.outputs}
+
+
+def assert_passes_preserve(kernel, pipeline=None):
+    """Runs the pipeline on ``kernel`` and asserts the IR after every pass that changed something
+    computes the built kernel's exact outputs; returns the trace."""
+    from kdd.core.passes.kernel_pipeline import KERNEL_PIPELINE, run_pipeline
+
+    expected = outputs(kernel)
+    trace = run_pipeline(kernel, pipeline or KERNEL_PIPELINE)
+    for e in trace.entries:
+        if e.changed:
+            assert outputs(kernel, e.ir) == expected, f"the IR after pass '{e.name}' computes another result"
+    return trace
+
+
+def check_example_pipeline(kernel) -> None:
+    """The whole contract for one kernel: the built IR passes the reference check, every pass keeps
+    its exact outputs (so every stage passes it too), and the reduction loop does less address
+    arithmetic at the end."""
+    from kdd.core.interp.check import check_kernel
+    from kdd.core.passes.metrics import kernel_metrics, reduction_iterations
+    from kdd.core.passes.registers import RegisterModel
+    from kdd.core.targets import get_target
+
+    assert check_kernel(kernel).ok
+    trace = assert_passes_preserve(kernel)
+    model = RegisterModel.of(get_target(kernel.target))
+    iterations = reduction_iterations(kernel.body)
+    before, after = kernel_metrics(kernel.body, model, iterations), kernel_metrics(trace.final, model, iterations)
+    assert after.inner_ops < before.inner_ops and after.loop_ops < before.loop_ops
+    assert after.barriers <= before.barriers

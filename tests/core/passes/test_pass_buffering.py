@@ -1,0 +1,71 @@
+"""Multi-buffering and prefetching on built kernels: the structure the config asks for, the same outputs."""
+from passes_kernels import example_kernel, outputs
+
+from kdd.core.ir import Alloc, For, FuncCall, MemKind, walk
+from kdd.core.ir.funcs import Barrier, BarrierSignal, BarrierWait, Send, SendOp
+from kdd.core.passes.buffering import multi_buffer, slm_bytes
+from kdd.core.passes.options import kernel_options
+from kdd.core.passes.prefetch import prefetch_pipeline
+
+
+def calls(ir, kind):
+    return [n for n in walk(ir) if isinstance(n, FuncCall) and isinstance(n.func, kind)]
+
+
+def allocs(ir):
+    return {n.buf.name: n.size for n in walk(ir) if isinstance(n, Alloc)}
+
+
+def k_loop(ir):
+    return next(n for n in walk(ir) if isinstance(n, For) and n.var.name == "k_it")
+
+
+def test_triple_buffering_with_one_split_barrier_per_iteration():
+    kernel = example_kernel("resnet50_3x3")  # s=x3, P=u
+    out = multi_buffer(kernel.body, kernel_options(kernel))
+    before, after = allocs(kernel.body), allocs(out)
+    assert after["a_slm"] == 3 * before["a_slm"] and after["b_slm"] == 3 * before["b_slm"]
+    assert slm_bytes(out) == 3 * slm_bytes(kernel.body) == 3 * kernel.slm_bytes
+    assert not calls(out, Barrier)
+    loop = k_loop(out)
+    assert loop.bound.value == 36 and loop.unroll == 3  # P=u: a multiple of the buffer count
+    assert len(calls(loop, BarrierWait)) == 1 and len(calls(loop, BarrierSignal)) == 1
+    assert len(calls(out, BarrierSignal)) == 2 and len(calls(out, BarrierWait)) == 2  # prologue, loop, drain
+    assert outputs(kernel, out) == outputs(kernel)
+
+
+def test_double_buffering_without_unroll_rotates_buffers_with_arithmetic():
+    kernel = example_kernel("tails", "s=x2 P=r")
+    out = multi_buffer(kernel.body, kernel_options(kernel))
+    assert k_loop(out).unroll == 1
+    assert slm_bytes(out) == 2 * slm_bytes(kernel.body)
+    assert outputs(kernel, out) == outputs(kernel)
+
+
+def test_grf_buffering_doubles_the_staging_registers():
+    kernel = example_kernel("tails", "s=x3.g2")
+    out = multi_buffer(kernel.body, kernel_options(kernel))
+    before, after = allocs(kernel.body), allocs(out)
+    assert after["a_g2s"] == 2 * before["a_g2s"] and after["b_g2s"] == 2 * before["b_g2s"]
+    assert k_loop(out).unroll == 6  # P=u: a multiple of both the 3 SLM and the 2 staging buffers
+    assert outputs(kernel, out) == outputs(kernel)
+
+
+def test_single_buffering_and_kernels_without_slm_are_left_alone():
+    single = example_kernel("tails", "s=x1")
+    assert multi_buffer(single.body, kernel_options(single)) is single.body
+    plain = example_kernel("gemm_f16")
+    assert multi_buffer(plain.body, kernel_options(plain)) is plain.body
+    assert prefetch_pipeline(plain.body, kernel_options(plain)) is plain.body  # p=x0
+
+
+def test_prefetch_pipeline_fetches_later_iterations_of_the_chosen_operand():
+    kernel = example_kernel("resnet50_conv1", "p=x2.a")
+    options = kernel_options(kernel)
+    assert options["prefetch_buffers"] == ("src",)
+    out = prefetch_pipeline(kernel.body, options)
+    fetches = [c for c in calls(out, Send) if c.func.op is SendOp.PREFETCH]
+    assert fetches and {c.args[0].name for c in fetches} == {"src"}
+    assert k_loop(out).bound.value == 147  # ic3 x kh7 x kw7 flattened
+    assert outputs(kernel, out) == outputs(kernel)
+    assert all(a.kind is not MemKind.SLM for a in walk(out) if isinstance(a, Alloc))

@@ -1,0 +1,104 @@
+"""CSE: repeated pure expressions named once where all their uses see them, within the register budget."""
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from passes_oracle import OUT, effects, programs
+
+from kdd.core.ir import Alloc, For, If, Let, Load, MemKind, Stmt, Store, seq, var, walk
+from kdd.core.ir.types import s32
+from kdd.core.passes.cse import eliminate_common_subexprs, plan_cse
+from kdd.core.passes.opcount import int_ops
+from kdd.core.passes.tree import own_exprs
+
+X, Y, K = var("x"), var("y"), var("k")
+
+
+def lets(s):
+    return [n for n in walk(s) if isinstance(n, Let)]
+
+
+def test_repeated_expression_is_named_around_exactly_the_statements_using_it():
+    e = X * 64 + Y
+    s = seq(Store.make(OUT, X, X), Store.make(OUT, e, X), Store.make(OUT, e + 4, Y), Store.make(OUT, Y, Y))
+    out = eliminate_common_subexprs(s)
+    (let,) = lets(out)
+    assert let.value == e
+    # the first and last stores stay outside the let's scope
+    assert out.stmts[0] == s.stmts[0] and out.stmts[-1] == s.stmts[-1]
+    assert let.body == seq(Store.make(OUT, let.var, X), Store.make(OUT, let.var + 4, Y))
+    assert effects(out, env={"x": 3, "y": 9}) == effects(s, env={"x": 3, "y": 9})
+
+
+def test_a_piece_occurring_only_inside_a_named_expression_is_not_named_again():
+    e = (X * 3 + Y) * 5
+    s = seq(Store.make(OUT, e, X), Store.make(OUT, e, Y))
+    out = eliminate_common_subexprs(s)
+    assert [n.value for n in lets(out)] == [e]
+
+
+def test_smaller_names_are_bound_outside_larger_ones_that_use_them():
+    small = X * 3
+    big = small + Y * 7
+    s = seq(Store.make(OUT, big, small), Store.make(OUT, big, X), Store.make(OUT, small, Y))
+    out = eliminate_common_subexprs(s)
+    outer, inner = lets(out)
+    assert outer.value == small and inner.value == outer.var + Y * 7
+    assert effects(out, env={"x": 2, "y": 1}) == effects(s, env={"x": 2, "y": 1})
+
+
+def test_names_stay_inside_the_scope_of_the_variables_they_read():
+    a = var("a")
+    e = a * 16 + 1
+    s = seq(Store.make(OUT, X, X), Let.make(a, X + 2, If.make(X.lt(5), Store.make(OUT, e, X), Store.make(OUT, e, Y))))
+    out = eliminate_common_subexprs(s)
+    (outer_a, named) = lets(out)
+    assert outer_a.var.name == "a" and named.value == e
+    assert effects(out, env={"x": 1, "y": 0}) == effects(s, env={"x": 1, "y": 0})
+
+
+def test_loads_are_never_merged():
+    buf = var("buf", s32)
+    ld = Load.make(s32, buf, X * 4)
+    s = Alloc.make(buf, 64, MemKind.GRF, seq(Store.make(buf, 0, Y), Store.make(OUT, ld, Y), Store.make(buf, 4, X),
+                                             Store.make(OUT, ld, Y)))
+    out = eliminate_common_subexprs(s)
+    (let,) = lets(out)
+    assert let.value == X * 4  # the offset is shared, the load itself is read twice
+    assert sum(isinstance(n, Load) for n in walk(out)) == 2
+
+
+def test_the_register_budget_limits_what_is_named_and_the_report_says_what_was_skipped():
+    # 128 GRF x 32 B, 16 reserved: 3584 bytes free minus what the kernel holds already.
+    exprs = [X * (i + 2) + Y for i in range(4)]
+    acc = var("acc", s32)
+    body = seq(*(Store.make(OUT, e, Load.make(s32, acc, 0)) for e in exprs for _ in range(2)))
+    big = Alloc.make(acc, 112 * 32 - 8, MemKind.GRF, body)  # live throughout; leaves 8 bytes: two s32 values
+    report = plan_cse(big, {"target": "xehpg", "regs": 128})
+    assert len(report.named) == 2
+    sums = {str(e) for e in exprs}
+    assert {n.expr for n in report.named} | {s.expr for s in report.skipped} >= sums
+    assert len(sums & {s.expr for s in report.skipped}) == 2
+    assert all("register budget: 0 bytes free" == s.reason for s in report.skipped)
+    assert report.budget_bytes == 8
+    out = eliminate_common_subexprs(big, {"target": "xehpg", "regs": 128})
+    assert len(lets(out)) == 2
+    roomy = eliminate_common_subexprs(big, {"target": "xehpg", "regs": 256})
+    assert len(lets(roomy)) == 4
+
+
+def test_nothing_repeated_gives_the_same_object():
+    s = For.make(K, 0, 4, Store.make(OUT, K * 4, X))
+    assert eliminate_common_subexprs(s) is s
+
+
+@settings(max_examples=250, deadline=None)
+@given(programs(), st.integers(-50, 50), st.integers(-50, 50))
+def test_program_after_cse_has_the_same_effects_and_no_more_operations(p, x, y):
+    env = {"x": x, "y": y}
+    out = eliminate_common_subexprs(p)
+    assert effects(out, env=env) == effects(p, env=env)
+    assert static_ops(out) <= static_ops(p)
+
+
+def static_ops(s) -> int:
+    """Integer operations written in the program text."""
+    return sum(int_ops(e) for n in walk(s) if isinstance(n, Stmt) for e in own_exprs(n))

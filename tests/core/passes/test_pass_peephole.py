@@ -1,0 +1,72 @@
+"""Peephole: add+add -> add3 and mul+add -> mad, exact under wrap-around, only where the target has them."""
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from kdd.core.ir import evaluate, var, walk
+from kdd.core.ir.expr import Binary, IntImm, Op, Ternary, binary
+from kdd.core.ir.stmt import Store
+from kdd.core.ir.types import s16, s32, s64, u32
+from kdd.core.passes.peephole import fuse_arith
+
+X = var("x")
+Y = var("y")
+Z = var("z", s64)
+W = var("w", u32)
+H = var("h", s16)
+LEAVES = [X, Y, Z, W, H]
+
+
+def ops_of(e, kind):
+    return [n for n in walk(e) if isinstance(n, (Binary, Ternary)) and n.op is kind]
+
+
+def exprs():
+    leaves = st.one_of(st.sampled_from(LEAVES),
+                       st.integers(-(2 ** 40), 2 ** 40).map(lambda v: IntImm.make(s64, v)),
+                       st.integers(-70000, 70000).map(lambda v: IntImm.make(s32, v)))
+    ops = st.sampled_from((Op.ADD, Op.ADD, Op.ADD, Op.MUL, Op.MUL, Op.SUB))
+    return st.recursive(leaves, lambda kids: st.builds(binary, ops, kids, kids), max_leaves=10)
+
+
+VALUES = st.fixed_dictionaries({
+    "x": st.integers(-(2 ** 31), 2 ** 31 - 1), "y": st.integers(-(2 ** 31), 2 ** 31 - 1),
+    "z": st.integers(-(2 ** 63), 2 ** 63 - 1), "w": st.integers(0, 2 ** 32 - 1), "h": st.integers(-(2 ** 15), 2 ** 15 - 1),
+})
+
+
+@settings(max_examples=300, deadline=None)
+@given(exprs(), VALUES)
+def test_fused_expression_has_the_same_value_including_wraparound(e, env):
+    fused = fuse_arith(e, {"target": "xehpg"})
+    assert evaluate(fused, env) == evaluate(e, env)
+    assert fused.type == e.type
+
+
+def test_add_add_becomes_add3_and_mul_add_becomes_mad_on_xe():
+    e = (X + Y) + 5
+    assert fuse_arith(e, {"target": "xehpg"}) == Ternary.make(Op.ADD3, X, Y, IntImm.make(s32, 5))
+    m = 7 + X * Y
+    assert fuse_arith(m, {"target": "xehpc"}) == Ternary.make(Op.MAD, IntImm.make(s32, 7), X, Y)
+
+
+def test_sm90_has_mad_but_no_add3():
+    e = Store.make(var("out", s32), (X + Y) + X * 4, X)
+    out = fuse_arith(e, {"target": "sm_90"})
+    assert not ops_of(out.offset, Op.ADD3)
+    assert len(ops_of(out.offset, Op.MAD)) == 1
+
+
+def test_a_narrower_inner_operation_is_not_fused():
+    # (x + y) wraps in s32, then widens: add3 in s64 would not wrap, so the two would differ.
+    e = (X + Y) + Z
+    assert fuse_arith(e, {"target": "xehpg"}) is e
+    env = {"x": 2 ** 31 - 1, "y": 1, "z": 0}
+    assert evaluate(e, env) == -(2 ** 31)
+
+
+def test_unknown_target_and_nothing_to_fuse_keep_the_same_object():
+    e = (X + Y) + 1
+    assert fuse_arith(e, {"target": "nope"}) is e
+    assert fuse_arith(e, {}) is e
+    f = X * Y - 3
+    assert fuse_arith(f, {"target": "xehpg"}) is f
