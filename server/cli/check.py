@@ -4,7 +4,9 @@ The kernel is built from the knobs written in FILE, with the omitted ones
 chosen by the default heuristic for the check shape (as ``kdd compile
 --shape`` does), run by the numpy interpreter on random inputs and compared
 with the float64 reference (protocol and tolerances: ``kdd.core.interp.check``).
-``--shape DESC`` checks another shape. Exit status 0 when the outputs match,
+``--shape DESC`` checks another shape. ``--bisect`` checks the IR after the
+build and after every optimization pass and names the first stage whose IR
+computes a wrong result. Exit status 0 when the outputs match,
 1 when they do not (or the kernel breaks the IR semantics while running), 2
 when FILE cannot be read or the config is invalid; diagnostics are printed as
 ``FILE:LINE:COL: severity: message``.
@@ -23,6 +25,7 @@ from kdd.core.interp import InterpError
 from kdd.core.interp.check import CheckResult, check_kernel
 from kdd.core.problem import ProblemError, parse_shape
 from kdd.core.spec import Severity, load_spec
+from kdd.server.cli import passes_emit
 
 PASS, MISMATCH, INVALID = 0, 1, 2
 
@@ -95,6 +98,13 @@ def run(args) -> int:
         rng = _knob_range(str(exc), spec.source_map())
         where = _where(args.file, rng) if rng is not None else args.file
         return _invalid(args, f"{where}: error: cannot build the kernel for {problem.shape.canonical()}: {exc}")
+    if args.bisect:
+        found = passes_emit.bisect_kernel(kernel, problem, seed=spec.check_seed, tol=spec.check_tol)
+        if args.json:
+            print(json.dumps(found.to_dict()))
+        else:
+            print(found.render(), end="")
+        return PASS if found.first_bad is None else MISMATCH
     try:
         result = check_kernel(kernel, problem, seed=spec.check_seed, tol=spec.check_tol)
     except InterpError as exc:
@@ -108,6 +118,8 @@ def register(sub) -> None:
                        description=__doc__.split("\n\n")[1])
     p.add_argument("file", help="a *.kernel.toml file")
     p.add_argument("--shape", help="check this problem shape instead of [check] shape (benchdnn descriptor)")
+    p.add_argument("--bisect", action="store_true",
+                   help="check the IR after the build and after every pass; name the first wrong stage")
     p.add_argument("--json", action="store_true",
                    help='print {"ok", "rel_err", "tol", "first_bad_index", "shape", "ms"} as JSON')
     p.set_defaults(run=run)

@@ -1,6 +1,9 @@
 """``kdd compile FILE``: build a kernel config's IR and print it.
 
-``--emit ir`` (the default) prints the IR skeleton the builder makes; with
+``--emit ir`` (the default) prints the IR skeleton the builder makes;
+``--emit passes`` runs the optimization pipeline and prints a table of the
+passes and the final IR, ``ir:PASS`` the IR after one pass and
+``diff:PASS`` what one pass changed (items combine, comma-separated). With
 ``--json`` the output is one JSON object: the problem, target, config line,
 kernel ABI and the IR as text plus a line map (for every printed line the
 IR node's kind and origin: the builder step, the config knob behind it and
@@ -21,6 +24,7 @@ from kdd.core.config.defaults import resolve_config
 from kdd.core.ir.printer import print_ir
 from kdd.core.problem import ProblemError, parse_shape
 from kdd.core.spec import Severity, load_spec
+from kdd.server.cli import passes_emit
 
 EMITS = ("ir",)
 
@@ -63,9 +67,14 @@ def line_map(printed, sources: dict) -> list[dict]:
 
 def run(args) -> int:
     emits = [e.strip() for e in args.emit.split(",") if e.strip()]
-    unknown = [e for e in emits if e not in EMITS]
-    if unknown:
-        return _fail(args, f"cannot emit {', '.join(unknown)} (available: {', '.join(EMITS)})", [])
+    unknown = [e for e in emits if e not in EMITS and not passes_emit.is_pass_emit(e)]
+    if unknown or not emits:
+        return _fail(args, f"cannot emit {', '.join(unknown) or repr(args.emit)} "
+                           f"(available: {', '.join(EMITS)}, {passes_emit.EMIT_HELP})", [])
+    bad_pass = passes_emit.check_pass_emits(args.emit)
+    if bad_pass is not None:
+        return _fail(args, f"--emit: {bad_pass}", [])
+    pass_items = [e for e in emits if passes_emit.is_pass_emit(e)]
     try:
         text = Path(args.file).read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
@@ -88,16 +97,21 @@ def run(args) -> int:
         return _fail(args, f"cannot build the kernel: {exc}", diags)
     printed = print_ir(kernel.body)
     if not args.json:
-        print(printed.text, end="")
+        if "ir" in emits:
+            print(printed.text, end="")
+        if pass_items:
+            print(passes_emit.pass_emits_text(kernel, pass_items), end="")
         return 0
     out = {
         "file": args.file, "ok": True, "problem": {"op": problem.op, "prop": problem.prop,
                                                    "shape": problem.shape.canonical(),
                                                    "types": problem.types.canonical()},
         "target": spec.target.name, "config": config.line(), "kernel": kernel.to_dict(),
-        "ir": {"text": printed.text, "lines": line_map(printed, spec.source_map())},
         "diagnostics": diags,
     }
+    if "ir" in emits:
+        out["ir"] = {"text": printed.text, "lines": line_map(printed, spec.source_map())}
+    out.update(passes_emit.pass_emits_json(kernel, pass_items))
     print(json.dumps(out, indent=1))
     return 0
 
@@ -106,7 +120,7 @@ def register(sub) -> None:
     p = sub.add_parser("compile", help="build a kernel config and print its IR",
                        description=__doc__.split("\n\n")[1])
     p.add_argument("file", help="a *.kernel.toml file")
-    p.add_argument("--emit", default="ir", help="what to print, comma-separated (available: ir)")
+    p.add_argument("--emit", default="ir", help=f"what to print, comma-separated (available: ir, {passes_emit.EMIT_HELP})")
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.add_argument("--shape", help="compile for this problem shape instead (benchdnn descriptor)")
     p.set_defaults(run=run)

@@ -4,7 +4,8 @@ The compile and check commands call these functions; all the pass knowledge
 lives in ``kdd.core.passes``. Emit items:
 
 - ``passes``: text, a table (pass, changed, ms, nodes) then the final IR;
-  JSON, ``"passes"``: per pass name, changed, ms, nodes, cached, IR text
+  JSON, ``"trace"``: ``"build"`` (nodes, IR text) and ``"passes"``, per pass
+  name, changed, ms, nodes, cached, IR text
   (and CSE's ``notes``: what it named and what the register budget made it skip);
 - ``ir:PASS``: the IR after pass PASS (``ir:build`` is the builder's IR);
 - ``diff:PASS``: the unified diff of the IR before and after PASS.
@@ -64,12 +65,12 @@ def pass_emits_text(kernel, items: list[str]) -> str:
 
 
 def pass_emits_json(kernel, items: list[str]) -> dict:
-    """The JSON fields of the pass-trace ``items``: ``passes``, ``ir_after`` and ``diff`` (by pass name)."""
+    """The JSON fields of the pass-trace ``items``: ``trace``, ``ir_after`` and ``diff`` (by pass name)."""
     trace = run_pipeline(kernel)
     out: dict = {}
     for item in items:
         if item == "passes":
-            out["passes"] = trace_to_json(trace, kernel_options(kernel), PASS_NOTES)
+            out["trace"] = trace_to_json(trace, kernel_options(kernel), PASS_NOTES)
         elif item.startswith("ir:"):
             out.setdefault("ir_after", {})[item[3:]] = to_text(ir_after(trace, item[3:]))
         elif item.startswith("diff:"):

@@ -70,4 +70,4 @@ def test_cli_helpers_render_the_emits_and_name_unknown_passes_with_their_span():
     assert "=== IR after peephole\n" + final in text and "--- before simplify" in text
     data = pass_emits_json(KERNEL, ["passes", "ir:build", "diff:unroll"])
     assert data["ir_after"]["build"] == to_text(KERNEL.body) and data["diff"]["unroll"].startswith("---")
-    assert len(data["passes"]["passes"]) == len(KERNEL_PIPELINE.passes)
+    assert len(data["trace"]["passes"]) == len(KERNEL_PIPELINE.passes)
