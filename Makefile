@@ -6,8 +6,10 @@
 setup:
 	tools/setup.sh
 
+# The main job: compile a shipped example through the pass pipeline, then check it.
 demo: setup
-	.venv/bin/kdd ir-demo
+	.venv/bin/kdd compile examples/resnet50_3x3.kernel.toml --emit passes
+	.venv/bin/kdd check examples/resnet50_3x3.kernel.toml
 
 # pytest exits 5 when it collects no tests; that is a failure of the suite, not a pass.
 test: setup
@@ -16,3 +18,5 @@ test: setup
 
 bench: setup
 	.venv/bin/python bench/ir_scale.py
+	.venv/bin/python bench/check_examples.py
+	.venv/bin/python bench/pipeline.py

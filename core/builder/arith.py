@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 from typing import Iterable
 
+from kdd.core.ir.c_arith import c_div, c_mod
 from kdd.core.ir.expr import Binary, Expr, IntImm, Op, Ramp, Unary, Var, as_expr, land
 from kdd.core.ir.types import s32
 from kdd.core.ir.visitor import IRMutator, free_vars
@@ -140,15 +141,9 @@ def linear_coeff(e: Expr, v) -> int | None:
     return None
 
 
-
-def _c_div(a: int, b: int) -> int:
-    q = abs(a) // abs(b)
-    return q if (a >= 0) == (b >= 0) else -q
-
-
 _FOLD = {
     Op.ADD: lambda a, b: a + b, Op.SUB: lambda a, b: a - b, Op.MUL: lambda a, b: a * b,
-    Op.DIV: lambda a, b: _c_div(a, b) if b else 0, Op.MOD: lambda a, b: a - _c_div(a, b) * b if b else 0,
+    Op.DIV: c_div, Op.MOD: c_mod,
 }
 
 

@@ -31,6 +31,27 @@ from .values import bf16_bits, bf16_value, storage_dtype
 POISON = 0xFF  # fresh registers and SLM: NaN for every float type, -1 for signed integers
 
 
+class ElementBytes:
+    """The bytes a load or store of ``lanes`` elements of type ``t`` touches, per thread.
+
+    From a scalar byte offset the elements lie ``stride`` bytes apart; from
+    a vector offset (one per lane) wherever each lane's offset says.
+    ``window`` is true when every thread's elements form one contiguous run.
+    """
+
+    def __init__(self, t: Type, lanes: int, stride: int, vector_offset: bool):
+        self.size = t.size
+        self.vector_offset = vector_offset
+        self.window = not vector_offset and (lanes == 1 or stride == t.size)
+        self._lane_starts = (np.arange(lanes, dtype=np.int64) * stride)[None, :]
+        self._byte_steps = np.arange(t.size, dtype=np.int64)
+
+    def index(self, offset: np.ndarray) -> np.ndarray:
+        """``(threads, lanes * size)`` byte indices from the offsets (``(threads,)`` or ``(threads, lanes)``)."""
+        starts = offset if self.vector_offset else offset[:, None] + self._lane_starts
+        return (starts[:, :, None] + self._byte_steps).reshape(starts.shape[0], -1)
+
+
 class Memory:
     """A named byte buffer; subclasses define where each thread's bytes live."""
 

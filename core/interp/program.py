@@ -27,7 +27,7 @@ from kdd.core.ir.visitor import free_vars
 from .errors import InterpError
 from .fma import compile_dp4a, compile_dpas, compile_mad, compile_mma
 from .grid import ID_NAMES, Grid, Launch
-from .memory import GlobalMemory, Memory, Registers, SharedMemory
+from .memory import ElementBytes, GlobalMemory, Memory, Registers, SharedMemory
 from .operands import Operand, buffer_var, combine_masks, constant_or
 from .sends import compile_send
 from .sync import SyncState, compile_sync
@@ -238,12 +238,8 @@ class Program:
         buf = self.slots.lookup(buffer_var(s.buf, "store target"))
         value, offset = self.expr(s.value), self.expr(s.offset)
         mask = None if s.mask is None else self.expr(s.mask)
-        t, lanes, stride = s.value.type.base, s.value.type.lanes, s.stride
-        size = t.size
-        vector_offset = s.offset.type.lanes > 1
-        dense = lanes == 1 or stride == size
-        lane_starts = (np.arange(lanes, dtype=np.int64) * stride)[None, :]
-        byte_steps = np.arange(size, dtype=np.int64)
+        t, lanes = s.value.type.base, s.value.type.lanes
+        access = ElementBytes(t, lanes, s.stride, s.offset.type.lanes > 1)
 
         def store(env):
             mem: Memory = env[buf]
@@ -252,15 +248,13 @@ class Program:
             off = offset(env).astype(np.int64)
             tm = env[MASK]
             em = None if mask is None else mask(env)
-            if em is None and dense and not vector_offset and off.shape[0] == 1:
+            if em is None and access.window and off.shape[0] == 1:
                 mem.write_window(int(off[0]), raw, tm)
                 return
-            starts = off if vector_offset else off[:, None] + lane_starts
-            idx = (starts[:, :, None] + byte_steps).reshape(starts.shape[0], -1)
             act = combine_masks(tm, em)  # (rows, lanes) or (rows, 1)
             if act is not None and act.shape[1] > 1:
-                act = np.repeat(act, size, axis=1)
-            mem.write(idx, raw, act)
+                act = np.repeat(act, t.size, axis=1)
+            mem.write(access.index(off), raw, act)
         return store
 
     # -- running ------------------------------------------------------------------------------------

@@ -23,10 +23,11 @@ import numpy as np
 
 from kdd.core.ir.expr import (Binary, BoolImm, Broadcast, Cast, Expr, FloatImm, IntImm, Load, Op,
                               Ramp, Shuffle, Ternary, Unary, Var, common_type, wrap_int)
+from kdd.core.ir.c_arith import c_div_array, c_mod_array, div_up_array
 from kdd.core.ir.types import Type
 
 from .errors import InterpError
-from .memory import Memory
+from .memory import ElementBytes, Memory
 from .values import convert, from_bytes, round_float, value_dtype
 
 Fn = Callable[[list], np.ndarray]
@@ -63,26 +64,9 @@ class Slots:
 
 # -- integer and float operators on arrays of one dtype ------------------------------------------
 
-def _c_div(a, b):
-    zero = b == 0
-    safe = np.where(zero, np.ones_like(b), b)
-    q = (a - np.fmod(a, safe)) // safe  # exact: the remainder is removed first
-    return np.where(zero, np.zeros_like(q), q)
-
-
-def _c_mod(a, b):
-    zero = b == 0
-    r = np.fmod(a, np.where(zero, np.ones_like(b), b))
-    return np.where(zero, np.zeros_like(r), r)
-
-
-def _div_up(a, b):
-    return _c_div(a + b - np.ones_like(b), b)
-
-
 _INT_OPS = {
-    Op.ADD: np.add, Op.SUB: np.subtract, Op.MUL: np.multiply, Op.DIV: _c_div, Op.MOD: _c_mod,
-    Op.DIV_UP: _div_up, Op.MIN: np.minimum, Op.MAX: np.maximum, Op.BIT_AND: np.bitwise_and,
+    Op.ADD: np.add, Op.SUB: np.subtract, Op.MUL: np.multiply, Op.DIV: c_div_array, Op.MOD: c_mod_array,
+    Op.DIV_UP: div_up_array, Op.MIN: np.minimum, Op.MAX: np.maximum, Op.BIT_AND: np.bitwise_and,
     Op.BIT_OR: np.bitwise_or, Op.BIT_XOR: np.bitwise_xor,
 }
 
@@ -268,24 +252,18 @@ def _shuffle(e: Shuffle, parts: list[Fn]) -> Fn:
 
 
 def _load(e: Load, offset: Fn, buf_slot: int) -> Fn:
-    t, lanes, stride = e.type.base, e.type.lanes, e.stride
-    size = t.size
-    vector_offset = e.offset.type.lanes > 1
-    dense = lanes == 1 or stride == size
-    lane_starts = (np.arange(lanes, dtype=np.int64) * stride)[None, :]
-    byte_steps = np.arange(size, dtype=np.int64)
+    t, lanes = e.type.base, e.type.lanes
+    access = ElementBytes(t, lanes, e.stride, e.offset.type.lanes > 1)
 
     def run(env):
         mem: Memory = env[buf_slot]
         off = offset(env).astype(np.int64)
-        if not vector_offset and dense and off.shape[0] == 1:
+        if access.window and off.shape[0] == 1:
             # A copy: a register window is a view, and values must not change under later stores.
-            raw = np.array(mem.read_window(int(off[0]), lanes * size, env[MASK]))
+            raw = np.array(mem.read_window(int(off[0]), lanes * t.size, env[MASK]))
         else:
-            starts = off if vector_offset else off[:, None] + lane_starts
-            idx = (starts[:, :, None] + byte_steps).reshape(starts.shape[0], -1)
             mask = env[MASK]
-            raw = mem.read(idx, None if mask is None else mask[:, None])
+            raw = mem.read(access.index(off), None if mask is None else mask[:, None])
         vals = from_bytes(raw, t)
         return vals[:, 0] if lanes == 1 else vals
     return run

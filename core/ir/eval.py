@@ -19,9 +19,11 @@ from typing import Any, Callable, Mapping
 
 import numpy as np
 
+from .c_arith import c_div, c_mod
 from .expr import (Binary, BoolImm, Broadcast, Cast, Expr, FloatImm, IntImm, Load, Op, Ramp,
-                   Shuffle, Ternary, Unary, Var, common_type, wrap_int)
+                   Shuffle, Ternary, Unary, Var, common_type, value_operands, wrap_int)
 from .types import Scalar, Type
+from .visitor import post_order
 
 
 class EvalError(ValueError):
@@ -63,19 +65,6 @@ def convert(value: Any, src: Type, dst: Type, saturate: bool = False) -> Any:
     return wrap_int(value, dst)
 
 
-def _c_div(a: int, b: int) -> int:
-    if b == 0:
-        return 0
-    q = abs(a) // abs(b)
-    return q if (a >= 0) == (b >= 0) else -q
-
-
-def _c_mod(a: int, b: int) -> int:
-    if b == 0:
-        return 0
-    return a - _c_div(a, b) * b
-
-
 def _int_binary(op: Op, a: int, b: int, t: Type) -> int:
     bits = t.scalar.bits
     if op is Op.ADD:
@@ -85,11 +74,11 @@ def _int_binary(op: Op, a: int, b: int, t: Type) -> int:
     elif op is Op.MUL:
         r = a * b
     elif op is Op.DIV:
-        r = _c_div(a, b)
+        r = c_div(a, b)
     elif op is Op.MOD:
-        r = _c_mod(a, b)
+        r = c_mod(a, b)
     elif op is Op.DIV_UP:
-        r = _c_div(wrap_int(a + b - 1, t), b)
+        r = c_div(wrap_int(a + b - 1, t), b)
     elif op is Op.MIN:
         r = min(a, b)
     elif op is Op.MAX:
@@ -219,18 +208,8 @@ def evaluate(e: Expr, env: Mapping[Any, Any] | None = None, buffers: Mapping[str
     env = env or {}
     buffers = buffers or {}
     values: dict[int, Any] = {}
-    stack: list[tuple[Expr, bool]] = [(e, False)]
-    while stack:
-        node, ready = stack.pop()
+    for node in post_order(e, value_operands, values):
         key = id(node)
-        if key in values:
-            continue
-        if not ready:
-            stack.append((node, True))
-            # A load's buffer is a name for memory, not a value to evaluate.
-            kids = (node.offset,) if isinstance(node, Load) else node.children()
-            stack.extend((k, False) for k in kids if id(k) not in values)
-            continue
         if isinstance(node, Var):
             if node in env:
                 v = env[node]

@@ -104,9 +104,9 @@ def common_type(a: Type, b: Type) -> Type:
     if b.is_bool:
         return a.with_lanes(lanes)
     # Integers: promote to at least 32 bits like C; wider wins; at equal width, unsigned wins.
+    # A narrow unsigned operand promotes to a signed 32-bit one (u16 + s8 is s32, as in C).
     bits = max(a.scalar.bits, b.scalar.bits, 32)
-    a_bits, b_bits = max(a.scalar.bits, 32), max(b.scalar.bits, 32)
-    unsigned = (not a.is_signed and a_bits == bits) or (not b.is_signed and b_bits == bits)
+    unsigned = (not a.is_signed and a.scalar.bits == bits) or (not b.is_signed and b.scalar.bits == bits)
     name = ("u" if unsigned else "s") + str(bits)
     return Type.parse(name).with_lanes(lanes)
 
@@ -362,6 +362,12 @@ class Shuffle(Expr):
 
 
 # -- helpers and builders ----------------------------------------------------------------------
+
+def value_operands(e: Node) -> tuple[Node, ...]:
+    """The sub-expressions the value of ``e`` is computed from: its children, except that a
+    load's buffer is a name for memory, not a value."""
+    return (e.offset,) if isinstance(e, Load) else tuple(e.children())
+
 
 def wrap_int(value: int, type: Type) -> int:
     """``value`` wrapped to ``type``'s width (two's complement for signed kinds)."""

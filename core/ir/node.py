@@ -17,9 +17,22 @@ explicit builders (``a.eq(b)``, ``a.lt(b)``) instead of overloaded comparisons.
 """
 from __future__ import annotations
 
+import struct
 from typing import Any, ClassVar, Iterator
 
 FieldKinds = tuple[tuple[str, str], ...]
+
+
+def _attr_key(value: Any) -> Any:
+    """What identifies an attribute structurally: a float by its bit pattern.
+
+    Python's ``==`` makes ``-0.0 == 0.0`` and ``nan != nan``; an immediate is a
+    bit pattern, so ``-0.0`` and ``0.0`` are different IR (``1/x`` differs) and a
+    NaN immediate equals itself (a node must equal itself to be a dict key).
+    """
+    if type(value) is float:
+        return ("f64", struct.pack("<d", value))
+    return value
 
 
 class Node:
@@ -43,7 +56,7 @@ class Node:
             elif kind == "nodes":
                 parts.append(tuple(v._hash for v in value))
             else:
-                parts.append(value)
+                parts.append(_attr_key(value))
         object.__setattr__(self, "_hash", hash(tuple(parts)))
         # Where the node came from (a config span, a builder step); not part of identity.
         object.__setattr__(self, "origin", origin)
@@ -82,7 +95,7 @@ class Node:
                     if len(x) != len(y):
                         return False
                     stack.extend(zip(x, y))
-                elif x != y:
+                elif _attr_key(x) != _attr_key(y):
                     return False
         return True
 

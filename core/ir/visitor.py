@@ -12,7 +12,7 @@ unchanged tree comes back as the *same object*.
 """
 from __future__ import annotations
 
-from typing import Callable, Iterator
+from typing import Callable, Container, Iterable, Iterator
 
 from .node import Node
 
@@ -114,19 +114,37 @@ def walk(root: Node) -> Iterator[Node]:
         stack.extend(kids)
 
 
+def post_order(root: Node, children: Callable[[Node], Iterable[Node]] | None = None,
+               done: Container[int] = ()) -> Iterator[Node]:
+    """Every distinct node object under ``root`` (by identity), each after its children; iterative.
+
+    The bottom-up analyses (evaluation, linear forms, value ranges) compute a
+    node's value from its children's: they store it under ``id(node)`` in a
+    memo as each node is yielded, and pass that memo as ``done`` so nodes
+    already computed, in this walk or an earlier one, are not walked again.
+    ``children`` chooses the dependencies (default: ``node.children()``).
+    """
+    kids_of = children or Node.children
+    emitted: set[int] = set()
+    stack: list[tuple[Node, bool]] = [(root, False)]
+    while stack:
+        node, ready = stack.pop()
+        key = id(node)
+        if key in emitted or key in done:
+            continue
+        if ready:
+            emitted.add(key)
+            yield node
+            continue
+        stack.append((node, True))
+        stack.extend((k, False) for k in kids_of(node) if id(k) not in done)
+
+
 def count_nodes(root: Node) -> int:
     """Number of nodes in the tree, counting shared subtrees at every occurrence."""
     counts: dict[int, int] = {}
-    stack: list[tuple[Node, bool]] = [(root, False)]
-    while stack:
-        node, done = stack.pop()
-        if done:
-            counts[id(node)] = 1 + sum(counts[id(k)] for k in node.children())
-            continue
-        if id(node) in counts:
-            continue
-        stack.append((node, True))
-        stack.extend((k, False) for k in node.children() if id(k) not in counts)
+    for node in post_order(root, done=counts):
+        counts[id(node)] = 1 + sum(counts[id(k)] for k in node.children())
     return counts[id(root)]
 
 

@@ -23,8 +23,9 @@ import numpy as np
 
 from kdd.core.ir.expr import (Binary, BoolImm, Expr, IntImm, Op, Ternary, Unary, Var, land,
                               var)
+from kdd.core.ir.c_arith import c_div_array, c_mod_array, div_up_array
 from kdd.core.ir.types import s32
-from kdd.core.ir.visitor import free_vars, substitute
+from kdd.core.ir.visitor import free_vars, post_order, substitute
 
 from .layout import Layout
 
@@ -190,16 +191,9 @@ def mul(a: Expr, c: int) -> Expr:
 
 # -- numpy evaluation ---------------------------------------------------------------------------
 
-def _c_div(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    q = np.abs(a) // np.where(b == 0, 1, np.abs(b))
-    q = np.where((a < 0) != (b < 0), -q, q)
-    return np.where(b == 0, 0, q)
-
-
 _NUMPY_BINARY = {
     Op.ADD: np.add, Op.SUB: np.subtract, Op.MUL: np.multiply,
-    Op.DIV: _c_div, Op.MOD: lambda a, b: np.where(b == 0, 0, a - _c_div(a, b) * b),
-    Op.DIV_UP: lambda a, b: _c_div(a + b - 1, b),
+    Op.DIV: c_div_array, Op.MOD: c_mod_array, Op.DIV_UP: div_up_array,
     Op.MIN: np.minimum, Op.MAX: np.maximum,
     Op.EQ: np.equal, Op.NE: np.not_equal, Op.LT: np.less, Op.LE: np.less_equal,
     Op.GT: np.greater, Op.GE: np.greater_equal,
@@ -216,15 +210,7 @@ def eval_numpy(e: Expr, env: Mapping[Var, np.ndarray]) -> np.ndarray:
     wrapped to 32 bits; index expressions of small problems never overflow.
     """
     values: dict[int, np.ndarray] = {}
-    stack: list[tuple[Expr, bool]] = [(e, False)]
-    while stack:
-        node, ready = stack.pop()
-        if id(node) in values:
-            continue
-        if not ready:
-            stack.append((node, True))
-            stack.extend((k, False) for k in node.children())
-            continue
+    for node in post_order(e, done=values):
         if isinstance(node, Var):
             try:
                 out = np.asarray(env[node])

@@ -92,13 +92,7 @@ class _Hoist(IRMutator):
     def __init__(self, ir: Node):
         self.root = ir
         self.forms = Forms()
-        self._names: NameSource | None = None
-
-    @property
-    def names(self) -> NameSource:
-        if self._names is None:
-            self._names = NameSource(self.root)
-        return self._names
+        self.names = NameSource(ir)
 
     def mutate_For(self, old: For, new: For):
         if trip_count(new) == 0:

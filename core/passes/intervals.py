@@ -17,9 +17,10 @@ from __future__ import annotations
 from typing import Mapping
 
 from ..ir.expr import (Binary, Broadcast, Cast, Expr, IntImm, Load, Op, Ramp, Shuffle, Ternary, Unary,
-                       Var)
+                       Var, value_operands)
 from ..ir.node import Node
 from ..ir.types import Type
+from ..ir.visitor import post_order
 
 Interval = tuple[int, int]
 
@@ -98,16 +99,7 @@ class IntervalAnalysis:
     def of(self, e: Expr) -> tuple[int, int, bool]:
         """``(lo, hi, overflows)`` of integer or bool expression ``e`` (iterative, any depth)."""
         memo = self._memo
-        stack: list[tuple[Node, bool]] = [(e, False)]
-        while stack:
-            node, ready = stack.pop()
-            if id(node) in memo:
-                continue
-            if not ready:
-                stack.append((node, True))
-                kids = (node.offset,) if isinstance(node, Load) else node.children()
-                stack.extend((k, False) for k in kids if id(k) not in memo)
-                continue
+        for node in post_order(e, value_operands, memo):
             memo[id(node)] = (node, *self._node(node))
         _, (lo, hi), bad = memo[id(e)]
         return lo, hi, bad

@@ -15,12 +15,19 @@ from .tree import binder, distinct_nodes, var_names
 
 
 class NameSource:
-    """Hands out names unused in one kernel: ``base``, ``base_1``, ``base_2``..."""
+    """Hands out names unused in one kernel: ``base``, ``base_1``, ``base_2``...
+
+    The kernel's names are collected on the first request: most pass runs
+    change nothing and never pay for the walk.
+    """
 
     def __init__(self, ir: Node):
-        self._used = var_names(ir)
+        self._ir = ir
+        self._used: set[str] | None = None
 
     def fresh(self, base: str, type: Type) -> Var:
+        if self._used is None:
+            self._used = var_names(self._ir)
         name, k = base, 0
         while name in self._used:
             k += 1

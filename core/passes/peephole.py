@@ -2,7 +2,7 @@
 
 ``(a + b) + c`` becomes ``add3(a, b, c)`` and ``a + b * c`` (either operand
 order) becomes ``mad(a, b, c)``, on targets that have the instruction
-(``FUSED_OPS``). A fusion applies only when the inner operation has the type
+(``Target.fused_int_ops``). A fusion applies only when the inner operation has the type
 of the outer one: then both forms compute the exact sum modulo ``2**bits``
 and agree bit for bit, while a narrower inner operation would have wrapped
 where the fused one does not. Float arithmetic is left alone (address
@@ -15,14 +15,9 @@ from typing import Any, Mapping
 from ..ir.expr import Binary, Op, Ternary
 from ..ir.node import Node
 from ..ir.visitor import IRMutator
+from ..targets import TARGETS
 
-# Three-operand integer instructions per target. Xe-HPG and Xe-HPC have add3 and an
-# integer mad (Xe ISA); PTX has mad.lo but no three-input add (ptxas forms IADD3 itself).
-FUSED_OPS: Mapping[str, frozenset[Op]] = {
-    "xehpg": frozenset({Op.ADD3, Op.MAD}),
-    "xehpc": frozenset({Op.ADD3, Op.MAD}),
-    "sm_90": frozenset({Op.MAD}),
-}
+_FUSIONS = {"add3": Op.ADD3, "mad": Op.MAD}
 
 
 class _Fuse(IRMutator):
@@ -44,7 +39,10 @@ class _Fuse(IRMutator):
 
 def fuse_arith(ir: Node, options: Mapping[str, Any] | None = None) -> Node:
     """``ir`` with add+add fused to ``add3`` and mul+add to ``mad`` where ``options["target"]`` has them."""
-    ops = FUSED_OPS.get((options or {}).get("target", ""), frozenset())
+    name = (options or {}).get("target")
+    if name not in TARGETS:
+        return ir
+    ops = frozenset(_FUSIONS[op] for op in TARGETS[name].fused_int_ops.ops)
     if not ops:
         return ir
     return _Fuse(ops).mutate(ir)

@@ -1,7 +1,7 @@
 """Send lowering: a send's byte offset becomes what the target's message reads its address from.
 
 The builder's sends carry a plain byte offset expression. Targets address
-memory differently (``MESSAGE_FORMS``):
+memory differently (``Target.addressing``):
 
 - **Xe** (``xehpg``, ``xehpc``): a send reads its address from a *message
   header*, a GRF the kernel writes before the send. Each send gets one:
@@ -26,7 +26,6 @@ offset, and ``reg + imm`` is the offset's linear form regrouped.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
 from math import ceil
 from typing import Any, Mapping
 
@@ -36,26 +35,11 @@ from ..ir.node import Node
 from ..ir.stmt import Alloc, FuncCall, Group, Let, MemKind, Stmt, Store, seq
 from ..ir.types import u64
 from ..ir.visitor import IRMutator
+from ..targets import TARGETS
 from .forms import Forms
 from .naming import NameSource
 
 ADDR_ATTR = "addr"
-
-
-@dataclass(frozen=True)
-class MessageForm:
-    """How a target's memory messages take their address: ``"header"`` GRF or ``"reg"`` + immediate."""
-
-    kind: str
-    source: str
-
-
-MESSAGE_FORMS: Mapping[str, MessageForm] = {
-    "xehpg": MessageForm("header", "Xe-HPG send messages read their address payload from GRF (no immediate "
-                                   "offset on LSC/HDC messages)"),
-    "xehpc": MessageForm("header", "Xe-HPC send messages read their address payload from GRF"),
-    "sm_90": MessageForm("reg", "PTX ld/st/cp.async address operands are [reg], [reg+imm] or [imm]"),
-}
 
 
 def _lowered(call: FuncCall) -> bool:
@@ -109,9 +93,10 @@ class _Registers(IRMutator):
 def lower_sends(ir: Node, options: Mapping[str, Any] | None = None) -> Node:
     """``ir`` with every send addressed the way ``options["target"]`` reads addresses."""
     options = options or {}
-    form = MESSAGE_FORMS.get(options.get("target", ""))
-    if form is None or not isinstance(ir, Stmt):
+    target = TARGETS.get(options.get("target", ""))
+    if target is None or not isinstance(ir, Stmt):
         return ir
+    form = target.addressing
     names = NameSource(ir)
     if form.kind == "reg":
         return _Registers(names).mutate(ir)

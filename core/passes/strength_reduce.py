@@ -60,13 +60,7 @@ class _Reduce(IRMutator):
         self.root = ir
         self.reg_bytes = reg_bytes
         self.forms = Forms()
-        self._names: NameSource | None = None
-
-    @property
-    def names(self) -> NameSource:
-        if self._names is None:
-            self._names = NameSource(self.root)
-        return self._names
+        self.names = NameSource(ir)
 
     def mutate_For(self, old: For, new: For):
         if not stays_loop(new) or split_induction(new.body) is not None:

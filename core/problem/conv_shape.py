@@ -255,20 +255,25 @@ def parse_conv_shape(text: str) -> ConvShape:
 
     Raises :class:`ProblemError` naming the offending token and its span.
     """
-    given, name = _scan(text)
+    given, name = scan_entries(text)
     return _fill(given, name, text)
 
 
 # key -> (value, start, end) of each written entry.
-_Given = dict[str, tuple[int, int, int]]
+Given = dict[str, tuple[int, int, int]]
 
 
-def _scan(text: str) -> tuple[_Given, str | None]:
+def scan_entries(text: str) -> tuple[Given, str | None]:
+    """The entries written in a descriptor, each with its value and span, and the name (``n"..."``).
+
+    Nothing is deduced; hovers use the spans to explain the entry under the cursor.
+    Raises :class:`ProblemError` at the first malformed entry.
+    """
     end = len(text.rstrip())
     pos = len(text) - len(text.lstrip())
     if pos >= end:
         raise ProblemError("empty convolution descriptor", 0, len(text))
-    given: _Given = {}
+    given: Given = {}
     name = None
     while pos < end:
         if text[pos] == "_":
@@ -299,7 +304,7 @@ def _scan(text: str) -> tuple[_Given, str | None]:
     return given, name
 
 
-def _fill(given: _Given, name: str | None, text: str) -> ConvShape:
+def _fill(given: Given, name: str | None, text: str) -> ConvShape:
     def tokens(keys) -> str:
         spans = sorted(given[k][1:] for k in keys if k in given)
         return " ".join(repr(text[start:end]) for start, end in spans)

@@ -14,7 +14,7 @@ from kdd.core.config import operands
 from kdd.core.problem import (CONV_KEYS, OPS, Bias, Binary, ConvShape, Eltwise, Problem, Scale, Sum, detect_op,
                               parse_post_op, parse_shape)
 # The descriptor scanner reports which keys were written and where; nothing public exposes that yet.
-from kdd.core.problem.conv_shape import _scan
+from kdd.core.problem.conv_shape import scan_entries
 
 from .document import Value
 from .hover_text import code, count, join, section, table
@@ -68,7 +68,7 @@ def _focus_line(text: str, given: dict, offset: int | None, origins: dict[str, s
 
 
 def _conv_fields(shape: ConvShape, text: str, offset: int | None) -> str:
-    given, _ = _scan(text)
+    given, _ = scan_entries(text)
     origins = conv_origins(shape, set(given))
     rows = [(code(k), getattr(shape, k), origins[k], key_meaning(k)) for k in CONV_KEYS]
     ends = ", ".join(f"p{a}_r = {shape.axis(a).pr}" for a in shape.used_axes)

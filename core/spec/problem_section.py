@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Callable, TypeVar
 
-from kdd.core.layout import Layout, parse_layout
+from kdd.core.layout import parse_layout
 from kdd.core.problem import OPS, PROPS, TENSORS, FrozenMap, Problem, parse_data_types, parse_post_op, parse_shape
 
 from .extends import Chain, Located

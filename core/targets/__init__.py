@@ -2,12 +2,15 @@
 
 ``get_target(name)`` returns a :class:`Target`; ``TARGETS`` maps every known
 name to its target. Code generators for a target live in subpackages
-(``targets/xe``, ``targets/ptx``); this package holds only data.
+(``targets/xe``, ``targets/ptx``); this package holds only data, including
+what passes need to know (how messages address memory, fused integer ops).
 """
 from .catalog import SM90, TARGETS, XEHPC, XEHPG, UnknownTargetError, get_target
-from .target import FMA_KINDS, Device, Figure, FmaShape, Peak, RegisterFile, SharedMemory, Target
+from .target import (FMA_KINDS, Addressing, Device, Figure, FmaShape, FusedIntOps, Peak, RegisterFile, SharedMemory,
+                     Target)
 
 __all__ = [
-    "FMA_KINDS", "SM90", "TARGETS", "XEHPC", "XEHPG", "Device", "Figure", "FmaShape", "Peak",
+    "FMA_KINDS", "SM90", "TARGETS", "XEHPC", "XEHPG", "Addressing", "Device", "Figure", "FmaShape", "FusedIntOps",
+    "Peak",
     "RegisterFile", "SharedMemory", "Target", "UnknownTargetError", "get_target",
 ]

@@ -10,7 +10,8 @@ from difflib import get_close_matches
 
 from kdd.core.ir.types import Type, bf16, f16, f32, f64, s8, s32, u8
 
-from .target import Device, Figure, FmaShape, Peak, RegisterFile, SharedMemory, Target
+from .target import (Addressing, Device, Figure, FmaShape, FusedIntOps, Peak, RegisterFile, SharedMemory,
+                     Target)
 
 KIB = 1024
 _INT8 = ((s8, s8), (s8, u8), (u8, s8), (u8, u8))
@@ -18,6 +19,7 @@ _ONEDNN_RESERVED = (
     "oneDNN conv generator reserved_regs_default = 16: kernel arguments, local work IDs/sizes, "
     "signal header, temporary expressions"
 )
+_XE_FUSED_INT_OPS = FusedIntOps(("add3", "mad"), "Xe ISA: add3 (three-source add) and integer mad on Xe-HP and later")
 
 
 # -- Xe -------------------------------------------------------------------------------------
@@ -84,6 +86,9 @@ XEHPG = Target(
     max_group_items=1024,
     large_grf_halves_group=True,
     max_message_bytes=8 * 32,
+    addressing=Addressing("header", "Xe-HPG send messages read their address payload from GRF (no immediate "
+                                    "offset on LSC/HDC messages)"),
+    fused_int_ops=_XE_FUSED_INT_OPS,
     assembler=("iga64", "-a", "-p=12p71", "-Xauto-deps", "-Wall"),
     devices=(
         Device(
@@ -119,6 +124,8 @@ XEHPC = Target(
     max_group_items=1024,
     large_grf_halves_group=True,
     max_message_bytes=8 * 64,
+    addressing=Addressing("header", "Xe-HPC send messages read their address payload from GRF"),
+    fused_int_ops=_XE_FUSED_INT_OPS,
     assembler=("iga64", "-a", "-p=12p72", "-Xauto-deps", "-Wall"),
     devices=(
         Device(
@@ -195,6 +202,8 @@ SM90 = Target(
     max_group_items=1024,
     large_grf_halves_group=False,
     max_message_bytes=32 * 16,
+    addressing=Addressing("reg", "PTX ld/st/cp.async address operands are [reg], [reg+imm] or [imm]"),
+    fused_int_ops=FusedIntOps(("mad",), "PTX has mad.lo but no three-input add (ptxas forms IADD3 itself)"),
     assembler=("ptxas", "-arch=sm_90"),
     devices=(
         Device(

@@ -181,6 +181,27 @@ class Device:
 
 
 @dataclass(frozen=True)
+class Addressing:
+    """How memory messages take their address.
+
+    ``"header"``: from a message header, a GRF the kernel writes before each
+    send (Xe); ``"reg"``: from an address register plus an immediate offset,
+    ``[reg + imm]`` (PTX).
+    """
+
+    kind: str
+    source: str
+
+
+@dataclass(frozen=True)
+class FusedIntOps:
+    """Three-operand integer instructions the target has (``add3``, ``mad``), which peephole fusion may form."""
+
+    ops: tuple[str, ...]
+    source: str
+
+
+@dataclass(frozen=True)
 class Target:
     """One instruction-set target with everything the generator and the estimates need.
 
@@ -204,6 +225,8 @@ class Target:
     max_group_items: int
     large_grf_halves_group: bool
     max_message_bytes: int
+    addressing: Addressing
+    fused_int_ops: FusedIntOps
     assembler: tuple[str, ...]
     devices: tuple[Device, ...]
 

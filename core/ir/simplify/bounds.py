@@ -22,10 +22,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from math import gcd
 
-from ..eval import _c_div, _c_mod
+from ..c_arith import c_div, c_mod
 from ..expr import (Binary, BoolImm, Cast, Expr, FloatImm, IntImm, Op, Ternary, Unary, Var,
                     wrap_int)
 from ..types import Type
+from ..visitor import post_order
 from .linear import LinearForm, LinearForms
 
 
@@ -115,7 +116,7 @@ def _div(a: Info, b: Info) -> tuple[int, int, int, int]:
     values = [0] if b.lo <= 0 <= b.hi else []
     for blo, bhi in ((max(b.lo, 1), b.hi), (b.lo, min(b.hi, -1))):
         if blo <= bhi:
-            values += [_c_div(x, y) for x in (a.lo, a.hi) for y in (blo, bhi)]
+            values += [c_div(x, y) for x in (a.lo, a.hi) for y in (blo, bhi)]
     mod, rem = 1, 0
     if b.is_point and b.lo and a.mod and a.mod % b.lo == 0 and a.rem % b.lo == 0:
         mod, rem = a.mod // abs(b.lo), a.rem // b.lo
@@ -128,8 +129,8 @@ def _mod(a: Info, b: Info) -> tuple[int, int, int, int]:
         if k == 0:
             return 0, 0, 0, 0
         mod, rem = gcd(a.mod, k), a.rem
-        if a.hi - a.lo < k and (a.lo >= 0 or a.hi <= 0) and _c_mod(a.lo, k) <= _c_mod(a.hi, k):
-            return _c_mod(a.lo, k), _c_mod(a.hi, k), mod, rem
+        if a.hi - a.lo < k and (a.lo >= 0 or a.hi <= 0) and c_mod(a.lo, k) <= c_mod(a.hi, k):
+            return c_mod(a.lo, k), c_mod(a.hi, k), mod, rem
     else:
         k = max(abs(b.lo), abs(b.hi))
         mod, rem = 1, 0
@@ -174,15 +175,7 @@ class Analysis:
         hit = cache.get(id(root))
         if hit is not None:
             return hit[1]
-        stack: list[tuple[Expr, bool]] = [(root, False)]
-        while stack:
-            node, ready = stack.pop()
-            if id(node) in cache:
-                continue
-            if not ready:
-                stack.append((node, True))
-                stack.extend((d, False) for d in self._deps(node) if id(d) not in cache)
-                continue
+        for node in post_order(root, self._deps, cache):
             cache[id(node)] = (node, self._transfer(node))
         return cache[id(root)][1]
 

@@ -38,6 +38,7 @@ from dataclasses import dataclass
 from ..eval import convert
 from ..expr import Binary, BoolImm, Cast, Expr, IntImm, Op, Unary, common_type, wrap_int
 from ..types import Type, s8, s16, s32, s64
+from ..visitor import post_order
 from .order import Structure
 
 _SIGNED = {8: s8, 16: s16, 32: s32, 64: s64}
@@ -82,17 +83,7 @@ class LinearForms:
         hit = memo.get(id(root))
         if hit is not None:
             return hit[1]
-        stack: list[tuple[Expr, bool]] = [(root, False)]
-        while stack:
-            node, ready = stack.pop()
-            if id(node) in memo:
-                continue
-            if not ready:
-                stack.append((node, True))
-                if is_linear_op(node):
-                    stack.extend((k, False) for k in node.children()
-                                 if k.type == node.type and id(k) not in memo)
-                continue
+        for node in post_order(root, _same_type_operands, memo):
             memo[id(node)] = (node, self._combine(node))
         return memo[id(root)][1]
 
@@ -168,6 +159,12 @@ def is_linear_op(e: Expr) -> bool:
     if isinstance(e, Cast):  # the same conversion an operand of another type gets implicitly
         return not e.saturate and (e.a.type.is_int or e.a.type.is_bool) and e.a.type.lanes == 1
     return isinstance(e, Unary) and e.op is Op.NEG
+
+
+def _same_type_operands(e: Expr) -> list[Expr]:
+    """What a linear form is built from: the operands of a linear operator that have its type
+    (anything else is a term)."""
+    return [k for k in e.children() if k.type == e.type] if is_linear_op(e) else []
 
 
 def make_form(structure: Structure, t: Type, terms: dict, const: int) -> LinearForm:

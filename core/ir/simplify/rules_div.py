@@ -29,7 +29,7 @@ engine replaces any expression whose bounds are a single value by it.
 """
 from __future__ import annotations
 
-from ..eval import _c_div
+from ..c_arith import c_div
 from ..expr import Expr, IntImm, Op
 from .pattern import apply, c0, c1, rewrite, x, y
 
@@ -76,8 +76,8 @@ def mod(s, e: Expr) -> Expr | None:
     if k in (0, 1, -1):
         return s.const(e.type, 0)
     ia = s.info(a)
-    quotient = _c_div(ia.lo, k)
-    if quotient == _c_div(ia.hi, k):  # one quotient for every value: x % k == x - q*k
+    quotient = c_div(ia.lo, k)
+    if quotient == c_div(ia.hi, k):  # one quotient for every value: x % k == x - q*k
         return a if quotient == 0 else s.binary(Op.SUB, a, IntImm.make(e.type, quotient * k))
     out = apply(_MOD, e, s)
     return _split(s, e, k) if out is None and k > 1 else out

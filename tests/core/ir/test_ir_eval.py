@@ -4,8 +4,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kdd.core.ir import EvalError, Load, const, div_up, evaluate, iif, max_, min_, var
-from kdd.core.ir.types import Type, f16, f32, s8, s32, u8, u32
+from kdd.core.ir import EvalError, Load, div_up, evaluate, iif, max_, min_, var
+from kdd.core.ir.types import f16, f32, s8, s32, u8, u32
 
 S32 = st.integers(-(2**31), 2**31 - 1)
 

@@ -4,7 +4,7 @@ import pytest
 from kdd.core.ir import (Alloc, Binary, BoolImm, Cast, For, FuncCall, Group, If, IntImm, Let, Load,
                          MemKind, Op, Seq, Store, const, iif, seq, var)
 from kdd.core.ir.funcs import Barrier, Send, SendKind, SendOp
-from kdd.core.ir.types import Type, bool_, f16, f32, s32, s64, u8, u32
+from kdd.core.ir.types import Type, bool_, f16, f32, s8, s32, s64, u8, u16, u32
 
 
 def test_nodes_are_immutable():
@@ -55,6 +55,16 @@ def test_common_type_promotes_like_c():
     assert (var("a", s32) + var("b", s64)).type == s64
     assert (var("a", s32) + var("b", f32)).type == f32
     assert (var("a", s32).lt(var("b", f32))).type == bool_
+    assert (var("a", u16) + var("b", s8)).type == s32  # narrow unsigned promotes to int, as in C
+    assert (var("a", u32) + var("b", s8)).type == u32
+
+
+def test_float_immediates_are_compared_by_bit_pattern():
+    zero, neg_zero = const(0.0, f32), const(-0.0, f32)
+    assert not zero.is_equal(neg_zero)  # 1/x tells them apart, so they are different IR
+    nan = const(float("nan"), f32)
+    assert nan.is_equal(const(float("nan"), f32)) and hash(nan) == hash(const(float("nan"), f32))
+    assert {nan: 1}[nan] == 1
 
 
 def test_constructors_validate():

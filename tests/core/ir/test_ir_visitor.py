@@ -3,6 +3,7 @@ from kdd.core.ir import (IRMutator, IRVisitor, Let, Op, Store, count_nodes, free
                          substitute, var, walk)
 from kdd.core.ir.expr import Binary
 from kdd.core.ir.types import s32
+from kdd.core.ir.visitor import post_order
 
 
 def test_visitor_sees_every_node_in_preorder():
@@ -72,3 +73,33 @@ def test_substitute_and_free_vars():
     s2 = substitute(s, {y: i * 2})
     assert free_vars(s2) == {i, var("buf", s32)}
     assert substitute(s, {var("zz"): i}) is s
+
+
+def test_post_order_yields_each_distinct_object_once_after_its_children():
+    a, b = var("a"), var("b")
+    shared = a + b
+    e = shared * shared - a
+    order = list(post_order(e))
+    position = {id(n): i for i, n in enumerate(order)}
+    assert len(order) == len(position)  # no object twice
+    assert order[-1] is e
+    for node in order:
+        assert all(position[id(k)] < position[id(node)] for k in node.children())
+    assert {id(n) for n in order} == {id(n) for n in walk(e)}
+
+
+def test_post_order_skips_what_is_done_and_follows_the_given_children():
+    a, b = var("a"), var("b")
+    left = a + b
+    e = left * b
+    memo = {id(left): "known"}
+    assert list(post_order(e, done=memo)) == [b, e]  # `left` and what is under it are not walked
+    only_b = list(post_order(e, children=lambda n: [n.b] if isinstance(n, Binary) else []))
+    assert only_b == [b, e]
+
+
+def test_post_order_handles_a_chain_deeper_than_the_recursion_limit():
+    e = var("x")
+    for i in range(20000):
+        e = e + i
+    assert sum(1 for _ in post_order(e)) == count_nodes(e)

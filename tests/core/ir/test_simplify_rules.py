@@ -209,7 +209,7 @@ def test_comparisons_without_ranges(expr, expected):
     (iif(p, const(False), const(True)), "(!p)"),
     (iif(p, q, const(False)), "(p && q)"),
     (iif(p, u, x), "iif(p, u, x)"),
-    (iif(const(True), u, x), "u32(u)"),
+    (iif(const(True), u, x), "s32(u)"),  # u8 and s32 meet at s32, as in C
 ])
 def test_logic_and_iif(expr, expected):
     assert text(expr) == expected

@@ -1,8 +1,8 @@
 """A sample of benchdnn shapes (ResNet-50, MobileNet, tails, 1x1, BERT matmul), reduced to interpreter
 size and built with the default config for Xe and sm_90: every pass keeps the exact result."""
-from pathlib import Path
 
 import pytest
+from benchdnn_data import reduce_conv, reduce_gemm, shape_lines
 from passes_kernels import check_example_pipeline
 
 from kdd.core.builder import build_kernel
@@ -10,11 +10,8 @@ from kdd.core.config import parse_config_line
 from kdd.core.config.defaults import resolve_config
 from kdd.core.config.kernel_config import KernelConfig
 from kdd.core.problem import Problem, parse_data_types
-from kdd.core.problem.conv_shape import compute_out, kernel_extent, parse_conv_shape
-from kdd.core.problem.gemm_shape import GemmShape, parse_gemm_shape
 from kdd.core.targets import get_target
 
-BENCHDNN = Path("/work/shared/data/benchdnn")
 # (file, line number among the file's shapes, prop, types, target, config line over the defaults)
 SAMPLE = [
     ("conv/shapes_resnet_50", 0, "fwd", "f16", "xehpg", ""),            # conv1: 7x7, stride 2
@@ -32,37 +29,12 @@ SAMPLE = [
 ]
 
 
-def shapes(name: str) -> list[str]:
-    lines = (BENCHDNN / name).read_text().splitlines()
-    return [ln.split("#")[0].strip() for ln in lines if ln.split("#")[0].strip()]
-
-
-def reduced_conv(text: str):
-    """The shape with mb 2, at most 32 channels per group (tails kept) and a few kernel extents of input."""
-    s = parse_conv_shape(text)
-    ch = lambda c: c if c <= 32 else 16 + c % 16  # noqa: E731
-    g = min(s.g, 2)
-    parts = [f"g{g}mb2ic{g * ch(s.ic // s.g)}oc{g * ch(s.oc // s.g)}"]
-    for a in ("h", "w"):
-        k, st, p, d = (getattr(s, f"{x}{a}") for x in "kspd")
-        i = min(getattr(s, f"i{a}"), max(kernel_extent(k, d) + 2 * st, 6))
-        assert compute_out(i, k, st, p, d) >= 1
-        parts.append(f"i{a}{i}k{a}{k}s{a}{st}p{a}{p}d{a}{d}")
-    return parse_conv_shape("".join(parts))
-
-
-def reduced_gemm(text: str) -> GemmShape:
-    s = parse_gemm_shape(text)
-    cut = lambda x: x if x <= 48 else 16 + x % 32  # noqa: E731
-    return GemmShape(tuple(min(b, 2) for b in s.batch), cut(s.m), cut(s.n), cut(s.k))
-
-
 @pytest.mark.parametrize("file,index,prop,types,target,line", SAMPLE,
                          ids=[f"{f.split('/')[1]}:{i}:{p}:{t}:{ln}" for f, i, p, _, t, ln in SAMPLE])
 def test_benchdnn_shape_pipeline(file, index, prop, types, target, line):
-    text = shapes(file)[index]
+    text = shape_lines(file)[index]
     op = "gemm" if file.startswith("matmul") else "conv"
-    shape = reduced_gemm(text) if op == "gemm" else reduced_conv(text)
+    shape = reduce_gemm(text) if op == "gemm" else reduce_conv(text, max_groups=2)
     problem = Problem(op=op, prop=prop, shape=shape, types=parse_data_types(types))
     hw = get_target(target)
     user = parse_config_line(line) if line else KernelConfig()

@@ -1,8 +1,8 @@
 """The pass manager: ordered passes, traces, identity-based change detection, memoization."""
 import pytest
 
-from kdd.core.ir import IRMutator, Let, Op, Store, count_nodes, seq, var
-from kdd.core.ir.expr import Binary, IntImm
+from kdd.core.ir import IRMutator, Let, Store, count_nodes, seq, var
+from kdd.core.ir.expr import IntImm
 from kdd.core.ir.types import s32
 from kdd.core.passes import Pass, PassCache, Pipeline
 from kdd.core.passes.let_opt import remove_unused_lets

@@ -4,12 +4,12 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from benchdnn_data import BENCHDNN as DATA
 
 from kdd.core.ir.types import f16, s8, s32
 from kdd.core.problem import (Bias, BatchFileError, ConvShape, Eltwise, GemmShape, Sum, parse_batch,
                               parse_shape, read_batch_file)
 
-DATA = Path("/work/shared/data/benchdnn")
 FILES = sorted(p for p in DATA.glob("*/*") if p.is_file())
 
 

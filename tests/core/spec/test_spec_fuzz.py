@@ -2,7 +2,8 @@
 import tomllib
 from pathlib import Path
 
-from hypothesis import given, settings, strategies as st
+from edits import edited, reader
+from hypothesis import given, settings
 
 from kdd.core.spec.document import Position, parse_document
 from kdd.core.spec.duplicates import duplicate_diagnostics
@@ -15,41 +16,11 @@ ROOT = Path(__file__).parents[3]
 FILES = {p.name: p for p in sorted([*FIXTURES.glob("*.kernel.toml"), *(ROOT / "examples").glob("*.kernel.toml")])}
 EXAMPLES = {name: path.read_text() for name, path in FILES.items()}
 
-# Single characters that matter to TOML, non-ASCII ones, and fragments that build or break structure.
-PIECES = st.one_of(
-    st.characters(),
-    st.sampled_from(list("\"'[]{}=,.#\\\n\r\t :+-_0123456789")),
-    st.sampled_from(['"""', "'''", "é", "😀", "\r\n", "\n[config]\n", "\n[[x]]\n", "x = ", "a.b = 1\n",
-                     "true", "1e3", "1979-05-27", '"mb1ic1"', "{ bufs = 3 }", "[1, 2]", "simd = 8\n"]),
-)
-
-
-@st.composite
-def mutated(draw):
-    name = draw(st.sampled_from(sorted(EXAMPLES)))
-    text = EXAMPLES[name]
-    for _ in range(draw(st.integers(1, 4))):
-        i = draw(st.integers(0, len(text)))
-        op = draw(st.sampled_from(["insert", "delete", "replace"]))
-        if op == "insert":
-            text = text[:i] + draw(PIECES) + text[i:]
-        elif op == "delete":
-            text = text[:i] + text[i + draw(st.integers(1, 8)):]
-        else:
-            text = text[:i] + draw(PIECES) + text[i + 1:]
-    return name, text
-
-
-def read_sibling(path):
-    """The fixtures, served from memory (a mutated ``extends`` may name any file)."""
-    name = Path(path).name
-    if name not in EXAMPLES:
-        raise FileNotFoundError(2, "No such file or directory", path)
-    return EXAMPLES[name]
+read_sibling = reader(EXAMPLES)
 
 
 @settings(max_examples=400, deadline=None)
-@given(mutated())
+@given(edited(EXAMPLES))
 def test_any_edit_gives_diagnostics_inside_the_document(case):
     name, text = case
     spec, diagnostics = load_spec(text, str(FILES[name]), read_text=read_sibling)
@@ -64,7 +35,7 @@ def test_any_edit_gives_diagnostics_inside_the_document(case):
 
 
 @settings(max_examples=400, deadline=None)
-@given(mutated())
+@given(edited(EXAMPLES))
 def test_toml_errors_are_reported_exactly_when_tomllib_rejects_the_text(case):
     _, text = case
     doc = parse_document(text)

@@ -1,10 +1,12 @@
-"""``kdd compile``: IR text, the JSON line map back to config knobs, --shape, and exit status 2."""
+"""``kdd compile``: IR text, the JSON line map back to config knobs, --shape, exit status 2; the pass
+trace (``--emit passes|ir:PASS|diff:PASS``) and ``kdd check --bisect``."""
 from __future__ import annotations
 
 import json
 
 import pytest
 
+from kdd.core.passes.kernel_pipeline import KERNEL_PIPELINE
 from kdd.server.cli import SUBCOMMANDS, main
 
 CONFIG = """\
@@ -34,10 +36,14 @@ def config_file(tmp_path):
     return path
 
 
-def run(capsys, *argv) -> tuple[int, str, str]:
-    code = main(["compile", *map(str, argv)])
+def run_cli(capsys, *argv) -> tuple[int, str, str]:
+    code = main([*map(str, argv)])
     out, err = capsys.readouterr()
     return code, out, err
+
+
+def run(capsys, *argv) -> tuple[int, str, str]:
+    return run_cli(capsys, "compile", *argv)
 
 
 def test_compile_is_a_subcommand():
@@ -111,3 +117,60 @@ def test_bad_shape_and_unknown_emit_exit_2(config_file, capsys):
 def test_unreadable_file_exits_2(tmp_path, capsys):
     code, _, err = run(capsys, tmp_path / "missing.kernel.toml")
     assert code == 2 and "cannot read" in err
+
+
+def test_emit_passes_prints_one_table_row_per_pass_then_the_final_ir(config_file, capsys):
+    code, out, _ = run_cli(capsys, "compile", config_file, "--emit", "passes")
+    assert code == 0
+    table, final = out.split("=== final IR\n")
+    rows = [line.split()[0] for line in table.splitlines()[1:]]
+    assert rows == ["build"] + KERNEL_PIPELINE.names()
+    assert final.startswith("kernel {") and final.rstrip().endswith("}")
+
+
+def test_emit_ir_after_a_pass_differs_from_the_build_when_the_pass_changed_it(config_file, capsys):
+    _, built, _ = run_cli(capsys, "compile", config_file, "--emit", "ir:build")
+    _, unrolled, _ = run_cli(capsys, "compile", config_file, "--emit", "ir:unroll")
+    assert built.startswith("=== IR after build\n") and unrolled.startswith("=== IR after unroll\n")
+    assert len(unrolled.splitlines()) > len(built.splitlines())
+
+
+def test_emit_diff_is_a_unified_diff_of_the_pass(config_file, capsys):
+    code, out, _ = run_cli(capsys, "compile", config_file, "--emit", "diff:simplify")
+    assert code == 0
+    lines = out.splitlines()
+    assert any(line.startswith("--- ") for line in lines) and any(line.startswith("+++ ") for line in lines)
+    assert any(line.startswith("-") and not line.startswith("---") for line in lines)
+
+
+def test_json_carries_the_trace_the_ir_after_and_the_diff(config_file, capsys):
+    code, out, _ = run_cli(capsys, "compile", config_file, "--emit", "passes,ir:cse,diff:hoist", "--json")
+    assert code == 0
+    doc = json.loads(out)
+    assert "ir" not in doc  # only what was asked for
+    assert doc["trace"]["build"]["ir"].startswith("kernel {")
+    assert [p["name"] for p in doc["trace"]["passes"]] == KERNEL_PIPELINE.names()
+    assert doc["ir_after"]["cse"].startswith("kernel {")
+    assert "hoist" in doc["diff"]
+
+
+def test_an_unknown_pass_is_named_with_its_span_and_a_suggestion(config_file, capsys):
+    code, out, err = run_cli(capsys, "compile", config_file, "--emit", "ir,diff:csee")
+    assert code == 2 and out == ""
+    assert "'csee'" in err and "at 8..12" in err and "did you mean 'cse'" in err
+
+
+def test_bisect_reports_every_stage_right_on_a_correct_pipeline(config_file, capsys):
+    code, out, _ = run_cli(capsys, "check", config_file, "--bisect", "--json")
+    assert code == 0
+    doc = json.loads(out)
+    assert doc["first_bad"] is None
+    assert [s["name"] for s in doc["stages"]] == ["build"] + KERNEL_PIPELINE.names()
+
+
+def test_bisect_blames_the_build_when_the_skeleton_already_misses_the_tolerance(config_file, capsys):
+    config_file.write_text(CONFIG + "\n[check]\ntol = 1e-30\n")
+    code, out, _ = run_cli(capsys, "check", config_file, "--bisect")
+    assert code == 1
+    assert out.splitlines()[0].startswith("build  WRONG  rel_err")
+    assert out.splitlines()[-1] == "first wrong after: build"
