@@ -144,7 +144,10 @@ def _normal_form(s, e: Binary) -> Expr | None:
     lhs, rhs = s.make_form(t, pos, 0), s.make_form(t, neg, k)
     if exact and not (s.fits(lhs) and s.fits(rhs)):
         return None
-    return s.binary(op, s.form(lhs), s.form(rhs))  # its sides may now fit: simplify it again
+    new_a, new_b = s.form(lhs), s.form(rhs)
+    if op is e.op and new_a.is_equal(e.a) and new_b.is_equal(e.b):
+        return None  # already in normal form: simplifying it again would only recurse
+    return s.binary(op, new_a, new_b)  # its sides may now fit: simplify it again
 
 
 def _bound(op: Op, c: int, g: int) -> tuple[Op, int]:
