@@ -10,6 +10,6 @@
 
 ``docs/passes.md`` describes every pass and the IR conventions they add.
 """
-from .pipeline import Pass, PassCache, Pipeline, Trace, TraceEntry
+from .pipeline import Pass, PassCache, PassError, Pipeline, Trace, TraceEntry
 
-__all__ = ["Pass", "PassCache", "Pipeline", "Trace", "TraceEntry"]
+__all__ = ["Pass", "PassCache", "PassError", "Pipeline", "Trace", "TraceEntry"]

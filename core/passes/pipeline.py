@@ -117,6 +117,14 @@ class PassCache:
         self.entries[key] = (ir, None if out is ir else out)
 
 
+class PassError(Exception):
+    """A pass raised: the message names the pass and what it raised (a bug in the pass, not in the input)."""
+
+    def __init__(self, name: str, cause: BaseException):
+        super().__init__(f"pass '{name}' failed: {type(cause).__name__}: {cause}")
+        self.name = name
+
+
 @dataclass(frozen=True)
 class Pipeline:
     """An ordered list of passes; the order is the documentation of the generator."""
@@ -134,7 +142,10 @@ class Pipeline:
 
     def run(self, ir: Node, options: Mapping[str, Any] | None = None,
             cache: PassCache | None = None) -> Trace:
-        """Apply every enabled pass in order, tracing each one."""
+        """Apply every enabled pass in order, tracing each one.
+
+        A pass that raises stops the run with a :class:`PassError` naming it.
+        """
         options = options or {}
         entries = []
         current = ir
@@ -147,7 +158,10 @@ class Pipeline:
             if cached:
                 out = current if out is None else out
             else:
-                out = p.fn(current, options)
+                try:
+                    out = p.fn(current, options)
+                except Exception as exc:  # noqa: BLE001 - any bug in a pass is reported with its name
+                    raise PassError(p.name, exc) from exc
                 if not isinstance(out, Node):
                     raise TypeError(f"pass '{p.name}' returned {type(out).__name__}, not IR")
                 if cache is not None:

@@ -8,7 +8,8 @@ with the float64 reference (protocol and tolerances: ``kdd.core.interp.check``).
 build and after every optimization pass and names the first stage whose IR
 computes a wrong result. Exit status 0 when the outputs match,
 1 when they do not (or the kernel breaks the IR semantics while running), 2
-when FILE cannot be read or the config is invalid; diagnostics are printed as
+when FILE cannot be read or the config is invalid, 3 when a pass fails
+under ``--bisect`` (a bug in kdd); diagnostics are printed as
 ``FILE:LINE:COL: severity: message``.
 """
 from __future__ import annotations
@@ -23,11 +24,12 @@ from pathlib import Path
 from kdd.core.builder import BuildError, build_kernel
 from kdd.core.interp import InterpError
 from kdd.core.interp.check import CheckResult, check_kernel
+from kdd.core.passes import PassError
 from kdd.core.problem import ProblemError, parse_shape
 from kdd.core.spec import Severity, load_spec
 from kdd.server.cli import passes_emit
 
-PASS, MISMATCH, INVALID = 0, 1, 2
+PASS, MISMATCH, INVALID, INTERNAL = 0, 1, 2, 3
 
 
 def _where(path: str, rng) -> str:
@@ -99,7 +101,11 @@ def run(args) -> int:
         where = _where(args.file, rng) if rng is not None else args.file
         return _invalid(args, f"{where}: error: cannot build the kernel for {problem.shape.canonical()}: {exc}")
     if args.bisect:
-        found = passes_emit.bisect_kernel(kernel, problem, seed=spec.check_seed, tol=spec.check_tol)
+        try:
+            found = passes_emit.bisect_kernel(kernel, problem, seed=spec.check_seed, tol=spec.check_tol)
+        except PassError as exc:
+            _invalid(args, f"kdd check: internal error (please report it): {exc}")
+            return INTERNAL
         if args.json:
             print(json.dumps(found.to_dict()))
         else:

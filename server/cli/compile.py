@@ -22,6 +22,7 @@ from pathlib import Path
 from kdd.core.builder import BuildError, Origin, build_kernel
 from kdd.core.config.defaults import resolve_config
 from kdd.core.ir.printer import print_ir
+from kdd.core.passes import PassError
 from kdd.core.problem import ProblemError, parse_shape
 from kdd.core.spec import Severity, load_spec
 from kdd.server.cli import passes_emit
@@ -39,7 +40,7 @@ def _diagnostic(d) -> dict:
             "code": d.code}
 
 
-def _fail(args, message: str, diagnostics: list[dict]) -> int:
+def _fail(args, message: str, diagnostics: list[dict], code: int = 2) -> int:
     if args.json:
         print(json.dumps({"file": args.file, "ok": False, "error": message, "diagnostics": diagnostics}, indent=1))
     else:
@@ -48,7 +49,7 @@ def _fail(args, message: str, diagnostics: list[dict]) -> int:
             start = d["range"]["start"]
             print(f"{args.file}:{start['line'] + 1}:{start['character'] + 1}: {d['severity']}: "
                   f"{d['message']} [{d['code']}]", file=sys.stderr)
-    return 2
+    return code
 
 
 def line_map(printed, sources: dict) -> list[dict]:
@@ -96,12 +97,14 @@ def run(args) -> int:
     except BuildError as exc:
         return _fail(args, f"cannot build the kernel: {exc}", diags)
     printed = print_ir(kernel.body)
-    if not args.json:
-        if "ir" in emits:
-            print(printed.text, end="")
-        if pass_items:
-            print(passes_emit.pass_emits_text(kernel, pass_items), end="")
-        return 0
+    try:
+        if not args.json:
+            passes = passes_emit.pass_emits_text(kernel, pass_items) if pass_items else ""
+            print((printed.text if "ir" in emits else "") + passes, end="")
+            return 0
+        passes = passes_emit.pass_emits_json(kernel, pass_items)
+    except PassError as exc:
+        return _fail(args, f"internal error (please report it): {exc}", diags, code=3)
     out = {
         "file": args.file, "ok": True, "problem": {"op": problem.op, "prop": problem.prop,
                                                    "shape": problem.shape.canonical(),
@@ -111,7 +114,7 @@ def run(args) -> int:
     }
     if "ir" in emits:
         out["ir"] = {"text": printed.text, "lines": line_map(printed, spec.source_map())}
-    out.update(passes_emit.pass_emits_json(kernel, pass_items))
+    out.update(passes)
     print(json.dumps(out, indent=1))
     return 0
 

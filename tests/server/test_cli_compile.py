@@ -6,8 +6,10 @@ import json
 
 import pytest
 
+from kdd.core.passes import Pass, Pipeline
 from kdd.core.passes.kernel_pipeline import KERNEL_PIPELINE
-from kdd.server.cli import SUBCOMMANDS, main
+from kdd.core.passes.options import kernel_options
+from kdd.server.cli import SUBCOMMANDS, main, passes_emit
 
 CONFIG = """\
 [problem]
@@ -174,3 +176,17 @@ def test_bisect_blames_the_build_when_the_skeleton_already_misses_the_tolerance(
     assert code == 1
     assert out.splitlines()[0].startswith("build  WRONG  rel_err")
     assert out.splitlines()[-1] == "first wrong after: build"
+
+
+def test_a_failing_pass_is_named_and_exits_3(config_file, capsys, monkeypatch):
+    def broken_cse(ir, options):
+        raise ZeroDivisionError("division by zero")
+
+    passes = tuple(Pass("cse", broken_cse) if p.name == "cse" else p for p in KERNEL_PIPELINE.passes)
+    monkeypatch.setattr(passes_emit, "run_pipeline",
+                        lambda kernel: Pipeline(passes).run(kernel.body, kernel_options(kernel)))
+    code, out, err = run_cli(capsys, "compile", config_file, "--emit", "passes")
+    assert code == 3 and out == ""
+    assert "pass 'cse' failed: ZeroDivisionError: division by zero" in err
+    code, out, _ = run_cli(capsys, "compile", config_file, "--emit", "passes", "--json")
+    assert code == 3 and "pass 'cse' failed" in json.loads(out)["error"]

@@ -4,7 +4,7 @@ import pytest
 from kdd.core.ir import IRMutator, Let, Store, count_nodes, seq, var
 from kdd.core.ir.expr import IntImm
 from kdd.core.ir.types import s32
-from kdd.core.passes import Pass, PassCache, Pipeline
+from kdd.core.passes import Pass, PassCache, PassError, Pipeline
 from kdd.core.passes.let_opt import remove_unused_lets
 
 
@@ -98,3 +98,13 @@ def test_remove_unused_lets_keeps_used_and_is_identity_when_nothing_to_do():
     out = remove_unused_lets(s)
     assert out == Let.make(y, x + 1, Store.make(var("out", s32), 0, y))
     assert remove_unused_lets(out) is out
+
+
+def test_a_pass_that_raises_is_named_in_a_pass_error():
+    def boom(ir, options):
+        raise KeyError("x")
+
+    pipeline = Pipeline((Pass("first", lambda ir, o: ir), Pass("boom", boom)))
+    with pytest.raises(PassError) as info:
+        pipeline.run(var("a") + 1)
+    assert info.value.name == "boom" and "pass 'boom' failed: KeyError" in str(info.value)
