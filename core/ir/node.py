@@ -18,7 +18,8 @@ explicit builders (``a.eq(b)``, ``a.lt(b)``) instead of overloaded comparisons.
 from __future__ import annotations
 
 import struct
-from typing import Any, ClassVar, Iterator
+from operator import attrgetter
+from typing import Any, ClassVar
 
 FieldKinds = tuple[tuple[str, str], ...]
 
@@ -33,6 +34,34 @@ def _attr_key(value: Any) -> Any:
     if type(value) is float:
         return ("f64", struct.pack("<d", value))
     return value
+
+
+def _children_getter(fields: FieldKinds):
+    """A function returning a node's children for one class's ``FIELDS`` (the traversals' hot path:
+    most classes have only ``node`` fields, read with one ``attrgetter``)."""
+    kinds = [kind for _, kind in fields if kind != "attr"]
+    names = [name for name, kind in fields if kind != "attr"]
+    if not kinds:
+        return lambda node: ()
+    if all(kind == "node" for kind in kinds):
+        if len(names) == 1:
+            get_one = attrgetter(names[0])
+            return lambda node: (get_one(node),)
+        return attrgetter(*names)
+
+    def general(node) -> tuple:
+        out: list = []
+        for name, kind in zip(names, kinds):
+            value = getattr(node, name)
+            if kind == "node":
+                out.append(value)
+            elif kind == "opt":
+                if value is not None:
+                    out.append(value)
+            else:
+                out.extend(value)
+        return tuple(out)
+    return general
 
 
 class Node:
@@ -99,18 +128,14 @@ class Node:
                     return False
         return True
 
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        cls._children_of = staticmethod(_children_getter(cls.FIELDS))
+
     # -- generic structure ------------------------------------------------------------------
-    def children(self) -> Iterator["Node"]:
+    def children(self) -> tuple["Node", ...]:
         """Child nodes in field order."""
-        for name, kind in self.FIELDS:
-            value = getattr(self, name)
-            if kind == "node":
-                yield value
-            elif kind == "opt":
-                if value is not None:
-                    yield value
-            elif kind == "nodes":
-                yield from value
+        return self._children_of(self)
 
     def field_values(self) -> tuple[Any, ...]:
         return tuple(getattr(self, name) for name, _ in self.FIELDS)
