@@ -5,10 +5,12 @@ The kernel, top to bottom::
     kernel {
       lets: grid and thread indices unpacked, tile origins          (loop_nest)
       alloc: C accumulator, A/B operand tiles, SLM stages            (fma, slm)
-      init_c { c_acc = 0 }
-      k_loop { for K loops: [SLM stage, barriers]; loads [+ reorders]; FMA calls }
-      epilogue { convert, post-ops, convert, stores }               (epilogue)
+      init_c { c_acc = 0 [; bias_acc = 0] }
+      k_loop { for K loops: [SLM stage, barriers]; loads [+ reorders] [+ bias sums]; FMA calls }
+      epilogue { convert, post-ops, convert, stores [; bias store] } (epilogue, bias_grad)
     }
+
+The bracketed bias steps are bwd_w's bias gradient (``bias_grad``).
 """
 from __future__ import annotations
 
@@ -19,9 +21,9 @@ from kdd.core.config.defaults import resolve_config
 from kdd.core.config.kernel_config import KernelConfig
 from kdd.core.config.operands import operands
 from kdd.core.config.tiling import derive_tiling
-from kdd.core.ir.expr import Broadcast, Expr, FloatImm, IntImm, Var, var
+from kdd.core.ir.expr import Expr, Var, var
 from kdd.core.ir.funcs import Barrier, Reorder, SendKind, SendOp
-from kdd.core.ir.stmt import Alloc, For, FuncCall, Group, Let, MemKind, Stmt, Store, seq
+from kdd.core.ir.stmt import Alloc, For, FuncCall, Group, Let, MemKind, Stmt, seq
 from kdd.core.ir.types import Type, u64
 from kdd.core.layout.layout import Layout
 from kdd.core.layout.view import View
@@ -31,6 +33,8 @@ from kdd.core.problem.post_ops import Bias, Sum
 from kdd.core.targets import Target, get_target
 
 from . import arith
+from .bias_grad import BiasGradient
+from .elementwise import fill
 from .epilogue import Epilogue, EpilogueContext, PostOpArg
 from .errors import BuildError
 from .fma import make_fma
@@ -137,6 +141,10 @@ class _Builder:
         stages = self._stages(operand)
         a_load = self._loader(operand["A"], stages.get("A"), a_reg, 1, ms if sub_a > 1 else 0)
         b_load = self._loader(operand["B"], stages.get("B"), b_reg, 2, ns if sub_b > 1 else 0)
+        grad = self._bias_gradient(operand["B"], b_reg, np_)
+        if grad is not None:
+            b_load = grad.after(b_load)
+            self.allocs += grad.allocs
         fma_origin = Origin(f"fma.{fma.name}", "fma")
         sub_origin = Origin("fma.subtiles", "subtiles")
         zero = arith.const(0)
@@ -158,8 +166,13 @@ class _Builder:
         ctx = EpilogueContext(c_reg, self._access(c_op, self.nest.thread_start), self.ops.c, self.rules, names,
                               cfg.simd, self.reg_bytes, self._lanes, t.split_k)
         epi = Epilogue(ctx, lambda op, k, dt: self._rhs_view(op, k, dt, c_op.view))
-        epilogue = Group.make("epilogue", epi.build(p.post_ops), origin=Origin("epilogue", "post_ops"))
-        init = Group.make("init_c", self._zero(c_reg), origin=Origin("init_c", "iter"))
+        init_c = fill(c_reg, 0, names, cfg.simd, Origin("init_c", "iter"))
+        if grad is None:
+            epilogue = Group.make("epilogue", epi.build(p.post_ops), origin=Origin("epilogue", "post_ops"))
+        else:  # the bias of bwd_w is an output of the reduction, not a post-op of C
+            epilogue = Group.make("epilogue", seq(epi.build(()), grad.store()), origin=Origin("epilogue", "post_ops"))
+            init_c = seq(init_c, grad.init())
+        init = Group.make("init_c", init_c, origin=Origin("init_c", "iter"))
 
         body = seq(init, k_loop, epilogue)
         for reg, origin in reversed(self.allocs):
@@ -175,8 +188,9 @@ class _Builder:
         for b in reversed(self.nest.bindings):
             body = Let.make(b.var, b.value, body, origin=b.origin)
         body = Group.make("kernel", arith.fold(body), origin=Origin("build"))
-        return Kernel(body, self._args(epi.args), t.kernel_grid, t.tg_grid, cfg.simd, self.target.name,
-                      self.reg_bytes, sum(s.slm_bytes for s in stages.values()), p, cfg)
+        args = self._args(epi.args) + ((grad.arg,) if grad else ())
+        return Kernel(body, args, t.kernel_grid, t.tg_grid, cfg.simd, self.target.name, self.reg_bytes,
+                      sum(s.slm_bytes for s in stages.values()), p, cfg)
 
     # -- pieces ----------------------------------------------------------------------------------
     def _stages(self, operand: dict) -> dict[str, SlmStage]:
@@ -242,21 +256,23 @@ class _Builder:
                             origin=Origin("loop_nest.reduction", "unroll" if u > 1 else "loop"))
         return body
 
-    def _zero(self, c: RegTensor) -> Stmt:
-        n = max(d for d in range(1, min(c.elems, self.config.simd) + 1) if c.elems % d == 0)
-        zero = FloatImm.make(c.dtype, 0.0) if c.dtype.is_float else IntImm.make(c.dtype, 0)
-        value = Broadcast.make(zero, n) if n > 1 else zero
-        origin = Origin("init_c", "iter")
-        return nest(self.names, [("i", c.elems // n)],
-                    lambda i: Store.make(c.buf, arith.mul(i, n * c.dtype.size), value, origin=origin), origin)
+    def _bias_gradient(self, b: _Operand, b_reg: RegTensor, n_tile: int) -> BiasGradient | None:
+        """The bias gradient of a bwd_w problem with a ``bias`` post-op (``bias_grad``), else None."""
+        p = self.problem
+        biases = [op for op in p.post_ops if isinstance(op, Bias)]
+        if p.prop != "bwd_w" or not biases:
+            return None
+        if len(biases) > 1:
+            raise BuildError(f"post_ops lists {len(biases)} biases; a bwd_w kernel computes one bias gradient")
+        m_starts = [self.nest.thread_start[d.name] for d in self.tiling.role("m")]
+        return BiasGradient(biases[0], self._access(b, self.nest.thread_start), b_reg, n_tile, m_starts,
+                            self.ops.acc, self.names, self.config.simd, self.rules, self.tiling.split_k)
 
     def _rhs_view(self, op, k: int, dtype: Type, c_view: View) -> tuple[View, PostOpArg | None]:
         """The view over C's dims of post-op ``k``'s right-hand tensor, and its new kernel argument."""
         p = self.problem
         if isinstance(op, Sum):
             return c_view, None
-        if p.prop == "bwd_w":
-            raise BuildError(f"post-op {op.canonical()!r}: the bias gradient of bwd_w is not built by kdd")
         policy = "per_oc" if isinstance(op, Bias) else op.policy
         name = "bias" if isinstance(op, Bias) else f"binary{k}"
         if policy == "per_tensor":

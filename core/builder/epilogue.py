@@ -13,19 +13,18 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable
 
-from kdd.core.ir.expr import Expr, FloatImm, Load, max_, min_, var
+from kdd.core.ir.expr import Expr, FloatImm, max_, min_, var
 from kdd.core.ir.funcs import Eltwise as EltwiseFunc
-from kdd.core.ir.funcs import Reorder, SendOp
-from kdd.core.ir.stmt import Alloc, FuncCall, MemKind, Stmt, Store, seq
+from kdd.core.ir.funcs import SendOp
+from kdd.core.ir.stmt import Alloc, FuncCall, MemKind, Stmt, seq
 from kdd.core.ir.types import Type, f32, u64
 from kdd.core.layout.layout import Layout
 from kdd.core.layout.view import View
 from kdd.core.problem.post_ops import Bias, Binary, Eltwise, Scale, Sum
 
-from . import arith
+from .elementwise import convert, elementwise
 from .errors import BuildError
 from .loads import MessageRules, transfer
-from .loops import nest
 from .names import Names
 from .origin import Origin
 from .tile import RegTensor, TileAccess
@@ -59,10 +58,6 @@ class EpilogueContext:
     reg_bytes: int
     alloc_attrs: Callable[[RegTensor], tuple]
     split_k: bool
-
-
-def _chunk(elems: int, simd: int) -> int:
-    return max(d for d in range(1, min(elems, simd) + 1) if elems % d == 0)
 
 
 class Epilogue:
@@ -111,15 +106,7 @@ class Epilogue:
 
     def _elementwise(self, dst: RegTensor, srcs: list[RegTensor], fn, origin: Origin) -> Stmt:
         """``dst = fn(*srcs)`` over every element, ``simd`` lanes at a time."""
-        n = _chunk(dst.elems, self.ctx.simd)
-
-        def body(i):
-            loads = [Load.make(Type(s.dtype.scalar, n), s.buf, arith.add(s.offset, arith.mul(i, n * s.dtype.size)))
-                     for s in srcs]
-            value = fn(*loads)
-            return Store.make(dst.buf, arith.add(dst.offset, arith.mul(i, n * dst.dtype.size)), value,
-                              origin=origin)
-        return nest(self.ctx.names, [("i", dst.elems // n)], body, origin)
+        return elementwise(dst, srcs, fn, self.ctx.names, self.ctx.simd, origin)
 
     def _load_rhs(self, k: int, op, dtype: Type) -> tuple[RegTensor, Stmt]:
         """The right-hand side of post-op ``k`` loaded in C's register layout."""
@@ -156,10 +143,7 @@ class Epilogue:
 
 
 def _convert(src: RegTensor, dst: RegTensor) -> Stmt:
-    """``dst = src`` in another element type, same element order (a reorder rounds to nearest even
-    and saturates, as oneDNN's conversions do)."""
-    return FuncCall.make(Reorder(src.layout, dst.layout), [src.buf, src.offset, dst.buf, dst.offset],
-                         origin=Origin("epilogue.convert", "post_ops"))
+    return convert(src, dst, Origin("epilogue.convert", "post_ops"))
 
 
 def _round(n: int, unit: int) -> int:

@@ -10,7 +10,9 @@ For each ``for`` loop, inner loops first:
    ``simplify/linear.py``) is split into its loop-invariant terms and the
    rest: ``k*64 + i*4096 + j*512 + 3`` in loop ``k`` becomes
    ``k*64 + k_inv + 3`` with ``k_inv = i*4096 + j*512`` computed before the
-   loop. The split is made only when it leaves fewer operations in the loop;
+   loop. The split is made only when it leaves fewer operations in the loop
+   and, for a loop of known trip count, the operations it saves over all
+   iterations exceed those of computing the invariant once;
    constants stay in place (they become immediates). Equal invariant sums in
    one loop share one variable.
 
@@ -60,9 +62,9 @@ class _SplitSums(IRMutator):
     """Rewrites the maximal sums of one loop body into variant terms plus a hoisted variable."""
 
     def __init__(self, maximal: set[int], inner: set[str], forms: Forms, names: NameSource,
-                 prefix: str):
+                 prefix: str, trips: int | None):
         self.maximal, self.inner, self.forms = maximal, inner, forms
-        self.names, self.prefix = names, prefix
+        self.names, self.prefix, self.trips = names, prefix, trips
         self.lifted: dict[Expr, Expr] = {}  # invariant sum -> its variable
 
     def _invariant(self, e: Expr) -> bool:
@@ -82,8 +84,11 @@ class _SplitSums(IRMutator):
         var = self.lifted.get(invariant)
         candidate_var = var if var is not None else self.names.fresh(self.prefix, lf.type)
         out = self.forms.build(lf.type, {**keep, candidate_var: 1}, lf.const)
-        if int_ops(out) >= int_ops(new):
+        saved = int_ops(new) - int_ops(out)  # per iteration
+        if saved <= 0:
             return new
+        if var is None and self.trips is not None and int_ops(invariant) >= saved * self.trips:
+            return new  # computing it ahead costs more than the few iterations save
         self.lifted.setdefault(invariant, candidate_var)
         return out
 
@@ -131,7 +136,8 @@ def hoist_loop(loop: For, ctx: _Hoist) -> Stmt:
     hoisted, inner = _invariant_lets(loop)
     body = _DropLets({id(s) for s in hoisted}).mutate(loop.body) if hoisted else loop.body
     roots = [e for n in distinct_nodes(body) if isinstance(n, Stmt) for e in own_exprs(n)]
-    split = _SplitSums(maximal_sums(roots), inner, ctx.forms, ctx.names, f"{loop.var.name}_inv")
+    split = _SplitSums(maximal_sums(roots), inner, ctx.forms, ctx.names, f"{loop.var.name}_inv",
+                       trip_count(loop))
     body = split.mutate(body)
     if body is loop.body:
         return loop
