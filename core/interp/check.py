@@ -225,7 +225,9 @@ def check_kernel(kernel, problem=None, *, seed: int = 0, tol: float | None = Non
     for arg in kernel.outputs:
         dims = tuple(size for _, size in arg.dims)
         out = unpack(buffers[arg.var.name], arg.dtype, arg.layout, dims)
-        written = written_elements(run.written[arg.var.name], arg.dtype, arg.layout, dims)
+        # A kernel that never names an output wrote none of it.
+        written_bytes = run.written.get(arg.var.name, np.zeros(arg.layout.size_bytes(), dtype=bool))
+        written = written_elements(written_bytes, arg.dtype, arg.layout, dims)
         limit = tol if tol is not None else default_tol(problem, arg.dtype)
         results.append(compare(arg.name, out, refs[arg.name], written, limit))
     worst = max(results, key=lambda r: r.badness)

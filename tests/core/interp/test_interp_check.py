@@ -82,7 +82,7 @@ M, N, K = 4, 8, 4
 PROBLEM = problem_from_text(f"m{M}n{N}k{K}", types="f32", tags={"src": "ab", "wei": "ab", "dst": "ab"})
 
 
-def _gemm_kernel(zero=True, rows=M, k_bound=K):
+def _gemm_kernel(zero=True, rows=M, k_bound=K, store=True):
     A, B, C = var("src", u64), var("wei", u64), var("dst", u64)
     acc, a, b = var("acc", u64), var("a", u64), var("b", u64)
     m, k = var("m"), var("k")
@@ -95,7 +95,7 @@ def _gemm_kernel(zero=True, rows=M, k_bound=K):
             send(SendOp.LOAD, A, (m * K + k) * 4, a, 1),
             send(SendOp.LOAD, B, k * N * 4, b, N),
             FuncCall.make(Mad(N, f32, f32, f32, 0), [acc, 0, acc, 0, b, 0, a, 0]))),
-        If.make(m.lt(rows), send(SendOp.STORE, C, m * N * 4, acc, N)))
+        If.make(m.lt(rows), send(SendOp.STORE, C, m * N * 4, acc, N)) if store else None)
     body = Let.make(m, var("thread_id1"), body)
     for buf, size in ((b, 32), (a, 32), (acc, 32)):
         body = Alloc.make(buf, size, MemKind.GRF, body)
@@ -120,6 +120,11 @@ def test_uninitialized_accumulator_fails_at_the_first_element():
 def test_unwritten_rows_fail_even_when_values_would_match():
     r = check_kernel(_gemm_kernel(rows=3))
     assert not r.ok and r.unwritten == N and r.first_bad_index == (3, 0)
+
+
+def test_an_output_the_kernel_never_names_is_all_unwritten():
+    r = check_kernel(_gemm_kernel(store=False))  # `dst` appears nowhere in the body
+    assert not r.ok and r.unwritten == M * N and r.first_bad_index == (0, 0)
 
 
 def test_a_missing_reduction_step_is_a_mismatch():
