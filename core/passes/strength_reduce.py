@@ -1,58 +1,154 @@
-"""Strength reduction: address sums that grow linearly with a loop variable become induction variables.
+"""Strength reduction: address sums that grow linearly with a loop variable become induction
+variables, and mixed-radix digits of it become wrapping counters.
 
-In a loop over ``k`` (step ``s``) an integer sum ``a*k + rest + c`` (a linear
-form, ``a`` a constant, ``rest`` loop-invariant, ``c`` a constant) costs a
-multiply and adds every iteration. Sums sharing ``a`` and ``rest`` share one
-*induction variable* ``iv = a*k + rest`` that is set before the loop and
-advanced by ``a*s`` at the end of each iteration; each use becomes ``iv + c``.
+**Linear sums.** In a loop over ``k`` (step ``s``) an integer sum
+``a*k + rest + c`` (a linear form, ``a`` a constant, ``rest`` loop-invariant,
+``c`` a constant) costs a multiply and adds every iteration. Sums sharing
+``a`` and ``rest`` share one *induction variable* ``iv = a*k + rest + c0``
+(``c0`` the constant most of them add) that is set before the loop and
+advanced by ``a*s`` at the end of each iteration; each use becomes ``iv`` or
+``iv + (c - c0)``. Lets of the body whose values are such sums are seen
+through: with ``k0 = k*32``, ``k0*2 + base`` is ``64*k + base``, and ``k0``
+goes away when nothing else reads it.
 
-The IR has no mutable scalars, so an induction variable lives in a one-value
+**Digits.** A flattened loop nest recovers its old loop variables as digits
+``(k + c) % m``, ``((k + c) / m) % n``, ``(k + c) / m`` of one counting
+loop (``k`` from a constant, step 1, constant bounds); those become counters
+carried across iterations that wrap and carry into each other
+(``mixed_radix``), with no division left in the loop.
+
+The IR has no mutable scalars, so a carried value lives in a one-value
 ``alloc.grf`` buffer (the register the code generator gives it)::
 
     alloc.grf k_iv_reg[..]
-    k_iv_reg.s32[0] = a*init + rest
+    k_iv_reg.s32[0] = a*init + rest + c0
     for (k ...) {
       k_iv.s32 = k_iv_reg.s32[0]
-      ... uses k_iv + c ...
+      k_digit.s32 = k_digit_reg.s32[0]        (digit counters: read, used, then updated)
+      ... uses k_iv, k_iv + c, k_digit ...
+      if (((k + c) % b0) == b0 - 1) { k_digit_reg.s32[0] = iif(k_digit == n - 1, 0, k_digit + 1) ... }
       k_iv_reg.s32[0] = (k_iv + a*s)
     }
 
-A group is reduced only when that saves operations per iteration (the
-increment costs one add, a use with ``c != 0`` one more). Loops that will be
+The loop's level (``loop_level``: what the body computes outside nested
+loops) is priced in integer operations before and after; a set of induction
+variables and counter chains is kept when the operations it saves per
+iteration, minus its upkeep (an add per induction variable; an add per
+counter, once every ``b0`` iterations once unrolled), are at least the
+registers it takes, choosing the set that saves most. Loops that will be
 unrolled completely are left alone (``register_loops.stays_loop``): their
 copies get constants folded instead. A loop unrolled ``U`` times keeps one
-increment per unrolled iteration: the unroll pass recognizes the pattern
-(``split_induction``) and gives copy ``j`` the value ``iv + j*a*s``. Sums in
-nested loops are left to those loops (hoisting has already moved what they do
-not depend on out of them).
+increment of each induction variable per unrolled iteration: the unroll pass
+recognizes the pattern (``split_induction``) and gives copy ``j`` the value
+``iv + j*a*s``; the counter updates are part of the body every copy runs,
+and their guard folds per copy. Sums in nested loops are left to those loops
+(hoisting has already moved what they do not depend on out of them).
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
+from itertools import combinations
 from typing import Any, Mapping
 
-from ..ir.expr import Binary, Expr, IntImm, Load, Op, Var
+from ..ir.expr import Binary, Expr, IntImm, Load, Op, Unary, Var, wrap_int
 from ..ir.node import Node
 from ..ir.stmt import Alloc, For, Let, MemKind, Seq, Stmt, Store, seq
-from ..ir.visitor import IRMutator
+from ..ir.types import Type
+from ..ir.visitor import IRMutator, post_order
 from .forms import Forms
-from .hoist import maximal_sums
+from .loop_level import DropLets, LoopLevel, Replace
+from .mixed_radix import Chain, Digit, digit_of, fits, plan_chain
 from .naming import NameSource
-from .opcount import int_ops
 from .register_loops import stays_loop
-from .tree import binder, child_stmts, distinct_nodes, expr_vars, has_load, own_exprs
+from .tree import binder, distinct_nodes, expr_vars, has_load, trip_count
+
+# Up to this many candidates every subset is priced; beyond, they are added greedily.
+_EXHAUSTIVE = 6
+# Registers (one GRF row each) the pass adds per loop at most. The pass is not given the
+# kernel's register count, so it cannot price its values against the free registers as CSE
+# does; this keeps a loop with many cheap candidates from trading registers for single adds.
+MAX_REGISTERS = 8
+# Lets whose expansion has more terms are not seen through (a long chain of sums would make
+# expanding quadratic; such a sum is no induction variable anyone writes).
+_MAX_TERMS = 16
 
 
-def _level_exprs(loop: For) -> list[Expr]:
-    """Expressions evaluated by ``loop``'s body at its own level (nested loops' bounds, not bodies)."""
-    out: list[Expr] = []
-    stack: list[Stmt] = [loop.body]
-    while stack:
-        s = stack.pop()
-        out.extend(own_exprs(s))
-        if not isinstance(s, For):
-            stack.extend(child_stmts(s))
-    return out
+@dataclass(frozen=True)
+class _Induction:
+    """An induction variable ``coef*k + rest + const`` and the sums it replaces, as (sum, constant)."""
+
+    type: Type
+    coef: int
+    rest: tuple[tuple[Expr, int], ...]
+    const: int
+    uses: tuple[tuple[Expr, int], ...]
+
+    registers = 1
+    upkeep = 1.0
+
+    def replacements(self, ivs: tuple[Var, ...], forms: Forms) -> dict[int, Expr]:
+        (iv,) = ivs
+        return {id(e): iv if c == self.const else forms.build(self.type, {iv: 1}, c - self.const)
+                for e, c in self.uses}
+
+
+@dataclass(frozen=True)
+class _Counters:
+    """The counters of one digit chain and the digit expressions they replace."""
+
+    type: Type
+    chain: Chain
+    uses: tuple[tuple[Expr, Digit], ...]
+
+    @property
+    def registers(self) -> int:
+        return len(self.chain.digits())
+
+    @property
+    def upkeep(self) -> float:
+        return self.chain.upkeep
+
+    def replacements(self, counters: tuple[Var, ...], forms: Forms) -> dict[int, Expr]:
+        slot = dict(zip(self.chain.digits(), counters))
+        return {id(e): slot[d] for e, d in self.uses if d in slot}
+
+
+def _choose(level: LoopLevel, candidates: list, k: Var, forms: Forms, registers: int) -> list:
+    """The candidates worth keeping together: among the sets taking at most ``registers`` registers
+    and saving at least one operation per iteration (net of upkeep) per register they take, the
+    one saving most (exhaustively for a few candidates, greedily for more)."""
+    # Priced with stand-ins named like the loop variable: no let of the level has that name.
+    stand = {id(c): c.replacements((Var.make(c.type, k.name),) * c.registers, forms) for c in candidates}
+    base = level.cost()
+
+    def saving(chosen) -> float:
+        merged = {i: e for c in chosen for i, e in stand[id(c)].items()}
+        return base - level.cost(merged) - sum(c.upkeep for c in chosen)
+
+    def feasible(chosen, s) -> bool:
+        taken = sum(c.registers for c in chosen)
+        return taken <= registers and s >= taken
+
+    if len(candidates) <= _EXHAUSTIVE:
+        best: tuple = ()
+        best_key = (0.0, 0)
+        for size in range(1, len(candidates) + 1):
+            for chosen in combinations(candidates, size):
+                s = saving(chosen)
+                key = (s, -sum(c.registers for c in chosen))
+                if feasible(chosen, s) and key > best_key:
+                    best, best_key = chosen, key
+        return list(best)
+    # Many candidates: best alone first, each kept when it adds to the saving of those kept.
+    alone = {id(c): saving((c,)) for c in candidates}
+    chosen: list = []
+    current = 0.0
+    for c in sorted(candidates, key=lambda c: -alone[id(c)]):
+        s = saving(chosen + [c])
+        if s > current and feasible(chosen + [c], s):
+            chosen.append(c)
+            current = s
+    return chosen
 
 
 class _Reduce(IRMutator):
@@ -67,47 +163,197 @@ class _Reduce(IRMutator):
             return new
         return self.reduce_loop(new)
 
+    # -- seeing through lets ---------------------------------------------------------------
+
+    def _expand(self, e: Expr, lets: dict[str, tuple[dict, int]]) -> tuple[dict, int]:
+        """The linear form of ``e`` with the lets in ``lets`` replaced by their expanded forms."""
+        lf = self.forms.of(e)
+        terms: dict[Expr, int] = {}
+        const = lf.const
+        for t, c in lf.terms:
+            sub = lets.get(t.name) if isinstance(t, Var) and t.type == lf.type else None
+            if sub is None:
+                terms[t] = terms.get(t, 0) + c
+                continue
+            for u, d in sub[0].items():
+                terms[u] = terms.get(u, 0) + c * d
+            const += c * sub[1]
+        wrapped = {t: wrap_int(c, lf.type) for t, c in terms.items()}
+        return {t: c for t, c in wrapped.items() if c}, wrap_int(const, lf.type)
+
+    def _linear_lets(self, level: LoopLevel, k: Var, inner: set[str]) -> dict[str, tuple[dict, int]]:
+        """Lets of the level whose values are linear in ``k`` over loop-invariant terms, expanded."""
+        lets: dict[str, tuple[dict, int]] = {}
+        for x in level.entries:
+            if x.let is None or not x.let.type.is_int or x.let.type.lanes != 1:
+                continue
+            terms, const = self._expand(x.expr, lets)
+            if len(terms) <= _MAX_TERMS and all(t.is_equal(k) or _invariant(t, inner) for t in terms):
+                lets[x.let.name] = (terms, const)
+        return lets
+
+    # -- candidates ------------------------------------------------------------------------
+
+    def digit_counters(self, loop: For, level: LoopLevel, inner: set[str]) -> list[_Counters]:
+        """One candidate per ``k + c`` whose digits the level computes (loops counting by 1 over
+        constant bounds)."""
+        k, trips = loop.var, trip_count(loop)
+        if trips is None or trips < 2 or loop.step != 1 or k.type.lanes != 1:
+            return []
+        lets = self._linear_lets(level, k, inner)
+
+        def offset_of(e: Expr) -> int | None:
+            if e.type != k.type:
+                return None
+            terms, const = self._expand(e, lets)
+            if len(terms) != 1:
+                return None
+            (t, c), = terms.items()
+            return const if c == 1 and t.is_equal(k) else None
+
+        found: dict[int, tuple[Expr, Digit]] = {}
+        let_digits: dict[str, Digit] = {}
+
+        def known(e: Expr) -> Digit | None:
+            if isinstance(e, Var):
+                return let_digits.get(e.name)
+            hit = found.get(id(e))
+            return hit[1] if hit is not None else None
+
+        for x in level.entries:
+            for n in post_order(x.expr):
+                if isinstance(n, Expr) and id(n) not in found:
+                    d = digit_of(n, known, offset_of)
+                    if d is not None:
+                        found[id(n)] = (n, d)
+            if x.let is not None and id(x.expr) in found:
+                let_digits[x.let.name] = found[id(x.expr)][1]
+        by_offset: dict[int, list[tuple[Expr, Digit]]] = {}
+        for n, d in found.values():
+            by_offset.setdefault(d.offset, []).append((n, d))
+        first = loop.init.value
+        out = []
+        for offset, uses in sorted(by_offset.items()):
+            chain = plan_chain([d for _, d in uses], loop.unroll)
+            if chain is not None and fits(chain, first, first + trips - 1, k.type):
+                out.append(_Counters(k.type, chain, tuple(uses)))
+        return out
+
+    def inductions(self, loop: For, level: LoopLevel, inner: set[str]) -> list[_Induction]:
+        """One candidate per (slope, invariant rest) of the level's sums linear in ``loop.var``."""
+        k = loop.var
+        lets = self._linear_lets(level, k, inner)
+        # In a loop to be unrolled, what a division reads folds per copy (``(k + 2) % 3`` with k
+        # stepping by 3); an induction variable in its place would hide that from the simplifier.
+        keep = _division_operands(level) if loop.unroll > 1 else set()
+        sums = [e for e in _whole_sums(level.exprs()) if id(e) not in keep]
+        groups: dict[tuple, list[tuple[Expr, int]]] = {}
+        slopes: dict[tuple, tuple[int, dict]] = {}
+        for e in sums:
+            terms, const = self._expand(e, lets)
+            coef = sum(c for t, c in terms.items() if t.is_equal(k))
+            rest = {t: c for t, c in terms.items() if not t.is_equal(k)}
+            if not coef or not all(_invariant(t, inner) for t in rest):
+                continue
+            key = (e.type, self.forms.build(e.type, {k: coef, **rest}, 0))
+            slopes.setdefault(key, (coef, rest))
+            groups.setdefault(key, []).append((e, const))
+        out = []
+        for key, uses in groups.items():
+            coef, rest = slopes[key]
+            distinct = tuple({id(e): (e, c) for e, c in uses}.values())
+            consts = [c for _, c in distinct]
+            common = min(set(consts), key=lambda c: (-consts.count(c), abs(c), c))
+            out.append(_Induction(key[0], coef, tuple(rest.items()), common, distinct))
+        return out
+
+    # -- the rewrite -----------------------------------------------------------------------
+
     def reduce_loop(self, loop: For) -> Stmt:
         k = loop.var
         inner = {k.name} | {v.name for v in (binder(n) for n in distinct_nodes(loop.body)) if v is not None}
-        roots = _level_exprs(loop)
-        # (type, the sum's loop-dependent part a*k + rest) -> (a, rest, uses as (sum, constant))
-        groups: dict[tuple, tuple[int, dict, list[tuple[Expr, int]]]] = {}
-        maximal = maximal_sums(roots)
-        sums = {id(n): n for r in roots for n in distinct_nodes(r) if id(n) in maximal}
-        for e in sums.values():
-            lf = self.forms.of(e)
-            coef = dict(lf.terms).get(k, 0)
-            rest = {t: c for t, c in lf.terms if not t.is_equal(k)}
-            if not coef or any(has_load(t) or any(v.name in inner for v in expr_vars(t)) for t in rest):
-                continue
-            base = self.forms.build(lf.type, {k: coef, **rest}, 0)
-            groups.setdefault((lf.type, base), (coef, rest, []))[2].append((e, lf.const))
+        level = LoopLevel(loop.body)
+        chains = _choose(level, self.digit_counters(loop, level, inner), k, self.forms, MAX_REGISTERS)
+        counters = []  # (chain, ((value var, register buffer), ...))
         replace: dict[int, Expr] = {}
-        ivs = []
-        for (t, _), (coef, rest, uses) in groups.items():
-            distinct = {id(e): (e, c) for e, c in uses}.values()
-            after = 1 + sum(1 for _, c in distinct if c)
-            if sum(int_ops(e) for e, _ in distinct) <= after:
-                continue
+        for c in chains:
+            pairs = tuple((self.names.fresh(f"{k.name}_digit", c.type), self.names.fresh(f"{k.name}_digit_reg", c.type))
+                          for _ in c.chain.digits())
+            counters.append((c.chain, pairs))
+            replace.update(c.replacements(tuple(v for v, _ in pairs), self.forms))
+        body = Replace(replace).mutate(loop.body) if replace else loop.body
+        inner |= {v.name for _, pairs in counters for v, _ in pairs}
+        level = LoopLevel(body) if replace else level
+        left = MAX_REGISTERS - sum(c.registers for c in chains)
+        chosen = _choose(level, self.inductions(loop, level, inner), k, self.forms, left)
+        ivs = []  # (register buffer, value var, start, step)
+        replace = {}
+        for g in chosen:
+            buf = self.names.fresh(f"{k.name}_iv_reg", g.type)
+            iv = self.names.fresh(f"{k.name}_iv", g.type)
+            rest = dict(g.rest)
             if isinstance(loop.init, IntImm):
-                start = self.forms.build(t, rest, coef * loop.init.value)
+                start = self.forms.build(g.type, rest, g.coef * loop.init.value + g.const)
             else:
-                start = self.forms.build(t, {**rest, loop.init: coef}, 0)
-            buf = self.names.fresh(f"{k.name}_iv_reg", t)
-            iv = self.names.fresh(f"{k.name}_iv", t)
-            ivs.append((buf, iv, start, coef * loop.step))
-            for e, c in distinct:
-                replace[id(e)] = iv + IntImm.make(t, c) if c else iv
-        if not ivs:
+                start = self.forms.build(g.type, {**rest, loop.init: rest.get(loop.init, 0) + g.coef}, g.const)
+            ivs.append((buf, iv, start, g.coef * loop.step))
+            replace.update(g.replacements((iv,), self.forms))
+        if not counters and not ivs:
             return loop
-        body = InductionBody(tuple((iv, buf, step) for buf, iv, _, step in ivs), _Uses(replace).mutate(loop.body))
-        out: Stmt = For.make(k, loop.init, loop.bound, body.rebuild(body.core), loop.step, loop.unroll,
-                             origin=loop.origin)
-        out = seq(*(Store.make(buf, 0, init) for buf, _, init, _ in ivs), out)
-        for buf, iv, _, _ in reversed(ivs):
-            out = Alloc.make(buf, max(self.reg_bytes, iv.type.size), MemKind.GRF, out)
+        core = Replace(replace).mutate(body) if replace else body
+        # Lets nothing reads go now (a let is pure), so the pass's own figures show the saving.
+        unread = LoopLevel(core).unread_lets()
+        core = DropLets(unread).mutate(core) if unread else core
+        if counters:
+            core = seq(core, *(chain.update(k, list(pairs)) for chain, pairs in counters))
+            for _, pairs in reversed(counters):
+                for v, buf in reversed(pairs):
+                    core = Let.make(v, Load.make(v.type, buf, 0), core)
+        if ivs:
+            core = InductionBody(tuple((iv, buf, step) for buf, iv, _, step in ivs), core).rebuild(core)
+        out: Stmt = For.make(k, loop.init, loop.bound, core, loop.step, loop.unroll, origin=loop.origin)
+        starts = [(buf, start) for buf, _, start, _ in ivs]
+        x0 = loop.init.value if counters else 0
+        starts += [(buf, IntImm.make(v.type, d.value(x0 + chain.offset)))
+                   for chain, pairs in counters for (v, buf), d in zip(pairs, chain.digits())]
+        out = seq(*(Store.make(buf, 0, value) for buf, value in starts), out)
+        for buf, value in reversed(starts):
+            out = Alloc.make(buf, max(self.reg_bytes, value.type.size), MemKind.GRF, out)
         return out
+
+
+def _is_sum(e: Node) -> bool:
+    return isinstance(e, (Binary, Unary)) and e.type.is_int and e.type.lanes == 1 \
+        and e.op in (Op.ADD, Op.SUB, Op.MUL, Op.NEG)
+
+
+def _whole_sums(roots: list[Expr]) -> list[Expr]:
+    """The integer sums (``+ - *``, negation) under ``roots`` that are computed as a whole somewhere:
+    a root, or an operand of anything but a sum of their type (a sum of their type absorbs them)."""
+    whole: dict[int, Expr] = {id(r): r for r in roots}
+    for r in roots:
+        for n in distinct_nodes(r):
+            absorbs = _is_sum(n)
+            for k in n.children():
+                if isinstance(k, Expr) and not (absorbs and k.type == n.type):
+                    whole[id(k)] = k
+    return [e for e in whole.values() if _is_sum(e)]
+
+
+def _division_operands(level: LoopLevel) -> set[int]:
+    """Ids of the nodes of the level that dividends of ``/`` and ``%`` are computed from, through lets."""
+    roots = [n.a for x in level.entries for n in distinct_nodes(x.expr)
+             if isinstance(n, Binary) and n.op in (Op.DIV, Op.MOD)]
+    reach = {v.name for r in roots for v in expr_vars(r)}
+    for x in reversed(level.entries):  # a let's value reads only lets bound before it
+        if x.let is not None and x.let.name in reach:
+            roots.append(x.expr)
+            reach |= {v.name for v in expr_vars(x.expr)}
+    return {id(n) for r in roots for n in distinct_nodes(r)}
+
+
+def _invariant(t: Expr, inner: set[str]) -> bool:
+    return not has_load(t) and not any(v.name in inner for v in expr_vars(t))
 
 
 @dataclass(frozen=True)
@@ -139,7 +385,8 @@ def split_induction(body: Stmt) -> InductionBody | None:
     ivs = []
     for (iv, buf), store in zip(reads, body.stmts[-len(reads):]):
         v = store.value if isinstance(store, Store) else None
-        if not (store.buf == buf and isinstance(store.offset, IntImm) and store.offset.value == 0
+        if not (isinstance(store, Store) and store.buf == buf and isinstance(store.offset, IntImm)
+                and store.offset.value == 0
                 and isinstance(v, Binary) and v.op is Op.ADD and v.a == iv and isinstance(v.b, IntImm)):
             return None
         ivs.append((iv, buf, v.b.value))
@@ -149,16 +396,9 @@ def split_induction(body: Stmt) -> InductionBody | None:
     return InductionBody(tuple(ivs), core)
 
 
-class _Uses(IRMutator):
-    def __init__(self, replace: dict[int, Expr]):
-        self.replace = replace
-
-    def pre_Expr(self, e: Expr):
-        return self.replace.get(id(e))
-
-
 def reduce_strength(ir: Node, options: Mapping[str, Any] | None = None) -> Node:
-    """``ir`` with loop-linear address sums turned into induction variables; the same object when none."""
+    """``ir`` with loop-linear address sums turned into induction variables and digits of counting
+    loops into counters; the same object when none."""
     options = options or {}
     reg_bytes = int(options.get("reg_bytes") or 4)
     return _Reduce(ir, reg_bytes).mutate(ir)

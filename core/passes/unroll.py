@@ -17,7 +17,10 @@ around them. Loops not marked keep their form.
 A strength-reduced body (``strength_reduce.split_induction``: induction
 variables read at the top, advanced at the end) is unrolled around them: copy
 ``j`` sees each induction variable ``j`` steps on and the unrolled iteration
-advances it once, by ``U`` steps.
+advances it once, by ``U`` steps. Digit counters (``mixed_radix``) are not
+linear, so they stay in the core: every copy reads them, uses them and runs
+their update, whose guard ``(k + j + c) % b0 == b0 - 1`` the simplifier then
+decides per copy.
 """
 from __future__ import annotations
 
