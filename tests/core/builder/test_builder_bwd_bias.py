@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import importlib.util
 import sys
-from math import prod
 from pathlib import Path
 
 import pytest
@@ -30,7 +29,7 @@ from kdd.core.ir.funcs import Send, SendOp
 from kdd.core.ir.stmt import seq
 from kdd.core.problem import ConvShape, parse_post_ops, parse_shape
 from kdd.core.spec import load_spec
-from test_builder_random import configs, shapes
+from test_builder_random import assert_checks_if_built, configs, shapes
 
 
 def build(shape, types="f32", target="xehpg", post_ops="bias", line=""):
@@ -115,15 +114,7 @@ def test_random_bwd_w_configs_with_bias_pass_the_check(data):
     target = data.draw(st.sampled_from(["xehpg", "xehpc", "sm_90"]))
     tags = {t: data.draw(st.sampled_from(("any", "axb", "abx", "aBx16b"))) for t in ("src", "wei", "dst")}
     p = problem(shape, "bwd_w", types, tags, parse_post_ops(bias))
-    config = data.draw(configs(p))
-    try:
-        kernel = build_kernel(p, config, target)
-    except BuildError:
-        assume(False)
-    assume(prod(kernel.grid) * prod(kernel.tg) <= 256)
-    result = check_kernel(kernel)
-    assert result.ok, (str(kernel.config), result)
-    assert result.unwritten == 0
+    assert_checks_if_built(p, data.draw(configs(p)), target)
 
 
 def test_a_kernel_config_file_with_a_bwd_w_bias_checks():
