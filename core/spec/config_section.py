@@ -72,6 +72,8 @@ def _python(entries: list[Located]) -> object:
         return head.value.value
     table: dict = {}
     for located in entries:
+        if len(located.entry.path) == 2:
+            continue  # `slm = {..}` after `slm.bufs = ..`: a redefinition, reported as a duplicate key
         target = table
         *parents, last = located.entry.path[2:]
         for key in parents:

@@ -4,6 +4,7 @@ from pathlib import Path
 from kdd.core.config import KNOBS
 from kdd.core.spec.document import Position, Range, parse_document
 from kdd.core.spec.duplicates import duplicate_diagnostics
+from kdd.core.spec.kernel_spec import load_spec
 from kdd.core.spec.lint import lint_document
 from kdd.core.spec.schema import SCHEMA
 from kdd.core.spec.schema_check import required_diagnostics, schema_diagnostics
@@ -75,6 +76,14 @@ def test_duplicate_keys_point_at_the_second_definition():
     assert "duplicate table [config]" in one("[config]\n[config]\n", duplicate_diagnostics).message
     d = one("[config]\nslm.bufs = 3\nslm = 2\n", duplicate_diagnostics)
     assert d.range == rng(2, 0, 3) and "'config.slm' is already a table (made by 'config.slm.bufs')" in d.message
+
+
+def test_a_knob_redefined_whole_after_dotted_keys_is_only_a_duplicate():
+    text = ('[problem]\nop = "conv"\nshape = "mb2ic16ih8oc16oh8kh3ph1"\n[target]\nhw = "xehpg"\n'
+            '[config]\nslm.bufs = 3\nslm = { bufs = 2 }\n')
+    _, diagnostics = load_spec(text, "k.kernel.toml")
+    codes = [d.code for d in diagnostics]
+    assert codes and set(codes) == {"duplicate-key"}  # no internal error from reading the knob
 
 
 def test_arrays_of_tables_repeat_but_do_not_clash_with_tables():
