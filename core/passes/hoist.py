@@ -25,14 +25,14 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
-from ..ir.expr import Binary, Expr, Op, Unary
+from ..ir.expr import Binary, Expr, Op, Unary, Var
 from ..ir.node import Node
 from ..ir.stmt import For, Let, Stmt
 from ..ir.visitor import IRMutator
 from .forms import Forms
 from .naming import NameSource
 from .opcount import int_ops
-from .tree import binder, child_stmts, distinct_nodes, expr_vars, has_load, own_exprs, trip_count
+from .tree import DropLets, binder, child_stmts, distinct_nodes, expr_vars, has_load, own_exprs, trip_count
 
 
 def _is_linear(e: Node) -> bool:
@@ -82,15 +82,17 @@ class _SplitSums(IRMutator):
         if int_ops(invariant) == 0:
             return new  # a bare variable: nothing to compute ahead
         var = self.lifted.get(invariant)
-        candidate_var = var if var is not None else self.names.fresh(self.prefix, lf.type)
-        out = self.forms.build(lf.type, {**keep, candidate_var: 1}, lf.const)
-        saved = int_ops(new) - int_ops(out)  # per iteration
+        # Price the split with a stand-in variable (a variable costs nothing, whatever its name) so
+        # that a split not made takes no name from the kernel.
+        priced = var if var is not None else Var.make(lf.type, self.prefix)
+        saved = int_ops(new) - int_ops(self.forms.build(lf.type, {**keep, priced: 1}, lf.const))  # per iteration
         if saved <= 0:
             return new
         if var is None and self.trips is not None and int_ops(invariant) >= saved * self.trips:
             return new  # computing it ahead costs more than the few iterations save
-        self.lifted.setdefault(invariant, candidate_var)
-        return out
+        if var is None:
+            var = self.lifted[invariant] = self.names.fresh(self.prefix, lf.type)
+        return self.forms.build(lf.type, {**keep, var: 1}, lf.const)
 
 
 class _Hoist(IRMutator):
@@ -103,14 +105,6 @@ class _Hoist(IRMutator):
         if trip_count(new) == 0:
             return new  # a loop that never runs: hoisting would make its code run
         return hoist_loop(new, self)
-
-
-class _DropLets(IRMutator):
-    def __init__(self, dead: set[int]):
-        self.dead = dead
-
-    def mutate_Let(self, old: Let, new: Let):
-        return new.body if id(old) in self.dead else new
 
 
 def _invariant_lets(loop: For) -> tuple[list[Let], set[str]]:
@@ -134,7 +128,8 @@ def _invariant_lets(loop: For) -> tuple[list[Let], set[str]]:
 def hoist_loop(loop: For, ctx: _Hoist) -> Stmt:
     """``loop`` with its invariant lets and sums computed in front of it."""
     hoisted, inner = _invariant_lets(loop)
-    body = _DropLets({id(s) for s in hoisted}).mutate(loop.body) if hoisted else loop.body
+    moved = {id(s) for s in hoisted}
+    body = DropLets(lambda let: id(let) in moved).mutate(loop.body) if hoisted else loop.body
     roots = [e for n in distinct_nodes(body) if isinstance(n, Stmt) for e in own_exprs(n)]
     split = _SplitSums(maximal_sums(roots), inner, ctx.forms, ctx.names, f"{loop.var.name}_inv",
                        trip_count(loop))

@@ -17,9 +17,8 @@ from typing import Mapping
 
 from ..ir.expr import Expr, Var
 from ..ir.stmt import For, Let, Stmt
-from ..ir.visitor import IRMutator
 from .opcount import int_ops
-from .tree import child_stmts, distinct_nodes, expr_vars, own_exprs
+from .tree import ReplaceNodes, child_stmts, distinct_nodes, expr_vars, own_exprs
 
 
 @dataclass(frozen=True)
@@ -28,26 +27,6 @@ class LevelExpr:
 
     expr: Expr
     let: Var | None = None
-
-
-class Replace(IRMutator):
-    """Replaces expression objects (by identity) with the given expressions."""
-
-    def __init__(self, replace: Mapping[int, Expr]):
-        self.replace = replace
-
-    def pre_Expr(self, e: Expr):
-        return self.replace.get(id(e))
-
-
-class DropLets(IRMutator):
-    """Removes the lets binding the given names (their bodies stay)."""
-
-    def __init__(self, names: set[str]):
-        self.names = names
-
-    def mutate_Let(self, old: Let, new: Let):
-        return new.body if old.var.name in self.names else new
 
 
 class LoopLevel:
@@ -112,7 +91,7 @@ class LoopLevel:
 
     def _delta(self, replace: Mapping[int, Expr]) -> int:
         affected = sorted({i for key in replace for i in self._holders.get(key, ()) if self._live[i]})
-        mutator = Replace(replace)
+        mutator = ReplaceNodes(replace)
         new_ops: dict[int, int] = {}
         new_reads: dict[int, frozenset[str]] = {}
         for i in affected:

@@ -56,11 +56,11 @@ from ..ir.stmt import Alloc, For, Let, MemKind, Seq, Stmt, Store, seq
 from ..ir.types import Type
 from ..ir.visitor import IRMutator, post_order
 from .forms import Forms
-from .loop_level import DropLets, LoopLevel, Replace
+from .loop_level import LoopLevel
 from .mixed_radix import Chain, Digit, digit_of, fits, plan_chain
 from .naming import NameSource
 from .register_loops import stays_loop
-from .tree import binder, distinct_nodes, expr_vars, has_load, trip_count
+from .tree import DropLets, ReplaceNodes, binder, distinct_nodes, expr_vars, has_load, trip_count
 
 # Up to this many candidates every subset is priced; beyond, they are added greedily.
 _EXHAUSTIVE = 6
@@ -281,7 +281,7 @@ class _Reduce(IRMutator):
                           for _ in c.chain.digits())
             counters.append((c.chain, pairs))
             replace.update(c.replacements(tuple(v for v, _ in pairs), self.forms))
-        body = Replace(replace).mutate(loop.body) if replace else loop.body
+        body = ReplaceNodes(replace).mutate(loop.body) if replace else loop.body
         inner |= {v.name for _, pairs in counters for v, _ in pairs}
         level = LoopLevel(body) if replace else level
         left = MAX_REGISTERS - sum(c.registers for c in chains)
@@ -300,10 +300,10 @@ class _Reduce(IRMutator):
             replace.update(g.replacements((iv,), self.forms))
         if not counters and not ivs:
             return loop
-        core = Replace(replace).mutate(body) if replace else body
+        core = ReplaceNodes(replace).mutate(body) if replace else body
         # Lets nothing reads go now (a let is pure), so the pass's own figures show the saving.
         unread = LoopLevel(core).unread_lets()
-        core = DropLets(unread).mutate(core) if unread else core
+        core = DropLets(lambda let: let.var.name in unread).mutate(core) if unread else core
         if counters:
             core = seq(core, *(chain.update(k, list(pairs)) for chain, pairs in counters))
             for _, pairs in reversed(counters):

@@ -7,7 +7,7 @@ object occur once with :func:`unshare_statements`; expressions stay shared.
 """
 from __future__ import annotations
 
-from typing import Iterator
+from typing import Callable, Iterator, Mapping
 
 from ..ir.expr import Expr, IntImm, Load, Var
 from ..ir.node import Node
@@ -123,17 +123,29 @@ def unshare_statements(root: Stmt) -> Stmt:
     return out[0]
 
 
-class _Replace(IRMutator):
-    def __init__(self, old: Node, new: Node):
-        self.old, self.new = old, new
+class ReplaceNodes(IRMutator):
+    """Replaces node objects (by identity, wherever they occur) with the nodes ``replace`` maps their ids to."""
+
+    def __init__(self, replace: Mapping[int, Node]):
+        self.replace = replace
 
     def pre_Node(self, node):
-        return self.new if node is self.old else None
+        return self.replace.get(id(node))
 
 
 def replace_node(root: Node, old: Node, new: Node) -> Node:
     """``root`` with the object ``old`` (identity, wherever it occurs) replaced by ``new``."""
-    return _Replace(old, new).mutate(root)
+    return ReplaceNodes({id(old): new}).mutate(root)
+
+
+class DropLets(IRMutator):
+    """Removes the lets ``drop`` selects; their bodies stay."""
+
+    def __init__(self, drop: Callable[[Let], bool]):
+        self.drop = drop
+
+    def mutate_Let(self, old: Let, new: Let):
+        return new.body if self.drop(old) else new
 
 
 def _stmt_occurrences(root: Stmt) -> Iterator[Stmt]:
