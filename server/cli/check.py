@@ -49,12 +49,12 @@ def _knob_range(message: str, sources: dict):
     return None
 
 
-def _invalid(args, message: str) -> int:
+def _invalid(args, message: str, code: int = INVALID) -> int:
     if args.json:
         print(json.dumps({"ok": False, "error": message}))
     else:
         print(message, file=sys.stderr)
-    return INVALID
+    return code
 
 
 def _report(args, result: CheckResult, error: str | None = None) -> int:
@@ -104,8 +104,7 @@ def run(args) -> int:
         try:
             found = passes_emit.bisect_kernel(kernel, problem, seed=spec.check_seed, tol=spec.check_tol)
         except PassError as exc:
-            _invalid(args, f"kdd check: internal error (please report it): {exc}")
-            return INTERNAL
+            return _invalid(args, f"kdd check: internal error (please report it): {exc}", INTERNAL)
         if args.json:
             print(json.dumps(found.to_dict()))
         else:

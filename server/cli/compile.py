@@ -99,7 +99,7 @@ def run(args) -> int:
     printed = print_ir(kernel.body)
     try:
         if not args.json:
-            passes = passes_emit.pass_emits_text(kernel, pass_items) if pass_items else ""
+            passes = passes_emit.pass_emits_text(kernel, pass_items)
             print((printed.text if "ir" in emits else "") + passes, end="")
             return 0
         passes = passes_emit.pass_emits_json(kernel, pass_items)

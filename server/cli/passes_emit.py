@@ -50,7 +50,10 @@ def check_pass_emits(emit: str) -> str | None:
 
 
 def pass_emits_text(kernel, items: list[str]) -> str:
-    """The text output of the pass-trace ``items`` for a built kernel, in the order given."""
+    """The text output of the pass-trace ``items`` for a built kernel, in the order given
+    (the pipeline runs only when some item asks for it)."""
+    if not items:
+        return ""
     trace = run_pipeline(kernel)
     parts = []
     for item in items:
@@ -65,7 +68,10 @@ def pass_emits_text(kernel, items: list[str]) -> str:
 
 
 def pass_emits_json(kernel, items: list[str]) -> dict:
-    """The JSON fields of the pass-trace ``items``: ``trace``, ``ir_after`` and ``diff`` (by pass name)."""
+    """The JSON fields of the pass-trace ``items``: ``trace``, ``ir_after`` and ``diff`` (by pass name);
+    none, and no pipeline run, when no item asks for them."""
+    if not items:
+        return {}
     trace = run_pipeline(kernel)
     out: dict = {}
     for item in items:
