@@ -127,9 +127,10 @@ class _Builder:
         fma = make_fma(cfg.fma, self.target, cfg.simd, self.ops.a, self.ops.b, self.ops.acc, m_thr)
         sub_a, sub_b = (cfg.subtiles.a, cfg.subtiles.b) if cfg.subtiles else (1, 1)
         if sub_a > 1 and sub_b > 1:
-            raise BuildError("subtiles: split A or B, not both")
+            raise BuildError("subtiles: split A or B, not both", knob="subtiles")
         if (sub_a > 1 or sub_b > 1) and bt > 1:
-            raise BuildError("subtiles need a thread tile without batch dims (iter over g or b0 is 1)")
+            raise BuildError("subtiles need a thread tile without batch dims (iter over g or b0 is 1)",
+                             knob="subtiles")
         um, un, uk = fma.unit
         mp, np_, kp = _up(m_thr, um * sub_a), _up(n_thr, un * sub_b), _up(k_thr, uk)
         ms, ns = mp // sub_a, np_ // sub_b
@@ -263,7 +264,8 @@ class _Builder:
         if p.prop != "bwd_w" or not biases:
             return None
         if len(biases) > 1:
-            raise BuildError(f"post_ops lists {len(biases)} biases; a bwd_w kernel computes one bias gradient")
+            raise BuildError(f"post_ops lists {len(biases)} biases; a bwd_w kernel computes one bias gradient",
+                             knob="post_ops")
         m_starts = [self.nest.thread_start[d.name] for d in self.tiling.role("m")]
         return BiasGradient(biases[0], self._access(b, self.nest.thread_start), b_reg, n_tile, m_starts,
                             self.ops.acc, self.names, self.config.simd, self.rules, self.tiling.split_k)

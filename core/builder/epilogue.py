@@ -74,11 +74,11 @@ class Epilogue:
         c = ctx.c
         if ctx.split_k and post_ops:
             raise BuildError("post-ops need the whole reduction in one thread group; the config splits "
-                             "K across the grid (raise loop so that iter x loop covers K)")
+                             "K across the grid (raise loop so that iter x loop covers K)", knob="loop")
         if ctx.split_k and c.dtype != ctx.dst_type:
             raise BuildError(f"the config splits K across the grid, so partial sums are added into the "
                              f"{ctx.dst_type} destination, which needs the accumulator type {c.dtype} "
-                             f"(raise loop so that iter x loop covers K)")
+                             f"(raise loop so that iter x loop covers K)", knob="loop")
         steps: list[Stmt] = []
         work = c
         if post_ops and c.dtype != f32:
@@ -138,7 +138,7 @@ class Epilogue:
             alg = _BINARY[op.alg]
             fn = lambda x, y: alg(x, y.cast(f32))  # noqa: E731
         else:
-            raise BuildError(f"post-op {op!r} is not supported")
+            raise BuildError(f"post-op {op!r} is not supported", knob="post_ops")
         return seq(load, self._elementwise(work, [work, rhs], fn, origin))
 
 

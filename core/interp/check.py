@@ -73,7 +73,7 @@ class CheckResult:
         """The JSON form printed by ``kdd check --json``."""
         return {"ok": self.ok, "rel_err": _json_float(self.rel_err), "tol": _json_float(self.tol),
                 "first_bad_index": None if self.first_bad_index is None else list(self.first_bad_index),
-                "shape": self.shape, "ms": round(self.ms, 3)}
+                "shape": self.shape, "ms": round(self.ms, 3), "tensor": self.tensor, "unwritten": self.unwritten}
 
 
 def _json_float(x: float) -> float | None:

@@ -18,10 +18,12 @@ SUBCOMMANDS = (
     "hover",
     "compile",
     "check",
+    "lsp",
+    "serve",
 )
 
 
-def _version() -> str:
+def kdd_version() -> str:
     try:
         return version("kdd")
     except PackageNotFoundError:  # running from a source tree without install
@@ -31,7 +33,7 @@ def _version() -> str:
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="kdd", description="kernel development daemon: compile, inspect and check GPU kernel configs")
-    parser.add_argument("--version", action="version", version=f"kdd {_version()}")
+    parser.add_argument("--version", action="version", version=f"kdd {kdd_version()}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name in SUBCOMMANDS:
         importlib.import_module(f"{__name__}.{name}").register(sub)

@@ -144,7 +144,7 @@ def test_tolerance_override():
 
 def test_json_form_has_exactly_the_protocol_keys():
     d = check_kernel(_gemm_kernel()).to_dict()
-    assert set(d) == {"ok", "rel_err", "tol", "first_bad_index", "shape", "ms"}
+    assert set(d) == {"ok", "rel_err", "tol", "first_bad_index", "shape", "ms", "tensor", "unwritten"}
 
 
 # -- kernels from the builder ------------------------------------------------------------------------

@@ -1,0 +1,85 @@
+"""A real LSP client (pygls's) driving ``kdd lsp`` as a subprocess, with helpers to await notifications."""
+from __future__ import annotations
+
+import asyncio
+import sys
+from pathlib import Path
+
+from lsprotocol import types as lsp
+from pygls.lsp.client import LanguageClient
+from pygls.protocol import JsonRPCResponseMessage, default_converter
+
+KDD = str(Path(sys.executable).parent / "kdd")
+
+
+def _converter():
+    """pygls's converter, with kdd's custom results left as plain dicts."""
+    converter = default_converter()
+    converter.register_structure_hook(JsonRPCResponseMessage, lambda obj, cls: cls(**obj))
+    return converter
+
+
+class KddClient(LanguageClient):
+    """Collects diagnostics and kdd's notifications; ``wait_for`` awaits one that satisfies a predicate."""
+
+    def __init__(self, settings: dict | None = None):
+        super().__init__("kdd-tests", "1", converter_factory=_converter)
+        self.messages: list[tuple[str, object]] = []
+        self._changed = asyncio.Condition()
+        self.settings = settings or {}
+
+        for method in ("textDocument/publishDiagnostics", "kdd/compiled", "kdd/checked", "$/progress"):
+            self.feature(method)(self._recorder(method))
+
+        @self.feature(lsp.WORKSPACE_CONFIGURATION)
+        def configuration(params):
+            return [self.settings for _ in params.items]
+
+        @self.feature(lsp.WINDOW_WORK_DONE_PROGRESS_CREATE)
+        def progress_create(params):
+            return None
+
+    def _recorder(self, method):
+        async def record(params):
+            async with self._changed:
+                self.messages.append((method, params))
+                self._changed.notify_all()
+        return record
+
+    async def wait_for(self, method: str, predicate=lambda p: True, timeout: float = 60.0, after: int = 0):
+        """The first message ``method`` (from index ``after`` on) that satisfies ``predicate``."""
+        async def find():
+            async with self._changed:
+                while True:
+                    for m, p in self.messages[after:]:
+                        if m == method and predicate(p):
+                            return p
+                    await self._changed.wait()
+        return await asyncio.wait_for(find(), timeout)
+
+    async def request(self, method: str, params: dict, timeout: float = 60.0):
+        return await asyncio.wait_for(self.protocol.send_request_async(method, params), timeout)
+
+
+def field(obj, name):
+    """A field of a notification's params, whether pygls made it a dict or an object."""
+    return obj[name] if isinstance(obj, dict) else getattr(obj, name)
+
+
+async def start(root: Path, *args: str, settings: dict | None = None) -> KddClient:
+    client = KddClient(settings)
+    await client.start_io(KDD, "lsp", *args)
+    caps = lsp.ClientCapabilities(
+        workspace=lsp.WorkspaceClientCapabilities(configuration=True),
+        window=lsp.WindowClientCapabilities(work_done_progress=True))
+    await client.initialize_async(lsp.InitializeParams(
+        capabilities=caps, root_uri=root.as_uri(),
+        workspace_folders=[lsp.WorkspaceFolder(root.as_uri(), "root")]))
+    client.initialized(lsp.InitializedParams())
+    return client
+
+
+async def stop(client: KddClient) -> None:
+    await asyncio.wait_for(client.shutdown_async(None), 30)
+    client.exit(None)
+    await client.stop()
