@@ -116,7 +116,7 @@ class Daemon:
 
         async def reply(frame):
             if frame.error is not None:
-                out = _error(None, PARSE_ERROR, frame.error)
+                out = _error(None, INVALID_REQUEST if frame.oversized else PARSE_ERROR, frame.error)
             else:
                 out = await self.answer(frame.value)
             if out is not None:
@@ -129,10 +129,8 @@ class Daemon:
             try:
                 frames = decoder.feed(data)
             except FrameError as exc:
-                write(encode(_error(None, PARSE_ERROR if exc.fatal else INVALID_REQUEST, str(exc)), exc.fmt))
-                if exc.fatal:
-                    break
-                continue
+                write(encode(_error(None, PARSE_ERROR, f"{exc}; closing the connection")))
+                break
             for frame in frames:
                 task = asyncio.ensure_future(reply(frame))
                 tasks.add(task)

@@ -21,12 +21,7 @@ DEFAULT_MAX_BODY = 64 * 2**20
 
 
 class FrameError(Exception):
-    """A frame that cannot be read. ``fatal`` when the byte stream cannot be resynchronized."""
-
-    def __init__(self, message: str, fatal: bool = False, fmt: str = JSON):
-        super().__init__(message)
-        self.fatal = fatal
-        self.fmt = fmt
+    """A header that cannot be read: the byte stream cannot be resynchronized."""
 
 
 def encode(message, fmt: str = JSON) -> bytes:
@@ -37,11 +32,13 @@ def encode(message, fmt: str = JSON) -> bytes:
 
 @dataclass
 class Frame:
-    """A decoded message (``value``) or why its body could not be decoded (``error``)."""
+    """A decoded message (``value``) or why it could not be read (``error``: ``oversized`` when its body
+    was over the limit and skipped, else the body did not decode)."""
 
     fmt: str
     value: object = None
     error: str | None = None
+    oversized: bool = False
 
 
 class FrameDecoder:
@@ -53,8 +50,8 @@ class FrameDecoder:
         self._skip = 0  # bytes of an oversized body still to discard
 
     def feed(self, data: bytes) -> list[Frame]:
-        """The frames completed by ``data``. Raises :class:`FrameError` for a malformed header (fatal:
-        the stream is lost) or an oversized body (not fatal: the body is skipped)."""
+        """The frames completed by ``data``; an oversized body is skipped and reported as a frame.
+        Raises :class:`FrameError` for a malformed header: the stream is lost."""
         self._buf += data
         frames = []
         while True:
@@ -67,13 +64,15 @@ class FrameDecoder:
             end = self._buf.find(b"\r\n\r\n")
             if end < 0:
                 if len(self._buf) > MAX_HEADER:
-                    raise FrameError("header too long or missing its blank line", fatal=True)
+                    raise FrameError("header too long or missing its blank line")
                 return frames
             length, fmt = self._header(bytes(self._buf[:end]))
             if length > self.max_body:
                 del self._buf[:end + 4]
                 self._skip = length
-                raise FrameError(f"message of {length} bytes is over the limit of {self.max_body} bytes", fmt=fmt)
+                frames.append(Frame(fmt, error=f"message of {length} bytes is over the limit of {self.max_body} "
+                                               "bytes", oversized=True))
+                continue
             if len(self._buf) < end + 4 + length:
                 return frames
             body = bytes(self._buf[end + 4:end + 4 + length])
@@ -86,19 +85,19 @@ class FrameDecoder:
         for line in raw.split(b"\r\n"):
             name, sep, value = line.partition(b":")
             if not sep:
-                raise FrameError(f"malformed header line {line[:80]!r}", fatal=True)
+                raise FrameError(f"malformed header line {line[:80]!r}")
             name = name.strip().lower()
             if name == b"content-length":
                 try:
                     length = int(value.strip())
                 except ValueError:
-                    raise FrameError(f"Content-Length is not a number: {value.strip()[:40]!r}", fatal=True) from None
+                    raise FrameError(f"Content-Length is not a number: {value.strip()[:40]!r}") from None
                 if length < 0:
-                    raise FrameError("Content-Length is negative", fatal=True)
+                    raise FrameError("Content-Length is negative")
             elif name == b"content-type" and b"msgpack" in value.lower():
                 fmt = MSGPACK
         if length is None:
-            raise FrameError("frame without Content-Length", fatal=True)
+            raise FrameError("frame without Content-Length")
         return length, fmt
 
 
