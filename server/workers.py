@@ -14,7 +14,6 @@ from __future__ import annotations
 import asyncio
 import multiprocessing
 import os
-import threading
 import time
 import traceback
 import zlib
@@ -42,6 +41,9 @@ def _serve(conn, cache_dir: str | None) -> None:
     from kdd.core.engine import DiskCache, Engine
     from kdd.server.rpc.methods import RpcError, call
 
+    # stdout may be a protocol stream (kdd lsp, kdd serve --stdio): a worker must neither write to it
+    # nor keep it open after the server exits, or the client never sees the end of the stream.
+    os.dup2(2, 1)
     engine = Engine(disk=DiskCache(cache_dir) if cache_dir is not None else None)
     engine.on_stage = lambda stage: conn.send(("stage", stage))
     while True:
@@ -63,6 +65,7 @@ class Worker:
 
     def __init__(self, ctx, cache_dir: str | None):
         self._ctx, self._cache_dir = ctx, cache_dir
+        self.closed = False
         self.lock = asyncio.Lock()
         self.stats: dict = {}
         self._start()
@@ -77,7 +80,8 @@ class Worker:
         self.process.kill()
         self.process.join(5)
         self.conn.close()
-        self._start()
+        if not self.closed:
+            self._start()
 
     def call(self, method: str, params, timeout: float | None):
         """The reply of one request; raises :class:`WorkerFailed` (after replacing the process) when
@@ -111,6 +115,7 @@ class Worker:
         raise RpcError(INTERNAL_ERROR, f"internal error in kdd (please report it):\n{message[1]}")
 
     def close(self) -> None:
+        self.closed = True
         self.process.kill()
         self.conn.close()
 
@@ -124,7 +129,6 @@ class WorkerPool:
             ctx.set_forkserver_preload(["kdd.core.engine", "kdd.server.rpc.methods"])
         self.time_limit = time_limit
         self.workers = [Worker(ctx, None if cache_dir is None else str(cache_dir)) for _ in range(max(1, size))]
-        self._restart_lock = threading.Lock()
 
     def worker_for(self, affinity: str) -> Worker:
         return self.workers[zlib.crc32(affinity.encode()) % len(self.workers)]

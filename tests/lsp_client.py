@@ -7,15 +7,21 @@ from pathlib import Path
 
 from lsprotocol import types as lsp
 from pygls.lsp.client import LanguageClient
-from pygls.protocol import JsonRPCResponseMessage, default_converter
+from pygls.protocol import JsonRPCNotification, JsonRPCResponseMessage, _dict_to_object, default_converter
 
 KDD = str(Path(sys.executable).parent / "kdd")
 
 
 def _converter():
-    """pygls's converter, with kdd's custom results left as plain dicts."""
+    """pygls's converter, with kdd's custom results and notifications left as plain dicts."""
     converter = default_converter()
     converter.register_structure_hook(JsonRPCResponseMessage, lambda obj, cls: cls(**obj))
+
+    def notification(obj, cls):
+        if "params" in obj and not str(obj.get("method", "")).startswith("kdd/"):
+            obj["params"] = _dict_to_object(obj["params"])
+        return cls(**obj)
+    converter.register_structure_hook(JsonRPCNotification, notification)
     return converter
 
 
@@ -69,6 +75,8 @@ def field(obj, name):
 async def start(root: Path, *args: str, settings: dict | None = None) -> KddClient:
     client = KddClient(settings)
     await client.start_io(KDD, "lsp", *args)
+    client.stderr = bytearray()
+    client._async_tasks.append(asyncio.ensure_future(_drain(client._server.stderr, client.stderr)))
     caps = lsp.ClientCapabilities(
         workspace=lsp.WorkspaceClientCapabilities(configuration=True),
         window=lsp.WindowClientCapabilities(work_done_progress=True))
@@ -77,6 +85,12 @@ async def start(root: Path, *args: str, settings: dict | None = None) -> KddClie
         workspace_folders=[lsp.WorkspaceFolder(root.as_uri(), "root")]))
     client.initialized(lsp.InitializedParams())
     return client
+
+
+async def _drain(stream, into: bytearray) -> None:
+    """Read the server's stderr as an editor does (an unread pipe fills up and blocks the server)."""
+    while chunk := await stream.read(1 << 16):
+        into += chunk
 
 
 async def stop(client: KddClient) -> None:

@@ -21,9 +21,19 @@ def cache_dir(args) -> str | None:
     return None if args.no_cache else str(args.cache_dir or default_cache_dir())
 
 
+def quiet_protocol_logs() -> None:
+    """Warnings on stderr, but not pygls's traceback for every request answered with an error: the
+    client gets the error itself, and a client that does not read stderr would block the server."""
+    import logging
+
+    logging.basicConfig(level=logging.WARNING)
+    logging.getLogger("pygls.protocol.json_rpc").setLevel(logging.CRITICAL)
+
+
 def run(args) -> int:
     from kdd.server.lsp.server import create_server
 
+    quiet_protocol_logs()
     server = create_server(args.workers, cache_dir(args), args.time_limit)
     try:
         server.start_io()

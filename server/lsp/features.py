@@ -80,11 +80,12 @@ def code_lenses(doc: Document, uri: str) -> list[lsp.CodeLens]:
     anchor = doc.table("config") or (doc.tables[1] if len(doc.tables) > 1 else None)
     if anchor is not None and anchor.header_range is not None:
         rng = spec_range(anchor.header_range)
-        lenses.append(lsp.CodeLens(rng, lsp.Command("IR after pass...", "kdd.showIR", [uri])))
-        lenses.append(lsp.CodeLens(rng, lsp.Command("Assembly", "kdd.showAssembly", [uri])))
+        for title, command in (("IR after pass...", "kdd.showIR"), ("Assembly", "kdd.showAssembly")):
+            lenses.append(lsp.CodeLens(rng, lsp.Command(title=title, command=command, arguments=[uri])))
     check = doc.table("check") or doc.table("problem")
     if check is not None and check.header_range is not None:
-        lenses.append(lsp.CodeLens(spec_range(check.header_range), lsp.Command("Run check", "kdd.runCheck", [uri])))
+        run = lsp.Command(title="Run check", command="kdd.runCheck", arguments=[uri])
+        lenses.append(lsp.CodeLens(spec_range(check.header_range), run))
     return lenses
 
 

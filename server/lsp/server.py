@@ -111,7 +111,8 @@ class KddLanguageServer(LanguageServer):
 
     def state(self, params) -> DocumentState:
         """The open document a custom request names (``{"textDocument": {"uri"}}``)."""
-        uri = (params or {}).get("textDocument", {}).get("uri") if isinstance(params, dict) else None
+        doc = params.get("textDocument") if isinstance(params, dict) else None
+        uri = doc.get("uri") if isinstance(doc, dict) else None
         if not isinstance(uri, str):
             raise JsonRpcInvalidParams("expected {\"textDocument\": {\"uri\": ...}}")
         if uri not in self.docs:
