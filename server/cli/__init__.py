@@ -42,10 +42,15 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
-    args = parser.parse_args(argv)
+    args, extra = parser.parse_known_args(argv)
     if not getattr(args, "run", None):
+        if extra:
+            parser.error(f"unrecognized arguments: {' '.join(extra)}")
         parser.print_help()
         return 2
+    if extra:  # the subcommand's usage, not the top level's, says what it takes
+        parser._subparsers._group_actions[0].choices[args.command].error(
+            f"unrecognized arguments: {' '.join(extra)}")
     try:
         return int(args.run(args) or 0)
     except BrokenPipeError:  # `kdd ... | head` must not print a traceback
