@@ -75,6 +75,8 @@ def load_spec(text: str, path: str | None = None, read_text: ReadText = read_fil
     """
     doc = parse_document(text)
     diagnostics = lint_document(doc, path)
+    if any(fault.message is not None for fault in doc.faults):
+        return None, diagnostics  # the reader refused the text (too large): nothing in it was read
     chain, inherited = load_chain(doc, path, read_text, lint=lint_document)
     diagnostics += inherited + required_diagnostics(chain.paths(), doc)
     report = Reporter(doc, path)

@@ -8,6 +8,7 @@ so an inconsistency is reported on the key that introduced it.
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, replace
 from typing import Callable, TypeVar
 
@@ -18,6 +19,7 @@ from .extends import Chain, Located
 from .reporter import Reporter
 
 CODE = "problem"
+BAD_VALUE = "bad-value"
 T = TypeVar("T")
 
 
@@ -90,13 +92,50 @@ def build_problem(chain: Chain, report: Reporter) -> ProblemPart | None:
         if problem is None:
             return None
     check = _check_problem(chain, report, problem)
-    if check is None:
+    if check is None or not _addressable(report, shape_at, problem):
         return None
-    seed_at, tol_at = chain.get(("check", "seed")), chain.get(("check", "tol"))
-    seed = seed_at.entry.value.value if seed_at is not None and seed_at.entry.value.kind == "integer" else 0
-    tol = tol_at.entry.value.value if tol_at is not None and tol_at.entry.value.kind in ("integer", "float") \
-        else None
-    return ProblemPart(problem, FrozenMap(layouts), check, seed, None if tol is None else float(tol))
+    check_at = chain.get(("check", "shape"))
+    if check is not problem and not _addressable(report, check_at, check):
+        return None
+    seed, tol = _check_number(chain, report, "seed"), _check_number(chain, report, "tol")
+    if seed is _BAD or tol is _BAD:
+        return None
+    return ProblemPart(problem, FrozenMap(layouts), check, 0 if seed is None else seed,
+                       None if tol is None else float(tol))
+
+
+_BAD = object()
+MAX_SEED = 2 ** 63 - 1
+
+
+def _check_number(chain: Chain, report: Reporter, key: str):
+    """``[check] seed`` or ``tol``: None when absent or mistyped (the schema said so), _BAD when out of range.
+
+    A seed is a non-negative integer below 2**63 (numpy's generators take no
+    other); a tolerance is a finite number >= 0 (NaN would accept everything).
+    """
+    located = chain.get(("check", key))
+    if located is None or located.entry.value.kind not in ("integer", "float"):
+        return None
+    value = located.entry.value.value
+    if key == "seed":
+        ok = located.entry.value.kind == "integer" and 0 <= value <= MAX_SEED
+        expected = f"an integer from 0 to {MAX_SEED}"
+    else:
+        ok = math.isfinite(value) and value >= 0
+        expected = "a finite number >= 0"
+    if ok:
+        return value
+    report.on_value(located, f"`{key}` must be {expected}, got {located.entry.value.value}", BAD_VALUE)
+    return _BAD
+
+
+def _addressable(report: Reporter, shape_at: Located, problem: Problem) -> bool:
+    """Whether 32-bit index arithmetic reaches every tensor of ``problem`` (else reported on the shape)."""
+    message = problem.index_width_error()
+    if message is not None:
+        report.on_value(shape_at, message, CODE)
+    return message is None
 
 
 def _post_ops(chain: Chain, report: Reporter) -> tuple | None:
