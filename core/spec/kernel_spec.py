@@ -96,7 +96,8 @@ def _read(chain: Chain, report: Reporter, path: str | None) -> KernelSpec | None
     problem_part = build_problem(chain, report)
     hw = chain.get(("target", "hw"))
     target = TARGETS.get(hw.entry.value.value) if hw is not None and hw.entry.value.kind == "string" else None
-    config_part = build_config(chain, report, problem_part.problem if problem_part else None, target)
+    config_part = build_config(chain, report, problem_part.problem if problem_part else None, target,
+                               problem_part.check if problem_part else None)
     if problem_part is None or config_part is None:
         return None
     return KernelSpec(path, problem_part.problem, problem_part.layouts, target, config_part.resolved,
