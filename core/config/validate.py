@@ -5,7 +5,10 @@ Errors: an instruction, type combination, SIMD width or register count the
 target does not have; tiles naming dims the problem lacks or blocking dims
 of the wrong role; an ``iter`` tile that is not a multiple of the
 instruction's shape; a thread group larger than the target allows; dpasw
-with an odd X; subtiles that do not split evenly; register or SLM overflow.
+with an odd X; subtiles that do not split evenly; register or SLM overflow;
+a matrix instruction form the builder does not generate (:mod:`.buildable`);
+a loop with whole iterations of padding; a reduction split across the grid
+with post-ops or into a destination narrower than the accumulator.
 Warnings: padding (blocks that exceed or do not divide a dim), reduced
 precision. Info: a reduction split across thread groups.
 """
