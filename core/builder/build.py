@@ -29,7 +29,7 @@ from kdd.core.layout.layout import Layout
 from kdd.core.layout.view import View
 from kdd.core.layout.view_conv import conv_views
 from kdd.core.layout.view_gemm import gemm_views
-from kdd.core.problem.post_ops import Bias, Sum
+from kdd.core.problem.post_ops import Bias, Sum, post_op_arg_name
 from kdd.core.targets import Target, get_target
 
 from . import arith
@@ -276,7 +276,7 @@ class _Builder:
         if isinstance(op, Sum):
             return c_view, None
         policy = "per_oc" if isinstance(op, Bias) else op.policy
-        name = "bias" if isinstance(op, Bias) else f"binary{k}"
+        name = post_op_arg_name(p.post_ops, k)
         if policy == "per_tensor":
             c_layout = self.layouts[c_view.tensor]
             view = View(name, name, c_view.dims, c_view.tensor_dims, c_view.mapping, c_view.masks,

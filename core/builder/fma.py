@@ -20,6 +20,7 @@ from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from functools import partial
 
+from kdd.core.config.buildable import unbuilt_reason
 from kdd.core.ir.funcs import Dp4a, Dpas, Mad, Mma
 from kdd.core.ir.stmt import FuncCall, Stmt
 from kdd.core.ir.types import Type
@@ -255,11 +256,11 @@ def make_fma(fma: str, target, simd: int, a: Type, b: Type, acc: Type, m: int) -
     if fma in ("dpas", "dpasw"):
         if target.isa != "xe":
             raise _fma_error(f"fma={fma} is an Xe instruction; {target.name} has {', '.join(target.fma_kinds)}")
-        if a != b or a.size not in (1, 2) or a.is_float != b.is_float:
-            raise _fma_error(f"fma={fma} multiplies f16, bf16 or 8-bit integers, not {a} x {b}")
         shapes = target.shapes(fma="dpas", a=a, b=b)
         if not shapes:
             raise _fma_error(f"{target.name} has no dpas for {a} x {b}")
+        if unbuilt_reason(shapes[0]):
+            raise _fma_error(unbuilt_reason(shapes[0]))
         if simd != shapes[0].simd:
             raise _fma_error(f"fma={fma} on {target.name} needs simd={shapes[0].simd}, config has simd={simd}")
         rcount = 8 if m >= 8 else 1 << (max(m, 1) - 1).bit_length()
@@ -267,7 +268,10 @@ def make_fma(fma: str, target, simd: int, a: Type, b: Type, acc: Type, m: int) -
     if fma == "mma":
         if target.isa != "ptx":
             raise _fma_error(f"fma=mma is an sm_90 instruction; {target.name} has {', '.join(target.fma_kinds)}")
-        if a != b or a.size not in (1, 2):
-            raise _fma_error(f"fma=mma is built for f16, bf16 and 8-bit integers, not {a} x {b}; use fma=fma")
+        shapes = target.shapes(fma="mma", a=a, b=b)
+        if not shapes:
+            raise _fma_error(f"{target.name} has no mma for {a} x {b}")
+        if unbuilt_reason(shapes[0]):
+            raise _fma_error(f"{unbuilt_reason(shapes[0])}; use fma=fma")
         return MmaKind(a, b, acc, 32)
     raise _fma_error(f"unknown fma '{fma}'")

@@ -75,6 +75,8 @@ def load_spec(text: str, path: str | None = None, read_text: ReadText = read_fil
     """
     doc = parse_document(text)
     diagnostics = lint_document(doc, path)
+    if any(fault.message is not None for fault in doc.faults):
+        return None, diagnostics  # the reader refused the text (too large): nothing in it was read
     chain, inherited = load_chain(doc, path, read_text, lint=lint_document)
     diagnostics += inherited + required_diagnostics(chain.paths(), doc)
     report = Reporter(doc, path)
@@ -94,7 +96,8 @@ def _read(chain: Chain, report: Reporter, path: str | None) -> KernelSpec | None
     problem_part = build_problem(chain, report)
     hw = chain.get(("target", "hw"))
     target = TARGETS.get(hw.entry.value.value) if hw is not None and hw.entry.value.kind == "string" else None
-    config_part = build_config(chain, report, problem_part.problem if problem_part else None, target)
+    config_part = build_config(chain, report, problem_part.problem if problem_part else None, target,
+                               problem_part.check if problem_part else None)
     if problem_part is None or config_part is None:
         return None
     return KernelSpec(path, problem_part.problem, problem_part.layouts, target, config_part.resolved,
