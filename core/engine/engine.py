@@ -193,6 +193,9 @@ class Engine:
                 problem = replace(problem, shape=parse_shape(shape, problem.op))
             except (ProblemError, ValueError) as exc:
                 raise StageFailed(Failure("input", f"--shape {shape!r}: {exc}", "bad-shape")) from None
+            too_wide = problem.index_width_error()
+            if too_wide is not None:
+                raise StageFailed(Failure("input", f"--shape {shape!r}: {too_wide}", "bad-shape"))
         if target is not None:
             tgt = TARGETS.get(target)
             if tgt is None:
@@ -286,11 +289,12 @@ class Engine:
         except StageFailed as exc:
             return failed(source.path, exc.failure, parsed)
 
-    def check(self, source: Source, shape: str | None = None, stage: str = FINAL, bisect_passes: bool = False
-              ) -> dict:
+    def check(self, source: Source, shape: str | None = None, stage: str = FINAL, bisect_passes: bool = False,
+              unbounded: bool = False) -> dict:
         """The ``kdd check --json`` object: the kernel of the ``[check]`` problem after ``stage`` (``build``,
         a pass name, or the final IR) run by the interpreter against the float64 reference; with
-        ``bisect_passes``, the verdict after every stage and the first wrong one."""
+        ``bisect_passes``, the verdict after every stage and the first wrong one. A problem with more
+        multiply-adds than the interpreter's bound is refused unless ``unbounded``."""
         parsed = None
         try:
             parsed = self.parse(source)
@@ -300,12 +304,12 @@ class Engine:
             if stage not in names:
                 raise StageFailed(Failure("input", f"no stage named {stage!r} (stages: {', '.join(names)})",
                                           "bad-stage"))
-            key = r.key("check", spec.check_seed, spec.check_tol, stage, bisect_passes)
+            key = r.key("check", spec.check_seed, spec.check_tol, stage, bisect_passes, unbounded)
             sources = parsed.sources()
 
             def run() -> dict:
                 kernel = self.kernel(r, sources)
-                check = InterpreterCheck(r.problem, spec.check_seed, spec.check_tol)
+                check = InterpreterCheck(r.problem, spec.check_seed, spec.check_tol, unbounded)
                 if bisect_passes:
                     return self._timed("check", lambda: bisect(kernel, check, trace=self.trace(kernel)).to_dict())
                 body = kernel.body if stage == BUILD else (
@@ -423,14 +427,21 @@ class InterpreterCheck:
     problem: Any
     seed: int = 0
     tol: float | None = None
+    unbounded: bool = False
 
     def result(self, kernel) -> dict:
-        """The check's JSON object (``error`` set when the kernel broke the IR semantics while running)."""
+        """The check's JSON object (``error`` set when the kernel broke the IR semantics while running).
+
+        Raises :class:`StageFailed` when the problem is over the interpreter's bound."""
         from kdd.core.interp import InterpError
-        from kdd.core.interp.check import CheckResult, check_kernel
+        from kdd.core.interp.check import CheckResult, CheckTooLarge, check_kernel
 
         try:
-            return check_kernel(kernel, self.problem, seed=self.seed, tol=self.tol).to_dict()
+            kwargs = {"max_macs": None} if self.unbounded else {}
+            return check_kernel(kernel, self.problem, seed=self.seed, tol=self.tol, **kwargs).to_dict()
+        except CheckTooLarge as exc:
+            raise StageFailed(Failure("check", f"{exc} (or run it anyway: kdd check --unbounded)",
+                                      "check-too-large", knob="shape")) from None
         except InterpError as exc:
             out = CheckResult(False, math.inf, math.nan, None, self.problem.shape.canonical(), 0.0).to_dict()
             out["error"] = str(exc)

@@ -6,7 +6,8 @@ by every pass, run by the numpy interpreter on random inputs and compared
 with the float64 reference (protocol and tolerances:
 ``kdd.core.interp.check``). ``--stage NAME`` checks the IR after an earlier
 stage instead (``build`` or a pass name); ``--shape DESC`` checks another
-shape. ``--bisect`` checks the IR after the build and after every pass and
+shape; a problem over the interpreter's size bound is refused (exit 2)
+unless ``--unbounded``. ``--bisect`` checks the IR after the build and after every pass and
 names the first stage whose IR computes a wrong result. Exit status 0 when
 the outputs match, 1 when they do not (or the kernel breaks the IR
 semantics while running), 2 when FILE cannot be read or the config is
@@ -22,7 +23,7 @@ PASS, MISMATCH = 0, 1
 
 
 def run(args) -> int:
-    params = {"path": args.file, "bisect": args.bisect}
+    params = {"path": args.file, "bisect": args.bisect, "unbounded": args.unbounded}
     for name in ("shape", "stage"):
         if getattr(args, name) is not None:
             params[name] = getattr(args, name)
@@ -48,6 +49,8 @@ def register(sub) -> None:
     p.add_argument("--stage", help="check the IR after this stage (build or a pass name; default: the final IR)")
     p.add_argument("--bisect", action="store_true",
                    help="check the IR after the build and after every pass; name the first wrong stage")
+    p.add_argument("--unbounded", action="store_true",
+                   help="interpret the problem even when it is over the interpreter's size bound (slow)")
     p.add_argument("--json", action="store_true",
                    help="print the verdict as JSON (protocol/check.schema.json)")
     engine_call.add_connect_option(p)

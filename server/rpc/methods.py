@@ -9,7 +9,8 @@ messages).
 - ``kdd/compile``: ``emit`` (list or comma-separated string; default
   ``["ir"]``), ``shape``, ``target`` -> the ``kdd compile --json`` object
 - ``kdd/check``: ``shape``, ``stage`` (``build``, a pass, ``final``),
-  ``bisect`` -> the ``kdd check --json`` object
+  ``bisect``, ``unbounded`` (past the interpreter's size bound) -> the
+  ``kdd check --json`` object
 - ``kdd/passes``: ``shape``, ``target`` -> ``{"ok", "passes": [{name, changed,
   ms, nodes, cached}], "build": {nodes}}``
 - ``kdd/irAfterPass``: ``pass``, ``diff`` -> ``{"ok", "pass", "text",
@@ -37,7 +38,7 @@ class RpcError(Exception):
 
 
 _TYPES = {"path": str, "text": str, "shape": str, "target": str, "stage": str, "pass": str, "bisect": bool,
-          "diff": bool, "emit": (str, list)}
+          "diff": bool, "unbounded": bool, "emit": (str, list)}
 
 
 def _params(method: str, params: Any, allowed: tuple[str, ...], source: bool = True) -> dict:
@@ -80,9 +81,10 @@ def _compile(engine, params):
 def _check(engine, params):
     from kdd.core.engine import FINAL
 
-    p = _params("kdd/check", params, ("shape", "stage", "bisect"))
+    p = _params("kdd/check", params, ("shape", "stage", "bisect", "unbounded"))
     source, failure = _source(engine, p)
-    return failure or engine.check(source, p.get("shape"), p.get("stage") or FINAL, bool(p.get("bisect")))
+    return failure or engine.check(source, p.get("shape"), p.get("stage") or FINAL, bool(p.get("bisect")),
+                                   bool(p.get("unbounded")))
 
 
 def _passes(engine, params):
