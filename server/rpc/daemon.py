@@ -77,7 +77,8 @@ class Daemon:
             return _error(rid, UNAUTHORIZED, "this daemon requires a token: add \"token\" to every request")
         try:
             if method == SHUTDOWN:
-                self.stopped.set()
+                # Set after this reply is written (the caller writes it in this same step).
+                asyncio.get_running_loop().call_soon(self.stopped.set)
                 result = {"ok": True}
             else:
                 result = await self._call(method, request.get("params"))
@@ -172,7 +173,11 @@ async def serve_stdio(daemon: Daemon) -> None:
         out.write(data)
         out.flush()
 
-    await daemon.serve_stream(reader, write)
+    serving = asyncio.ensure_future(daemon.serve_stream(reader, write))
+    stopping = asyncio.ensure_future(daemon.stopped.wait())
+    await asyncio.wait({serving, stopping}, return_when=asyncio.FIRST_COMPLETED)
+    for task in (serving, stopping):
+        task.cancel()
 
 
 __all__ = ["Daemon", "INVALID_PARAMS", "JSON", "is_loopback", "serve_stdio", "serve_tcp"]

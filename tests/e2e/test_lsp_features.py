@@ -6,7 +6,7 @@ import random
 import shutil
 from pathlib import Path
 
-from lsp_client import start, stop
+from kdd.server.lsp.client import start, stop
 from lsprotocol import types as lsp
 from protocol_schemas import validator
 from pygls.exceptions import JsonRpcException

@@ -4,7 +4,7 @@ import asyncio
 import shutil
 from pathlib import Path
 
-from lsp_client import field, start, stop
+from kdd.server.lsp.client import field, start, stop
 from lsprotocol import types as lsp
 from protocol_schemas import validator
 

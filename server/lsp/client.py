@@ -1,4 +1,5 @@
-"""A real LSP client (pygls's) driving ``kdd lsp`` as a subprocess, with helpers to await notifications."""
+"""A scripted LSP client (pygls's) driving ``kdd lsp`` as a subprocess: what the end-to-end tests and
+``bench/daemon.py`` use, and a starting point for scripts that want the editor's view."""
 from __future__ import annotations
 
 import asyncio
@@ -29,7 +30,7 @@ class KddClient(LanguageClient):
     """Collects diagnostics and kdd's notifications; ``wait_for`` awaits one that satisfies a predicate."""
 
     def __init__(self, settings: dict | None = None):
-        super().__init__("kdd-tests", "1", converter_factory=_converter)
+        super().__init__("kdd-client", "1", converter_factory=_converter)
         self.messages: list[tuple[str, object]] = []
         self._changed = asyncio.Condition()
         self.settings = settings or {}
