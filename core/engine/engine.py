@@ -289,10 +289,10 @@ class Engine:
         except StageFailed as exc:
             return failed(source.path, exc.failure, parsed)
 
-    def check(self, source: Source, shape: str | None = None, stage: str = FINAL, bisect_passes: bool = False,
-              unbounded: bool = False) -> dict:
+    def check(self, source: Source, shape: str | None = None, stage: str | None = None,
+              bisect_passes: bool = False, unbounded: bool = False) -> dict:
         """The ``kdd check --json`` object: the kernel of the ``[check]`` problem after ``stage`` (``build``,
-        a pass name, or the final IR) run by the interpreter against the float64 reference; with
+        a pass name, or the final IR; by default ``[check] stage``) run by the interpreter against the float64 reference; with
         ``bisect_passes``, the verdict after every stage and the first wrong one. A problem with more
         multiply-adds than the interpreter's bound is refused unless ``unbounded``."""
         parsed = None
@@ -300,6 +300,7 @@ class Engine:
             parsed = self.parse(source)
             r = self.resolve(parsed, shape, for_check=True)
             spec = parsed.spec
+            stage = stage or spec.check_stage
             names = [BUILD] + KERNEL_PIPELINE.names() + [FINAL]
             if stage not in names:
                 raise StageFailed(Failure("input", f"no stage named {stage!r} (stages: {', '.join(names)})",

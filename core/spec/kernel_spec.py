@@ -41,7 +41,7 @@ class KernelSpec:
     ``line`` or inherited); ``knob_sources`` says where each written knob is.
     ``layouts`` has the parsed layout of every tensor with a written tag.
     ``check`` is the problem of the on-save check (``[check] shape``, else the
-    problem itself).
+    problem itself, or a reduced shape for a large problem) and ``check_stage`` the IR it runs.
     """
 
     path: str | None
@@ -54,6 +54,7 @@ class KernelSpec:
     check: Problem
     check_seed: int
     check_tol: float | None
+    check_stage: str = "final"
 
     @property
     def user_knobs(self) -> tuple[str, ...]:
@@ -102,7 +103,7 @@ def _read(chain: Chain, report: Reporter, path: str | None) -> KernelSpec | None
         return None
     return KernelSpec(path, problem_part.problem, problem_part.layouts, target, config_part.resolved,
                       config_part.user, config_part.sources, problem_part.check, problem_part.check_seed,
-                      problem_part.check_tol)
+                      problem_part.check_tol, problem_part.check_stage)
 
 
 __all__ = ["KernelSpec", "KnobSource", "load_spec"]

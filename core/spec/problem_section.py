@@ -34,6 +34,7 @@ class ProblemPart:
     check: Problem
     check_seed: int
     check_tol: float | None
+    check_stage: str = "final"
 
 
 def _text(chain: Chain, path: tuple[str, str]) -> tuple[Located | None, str | None]:
@@ -101,8 +102,9 @@ def build_problem(chain: Chain, report: Reporter) -> ProblemPart | None:
     seed, tol = _check_number(chain, report, "seed"), _check_number(chain, report, "tol")
     if seed is _BAD or tol is _BAD:
         return None
+    _, stage = _text(chain, ("check", "stage"))  # the schema checked its value
     return ProblemPart(problem, FrozenMap(layouts), check, 0 if seed is None else seed,
-                       None if tol is None else float(tol))
+                       None if tol is None else float(tol), stage or "final")
 
 
 _BAD = object()

@@ -8,7 +8,8 @@ messages).
 
 - ``kdd/compile``: ``emit`` (list or comma-separated string; default
   ``["ir"]``), ``shape``, ``target`` -> the ``kdd compile --json`` object
-- ``kdd/check``: ``shape``, ``stage`` (``build``, a pass, ``final``),
+- ``kdd/check``: ``shape``, ``stage`` (``build``, a pass, ``final``; default
+  ``[check] stage``),
   ``bisect``, ``unbounded`` (past the interpreter's size bound) -> the
   ``kdd check --json`` object
 - ``kdd/passes``: ``shape``, ``target`` -> ``{"ok", "passes": [{name, changed,
@@ -79,11 +80,9 @@ def _compile(engine, params):
 
 
 def _check(engine, params):
-    from kdd.core.engine import FINAL
-
     p = _params("kdd/check", params, ("shape", "stage", "bisect", "unbounded"))
     source, failure = _source(engine, p)
-    return failure or engine.check(source, p.get("shape"), p.get("stage") or FINAL, bool(p.get("bisect")),
+    return failure or engine.check(source, p.get("shape"), p.get("stage"), bool(p.get("bisect")),
                                    bool(p.get("unbounded")))
 
 
