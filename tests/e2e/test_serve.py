@@ -172,3 +172,22 @@ def test_stdio_serves_one_client():
     assert replies[1].fmt == MSGPACK and replies[1].value["result"]["ok"]
     assert [p["name"] for p in replies[1].value["result"]["passes"]][0] == "buffering"
     assert msgpack.packb(replies[1].value)  # plain data all the way
+
+
+def test_a_scripted_session_edit_typo_check(daemon):
+    """What the editor session does, as a script: new figures after a tile edit, a precise diagnostic
+    for a typo, a check verdict; a JSON and a msgpack client side by side."""
+    text = (EXAMPLES / "resnet50_3x3.kernel.toml").read_text()
+    with Client(daemon) as js, Client(daemon, fmt=MSGPACK) as mp:
+        first = js.call("kdd/compile", {"text": text, "emit": "stats"})
+        edited = text.replace('iter = "mb8oc32ic16"', 'iter = "mb8oc16ic16"')
+        second = mp.call("kdd/compile", {"text": edited, "emit": ["stats"]})
+        assert second["stats"]["registers"]["estimate"] < first["stats"]["registers"]["estimate"]
+        typo = js.call("kdd/compile", {"text": edited.replace('fma = "dpas"', 'fma = "dpsa"')})
+        assert typo["ok"] is False
+        error = next(d for d in typo["diagnostics"] if d["severity"] == "error")
+        line = edited.split("\n").index('fma = "dpsa"'.replace("dpsa", "dpas"))
+        assert error["range"]["start"] == {"line": line, "character": 6} and "dpas" in error["message"]
+        verdict = mp.call("kdd/check", {"text": edited, "path": str(EXAMPLES / "x.kernel.toml")})
+        assert verdict["ok"] is True and verdict["stage"] == "final"
+        validator("check.schema.json").validate(verdict)
