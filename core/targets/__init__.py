@@ -7,10 +7,11 @@ what passes need to know (how messages address memory, fused integer ops).
 """
 from .catalog import SM90, TARGETS, XEHPC, XEHPG, UnknownTargetError, get_target
 from .target import (FMA_KINDS, Addressing, Device, Figure, FmaShape, FusedIntOps, Peak, RegisterFile, SharedMemory,
+                     XeIsa,
                      Target)
 
 __all__ = [
     "FMA_KINDS", "SM90", "TARGETS", "XEHPC", "XEHPG", "Addressing", "Device", "Figure", "FmaShape", "FusedIntOps",
     "Peak",
-    "RegisterFile", "SharedMemory", "Target", "UnknownTargetError", "get_target",
+    "RegisterFile", "SharedMemory", "Target", "UnknownTargetError", "XeIsa", "get_target",
 ]

@@ -1,0 +1,89 @@
+"""An assembly listing with register pressure on every line: what ``kdd compile --emit asm`` shows.
+
+``Listing.to_dict()`` is the JSON form (``protocol/asm.schema.json``):
+``asm`` (the text), ``lines`` (per line: ``text``, ``live_regs``, ``live``
+labels, ``ir_node``), ``registers`` (``peak``, ``budget``, ``estimate``,
+``by_label`` at the peak), ``mix``, ``roofline``, ``abi`` and ``assembler``.
+``render()`` is the text form: a header (peak and budget, the config-time
+estimate beside the allocator's figure, the instruction mix, the roofline)
+and the assembly with a live-register column.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+@dataclass
+class AsmLine:
+    text: str
+    live_regs: int
+    live: tuple[str, ...]
+    ir_node: dict | None = None
+
+    def to_dict(self) -> dict:
+        out = {"text": self.text, "live_regs": self.live_regs, "live": list(self.live)}
+        if self.ir_node is not None:
+            out["ir_node"] = self.ir_node
+        return out
+
+
+@dataclass
+class Listing:
+    target: str
+    lines: list[AsmLine]
+    peak: int
+    peak_line: int
+    budget: int
+    estimate: int | None
+    by_label: dict[str, int]
+    mix: dict
+    roofline: dict
+    abi: list[dict]
+    assembler: dict = field(default_factory=dict)
+
+    @property
+    def asm(self) -> str:
+        return "\n".join(ln.text for ln in self.lines) + "\n"
+
+    def to_dict(self) -> dict:
+        return {"target": self.target, "asm": self.asm, "lines": [ln.to_dict() for ln in self.lines],
+                "registers": {"peak": self.peak, "peak_line": self.peak_line, "budget": self.budget,
+                              "estimate": self.estimate, "by_label": self.by_label},
+                "mix": self.mix, "roofline": self.roofline, "abi": self.abi, "assembler": self.assembler}
+
+    def header(self) -> list[str]:
+        est = "no estimate" if self.estimate is None else f"config estimate {self.estimate}"
+        off = ""
+        if self.estimate is not None and self.estimate != self.peak:
+            off = f" (estimate {'over' if self.estimate > self.peak else 'under'} by {abs(self.estimate - self.peak)})"
+        out = [f"// target {self.target}: registers peak {self.peak} of {self.budget} GRFs at line "
+               f"{self.peak_line + 1}; {est}, allocator {self.peak}{off}"]
+        top = sorted(self.by_label.items(), key=lambda kv: -kv[1])
+        out.append("// live at peak: " + ", ".join(f"{k} {v}" for k, v in top))
+        st, dy = self.mix["static"], self.mix["dynamic"]
+        out.append("// mix (static / dynamic): " + ", ".join(f"{p} {st[p]}/{dy[p]}" for p in st))
+        main = self.mix.get("main_loop")
+        if main:
+            body = main["per_iteration"]
+            out.append(f"// main loop {main['var']} ({main['trips']} trips), per iteration: "
+                       + ", ".join(f"{p} {n}" for p, n in body.items()))
+        r = self.roofline
+        if r:
+            inten = "n/a" if r["intensity"] is None else f"{r['intensity']:.1f}"
+            out.append(f"// roofline on {r['device']}: {r['flops']:.3g} ops, {r['bytes']:.3g} B global, "
+                       f"intensity {inten} ops/B, {r['bound']}-bound, >= {r['time_s'] * 1e6:.1f} us "
+                       f"({r['engine']} {r['dtype']})")
+        a = self.assembler
+        if a:
+            state = "ok" if a.get("ok") else "FAILED"
+            msg = "" if a.get("ok") else ": " + "; ".join(a.get("messages", [])[:3])
+            out.append(f"// assembler {a.get('tool')} ({a.get('version')}): {state}, "
+                       f"{a.get('binary_bytes')} bytes{msg}")
+        return out
+
+    def render(self) -> str:
+        rows = self.header()
+        width = max((len(ln.text) for ln in self.lines), default=0)
+        for ln in self.lines:
+            rows.append(f"{ln.text:<{width}}  // {ln.live_regs:3d} live")
+        return "\n".join(rows) + "\n"

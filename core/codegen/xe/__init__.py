@@ -1,0 +1,79 @@
+"""The Xe code generator (Xe-HPG ``xehpg``, Xe-HPC ``xehpc``): final IR to IGA assembly.
+
+``lower_kernel(kernel, body, target)`` returns a :class:`~kdd.core.codegen.listing.Listing`
+without assembling it; ``kdd.core.codegen.generate_asm`` adds the assembler report.
+Modules: ``abi`` (payload registers), ``liveness`` (program points, live
+intervals, buffer roles), ``regalloc`` (the GRF allocator), ``operand``
+(regions and immediates), ``emitter`` (lines with live registers), ``isa``
+(expressions, region-legal ALU, emulation), ``sends`` (LSC messages and
+headers), ``tensor`` (dpas, mad, reorders), ``lower`` (the IR visitor),
+``stats`` (instruction mix, roofline), ``verify`` (the independent register
+verifier used by tests).
+"""
+from __future__ import annotations
+
+from kdd.core.ir.printer import print_ir
+
+from ..listing import AsmLine, Listing
+from .lower import XeLowering
+from .stats import instruction_mix, roofline
+
+
+def _budget(kernel, target) -> int:
+    regs = getattr(kernel.config, "regs", None)
+    return regs or target.registers.modes[0]
+
+
+def _estimate(kernel, target) -> int | None:
+    if kernel.problem is None or kernel.config is None:
+        return None
+    from kdd.core.config.budget import estimate_budget
+    try:
+        return estimate_budget(kernel.problem, kernel.config, target).reg_total
+    except (ValueError, KeyError, TypeError):
+        return None
+
+
+def _ir_nodes(body) -> dict[int, dict]:
+    printed = print_ir(body)
+    out: dict[int, dict] = {}
+    for i, node in enumerate(printed.nodes):
+        if id(node) in out:
+            continue
+        entry = {"line": i, "kind": type(node).__name__}
+        origin = node.origin
+        if origin is not None and hasattr(origin, "step"):
+            entry["step"] = origin.step
+            entry["knob"] = origin.knob
+        out[id(node)] = entry
+    return out
+
+
+def lower_kernel(kernel, body, target, ir_map: bool = True) -> Listing:
+    """Lower ``body`` (final IR of ``kernel``) for ``target``; raises ``OutOfRegisters`` or
+    ``CodegenUnsupported``."""
+    budget = _budget(kernel, target)
+    cg = XeLowering(kernel, body, target, budget)
+    cg.run()
+    nodes = _ir_nodes(body) if ir_map else {}
+    labels_cache: dict[int, tuple] = {}
+    lines = []
+    peak, peak_line = -1, 0
+    for i, ln in enumerate(cg.em.lines):
+        key = id(ln.live)
+        labels = labels_cache.get(key)
+        if labels is None:
+            labels = tuple(dict.fromkeys(a.label for a in ln.live))
+            labels_cache[key] = labels
+        lines.append(AsmLine(ln.text, ln.busy, labels, nodes.get(id(ln.node)) if ln.node is not None else None))
+        if ln.pipe is not None and ln.busy > peak:
+            peak, peak_line = ln.busy, i
+    by_label: dict[str, int] = {}
+    rb = cg.rb
+    if cg.em.lines:
+        for a in cg.em.lines[peak_line].live:
+            by_label[a.label] = by_label.get(a.label, 0) + a.size
+    by_label = {k: -(-v // rb) for k, v in by_label.items()}
+    abi = [f.to_dict(rb) for f in cg.payload]
+    return Listing(target.name, lines, peak, peak_line, budget, _estimate(kernel, target), by_label,
+                   instruction_mix(cg.em.lines, cg.loops), roofline(kernel, target, cg.em.lines), abi)
