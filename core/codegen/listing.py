@@ -3,7 +3,8 @@
 ``Listing.to_dict()`` is the JSON form (``protocol/asm.schema.json``):
 ``asm`` (the text), ``lines`` (per line: ``text``, ``live_regs``, ``live``
 labels, ``ir_node``), ``registers`` (``peak``, ``budget``, ``estimate``,
-``by_label`` at the peak), ``mix``, ``roofline``, ``abi`` and ``assembler``.
+``by_label`` at the peak, ``allocations``: every value's bytes and the lines
+it is live on), ``mix``, ``roofline``, ``abi`` and ``assembler``.
 ``render()`` is the text form: a header (peak and budget, the config-time
 estimate beside the allocator's figure, the instruction mix, the roofline)
 and the assembly with a live-register column.
@@ -40,6 +41,8 @@ class Listing:
     roofline: dict
     abi: list[dict]
     assembler: dict = field(default_factory=dict)
+    allocations: list[dict] = field(default_factory=list)
+    reg_bytes: int = 0
 
     @property
     def asm(self) -> str:
@@ -48,7 +51,8 @@ class Listing:
     def to_dict(self) -> dict:
         return {"target": self.target, "asm": self.asm, "lines": [ln.to_dict() for ln in self.lines],
                 "registers": {"peak": self.peak, "peak_line": self.peak_line, "budget": self.budget,
-                              "estimate": self.estimate, "by_label": self.by_label},
+                              "estimate": self.estimate, "by_label": self.by_label,
+                              "reg_bytes": self.reg_bytes, "allocations": self.allocations},
                 "mix": self.mix, "roofline": self.roofline, "abi": self.abi, "assembler": self.assembler}
 
     def header(self) -> list[str]:

@@ -57,6 +57,8 @@ def lower_kernel(kernel, body, target, ir_map: bool = True) -> Listing:
     cg.run()
     nodes = _ir_nodes(body) if ir_map else {}
     labels_cache: dict[int, tuple] = {}
+    spans: dict[int, list] = {}          # id(allocation) -> [allocation, first line, last line]
+    prev = None
     lines = []
     peak, peak_line = -1, 0
     for i, ln in enumerate(cg.em.lines):
@@ -65,6 +67,16 @@ def lower_kernel(kernel, body, target, ir_map: bool = True) -> Listing:
         if labels is None:
             labels = tuple(dict.fromkeys(a.label for a in ln.live))
             labels_cache[key] = labels
+        if ln.live is not prev:
+            for a in ln.live:
+                span = spans.get(id(a))
+                if span is None or span[2] < i - 1:     # (re)starts here
+                    spans[id(a)] = span = [a, i, i] if span is None else span
+                span[2] = i
+            prev = ln.live
+        else:
+            for a in ln.live:
+                spans[id(a)][2] = i
         lines.append(AsmLine(ln.text, ln.busy, labels, nodes.get(id(ln.node)) if ln.node is not None else None))
         if ln.pipe is not None and ln.busy > peak:
             peak, peak_line = ln.busy, i
@@ -75,5 +87,8 @@ def lower_kernel(kernel, body, target, ir_map: bool = True) -> Listing:
             by_label[a.label] = by_label.get(a.label, 0) + a.size
     by_label = {k: -(-v // rb) for k, v in by_label.items()}
     abi = [f.to_dict(rb) for f in cg.payload]
+    allocations = [{"label": a.label, "category": a.category, "start": a.start, "bytes": a.size,
+                    "first_line": lo, "last_line": hi} for a, lo, hi in spans.values()]
     return Listing(target.name, lines, peak, peak_line, budget, _estimate(kernel, target), by_label,
-                   instruction_mix(cg.em.lines, cg.loops), roofline(kernel, target, cg.em.lines), abi)
+                   instruction_mix(cg.em.lines, cg.loops), roofline(kernel, target, cg.em.lines), abi,
+                   allocations=allocations, reg_bytes=rb)

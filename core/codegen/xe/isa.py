@@ -106,6 +106,15 @@ def move(cg, dst: Reg, src, lanes: int) -> None:
 
 
 def evaluate(cg, e, dst: Reg | None):
+    """``e`` computed into ``dst`` (or wherever it already is); a scalar result is returned as a
+    broadcast region so vector instructions can read it."""
+    out = _evaluate(cg, e, dst)
+    if e.type.lanes == 1 and isinstance(out, Reg) and out.stride:
+        return out.scalar()
+    return out
+
+
+def _evaluate(cg, e, dst: Reg | None):
     t = type(e)
     lanes = e.type.lanes
     if t is IntImm or t is FloatImm:
@@ -131,6 +140,10 @@ def evaluate(cg, e, dst: Reg | None):
         if name not in cg.bufs:
             raise CodegenUnsupported(f"load from {name}: memory is read by send messages")
         op = cg.grf_ref(e.buf, e.offset, e.type, e.stride)
+        if e.type.is_bool:      # bytes of 0 / 0xFF widened to a 0 / all-ones mask
+            out = _dst(cg, e, dst)
+            alu(cg, "mov", lanes, out.retype(s32), [op])
+            return out
         if dst is None:
             return op
         move(cg, dst, op, lanes)

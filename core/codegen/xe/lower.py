@@ -127,6 +127,8 @@ class XeLowering:
         if not isinstance(off, IntImm):
             raise CodegenUnsupported(f"register buffer {buf.name} indexed by a run-time offset")
         a = self.buf(buf.name)
+        if t.is_bool:           # bools are bytes in memory (IR semantics), masks in registers
+            t = Type.parse("s8").with_lanes(t.lanes)
         size = elem_size(t)
         stride = 1 if stride_bytes is None else stride_bytes // size
         return Reg(a.start + off.value, t.base, stride if t.lanes > 1 else 0)
@@ -317,8 +319,15 @@ class XeLowering:
         if name in self.live.headers:
             sends.store_header(self, x)
             return
-        dst = self.grf_ref(x.buf, x.offset, x.value.type, x.stride)
-        dst = Reg(dst.byte, dst.type, x.stride // elem_size(x.value.type) if x.value.type.lanes > 1 else 1)
+        vt = x.value.type
+        dst = self.grf_ref(x.buf, x.offset, vt, x.stride)
+        dst = Reg(dst.byte, dst.type, x.stride // dst.size if vt.lanes > 1 else 1)
+        if vt.is_bool:
+            mask = isa.value(self, x.value)
+            isa.alu(self, "mov", vt.lanes, dst, [mask if isinstance(mask, Imm) else mask.retype(s32)])
+            if x.mask is not None and not (isinstance(x.mask, BoolImm) and x.mask.value):
+                raise CodegenUnsupported("a masked store of bool values")
+            return
         if x.mask is None or (isinstance(x.mask, BoolImm) and x.mask.value):
             isa.evaluate(self, x.value, dst)
             return

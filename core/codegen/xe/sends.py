@@ -112,12 +112,21 @@ def _head(pred):
     return f"(W&{pred})" if pred else "(W)"
 
 
+def _block_data(nbytes: int) -> str | None:
+    """The LSC data size of a transposed block of ``nbytes``: dwords (``d32xNt``), or qwords
+    (``d64xNt``) for blocks beyond 64 dwords."""
+    for unit, name in ((4, "d32"), (8, "d64")):
+        if nbytes % unit == 0 and nbytes // unit in BLOCK_DWORDS:
+            return f"{name}x{nbytes // unit}t"
+    return None
+
+
 def _block(cg, f, sfid, addr, hdr: Reg, data: Reg, pred) -> None:
     rb = cg.rb
     nbytes = f.elems * f.type.size
-    if nbytes % 4 or nbytes // 4 not in BLOCK_DWORDS:
+    data_size = _block_data(nbytes)
+    if data_size is None:
         raise CodegenUnsupported(f"{f}: a block of {nbytes} bytes is not one LSC message")
-    n = nbytes // 4
     nregs = -(-nbytes // rb)
     direct = data.byte % rb == 0
     where = data if direct else cg.temp(u32, nregs * rb // 4, whole=True)
@@ -125,13 +134,13 @@ def _block(cg, f, sfid, addr, hdr: Reg, data: Reg, pred) -> None:
     if f.op is SendOp.LOAD:
         if pred:
             _zero(cg, where, nbytes)
-        cg.em.raw(f"{_head(pred)} load.{sfid}.d32x{n}t.{addr} (1|M0) r{where.byte // rb}:{nregs} [r{h}:1]", "send")
+        cg.em.raw(f"{_head(pred)} load.{sfid}.{data_size}.{addr} (1|M0) r{where.byte // rb}:{nregs} [r{h}:1]", "send")
         if not direct:
             _copy(cg, data, where, nbytes)
     else:
         if not direct:
             _copy(cg, where, data, nbytes)
-        cg.em.raw(f"{_head(pred)} store.{sfid}.d32x{n}t.{addr} (1|M0) [r{h}:1] r{where.byte // rb}:{nregs}", "send")
+        cg.em.raw(f"{_head(pred)} store.{sfid}.{data_size}.{addr} (1|M0) [r{h}:1] r{where.byte // rb}:{nregs}", "send")
 
 
 def _scattered(cg, f, sfid, addr, hdr: Reg, data: Reg, pred) -> None:
@@ -165,7 +174,7 @@ def _prefetch(cg, f, mem_off) -> None:
     if f.space != "global" or f.kind is not SendKind.BLOCK:
         raise CodegenUnsupported(f"{f}: only global block prefetches are lowered")
     hdr = _header(cg, mem_off)
-    n = f.elems * f.type.size // 4
-    if n not in BLOCK_DWORDS:
-        raise CodegenUnsupported(f"{f}: a prefetch of {n} dwords is not one LSC message")
-    cg.em.raw(f"(W) load.ugm.d32x{n}t.a64.ca.ca (1|M0) null:0 [r{hdr.byte // cg.rb}:1]", "send")
+    data_size = _block_data(f.elems * f.type.size)
+    if data_size is None:
+        raise CodegenUnsupported(f"{f}: a prefetch of {f.elems * f.type.size} bytes is not one LSC message")
+    cg.em.raw(f"(W) load.ugm.{data_size}.a64.ca.ca (1|M0) null:0 [r{hdr.byte // cg.rb}:1]", "send")

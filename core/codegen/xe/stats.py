@@ -16,7 +16,7 @@ from math import prod
 
 from .emitter import PIPES
 
-_SEND_BYTES = re.compile(r"\b(load|store)\.ugm\.d(32|16u32|8u32)(?:x(\d+)t)?\.a64(?:\.\S+)? \((\d+)\|M0\)")
+_SEND_BYTES = re.compile(r"\b(load|store)\.ugm\.d(64|32|16u32|8u32)(?:x(\d+)t)?\.a64(?:\.\S+)? \((\d+)\|M0\)")
 
 
 def instruction_mix(lines, loops: list[dict]) -> dict:
@@ -65,8 +65,8 @@ def global_bytes(lines, threads: int) -> int:
         if m is None:
             continue
         kind, count, lanes = m.group(2), m.group(3), int(m.group(4))
-        size = {"32": 4, "16u32": 2, "8u32": 1}[kind]
-        total += (int(count) * 4 if count else size * lanes) * ln.weight
+        size = {"64": 8, "32": 4, "16u32": 2, "8u32": 1}[kind]
+        total += (int(count) * size if count else size * lanes) * ln.weight
     return total * threads
 
 
