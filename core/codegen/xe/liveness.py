@@ -121,6 +121,7 @@ class Liveness:
     headers: dict
     var_keys: dict          # id(Let/For node) at its def point -> key
     points: int
+    allocs: dict            # grf buffer name -> its Alloc statement
 
 
 def analyze(root, global_names: set[str]) -> Liveness:
@@ -132,6 +133,7 @@ def analyze(root, global_names: set[str]) -> Liveness:
     scope: dict[str, list] = {}
     var_keys: dict = {}
     loops: list[_Loop] = []
+    allocs: dict = {}
     accesses: dict[str, list] = {}       # buffer -> [(point, mode, written range, if depth)]
     extended: set = set()
     if_depth = [0]
@@ -207,6 +209,7 @@ def analyze(root, global_names: set[str]) -> Liveness:
         elif kind == "alloc":
             if x.kind is MemKind.GRF:
                 grf.add(x.buf.name)
+                allocs[x.buf.name] = x
         elif kind == "store":
             read_expr(x.offset, p)
             read_expr(x.value, p)
@@ -240,7 +243,7 @@ def analyze(root, global_names: set[str]) -> Liveness:
         starts.setdefault(v, []).append(k)
     for k, v in last.items():
         ends.setdefault(v, []).append(k)
-    return Liveness(first, last, starts, ends, roles, headers, var_keys, p + 1)
+    return Liveness(first, last, starts, ends, roles, headers, var_keys, p + 1, allocs)
 
 
 def _segments(acc: list) -> list[tuple[int, int]]:

@@ -62,8 +62,6 @@ class XeLowering:
         self.flags = FlagPool(self.xe.flags)
         self.env: dict[str, list] = {}       # variable name -> stack of operands
         self.bufs: dict[str, object] = {}     # grf buffer name -> Allocation
-        self.buf_size: dict[str, int] = {}
-        self.buf_node: dict[str, object] = {}
         self.slm_base: dict[str, int] = {}
         self.args = {a.var.name: a for a in kernel.args}
         self.keys: dict = {}                  # liveness key -> Allocation
@@ -158,7 +156,8 @@ class XeLowering:
     def _alloc_buffer(self, key) -> None:
         name = key[1]
         roles = self.live.roles.get(name, set())
-        size = self.buf_size[name]
+        node = self.live.allocs[name]
+        size = node.size
         hdr = self.live.headers.get(name)
         if hdr is not None and hdr[0] == "global" and hdr[2] == "scattered":
             size *= 2       # 64-bit addresses, one per lane
@@ -166,7 +165,6 @@ class XeLowering:
         if category is None:
             category = "SLM load buffers" if {"load_global", "store_slm"} <= roles else "buffers"
         bank = 0 if "a" in roles else 1 if "b" in roles else None
-        node = self.buf_node[name]
         knob = getattr(node.origin, "knob", None)
         a = self._alloc(size, name, category, knob, whole=True, bank=bank)
         self.keys[key] = a
@@ -222,10 +220,7 @@ class XeLowering:
         self.em.comment(f"}} {x.label}")
 
     def ev_alloc(self, x, p):
-        if x.kind is MemKind.GRF:
-            self.buf_size[x.buf.name] = x.size
-            self.buf_node[x.buf.name] = x
-        elif x.kind is MemKind.SLM:
+        if x.kind is MemKind.SLM:
             used = max((b + s for b, s in self.slm_base.values()), default=0)
             self.slm_base[x.buf.name] = (-(-used // 64) * 64, x.size)
 

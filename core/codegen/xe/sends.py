@@ -12,7 +12,7 @@ zeros, as the IR says: the destination is cleared before a predicated load.
 """
 from __future__ import annotations
 
-from kdd.core.ir.expr import BoolImm, Broadcast, IntImm, Load
+from kdd.core.ir.expr import BoolImm, Broadcast, IntImm, Load, Ramp
 from kdd.core.ir.funcs import SendKind, SendOp
 from kdd.core.ir.types import s32, u8, u16, u32
 
@@ -81,8 +81,6 @@ def lower_send(cg, x) -> None:
     mem, mem_off, reg, reg_off, mask = x.args
     if f.op is SendOp.PREFETCH:
         return _prefetch(cg, f, mem_off)
-    if f.op not in (SendOp.LOAD, SendOp.STORE):
-        raise CodegenUnsupported(f"{f}: atomic messages are not lowered yet")
     if not isinstance(reg_off, IntImm):
         raise CodegenUnsupported(f"{f}: register offset is not a constant")
     sfid = "ugm" if f.space == "global" else "slm"
@@ -95,7 +93,9 @@ def lower_send(cg, x) -> None:
         if f.op is SendOp.LOAD:
             _zero(cg, data, f.elems * f.type.size)
         return
-    if f.kind is SendKind.BLOCK:
+    if f.op is SendOp.ATOMIC_ADD:
+        _atomic_add(cg, f, sfid, addr, hdr, data, pred)
+    elif f.kind is SendKind.BLOCK:
         _block(cg, f, sfid, addr, hdr, data, pred)
     else:
         _scattered(cg, f, sfid, addr, hdr, data, pred)
@@ -168,6 +168,41 @@ def _scattered(cg, f, sfid, addr, hdr: Reg, data: Reg, pred) -> None:
             isa.alu(cg, "mov", lanes, Reg(where.byte, t, 4 // size), [Reg(data.byte, t, 1)])
         cg.em.raw(f"{_head(pred)} store.{sfid}.{kind}.{addr} ({lanes}|M0) [r{h}:{aregs}] r{where.byte // rb}:{slots}",
                   "send")
+
+
+ATOMIC_ADD = {"f32": "atomic_fadd", "s32": "atomic_iadd", "u32": "atomic_iadd"}
+
+
+def _atomic_add(cg, f, sfid, addr, hdr: Reg, data: Reg, pred) -> None:
+    """Atomic adds are per-lane messages: a block atomic gets one address per element
+    (the header's address plus the element's offset), ``max_exec`` lanes per message."""
+    op = ATOMIC_ADD.get(str(f.type))
+    if op is None:
+        raise CodegenUnsupported(f"{f}: no LSC atomic add of {f.type}")
+    if pred is not None and f.kind is SendKind.BLOCK:
+        raise CodegenUnsupported(f"{f}: a masked block atomic")
+    rb, size, top = cg.rb, f.type.size, cg.xe.max_exec
+    abytes = 8 if addr == "a64" else 4
+    for c in range(0, f.elems, top):
+        lanes = min(top, f.elems - c)
+        if f.kind is SendKind.BLOCK:
+            where = cg.temp(u32, max(lanes * abytes, rb) // 4, whole=True)
+            offs = cg.temp(s32, lanes)
+            isa.evaluate(cg, Ramp.make(IntImm.make(s32, c * size), size, lanes), offs)
+            if addr == "a64":
+                isa.add64(cg, Reg(where.byte, u32, 2), Reg(hdr.byte, u32, 0), offs, lanes)
+            else:
+                isa.alu(cg, "add", lanes, where, [offs, Reg(hdr.byte, u32, 0)])
+            areg = where.byte // rb
+        else:
+            areg = hdr.byte // rb + c * abytes // rb
+        src = data.at(c)
+        if src.byte % rb:
+            moved = cg.temp(u32, max(lanes * 4, rb) // 4, whole=True)
+            _copy(cg, moved, src, lanes * 4)
+            src = moved
+        cg.em.raw(f"{_head(pred)} {op}.{sfid}.d32.{addr} ({lanes}|M0) null:0 [r{areg}:{-(-lanes * abytes // rb)}] "
+                  f"r{src.byte // rb}:{-(-lanes * 4 // rb)}", "send")
 
 
 def _prefetch(cg, f, mem_off) -> None:

@@ -90,7 +90,9 @@ def access(text: str, rb: int) -> tuple[set[int], set[int], str]:
     rest = [t for t in toks[2:] if not t.startswith("(") or t.startswith("(sat)")]
     reads: set[int] = set()
     writes: set[int] = set()
-    if op.startswith(("load", "store")):
+    if op.startswith(("load", "store", "atomic")):
+        if op.startswith("atomic"):
+            rest = rest[1:]          # null:0 destination (no return value)
         data, addr = (rest[0], rest[1]) if op.startswith("load") else (rest[1], rest[0])
         dbytes, abytes = _message_bytes(op, lanes)
         if data != "null:0":
