@@ -43,6 +43,7 @@ class Listing:
     assembler: dict = field(default_factory=dict)
     allocations: list[dict] = field(default_factory=list)
     reg_bytes: int = 0
+    rematerialized: list[str] = field(default_factory=list)
 
     @property
     def asm(self) -> str:
@@ -52,7 +53,8 @@ class Listing:
         return {"target": self.target, "asm": self.asm, "lines": [ln.to_dict() for ln in self.lines],
                 "registers": {"peak": self.peak, "peak_line": self.peak_line, "budget": self.budget,
                               "estimate": self.estimate, "by_label": self.by_label,
-                              "reg_bytes": self.reg_bytes, "allocations": self.allocations},
+                              "reg_bytes": self.reg_bytes, "allocations": self.allocations,
+                              "rematerialized": self.rematerialized},
                 "mix": self.mix, "roofline": self.roofline, "abi": self.abi, "assembler": self.assembler}
 
     def header(self) -> list[str]:
@@ -64,6 +66,9 @@ class Listing:
                f"{self.peak_line + 1}; {est}, allocator {self.peak}{off}"]
         top = sorted(self.by_label.items(), key=lambda kv: -kv[1])
         out.append("// live at peak: " + ", ".join(f"{k} {v}" for k, v in top))
+        if self.rematerialized:
+            out.append(f"// recomputed at each use to fit the budget: {len(self.rematerialized)} values "
+                       f"({', '.join(self.rematerialized[:6])}{', ...' if len(self.rematerialized) > 6 else ''})")
         st, dy = self.mix["static"], self.mix["dynamic"]
         out.append("// mix (static / dynamic): " + ", ".join(f"{p} {st[p]}/{dy[p]}" for p in st))
         main = self.mix.get("main_loop")

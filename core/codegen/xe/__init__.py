@@ -12,7 +12,12 @@ verifier used by tests).
 """
 from __future__ import annotations
 
+from kdd.core.ir.expr import Load
 from kdd.core.ir.printer import print_ir
+from kdd.core.ir.stmt import Let
+from kdd.core.ir.visitor import walk
+
+from ..errors import OutOfRegisters
 
 from ..listing import AsmLine, Listing
 from .lower import XeLowering
@@ -49,12 +54,50 @@ def _ir_nodes(body) -> dict[int, dict]:
     return out
 
 
+MAX_REMAT_ROUNDS = 8
+
+
+def _rematerializable(body) -> dict[str, object]:
+    """Lets whose value can be recomputed where it is used: no register-buffer loads (a buffer
+    may change between the let and the use)."""
+    out = {}
+    for node in walk(body):
+        if isinstance(node, Let) and not any(isinstance(n, Load) for n in walk(node.value)):
+            out[node.var.name] = node.value
+    return out
+
+
+def _lower(kernel, body, target, budget: int) -> XeLowering:
+    """Lowering with rematerialization as the allocator's answer to running out: the values
+    live at the failing point that can be recomputed (vector lets first, then scalars) are
+    recomputed at each use instead of held, and lowering restarts; out of registers is
+    raised when nothing is left to recompute."""
+    remat: frozenset = frozenset()
+    candidates = None
+    last = None
+    for _ in range(MAX_REMAT_ROUNDS):
+        cg = XeLowering(kernel, body, target, budget, remat)
+        try:
+            cg.run()
+            cg.rematerialized = sorted(remat)
+            return cg
+        except OutOfRegisters as exc:
+            last = exc
+            if candidates is None:
+                candidates = _rematerializable(body)
+            live = [b for b in exc.live if b.label in candidates and b.label not in remat]
+            pick = [b.label for b in live if b.category == "vectors"] or [b.label for b in live]
+            if not pick:
+                raise
+            remat = remat | frozenset(pick)
+    raise last
+
+
 def lower_kernel(kernel, body, target, ir_map: bool = True) -> Listing:
     """Lower ``body`` (final IR of ``kernel``) for ``target``; raises ``OutOfRegisters`` or
     ``CodegenUnsupported``."""
     budget = _budget(kernel, target)
-    cg = XeLowering(kernel, body, target, budget)
-    cg.run()
+    cg = _lower(kernel, body, target, budget)
     nodes = _ir_nodes(body) if ir_map else {}
     labels_cache: dict[int, tuple] = {}
     spans: dict[int, list] = {}          # id(allocation) -> [allocation, first line, last line]
@@ -91,4 +134,4 @@ def lower_kernel(kernel, body, target, ir_map: bool = True) -> Listing:
                     "first_line": lo, "last_line": hi} for a, lo, hi in spans.values()]
     return Listing(target.name, lines, peak, peak_line, budget, _estimate(kernel, target), by_label,
                    instruction_mix(cg.em.lines, cg.loops), roofline(kernel, target, cg.em.lines), abi,
-                   allocations=allocations, reg_bytes=rb)
+                   allocations=allocations, reg_bytes=rb, rematerialized=cg.rematerialized)

@@ -28,6 +28,15 @@ SWAPPED = {"eq": "eq", "ne": "ne", "lt": "gt", "le": "ge", "gt": "lt", "ge": "le
 TERNARY = {Op.ADD3: "add3", Op.MAD: "mad"}
 
 
+class Remat:
+    """A let kept as its expression (rematerialized): evaluated again at every use."""
+
+    __slots__ = ("value",)
+
+    def __init__(self, value):
+        self.value = value
+
+
 # -- legal instructions ---------------------------------------------------------------------
 
 _SIGNEDNESS = {"shr": u32, "asr": s32}
@@ -131,6 +140,8 @@ def _evaluate(cg, e, dst: Reg | None):
         return dst
     if t is Var:
         op = cg.lookup(e.name)
+        if type(op) is Remat:
+            return evaluate(cg, op.value, dst)
         if dst is None:
             return op
         move(cg, dst, op, lanes)

@@ -124,7 +124,9 @@ class Liveness:
     allocs: dict            # grf buffer name -> its Alloc statement
 
 
-def analyze(root, global_names: set[str]) -> Liveness:
+def analyze(root, global_names: set[str], remat: frozenset = frozenset()) -> Liveness:
+    """Live ranges of ``root``'s register values. Lets named in ``remat`` get no register:
+    their value is recomputed at every use, so its operands are read there instead."""
     first: dict = {}
     last: dict = {}
     roles: dict[str, set] = {}
@@ -159,7 +161,10 @@ def analyze(root, global_names: set[str]) -> Liveness:
             if t is Var:
                 keys = scope.get(x.name)
                 if keys:
-                    touch(keys[-1], p, "r")
+                    if keys[-1][0] == "remat":
+                        stack.append(keys[-1][1])
+                    else:
+                        touch(keys[-1], p, "r")
                 continue
             if t is Load and x.buf.name in grf:
                 touch_buf(x.buf.name, p, "r")
@@ -176,6 +181,9 @@ def analyze(root, global_names: set[str]) -> Liveness:
     p = -1
     for p, (kind, x) in enumerate(events(root)):
         if kind == "let":
+            if x.var.name in remat:
+                scope.setdefault(x.var.name, []).append(("remat", x.value))
+                continue
             read_expr(x.value, p)
             define(x, x.var.name, p)
         elif kind == "end_let":

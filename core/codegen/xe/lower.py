@@ -53,7 +53,7 @@ class FlagPool:
 class XeLowering:
     """One kernel's lowering. ``run()`` fills ``self.em.lines``."""
 
-    def __init__(self, kernel, body, target, budget: int):
+    def __init__(self, kernel, body, target, budget: int, remat: frozenset = frozenset()):
         self.kernel, self.body, self.target, self.xe = kernel, body, target, target.xe
         self.rb = target.registers.reg_bytes
         self.simd = kernel.simd
@@ -71,6 +71,7 @@ class XeLowering:
         self.loops: list[dict] = []           # every loop: trips, label
         self.payload = payload([a.var.name for a in kernel.args], self.simd, self.rb)
         self.arg_regs: dict[str, Reg] = {}
+        self.remat = remat
 
     # -- allocation -------------------------------------------------------------------------
     def _alloc(self, nbytes: int, label: str, category: str, knob=None, whole=False, bank=None):
@@ -133,7 +134,7 @@ class XeLowering:
 
     # -- the walk ---------------------------------------------------------------------------
     def run(self) -> None:
-        self.live = analyze(self.body, set(self.args))
+        self.live = analyze(self.body, set(self.args), self.remat)
         self._prologue()
         for p, (kind, x) in enumerate(events(self.body)):
             for key in self.live.starts.get(p, ()):
@@ -228,8 +229,11 @@ class XeLowering:
         pass
 
     def ev_let(self, x, p):
-        key = self.live.var_keys[id(x), p]
         v = x.value
+        if x.var.name in self.remat:
+            self.bind(x.var.name, isa.Remat(v))
+            return
+        key = self.live.var_keys[id(x), p]
         if isinstance(v, (IntImm, FloatImm)):
             self.bind(x.var.name, Imm(v.value, v.type))
             return

@@ -72,3 +72,26 @@ def test_a_smaller_budget_gives_an_out_of_registers_diagnostic():
 def test_sm90_has_no_asm_generator():
     with pytest.raises(CodegenUnsupported, match="sm_90"):
         generate_asm(None, None, SM90)
+
+
+def test_values_are_recomputed_instead_of_running_out():
+    """ResNet-50 conv1 with its default config holds more offset vectors than registers: the
+    allocator recomputes them at each use and the kernel fits (and still verifies)."""
+    from dataclasses import replace as _replace
+
+    from kdd.core.builder import build_kernel
+    from kdd.core.config.defaults import resolve_config
+    from kdd.core.passes.kernel_pipeline import run_pipeline
+    from kdd.core.problem.data_types import parse_data_types
+    from kdd.core.problem.problem import problem_from_text
+    from kdd.core.targets import XEHPG
+
+    problem = problem_from_text("g1mb50ic3ih224iw224oc64oh112ow112kh7kw7sh2sw2ph3pw3", op="conv")
+    problem = _replace(problem, types=parse_data_types("f16"))
+    kernel = build_kernel(problem, resolve_config(problem, XEHPG, None), XEHPG)
+    listing = generate_asm(kernel, run_pipeline(kernel).final, XEHPG, check=HAVE_IGA)
+    out = listing.to_dict()
+    assert out["registers"]["rematerialized"] and out["registers"]["peak"] <= 128
+    assert verify(out) == []
+    assert not HAVE_IGA or out["assembler"]["ok"]
+    assert "recomputed at each use" in listing.render()
