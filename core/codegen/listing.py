@@ -16,13 +16,15 @@ from dataclasses import dataclass, field
 
 @dataclass
 class AsmLine:
+    """One line; ``live`` (labels of the live values) is filled from the allocations on demand."""
+
     text: str
     live_regs: int
-    live: tuple[str, ...]
+    live: tuple[str, ...] | None = None
     ir_node: dict | None = None
 
-    def to_dict(self) -> dict:
-        out = {"text": self.text, "live_regs": self.live_regs, "live": list(self.live)}
+    def to_dict(self, live: tuple[str, ...]) -> dict:
+        out = {"text": self.text, "live_regs": self.live_regs, "live": list(live)}
         if self.ir_node is not None:
             out["ir_node"] = self.ir_node
         return out
@@ -49,8 +51,37 @@ class Listing:
     def asm(self) -> str:
         return "\n".join(ln.text for ln in self.lines) + "\n"
 
+    def live_labels(self) -> list[tuple[str, ...]]:
+        """Per line, the labels of the values live on it (a sweep over the allocations)."""
+        starts: dict[int, list] = {}
+        ends: dict[int, list] = {}
+        for a in self.allocations:
+            starts.setdefault(a["first_line"], []).append(a["label"])
+            ends.setdefault(a["last_line"], []).append(a["label"])
+        count: dict[str, int] = {}
+        out: list[tuple[str, ...]] = []
+        current: tuple[str, ...] = ()
+        for i in range(len(self.lines)):
+            changed = False
+            for label in starts.get(i, ()):
+                count[label] = count.get(label, 0) + 1
+                changed = True
+            if changed:
+                current = tuple(k for k, v in count.items() if v)
+            out.append(current)
+            for label in ends.get(i, ()):
+                count[label] -= 1
+                if not count[label]:
+                    del count[label]
+                changed = True
+            if ends.get(i):
+                current = tuple(count)
+        return out
+
     def to_dict(self) -> dict:
-        return {"target": self.target, "asm": self.asm, "lines": [ln.to_dict() for ln in self.lines],
+        live = self.live_labels()
+        return {"target": self.target, "asm": self.asm,
+                "lines": [ln.to_dict(lv) for ln, lv in zip(self.lines, live)],
                 "registers": {"peak": self.peak, "peak_line": self.peak_line, "budget": self.budget,
                               "estimate": self.estimate, "by_label": self.by_label,
                               "reg_bytes": self.reg_bytes, "allocations": self.allocations,

@@ -98,40 +98,24 @@ def lower_kernel(kernel, body, target, ir_map: bool = True) -> Listing:
     ``CodegenUnsupported``."""
     budget = _budget(kernel, target)
     cg = _lower(kernel, body, target, budget)
+    cg.regs.close()
     nodes = _ir_nodes(body) if ir_map else {}
-    labels_cache: dict[int, tuple] = {}
-    spans: dict[int, list] = {}          # id(allocation) -> [allocation, first line, last line]
-    prev = None
-    lines = []
+    lines = [AsmLine(ln.text, ln.busy, None, nodes.get(id(ln.node)) if ln.node is not None else None)
+             for ln in cg.em.lines]
     peak, peak_line = -1, 0
     for i, ln in enumerate(cg.em.lines):
-        key = id(ln.live)
-        labels = labels_cache.get(key)
-        if labels is None:
-            labels = tuple(dict.fromkeys(a.label for a in ln.live))
-            labels_cache[key] = labels
-        if ln.live is not prev:
-            for a in ln.live:
-                span = spans.get(id(a))
-                if span is None or span[2] < i - 1:     # (re)starts here
-                    spans[id(a)] = span = [a, i, i] if span is None else span
-                span[2] = i
-            prev = ln.live
-        else:
-            for a in ln.live:
-                spans[id(a)][2] = i
-        lines.append(AsmLine(ln.text, ln.busy, labels, nodes.get(id(ln.node)) if ln.node is not None else None))
         if ln.pipe is not None and ln.busy > peak:
             peak, peak_line = ln.busy, i
-    by_label: dict[str, int] = {}
     rb = cg.rb
-    if cg.em.lines:
-        for a in cg.em.lines[peak_line].live:
-            by_label[a.label] = by_label.get(a.label, 0) + a.size
+    allocations = [{"label": a.label, "category": a.category, "start": a.start, "bytes": a.size,
+                    "first_line": a.first_line, "last_line": a.last_line}
+                   for a in cg.regs.history if a.last_line >= a.first_line]
+    by_label: dict[str, int] = {}
+    for a in allocations:
+        if a["first_line"] <= peak_line <= a["last_line"]:
+            by_label[a["label"]] = by_label.get(a["label"], 0) + a["bytes"]
     by_label = {k: -(-v // rb) for k, v in by_label.items()}
     abi = [f.to_dict(rb) for f in cg.payload]
-    allocations = [{"label": a.label, "category": a.category, "start": a.start, "bytes": a.size,
-                    "first_line": lo, "last_line": hi} for a, lo, hi in spans.values()]
     return Listing(target.name, lines, peak, peak_line, budget, _estimate(kernel, target), by_label,
                    instruction_mix(cg.em.lines, cg.loops), roofline(kernel, target, cg.em.lines), abi,
                    allocations=allocations, reg_bytes=rb, rematerialized=cg.rematerialized)

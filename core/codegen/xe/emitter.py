@@ -1,7 +1,8 @@
 """The instruction stream: IGA text lines, each with the registers live when it runs.
 
-Every emitted line records the allocator's live set (shared between lines
-until it changes), the IR statement it was lowered from, the pipe it runs on
+Every emitted line records how many registers hold a live byte (the
+allocator stamps each value with the lines it is live on), the IR statement it
+was lowered from, the pipe it runs on
 (seed 002's table: float, int, xmx, send, control) and its dynamic weight
 (product of the trip counts of the loops around it).
 """
@@ -9,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .operand import FLOAT_SUFFIXES, Imm, Reg
+from .operand import FLOAT_SUFFIXES, Imm, Reg, iga_type
 from .regalloc import RegisterFile
 
 PIPES = ("float", "int", "xmx", "send", "control")
@@ -20,7 +21,6 @@ class Line:
     text: str
     pipe: str | None          # None: a label or a comment
     busy: int                 # registers holding a live byte
-    live: tuple               # live allocations (shared tuple)
     node: object              # IR statement
     weight: int
     loop: int                 # index of the innermost loop (-1: none)
@@ -30,21 +30,14 @@ class Emitter:
     def __init__(self, regs: RegisterFile):
         self.regs = regs
         self.lines: list[Line] = []
+        regs.lines = self.lines     # the allocator's clock: values are live from the next line on
         self.node = None
         self.weight = 1
         self.loop = -1
-        self._snap_version = -1
-        self._snap: tuple = ()
         self._labels = 0
 
-    def _live(self) -> tuple:
-        if self.regs.version != self._snap_version:
-            self._snap = tuple(self.regs.live.values())
-            self._snap_version = self.regs.version
-        return self._snap
-
     def raw(self, text: str, pipe: str | None) -> None:
-        self.lines.append(Line(text, pipe, self.regs.busy, self._live(), self.node, self.weight, self.loop))
+        self.lines.append(Line(text, pipe, self.regs.busy, self.node, self.weight, self.loop))
 
     def label(self, base: str) -> str:
         self._labels += 1
@@ -79,7 +72,6 @@ class Emitter:
 
 
 def _suffix(op) -> str:
-    from .operand import iga_type
     return iga_type(op.type)
 
 

@@ -12,12 +12,14 @@ a constant uses shifts or a multiply-high (``mul`` into ``acc0`` + ``mach``);
 """
 from __future__ import annotations
 
+import struct
+
 from kdd.core.ir.expr import (Binary, BoolImm, Broadcast, Cast, FloatImm, IntImm, Load, Op, Ramp, Ternary,
-                              Unary, Var)
-from kdd.core.ir.types import Type, s16, s32, u16, u32
+                              Unary, Var, wrap_int)
+from kdd.core.ir.types import Type, s16, s32, u16, u32, u64
 
 from ..errors import CodegenUnsupported
-from .operand import Imm, Reg, elem_size
+from .operand import Imm, Reg
 
 # Two-source operators with one instruction: IR operator -> mnemonic.
 BINARY = {Op.ADD: "add", Op.MUL: "mul", Op.BIT_AND: "and", Op.BIT_OR: "or", Op.BIT_XOR: "xor",
@@ -100,7 +102,6 @@ def _as_reg(cg, op, t: Type, lanes: int = 1) -> Reg:
 
 def _mov_imm(cg, dst: Reg, imm: Imm, lanes: int) -> None:
     if imm.type.scalar.name == "BF16":      # no bf immediates: move the bits
-        import struct
         bits = struct.unpack("<I", struct.pack("<f", imm.value))[0] >> 16
         alu(cg, "mov", lanes, dst.retype(u16), [Imm(bits, u16)])
         return
@@ -224,7 +225,6 @@ def _cast(cg, e, dst):
         alu(cg, "cmp", lanes, out, [_as_reg(cg, a, src_t, lanes), Imm(0, src_t)], cmod=("ne", cg.flags.take()))
         return out
     if isinstance(a, Imm) and dst is None and src_t.is_int and dst_t.is_int and not e.saturate:
-        from kdd.core.ir.expr import wrap_int
         return Imm(wrap_int(int(a.value), dst_t), dst_t)
     if (src_t.is_int and dst_t.is_int and src_t.scalar.size == dst_t.scalar.size and not e.saturate
             and isinstance(a, Reg) and dst is None):
@@ -454,25 +454,10 @@ def _mulhi(cg, dst: Reg, n: Reg, m: int, signed: bool, lanes: int) -> None:
     for c in range(0, lanes, step):
         k = min(step, lanes - c)
         src = n.at(c) if n.stride and k > 1 else n.at(c).scalar() if n.stride else n
-        cg.em.op("mul", k, _Acc(t), [src.retype(t), Imm(m & 0xFFFF, u16)])
-        cg.em.op("mach", k, dst.at(c).retype(t), [src.retype(t), Imm(m if not signed else m, t)])
-
-
-class _Acc(Reg):
-    """The accumulator as a destination."""
-
-    def __new__(cls, t):
-        return super().__new__(cls)
-
-    def __init__(self, t):
-        object.__setattr__(self, "byte", 0)
-        object.__setattr__(self, "type", t)
-        object.__setattr__(self, "stride", 1)
-        object.__setattr__(self, "neg", False)
-
-    def dst(self, reg_bytes: int) -> str:
-        from .operand import iga_type
-        return f"acc0.0<1>:{iga_type(self.type)}"
+        # mul of the multiplier's low word into the accumulator, then mach: the high dword
+        acc = "acc0.0<1>:" + ("d" if signed else "ud")
+        cg.em.raw(f"(W) mul ({k}|M0) {acc} {src.retype(t).src(cg.rb)} {Imm(m & 0xFFFF, u16).text()}", "int")
+        cg.em.op("mach", k, dst.at(c).retype(t), [src.retype(t), Imm(m, t)])
 
 
 def _magic_div(cg, q: Reg, n: Reg, d: int, signed: bool, lanes: int) -> None:
@@ -503,7 +488,6 @@ def add64(cg, dst: Reg, base: Reg, off, lanes: int) -> None:
     (carry into ``acc0``), ``add`` of the carry and the high dword, and the sign
     of ``off`` added to the high dword.
     """
-    from kdd.core.ir.types import s64, u64
     if cg.xe.native_int64:
         alu(cg, "add", lanes, Reg(dst.byte, u64, 1), [base.retype(u64, 0), off])
         return

@@ -12,11 +12,11 @@ a store's bytes).
 """
 from __future__ import annotations
 
-from kdd.core.ir.expr import (Binary, BoolImm, Broadcast, Cast, FloatImm, IntImm, Load, Op, Ramp, Ternary,
-                              Unary, Var)
+from kdd.core.ir.expr import BoolImm, FloatImm, IntImm
 from kdd.core.ir.funcs import Barrier, BarrierSignal, BarrierWait, Dp4a, Dpas, Eltwise, Fence, Mad, Reduce, Reorder, Send
 from kdd.core.ir.stmt import MemKind
 from kdd.core.ir.types import Type, s32, u32
+from kdd.core.ir.visitor import free_vars
 
 from ..errors import CodegenUnsupported, LiveBuffer, OutOfRegisters
 from . import isa, sends, tensor
@@ -186,7 +186,7 @@ class XeLowering:
             r.reserve(1, -(-(args_end - self.rb) // self.rb), "kernel arguments")
         for g, dword in GROUP_ID_DWORD.items():
             self.bind(g, Reg(4 * dword, s32, 0))
-        used = {v.name for v in _free_var_names(self.body)}
+        used = {v.name for v in free_vars(self.body)}
         lid = {f.name: f for f in self.payload}
         for d, name in enumerate(("thread_id0", "thread_id1", "thread_id2")):
             if name not in used:
@@ -366,11 +366,6 @@ class XeLowering:
         sfid = "slm" if scope == "slm" else "ugm"
         self.em.raw(f"(W) send.{sfid} (1|M0) r{n} r0 null:0 0x0 0x0210011F", "send")
         self.em.raw(f"(W) mov (1|M0) null<1>:ud r{n}.0<0;1,0>:ud", "int")
-
-
-def _free_var_names(body):
-    from kdd.core.ir.visitor import free_vars
-    return free_vars(body)
 
 
 def repairs(cg: XeLowering, live: list[LiveBuffer]) -> list[dict]:

@@ -23,9 +23,12 @@ IGA_TYPE = {
 FLOAT_SUFFIXES = frozenset({"hf", "bf", "f", "df"})
 
 
+_ELEM_SIZE = {s: 4 if s is Scalar.BOOL else s.bits // 8 for s in Scalar}
+
+
 def elem_size(t: Type) -> int:
     """Bytes one element of ``t`` takes in registers (a bool mask takes a dword)."""
-    return 4 if t.is_bool else t.scalar.size
+    return _ELEM_SIZE[t.scalar]
 
 
 def iga_type(t: Type) -> str:
@@ -43,11 +46,13 @@ class Reg:
 
     @property
     def size(self) -> int:
-        return elem_size(self.type)
+        return _ELEM_SIZE[self.type.scalar]
 
     def at(self, elem: int) -> "Reg":
         """The region starting ``elem`` elements further (along the stride)."""
-        return Reg(self.byte + elem * self.stride * self.size, self.type, self.stride, self.neg)
+        if elem == 0:
+            return self
+        return Reg(self.byte + elem * self.stride * _ELEM_SIZE[self.type.scalar], self.type, self.stride, self.neg)
 
     def retype(self, t: Type, stride: int | None = None) -> "Reg":
         return Reg(self.byte, t.base, self.stride if stride is None else stride, self.neg)

@@ -23,6 +23,8 @@ class Allocation:
     start: int
     size: int
     knob: str | None = None
+    first_line: int = 0        # lines [first_line, last_line] of the listing see it live
+    last_line: int = -1
 
     @property
     def end(self) -> int:
@@ -41,8 +43,9 @@ class RegisterFile:
         self.used = [0] * nregs          # live bytes per register
         self.free_mask = [(1 << reg_bytes) - 1] * nregs   # bit i set: byte i free
         self.live: dict[int, Allocation] = {}
+        self.history: list[Allocation] = []
         self.busy = 0                   # registers with at least one live byte
-        self.version = 0                # bumped on every change (listing snapshots are shared)
+        self.lines: list = []           # the emitted lines (their count is the clock)
 
     # -- bookkeeping ----------------------------------------------------------------------
     def _take(self, a: Allocation) -> Allocation:
@@ -58,12 +61,14 @@ class RegisterFile:
                 self.busy += 1
             self.used[r] += hi - lo
         self.live[id(a)] = a
-        self.version += 1
+        a.first_line = len(self.lines)
+        self.history.append(a)
         return a
 
     def release(self, a: Allocation) -> None:
         if self.live.pop(id(a), None) is None:
             return
+        a.last_line = len(self.lines) - 1
         rb = self.reg_bytes
         for r in range(a.start // rb, (a.end - 1) // rb + 1):
             lo = max(a.start, r * rb) - r * rb
@@ -72,7 +77,11 @@ class RegisterFile:
             self.used[r] -= hi - lo
             if self.used[r] == 0:
                 self.busy -= 1
-        self.version += 1
+
+    def close(self) -> None:
+        """Stamps the values still live at the end (they are live through the last line)."""
+        for a in self.live.values():
+            a.last_line = len(self.lines) - 1
 
     def reserve(self, reg: int, count: int, label: str) -> Allocation:
         """Fixed registers (the thread payload, arguments, the end-of-thread copy)."""
