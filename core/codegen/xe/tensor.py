@@ -1,0 +1,191 @@
+"""Register-tensor intrinsics: ``dpas``, ``mad``/``dp4a`` FMAs, reorders, reductions, eltwise.
+
+Reorders are emitted in place, as in oneDNN: the element pairs of the two
+layouts are grouped into runs with constant strides (a destination stride of
+1, 2 or 4 elements, a source stride the region rules allow) and each run is one
+``mov`` (converting types on the way) split by :func:`.isa.alu` where a region
+would cross registers illegally. A reduction is a ``mov`` of the first slice
+and an ``add`` of every other.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from kdd.core.ir.expr import IntImm
+from kdd.core.ir.types import Type, f32, s32, u8, u16, u32
+
+from ..errors import CodegenUnsupported
+from . import isa
+from .operand import Imm, Reg, iga_type
+
+DST_STRIDES = (1, 2, 4)
+SRC_STRIDES = (0, 1, 2, 4, 8, 16, 32)
+_UINT = {1: u8, 2: u16, 4: u32}
+
+
+def _place(cg, buf, off, what: str) -> int:
+    if not isinstance(off, IntImm):
+        raise CodegenUnsupported(f"{what}: register offset is not a constant")
+    return cg.buf(buf.name).start + off.value
+
+
+def _aligned(cg, byte: int, what: str) -> int:
+    if byte % cg.rb:
+        raise CodegenUnsupported(f"{what} does not start at a register boundary")
+    return byte // cg.rb
+
+
+def dpas(cg, x) -> None:
+    f = x.func
+    a = x.args
+    d = _aligned(cg, _place(cg, a[0], a[1], "dpas destination"), "dpas destination")
+    s0 = _aligned(cg, _place(cg, a[2], a[3], "dpas src0"), "dpas src0")
+    s1 = _aligned(cg, _place(cg, a[4], a[5], "dpas src1 (B)"), "dpas src1 (B)")
+    s2 = _aligned(cg, _place(cg, a[6], a[7], "dpas src2 (A)"), "dpas src2 (A)")
+    name = "dpasw" if f.is_dpasw else "dpas"
+    dt = iga_type(f.dst_type)
+    cg.em.raw(f"(W) {name}.{f.sdepth}x{f.rcount} ({f.simd}|M0) r{d}:{dt} r{s0}:{dt} r{s1}:{iga_type(f.src1_type)} "
+              f"r{s2}:{iga_type(f.src2_type)}", "xmx")
+
+
+def vector_fma(cg, x) -> None:
+    """``mad`` (``dst = src0 + src1 * src2``) or ``dp4a`` over the call's SIMD lanes."""
+    f = x.func
+    a = x.args
+    is_mad = type(f).__name__ == "Mad"
+    dst_t = f.dst_type if is_mad else s32
+    t1 = f.src1_type if is_mad else (u32 if not f.src1_type.is_signed else s32)
+    t2 = f.src2_type if is_mad else (u32 if not f.src2_type.is_signed else s32)
+    size2 = t2.scalar.size
+    stride2 = f.src2_stride // size2 if f.src2_stride else 0
+    dst = Reg(_place(cg, a[0], a[1], "fma destination"), dst_t.base, 1)
+    src0 = Reg(_place(cg, a[2], a[3], "fma src0"), dst_t.base, 1)
+    src1 = Reg(_place(cg, a[4], a[5], "fma src1"), t1.base, 1)
+    src2 = Reg(_place(cg, a[6], a[7], "fma src2"), t2.base, stride2)
+    isa.alu(cg, "mad" if is_mad else "dp4a", f.simd, dst, [src0, src1, src2], ternary=True)
+
+
+def _runs(dst_bytes: np.ndarray, src_bytes: np.ndarray, dsize: int, ssize: int, top: int):
+    """Maximal runs ``(start, count, dst stride, src stride)`` (strides in elements; a src stride
+    of -1 marks a run of zeros) over the pairs sorted by destination byte."""
+    order = np.argsort(dst_bytes, kind="stable")
+    d, s = dst_bytes[order].tolist(), src_bytes[order].tolist()
+    i, n, out = 0, len(d), []
+    while i < n:
+        j = i + 1
+        ds = ss = None
+        while j < n and j - i < top:
+            dd = d[j] - d[j - 1]
+            if dd % dsize or dd // dsize not in DST_STRIDES:
+                break
+            zero = s[i] < 0
+            if (s[j] < 0) != zero:
+                break
+            sd = 0 if zero else s[j] - s[j - 1]
+            if not zero and (sd % ssize or sd // ssize not in SRC_STRIDES):
+                break
+            if ds is None:
+                ds, ss = dd, sd
+            elif dd != ds or sd != ss:
+                break
+            j += 1
+        count = j - i
+        # power-of-two pieces keep execution sizes legal
+        while count:
+            k = 1 << (count.bit_length() - 1)
+            out.append((d[i], s[i], k, (ds or dsize) // dsize, -1 if s[i] < 0 else (ss or 0) // ssize))
+            i += k
+            count -= k
+    return out
+
+
+def _move_runs(cg, pairs_dst, pairs_src, src_t: Type, dst_t: Type, op: str = "mov") -> None:
+    """One ``op`` per run of (destination byte, source byte or -1 for zero) pairs."""
+    same = src_t == dst_t
+    dt = _UINT[dst_t.scalar.size] if same and op == "mov" else dst_t
+    st = _UINT[src_t.scalar.size] if same and op == "mov" else src_t
+    for d, s, k, ds, ss in _runs(pairs_dst, pairs_src, dst_t.scalar.size, src_t.scalar.size, cg.xe.max_exec):
+        dst = Reg(d, dt.base, ds)
+        if ss < 0:
+            isa.move(cg, dst, Imm(0, _UINT[dst_t.scalar.size]) if dt.is_int else Imm(0.0, dt), k)
+            continue
+        src = Reg(s, st.base, ss if k > 1 else 0)
+        if op == "mov":
+            isa.alu(cg, "mov", k, dst, [src], sat=dst_t.is_int and not same)
+        else:
+            isa.alu(cg, op, k, dst, [Reg(d, dt.base, ds), src])
+
+
+def _layout_bytes(layout, indices: np.ndarray, base: int) -> np.ndarray:
+    return base + np.asarray(layout.offsets_of(indices), dtype=np.int64) * layout.dtype.size
+
+
+def reorder(cg, x) -> None:
+    f = x.func
+    src_l, dst_l = f.src_layout, f.dst_layout
+    a = x.args
+    sbase = _place(cg, a[0], a[1], "reorder source")
+    dbase = _place(cg, a[2], a[3], "reorder destination")
+    grid = np.indices(dst_l.padded_dims).reshape(dst_l.ndims, -1).T
+    inside = (grid < np.asarray(dst_l.dims)).all(axis=1)
+    dst_bytes = _layout_bytes(dst_l, grid, dbase)
+    src_bytes = np.full(len(grid), -1, dtype=np.int64)
+    if inside.any():
+        src_bytes[inside] = _layout_bytes(src_l, grid[inside], sbase)
+    _move_runs(cg, dst_bytes, src_bytes, src_l.dtype, dst_l.dtype)
+
+
+def reduce(cg, x) -> None:
+    f = x.func
+    src_l, dst_l = f.src_layout, f.dst_layout
+    if src_l.dtype != dst_l.dtype or not src_l.dtype.is_float and src_l.dtype != s32:
+        raise CodegenUnsupported(f"reduce from {src_l.dtype} to {dst_l.dtype}")
+    a = x.args
+    sbase = _place(cg, a[0], a[1], "reduce source")
+    dbase = _place(cg, a[2], a[3], "reduce destination")
+    grid = np.indices(dst_l.padded_dims).reshape(dst_l.ndims, -1).T
+    inside = (grid < np.asarray(dst_l.dims)).all(axis=1)
+    dst_bytes = _layout_bytes(dst_l, grid, dbase)
+    red = np.indices([src_l.dims[d] if d in f.dims else 1 for d in range(src_l.ndims)]).reshape(src_l.ndims, -1).T
+    for i, combo in enumerate(red):
+        src_bytes = np.full(len(grid), -1, dtype=np.int64)
+        idx = grid[inside] + combo
+        src_bytes[inside] = _layout_bytes(src_l, idx, sbase)
+        if i == 0:
+            _move_runs(cg, dst_bytes, src_bytes, src_l.dtype, dst_l.dtype)
+        else:
+            _move_runs(cg, dst_bytes[inside], src_bytes[inside], src_l.dtype, dst_l.dtype, op="add")
+
+
+def eltwise(cg, x) -> None:
+    f = x.func
+    base = _place(cg, x.args[0], x.args[1], "eltwise buffer")
+    v = Reg(base, f32, 1)
+    n = f.elems
+    if f.alg == "relu":
+        if f.alpha == 0:
+            isa.alu(cg, "sel", n, v, [v, Imm(0.0, f32)], cmod=("ge", cg.flags.take()))
+            return
+        t = cg.temp(f32, min(n, cg.xe.max_exec))
+        for c in range(0, n, cg.xe.max_exec):
+            k = min(cg.xe.max_exec, n - c)
+            flag = cg.flags.take()
+            isa.alu(cg, "mul", k, t, [v.at(c), Imm(float(f.alpha), f32)])
+            isa.alu(cg, "cmp", k, None, [v.at(c), Imm(0.0, f32)], cmod=("lt", flag))
+            isa.alu(cg, "mov", k, v.at(c), [t], pred=flag)
+        return
+    if f.alg == "linear":
+        isa.alu(cg, "mul", n, v, [v, Imm(float(f.alpha), f32)])
+        isa.alu(cg, "add", n, v, [v, Imm(float(f.beta), f32)])
+        return
+    if f.alg == "abs":
+        _abs(cg, v, n)
+        return
+    if f.alg == "square":
+        isa.alu(cg, "mul", n, v, [v, v])
+        return
+    raise CodegenUnsupported(f"eltwise {f.alg} is not lowered for Xe yet (relu, linear, abs, square are)")
+
+
+def _abs(cg, v: Reg, n: int) -> None:
+    isa.alu(cg, "and", n, v.retype(u32), [v.retype(u32), Imm(0x7FFFFFFF, u32)])
