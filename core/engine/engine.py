@@ -281,8 +281,7 @@ class Engine:
                 out["stats"] = self._artifact("stats", r.key("stats"), lambda: _stats_artifact(
                     r, self.kernel(r, sources), self.trace(self.kernel(r, sources))))
             if "asm" in items:
-                raise StageFailed(Failure("codegen", f"no code generator for {r.target.name} yet: assembly "
-                                                     "cannot be shown", "no-codegen"))
+                out["asm"] = self.assembly(r, sources)
             if "check" in items:
                 out["check"] = self.check(source)
             return out
@@ -321,6 +320,36 @@ class Engine:
             return out
         except StageFailed as exc:
             return failed(source.path, exc.failure, parsed)
+
+    def assembly(self, r: Resolved, sources: dict[str, Range]) -> dict:
+        """Stage ``codegen``: the target's assembly of the final IR with register pressure per line and the
+        assembler's report (``Listing.to_dict()`` plus ``listing``, its text form), each line's IR node
+        joined to the config range of its knob. Out of registers is a failure on the responsible knob."""
+        from kdd.core.codegen import CodegenError, CodegenUnsupported, OutOfRegisters, generate_asm
+        from kdd.core.codegen.assembler import tool_version
+
+        def lower() -> dict:
+            kernel = self.kernel(r, sources)
+            trace = self.trace(kernel)
+            try:
+                listing = self._timed("codegen", lambda: generate_asm(kernel, trace.final, r.target))
+            except CodegenUnsupported as exc:
+                return {"failure": Failure("codegen", str(exc), "no-codegen").to_dict()}
+            except OutOfRegisters as exc:
+                return {"failure": Failure("codegen", str(exc), "out-of-registers",
+                                           exc.knobs[0] if exc.knobs else None).to_dict(),
+                        "out_of_registers": exc.to_dict()}
+            except CodegenError as exc:
+                return {"failure": Failure("codegen", f"internal error (please report it): {exc}", "codegen-error",
+                                           internal=True).to_dict()}
+            return {**listing.to_dict(), "listing": listing.render()}
+        tool = r.target.assembler[0] if r.target.assembler else ""
+        asm = self._artifact("asm", r.key("asm", tool, tool_version(tool)), lower)
+        if "failure" in asm:
+            f = asm["failure"]
+            raise StageFailed(Failure(f["stage"], f["message"], f["code"], f.get("knob"),
+                                      sources.get(f.get("knob")), f["internal"]))
+        return {**asm, "lines": [_with_config_range(line, sources) for line in asm["lines"]]}
 
     def ir_view(self, source: Source, pass_name: str = FINAL, diff: bool = False, shape: str | None = None,
                 target: str | None = None) -> dict:
@@ -377,6 +406,11 @@ def failed(path: str | None, failure: Failure, parsed: Parsed | None) -> dict:
         diagnostics.append(artifacts.failure_diagnostic(failure, anchor))
     return {"file": path, "ok": False, "error": failure.message, "failure": failure.to_dict(),
             "diagnostics": diagnostics}
+
+
+def _with_config_range(line: dict, sources: dict[str, Range]) -> dict:
+    knob = (line.get("ir_node") or {}).get("knob")
+    return {**line, "config_range": artifacts.range_dict(sources[knob])} if knob in sources else line
 
 
 def _build_artifact(kernel) -> dict:

@@ -52,11 +52,22 @@ async def _features(tmp_path: Path):
         assert content["text"].startswith("kernel {")
         stats = await client.request("kdd/stats", {"textDocument": {"uri": uri}})
         validator("lsp.schema.json", "stats").validate(stats)
+        asm = await client.request("kdd/assembly", {"textDocument": {"uri": uri}})
+        validator("lsp.schema.json", "assembly").validate(asm)
+        regs = asm["asm"]["registers"]
+        assert asm["asm"]["assembler"]["ok"] and 0 < regs["peak"] <= regs["budget"]
+        assert any("config_range" in line for line in asm["asm"]["lines"])
+        listing = await client.request("kdd/content", {"uri": ir_uri.replace("kdd:/ir/hoist", "kdd:/asm")})
+        assert listing["text"].startswith("// target xehpg")
+        # sm_90 has no code generator yet: a clear error, not an empty result.
+        sm90 = tmp_path / "sm90.kernel.toml"
+        shutil.copy(EXAMPLES / "sm90_gemm.kernel.toml", sm90)
+        _open(client, sm90)
         try:
-            await client.request("kdd/assembly", {"textDocument": {"uri": uri}})
+            await client.request("kdd/assembly", {"textDocument": {"uri": sm90.as_uri()}})
             raise AssertionError("kdd/assembly answered without a code generator")
         except JsonRpcException as exc:
-            assert "code generator" in exc.message
+            assert "sm_90" in exc.message
 
         # The parent changes on disk: the open child is recompiled and gets the parent's error.
         mark = len(client.messages)
