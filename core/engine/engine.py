@@ -289,7 +289,7 @@ class Engine:
             return failed(source.path, exc.failure, parsed)
 
     def check(self, source: Source, shape: str | None = None, stage: str | None = None,
-              bisect_passes: bool = False, unbounded: bool = False) -> dict:
+              bisect_passes: bool = False, unbounded: bool = False, target: str | None = None) -> dict:
         """The ``kdd check --json`` object: the kernel of the ``[check]`` problem after ``stage`` (``build``,
         a pass name, or the final IR; by default ``[check] stage``) run by the interpreter against the float64 reference; with
         ``bisect_passes``, the verdict after every stage and the first wrong one. A problem with more
@@ -297,7 +297,7 @@ class Engine:
         parsed = None
         try:
             parsed = self.parse(source)
-            r = self.resolve(parsed, shape, for_check=True)
+            r = self.resolve(parsed, shape, target, for_check=True)
             spec = parsed.spec
             stage = stage or spec.check_stage
             names = [BUILD] + KERNEL_PIPELINE.names() + [FINAL]

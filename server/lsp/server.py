@@ -206,8 +206,10 @@ class KddLanguageServer(LanguageServer):
             except Exception:  # noqa: BLE001 - a client that refuses progress still gets the verdict
                 progress = False
         try:
-            result = await self.pool.call("kdd/check", {"text": source.text, "path": source.path},
-                                          state.uri + "#check", self.settings.time_limit)
+            request = {"text": source.text, "path": source.path}
+            if self.settings.target:
+                request["target"] = self.settings.target
+            result = await self.pool.call("kdd/check", request, state.uri + "#check", self.settings.time_limit)
         except WorkerFailed as exc:
             self.counters["timeouts"] += 1
             result = _worker_failure(source.path, exc, "check")

@@ -162,3 +162,23 @@ async def _fuzz(tmp_path: Path, seconds: float = 6.0):
 
 def test_random_edits_and_bad_requests_leave_the_server_answering(tmp_path):
     asyncio.run(_fuzz(tmp_path))
+
+
+async def _settings(tmp_path: Path):
+    path = tmp_path / "bert.kernel.toml"
+    shutil.copy(EXAMPLES / "gemm_bert.kernel.toml", path)  # written for xehpc, no knobs
+    client = await start(tmp_path, "--no-cache", settings={"target": "xehpg", "checkOnSave": False})
+    try:
+        _open(client, path)
+        compiled = await client.wait_for("kdd/compiled", lambda p: p["uri"] == path.as_uri())
+        assert compiled["ok"] and compiled["target"] == "xehpg"
+        verdict = await client.request("kdd/check", {"textDocument": {"uri": path.as_uri()}}, timeout=120)
+        assert verdict["ok"] is True and verdict["stage"] == "final"
+        checked = await client.wait_for("kdd/checked", lambda p: p["uri"] == path.as_uri())
+        assert checked["result"] == verdict
+    finally:
+        await stop(client)
+
+
+def test_workspace_settings_override_the_target(tmp_path):
+    asyncio.run(_settings(tmp_path))
