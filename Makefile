@@ -22,3 +22,4 @@ bench: setup
 	.venv/bin/python bench/check_examples.py
 	.venv/bin/python bench/pipeline.py
 	.venv/bin/python bench/daemon.py
+	.venv/bin/python bench/startup.py

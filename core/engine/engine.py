@@ -21,24 +21,20 @@ read.
 from __future__ import annotations
 
 import hashlib
-import math
 import time
 from dataclasses import dataclass, field, replace
 from functools import cached_property
 from typing import Any, Callable
 
 from kdd.core.builder import BuildError, build_kernel
-from kdd.core.config.budget import estimate_budget
 from kdd.core.config.defaults import resolve_config
 from kdd.core.ir.printer import print_ir, to_text
 from kdd.core.passes import PassError
-from kdd.core.passes.kernel_pipeline import KERNEL_PIPELINE, PASS_NOTES, run_pipeline, with_body
-from kdd.core.passes.metrics import kernel_metrics, reduction_iterations
+from kdd.core.passes.kernel_pipeline import KERNEL_PIPELINE, run_pipeline, with_body
 from kdd.core.passes.options import kernel_options
 from kdd.core.passes.pass_bisect import bisect
 from kdd.core.passes.pipeline import PassCache
-from kdd.core.passes.registers import RegisterModel, estimate_registers
-from kdd.core.passes.trace_view import BUILD, text_diff, trace_to_json
+from kdd.core.passes.trace_view import BUILD, text_diff
 from kdd.core.problem import ProblemError, parse_shape
 from kdd.core.spec import (Diagnostic, KernelSpec, Position, Range, Severity, load_spec, parse_document,
                            read_file)
@@ -48,6 +44,7 @@ from . import artifacts
 from .disk_cache import DiskCache
 from .emit import needs_trace, parse_emit
 from .failure import Failure, StageFailed
+from .interpreter_check import InterpreterCheck
 from .keys import content_key
 from .memo import Memo, StageCounter, memoized
 
@@ -265,7 +262,7 @@ class Engine:
             parsed = self.parse(source)
             r = self.resolve(parsed, shape, target)
             sources = parsed.sources()
-            built = self._artifact("build", r.key("build"), lambda: _build_artifact(self.kernel(r, sources)))
+            built = self._artifact("build", r.key("build"), lambda: artifacts.build_artifact(self.kernel(r, sources)))
             out = {"file": source.path, "ok": True,
                    "problem": {"op": r.problem.op, "prop": r.problem.prop, "shape": r.problem.shape.canonical(),
                                "types": r.problem.types.canonical()},
@@ -275,10 +272,10 @@ class Engine:
                 out["ir"] = {"text": built["ir"]["text"], "lines": artifacts.with_ranges(built["ir"]["lines"], sources)}
             if needs_trace(items):
                 traced = self._artifact("passes", r.key("passes"),
-                                        lambda: _trace_artifact(self.kernel(r, sources), self.trace(self.kernel(r, sources))))
-                out.update(_pass_items(items, traced))
+                                        lambda: artifacts.trace_artifact(self.kernel(r, sources), self.trace(self.kernel(r, sources))))
+                out.update(artifacts.pass_items(items, traced))
             if "stats" in items:
-                out["stats"] = self._artifact("stats", r.key("stats"), lambda: _stats_artifact(
+                out["stats"] = self._artifact("stats", r.key("stats"), lambda: artifacts.stats_artifact(
                     r, self.kernel(r, sources), self.trace(self.kernel(r, sources))))
             if "asm" in items:
                 out["asm"] = self.assembly(r, sources)
@@ -349,7 +346,7 @@ class Engine:
             f = asm["failure"]
             raise StageFailed(Failure(f["stage"], f["message"], f["code"], f.get("knob"),
                                       sources.get(f.get("knob")), f["internal"]))
-        return {**asm, "lines": [_with_config_range(line, sources) for line in asm["lines"]]}
+        return {**asm, "lines": [artifacts.with_config_range(line, sources) for line in asm["lines"]]}
 
     def ir_view(self, source: Source, pass_name: str = FINAL, diff: bool = False, shape: str | None = None,
                 target: str | None = None) -> dict:
@@ -406,88 +403,3 @@ def failed(path: str | None, failure: Failure, parsed: Parsed | None) -> dict:
         diagnostics.append(artifacts.failure_diagnostic(failure, anchor))
     return {"file": path, "ok": False, "error": failure.message, "failure": failure.to_dict(),
             "diagnostics": diagnostics}
-
-
-def _with_config_range(line: dict, sources: dict[str, Range]) -> dict:
-    knob = (line.get("ir_node") or {}).get("knob")
-    return {**line, "config_range": artifacts.range_dict(sources[knob])} if knob in sources else line
-
-
-def _build_artifact(kernel) -> dict:
-    printed = print_ir(kernel.body)
-    return {"kernel": kernel.to_dict(), "ir": {"text": printed.text, "lines": artifacts.line_map(printed)}}
-
-
-def _trace_artifact(kernel, trace) -> dict:
-    return trace_to_json(trace, kernel_options(kernel), PASS_NOTES)
-
-
-def _pass_items(items, traced: dict) -> dict:
-    """The ``trace``, ``ir_after`` and ``diff`` fields from the trace artifact (IR texts by pass)."""
-    texts = {BUILD: traced["build"]["ir"], **{p["name"]: p["ir"] for p in traced["passes"]}}
-    order = list(texts)
-    out: dict = {}
-    for item in items:
-        if item == "passes":
-            out["trace"] = traced
-        elif item.startswith("ir:"):
-            out.setdefault("ir_after", {})[item[3:]] = texts[item[3:]]
-        elif item.startswith("diff:"):
-            name = item[5:]
-            before = texts[order[order.index(name) - 1]]
-            out.setdefault("diff", {})[name] = "" if before == texts[name] else text_diff(before, texts[name], name)
-    return out
-
-
-def _stats_artifact(r: Resolved, kernel, trace) -> dict:
-    """Registers (config-time estimate by label, the IR's register model, the budget) and the kernel
-    figures of the built and the final IR."""
-    model = RegisterModel.of(r.target)
-    budget = estimate_budget(r.problem, r.config, r.target)
-    iterations = reduction_iterations(trace.input)
-    return {"registers": {"estimate": budget.reg_total, "by_label": {x.label: x.amount for x in budget.regs},
-                          "ir": estimate_registers(trace.final, model).regs, "budget": budget.reg_capacity,
-                          "unit": budget.reg_unit},
-            "metrics": {"build": kernel_metrics(trace.input, model, iterations).to_dict(),
-                        "final": kernel_metrics(trace.final, model, iterations).to_dict()}}
-
-
-@dataclass(frozen=True)
-class InterpreterCheck:
-    """The check of kernels of ``problem``: the interpreter against the float64 reference.
-
-    Called on a kernel it gives ``(ok, detail)``, the form :func:`~kdd.core.passes.pass_bisect.bisect` takes.
-    """
-
-    problem: Any
-    seed: int = 0
-    tol: float | None = None
-    unbounded: bool = False
-
-    def result(self, kernel) -> dict:
-        """The check's JSON object (``error`` set when the kernel broke the IR semantics while running).
-
-        Raises :class:`StageFailed` when the problem is over the interpreter's bound."""
-        from kdd.core.interp import InterpError
-        from kdd.core.interp.check import CheckResult, CheckTooLarge, check_kernel
-
-        try:
-            kwargs = {"max_macs": None} if self.unbounded else {}
-            return check_kernel(kernel, self.problem, seed=self.seed, tol=self.tol, **kwargs).to_dict()
-        except CheckTooLarge as exc:
-            raise StageFailed(Failure("check", f"{exc} (or run it anyway: kdd check --unbounded)",
-                                      "check-too-large", knob="shape")) from None
-        except InterpError as exc:
-            out = CheckResult(False, math.inf, math.nan, None, self.problem.shape.canonical(), 0.0).to_dict()
-            out["error"] = str(exc)
-            return out
-
-    def __call__(self, kernel) -> tuple[bool, str]:
-        r = self.result(kernel)
-        if "error" in r:
-            return False, f"interpreter: {r['error']}"
-        if r["ok"]:
-            return True, ""
-        rel = "nan" if r["rel_err"] is None else f"{r['rel_err']:.3g}"
-        unwritten = f", {r['unwritten']} elements never written" if r.get("unwritten") else ""
-        return False, f"rel_err {rel} > tol {r['tol']:g}{unwritten}"
