@@ -182,3 +182,36 @@ async def _settings(tmp_path: Path):
 
 def test_workspace_settings_override_the_target(tmp_path):
     asyncio.run(_settings(tmp_path))
+
+
+async def _superseded(tmp_path: Path):
+    path = tmp_path / "resnet.kernel.toml"
+    shutil.copy(EXAMPLES / "resnet50_3x3.kernel.toml", path)
+    text = path.read_text()
+    uri = path.as_uri()
+    client = await start(tmp_path, "--no-cache")
+    try:
+        _open(client, path)
+        await client.wait_for("kdd/compiled", lambda p: p["version"] == 1)
+        line = text.split("\n").index('iter = "mb8oc32ic16"')
+        old = 'iter = "mb8oc32ic16"'
+        mark = len(client.messages)
+        for version, oc in enumerate([16, 64, 32, 16, 64, 32, 16, 64, 32, 16], start=2):
+            new = f'iter = "mb8oc{oc}ic16"'
+            client.text_document_did_change(lsp.DidChangeTextDocumentParams(
+                lsp.VersionedTextDocumentIdentifier(uri=uri, version=version),
+                [lsp.TextDocumentContentChangePartial(
+                    range=lsp.Range(lsp.Position(line, 0), lsp.Position(line, len(old))), text=new)]))
+            old = new
+        last = await client.wait_for("kdd/compiled", lambda p: p["version"] == 11, after=mark)
+        assert last["ok"] and last["config"].find("oc16") >= 0
+        compiled = [p["version"] for m, p in client.messages[mark:] if m == "kdd/compiled"]
+        assert compiled[-1] == 11 and len(compiled) <= 3  # typing faster than the debounce compiles once
+        stats = await client.request("kdd/stats", {"textDocument": {"uri": uri}})
+        assert stats["server"]["superseded"] >= 7
+    finally:
+        await stop(client)
+
+
+def test_a_burst_of_edits_compiles_the_last_version(tmp_path):
+    asyncio.run(_superseded(tmp_path))
