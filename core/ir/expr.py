@@ -55,6 +55,10 @@ class Op(Enum):
     ADD3 = ("add3", 3)
     MAD = ("mad", 3)
 
+    # Members are singletons: identity hashing (in C) instead of Enum's hash of the name, which
+    # every IR node's structural hash pays for.
+    __hash__ = object.__hash__
+
     def __init__(self, symbol: str, arity: int):
         self.symbol = symbol
         self.arity = arity

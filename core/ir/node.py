@@ -9,9 +9,11 @@ mutating, printing) treats the field:
 - ``"nodes"``: a tuple of child IR nodes
 - ``"attr"``:  plain hashable data (a type, an operator, a name, a function)
 
-The structural hash is computed once, at construction, from the children's
-cached hashes, so it costs O(1) per node and never recurses. Equality is an
-explicit-stack walk. ``==`` is structural equality and ``hash()`` is the
+The structural hash and the tree size (nodes counted at every occurrence of a
+shared subtree) are computed once, at construction, from the children's cached
+values, so they cost O(1) per node and never recurse. Each class gets a
+constructor generated from its ``FIELDS`` (straight-line code: no loop over
+the fields on the hot path of every pass). Equality is an explicit-stack walk. ``==`` is structural equality and ``hash()`` is the
 structural hash, so IR objects are safe dict and set keys; IR is built with
 explicit builders (``a.eq(b)``, ``a.lt(b)``) instead of overloaded comparisons.
 """
@@ -64,31 +66,50 @@ def _children_getter(fields: FieldKinds):
     return general
 
 
+def _make_init(cls: type):
+    """The constructor of one node class: stores the fields, checks that child fields hold
+    nodes and computes the structural hash and the tree size from the children's."""
+    fields = cls.FIELDS
+    params = "".join(f"{name}, " for name, _ in fields)
+    body = []
+    hashed = ["_name"]
+    sizes = ["1"]
+    for name, kind in fields:
+        if kind == "node":
+            body.append(f"    if not isinstance({name}, Node): raise _not_node(self, {name!r}, {name})")
+            hashed.append(f"{name}._hash")
+            sizes.append(f"{name}._size")
+        elif kind == "opt":
+            hashed.append(f"(None if {name} is None else {name}._hash)")
+            sizes.append(f"(0 if {name} is None else {name}._size)")
+        elif kind == "nodes":
+            hashed.append(f"tuple([v._hash for v in {name}])")
+            sizes.append(f"sum([v._size for v in {name}])")
+        else:
+            hashed.append(f"({name} if _type({name}) is not float else _attr_key({name}))")
+        body.append(f"    _set(self, {name!r}, {name})")
+    source = (f"def __init__(self, {params}*, origin=None):\n" + "\n".join(body) + "\n"
+              f"    _set(self, '_hash', hash(({', '.join(hashed)},)))\n"
+              f"    _set(self, '_size', {' + '.join(sizes)})\n"
+              # Where the node came from (a config span, a builder step); not part of identity.
+              "    _set(self, 'origin', origin)\n")
+    namespace = {"Node": Node, "_not_node": _not_node, "_set": object.__setattr__,
+                 "_attr_key": _attr_key, "_type": type, "_name": cls.__name__}
+    exec(source, namespace)  # noqa: S102 - source built above from the class's own FIELDS
+    init = namespace["__init__"]
+    init.__qualname__ = f"{cls.__name__}.__init__"
+    return init
+
+
+def _not_node(node, name: str, value: Any) -> TypeError:
+    return TypeError(f"{type(node).__name__}.{name} must be an IR node, got {value!r}")
+
+
 class Node:
     """Base of all IR nodes (expressions and statements)."""
 
-    __slots__ = ("_hash", "origin", "__weakref__")
+    __slots__ = ("_hash", "_size", "origin", "__weakref__")
     FIELDS: ClassVar[FieldKinds] = ()
-
-    def __init__(self, *values: Any, origin: Any = None):
-        if len(values) != len(self.FIELDS):
-            raise TypeError(f"{type(self).__name__} takes {len(self.FIELDS)} fields, got {len(values)}")
-        parts: list[Any] = [type(self).__name__]
-        for (name, kind), value in zip(self.FIELDS, values):
-            object.__setattr__(self, name, value)
-            if kind == "node":
-                if not isinstance(value, Node):
-                    raise TypeError(f"{type(self).__name__}.{name} must be an IR node, got {value!r}")
-                parts.append(value._hash)
-            elif kind == "opt":
-                parts.append(None if value is None else value._hash)
-            elif kind == "nodes":
-                parts.append(tuple(v._hash for v in value))
-            else:
-                parts.append(_attr_key(value))
-        object.__setattr__(self, "_hash", hash(tuple(parts)))
-        # Where the node came from (a config span, a builder step); not part of identity.
-        object.__setattr__(self, "origin", origin)
 
     def __setattr__(self, name: str, value: Any) -> None:
         raise AttributeError(f"IR nodes are immutable ({type(self).__name__}.{name})")
@@ -131,6 +152,7 @@ class Node:
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)
         cls._children_of = staticmethod(_children_getter(cls.FIELDS))
+        cls.__init__ = _make_init(cls)
 
     # -- generic structure ------------------------------------------------------------------
     def children(self) -> tuple["Node", ...]:

@@ -28,38 +28,28 @@ class Scalar(Enum):
     F64 = ("f64", 64)
     BOOL = ("bool", 8)
 
+    # Members are singletons: identity hashing (in C) instead of Enum's hash of the name, which
+    # every IR node's structural hash pays for.
+    __hash__ = object.__hash__
+
     def __init__(self, short: str, bits: int):
         self.short = short
         self.bits = bits
-
-    @property
-    def size(self) -> int:
-        """Size of one element in bytes (bool occupies a byte in memory)."""
-        return self.bits // 8
-
-    @property
-    def is_int(self) -> bool:
-        return self.short[0] in "su"
-
-    @property
-    def is_signed(self) -> bool:
-        return self.short[0] == "s" or self.is_float
-
-    @property
-    def is_float(self) -> bool:
-        return self.short[0] in "fb" and self is not Scalar.BOOL
-
-    @property
-    def is_bool(self) -> bool:
-        return self is Scalar.BOOL
+        # Plain attributes, not properties: every type check of every pass reads them.
+        self.size = bits // 8  # bytes of one element (bool occupies a byte in memory)
+        self.is_bool = short == "bool"
+        self.is_int = short[0] in "su"
+        self.is_float = short[0] in "fb" and not self.is_bool
+        self.is_signed = short[0] == "s" or self.is_float
+        if self.is_int:
+            half = 1 << (bits - 1)
+            self._range = (-half, half - 1) if self.is_signed else (0, (1 << bits) - 1)
 
     def int_range(self) -> tuple[int, int]:
         """Inclusive range of an integer kind."""
         if not self.is_int:
             raise ValueError(f"{self.short} is not an integer type")
-        if self.is_signed:
-            return -(1 << (self.bits - 1)), (1 << (self.bits - 1)) - 1
-        return 0, (1 << self.bits) - 1
+        return self._range
 
 
 _BY_NAME = {s.short: s for s in Scalar}
@@ -95,7 +85,7 @@ class Type:
         return Type(scalar, int(lanes) if lanes else 1)
 
     def with_lanes(self, lanes: int) -> "Type":
-        return Type(self.scalar, lanes)
+        return self if lanes == self.lanes else Type(self.scalar, lanes)
 
     @property
     def base(self) -> "Type":

@@ -141,11 +141,9 @@ def post_order(root: Node, children: Callable[[Node], Iterable[Node]] | None = N
 
 
 def count_nodes(root: Node) -> int:
-    """Number of nodes in the tree, counting shared subtrees at every occurrence."""
-    counts: dict[int, int] = {}
-    for node in post_order(root, done=counts):
-        counts[id(node)] = 1 + sum(counts[id(k)] for k in node.children())
-    return counts[id(root)]
+    """Number of nodes in the tree, counting shared subtrees at every occurrence (cached at
+    construction, so O(1))."""
+    return root._size
 
 
 class Substitute(IRMutator):
