@@ -101,6 +101,26 @@ def _make_init(cls: type):
     return init
 
 
+def _make_with_children(cls: type):
+    """``with_children`` for a class whose child fields are all single nodes (most classes),
+    as straight-line code; other classes keep the generic ``Node.with_children``."""
+    kids = [name for name, kind in cls.FIELDS if kind != "attr"]
+    if not kids or any(kind in ("opt", "nodes") for _, kind in cls.FIELDS):
+        return None
+    values = ", ".join(name if kind == "node" else f"self.{name}" for name, kind in cls.FIELDS)
+    source = (f"def with_children(self, new_children):\n"
+              f"    {', '.join(kids)}, = new_children\n"
+              f"    if {' and '.join(f'{k} is self.{k}' for k in kids)}:\n"
+              f"        return self\n"
+              f"    return self.rebuild({values})\n")
+    namespace: dict = {}
+    exec(source, namespace)  # noqa: S102 - source built above from the class's own FIELDS
+    fn = namespace["with_children"]
+    fn.__qualname__ = f"{cls.__name__}.with_children"
+    fn.__doc__ = Node.with_children.__doc__
+    return fn
+
+
 def _not_node(node, name: str, value: Any) -> TypeError:
     return TypeError(f"{type(node).__name__}.{name} must be an IR node, got {value!r}")
 
@@ -153,6 +173,10 @@ class Node:
         super().__init_subclass__(**kwargs)
         cls._children_of = staticmethod(_children_getter(cls.FIELDS))
         cls.__init__ = _make_init(cls)
+        if "with_children" not in cls.__dict__:
+            fast = _make_with_children(cls)
+            if fast is not None:
+                cls.with_children = fast
 
     # -- generic structure ------------------------------------------------------------------
     def children(self) -> tuple["Node", ...]:

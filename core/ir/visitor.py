@@ -18,6 +18,7 @@ from .node import Node
 
 
 def _hook(obj: object, prefix: str, cls: type, cache: dict) -> Callable | None:
+    """``obj``'s hook ``<prefix><Class>`` for the nearest class of ``cls``'s hierarchy that has one."""
     key = (prefix, cls)
     try:
         return cache[key]
@@ -66,41 +67,58 @@ class IRMutator:
 
     memoize = True
 
+    def _hooks(self, cls: type, cache: dict) -> tuple[Callable | None, Callable | None]:
+        """The ``pre_`` and ``mutate_`` hooks of this mutator for node class ``cls``."""
+        names = _HOOK_NAMES.get((type(self), cls))
+        if names is None:
+            names = _HOOK_NAMES[(type(self), cls)] = tuple(
+                next((f"{prefix}{k.__name__}" for k in cls.__mro__
+                      if hasattr(self, f"{prefix}{k.__name__}")), None) for prefix in ("pre_", "mutate_"))
+        hooks = cache[cls] = tuple(None if name is None else getattr(self, name) for name in names)
+        return hooks
+
     def mutate(self, root: Node) -> Node:
         hooks: dict = {}
+        memoize = self.memoize
         memo: dict[int, Node] = {}
         out: list[Node] = []
-        # Frames: ("enter", node, sink) or ("leave", node, sink, child_results)
-        stack: list[tuple] = [("enter", root, out)]
+        # Frames: (node, sink, None) on the way in; (node, sink, child results) on the way out.
+        stack: list[tuple] = [(root, out, None)]
+        pop, push = stack.pop, stack.append
         while stack:
-            frame = stack.pop()
-            node, sink = frame[1], frame[2]
-            cls = type(node)
-            if frame[0] == "enter":
-                if self.memoize:
+            node, sink, results = pop()
+            cls = node.__class__
+            pre, post = hooks.get(cls) or self._hooks(cls, hooks)
+            if results is None:
+                if memoize:
                     hit = memo.get(id(node))
                     if hit is not None:
                         sink.append(hit)
                         continue
-                pre = _hook(self, "pre_", cls, hooks)
                 if pre is not None:
                     replaced = pre(node)
                     if replaced is not None:
                         sink.append(replaced)
                         continue
-                kids = list(node.children())
-                results: list[Node] = []
-                stack.append(("leave", node, sink, results))
-                for k in reversed(kids):
-                    stack.append(("enter", k, results))
-                continue
-            new = node.with_children(frame[3])
-            post = _hook(self, "mutate_", cls, hooks)
+                kids = node._children_of(node)
+                if kids:
+                    results = []
+                    push((node, sink, results))
+                    for k in reversed(kids):
+                        push((k, results, None))
+                    continue
+                new = node  # a leaf: nothing to rebuild
+            else:
+                new = node.with_children(results)
             result = new if post is None else post(node, new)
-            if self.memoize:
+            if memoize:
                 memo[id(node)] = result
             sink.append(result)
         return out[0]
+
+
+# (mutator class, node class) -> names of its pre_ and mutate_ hooks (None where it has none)
+_HOOK_NAMES: dict[tuple[type, type], tuple[str | None, str | None]] = {}
 
 
 def walk(root: Node) -> Iterator[Node]:

@@ -132,17 +132,32 @@ class Simplifier:
     # -- entry point ----------------------------------------------------------------------------
     def expr(self, e: Expr) -> Expr:
         """``e`` simplified under the current facts (the same object when nothing changes)."""
-        done = self.facts.memo.done
-        for _ in range(MAX_ROUNDS):
-            if id(e) in done:
-                break
-            cuts = self._cuts
-            out = _Round(self, e).mutate(e)
-            finished = out is e or self._cuts == cuts
-            e = out
-            if finished:
-                break
+        memo = self.facts.memo
+        done = memo.done
+        if id(e) in done:
+            return e
+        hit = memo.results.get(id(e))
+        if hit is not None:  # the same object simplified before under the same facts
+            return hit[1]
+        given = e
+        if not e._children_of(e):  # a leaf: no round to set up
+            if isinstance(e, Var) and e in self.facts.subst:
+                e = self.expr(self.facts.subst[e])
+            else:
+                e = self.node(e)
+        else:
+            for _ in range(MAX_ROUNDS):
+                if id(e) in done:
+                    break
+                cuts = self._cuts
+                out = _Round(self, e).mutate(e)
+                finished = out is e or self._cuts == cuts
+                e = out
+                if finished:
+                    break
         done[id(e)] = e
+        if e is not given:
+            memo.results[id(given)] = (given, e)
         return e
 
     # -- constructors used by the rules -----------------------------------------------------------

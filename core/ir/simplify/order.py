@@ -57,25 +57,16 @@ def post_order(root: Node, memo: dict):
 
 
 class Structure:
-    """Memoised size, fingerprint, leading variable and loads of expression nodes."""
+    """Size, and memoised fingerprint, leading variable and loads of expression nodes."""
 
     def __init__(self):
-        self._size: dict[int, tuple[Node, int]] = {}
         # id -> (node, fingerprint, leading variable name or None, contains a load)
         self._facts: dict[int, tuple[Node, int, str | None, bool]] = {}
 
-    def size(self, e: Node) -> int:
-        """Number of nodes of ``e`` (shared subtrees counted at each occurrence)."""
-        memo = self._size
-        hit = memo.get(id(e))
-        if hit is None:
-            for node in post_order(e, memo):
-                total = 1
-                for k in node.children():
-                    total += memo[id(k)][1]
-                memo[id(node)] = (node, total)
-            hit = memo[id(e)]
-        return hit[1]
+    @staticmethod
+    def size(e: Node) -> int:
+        """Number of nodes of ``e`` (shared subtrees counted at each occurrence; cached by the node)."""
+        return e._size
 
     def _facts_of(self, e: Node) -> tuple[Node, int, str | None, bool]:
         memo = self._facts

@@ -64,8 +64,11 @@ def simplify_stmt(root: Stmt, ranges: Mapping[Any, tuple] | None = None) -> Stmt
     """``root`` simplified (see the module docstring); the same object when nothing changes.
 
     A round decides let propagation from the uses in its input; when a kept
-    let ends with a single use (the others simplified away) another round
-    propagates it (at most ``MAX_ROUNDS``).
+    let ends with a single use (the others simplified away) that the policy
+    would propagate (outside loops, no loads), another round propagates it (at
+    most ``MAX_ROUNDS``). A let left with one use the policy keeps anyway asks
+    for no round: that round would only confirm the fixed point, at the price
+    of the first.
     """
     for _ in range(MAX_ROUNDS):
         walker = _StmtSimplifier(root, ranges)
@@ -136,7 +139,9 @@ class _StmtSimplifier:
         self.facts = Facts(ranges, fresh)
         self.s = Simplifier(self.facts)
         self.live: dict[Var, int] = {}  # occurrences of each variable in the output so far
-        self.unsettled = False  # a kept let ended with one use: another round may propagate it
+        self.deepest: dict[Var, int] = {}  # the deepest loop nesting of those occurrences
+        self.loop_depth = 0  # loops around the statement being simplified
+        self.unsettled = False  # a kept let ended with one use that another round would propagate
         self._rebound_memo: dict[int, tuple[Expr, bool]] = {}
 
     def run(self, root: Stmt) -> Stmt:
@@ -169,11 +174,14 @@ class _StmtSimplifier:
 
     def emit(self, *exprs: Expr | None) -> None:
         """Count variable uses of expressions that end up in the output."""
+        live, deepest, depth = self.live, self.deepest, self.loop_depth
         for e in exprs:
             if e is not None:
                 for node in walk(e):
                     if isinstance(node, Var):
-                        self.live[node] = self.live.get(node, 0) + 1
+                        live[node] = live.get(node, 0) + 1
+                        if deepest.get(node, -1) < depth:
+                            deepest[node] = depth
 
     # -- statements -----------------------------------------------------------------------------
     def _let(self, st: Let) -> _Step:
@@ -186,12 +194,16 @@ class _StmtSimplifier:
             return body
         self.facts.bind(st.var, self.s.info(value))
         before = self.live.get(st.var, 0)
+        outer_deepest = self.deepest.pop(st.var, -1)
         body = yield st.body
         self.facts.restore(mark)
         uses = self.live.get(st.var, 0) - before
+        in_loop = self.deepest.get(st.var, -1) > self.loop_depth
+        self.deepest[st.var] = max(outer_deepest, self.deepest.get(st.var, -1))
         if uses == 0:
             return body
-        self.unsettled |= uses == 1
+        self.unsettled |= (uses == 1 and not in_loop and not self.s.structure.reads_memory(value)
+                           and not (self.rebound and self._mentions_rebound(value)))
         self.emit(value)
         if value is st.value and body is st.body:
             return st
@@ -225,7 +237,9 @@ class _StmtSimplifier:
                 info = Info.make(first.lo, last.hi - 1, gcd(st.step, first.mod), first.rem)
         mark = self.facts.mark()
         self.facts.bind(st.var, info)
+        self.loop_depth += 1
         body = yield st.body
+        self.loop_depth -= 1
         self.facts.restore(mark)
         if _is_empty(body):
             return body
