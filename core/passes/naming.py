@@ -10,9 +10,10 @@ from typing import Iterable, Mapping
 
 from ..ir.expr import Expr, Var
 from ..ir.node import Node
+from ..ir.simplify.engine import fold_immediates
 from ..ir.stmt import Stmt
 from ..ir.types import Type
-from ..ir.visitor import IRMutator, post_order, substitute
+from ..ir.visitor import IRMutator, post_order
 from .tree import binder, var_names
 
 
@@ -62,11 +63,8 @@ def rename_bound(s: Stmt, names: NameSource, mapping: dict | None = None) -> Stm
     the loop variable to ``k + j*step``). A copy of a statement made this way
     can sit next to the original without two binders sharing a name.
     """
-    subst = dict(mapping or {})
-    for v in bound_vars(s):
-        if v not in subst:
-            subst[v] = names.fresh(v.name, v.type)
-    return substitute(s, subst)
+    mapping = mapping or {}
+    return Copies(s, mapping).copy(mapping, names)
 
 
 class Copies:
@@ -76,6 +74,9 @@ class Copies:
     a variable bound inside the statement) are found once; every copy then
     rebuilds only those and shares the rest with the original, instead of
     walking the whole statement per copy (unrolling makes up to 64 copies).
+    A rebuilt operation whose operands all became immediates is folded on the
+    spot (``(8 % 2) * 32`` is ``0`` in the copy where ``k`` is 8), so the
+    copies are no bigger than they need to be when the simplifier meets them.
     """
 
     def __init__(self, s: Stmt, replaced: Iterable[Var]):
@@ -107,3 +108,6 @@ class _Replace(IRMutator):
         if id(node) not in self.touched:
             return node  # mentions no replaced variable: shared with the original
         return self.mapping.get(node) if isinstance(node, Var) else None
+
+    def mutate_Expr(self, old: Expr, new: Expr) -> Expr:
+        return new if new is old else fold_immediates(new)

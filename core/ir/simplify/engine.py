@@ -218,14 +218,12 @@ class Simplifier:
     def _rules(self, e: Expr) -> Expr | None:
         if e.type.lanes != 1 or not isinstance(e, (Binary, Unary, Ternary, Cast)):
             return None
-        kids = list(e.children())
+        kids = e.children()
         if any(k.type.lanes != 1 for k in kids):
             return None
         if all(isinstance(k, _IMMEDIATES) for k in kids):
-            try:
-                return self.const(e.type, evaluate(e))
-            except EvalError:
-                return None
+            folded = fold_immediates(e)
+            return None if folded is e else folded
         if isinstance(e, Cast):
             return rules_cast.cast(self, e)
         if e.type.is_float or any(k.type.is_float for k in kids):
@@ -240,6 +238,21 @@ class Simplifier:
         info = self.info(e)
         if info is not None and info.is_point:
             return self.const(e.type, info.lo)
+        return e
+
+
+def fold_immediates(e: Expr) -> Expr:
+    """The immediate a scalar operation on immediates evaluates to (the simplifier's first
+    rule), else ``e`` itself. Cheap enough to apply while building IR: unrolling folds the
+    constants each copy's loop index makes, so the simplifier meets smaller copies."""
+    if e.type.lanes != 1 or not isinstance(e, (Binary, Unary, Ternary, Cast)):
+        return e
+    kids = e.children()
+    if not all(isinstance(k, _IMMEDIATES) and k.type.lanes == 1 for k in kids):
+        return e
+    try:
+        return Simplifier.const(e.type, evaluate(e))
+    except EvalError:
         return e
 
 
