@@ -121,6 +121,19 @@ def _make_with_children(cls: type):
     return fn
 
 
+def _make_same_attrs(cls: type):
+    """``a._same_attrs(b)``: whether two nodes of ``cls`` have the same attributes (floats by
+    their bit pattern, see ``_attr_key``); their children are compared by the caller."""
+    attrs = [name for name, kind in cls.FIELDS if kind == "attr"]
+    tests = [f"    x, y = a.{name}, b.{name}\n"
+             f"    if not ((x == y and x.__class__ is not float) or _attr_key(x) == _attr_key(y)):\n"
+             f"        return False\n" for name in attrs]
+    source = "def _same_attrs(a, b):\n" + "".join(tests) + "    return True\n"
+    namespace = {"_attr_key": _attr_key}
+    exec(source, namespace)  # noqa: S102 - source built above from the class's own FIELDS
+    return namespace["_same_attrs"]
+
+
 def _not_node(node, name: str, value: Any) -> TypeError:
     return TypeError(f"{type(node).__name__}.{name} must be an IR node, got {value!r}")
 
@@ -139,7 +152,7 @@ class Node:
         return self._hash
 
     def __eq__(self, other: object) -> bool:
-        return isinstance(other, Node) and self.is_equal(other)
+        return self is other or (isinstance(other, Node) and self._hash == other._hash and self.is_equal(other))
 
     def __ne__(self, other: object) -> bool:
         return not self.__eq__(other)
@@ -151,28 +164,25 @@ class Node:
     def is_equal(self, other: "Node") -> bool:
         """Structural equality, by an explicit-stack walk (deep trees are fine)."""
         stack = [(self, other)]
+        pop, extend = stack.pop, stack.extend
         while stack:
-            a, b = stack.pop()
+            a, b = pop()
             if a is b:
                 continue
-            if a is None or b is None or type(a) is not type(b) or a._hash != b._hash:
+            if a is None or b is None or a.__class__ is not b.__class__ or a._hash != b._hash \
+                    or not a._same_attrs(b):
                 return False
-            for name, kind in a.FIELDS:
-                x, y = getattr(a, name), getattr(b, name)
-                if kind in ("node", "opt"):
-                    stack.append((x, y))
-                elif kind == "nodes":
-                    if len(x) != len(y):
-                        return False
-                    stack.extend(zip(x, y))
-                elif _attr_key(x) != _attr_key(y):
-                    return False
+            ka, kb = a._children_of(a), b._children_of(b)
+            if len(ka) != len(kb):
+                return False
+            extend(zip(ka, kb))
         return True
 
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)
         cls._children_of = staticmethod(_children_getter(cls.FIELDS))
         cls.__init__ = _make_init(cls)
+        cls._same_attrs = _make_same_attrs(cls)
         if "with_children" not in cls.__dict__:
             fast = _make_with_children(cls)
             if fast is not None:

@@ -5,7 +5,7 @@ interpreter and code generators all name element types through it.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from enum import Enum
 
 import numpy as np
@@ -68,10 +68,24 @@ class Type:
 
     scalar: Scalar
     lanes: int = 1
+    # The scalar kind's facts, copied in: the simplifier asks them millions of times.
+    is_int: bool = field(init=False, repr=False, compare=False, hash=False)
+    is_float: bool = field(init=False, repr=False, compare=False, hash=False)
+    is_bool: bool = field(init=False, repr=False, compare=False, hash=False)
+    is_signed: bool = field(init=False, repr=False, compare=False, hash=False)
 
     def __post_init__(self):
         if self.lanes < 1:
             raise ValueError(f"lanes must be >= 1, got {self.lanes}")
+        for name in ("is_int", "is_float", "is_bool", "is_signed"):
+            object.__setattr__(self, name, getattr(self.scalar, name))
+
+    def __eq__(self, other: object) -> bool:
+        return self is other or (other.__class__ is Type and self.scalar is other.scalar
+                                 and self.lanes == other.lanes)
+
+    def __hash__(self) -> int:
+        return hash((self.scalar, self.lanes))
 
     @staticmethod
     def parse(name: str) -> "Type":
@@ -95,22 +109,6 @@ class Type:
     def size(self) -> int:
         """Size in bytes of the whole (possibly vector) value."""
         return self.scalar.size * self.lanes
-
-    @property
-    def is_int(self) -> bool:
-        return self.scalar.is_int
-
-    @property
-    def is_float(self) -> bool:
-        return self.scalar.is_float
-
-    @property
-    def is_bool(self) -> bool:
-        return self.scalar.is_bool
-
-    @property
-    def is_signed(self) -> bool:
-        return self.scalar.is_signed
 
     @property
     def numpy(self) -> type:

@@ -143,6 +143,11 @@ def post_order(root: Node, children: Callable[[Node], Iterable[Node]] | None = N
     ``children`` chooses the dependencies (default: ``node.children()``).
     """
     kids_of = children or Node.children
+    if id(root) in done:
+        return
+    if all(id(k) in done for k in kids_of(root)):  # the common case: only the root is new
+        yield root
+        return
     emitted: set[int] = set()
     stack: list[tuple[Node, bool]] = [(root, False)]
     while stack:

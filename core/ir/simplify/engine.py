@@ -136,9 +136,9 @@ class Simplifier:
         done = memo.done
         if id(e) in done:
             return e
-        hit = memo.results.get(id(e))
-        if hit is not None:  # the same object simplified before under the same facts
-            return hit[1]
+        hit = memo.results.get(e)
+        if hit is not None:  # an equal expression was simplified under the same facts
+            return e if hit is _UNCHANGED else hit
         given = e
         if not e._children_of(e):  # a leaf: no round to set up
             if isinstance(e, Var) and e in self.facts.subst:
@@ -156,8 +156,7 @@ class Simplifier:
                 if finished:
                     break
         done[id(e)] = e
-        if e is not given:
-            memo.results[id(given)] = (given, e)
+        memo.results[given] = _UNCHANGED if e is given else e
         return e
 
     # -- constructors used by the rules -----------------------------------------------------------
@@ -239,6 +238,11 @@ class Simplifier:
         if info is not None and info.is_point:
             return self.const(e.type, info.lo)
         return e
+
+
+# What ``Memo.results`` holds for an expression that simplification leaves as it is: a hit on
+# an equal but distinct object then hands back that object itself, never the first one.
+_UNCHANGED = object()
 
 
 def fold_immediates(e: Expr) -> Expr:

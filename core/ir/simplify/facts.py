@@ -118,7 +118,7 @@ class Memo:
         self.forms: dict[int, tuple] = {}      # id -> (expr, its linear form, value-keeping casts peeled)
         self.canonical: dict[int, Expr] = {}   # id -> expr built as the canonical form of its form
         self.done: dict[int, Expr] = {}        # id -> expr that simplification leaves unchanged
-        self.results: dict[int, tuple] = {}    # id -> (expr, what simplification makes of it)
+        self.results: dict[Expr, Any] = {}    # expr (structurally) -> what simplification makes of it
 
 
 def _clip(t: Type, lo: int | None, hi: int | None) -> Info | None:
