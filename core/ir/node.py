@@ -40,7 +40,8 @@ def _attr_key(value: Any) -> Any:
 
 def _children_getter(fields: FieldKinds):
     """A function returning a node's children for one class's ``FIELDS`` (the traversals' hot path:
-    most classes have only ``node`` fields, read with one ``attrgetter``)."""
+    most classes have only ``node`` fields, read with one ``attrgetter``; the others get
+    straight-line code)."""
     kinds = [kind for _, kind in fields if kind != "attr"]
     names = [name for name, kind in fields if kind != "attr"]
     if not kinds:
@@ -50,20 +51,13 @@ def _children_getter(fields: FieldKinds):
             get_one = attrgetter(names[0])
             return lambda node: (get_one(node),)
         return attrgetter(*names)
-
-    def general(node) -> tuple:
-        out: list = []
-        for name, kind in zip(names, kinds):
-            value = getattr(node, name)
-            if kind == "node":
-                out.append(value)
-            elif kind == "opt":
-                if value is not None:
-                    out.append(value)
-            else:
-                out.extend(value)
-        return tuple(out)
-    return general
+    if kinds == ["nodes"]:
+        return attrgetter(names[0])  # already a tuple
+    parts = [f"(n.{name},)" if kind == "node" else f"n.{name}" if kind == "nodes"
+             else f"(() if n.{name} is None else (n.{name},))" for name, kind in zip(names, kinds)]
+    namespace: dict = {}
+    exec(f"def children(n):\n    return {' + '.join(parts)}\n", namespace)  # noqa: S102 - from FIELDS
+    return namespace["children"]
 
 
 def _make_init(cls: type):

@@ -73,19 +73,25 @@ class Type:
     is_float: bool = field(init=False, repr=False, compare=False, hash=False)
     is_bool: bool = field(init=False, repr=False, compare=False, hash=False)
     is_signed: bool = field(init=False, repr=False, compare=False, hash=False)
+    _hash: int = field(init=False, repr=False, compare=False, hash=False)  # every IR node hashes its type
 
     def __post_init__(self):
         if self.lanes < 1:
             raise ValueError(f"lanes must be >= 1, got {self.lanes}")
         for name in ("is_int", "is_float", "is_bool", "is_signed"):
             object.__setattr__(self, name, getattr(self.scalar, name))
+        object.__setattr__(self, "_hash", hash((self.scalar, self.lanes)))
 
     def __eq__(self, other: object) -> bool:
         return self is other or (other.__class__ is Type and self.scalar is other.scalar
                                  and self.lanes == other.lanes)
 
     def __hash__(self) -> int:
-        return hash((self.scalar, self.lanes))
+        return self._hash
+
+    def __reduce__(self):
+        # Rebuilt through the constructor: the cached hash is of this process's objects.
+        return (Type, (self.scalar, self.lanes))
 
     @staticmethod
     def parse(name: str) -> "Type":

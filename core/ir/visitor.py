@@ -67,18 +67,21 @@ class IRMutator:
 
     memoize = True
 
-    def _hooks(self, cls: type, cache: dict) -> tuple[Callable | None, Callable | None]:
-        """The ``pre_`` and ``mutate_`` hooks of this mutator for node class ``cls``."""
-        names = _HOOK_NAMES.get((type(self), cls))
-        if names is None:
-            names = _HOOK_NAMES[(type(self), cls)] = tuple(
-                next((f"{prefix}{k.__name__}" for k in cls.__mro__
-                      if hasattr(self, f"{prefix}{k.__name__}")), None) for prefix in ("pre_", "mutate_"))
-        hooks = cache[cls] = tuple(None if name is None else getattr(self, name) for name in names)
+    @classmethod
+    def _hooks(cls, node_cls: type) -> tuple[Callable | None, Callable | None]:
+        """The ``pre_`` and ``mutate_`` hooks (plain functions, called with the mutator first)
+        of this mutator class for node class ``node_cls``, looked up once per pair of classes."""
+        table = _HOOKS.setdefault(cls, {})
+        hooks = table.get(node_cls)
+        if hooks is None:
+            hooks = table[node_cls] = tuple(
+                next((getattr(cls, f"{prefix}{k.__name__}") for k in node_cls.__mro__
+                      if hasattr(cls, f"{prefix}{k.__name__}")), None) for prefix in ("pre_", "mutate_"))
         return hooks
 
     def mutate(self, root: Node) -> Node:
-        hooks: dict = {}
+        mine = type(self)
+        hooks = _HOOKS.setdefault(mine, {})
         memoize = self.memoize
         memo: dict[int, Node] = {}
         out: list[Node] = []
@@ -88,7 +91,7 @@ class IRMutator:
         while stack:
             node, sink, results = pop()
             cls = node.__class__
-            pre, post = hooks.get(cls) or self._hooks(cls, hooks)
+            pre, post = hooks.get(cls) or mine._hooks(cls)
             if results is None:
                 if memoize:
                     hit = memo.get(id(node))
@@ -96,7 +99,7 @@ class IRMutator:
                         sink.append(hit)
                         continue
                 if pre is not None:
-                    replaced = pre(node)
+                    replaced = pre(self, node)
                     if replaced is not None:
                         sink.append(replaced)
                         continue
@@ -110,15 +113,15 @@ class IRMutator:
                 new = node  # a leaf: nothing to rebuild
             else:
                 new = node.with_children(results)
-            result = new if post is None else post(node, new)
+            result = new if post is None else post(self, node, new)
             if memoize:
                 memo[id(node)] = result
             sink.append(result)
         return out[0]
 
 
-# (mutator class, node class) -> names of its pre_ and mutate_ hooks (None where it has none)
-_HOOK_NAMES: dict[tuple[type, type], tuple[str | None, str | None]] = {}
+# mutator class -> node class -> its pre_ and mutate_ hooks (None where it has none)
+_HOOKS: dict[type, dict[type, tuple[Callable | None, Callable | None]]] = {}
 
 
 def walk(root: Node) -> Iterator[Node]:
