@@ -15,8 +15,10 @@ pass pipeline (``kdd.core.passes.kernel_pipeline``) runs:
   final IR (parse, resolve the config, build, every pass; no memo, no disk
   cache), best of ``--repeat`` runs, with its median and maximum over the
   examples;
-- the process's memory once every example is compiled (resident now and at
-  its peak), what a daemon that compiled each of them would hold at least.
+- the process's memory once every example is compiled, with every example's
+  trace (the IR after each pass) and filled pass cache still held, as a
+  daemon that compiled each of them would hold them: resident now and at its
+  peak.
 
 Prints two tables and writes everything as JSON (default
 ``bench/results/pipeline.json``). No asserts on time.
@@ -75,11 +77,13 @@ def _rss_mb() -> float:
     return pages * resource.getpagesize() / 2**20
 
 
-def measure(path: Path, repeat: int, check_shape: bool) -> dict:
+def measure(path: Path, repeat: int, check_shape: bool, keep: list) -> dict:
+    """The figures of one example; its trace and pass cache are appended to ``keep``."""
     kernel = build(path, check_shape)
     cold = best_ms(lambda: run_pipeline(kernel, cache=PassCache()), repeat)
     cache = PassCache()
     trace = run_pipeline(kernel, cache=cache)
+    keep.append((trace, cache))
     again = build(path, check_shape)  # equal IR, new objects: what a daemon sees after a no-op edit
     warm = best_ms(lambda: run_pipeline(again, cache=cache), repeat)
     text = path.read_text()
@@ -103,7 +107,8 @@ def main() -> int:
     ap.add_argument("--check-shapes", action="store_true", help="use each example's [check] shape")
     ap.add_argument("--json", default="bench/results/pipeline.json")
     args = ap.parse_args()
-    rows = [measure(p, args.repeat, args.check_shapes) for p in sorted(EXAMPLES.glob("*.kernel.toml"))]
+    held: list = []  # what a daemon keeps of every compile: traces and pass caches
+    rows = [measure(p, args.repeat, args.check_shapes, held) for p in sorted(EXAMPLES.glob("*.kernel.toml"))]
 
     print("Figures, per SIMD thread: built IR -> final IR")
     head = f"{'example':<20} {'stmts':>11} {'ops/iter':>14} {'loop ops':>18} {'barriers':>12} {'regs':>9}"

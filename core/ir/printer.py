@@ -71,8 +71,11 @@ def _small_text(e: Expr, memo: dict) -> str:
         cls = e.__class__
         if cls is Var:
             text = e.name
-        elif cls is Binary and not e.op.is_call_form:
-            text = f"({_small_text(e.a, memo)} {e.op.symbol} {_small_text(e.b, memo)})"
+        elif cls is Binary and not e.op.is_call_form:  # the common case, written out
+            a, b = e.a, e.b
+            ta, tb = memo.get(id(a)), memo.get(id(b))
+            text = (f"({_small_text(a, memo) if ta is None else ta} {e.op.symbol} "
+                    f"{_small_text(b, memo) if tb is None else tb})")
         else:
             text = "".join(x if isinstance(x, str) else _small_text(x, memo) for x in _expr_tokens(e))
         memo[id(e)] = text
