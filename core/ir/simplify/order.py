@@ -62,6 +62,7 @@ class Structure:
     def __init__(self):
         # id -> (node, fingerprint, leading variable name or None, contains a load)
         self._facts: dict[int, tuple[Node, int, str | None, bool]] = {}
+        self._loads: dict[int, tuple[Node, bool]] = {}  # id -> (node, contains a load)
 
     @staticmethod
     def size(e: Node) -> int:
@@ -92,8 +93,14 @@ class Structure:
         return memo[id(e)]
 
     def reads_memory(self, e: Node) -> bool:
-        """True when ``e`` contains a load."""
-        return self._facts_of(e)[3]
+        """True when ``e`` contains a load (without the fingerprints a sort key needs)."""
+        hit = self._facts.get(id(e)) or self._loads.get(id(e))
+        if hit is not None:
+            return hit[-1]
+        memo = self._loads
+        for node in post_order(e, memo):
+            memo[id(node)] = (node, isinstance(node, Load) or any(memo[id(k)][1] for k in node.children()))
+        return memo[id(e)][1]
 
     def key(self, e: Expr) -> tuple:
         """The canonical sort key of a term (see the module docstring)."""
