@@ -26,7 +26,7 @@ vector expressions only get their operands simplified.
 """
 from __future__ import annotations
 
-from ..eval import EvalError, convert, evaluate
+from ..eval import EvalError, convert, evaluate_operation
 from ..expr import (Binary, BoolImm, Cast, Expr, FloatImm, IntImm, Op, Ternary, Unary, Var)
 from ..types import Type
 from ..visitor import IRMutator
@@ -255,7 +255,7 @@ def fold_immediates(e: Expr) -> Expr:
     if not all(isinstance(k, _IMMEDIATES) and k.type.lanes == 1 for k in kids):
         return e
     try:
-        return Simplifier.const(e.type, evaluate(e))
+        return Simplifier.const(e.type, evaluate_operation(e, [k.value for k in kids]))
     except EvalError:
         return e
 
