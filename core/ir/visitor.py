@@ -127,12 +127,11 @@ _HOOKS: dict[type, dict[type, tuple[Callable | None, Callable | None]]] = {}
 def walk(root: Node) -> Iterator[Node]:
     """Every node of the tree in pre-order (shared subtrees are yielded once per occurrence)."""
     stack = [root]
+    pop, extend = stack.pop, stack.extend
     while stack:
-        node = stack.pop()
+        node = pop()
         yield node
-        kids = list(node.children())
-        kids.reverse()
-        stack.extend(kids)
+        extend(reversed(node._children_of(node)))
 
 
 def post_order(root: Node, children: Callable[[Node], Iterable[Node]] | None = None,
