@@ -168,7 +168,11 @@ def register(server: KddLanguageServer) -> None:  # noqa: C901 - one flat list o
     async def kdd_stats(ls: KddLanguageServer, params):
         state = ls.state(params)
         result = await latest(ls, state)
-        return {"ok": result["ok"], "version": state.compiled_version, "stats": result.get("stats"),
+        asm = result.get("asm")
+        out_asm = None if asm is None else {"registers": {k: asm["registers"][k] for k in
+                                                          ("peak", "peak_line", "budget", "estimate", "by_label")},
+                                            "mix": asm["mix"], "roofline": asm["roofline"]}
+        return {"ok": result["ok"], "version": state.compiled_version, "stats": result.get("stats"), "asm": out_asm,
                 "compile_ms": round(1e3 * (state.compile_s or 0.0), 1),
                 "debounce_ms": round(1e3 * state.debounce_s, 1), "server": dict(ls.counters),
                 "workers": ls.pool.stats()}
