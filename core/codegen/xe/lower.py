@@ -16,7 +16,6 @@ from kdd.core.ir.expr import BoolImm, FloatImm, IntImm
 from kdd.core.ir.funcs import Barrier, BarrierSignal, BarrierWait, Dp4a, Dpas, Eltwise, Fence, Mad, Reduce, Reorder, Send
 from kdd.core.ir.stmt import MemKind
 from kdd.core.ir.types import Type, s32, u32
-from kdd.core.ir.visitor import free_vars
 
 from ..errors import CodegenUnsupported, LiveBuffer, OutOfRegisters
 from . import isa, sends, tensor
@@ -186,7 +185,7 @@ class XeLowering:
             r.reserve(1, -(-(args_end - self.rb) // self.rb), "kernel arguments")
         for g, dword in GROUP_ID_DWORD.items():
             self.bind(g, Reg(4 * dword, s32, 0))
-        used = {v.name for v in free_vars(self.body)}
+        used = self.live.free
         lid = {f.name: f for f in self.payload}
         for d, name in enumerate(("thread_id0", "thread_id1", "thread_id2")):
             if name not in used:

@@ -23,16 +23,18 @@ IGA_TYPE = {
 FLOAT_SUFFIXES = frozenset({"hf", "bf", "f", "df"})
 
 
-_ELEM_SIZE = {s: 4 if s is Scalar.BOOL else s.bits // 8 for s in Scalar}
+# Keyed by the scalar's short name: a str hashes from its cache, an Enum member through Python code.
+_ELEM_SIZE = {s.short: 4 if s is Scalar.BOOL else s.bits // 8 for s in Scalar}
+_IGA = {s.short: t for s, t in IGA_TYPE.items()}
 
 
 def elem_size(t: Type) -> int:
     """Bytes one element of ``t`` takes in registers (a bool mask takes a dword)."""
-    return _ELEM_SIZE[t.scalar]
+    return _ELEM_SIZE[t.scalar.short]
 
 
 def iga_type(t: Type) -> str:
-    return IGA_TYPE[t.scalar]
+    return _IGA[t.scalar.short]
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,13 +48,13 @@ class Reg:
 
     @property
     def size(self) -> int:
-        return _ELEM_SIZE[self.type.scalar]
+        return _ELEM_SIZE[self.type.scalar.short]
 
     def at(self, elem: int) -> "Reg":
         """The region starting ``elem`` elements further (along the stride)."""
         if elem == 0:
             return self
-        return Reg(self.byte + elem * self.stride * _ELEM_SIZE[self.type.scalar], self.type, self.stride, self.neg)
+        return Reg(self.byte + elem * self.stride * _ELEM_SIZE[self.type.scalar.short], self.type, self.stride, self.neg)
 
     def retype(self, t: Type, stride: int | None = None) -> "Reg":
         return Reg(self.byte, t.base, self.stride if stride is None else stride, self.neg)
