@@ -122,7 +122,10 @@ def move(cg, dst: Reg, src, lanes: int) -> None:
 def evaluate(cg, e, dst: Reg | None):
     """``e`` computed into ``dst`` (or wherever it already is); a scalar result is returned as a
     broadcast region so vector instructions can read it."""
+    mark = len(cg.temps)
     out = _evaluate(cg, e, dst)
+    if len(cg.temps) > mark:
+        cg.release_temps(mark, keep=out)     # operands' temporaries die with the instruction that read them
     if e.type.lanes == 1 and isinstance(out, Reg) and out.stride:
         return out.scalar()
     return out

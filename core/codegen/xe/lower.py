@@ -88,6 +88,17 @@ class XeLowering:
         self.temps.append(a)
         return Reg(a.start, t.base, 1)
 
+    def release_temps(self, mark: int, keep=None) -> None:
+        """Frees the temporaries taken since ``mark``, except the one holding ``keep``."""
+        kept = []
+        for a in self.temps[mark:]:
+            if isinstance(keep, Reg) and a.start <= keep.byte < a.end:
+                kept.append(a)
+            else:
+                self.regs.release(a)
+        del self.temps[mark:]
+        self.temps.extend(kept)
+
     def _out_of_registers(self, nbytes: int, label: str) -> OutOfRegisters:
         per: dict[str, list] = {}
         for a in self.regs.live.values():
