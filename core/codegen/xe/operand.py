@@ -37,6 +37,11 @@ def iga_type(t: Type) -> str:
     return _IGA[t.scalar.short]
 
 
+# Operand texts by (byte, type, stride, ...): kernels name the same few registers thousands of times.
+_DST_TEXT: dict[tuple, str] = {}
+_SRC_TEXT: dict[tuple, str] = {}
+
+
 @dataclass(frozen=True, slots=True)
 class Reg:
     """``byte``: absolute byte offset in the GRF file; ``stride`` in elements (0: broadcast)."""
@@ -74,13 +79,20 @@ class Reg:
         return f"r{self.byte // reg_bytes}.{(self.byte % reg_bytes) // self.size}"
 
     def dst(self, reg_bytes: int) -> str:
-        return f"{self.name(reg_bytes)}<{max(self.stride, 1)}>:{iga_type(self.type)}"
+        key = (self.byte, self.type.scalar.short, self.stride, reg_bytes)
+        text = _DST_TEXT.get(key)
+        if text is None:
+            text = _DST_TEXT[key] = f"{self.name(reg_bytes)}<{max(self.stride, 1)}>:{iga_type(self.type)}"
+        return text
 
     def src(self, reg_bytes: int) -> str:
-        sign = "-" if self.neg else ""
-        if self.stride == 0:
-            return f"{sign}{self.name(reg_bytes)}<0;1,0>:{iga_type(self.type)}"
-        return f"{sign}{self.name(reg_bytes)}<{self.stride};1,0>:{iga_type(self.type)}"
+        key = (self.byte, self.type.scalar.short, self.stride, self.neg, reg_bytes)
+        text = _SRC_TEXT.get(key)
+        if text is None:
+            sign = "-" if self.neg else ""
+            region = "<0;1,0>" if self.stride == 0 else f"<{self.stride};1,0>"
+            text = _SRC_TEXT[key] = f"{sign}{self.name(reg_bytes)}{region}:{iga_type(self.type)}"
+        return text
 
     def src3(self, reg_bytes: int, last: bool) -> str:
         """A source of ``mad``/``add3``/``dp4a``: ``<V;H>`` for src0/src1, ``<H>`` for src2."""
