@@ -264,6 +264,7 @@ class XeLowering:
         var = Reg(a.start, x.var.type.base, 1)
         isa.evaluate(self, x.init, var)
         bound = x.bound
+        ba = None               # the bound's register, when it is not a constant
         if isinstance(bound, IntImm):
             bop = Imm(bound.value, bound.type)
         else:
@@ -282,8 +283,7 @@ class XeLowering:
         info = {"label": x.var.name, "trips": trips, "weight": self.em.weight * (trips or 1),
                 "parent": self.em.loop}
         self.loops.append(info)
-        self.loop_stack.append((var, bop, top, end, ba if not isinstance(bound, IntImm) else None,
-                                self.em.weight, self.em.loop))
+        self.loop_stack.append((var, bop, top, end, ba, self.em.weight, self.em.loop))
         self.em.weight = info["weight"]
         self.em.loop = len(self.loops) - 1
 
