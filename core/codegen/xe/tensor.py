@@ -161,7 +161,50 @@ def reorder(cg, x) -> None:
     src_bytes = np.full(len(grid), -1, dtype=np.int64)
     if inside.any():
         src_bytes[inside] = _layout_bytes(src_l, grid[inside], sbase)
+    if a[2].name in cg.in_place:
+        _in_place(cg, dst_bytes, src_bytes, src_l.dtype, dst_l.dtype)
+        return
     _move_runs(cg, dst_bytes, src_bytes, src_l.dtype, dst_l.dtype)
+
+
+def _in_place(cg, dst_bytes: np.ndarray, src_bytes: np.ndarray, src_t: Type, dst_t: Type) -> None:
+    """A reorder whose destination took over its source's registers, one destination register at
+    a time: before a register is written, the source data in it that is still to be read (by it
+    or by a later register) is saved to a bounce buffer, and reads go there from then on."""
+    rb = cg.rb
+    dreg, sreg = dst_bytes // rb, np.where(src_bytes >= 0, src_bytes // rb, -1)
+    order = sorted(set(dreg.tolist()))
+    reads = {g: set(sreg[dreg == g].tolist()) - {-1} for g in order}
+    # first pass: how many registers are saved at once (the bounce buffer's size)
+    need: dict[int, set] = {}
+    for g in order:
+        for r in reads[g]:
+            need.setdefault(r, set()).add(g)
+    live, peak = set(), 0
+    pending = {r: set(v) for r, v in need.items()}
+    for g in order:
+        if pending.get(g):
+            live.add(g)
+            peak = max(peak, len(live))
+        for r in reads[g]:
+            pending[r].discard(g)
+            if r in live and not pending[r]:
+                live.discard(r)
+    bounce = cg.temp(u32, max(peak, 1) * rb // 4, whole=True) if peak else None
+    free = [bounce.byte + k * rb for k in range(peak)] if peak else []
+    saved: dict[int, int] = {}
+    for g in order:
+        if need.get(g):
+            saved[g] = free.pop()
+            isa.alu(cg, "mov", rb // 4, Reg(saved[g], u32, 1), [Reg(g * rb, u32, 1)])
+        sel = dreg == g
+        moved = np.array([saved[int(s) // rb] + int(s) % rb if s >= 0 and int(s) // rb in saved else int(s)
+                          for s in src_bytes[sel]], dtype=np.int64)
+        _move_runs(cg, dst_bytes[sel], moved, src_t, dst_t)
+        for r in reads[g]:
+            need[r].discard(g)
+            if r in saved and not need[r]:
+                free.append(saved.pop(r))
 
 
 def reduce(cg, x) -> None:
