@@ -238,14 +238,6 @@ def eltwise(cg, x) -> None:
         if f.alpha == 0:
             isa.alu(cg, "sel", n, v, [v, Imm(0.0, f32)], cmod=("ge", cg.flags.take()))
             return
-        t = cg.temp(f32, min(n, cg.xe.max_exec))
-        for c in range(0, n, cg.xe.max_exec):
-            k = min(cg.xe.max_exec, n - c)
-            flag = cg.flags.take()
-            isa.alu(cg, "mul", k, t, [v.at(c), Imm(float(f.alpha), f32)])
-            isa.alu(cg, "cmp", k, None, [v.at(c), Imm(0.0, f32)], cmod=("lt", flag))
-            isa.alu(cg, "mov", k, v.at(c), [t], pred=flag)
-        return
     if f.alg == "linear":
         isa.alu(cg, "mul", n, v, [v, Imm(float(f.alpha), f32)])
         isa.alu(cg, "add", n, v, [v, Imm(float(f.beta), f32)])
@@ -256,7 +248,80 @@ def eltwise(cg, x) -> None:
     if f.alg == "square":
         isa.alu(cg, "mul", n, v, [v, v])
         return
-    raise CodegenUnsupported(f"eltwise {f.alg} is not lowered for Xe yet (relu, linear, abs, square are)")
+    if f.alg == "sqrt":
+        isa.alu(cg, "math.sqt", n, v, [v])
+        return
+    recipe = _RECIPES.get("leaky_relu" if f.alg == "relu" else f.alg)
+    if recipe is None:
+        raise CodegenUnsupported(f"eltwise {f.alg} is not lowered for Xe (erf has no Xe instruction)")
+    top = cg.xe.max_exec
+    t = cg.temp(f32, min(n, top))
+    for c in range(0, n, top):
+        recipe(cg, v.at(c), t, min(top, n - c), f)
+
+
+LOG2E = 1.4426950408889634
+
+
+def _sigmoid_of(cg, x: Reg, t: Reg, k: int, scale: float) -> None:
+    """``t = 1 / (1 + exp(scale * x))``: ``math.exp`` is 2^x, so the scale carries log2(e)."""
+    isa.alu(cg, "mul", k, t, [x, Imm(scale * LOG2E, f32)])
+    isa.alu(cg, "math.exp", k, t, [t])
+    isa.alu(cg, "add", k, t, [t, Imm(1.0, f32)])
+    isa.alu(cg, "math.inv", k, t, [t])
+
+
+def _leaky_relu(cg, x, t, k, f):
+    isa.alu(cg, "mul", k, t, [x, Imm(float(f.alpha), f32)])
+    flag = cg.flags.take()
+    isa.alu(cg, "cmp", k, None, [x, Imm(0.0, f32)], cmod=("lt", flag))
+    isa.alu(cg, "mov", k, x, [t], pred=flag)
+
+
+def _exp(cg, x, t, k, f):
+    isa.alu(cg, "mul", k, t, [x, Imm(LOG2E, f32)])
+    isa.alu(cg, "math.exp", k, x, [t])
+
+
+def _logistic(cg, x, t, k, f):
+    _sigmoid_of(cg, x, t, k, -1.0)
+    isa.alu(cg, "mov", k, x, [t])
+
+
+def _swish(cg, x, t, k, f):
+    _sigmoid_of(cg, x, t, k, -float(f.alpha))
+    isa.alu(cg, "mul", k, x, [x, t])
+
+
+def _tanh(cg, x, t, k, f):
+    # tanh x = 2 sigmoid(2x) - 1
+    _sigmoid_of(cg, x, t, k, -2.0)
+    isa.alu(cg, "mul", k, t, [t, Imm(2.0, f32)])
+    isa.alu(cg, "add", k, x, [t, Imm(-1.0, f32)])
+
+
+def _gelu_tanh(cg, x, t, k, f):
+    # 0.5 x (1 + tanh(u)) = x sigmoid(2u), u = sqrt(2/pi) (x + 0.044715 x^3)
+    isa.alu(cg, "mul", k, t, [x, x])
+    isa.alu(cg, "mul", k, t, [t, Imm(0.044715, f32)])
+    isa.alu(cg, "mul", k, t, [t, x])
+    isa.alu(cg, "add", k, t, [t, x])
+    _sigmoid_of(cg, t, t, k, -2.0 * 0.7978845608028654)
+    isa.alu(cg, "mul", k, x, [x, t])
+
+
+def _elu(cg, x, t, k, f):
+    isa.alu(cg, "mul", k, t, [x, Imm(LOG2E, f32)])
+    isa.alu(cg, "math.exp", k, t, [t])
+    isa.alu(cg, "add", k, t, [t, Imm(-1.0, f32)])
+    isa.alu(cg, "mul", k, t, [t, Imm(float(f.alpha), f32)])
+    flag = cg.flags.take()
+    isa.alu(cg, "cmp", k, None, [x, Imm(0.0, f32)], cmod=("le", flag))
+    isa.alu(cg, "mov", k, x, [t], pred=flag)
+
+
+_RECIPES = {"leaky_relu": _leaky_relu, "exp": _exp, "logistic": _logistic, "swish": _swish, "tanh": _tanh, "gelu_tanh": _gelu_tanh,
+            "elu": _elu}
 
 
 def _abs(cg, v: Reg, n: int) -> None:
