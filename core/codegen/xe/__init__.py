@@ -70,12 +70,12 @@ def _rematerializable(body) -> dict[str, object]:
 def _lower(kernel, body, target, budget: int) -> XeLowering:
     """Lowering with rematerialization as the allocator's answer to running out: the values
     live at the failing point that can be recomputed (vector lets first, then scalars) are
-    recomputed at each use instead of held, and lowering restarts; out of registers is
-    raised when nothing is left to recompute."""
+    recomputed at each use instead of held, and lowering restarts; after a few rounds every
+    recomputable vector is. Out of registers is raised when nothing is left to recompute."""
     remat: frozenset = frozenset()
     candidates = None
     last = None
-    for _ in range(MAX_REMAT_ROUNDS):
+    for round_ in range(MAX_REMAT_ROUNDS):
         cg = XeLowering(kernel, body, target, budget, remat)
         try:
             cg.run()
@@ -86,7 +86,10 @@ def _lower(kernel, body, target, budget: int) -> XeLowering:
             if candidates is None:
                 candidates = _rematerializable(body)
             live = [b for b in exc.live if b.label in candidates and b.label not in remat]
-            pick = [b.label for b in live if b.category == "vectors"] or [b.label for b in live]
+            pick = [b.label for b in live if b.category == "vectors"]
+            if round_ >= 2:
+                pick += [n for n, v in candidates.items() if v.type.lanes > 1 and n not in remat]
+            pick = pick or [b.label for b in live]
             if not pick:
                 raise
             remat = remat | frozenset(pick)

@@ -65,6 +65,10 @@ def alu(cg, mnemonic: str, lanes: int, dst: Reg | None, srcs: list, *, pred: str
         dst = dst.retype(want) if dst is not None and dst.size == 4 else dst
         srcs = [s.retype(want) if isinstance(s, Reg) and s.size == 4 else
                 Imm(s.value, want) if isinstance(s, Imm) and s.type.scalar.size == 4 else s for s in srcs]
+    if lanes == 1:      # scalars: one instruction, every source a scalar region
+        ss = [s.scalar() if type(s) is Reg and s.stride else s for s in srcs]
+        cg.em.op(mnemonic, 1, dst, ss, pred=pred, cmod=cmod, sat=sat, ternary=ternary)
+        return
     done = 0
     while done < lanes:
         n = 1
@@ -118,7 +122,10 @@ def move(cg, dst: Reg, src, lanes: int) -> None:
 def evaluate(cg, e, dst: Reg | None):
     """``e`` computed into ``dst`` (or wherever it already is); a scalar result is returned as a
     broadcast region so vector instructions can read it."""
+    mark = len(cg.temps)
     out = _evaluate(cg, e, dst)
+    if len(cg.temps) > mark:
+        cg.release_temps(mark, keep=out)     # operands' temporaries die with the instruction that read them
     if e.type.lanes == 1 and isinstance(out, Reg) and out.stride:
         return out.scalar()
     return out

@@ -122,6 +122,7 @@ class Liveness:
     var_keys: dict          # id(Let/For node) at its def point -> key
     points: int
     allocs: dict            # grf buffer name -> its Alloc statement
+    free: set               # names read without a binding (thread and group ids, arguments)
 
 
 def analyze(root, global_names: set[str], remat: frozenset = frozenset()) -> Liveness:
@@ -136,6 +137,7 @@ def analyze(root, global_names: set[str], remat: frozenset = frozenset()) -> Liv
     var_keys: dict = {}
     loops: list[_Loop] = []
     allocs: dict = {}
+    free: set[str] = set()
     accesses: dict[str, list] = {}       # buffer -> [(point, mode, written range, if depth)]
     extended: set = set()
     if_depth = [0]
@@ -160,7 +162,9 @@ def analyze(root, global_names: set[str], remat: frozenset = frozenset()) -> Liv
             t = type(x)
             if t is Var:
                 keys = scope.get(x.name)
-                if keys:
+                if not keys:
+                    free.add(x.name)
+                else:
                     if keys[-1][0] == "remat":
                         stack.append(keys[-1][1])
                     else:
@@ -251,7 +255,7 @@ def analyze(root, global_names: set[str], remat: frozenset = frozenset()) -> Liv
         starts.setdefault(v, []).append(k)
     for k, v in last.items():
         ends.setdefault(v, []).append(k)
-    return Liveness(first, last, starts, ends, roles, headers, var_keys, p + 1, allocs)
+    return Liveness(first, last, starts, ends, roles, headers, var_keys, p + 1, allocs, free)
 
 
 def _segments(acc: list) -> list[tuple[int, int]]:

@@ -16,7 +16,6 @@ from kdd.core.ir.expr import BoolImm, FloatImm, IntImm
 from kdd.core.ir.funcs import Barrier, BarrierSignal, BarrierWait, Dp4a, Dpas, Eltwise, Fence, Mad, Reduce, Reorder, Send
 from kdd.core.ir.stmt import MemKind
 from kdd.core.ir.types import Type, s32, u32
-from kdd.core.ir.visitor import free_vars
 
 from ..errors import CodegenUnsupported, LiveBuffer, OutOfRegisters
 from . import isa, sends, tensor
@@ -72,6 +71,7 @@ class XeLowering:
         self.payload = payload([a.var.name for a in kernel.args], self.simd, self.rb)
         self.arg_regs: dict[str, Reg] = {}
         self.remat = remat
+        self.in_place: dict[str, object] = {}    # reorder destination -> the source it took over
 
     # -- allocation -------------------------------------------------------------------------
     def _alloc(self, nbytes: int, label: str, category: str, knob=None, whole=False, bank=None):
@@ -88,6 +88,17 @@ class XeLowering:
         a = self._alloc(n, "tmp", "temporaries", whole=whole)
         self.temps.append(a)
         return Reg(a.start, t.base, 1)
+
+    def release_temps(self, mark: int, keep=None) -> None:
+        """Frees the temporaries taken since ``mark``, except the one holding ``keep``."""
+        kept = []
+        for a in self.temps[mark:]:
+            if isinstance(keep, Reg) and a.start <= keep.byte < a.end:
+                kept.append(a)
+            else:
+                self.regs.release(a)
+        del self.temps[mark:]
+        self.temps.extend(kept)
 
     def _out_of_registers(self, nbytes: int, label: str) -> OutOfRegisters:
         per: dict[str, list] = {}
@@ -139,7 +150,7 @@ class XeLowering:
         for p, (kind, x) in enumerate(events(self.body)):
             for key in self.live.starts.get(p, ()):
                 if key[0] == "buf":
-                    self._alloc_buffer(key)
+                    self._alloc_buffer(key, x, p)
             self.em.node = x
             getattr(self, "ev_" + kind)(x, p)
             for a in self.temps:
@@ -154,7 +165,7 @@ class XeLowering:
         self.em.node = None
         self._epilogue()
 
-    def _alloc_buffer(self, key) -> None:
+    def _alloc_buffer(self, key, x, p) -> None:
         name = key[1]
         roles = self.live.roles.get(name, set())
         node = self.live.allocs[name]
@@ -167,9 +178,29 @@ class XeLowering:
             category = "SLM load buffers" if {"load_global", "store_slm"} <= roles else "buffers"
         bank = 0 if "a" in roles else 1 if "b" in roles else None
         knob = getattr(node.origin, "knob", None)
-        a = self._alloc(size, name, category, knob, whole=True, bank=bank)
+        try:
+            a = self._alloc(size, name, category, knob, whole=True, bank=bank)
+        except OutOfRegisters:
+            a = self._reorder_in_place(name, size, category, knob, x, p)
+            if a is None:
+                raise
         self.keys[key] = a
         self.bufs[name] = a
+
+    def _reorder_in_place(self, name, size, category, knob, x, p):
+        """The destination of a reorder whose source dies at it takes the source's registers
+        (``tensor.reorder`` then moves the data through a small bounce buffer); None when the
+        statement is not such a reorder."""
+        if kind_of(x) is not Reorder or x.args[2].name != name:
+            return None
+        src = x.args[0].name
+        a = self.bufs.get(src)
+        skey = next((k for k, v in self.keys.items() if v is a), None)
+        if a is None or skey is None or self.live.last.get(skey) != p or a.size < size:
+            return None
+        self.regs.release(a)
+        self.in_place[name] = a
+        return self.regs.place(a.start, size, name, category, knob)
 
     def _prologue(self) -> None:
         r = self.regs
@@ -186,7 +217,7 @@ class XeLowering:
             r.reserve(1, -(-(args_end - self.rb) // self.rb), "kernel arguments")
         for g, dword in GROUP_ID_DWORD.items():
             self.bind(g, Reg(4 * dword, s32, 0))
-        used = {v.name for v in free_vars(self.body)}
+        used = self.live.free
         lid = {f.name: f for f in self.payload}
         for d, name in enumerate(("thread_id0", "thread_id1", "thread_id2")):
             if name not in used:
@@ -254,6 +285,7 @@ class XeLowering:
         var = Reg(a.start, x.var.type.base, 1)
         isa.evaluate(self, x.init, var)
         bound = x.bound
+        ba = None               # the bound's register, when it is not a constant
         if isinstance(bound, IntImm):
             bop = Imm(bound.value, bound.type)
         else:
@@ -272,8 +304,7 @@ class XeLowering:
         info = {"label": x.var.name, "trips": trips, "weight": self.em.weight * (trips or 1),
                 "parent": self.em.loop}
         self.loops.append(info)
-        self.loop_stack.append((var, bop, top, end, ba if not isinstance(bound, IntImm) else None,
-                                self.em.weight, self.em.loop))
+        self.loop_stack.append((var, bop, top, end, ba, self.em.weight, self.em.loop))
         self.em.weight = info["weight"]
         self.em.loop = len(self.loops) - 1
 
@@ -366,6 +397,12 @@ class XeLowering:
         sfid = "slm" if scope == "slm" else "ugm"
         self.em.raw(f"(W) send.{sfid} (1|M0) r{n} r0 null:0 0x0 0x0210011F", "send")
         self.em.raw(f"(W) mov (1|M0) null<1>:ud r{n}.0<0;1,0>:ud", "int")
+
+
+def kind_of(stmt):
+    """The IR function type a call statement invokes (None for other statements)."""
+    func = getattr(stmt, "func", None)
+    return type(func) if func is not None else None
 
 
 def repairs(cg: XeLowering, live: list[LiveBuffer]) -> list[dict]:

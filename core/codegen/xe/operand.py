@@ -23,16 +23,23 @@ IGA_TYPE = {
 FLOAT_SUFFIXES = frozenset({"hf", "bf", "f", "df"})
 
 
-_ELEM_SIZE = {s: 4 if s is Scalar.BOOL else s.bits // 8 for s in Scalar}
+# Keyed by the scalar's short name: a str hashes from its cache, an Enum member through Python code.
+_ELEM_SIZE = {s.short: 4 if s is Scalar.BOOL else s.bits // 8 for s in Scalar}
+_IGA = {s.short: t for s, t in IGA_TYPE.items()}
 
 
 def elem_size(t: Type) -> int:
     """Bytes one element of ``t`` takes in registers (a bool mask takes a dword)."""
-    return _ELEM_SIZE[t.scalar]
+    return _ELEM_SIZE[t.scalar.short]
 
 
 def iga_type(t: Type) -> str:
-    return IGA_TYPE[t.scalar]
+    return _IGA[t.scalar.short]
+
+
+# Operand texts by (byte, type, stride, ...): kernels name the same few registers thousands of times.
+_DST_TEXT: dict[tuple, str] = {}
+_SRC_TEXT: dict[tuple, str] = {}
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,13 +53,13 @@ class Reg:
 
     @property
     def size(self) -> int:
-        return _ELEM_SIZE[self.type.scalar]
+        return _ELEM_SIZE[self.type.scalar.short]
 
     def at(self, elem: int) -> "Reg":
         """The region starting ``elem`` elements further (along the stride)."""
         if elem == 0:
             return self
-        return Reg(self.byte + elem * self.stride * _ELEM_SIZE[self.type.scalar], self.type, self.stride, self.neg)
+        return Reg(self.byte + elem * self.stride * _ELEM_SIZE[self.type.scalar.short], self.type, self.stride, self.neg)
 
     def retype(self, t: Type, stride: int | None = None) -> "Reg":
         return Reg(self.byte, t.base, self.stride if stride is None else stride, self.neg)
@@ -72,13 +79,20 @@ class Reg:
         return f"r{self.byte // reg_bytes}.{(self.byte % reg_bytes) // self.size}"
 
     def dst(self, reg_bytes: int) -> str:
-        return f"{self.name(reg_bytes)}<{max(self.stride, 1)}>:{iga_type(self.type)}"
+        key = (self.byte, self.type.scalar.short, self.stride, reg_bytes)
+        text = _DST_TEXT.get(key)
+        if text is None:
+            text = _DST_TEXT[key] = f"{self.name(reg_bytes)}<{max(self.stride, 1)}>:{iga_type(self.type)}"
+        return text
 
     def src(self, reg_bytes: int) -> str:
-        sign = "-" if self.neg else ""
-        if self.stride == 0:
-            return f"{sign}{self.name(reg_bytes)}<0;1,0>:{iga_type(self.type)}"
-        return f"{sign}{self.name(reg_bytes)}<{self.stride};1,0>:{iga_type(self.type)}"
+        key = (self.byte, self.type.scalar.short, self.stride, self.neg, reg_bytes)
+        text = _SRC_TEXT.get(key)
+        if text is None:
+            sign = "-" if self.neg else ""
+            region = "<0;1,0>" if self.stride == 0 else f"<{self.stride};1,0>"
+            text = _SRC_TEXT[key] = f"{sign}{self.name(reg_bytes)}{region}:{iga_type(self.type)}"
+        return text
 
     def src3(self, reg_bytes: int, last: bool) -> str:
         """A source of ``mad``/``add3``/``dp4a``: ``<V;H>`` for src0/src1, ``<H>`` for src2."""

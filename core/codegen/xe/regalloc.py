@@ -83,6 +83,11 @@ class RegisterFile:
         for a in self.live.values():
             a.last_line = len(self.lines) - 1
 
+    def place(self, start: int, nbytes: int, label: str, category: str, knob: str | None = None) -> Allocation:
+        """``nbytes`` (whole registers) at ``start`` exactly (a value taking over another's registers)."""
+        count = max(1, -(-nbytes // self.reg_bytes))
+        return self._take(Allocation(label, category, start, count * self.reg_bytes, knob))
+
     def reserve(self, reg: int, count: int, label: str) -> Allocation:
         """Fixed registers (the thread payload, arguments, the end-of-thread copy)."""
         return self._take(Allocation(label, "reserved", reg * self.reg_bytes, count * self.reg_bytes))

@@ -16,7 +16,7 @@ from math import prod
 
 from .emitter import PIPES
 
-_SEND_BYTES = re.compile(r"\b(load|store)\.ugm\.d(64|32|16u32|8u32)(?:x(\d+)t)?\.a64(?:\.\S+)? \((\d+)\|M0\)")
+_SEND_BYTES = re.compile(r"\b(load|store|atomic_fadd|atomic_iadd)\.ugm\.d(64|32|16u32|8u32)(?:x(\d+)t)?\.a64(?:\.\S+)? \((\d+)\|M0\)")
 
 
 def instruction_mix(lines, loops: list[dict]) -> dict:

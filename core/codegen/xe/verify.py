@@ -8,9 +8,10 @@ listing's ``allocations``: each value's bytes and the lines it is live on):
 1. no two values live on the same line share a byte;
 2. every byte an instruction touches belongs to a value live on that line
    (or to ``r0``, which the thread keeps);
-3. a load's destination still belongs to the same value at the first later
-   line that reads it (its data is not lost to another value while in
-   flight), and a store's payload is owned by a live value when it is sent.
+3. a message's payload and its address each lie in one value (a message
+   never reads or writes a neighbour's bytes), and a load's destination still
+   belongs to the same value at the first later line that reads it (its data
+   is not lost to another value while in flight).
 
 ``verify(listing_dict)`` returns the list of problems (empty when all hold).
 """
@@ -77,9 +78,15 @@ def _first(regs: set[int] | None, nbytes: int) -> set[int]:
 def access(text: str, rb: int) -> tuple[set[int], set[int], str]:
     """``(bytes read, bytes written, kind)`` of one line; kind is ``alu``, ``load``, ``store``,
     ``send`` or ``other``."""
+    reads, writes, kind, _ = _access(text, rb)
+    return reads, writes, kind
+
+
+def _access(text: str, rb: int):
+    """``access`` plus the byte sets that must each lie in one value (message payload, address)."""
     body = text.split("//")[0].strip()
     if not body or body.endswith(":"):
-        return set(), set(), "other"
+        return set(), set(), "other", ()
     body = re.sub(r"\{[^}]*\}", "", body)
     toks = body.split()
     if toks[0].startswith("("):
@@ -95,18 +102,19 @@ def access(text: str, rb: int) -> tuple[set[int], set[int], str]:
             rest = rest[1:]          # null:0 destination (no return value)
         data, addr = (rest[0], rest[1]) if op.startswith("load") else (rest[1], rest[0])
         dbytes, abytes = _message_bytes(op, lanes)
-        if data != "null:0":
-            (writes if op.startswith("load") else reads).update(_first(_whole(data, rb), dbytes))
-        reads.update(_first(_whole(addr, rb), abytes))
-        return reads, writes, "load" if op.startswith("load") else "store"
+        payload = _first(_whole(data, rb), dbytes) if data != "null:0" else set()
+        address = _first(_whole(addr, rb), abytes)
+        (writes if op.startswith("load") else reads).update(payload)
+        reads.update(address)
+        return reads, writes, "load" if op.startswith("load") else "store", (payload, address)
     if op.startswith("send"):
         dst, src = rest[0], rest[1]
         if dst != "null":
             writes |= _whole(dst + ":1", rb) or set()
         reads |= _whole(src + ":1", rb) or set()
-        return reads, writes, "send"
+        return reads, writes, "send", ()
     if op in ("jmpi", "sync.bar", "sync.nop"):
-        return reads, writes, "other"
+        return reads, writes, "other", ()
     d = _DPAS.match(op)
     if d:
         depth, rcount = int(d.group(1)), int(d.group(2))
@@ -117,14 +125,14 @@ def access(text: str, rb: int) -> tuple[set[int], set[int], str]:
             if start is None:
                 continue
             (writes if i == 0 else reads).update(range(start, start + size))
-        return reads, writes, "alu"
+        return reads, writes, "alu", ()
     if rest and not rest[0].startswith("null") and not rest[0].startswith("acc"):
         writes |= _region_bytes(rest[0], lanes, rb, True) or set()
     for tok in rest[1:]:
         got = _region_bytes(tok, lanes, rb, False)
         if got:
             reads |= got
-    return reads, writes, "alu"
+    return reads, writes, "alu", ()
 
 
 def verify(listing: dict) -> list[str]:
@@ -153,7 +161,12 @@ def verify(listing: dict) -> list[str]:
         for a in starts.get(i, ()):
             for b in range(a["start"], a["start"] + a["bytes"]):
                 owner[b] = a
-        reads, writes, kind = access(text, rb)
+        reads, writes, kind, parts = _access(text, rb)
+        for part in parts:
+            owners = {owner[b]["label"] for b in part if b in owner}
+            if len(owners) > 1:
+                problems.append(f"line {i + 1}: a message operand spans {', '.join(sorted(owners))}: "
+                                f"{text.strip()}")
         # 2. every touched byte belongs to a live value
         stray = sorted(b for b in reads | writes if b not in owner)
         if stray:

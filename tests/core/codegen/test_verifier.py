@@ -46,3 +46,17 @@ def test_access_of_regions_and_messages():
     assert kind == "load" and writes == set(range(640, 672)) and reads == set(range(64, 72))
     reads, writes, kind = access("(W&f0.0) store.slm.d32.a32 (16|M0) [r4:2] r6:2", rb)
     assert kind == "store" and reads == set(range(128, 192)) | set(range(192, 256))
+
+
+def test_a_message_reading_past_its_value_is_found():
+    out = copy.deepcopy(_listing())
+    rb = out["registers"]["reg_bytes"]
+    ends = {(a["start"] + a["bytes"]) // rb - 1: a for a in out["registers"]["allocations"] if a["bytes"] >= rb}
+    for i, ln in enumerate(out["lines"]):
+        text = ln["text"]
+        if text.startswith("(W) load.slm.d32x8t") and int(text.split()[3][1:].split(":")[0]) in ends:
+            break
+    else:
+        raise AssertionError("no block load into the last register of a value")
+    out["lines"][i]["text"] = text.replace("d32x8t", "d32x16t").replace(":1 [", ":2 [")
+    assert any(f"line {i + 1}:" in p for p in verify(out))

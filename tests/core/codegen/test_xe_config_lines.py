@@ -21,8 +21,10 @@ LINES = [f"{BASE} p=x2", f"{BASE} P=r", f"{BASE} S=a2", f"{BASE} s=x2", f"{BASE}
          "simd=8 l=ic2 T=ow4oc4 i=mb32oc8ic16"]
 
 
-def _kernel(line: str):
+def _kernel(line: str, post_ops: str | None = None):
     text = (EXAMPLES / "resnet50_1x1.kernel.toml").read_text()
+    if post_ops is not None:
+        text = text.replace('dst = "axb"\n', f'dst = "axb"\npost_ops = {post_ops}\n', 1)
     text = re.sub(r"\[config\][^\[]*", f'[config]\nline = "{line}"\n\n', text, flags=re.S)
     if "l=ic2 " in line:        # split K: partial sums are added atomically into an f32 destination
         text = text.replace('types = "f16:f16:f16"', 'types = "f16:f16:f32"')
@@ -48,3 +50,15 @@ def test_config_line_assembles_and_verifies(line):
         assert any("atomic_fadd.ugm" in ln["text"] for ln in out["lines"])
     if "s=x0 p=x3" in line:     # prefetch streams (only without SLM buffering)
         assert any("load.ugm" in ln["text"] and "null:0" in ln["text"] for ln in out["lines"])
+
+
+@pytest.mark.parametrize("post_ops", ['["relu:0.1"]', '["gelu_tanh"]', '["swish"]', '["elu"]', '["tanh"]',
+                                      '["logistic"]', '["exp"]', '["sqrt"]', '["abs", "square"]'])
+def test_eltwise_post_ops_assemble(post_ops):
+    kernel, body, target = _kernel(BASE, post_ops)
+    out = generate_asm(kernel, body, target, check=shutil.which("iga64") is not None).to_dict()
+    assert verify(out) == []
+    assert not out["assembler"] or out["assembler"]["ok"], out["assembler"]["messages"]
+    assert any(ln.get("ir_node", {}).get("step", "").startswith("epilogue.post_op") for ln in out["lines"])
+    if "tanh" in post_ops or "swish" in post_ops or "logistic" in post_ops:
+        assert any("math.inv" in ln["text"] for ln in out["lines"])

@@ -95,3 +95,24 @@ def test_values_are_recomputed_instead_of_running_out():
     assert verify(out) == []
     assert not HAVE_IGA or out["assembler"]["ok"]
     assert "recomputed at each use" in listing.render()
+
+
+@pytest.mark.parametrize("name,hw", [("gemm_bert.kernel.toml", "xehpg"), ("resnet50_3x3.kernel.toml", "xehpc"),
+                                     ("sm90_conv.kernel.toml", "xehpc")])
+def test_example_problems_compile_for_the_other_targets(name, hw):
+    """The examples' problems, with the default config of another Xe target."""
+    from kdd.core.builder import build_kernel
+    from kdd.core.config.defaults import resolve_config
+    from kdd.core.passes.kernel_pipeline import run_pipeline
+    from kdd.core.spec import load_spec
+    from kdd.core.targets import get_target
+
+    from xe_kernels import EXAMPLES
+
+    spec, _ = load_spec((EXAMPLES / name).read_text(), name)
+    target = get_target(hw)
+    kernel = build_kernel(spec.problem, resolve_config(spec.problem, target, None), target)
+    out = generate_asm(kernel, run_pipeline(kernel).final, target, check=HAVE_IGA).to_dict()
+    assert out["target"] == hw and out["registers"]["peak"] <= out["registers"]["budget"]
+    assert verify(out) == []
+    assert not HAVE_IGA or out["assembler"]["ok"]
