@@ -93,12 +93,8 @@ def test_builder_features_pass_the_check(shape, prop, types, target, tags, post_
 
 
 @pytest.mark.parametrize("target", ["xehpg", "sm_90"])
-def test_default_check_shape_builds_and_checks_in_under_two_seconds(target):
-    """The [check] shape kdd uses on save: build + interpret + compare stays interactive."""
-    import time
+def test_default_check_shape_builds_and_checks(target):
+    """The [check] shape kdd uses on save builds and checks (its time is measured by bench/check_examples.py)."""
     from kdd.core.problem import parse_shape
-    start = time.perf_counter()
     kernel = build_kernel(problem(parse_shape("mb2ic64ih8oc64oh8kh3ph1"), "fwd", "f32"), None, target)
-    result = check_kernel(kernel)
-    assert result.ok
-    assert time.perf_counter() - start < 2.0
+    assert check_kernel(kernel).ok
