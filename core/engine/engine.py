@@ -277,8 +277,10 @@ class Engine:
                                         lambda: artifacts.trace_artifact(self.kernel(r, sources), self.trace(self.kernel(r, sources))))
                 out.update(artifacts.pass_items(items, traced))
             if "stats" in items:
-                out["stats"] = self._artifact("stats", r.key("stats"), lambda: artifacts.stats_artifact(
+                stats = self._artifact("stats", r.key("stats"), lambda: artifacts.stats_artifact(
                     r, self.kernel(r, sources), self.trace(self.kernel(r, sources))))
+                out["stats"] = {**stats, "registers": {**stats["registers"],
+                                                       "allocated": self._allocated(r, sources)}}
             if "asm" in items:
                 out["asm"] = self.assembly(r, sources)
             if "check" in items:
@@ -349,6 +351,15 @@ class Engine:
             raise StageFailed(Failure(f["stage"], f["message"], f["code"], f.get("knob"),
                                       sources.get(f.get("knob")), f["internal"]))
         return {**asm, "lines": [artifacts.with_config_range(line, sources) for line in asm["lines"]]}
+
+    def _allocated(self, r: Resolved, sources: dict[str, Range]) -> int | None:
+        """The register allocator's peak, when the target has a code generator and the kernel fits."""
+        if r.target.xe is None:
+            return None
+        try:
+            return self.assembly(r, sources)["registers"]["peak"]
+        except StageFailed:
+            return None
 
     def ir_view(self, source: Source, pass_name: str = FINAL, diff: bool = False, shape: str | None = None,
                 target: str | None = None) -> dict:

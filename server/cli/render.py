@@ -57,7 +57,8 @@ def compile_text(result: dict, items: list[str]) -> str:
 def stats_text(stats: dict) -> str:
     regs = stats["registers"]
     labels = ", ".join(f"{k} {v}" for k, v in regs["by_label"].items() if v)
-    lines = [f"registers: estimate {regs['estimate']} ({labels}), IR model {regs['ir']}, "
+    allocated = "" if regs["allocated"] is None else f", allocator {regs['allocated']}"
+    lines = [f"registers: estimate {regs['estimate']} ({labels}), IR model {regs['ir']}{allocated}, "
              f"budget {regs['budget']} {regs['unit']}"]
     for stage in ("build", "final"):
         m = stats["metrics"][stage]
