@@ -20,3 +20,4 @@ bench: setup
 	.venv/bin/python bench/ir_scale.py
 	.venv/bin/python bench/check_examples.py
 	.venv/bin/python bench/pipeline.py
+	.venv/bin/python bench/daemon.py

@@ -62,7 +62,7 @@ class BiasGradient:
         if split_k and op.dt != acc_type:
             raise BuildError(f"the config splits K across the grid, so partial bias sums are added into the "
                              f"{op.dt} bias, which needs the accumulator type {acc_type} "
-                             f"(post_ops: use bias:{acc_type}, or raise loop so that iter x loop covers K)")
+                             f"(post_ops: use bias:{acc_type}, or raise loop so that iter x loop covers K)", knob="loop")
         self.names, self.simd, self.rules, self.split_k = names, simd, rules, split_k
         bt, _, n_sub = b_tile.layout.dims
         self.b_tile = b_tile

@@ -29,7 +29,7 @@ from kdd.core.layout.layout import Layout
 from kdd.core.layout.view import View
 from kdd.core.layout.view_conv import conv_views
 from kdd.core.layout.view_gemm import gemm_views
-from kdd.core.problem.post_ops import Bias, Sum
+from kdd.core.problem.post_ops import Bias, Sum, post_op_arg_name
 from kdd.core.targets import Target, get_target
 
 from . import arith
@@ -127,9 +127,10 @@ class _Builder:
         fma = make_fma(cfg.fma, self.target, cfg.simd, self.ops.a, self.ops.b, self.ops.acc, m_thr)
         sub_a, sub_b = (cfg.subtiles.a, cfg.subtiles.b) if cfg.subtiles else (1, 1)
         if sub_a > 1 and sub_b > 1:
-            raise BuildError("subtiles: split A or B, not both")
+            raise BuildError("subtiles: split A or B, not both", knob="subtiles")
         if (sub_a > 1 or sub_b > 1) and bt > 1:
-            raise BuildError("subtiles need a thread tile without batch dims (iter over g or b0 is 1)")
+            raise BuildError("subtiles need a thread tile without batch dims (iter over g or b0 is 1)",
+                             knob="subtiles")
         um, un, uk = fma.unit
         mp, np_, kp = _up(m_thr, um * sub_a), _up(n_thr, un * sub_b), _up(k_thr, uk)
         ms, ns = mp // sub_a, np_ // sub_b
@@ -263,7 +264,8 @@ class _Builder:
         if p.prop != "bwd_w" or not biases:
             return None
         if len(biases) > 1:
-            raise BuildError(f"post_ops lists {len(biases)} biases; a bwd_w kernel computes one bias gradient")
+            raise BuildError(f"post_ops lists {len(biases)} biases; a bwd_w kernel computes one bias gradient",
+                             knob="post_ops")
         m_starts = [self.nest.thread_start[d.name] for d in self.tiling.role("m")]
         return BiasGradient(biases[0], self._access(b, self.nest.thread_start), b_reg, n_tile, m_starts,
                             self.ops.acc, self.names, self.config.simd, self.rules, self.tiling.split_k)
@@ -274,7 +276,7 @@ class _Builder:
         if isinstance(op, Sum):
             return c_view, None
         policy = "per_oc" if isinstance(op, Bias) else op.policy
-        name = "bias" if isinstance(op, Bias) else f"binary{k}"
+        name = post_op_arg_name(p.post_ops, k)
         if policy == "per_tensor":
             c_layout = self.layouts[c_view.tensor]
             view = View(name, name, c_view.dims, c_view.tensor_dims, c_view.mapping, c_view.masks,

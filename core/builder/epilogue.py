@@ -1,6 +1,6 @@
 """Epilogue (seed 000): post-ops on the per-thread C tile and the final stores.
 
-C is converted to ``f32`` (a reorder), each post-op is applied in the order
+C is converted to ``f32`` (``f64`` for an f64 accumulator; a reorder), each post-op is applied in the order
 written, and the result is converted to the destination type (a reorder:
 round to nearest even, saturate) and stored (atomically added
 when the reduction is split across the grid). Right-hand sides of post-ops
@@ -17,9 +17,10 @@ from kdd.core.ir.expr import Expr, FloatImm, max_, min_, var
 from kdd.core.ir.funcs import Eltwise as EltwiseFunc
 from kdd.core.ir.funcs import SendOp
 from kdd.core.ir.stmt import Alloc, FuncCall, MemKind, Stmt, seq
-from kdd.core.ir.types import Type, f32, u64
+from kdd.core.ir.types import Type, u64
 from kdd.core.layout.layout import Layout
 from kdd.core.layout.view import View
+from kdd.core.problem.data_types import post_op_type
 from kdd.core.problem.post_ops import Bias, Binary, Eltwise, Scale, Sum
 
 from .elementwise import convert, elementwise
@@ -68,21 +69,22 @@ class Epilogue:
         self.rhs_view = rhs_view
         self.args: list[PostOpArg] = []
         self._allocs: list[tuple[RegTensor, Origin]] = []
+        self.work_type = post_op_type(ctx.c.dtype)
 
     def build(self, post_ops) -> Stmt:
         ctx = self.ctx
         c = ctx.c
         if ctx.split_k and post_ops:
             raise BuildError("post-ops need the whole reduction in one thread group; the config splits "
-                             "K across the grid (raise loop so that iter x loop covers K)")
+                             "K across the grid (raise loop so that iter x loop covers K)", knob="loop")
         if ctx.split_k and c.dtype != ctx.dst_type:
             raise BuildError(f"the config splits K across the grid, so partial sums are added into the "
                              f"{ctx.dst_type} destination, which needs the accumulator type {c.dtype} "
-                             f"(raise loop so that iter x loop covers K)")
+                             f"(raise loop so that iter x loop covers K)", knob="loop")
         steps: list[Stmt] = []
         work = c
-        if post_ops and c.dtype != f32:
-            work = self._buffer("c_f32", f32)
+        if post_ops and c.dtype != self.work_type:
+            work = self._buffer(f"c_{self.work_type}", self.work_type)
             steps.append(_convert(c, work))
         for k, op in enumerate(post_ops):
             steps.append(self._post_op(k, op, work))
@@ -121,24 +123,25 @@ class Epilogue:
 
     def _post_op(self, k: int, op, work: RegTensor) -> Stmt:
         origin = Origin(f"epilogue.post_op{k}.{op.canonical()}", "post_ops")
+        t = self.work_type
         if isinstance(op, Eltwise):
-            return FuncCall.make(EltwiseFunc(op.alg, work.elems, op.alpha, op.beta), [work.buf, work.offset],
+            return FuncCall.make(EltwiseFunc(op.alg, work.elems, op.alpha, op.beta, t), [work.buf, work.offset],
                                  origin=origin)
         if isinstance(op, Scale):
-            return self._elementwise(work, [work], lambda x: x * FloatImm.make(f32, op.value), origin)
+            return self._elementwise(work, [work], lambda x: x * FloatImm.make(t, op.value), origin)
         if isinstance(op, Sum):
             rhs, load = self._load_rhs(k, op, self.ctx.dst_type)
-            scale = FloatImm.make(f32, op.scale)
-            fn = (lambda x, y: x + y.cast(f32)) if op.scale == 1.0 else (lambda x, y: x + y.cast(f32) * scale)
+            scale = FloatImm.make(t, op.scale)
+            fn = (lambda x, y: x + y.cast(t)) if op.scale == 1.0 else (lambda x, y: x + y.cast(t) * scale)
         elif isinstance(op, Bias):
             rhs, load = self._load_rhs(k, op, op.dt)
-            fn = lambda x, y: x + y.cast(f32)  # noqa: E731
+            fn = lambda x, y: x + y.cast(t)  # noqa: E731
         elif isinstance(op, Binary):
             rhs, load = self._load_rhs(k, op, op.dt)
             alg = _BINARY[op.alg]
-            fn = lambda x, y: alg(x, y.cast(f32))  # noqa: E731
+            fn = lambda x, y: alg(x, y.cast(t))  # noqa: E731
         else:
-            raise BuildError(f"post-op {op!r} is not supported")
+            raise BuildError(f"post-op {op!r} is not supported", knob="post_ops")
         return seq(load, self._elementwise(work, [work, rhs], fn, origin))
 
 

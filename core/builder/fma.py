@@ -18,7 +18,9 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
+from functools import partial
 
+from kdd.core.config.buildable import unbuilt_reason
 from kdd.core.ir.funcs import Dp4a, Dpas, Mad, Mma
 from kdd.core.ir.stmt import FuncCall, Stmt
 from kdd.core.ir.types import Type
@@ -29,6 +31,9 @@ from .loops import nest
 from .names import Names
 from .origin import Origin
 from .tile import RegTensor, row_major
+
+# Every refusal of this module is about the fma knob.
+_fma_error = partial(BuildError, knob="fma")
 
 B, X, Y = 0, 1, 2
 
@@ -246,24 +251,27 @@ def make_fma(fma: str, target, simd: int, a: Type, b: Type, acc: Type, m: int) -
         return MadKind(a, b, acc, simd)
     if fma == "dp4a":
         if a.size != 1 or b.size != 1:
-            raise BuildError(f"fma=dp4a multiplies 8-bit integers, not {a} x {b}; use fma=mad or dpas")
+            raise _fma_error(f"fma=dp4a multiplies 8-bit integers, not {a} x {b}; use fma=mad or dpas")
         return Dp4aKind(a, b, acc, simd)
     if fma in ("dpas", "dpasw"):
         if target.isa != "xe":
-            raise BuildError(f"fma={fma} is an Xe instruction; {target.name} has {', '.join(target.fma_kinds)}")
-        if a != b or a.size not in (1, 2) or a.is_float != b.is_float:
-            raise BuildError(f"fma={fma} multiplies f16, bf16 or 8-bit integers, not {a} x {b}")
+            raise _fma_error(f"fma={fma} is an Xe instruction; {target.name} has {', '.join(target.fma_kinds)}")
         shapes = target.shapes(fma="dpas", a=a, b=b)
         if not shapes:
-            raise BuildError(f"{target.name} has no dpas for {a} x {b}")
+            raise _fma_error(f"{target.name} has no dpas for {a} x {b}")
+        if unbuilt_reason(shapes[0]):
+            raise _fma_error(unbuilt_reason(shapes[0]))
         if simd != shapes[0].simd:
-            raise BuildError(f"fma={fma} on {target.name} needs simd={shapes[0].simd}, config has simd={simd}")
+            raise _fma_error(f"fma={fma} on {target.name} needs simd={shapes[0].simd}, config has simd={simd}")
         rcount = 8 if m >= 8 else 1 << (max(m, 1) - 1).bit_length()
         return DpasKind(a, b, acc, simd, rcount)
     if fma == "mma":
         if target.isa != "ptx":
-            raise BuildError(f"fma=mma is an sm_90 instruction; {target.name} has {', '.join(target.fma_kinds)}")
-        if a != b or a.size not in (1, 2):
-            raise BuildError(f"fma=mma is built for f16, bf16 and 8-bit integers, not {a} x {b}; use fma=fma")
+            raise _fma_error(f"fma=mma is an sm_90 instruction; {target.name} has {', '.join(target.fma_kinds)}")
+        shapes = target.shapes(fma="mma", a=a, b=b)
+        if not shapes:
+            raise _fma_error(f"{target.name} has no mma for {a} x {b}")
+        if unbuilt_reason(shapes[0]):
+            raise _fma_error(f"{unbuilt_reason(shapes[0])}; use fma=fma")
         return MmaKind(a, b, acc, 32)
-    raise BuildError(f"unknown fma '{fma}'")
+    raise _fma_error(f"unknown fma '{fma}'")

@@ -28,7 +28,7 @@ def tensor_layout(problem, tensor: str, dtype: Type) -> Layout:
     try:
         return parse_layout(tag, sizes, dtype, dim_names=names)
     except LayoutTagError as e:
-        raise BuildError(f"{tensor} layout: {e.message}") from None
+        raise BuildError(f"{tensor} layout: {e.message}", knob=tensor) from None
 
 
 def _any_order(problem, tensor: str, names: list[str]) -> list[str]:

@@ -86,10 +86,10 @@ def build_loop_nest(tiling, names: Names, unroll) -> LoopNest:
     for d in dims:
         if d.role != "k" and d.loop > 1:
             raise BuildError(f"loop={d.name}{d.loop}: loops run over K dims only "
-                             f"({d.name} is a {d.role.upper()} dim); grow iter or tg instead")
+                             f"({d.name} is a {d.role.upper()} dim); grow iter or tg instead", knob="loop")
         if d.role == "k" and d.tg > 1:
             raise BuildError(f"tg={d.name}{d.tg}: threads of a group split M and N only; "
-                             f"{d.name} is a K dim (use loop or the kernel grid)")
+                             f"{d.name} is a K dim (use loop or the kernel grid)", knob="tg")
     grid_org, tg_org = Origin("loop_nest.grid", "iter"), Origin("loop_nest.thread_group", "tg")
     bindings: list[Binding] = []
     grp: dict[str, Expr] = {}

@@ -42,6 +42,7 @@ from math import ceil, gcd
 from kdd.core.targets import FmaShape, Target
 
 from .budget import estimate_budget
+from .buildable import buildable
 from .kernel_config import KernelConfig
 from .operands import Operands, operands
 from .tiles import Tile
@@ -83,7 +84,7 @@ def resolve_config(problem, target: Target, user: KernelConfig | None = None) ->
 def pick_fma(target: Target, ops: Operands) -> str:
     """Rule 1: the preferred full-precision instruction for A x B -> acc."""
     for fma in target.fma_preference:
-        if any(not s.math for s in target.shapes(fma=fma, a=ops.a, b=ops.b, acc=ops.acc)):
+        if any(not s.math for s in buildable(target.shapes(fma=fma, a=ops.a, b=ops.b, acc=ops.acc))):
             return fma
     return target.fma_preference[-1]
 
@@ -149,8 +150,8 @@ class _Plan:
         fma = user.fma or pick_fma(target, ops)
         simd = user.simd or (target.simd_for(fma) if fma in target.fma_kinds else target.default_simd)
         regs = user.regs or default_regs(target, fma)
-        shapes = (target.shapes(fma=fma, simd=simd, a=ops.a, b=ops.b, acc=ops.acc)
-                  or target.shapes(fma=fma, simd=simd, a=ops.a, b=ops.b))
+        shapes = (buildable(target.shapes(fma=fma, simd=simd, a=ops.a, b=ops.b, acc=ops.acc))
+                  or buildable(target.shapes(fma=fma, simd=simd, a=ops.a, b=ops.b)))
         best: FmaShape | None = shapes[0] if shapes else None
         shape = (best.m, best.n, best.k) if best else (1, simd, 1)
         return _Plan(problem, target, user, ops, fma, simd, regs, shape)

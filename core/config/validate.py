@@ -5,7 +5,10 @@ Errors: an instruction, type combination, SIMD width or register count the
 target does not have; tiles naming dims the problem lacks or blocking dims
 of the wrong role; an ``iter`` tile that is not a multiple of the
 instruction's shape; a thread group larger than the target allows; dpasw
-with an odd X; subtiles that do not split evenly; register or SLM overflow.
+with an odd X; subtiles that do not split evenly; register or SLM overflow;
+a matrix instruction form the builder does not generate (:mod:`.buildable`);
+a loop with whole iterations of padding; a reduction split across the grid
+with post-ops or into a destination narrower than the accumulator.
 Warnings: padding (blocks that exceed or do not divide a dim), reduced
 precision. Info: a reduction split across thread groups.
 """
@@ -16,6 +19,7 @@ from math import ceil, prod
 from kdd.core.targets import FmaShape, Target
 
 from .budget import estimate_budget
+from .buildable import buildable, unbuilt_reason
 from .issues import ConfigIssue
 from .kernel_config import KernelConfig
 from .knobs import did_you_mean
@@ -27,8 +31,13 @@ TILE_ROLES = {"iter": "mnk", "tg": "mn", "loop": "k", "unroll": "k"}
 _ROLE_WORDS = {"m": "M", "n": "N", "k": "K", "b": "batch"}
 
 
-def validate_config(problem, config: KernelConfig, target: Target) -> list[ConfigIssue]:
-    """Every issue of a complete ``config`` for ``problem`` on ``target``."""
+def validate_config(problem, config: KernelConfig, target: Target, reduced: bool = False) -> list[ConfigIssue]:
+    """Every issue of a complete ``config`` for ``problem`` on ``target``.
+
+    ``reduced`` says ``problem`` is a reduced check problem run with knobs
+    sized for a larger one: loop iterations that compute only padding are
+    then expected, not an error.
+    """
     config.require_complete("validate_config")
     issues: list[ConfigIssue] = []
     shape = _check_fma(problem, config, target, issues)
@@ -39,7 +48,9 @@ def validate_config(problem, config: KernelConfig, target: Target) -> list[Confi
     tiles_ok = _check_tiles(problem, config, issues)
     tiling = derive_tiling(problem, config)
     if tiles_ok:
-        _check_padding(tiling, issues)
+        _check_padding(tiling, issues, reduced)
+    if tiles_ok and tiling.split_k:
+        _check_split(problem, issues)
     if shape is not None:
         _check_shape(tiling, config, shape, issues)
     _check_group(tiling, config, target, issues)
@@ -64,6 +75,11 @@ def _check_fma(problem, config: KernelConfig, target: Target, issues: list[Confi
         issues.append(ConfigIssue("fma", f"{config.fma} on {target.name} does not multiply {ops.a}*{ops.b} "
                                          f"(it takes {', '.join(combos)})"))
         return None
+    if not buildable(typed):
+        others = [k for k in target.fma_kinds if buildable(target.shapes(fma=k, a=ops.a, b=ops.b))]
+        issues.append(ConfigIssue("fma", f"{unbuilt_reason(typed[0])}; use fma={' or '.join(others) or 'mad'}"))
+        return None
+    typed = buildable(typed)
     if config.simd not in target.simd_widths:
         issues.append(ConfigIssue("simd", f"simd={config.simd} is not a SIMD width of {target.name} "
                                           f"(widths: {', '.join(map(str, target.simd_widths))})"))
@@ -109,9 +125,19 @@ def _check_tiles(problem, config: KernelConfig, issues: list[ConfigIssue]) -> bo
     return ok
 
 
-def _check_padding(tiling: Tiling, issues: list[ConfigIssue]) -> None:
-    """Warn where blocks exceed or do not divide a dim, naming the knob that starts the padding."""
+def _check_padding(tiling: Tiling, issues: list[ConfigIssue], reduced: bool) -> None:
+    """Warn where blocks exceed or do not divide a dim, naming the knob that starts the padding.
+
+    A ``loop`` block with a whole iteration past the dim is an error: it
+    computes nothing but padding (``loop = "kh1000000"`` on kh=3 would run a
+    million empty iterations). Idle threads of a group only warn: the group
+    size is bounded by the target.
+    """
     for d in tiling.dims:
+        empty = None if reduced else _empty_blocks(d)
+        if empty:
+            issues.append(ConfigIssue(*empty))
+            continue
         for knob, block in (("iter", d.iter), ("tg", d.iter * d.tg), ("loop", d.block)):
             if block > d.size or d.size % block:
                 if block > d.size and d.grid == 1:
@@ -126,6 +152,29 @@ def _check_padding(tiling: Tiling, issues: list[ConfigIssue]) -> None:
         parts = prod(d.grid for d in tiling.role("k"))
         issues.append(ConfigIssue("loop", f"the reduction is split across {parts} thread groups "
                                           f"(partial sums, atomic stores)", "info"))
+
+
+def _empty_blocks(d) -> tuple[str, str] | None:
+    """``(knob, message)`` when ``loop`` gives ``d`` reduction iterations with no element."""
+    step = d.iter * d.tg
+    useful = -(-d.size // step)
+    if d.loop <= useful:
+        return None
+    return "loop", (f"loop runs {d.loop} iterations of {step} '{d.name}', but '{d.name}' is {d.size}: "
+                    f"{d.loop - useful} would compute only padding (at most {d.name}{useful})")
+
+
+def _check_split(problem, issues: list[ConfigIssue]) -> None:
+    """A reduction split across thread groups adds partial sums into the destination with atomics:
+    post-ops (which need the whole sum) and a destination narrower than the accumulator cannot follow."""
+    ops = operands(problem)
+    if problem.post_ops and problem.prop != "bwd_w":
+        issues.append(ConfigIssue("loop", "post-ops need the whole reduction in one thread group; loop splits K "
+                                          "across the grid (raise loop so that iter x loop covers K)"))
+    if ops.c != ops.acc:
+        issues.append(ConfigIssue("loop", f"loop splits K across the grid, so partial sums are added into the "
+                                          f"{ops.c} destination, which needs the accumulator type {ops.acc} "
+                                          f"(raise loop so that iter x loop covers K)"))
 
 
 def _check_shape(tiling: Tiling, config: KernelConfig, shape: FmaShape, issues: list[ConfigIssue]) -> None:

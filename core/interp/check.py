@@ -5,8 +5,11 @@ Protocol (:func:`check_kernel`):
 1. Inputs are random and never zero, and exactly representable in their
    type: floats are ``k / 8`` with ``1 <= |k| <= 16`` (so f16/bf16 products
    and their f32 sums are exact for any realistic K), ``s8`` is ``±1..±4``,
-   unsigned types ``1..8``, other integers ``±1..±8``. The generator is
-   seeded (``seed``), so a failure reproduces.
+   unsigned types ``1..8``, other integers ``±1..±8``. When every output is
+   a float, f32 and f64 inputs instead fill their mantissa (``k / 8`` times
+   a random factor in [1, 2)), so a kernel computing in a narrower type
+   (an f64 problem accumulated in f32) fails against the f64 tolerance. The
+   generator is seeded (``seed``), so a failure reproduces.
 2. Every tensor is packed into its kernel argument's memory layout
    (``KernelArg.layout``; padding zero). Outputs are poisoned first (all
    bytes ``0xFF``: NaN for floats, -1/max for integers) unless the kernel
@@ -39,6 +42,9 @@ import numpy as np
 
 from kdd.core.ir.types import Scalar, Type
 
+from kdd.core.problem.reduced import MAX_CHECK_MACS, check_macs
+
+from .errors import InterpError
 from .grid import Launch
 from .program import run_ir
 from .reference import reference
@@ -73,7 +79,7 @@ class CheckResult:
         """The JSON form printed by ``kdd check --json``."""
         return {"ok": self.ok, "rel_err": _json_float(self.rel_err), "tol": _json_float(self.tol),
                 "first_bad_index": None if self.first_bad_index is None else list(self.first_bad_index),
-                "shape": self.shape, "ms": round(self.ms, 3)}
+                "shape": self.shape, "ms": round(self.ms, 3), "tensor": self.tensor, "unwritten": self.unwritten}
 
 
 def _json_float(x: float) -> float | None:
@@ -83,11 +89,19 @@ def _json_float(x: float) -> float | None:
 
 # -- inputs ------------------------------------------------------------------------------------------
 
-def random_values(t: Type, dims: tuple[int, ...], rng: np.random.Generator) -> np.ndarray:
-    """Non-zero values exactly representable in ``t`` (see the module docstring), as float64."""
+def random_values(t: Type, dims: tuple[int, ...], rng: np.random.Generator, mantissa: bool = False
+                  ) -> np.ndarray:
+    """Non-zero values exactly representable in ``t`` (see the module docstring), as float64.
+
+    With ``mantissa``, f32 and f64 values fill their whole mantissa (``k / 8``
+    times a random factor in [1, 2), rounded to ``t``), so arithmetic done in
+    a narrower type than the problem's shows in the result.
+    """
     n = math.prod(dims)
     if t.is_float:
         k = rng.integers(1, 17, n) * rng.choice([-1, 1], n)
+        if mantissa and t.size >= 4:
+            return round_float(k / 8.0 * rng.uniform(1.0, 2.0, n), t).astype(np.float64).reshape(dims)
         return (k / 8.0).reshape(dims)
     if not t.is_signed:
         return rng.integers(1, 9, n).astype(np.float64).reshape(dims)
@@ -198,22 +212,36 @@ def compare(name: str, out: np.ndarray, ref: np.ndarray, written: np.ndarray, to
 
 # -- the check -------------------------------------------------------------------------------------------
 
-def check_kernel(kernel, problem=None, *, seed: int = 0, tol: float | None = None) -> CheckResult:
+class CheckTooLarge(InterpError):
+    """The check would interpret more multiply-adds than its bound (pass ``max_macs=None`` to run it)."""
+
+
+def check_kernel(kernel, problem=None, *, seed: int = 0, tol: float | None = None,
+                 max_macs: int | None = MAX_CHECK_MACS) -> CheckResult:
     """Runs ``kernel`` (a built :class:`~kdd.core.builder.Kernel`) in the interpreter on random
     inputs and compares its outputs with :func:`~.reference.reference` for ``problem``
-    (``kernel.problem`` by default). ``tol`` overrides :func:`default_tol` for every output."""
+    (``kernel.problem`` by default). ``tol`` overrides :func:`default_tol` for every output.
+
+    Raises :class:`CheckTooLarge` before running anything when the problem
+    has more than ``max_macs`` multiply-adds (None: no bound)."""
     start = time.perf_counter()
     problem = problem if problem is not None else kernel.problem
+    if max_macs is not None and check_macs(problem) > max_macs:
+        raise CheckTooLarge(f"the check of {problem.shape.canonical()} would interpret {check_macs(problem)} "
+                            f"multiply-adds, more than the bound of {max_macs}; check a smaller shape")
     rng = np.random.default_rng(seed)
     buffers: dict[str, np.ndarray] = {}
     inputs: dict[str, np.ndarray] = {}
+    # Float outputs have a rounding tolerance, so their inputs can fill the mantissa; integer outputs
+    # need exact sums (a rounding tie decided differently would move an element by one).
+    mantissa = all(arg.dtype.is_float for arg in kernel.outputs)
     for arg in kernel.args:
         dims = tuple(size for _, size in arg.dims)
         if arg.role == "output":
             fill = 0 if arg.zero_init else 0xFF
             buffers[arg.var.name] = np.full(arg.layout.size_bytes(), fill, dtype=np.uint8)
             continue
-        values = random_values(arg.dtype, dims, rng)
+        values = random_values(arg.dtype, dims, rng, mantissa)
         inputs[arg.name] = values
         buffers[arg.var.name] = pack(values, arg.dtype, arg.layout)
     launch = Launch(tuple(kernel.grid), tuple(kernel.tg), kernel.simd, kernel.reg_bytes)
@@ -236,11 +264,12 @@ def check_kernel(kernel, problem=None, *, seed: int = 0, tol: float | None = Non
                        sum(r.unwritten for r in results), interp_ms)
 
 
-def run_check(problem, config, target, *, seed: int = 0, tol: float | None = None) -> CheckResult:
+def run_check(problem, config, target, *, seed: int = 0, tol: float | None = None,
+              max_macs: int | None = MAX_CHECK_MACS) -> CheckResult:
     """Builds the kernel of ``problem`` under ``config`` for ``target`` and checks it."""
     from kdd.core.builder import build_kernel
 
-    return check_kernel(build_kernel(problem, config, target), problem, seed=seed, tol=tol)
+    return check_kernel(build_kernel(problem, config, target), problem, seed=seed, tol=tol, max_macs=max_macs)
 
 
-__all__ = ["CheckResult", "check_kernel", "default_tol", "pack", "random_values", "run_check", "unpack"]
+__all__ = ["CheckResult", "CheckTooLarge", "check_kernel", "default_tol", "pack", "random_values", "run_check", "unpack"]

@@ -18,8 +18,10 @@ channels, GEMM: columns), ``scale`` multiplies, eltwise applies
 :mod:`.eltwise_math`, ``binary<k>`` (``k`` the post-op's index in the chain)
 combines with a ``per_tensor``/``per_oc``/``common`` operand, ``sum`` adds
 ``scale * dst`` (the destination's previous contents). Integer outputs are
-rounded to nearest even and saturated to their type; float outputs stay
-float64 (the comparison's tolerance covers their rounding).
+rounded to nearest even and saturated to their type, after post-ops computed
+step by step in the kernel's post-op precision (f32, or f64 for an f64
+accumulator: a value near a .5 boundary must round as the kernel's does);
+float outputs stay float64 (the comparison's tolerance covers their rounding).
 """
 from __future__ import annotations
 
@@ -29,9 +31,10 @@ import numpy as np
 
 from kdd.core.ir.types import Type
 from kdd.core.problem import Problem
-from kdd.core.problem.post_ops import Bias, Binary, Eltwise, Scale, Sum
+from kdd.core.problem.post_ops import Bias, Binary, Eltwise, Scale, Sum, post_op_arg_name
 
 from .eltwise_math import apply_eltwise
+from .values import round_float
 from .reference_conv import conv_bwd_bias, conv_bwd_d, conv_bwd_w, conv_fwd
 
 _BINARY = {
@@ -45,17 +48,6 @@ def gemm(src: np.ndarray, wei: np.ndarray) -> np.ndarray:
     return np.matmul(np.asarray(src, dtype=np.float64), np.asarray(wei, dtype=np.float64))
 
 
-def post_op_arg_name(k: int, op) -> str | None:
-    """Name of the tensor post-op ``k`` reads (``bias``, ``binary<k>``, ``dst`` for sum), if any."""
-    if isinstance(op, Bias):
-        return "bias"
-    if isinstance(op, Binary):
-        return f"binary{k}"
-    if isinstance(op, Sum):
-        return "dst"
-    return None
-
-
 def _channel_vector(x: np.ndarray, ndim: int, channel_axis: int) -> np.ndarray:
     """A per-channel vector shaped to broadcast along ``channel_axis`` of an ``ndim``-dim tensor."""
     shape = [1] * ndim
@@ -63,21 +55,33 @@ def _channel_vector(x: np.ndarray, ndim: int, channel_axis: int) -> np.ndarray:
     return np.asarray(x, dtype=np.float64).reshape(shape)
 
 
-def apply_post_ops(acc: np.ndarray, post_ops, inputs: Mapping[str, np.ndarray], channel_axis: int) -> np.ndarray:
-    """The post-op chain applied in order to ``acc`` (float64); see the module docstring."""
-    out = np.asarray(acc, dtype=np.float64)
+def apply_post_ops(acc: np.ndarray, post_ops, inputs: Mapping[str, np.ndarray], channel_axis: int,
+                   precision: Type | None = None) -> np.ndarray:
+    """The post-op chain applied in order to ``acc`` (float64); see the module docstring.
+
+    With ``precision`` (a float type), every step's result is rounded to it,
+    as a kernel computing its post-ops in that type rounds them.
+    """
+    def rounded(x):
+        return x if precision is None else round_float(x, precision).astype(np.float64)
+
+    def constant(x: float) -> float:
+        return float(rounded(np.float64(x)))
+
+    out = rounded(np.asarray(acc, dtype=np.float64))
     for k, op in enumerate(post_ops):
         if isinstance(op, Eltwise):
             with np.errstate(all="ignore"):
                 out = apply_eltwise(op.alg, out, op.alpha, op.beta)
         elif isinstance(op, Scale):
-            out = out * op.value
+            out = out * constant(op.value)
         elif isinstance(op, Bias):
-            out = out + _channel_vector(inputs["bias"], out.ndim, channel_axis)
+            out = out + _channel_vector(inputs[post_op_arg_name(post_ops, k)], out.ndim, channel_axis)
         elif isinstance(op, Sum):
-            out = out + op.scale * np.asarray(inputs["dst"], dtype=np.float64)
+            prev = np.asarray(inputs["dst"], dtype=np.float64)
+            out = out + (prev if op.scale == 1.0 else rounded(constant(op.scale) * prev))
         elif isinstance(op, Binary):
-            rhs = np.asarray(inputs[f"binary{k}"], dtype=np.float64)
+            rhs = np.asarray(inputs[post_op_arg_name(post_ops, k)], dtype=np.float64)
             if op.policy == "per_oc":
                 rhs = _channel_vector(rhs, out.ndim, channel_axis)
             elif op.policy == "common":
@@ -86,6 +90,7 @@ def apply_post_ops(acc: np.ndarray, post_ops, inputs: Mapping[str, np.ndarray], 
                 out = _BINARY[op.alg](out, rhs)
         else:
             raise ValueError(f"unknown post-op {op!r}")
+        out = rounded(out)
     return out
 
 
@@ -100,12 +105,15 @@ def round_to_type(x: np.ndarray, t: Type) -> np.ndarray:
 def reference(problem: Problem, inputs: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
     """The logical float64 outputs of ``problem`` for ``inputs`` (see the module docstring)."""
     types = problem.types
+    # An integer destination rounds to whole numbers, so a float64 value on the other side of a .5
+    # boundary than the kernel's would move an element by one: round each post-op step as the kernel does.
+    precision = types.post_op if types.dst.is_int and problem.post_ops else None
     if problem.op == "gemm":
-        dst = apply_post_ops(gemm(inputs["src"], inputs["wei"]), problem.post_ops, inputs, -1)
+        dst = apply_post_ops(gemm(inputs["src"], inputs["wei"]), problem.post_ops, inputs, -1, precision)
         return {"dst": round_to_type(dst, types.dst)}
     shape = problem.shape
     if problem.prop == "fwd":
-        dst = apply_post_ops(conv_fwd(inputs["src"], inputs["wei"], shape), problem.post_ops, inputs, 1)
+        dst = apply_post_ops(conv_fwd(inputs["src"], inputs["wei"], shape), problem.post_ops, inputs, 1, precision)
         return {"dst": round_to_type(dst, types.dst)}
     if problem.prop == "bwd_d":
         return {"src": round_to_type(conv_bwd_d(inputs["dst"], inputs["wei"], shape), types.src)}

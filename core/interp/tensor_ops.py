@@ -116,9 +116,9 @@ def compile_eltwise(ctx, call: FuncCall):
     def eltwise(env):
         tm = env[MASK]
         mem, off = buf.memory(env), buf.off(env)
-        x = read_values(mem, off, f32, f.elems, tm)
+        x = read_values(mem, off, f.dtype, f.elems, tm)
         with np.errstate(all="ignore"):
-            y = apply_eltwise(f.alg, x, f.alpha, f.beta).astype(np.float32)
-        write_values(mem, off, y, f32, tm)
+            y = apply_eltwise(f.alg, x, f.alpha, f.beta).astype(f.dtype.numpy)
+        write_values(mem, off, y, f.dtype, tm)
     return eltwise
 

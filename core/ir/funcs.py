@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import Enum
 
-from .types import Type
+from .types import Type, f32
 
 
 class Func:
@@ -216,16 +216,19 @@ class Reduce(Func):
 
 @dataclass(frozen=True)
 class Eltwise(Func):
-    """Applies ``alg`` (relu, gelu_tanh, swish, linear, ...) to ``elems`` f32 values in place.
+    """Applies ``alg`` (relu, gelu_tanh, swish, linear, ...) to ``elems`` values of ``dtype`` in place.
 
-    Arguments: ``(buf, offset)``. ``alpha``/``beta`` follow oneDNN's eltwise conventions.
+    Arguments: ``(buf, offset)``. ``alpha``/``beta`` follow oneDNN's eltwise
+    conventions. ``dtype`` is f32, or f64 for f64 problems (whose post-ops run
+    in double precision).
     """
 
     alg: str
     elems: int
     alpha: float = 0.0
     beta: float = 0.0
+    dtype: Type = f32
     NARGS = 2
 
     def __str__(self) -> str:
-        return f"eltwise.{self.alg}"
+        return f"eltwise.{self.alg}" + ("" if self.dtype == f32 else f".{self.dtype}")

@@ -57,21 +57,25 @@ def ir_before(trace: Trace, name: str) -> Node:
 def diff_after(trace: Trace, name: str, context: int = 3) -> str:
     """Unified diff of the IR text before and after pass ``name`` (empty when it changed nothing)."""
     before, after = ir_before(trace, name), ir_after(trace, name)
-    if before is after:
-        return ""
-    lines = difflib.unified_diff(to_text(before).splitlines(keepends=True), to_text(after).splitlines(keepends=True),
-                                 fromfile=f"before {name}", tofile=f"after {name}", n=context)
-    return "".join(lines)
+    return "" if before is after else text_diff(to_text(before), to_text(after), name, context)
 
 
-def render_trace_table(trace: Trace) -> str:
-    """One row per pass: name, changed, milliseconds (``cached`` when memoized), node count."""
-    width = max(len(n) for n in pass_names(trace))
+def text_diff(before: str, after: str, name: str, context: int = 3) -> str:
+    """Unified diff of two IR texts, labelled with the pass between them."""
+    return "".join(difflib.unified_diff(before.splitlines(keepends=True), after.splitlines(keepends=True),
+                                        fromfile=f"before {name}", tofile=f"after {name}", n=context))
+
+
+def render_trace_table(traced: dict) -> str:
+    """One row per pass of a trace's JSON form (:func:`trace_to_json`): name, changed, milliseconds
+    (``cached`` when memoized), node count."""
+    passes = traced["passes"]
+    width = max([len(BUILD)] + [len(p["name"]) for p in passes])
     rows = [f"{'pass':<{width}}  {'changed':<7}  {'ms':>9}  {'nodes':>7}",
-            f"{BUILD:<{width}}  {'':<7}  {'':>9}  {count_nodes(trace.input):>7}"]
-    for e in trace.entries:
-        ms = "cached" if e.cached else f"{e.ms:.2f}"
-        rows.append(f"{e.name:<{width}}  {'yes' if e.changed else 'no':<7}  {ms:>9}  {e.nodes:>7}")
+            f"{BUILD:<{width}}  {'':<7}  {'':>9}  {traced['build']['nodes']:>7}"]
+    for p in passes:
+        ms = "cached" if p["cached"] else f"{p['ms']:.2f}"
+        rows.append(f"{p['name']:<{width}}  {'yes' if p['changed'] else 'no':<7}  {ms:>9}  {p['nodes']:>7}")
     return "\n".join(rows) + "\n"
 
 

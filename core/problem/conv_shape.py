@@ -49,7 +49,7 @@ import re
 from dataclasses import dataclass, fields
 
 from .descriptor_name import format_name, parse_name
-from .errors import ProblemError
+from .errors import ProblemError, check_size
 
 KEYS = ("g", "mb", "ic", "id", "ih", "iw", "oc", "od", "oh", "ow", "kd", "kh", "kw",
         "sd", "sh", "sw", "pd", "ph", "pw", "dd", "dh", "dw")
@@ -292,7 +292,7 @@ def scan_entries(text: str) -> tuple[Given, str | None]:
         key, digits = m.groups()
         if digits is None:
             raise ProblemError(f"{key!r} must be followed by a number, e.g. {key}3", m.start(), m.end())
-        value = int(digits)
+        value = check_size(int(digits), m.group(), m.start(), m.end())
         if value < 0 and key[0] != "p":
             raise ProblemError(f"{m.group()!r}: {key} cannot be negative", m.start(), m.end())
         if key in _POSITIVE and value == 0:

@@ -2,14 +2,14 @@
 
 ``f16:f16:f16``, ``s8:s8:s32``, ``bf16:bf16:f32``; ``f32`` alone means
 ``f32:f32:f32``. For GEMM the three are A, B and C. The accumulator is not
-written: it is ``s32`` when source and weights are both integers and ``f32``
-otherwise (oneDNN's rule for these primitives).
+written: it is ``s32`` when source and weights are both integers, ``f64`` when
+either is ``f64``, and ``f32`` otherwise (oneDNN's rule for these primitives).
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from kdd.core.ir.types import Type, f32, s32
+from kdd.core.ir.types import Type, f32, f64, s32
 
 from .errors import ProblemError
 
@@ -31,9 +31,16 @@ class DataTypes:
                 raise ValueError(f"DataTypes.{role} must be a scalar numeric Type, got {t!r}")
 
     @property
+    def post_op(self) -> Type:
+        """The type post-ops compute in (:func:`post_op_type` of the accumulator)."""
+        return post_op_type(self.acc)
+
+    @property
     def acc(self) -> Type:
-        """Accumulator type: s32 for integer inputs, f32 otherwise."""
-        return s32 if self.src.is_int and self.wei.is_int else f32
+        """Accumulator type: s32 for integer inputs, f64 when an input is f64, f32 otherwise."""
+        if self.src.is_int and self.wei.is_int:
+            return s32
+        return f64 if f64 in (self.src, self.wei) else f32
 
     def canonical(self) -> str:
         """``f32`` when all three agree, else ``src:wei:dst``."""
@@ -46,6 +53,11 @@ class DataTypes:
 
     def __str__(self) -> str:
         return self.canonical()
+
+
+def post_op_type(acc: Type) -> Type:
+    """The type post-ops compute in for accumulator ``acc``: f32 (oneDNN's), f64 for an f64 accumulator."""
+    return f64 if acc == f64 else f32
 
 
 def parse_data_types(text: str) -> DataTypes:

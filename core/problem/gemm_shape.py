@@ -22,7 +22,7 @@ import re
 from dataclasses import dataclass
 
 from .descriptor_name import format_name, parse_name
-from .errors import ProblemError
+from .errors import ProblemError, check_size
 
 _DIMS = re.compile(r"\d+(?:x\d+)*")
 _MNK_ENTRY = re.compile(r"(b)(\d+(?:x\d+)*)|([mnk])(\d+)")
@@ -89,7 +89,7 @@ def _dims(text: str, pos: int, end: int, what: str) -> tuple[list[int], int, int
         # point at the offending character, or at the ':' when the text ends there
         at = pos if pos < end else pos - 1
         raise ProblemError(f"expected {what} dims like 128x64 at {text[pos:end]!r}", at, at + 1)
-    dims = [int(x) for x in m.group().split("x")]
+    dims = [check_size(int(x), m.group(), m.start(), m.end()) for x in m.group().split("x")]
     if 0 in dims:
         raise ProblemError(f"{what} dims {m.group()!r}: every size must be positive", m.start(), m.end())
     return dims, m.start(), m.end()
@@ -151,7 +151,7 @@ def _parse_mnk(text: str, pos: int, end: int) -> GemmShape:
         raw = m.group(2) or m.group(4)
         if key in given:
             raise ProblemError(f"{m.group()!r}: {key} is given twice", m.start(), m.end())
-        values = tuple(int(x) for x in raw.split("x"))
+        values = tuple(check_size(int(x), m.group(), m.start(), m.end()) for x in raw.split("x"))
         if 0 in values:
             raise ProblemError(f"{m.group()!r}: sizes must be positive", m.start(), m.end())
         given[key] = (values if key == "b" else values[0], m.start(), m.end())

@@ -205,3 +205,19 @@ def _number(arg: str, at: int) -> float:
     if not math.isfinite(value):
         raise ProblemError(f"expected a finite number, got {arg!r}", at, at + max(1, len(arg)))
     return value
+
+
+def post_op_arg_name(post_ops, k: int) -> str | None:
+    """The kernel argument post-op ``k`` of the chain ``post_ops`` reads, if any; unique in the chain.
+
+    ``bias`` for the chain's only bias (``bias<k>`` when there are several),
+    ``binary<k>``, ``dst`` for sum (the destination's previous contents).
+    """
+    op = post_ops[k]
+    if isinstance(op, Bias):
+        return "bias" if sum(isinstance(o, Bias) for o in post_ops) == 1 else f"bias{k}"
+    if isinstance(op, Binary):
+        return f"binary{k}"
+    if isinstance(op, Sum):
+        return "dst"
+    return None

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 
 from .conv_shape import ConvShape, parse_conv_shape
 from .data_types import DataTypes, parse_data_types
+from .errors import MAX_SIZE
 from .frozen_map import FrozenMap
 from .gemm_dims import Dims, GemmDims, conv_gemm_dims, gemm_gemm_dims
 from .gemm_shape import GemmShape, parse_gemm_shape
@@ -100,6 +101,26 @@ class Problem:
             return (("mb", s.mb), ("oc", s.oc)) + spatial("o")
         group = (("g", s.g),) if s.g > 1 else ()
         return group + (("oc", s.oc // s.g), ("ic", s.ic // s.g)) + spatial("k")
+
+    def tensor_bytes(self, tensor: str) -> int:
+        """Bytes of ``tensor``'s logical elements (without the padding of blocked layouts)."""
+        count = 1
+        for _, size in self.tensor_dims(tensor):
+            count *= size
+        return count * getattr(self.types, tensor).size
+
+    def index_width_error(self) -> str | None:
+        """Why 32-bit index arithmetic cannot address this problem's tensors, or None when it can.
+
+        Kernels compute offsets in ``s32``; a tensor of 2**31 bytes or more
+        would wrap them.
+        """
+        for tensor in TENSORS:
+            size = self.tensor_bytes(tensor)
+            if size > MAX_SIZE:
+                return (f"{tensor} holds {size} bytes; kernels address memory with 32-bit offsets "
+                        f"(at most {MAX_SIZE} bytes a tensor)")
+        return None
 
     def flops(self) -> int:
         """Floating-point (or integer) operations: 2 per multiply-accumulate.

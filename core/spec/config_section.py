@@ -12,7 +12,7 @@ set there, or on the ``[config]`` header when the knob came from the defaults.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from kdd.core.config import (LINE_KEYS, ConfigError, KernelConfig, config_from_mapping, resolve_config,
                              validate_config)
@@ -135,16 +135,29 @@ def _sources(groups: dict[str, list[Located]], mapping: dict) -> dict[str, tuple
     return sources
 
 
-def build_config(chain: Chain, report: Reporter, problem: Problem | None, target: Target | None
-                 ) -> ConfigPart | None:
-    """The config part; knob errors are reported even when the problem or target is unusable."""
+def build_config(chain: Chain, report: Reporter, problem: Problem | None, target: Target | None,
+                 check: Problem | None = None) -> ConfigPart | None:
+    """The config part; knob errors are reported even when the problem or target is unusable.
+
+    The resolved config is validated against the problem and, when it has
+    another shape, the user's knobs (completed for it) against the ``[check]``
+    problem the on-save check builds: an error only the check shape has is
+    reported too, saying so.
+    """
     dims = tuple(name for role in "bmnk" for name, _ in getattr(problem.gemm_dims(), role)) if problem else ()
     read = read_user_config(chain, report, dims)
     if read is None or problem is None or target is None:
         return None
     user, where = read
     resolved = resolve_config(problem, target, user)
-    for issue in validate_config(problem, resolved, target):
+    issues = validate_config(problem, resolved, target)
+    seen = {(i.knob, i.message) for i in issues}
+    if check is not None and check.shape != problem.shape:
+        shown = check.shape.canonical()
+        issues += [replace(i, message=f"{i.message} (in the [check] shape '{shown}')")
+                   for i in validate_config(check, resolve_config(check, target, user), target, reduced=True)
+                   if i.severity == "error" and (i.knob, i.message) not in seen]
+    for issue in issues:
         severity = SEVERITIES[issue.severity]
         if issue.knob in where:
             located, rng = where[issue.knob]

@@ -23,6 +23,7 @@ from typing import Any, Iterator
 import tree_sitter_toml
 from tree_sitter import Language, Node, Parser
 
+from .limits import MAX_DOCUMENT_CHARS, MAX_NESTING, too_large_message
 from .positions import LineIndex, Position, Range
 from .scalars import decode_string, parse_datetime, parse_float, parse_integer
 
@@ -156,13 +157,15 @@ class SyntaxFault:
     """Text tree-sitter could not parse (an ERROR node) or a token it had to assume (MISSING).
 
     ``start``/``end`` are string indices into the document text; ``missing``
-    names the assumed token for MISSING nodes.
+    names the assumed token for MISSING nodes; ``message`` is set when the
+    reader itself refused the text (a document over the size cap).
     """
 
     start: int
     end: int
     range: Range
     missing: str | None = None
+    message: str | None = None
 
 
 @dataclass(frozen=True)
@@ -265,9 +268,24 @@ def _insert(target: dict, path: KeyPath, value: Any, keep: bool = False) -> None
         target[path[-1]] = value
 
 
+BOM = "\ufeff"
+
+
 def parse_document(text: str) -> Document:
-    """Parse ``text`` (any string at all) into a :class:`Document`."""
+    """Parse ``text`` (any string at all) into a :class:`Document`.
+
+    A leading UTF-8 byte-order mark is read as a blank (one character, so every
+    position stays what the editor counts). A text over the size cap of
+    :mod:`.limits` is not parsed: the document is empty but for one fault
+    saying so.
+    """
+    if text.startswith(BOM):
+        text = " " + text[1:]
     lines = LineIndex(text)
+    if len(text) > MAX_DOCUMENT_CHARS:
+        start = Range(Position(0, 0), Position(0, 0))
+        fault = SyntaxFault(0, 0, start, message=too_large_message(len(text)))
+        return Document(text, (Table((), (), lines.range(0, len(text)), ()),), (), (fault,), lines)
     tree = _parser().parse(lines.encoded())
     return _Builder(text, lines).build(tree.root_node)
 
@@ -330,7 +348,7 @@ class _Builder:
         return [Table(tuple(n for n, _ in parts), tuple(r for _, r in parts), self.range(node), tuple(entries),
                       is_array=node.type == "table_array_element")]
 
-    def pair(self, node: Node, prefix: KeyPath) -> list[Entry]:
+    def pair(self, node: Node, prefix: KeyPath, depth: int = 0) -> list[Entry]:
         """The entry of a ``key = value`` node; none when the pair itself is broken."""
         if any(c.is_error or c.is_missing for c in node.children):
             return []
@@ -340,19 +358,28 @@ class _Builder:
             return []
         parts = self.key_parts(key)
         path = (*prefix, *(n for n, _ in parts))
-        return [Entry(path, tuple(r for _, r in parts), self.value(value, path), self.range(node))]
+        return [Entry(path, tuple(r for _, r in parts), self.value(value, path, depth), self.range(node))]
 
     def key_parts(self, node: Node) -> list[tuple[str, Range]]:
-        if node.type == "dotted_key":
-            return [p for c in node.children if c.type in KEY_TYPES for p in self.key_parts(c)]
-        text = self.source(node)
-        if node.type == "quoted_key":
-            text = decode_string(text, 0).value
-        return [(text, self.range(node))]
+        """The components of a (dotted) key, in order; iterative, as dotted keys nest one level per dot."""
+        parts: list[tuple[str, Range]] = []
+        stack = [node]
+        while stack:
+            node = stack.pop()
+            if node.type == "dotted_key":
+                stack.extend(reversed([c for c in node.children if c.type in KEY_TYPES]))
+                continue
+            text = self.source(node)
+            if node.type == "quoted_key":
+                text = decode_string(text, 0).value
+            parts.append((text, self.range(node)))
+        return parts
 
-    def value(self, node: Node, path: KeyPath) -> Value:
+    def value(self, node: Node, path: KeyPath, depth: int = 0) -> Value:
+        """The value of ``node``; ``depth`` counts the arrays and inline tables around it."""
         rng = self.range(node)
-        if node.has_error:
+        if node.has_error or (node.type in ("array", "inline_table") and depth >= MAX_NESTING):
+            # Too deep: the recognizer reports it; the reader stops so nothing after it recurses deeply.
             return Value("invalid", rng)
         kind, text = node.type, self.source(node)
         if kind == "string":
@@ -360,9 +387,9 @@ class _Builder:
             return Value("string", rng, decoded.value, char_starts=decoded.starts, lines=self.lines)
         if kind == "array":
             items = [c for c in node.children if c.type in VALUE_TYPES]
-            return Value("array", rng, items=tuple(self.value(c, (*path, i)) for i, c in enumerate(items)))
+            return Value("array", rng, items=tuple(self.value(c, (*path, i), depth + 1) for i, c in enumerate(items)))
         if kind == "inline_table":
-            entries = [e for c in node.children if c.type == "pair" for e in self.pair(c, path)]
+            entries = [e for c in node.children if c.type == "pair" for e in self.pair(c, path, depth + 1)]
             return Value("table", rng, entries=tuple(entries))
         if kind == "boolean":
             return Value("boolean", rng, text == "true")

@@ -160,7 +160,8 @@ def types_hover(ctx) -> str:
     rows.append(("acc", ops.acc, "accumulator", ops.acc.size))
     parts = [f"**data types** {code(problem.types.canonical())}",
              table(("tensor", "type", "GEMM operand", "bytes"), rows),
-             "The accumulator is s32 when src and wei are both integers, f32 otherwise (oneDNN's rule)."]
+             "The accumulator is s32 when src and wei are both integers, f64 when either is f64, f32 otherwise "
+             "(oneDNN's rule); post-ops compute in f32 (f64 for an f64 accumulator)."]
     target = ctx.target
     if target is not None:
         forms = target.shapes(a=ops.a, b=ops.b)

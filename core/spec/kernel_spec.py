@@ -41,7 +41,7 @@ class KernelSpec:
     ``line`` or inherited); ``knob_sources`` says where each written knob is.
     ``layouts`` has the parsed layout of every tensor with a written tag.
     ``check`` is the problem of the on-save check (``[check] shape``, else the
-    problem itself).
+    problem itself, or a reduced shape for a large problem) and ``check_stage`` the IR it runs.
     """
 
     path: str | None
@@ -54,6 +54,7 @@ class KernelSpec:
     check: Problem
     check_seed: int
     check_tol: float | None
+    check_stage: str = "final"
 
     @property
     def user_knobs(self) -> tuple[str, ...]:
@@ -75,6 +76,8 @@ def load_spec(text: str, path: str | None = None, read_text: ReadText = read_fil
     """
     doc = parse_document(text)
     diagnostics = lint_document(doc, path)
+    if any(fault.message is not None for fault in doc.faults):
+        return None, diagnostics  # the reader refused the text (too large): nothing in it was read
     chain, inherited = load_chain(doc, path, read_text, lint=lint_document)
     diagnostics += inherited + required_diagnostics(chain.paths(), doc)
     report = Reporter(doc, path)
@@ -94,12 +97,13 @@ def _read(chain: Chain, report: Reporter, path: str | None) -> KernelSpec | None
     problem_part = build_problem(chain, report)
     hw = chain.get(("target", "hw"))
     target = TARGETS.get(hw.entry.value.value) if hw is not None and hw.entry.value.kind == "string" else None
-    config_part = build_config(chain, report, problem_part.problem if problem_part else None, target)
+    config_part = build_config(chain, report, problem_part.problem if problem_part else None, target,
+                               problem_part.check if problem_part else None)
     if problem_part is None or config_part is None:
         return None
     return KernelSpec(path, problem_part.problem, problem_part.layouts, target, config_part.resolved,
                       config_part.user, config_part.sources, problem_part.check, problem_part.check_seed,
-                      problem_part.check_tol)
+                      problem_part.check_tol, problem_part.check_stage)
 
 
 __all__ = ["KernelSpec", "KnobSource", "load_spec"]

@@ -37,7 +37,8 @@ class Range:
     end: Position
 
     def __post_init__(self):
-        if self.end < self.start:
+        # Compared as plain tuples: the dataclass ordering is several times slower, and documents make many ranges.
+        if (self.end.line, self.end.character) < (self.start.line, self.start.character):
             raise ValueError(f"range end {self.end} is before its start {self.start}")
 
     def contains(self, pos: Position) -> bool:
@@ -94,12 +95,26 @@ class LineIndex:
         """String index of the character that contains UTF-8 byte ``offset``."""
         return max(0, bisect.bisect_right(self.byte_starts, offset) - 1)
 
+    @cached_property
+    def utf16_starts(self) -> tuple[int, ...] | None:
+        """UTF-16 code units before every string index (one extra entry for the end); None for ASCII text,
+        where units and indices agree. Positions come from it in constant time, so reading a document stays
+        linear even when it is one long line."""
+        if self.text.isascii():
+            return None
+        offsets, total = [0], 0
+        for ch in self.text:
+            total += 2 if ord(ch) > 0xFFFF else 1
+            offsets.append(total)
+        return tuple(offsets)
+
     def position(self, index: int) -> Position:
         """Position of string index ``index`` (clamped to the text)."""
         index = min(max(index, 0), len(self.text))
         line = bisect.bisect_right(self.line_starts, index) - 1
         start = self.line_starts[line]
-        return Position(line, utf16_len(self.text[start:index]))
+        units = self.utf16_starts
+        return Position(line, index - start if units is None else units[index] - units[start])
 
     def range(self, start: int, end: int) -> Range:
         """Range of the string slice ``text[start:end]``."""

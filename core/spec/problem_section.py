@@ -8,16 +8,20 @@ so an inconsistency is reported on the key that introduced it.
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, replace
 from typing import Callable, TypeVar
 
 from kdd.core.layout import parse_layout
 from kdd.core.problem import OPS, PROPS, TENSORS, FrozenMap, Problem, parse_data_types, parse_post_op, parse_shape
+from kdd.core.problem.reduced import MAX_CHECK_MACS, check_macs, reduced_shape
 
+from .diagnostics import Severity
 from .extends import Chain, Located
 from .reporter import Reporter
 
 CODE = "problem"
+BAD_VALUE = "bad-value"
 T = TypeVar("T")
 
 
@@ -30,6 +34,7 @@ class ProblemPart:
     check: Problem
     check_seed: int
     check_tol: float | None
+    check_stage: str = "final"
 
 
 def _text(chain: Chain, path: tuple[str, str]) -> tuple[Located | None, str | None]:
@@ -75,9 +80,7 @@ def build_problem(chain: Chain, report: Reporter) -> ProblemPart | None:
             continue
         if tag is None:
             return None
-        dims = problem.tensor_dims(tensor)
-        layout = _parsed(report, tag_at, lambda: parse_layout(tag, [s for _, s in dims], getattr(types, tensor),
-                                                               dim_names=[n for n, _ in dims]))
+        layout = _parsed(report, tag_at, lambda: _layouts(problem, tensor, tag))
         if layout is None:
             return None
         layouts[tensor] = layout
@@ -89,14 +92,74 @@ def build_problem(chain: Chain, report: Reporter) -> ProblemPart | None:
         problem = _parsed(report, chain.get(("problem", "post_ops")), lambda: replace(problem, post_ops=post_ops))
         if problem is None:
             return None
-    check = _check_problem(chain, report, problem)
-    if check is None:
+    check = _check_problem(chain, report, problem, shape_at)
+    if check is None or not _addressable(report, shape_at, problem):
         return None
-    seed_at, tol_at = chain.get(("check", "seed")), chain.get(("check", "tol"))
-    seed = seed_at.entry.value.value if seed_at is not None and seed_at.entry.value.kind == "integer" else 0
-    tol = tol_at.entry.value.value if tol_at is not None and tol_at.entry.value.kind in ("integer", "float") \
-        else None
-    return ProblemPart(problem, FrozenMap(layouts), check, seed, None if tol is None else float(tol))
+    check_at = chain.get(("check", "shape"))
+    if check is not problem and (not _addressable(report, check_at, check) or
+                                 not _check_layouts(report, check_at, check)):
+        return None
+    seed, tol = _check_number(chain, report, "seed"), _check_number(chain, report, "tol")
+    if seed is _BAD or tol is _BAD:
+        return None
+    _, stage = _text(chain, ("check", "stage"))  # the schema checked its value
+    return ProblemPart(problem, FrozenMap(layouts), check, 0 if seed is None else seed,
+                       None if tol is None else float(tol), stage or "final")
+
+
+_BAD = object()
+MAX_SEED = 2 ** 63 - 1
+
+
+def _check_number(chain: Chain, report: Reporter, key: str):
+    """``[check] seed`` or ``tol``: None when absent or mistyped (the schema said so), _BAD when out of range.
+
+    A seed is a non-negative integer below 2**63 (numpy's generators take no
+    other); a tolerance is a finite number >= 0 (NaN would accept everything).
+    """
+    located = chain.get(("check", key))
+    if located is None or located.entry.value.kind not in ("integer", "float"):
+        return None
+    value = located.entry.value.value
+    if key == "seed":
+        ok = located.entry.value.kind == "integer" and 0 <= value <= MAX_SEED
+        expected = f"an integer from 0 to {MAX_SEED}"
+    else:
+        ok = math.isfinite(value) and value >= 0
+        expected = "a finite number >= 0"
+    if ok:
+        return value
+    report.on_value(located, f"`{key}` must be {expected}, got {located.entry.value.value}", BAD_VALUE)
+    return _BAD
+
+
+def _layouts(problem: Problem, tensor: str, tag: str):
+    """The layout of ``tensor`` under ``tag`` over ``problem``'s dims (ValueError when they do not fit)."""
+    dims = problem.tensor_dims(tensor)
+    return parse_layout(tag, [s for _, s in dims], getattr(problem.types, tensor), dim_names=[n for n, _ in dims])
+
+
+def _check_layouts(report: Reporter, check_at: Located, check: Problem) -> bool:
+    """Whether every written layout tag fits the ``[check]`` shape too (else reported on that shape)."""
+    for tensor in TENSORS:
+        tag = check.tags[tensor]
+        if tag == "any":
+            continue
+        try:
+            _layouts(check, tensor, tag)
+        except ValueError as exc:
+            report.on_value(check_at, f"{tensor} = '{tag}' does not fit this shape: "
+                                      f"{getattr(exc, 'message', str(exc))}", CODE)
+            return False
+    return True
+
+
+def _addressable(report: Reporter, shape_at: Located, problem: Problem) -> bool:
+    """Whether 32-bit index arithmetic reaches every tensor of ``problem`` (else reported on the shape)."""
+    message = problem.index_width_error()
+    if message is not None:
+        report.on_value(shape_at, message, CODE)
+    return message is None
 
 
 def _post_ops(chain: Chain, report: Reporter) -> tuple | None:
@@ -116,14 +179,30 @@ def _post_ops(chain: Chain, report: Reporter) -> tuple | None:
     return tuple(ops)
 
 
-def _check_problem(chain: Chain, report: Reporter, problem: Problem) -> Problem | None:
-    """The problem with ``[check] shape`` (the problem itself when no check shape is written)."""
+def _check_problem(chain: Chain, report: Reporter, problem: Problem, shape_at: Located) -> Problem | None:
+    """The problem with ``[check] shape``; without one, the problem itself, or reduced to check size (said on
+    the shape) when it is over the interpreter's bound.
+
+    A check problem over the interpreter's bound is a warning: the check
+    refuses it unless asked to run it anyway.
+    """
     located, text = _text(chain, ("check", "shape"))
     if located is None:
-        return problem
+        shape = reduced_shape(problem.shape)
+        if shape is problem.shape or check_macs(problem) <= MAX_CHECK_MACS:
+            return problem
+        report.on_value(shape_at, f"no [check] shape: the check runs '{shape.canonical()}', this problem at small "
+                                  f"sizes (same kernel sizes, strides, padding and tails)", CODE,
+                        severity=Severity.INFORMATION)
+        return replace(problem, shape=shape)
     if text is None:
         return None
     shape = _parsed(report, located, lambda: parse_shape(text, problem.op))
     if shape is None:
         return None
-    return _parsed(report, located, lambda: replace(problem, shape=shape))
+    check = _parsed(report, located, lambda: replace(problem, shape=shape))
+    if check is not None and check_macs(check) > MAX_CHECK_MACS:
+        report.on_value(located, f"the check would interpret {check_macs(check)} multiply-adds, more than the "
+                                 f"bound of {MAX_CHECK_MACS}: it is refused unless asked for", CODE,
+                        severity=Severity.WARNING)
+    return check

@@ -12,6 +12,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from .limits import MAX_NESTING, NESTING_MESSAGE
+
 BARE_KEY = re.compile(r"[A-Za-z0-9_-]+")
 SCALAR_TOKEN = re.compile(r"[A-Za-z0-9_+\-.:]+")
 DATE_TIME_GAP = re.compile(r"\d{4}-\d{2}-\d{2} \d")
@@ -61,6 +63,7 @@ class _Recognizer:
     def __init__(self, text: str):
         self.text = text
         self.i = 0
+        self.depth = 0  # arrays and inline tables open around the current value
 
     # -- low-level helpers -------------------------------------------------
     def peek(self, k: int = 0) -> str:
@@ -118,6 +121,7 @@ class _Recognizer:
             if self.i >= len(self.text):
                 return found
             start = self.i
+            self.depth = 0
             try:
                 if self.peek() == "\r":
                     raise _Fail(start, start + 1, STRAY_CR, resume=start + 1)
@@ -309,13 +313,21 @@ class _Recognizer:
         raise _Fail(start, start + len(shown), f"invalid escape sequence {shown!r}; "
                                                "write '\\\\' for a backslash")
 
+    def enter(self, open_at: int) -> None:
+        """One more array or inline table opens at ``open_at``; refuse nesting past the reader's bound."""
+        self.depth += 1
+        if self.depth > MAX_NESTING:
+            raise _Fail(open_at, open_at + 1, NESTING_MESSAGE)
+
     def array(self) -> None:
         open_at = self.i
+        self.enter(open_at)
         self.i += 1
         while True:
             self.skip_array_trivia(open_at)
             if self.peek() == "]":
                 self.i += 1
+                self.depth -= 1
                 return
             if self.peek() == ",":
                 raise _Fail(self.i, self.i + 1, "expected a value before ','")
@@ -342,10 +354,12 @@ class _Recognizer:
 
     def inline_table(self) -> None:
         open_at = self.i
+        self.enter(open_at)
         self.i += 1
         self.skip_blanks()
         if self.peek() == "}":
             self.i += 1
+            self.depth -= 1
             return
         while True:
             self.skip_blanks()
@@ -368,6 +382,7 @@ class _Recognizer:
                     raise _Fail(comma, comma + 1, "trailing comma is not allowed in an inline table")
             elif self.peek() == "}":
                 self.i += 1
+                self.depth -= 1
                 return
             elif self.at_line_end():
                 raise _Fail(open_at, open_at + 1, "unclosed '{': an inline table must end with '}' on the same line")

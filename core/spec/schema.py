@@ -13,7 +13,12 @@ import typing
 from dataclasses import dataclass, fields
 
 from kdd.core.config import KNOBS, Buffering, Knob, Pipeline, Subtiles
+from kdd.core.passes.kernel_pipeline import KERNEL_PIPELINE
+from kdd.core.passes.trace_view import BUILD
 from kdd.core.targets import TARGETS
+
+# What [check] stage may name: the final IR, the builder's, or the IR after a pass.
+CHECK_STAGES = ("final", BUILD, *KERNEL_PIPELINE.names())
 
 # Types a key can have, with the article used in messages ("must be an integer").
 TYPE_NAMES = {
@@ -120,6 +125,10 @@ CHECK = TableSpec("check", "The correctness check run on save: the generated ker
     KeySpec("tol", ("float",),
             "Largest accepted relative error against the reference; default by destination type.",
             example="1e-3"),
+    KeySpec("stage", ("string",),
+            "The IR the check runs: `final` (after every pass, what is compiled; the default), `build` (the "
+            "builder's IR) or the name of a pass (the IR after it).",
+            allowed=CHECK_STAGES, example='"final"'),
 ))
 
 

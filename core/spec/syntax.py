@@ -20,10 +20,13 @@ CODE = "syntax"
 
 def syntax_diagnostics(doc: Document) -> list[Diagnostic]:
     """Every recognizer problem, and a plain message for each tree-sitter fault no problem explains."""
+    refused = [error(f.range, f.message, CODE) for f in doc.faults if f.message is not None]
+    if refused:
+        return refused  # the reader refused the text: there is nothing more to say about it
     problems = find_problems(doc.text)
     diagnostics = [error(doc.lines.range(p.start, p.end), p.message, CODE) for p in problems]
     diagnostics += [_unexplained(doc, f) for f in doc.faults if not any(_overlaps(p.statement, f) for p in problems)]
-    diagnostics += _invalid_scalars(doc)
+    diagnostics += _invalid_scalars(doc, problems)
     return sorted(diagnostics, key=sort_key)
 
 
@@ -50,8 +53,12 @@ def _unexplained(doc: Document, fault: SyntaxFault) -> Diagnostic:
     return error(doc.lines.range(start, end), f"unexpected {text[start:end]!r}", CODE)
 
 
-def _invalid_scalars(doc: Document) -> list[Diagnostic]:
-    """Tokens tree-sitter accepts but that are not real values (Feb 30th, an hour 25)."""
+def _invalid_scalars(doc: Document, problems) -> list[Diagnostic]:
+    """Tokens tree-sitter accepts but that are not real values (Feb 30th, an hour 25).
+
+    Values inside a statement the recognizer already explained (a value nested
+    too deep) are not reported twice.
+    """
     found = []
     for entry in doc.entries:
         for value in _leaves(entry.value):
@@ -59,7 +66,8 @@ def _invalid_scalars(doc: Document) -> list[Diagnostic]:
                 continue
             start = doc.lines.index(value.range.start)
             end = doc.lines.index(value.range.end)
-            if any(start <= f.end and f.start <= end for f in doc.faults):
+            if any(start <= f.end and f.start <= end for f in doc.faults) or \
+                    any(p.statement[0] <= start < p.statement[1] for p in problems):
                 continue
             found.append(error(value.range, f"invalid value {doc.text[start:end]!r}", CODE))
     return found

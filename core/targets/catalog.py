@@ -50,7 +50,8 @@ def _xe_fmas(dpas_simd: int, simds: tuple[int, ...], dpasw: bool, tf32: bool, fp
     shapes = [_dpas(kind, dpas_simd, a, b, acc) for kind in kinds for a, b, acc in dpas_types]
     if tf32:
         shapes.append(_dpas("dpas", dpas_simd, f32, f32, f32, math="tf32"))
-    mad_types = [(f32, f32, f32), (f16, f16, f16), (bf16, bf16, f32)] + ([(f64, f64, f64)] if fp64 else [])
+    # f16 mad in mixed mode (f16 sources, f32 accumulator), as the builder generates it.
+    mad_types = [(f32, f32, f32), (f16, f16, f32), (bf16, bf16, f32)] + ([(f64, f64, f64)] if fp64 else [])
     for simd in simds:
         shapes += [_xe_vector("mad", simd, a, b, acc) for a, b, acc in mad_types]
         shapes += [_xe_vector("dp4a", simd, a, b, s32) for a, b in _INT8]

@@ -18,10 +18,12 @@ SUBCOMMANDS = (
     "hover",
     "compile",
     "check",
+    "lsp",
+    "serve",
 )
 
 
-def _version() -> str:
+def kdd_version() -> str:
     try:
         return version("kdd")
     except PackageNotFoundError:  # running from a source tree without install
@@ -31,7 +33,7 @@ def _version() -> str:
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="kdd", description="kernel development daemon: compile, inspect and check GPU kernel configs")
-    parser.add_argument("--version", action="version", version=f"kdd {_version()}")
+    parser.add_argument("--version", action="version", version=f"kdd {kdd_version()}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name in SUBCOMMANDS:
         importlib.import_module(f"{__name__}.{name}").register(sub)
@@ -40,10 +42,15 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
-    args = parser.parse_args(argv)
+    args, extra = parser.parse_known_args(argv)
     if not getattr(args, "run", None):
+        if extra:
+            parser.error(f"unrecognized arguments: {' '.join(extra)}")
         parser.print_help()
         return 2
+    if extra:  # the subcommand's usage, not the top level's, says what it takes
+        parser._subparsers._group_actions[0].choices[args.command].error(
+            f"unrecognized arguments: {' '.join(extra)}")
     try:
         return int(args.run(args) or 0)
     except BrokenPipeError:  # `kdd ... | head` must not print a traceback

@@ -1,121 +1,44 @@
-"""``kdd check FILE``: build a kernel config for its ``[check]`` shape, run it in the interpreter, compare.
+"""``kdd check FILE``: run the compiled kernel of the ``[check]`` problem in the interpreter and compare.
 
-The kernel is built from the knobs written in FILE, with the omitted ones
-chosen by the default heuristic for the check shape (as ``kdd compile
---shape`` does), run by the numpy interpreter on random inputs and compared
-with the float64 reference (protocol and tolerances: ``kdd.core.interp.check``).
-``--shape DESC`` checks another shape. ``--bisect`` checks the IR after the
-build and after every optimization pass and names the first stage whose IR
-computes a wrong result. Exit status 0 when the outputs match,
-1 when they do not (or the kernel breaks the IR semantics while running), 2
-when FILE cannot be read or the config is invalid, 3 when a pass fails
-under ``--bisect`` (a bug in kdd); diagnostics are printed as
-``FILE:LINE:COL: severity: message``.
+The kernel is built from the knobs written in FILE for the ``[check]``
+shape (the omitted knobs chosen by the defaults for that shape), optimized
+by every pass, run by the numpy interpreter on random inputs and compared
+with the float64 reference (protocol and tolerances:
+``kdd.core.interp.check``). ``--stage NAME`` checks the IR after an earlier
+stage instead (``build`` or a pass name); ``--shape DESC`` checks another
+shape; a problem over the interpreter's size bound is refused (exit 2)
+unless ``--unbounded``. ``--bisect`` checks the IR after the build and after every pass and
+names the first stage whose IR computes a wrong result. Exit status 0 when
+the outputs match, 1 when they do not (or the kernel breaks the IR
+semantics while running), 2 when FILE cannot be read or the config is
+invalid, 3 for a failure inside kdd (a pass that raised).
 """
 from __future__ import annotations
 
 import json
-import math
-import re
-import sys
-from dataclasses import replace
-from pathlib import Path
 
-from kdd.core.builder import BuildError, build_kernel
-from kdd.core.interp import InterpError
-from kdd.core.interp.check import CheckResult, check_kernel
-from kdd.core.passes import PassError
-from kdd.core.problem import ProblemError, parse_shape
-from kdd.core.spec import Severity, load_spec
-from kdd.server.cli import passes_emit
+from . import engine_call, render
 
-PASS, MISMATCH, INVALID, INTERNAL = 0, 1, 2, 3
-
-
-def _where(path: str, rng) -> str:
-    return f"{path}:{rng.start.line + 1}:{rng.start.character + 1}"
-
-
-def _print_diagnostics(path: str, diagnostics) -> None:
-    for d in diagnostics:
-        print(f"{_where(path, d.range)}: {d.severity.name.lower()}: {d.message}", file=sys.stderr)
-
-
-def _knob_range(message: str, sources: dict):
-    """The range of the first written knob a builder message names (``fma=dpas ...``)."""
-    for knob in re.findall(r"[a-z_]+", message):
-        if knob in sources:
-            return sources[knob]
-    return None
-
-
-def _invalid(args, message: str, code: int = INVALID) -> int:
-    if args.json:
-        print(json.dumps({"ok": False, "error": message}))
-    else:
-        print(message, file=sys.stderr)
-    return code
-
-
-def _report(args, result: CheckResult, error: str | None = None) -> int:
-    if args.json:
-        out = result.to_dict()
-        if error is not None:
-            out["error"] = error
-        print(json.dumps(out))
-    elif error is not None:
-        print(f"FAIL {result.shape}: the kernel broke the IR semantics while running:\n{error}")
-    else:
-        verdict = "ok" if result.ok else "FAIL"
-        line = (f"{verdict} {result.shape}: rel_err {result.rel_err:.3g} (tol {result.tol:g}), "
-                f"{result.ms:.0f} ms")
-        if result.unwritten:
-            line += f"; {result.unwritten} element(s) of {result.tensor} never written"
-        if result.first_bad_index is not None:
-            line += f"; first bad {result.tensor}{list(result.first_bad_index)}"
-        print(line)
-    return PASS if result.ok else MISMATCH
+PASS, MISMATCH = 0, 1
 
 
 def run(args) -> int:
-    try:
-        text = Path(args.file).read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        return _invalid(args, f"kdd check: error: cannot read {args.file}: "
-                              f"{getattr(exc, 'strerror', None) or exc}")
-    spec, diagnostics = load_spec(text, args.file)
-    _print_diagnostics(args.file, diagnostics)
-    errors = [d for d in diagnostics if d.severity == Severity.ERROR]
-    if spec is None or errors:
-        return _invalid(args, f"kdd check: {len(errors)} error(s) in {args.file}")
-    problem = spec.check
-    if args.shape:
-        try:
-            problem = replace(problem, shape=parse_shape(args.shape, problem.op))
-        except (ProblemError, ValueError) as exc:
-            return _invalid(args, f"kdd check: error: --shape {args.shape!r}: {exc}")
-    try:
-        kernel = build_kernel(problem, spec.user_config, spec.target)
-    except BuildError as exc:
-        rng = _knob_range(str(exc), spec.source_map())
-        where = _where(args.file, rng) if rng is not None else args.file
-        return _invalid(args, f"{where}: error: cannot build the kernel for {problem.shape.canonical()}: {exc}")
-    if args.bisect:
-        try:
-            found = passes_emit.bisect_kernel(kernel, problem, seed=spec.check_seed, tol=spec.check_tol)
-        except PassError as exc:
-            return _invalid(args, f"kdd check: internal error (please report it): {exc}", INTERNAL)
-        if args.json:
-            print(json.dumps(found.to_dict()))
-        else:
-            print(found.render(), end="")
-        return PASS if found.first_bad is None else MISMATCH
-    try:
-        result = check_kernel(kernel, problem, seed=spec.check_seed, tol=spec.check_tol)
-    except InterpError as exc:
-        failed = CheckResult(False, math.inf, math.nan, None, problem.shape.canonical(), 0.0)
-        return _report(args, failed, str(exc))
-    return _report(args, result)
+    params = {"path": args.file, "bisect": args.bisect, "unbounded": args.unbounded}
+    for name in ("shape", "stage"):
+        if getattr(args, name) is not None:
+            params[name] = getattr(args, name)
+    result = engine_call.call(args, "kdd/check", params)
+    failure = result.get("failure")
+    if args.json:
+        print(json.dumps(result))
+    elif failure is not None:
+        return render.print_failure("check", result)
+    else:
+        print(render.check_text(result), end="")
+    if failure is not None:
+        return 3 if failure["internal"] else 2
+    ok = result["first_bad"] is None if args.bisect else result["ok"]
+    return PASS if ok else MISMATCH
 
 
 def register(sub) -> None:
@@ -123,8 +46,12 @@ def register(sub) -> None:
                        description=__doc__.split("\n\n")[1])
     p.add_argument("file", help="a *.kernel.toml file")
     p.add_argument("--shape", help="check this problem shape instead of [check] shape (benchdnn descriptor)")
+    p.add_argument("--stage", help="check the IR after this stage (build, a pass name or final; default: [check] stage, else final)")
     p.add_argument("--bisect", action="store_true",
                    help="check the IR after the build and after every pass; name the first wrong stage")
+    p.add_argument("--unbounded", action="store_true",
+                   help="interpret the problem even when it is over the interpreter's size bound (slow)")
     p.add_argument("--json", action="store_true",
-                   help='print {"ok", "rel_err", "tol", "first_bad_index", "shape", "ms"} as JSON')
+                   help="print the verdict as JSON (protocol/check.schema.json)")
+    engine_call.add_connect_option(p)
     p.set_defaults(run=run)

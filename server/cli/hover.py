@@ -10,10 +10,11 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from kdd.core.spec.hover import hover
 
 
 def run(args) -> int:
+    from kdd.core.spec.hover import hover
+
     try:
         text = Path(args.file).read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:

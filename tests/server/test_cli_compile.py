@@ -9,7 +9,8 @@ import pytest
 from kdd.core.passes import Pass, Pipeline
 from kdd.core.passes.kernel_pipeline import KERNEL_PIPELINE
 from kdd.core.passes.options import kernel_options
-from kdd.server.cli import SUBCOMMANDS, main, passes_emit
+from kdd.core.engine import engine as engine_module
+from kdd.server.cli import SUBCOMMANDS, main
 
 CONFIG = """\
 [problem]
@@ -112,8 +113,8 @@ def test_unbuildable_config_exits_2(tmp_path, capsys):
 def test_bad_shape_and_unknown_emit_exit_2(config_file, capsys):
     code, _, err = run(capsys, config_file, "--shape", "mb2xx3")
     assert code == 2 and "xx3" in err
-    code, _, err = run(capsys, config_file, "--emit", "asm")
-    assert code == 2 and "asm" in err
+    code, _, err = run(capsys, config_file, "--emit", "sass")
+    assert code == 2 and "'sass'" in err
 
 
 def test_unreadable_file_exits_2(tmp_path, capsys):
@@ -183,8 +184,8 @@ def test_a_failing_pass_is_named_and_exits_3(config_file, capsys, monkeypatch):
         raise ZeroDivisionError("division by zero")
 
     passes = tuple(Pass("cse", broken_cse) if p.name == "cse" else p for p in KERNEL_PIPELINE.passes)
-    monkeypatch.setattr(passes_emit, "run_pipeline",
-                        lambda kernel: Pipeline(passes).run(kernel.body, kernel_options(kernel)))
+    monkeypatch.setattr(engine_module, "run_pipeline",
+                        lambda kernel, pipeline, cache: Pipeline(passes).run(kernel.body, kernel_options(kernel)))
     code, out, err = run_cli(capsys, "compile", config_file, "--emit", "passes")
     assert code == 3 and out == ""
     assert "pass 'cse' failed: ZeroDivisionError: division by zero" in err

@@ -4,16 +4,9 @@ from pathlib import Path
 
 import jsonschema
 import pytest
+from protocol_schemas import validator as schema
 
 from kdd.server.cli import main
-
-PROTOCOL = Path(__file__).resolve().parents[2] / "protocol"
-
-
-def schema(name):
-    s = json.loads((PROTOCOL / name).read_text())
-    jsonschema.Draft202012Validator.check_schema(s)
-    return jsonschema.Draft202012Validator(s)
 
 
 def run_json(capsys, *argv):

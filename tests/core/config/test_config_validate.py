@@ -68,11 +68,18 @@ def test_padding_and_split_k_are_not_errors():
     _find(big, "iter", "covers 64 of 'mb' but it is 16: 48 of 64 computed 'mb' are padding (25% useful)", "warning")
 
 
-def test_reduced_precision_is_a_warning():
-    _find(_issues("fma=mma", "sm_90", types="f32", shape="m1024n1024k1024"), "fma", "computes f32*f32 in tf32",
-          "warning")
-    _find(_issues("fma=mad i=n16k8", "xehpg", types="f16", shape="m1024n1024k1024"), "fma",
-          "accumulates f16*f16 in f16", "warning")
+@pytest.mark.parametrize("line, hw, types, words", [
+    ("fma=mma", "sm_90", "f32", "not f32*f32 (computed in tf32); use fma=fma"),
+    ("fma=mma", "sm_90", "f64", "not f64*f64; use fma=fma"),
+    ("fma=dpas", "xehpc", "f32", "not f32*f32 (computed in tf32); use fma=mad"),
+])
+def test_matrix_forms_the_builder_does_not_generate_are_errors_at_the_fma_knob(line, hw, types, words):
+    _find(_issues(line, hw, types=types, shape="m1024n1024k1024"), "fma", words)
+
+
+def test_f16_mad_accumulates_in_f32_as_built_so_nothing_warns_of_precision():
+    issues = _issues("fma=mad i=n16k8", "xehpg", types="f16", shape="m1024n1024k1024")
+    assert not [i for i in issues if i.knob == "fma"], [str(i) for i in issues]
 
 
 def test_needs_a_complete_config():

@@ -4,7 +4,7 @@ import json
 import pytest
 
 from kdd.server.cli import main
-from kdd.server.cli import check as check_cli
+from kdd.core.interp import check as interp_check
 
 CONFIG = """\
 [problem]
@@ -42,7 +42,8 @@ def test_pass_prints_a_verdict_and_exits_0(config_file, capsys):
 def test_json_output(config_file, capsys):
     assert main(["check", str(config_file), "--json"]) == 0
     result = json.loads(capsys.readouterr().out)
-    assert set(result) == {"ok", "rel_err", "tol", "first_bad_index", "shape", "ms"}
+    assert set(result) == {"ok", "rel_err", "tol", "first_bad_index", "shape", "ms", "tensor", "unwritten", "stage"}
+    assert result["stage"] == "final"  # the kernel after every pass, as compiled
     assert result["ok"] is True and result["shape"] == "ic16ih5oc16oh5kh3ph1"
     assert result["tol"] == 4e-3 and result["first_bad_index"] is None
 
@@ -53,11 +54,11 @@ def test_shape_option_checks_another_shape(config_file, capsys):
 
 
 def test_mismatch_exits_1_with_the_first_bad_index(config_file, capsys, monkeypatch):
-    real = check_cli.check_kernel
+    real = interp_check.check_kernel
 
     def strict(kernel, problem, seed, tol):  # no kernel this side of exact f16 passes a negative tolerance
         return real(kernel, problem, seed=seed, tol=-1.0)
-    monkeypatch.setattr(check_cli, "check_kernel", strict)
+    monkeypatch.setattr(interp_check, "check_kernel", strict)
     assert main(["check", str(config_file)]) == 1
     assert "FAIL ic16ih5oc16oh5kh3ph1" in capsys.readouterr().out
 

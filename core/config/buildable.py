@@ -1,0 +1,36 @@
+"""Which instruction forms of a target kdd's builder generates.
+
+The target catalog lists what the hardware has; the builder generates a subset
+of it. Validation, the defaults heuristic and the builder ask this one module,
+so what validation accepts builds and what cannot build is refused at the
+``fma`` knob.
+"""
+from __future__ import annotations
+
+from kdd.core.targets import FmaShape
+
+# Matrix instructions whose operand layouts (dpas VNNI packing, mma fragments) the builder knows.
+MATRIX = ("dpas", "dpasw", "mma")
+
+
+def unbuilt_reason(shape: FmaShape) -> str | None:
+    """Why the builder does not generate ``shape``, or None when it does.
+
+    Matrix instructions are generated for 8-bit integer sources (either
+    signedness, mixed included) and f16/bf16 pairs; their tf32 and f64 forms
+    (f32 dpas on xehpc, f32/f64 mma on sm_90) are not.
+    """
+    if shape.fma not in MATRIX:
+        return None
+    a, b = shape.a, shape.b
+    if a.size == b.size == 1 and a.is_int and b.is_int:
+        return None
+    if a == b and a.size == 2 and a.is_float:
+        return None
+    return (f"kdd generates {shape.fma} for f16, bf16 or 8-bit integer sources, not {a}*{b}"
+            + (f" (computed in {shape.math})" if shape.math else ""))
+
+
+def buildable(shapes) -> list[FmaShape]:
+    """The forms of ``shapes`` the builder generates, in order."""
+    return [s for s in shapes if unbuilt_reason(s) is None]

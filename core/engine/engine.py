@@ -1,0 +1,459 @@
+"""The engine: text -> spec -> kernel -> pass trace -> code -> check, every stage memoized by content.
+
+The command line, the language server and the JSON-RPC server all call one
+:class:`Engine`. Each stage is keyed by exactly what it reads:
+
+- ``parse``: the text, its path and the contents of every file ``extends``
+  reached (re-read and compared on every lookup);
+- ``build``: the problem, the complete config and the target (so a comment
+  or a ``[check]`` edit builds nothing);
+- ``passes``: the built IR's structure and the pass options (so a config
+  change that builds the same IR runs no pass; single passes are memoized
+  too);
+- ``check``: the check problem, config, target, seed, tolerance and stage.
+
+Results are plain data (:mod:`.artifacts`); the heavy ones (the build, the
+pass trace, the check) also go to an optional :class:`DiskCache` under keys
+that include the generator version, so a restarted process is warm.
+``runs`` counts what each stage really ran, which tests and ``kdd/stats``
+read.
+"""
+from __future__ import annotations
+
+import hashlib
+import math
+import time
+from dataclasses import dataclass, field, replace
+from functools import cached_property
+from typing import Any, Callable
+
+from kdd.core.builder import BuildError, build_kernel
+from kdd.core.config.budget import estimate_budget
+from kdd.core.config.defaults import resolve_config
+from kdd.core.ir.printer import print_ir, to_text
+from kdd.core.passes import PassError
+from kdd.core.passes.kernel_pipeline import KERNEL_PIPELINE, PASS_NOTES, run_pipeline, with_body
+from kdd.core.passes.metrics import kernel_metrics, reduction_iterations
+from kdd.core.passes.options import kernel_options
+from kdd.core.passes.pass_bisect import bisect
+from kdd.core.passes.pipeline import PassCache
+from kdd.core.passes.registers import RegisterModel, estimate_registers
+from kdd.core.passes.trace_view import BUILD, text_diff, trace_to_json
+from kdd.core.problem import ProblemError, parse_shape
+from kdd.core.spec import (Diagnostic, KernelSpec, Position, Range, Severity, load_spec, parse_document,
+                           read_file)
+from kdd.core.targets import TARGETS
+
+from . import artifacts
+from .disk_cache import DiskCache
+from .emit import needs_trace, parse_emit
+from .failure import Failure, StageFailed
+from .keys import content_key
+from .memo import Memo, StageCounter, memoized
+
+STAGES = ("parse", "build", "passes", "codegen", "check")
+FINAL = "final"
+# [problem] keys a build failure can name (beside the [config] knobs).
+PROBLEM_KEYS = ("shape", "types", "src", "wei", "dst", "bia", "post_ops")
+_START = Range(Position(0, 0), Position(0, 0))
+
+
+@dataclass(frozen=True)
+class Source:
+    """A kernel config's text and the file it is (None for text without a file)."""
+
+    text: str
+    path: str | None = None
+
+
+@dataclass(frozen=True)
+class Parsed:
+    """The parse stage's result: the spec (None when unreadable), every diagnostic, the files read."""
+
+    source: Source
+    spec: KernelSpec | None
+    diagnostics: tuple[Diagnostic, ...]
+    depends_on: tuple[tuple[str, str], ...] = ()
+
+    @property
+    def errors(self) -> tuple[Diagnostic, ...]:
+        return tuple(d for d in self.diagnostics if d.severity == Severity.ERROR)
+
+    def diagnostics_json(self) -> list[dict]:
+        return [artifacts.diagnostic_dict(d) for d in self.diagnostics]
+
+    @cached_property
+    def document(self):
+        return parse_document(self.source.text)
+
+    def sources(self) -> dict[str, Range]:
+        """Knob (and ``[problem]`` key) -> range of its value in this document."""
+        out = {}
+        for key in PROBLEM_KEYS:
+            entry = self.document.get(("problem", key))
+            if entry is not None:
+                out[key] = entry.value.range
+        return out | (self.spec.source_map() if self.spec is not None else {})
+
+    def anchor(self, table: str) -> Range:
+        """Where a failure about ``table`` (``config``, ``check``) points when no knob is responsible."""
+        found = self.document.table(table)
+        rng = found.header_range if found is not None else None
+        return rng or _START
+
+
+@dataclass(frozen=True)
+class Resolved:
+    """What one build reads: the problem, the complete config, the target."""
+
+    problem: Any
+    config: Any
+    target: Any
+
+    def key(self, stage: str, *extra: object) -> str:
+        return content_key(stage, self.problem, self.config, self.target.name, *extra)
+
+
+def _digest(text: str) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+@dataclass
+class Engine:
+    """One incremental engine; see the module docstring.
+
+    ``read_text(path)`` supplies files named by ``extends`` (the language
+    server passes one that prefers open editor buffers).
+    """
+
+    read_text: Callable[[str], str] = read_file
+    disk: DiskCache | None = None
+    memo_size: int = 32
+    runs: StageCounter = field(default_factory=StageCounter)
+    last_ms: dict[str, float] = field(default_factory=dict)
+    on_stage: Callable[[str], None] = lambda stage: None  # told when a stage starts (a worker reports it)
+
+    def __post_init__(self):
+        self._parsed = Memo(self.memo_size)
+        self._kernels = Memo(self.memo_size)
+        self._traces = Memo(self.memo_size)
+        self._artifacts = Memo(4 * self.memo_size)
+        self.pass_cache = PassCache()
+
+    # ---- stages (objects) -------------------------------------------------
+
+    def read(self, path: str) -> Source:
+        """The text of file ``path``; an unreadable file is a failure of stage ``input``."""
+        try:
+            return Source(self.read_text(path), path)
+        except (OSError, UnicodeDecodeError, ValueError) as exc:
+            reason = getattr(exc, "strerror", None) or str(exc)
+            raise StageFailed(Failure("input", f"cannot read {path}: {reason}", "unreadable")) from None
+
+    def parse(self, source: Source) -> Parsed:
+        """Stage ``parse``: ``load_spec`` of the text, reused while the text and its parents are unchanged."""
+        key = (source.text, source.path)
+        hit = self._parsed.get(key)
+        if hit is not None and all(self._current_digest(p) == d for p, d in hit.depends_on):
+            return hit
+        read: list[tuple[str, str]] = []
+
+        def recording_read(path: str) -> str:
+            text = self.read_text(path)
+            read.append((path, _digest(text)))
+            return text
+
+        parsed = self._timed("parse", lambda: Parsed(source, *_load(source, recording_read), tuple(read)))
+        self._parsed.put(key, parsed)
+        return parsed
+
+    def _current_digest(self, path: str) -> str | None:
+        try:
+            return _digest(self.read_text(path))
+        except (OSError, UnicodeDecodeError, ValueError):
+            return None
+
+    def resolve(self, parsed: Parsed, shape: str | None = None, target: str | None = None,
+                for_check: bool = False) -> Resolved:
+        """The problem, complete config and target to build: the document's, or with overrides.
+
+        ``for_check`` takes the ``[check]`` problem. A shape or target
+        override re-resolves the defaults around the knobs the user wrote.
+        """
+        spec = parsed.spec
+        where = parsed.source.path or "the config"
+        if spec is None or parsed.errors:
+            raise StageFailed(Failure("parse", f"{len(parsed.errors)} error(s) in {where}", "invalid-config"))
+        problem = spec.check if for_check else spec.problem
+        tgt = spec.target
+        if shape is not None:
+            if not shape.strip():
+                raise StageFailed(Failure("input", "--shape is empty: give a benchdnn descriptor", "bad-shape"))
+            try:
+                problem = replace(problem, shape=parse_shape(shape, problem.op))
+            except (ProblemError, ValueError) as exc:
+                raise StageFailed(Failure("input", f"--shape {shape!r}: {exc}", "bad-shape")) from None
+            too_wide = problem.index_width_error()
+            if too_wide is not None:
+                raise StageFailed(Failure("input", f"--shape {shape!r}: {too_wide}", "bad-shape"))
+        if target is not None:
+            tgt = TARGETS.get(target)
+            if tgt is None:
+                raise StageFailed(Failure("input", f"unknown target {target!r} (targets: {', '.join(TARGETS)})",
+                                          "bad-target"))
+        if problem is spec.problem and tgt is spec.target:
+            return Resolved(problem, spec.config, tgt)
+        return Resolved(problem, resolve_config(problem, tgt, spec.user_config), tgt)
+
+    def kernel(self, r: Resolved, sources: dict[str, Range] | None = None):
+        """Stage ``build``: the kernel IR of ``r`` (a build failure names its knob and range)."""
+        def build():
+            try:
+                return self._timed("build", lambda: build_kernel(r.problem, r.config, r.target))
+            except BuildError as exc:
+                return Failure("build", f"cannot build the kernel for {r.problem.shape.canonical()}: {exc}",
+                               "build-error", getattr(exc, "knob", None))
+        out = memoized(self._kernels, r.key("build"), build)
+        if isinstance(out, Failure):
+            rng = (sources or {}).get(out.knob) if out.knob else None
+            raise StageFailed(replace(out, range=rng))
+        return out
+
+    def trace(self, kernel):
+        """Stage ``passes``: the pass trace of a built kernel, reused for structurally equal IR."""
+        options = kernel_options(kernel)
+        key = (hash(kernel.body), repr(sorted(options.items())))
+        hit = self._traces.get(key)
+        if hit is not None and hit[0].is_equal(kernel.body):
+            return hit[1]
+        try:
+            trace = self._timed("passes", lambda: run_pipeline(kernel, KERNEL_PIPELINE, self.pass_cache))
+        except PassError as exc:
+            raise StageFailed(Failure("passes", f"internal error (please report it): {exc}", "pass-error",
+                                      internal=True)) from None
+        self._traces.put(key, (kernel.body, trace))
+        return trace
+
+    def _timed(self, stage: str, fn: Callable[[], Any]) -> Any:
+        self.on_stage(stage)
+        start = time.perf_counter()
+        try:
+            return fn()
+        finally:
+            self.runs.ran(stage)
+            self.last_ms[stage] = (time.perf_counter() - start) * 1e3
+
+    def _artifact(self, kind: str, key: str, compute: Callable[[], Any]) -> Any:
+        """A plain-data result: from memory, else from disk, else computed (and stored in both)."""
+        hit = self._artifacts.get((kind, key))
+        if hit is None and self.disk is not None:
+            hit = self.disk.get(f"{kind}-{key}")
+        if hit is None:
+            hit = compute()
+            if self.disk is not None:
+                self.disk.put(f"{kind}-{key}", hit)
+        self._artifacts.put((kind, key), hit)
+        return hit
+
+    # ---- results (plain data) --------------------------------------------
+
+    def compile(self, source: Source, emit="ir", shape: str | None = None, target: str | None = None) -> dict:
+        """The ``kdd compile --json`` object of ``source`` for the ``emit`` items (see :mod:`.emit`)."""
+        parsed = None
+        try:
+            items = parse_emit(emit)
+            parsed = self.parse(source)
+            r = self.resolve(parsed, shape, target)
+            sources = parsed.sources()
+            built = self._artifact("build", r.key("build"), lambda: _build_artifact(self.kernel(r, sources)))
+            out = {"file": source.path, "ok": True,
+                   "problem": {"op": r.problem.op, "prop": r.problem.prop, "shape": r.problem.shape.canonical(),
+                               "types": r.problem.types.canonical()},
+                   "target": r.target.name, "config": r.config.line(), "kernel": built["kernel"],
+                   "diagnostics": parsed.diagnostics_json()}
+            if "ir" in items:
+                out["ir"] = {"text": built["ir"]["text"], "lines": artifacts.with_ranges(built["ir"]["lines"], sources)}
+            if needs_trace(items):
+                traced = self._artifact("passes", r.key("passes"),
+                                        lambda: _trace_artifact(self.kernel(r, sources), self.trace(self.kernel(r, sources))))
+                out.update(_pass_items(items, traced))
+            if "stats" in items:
+                out["stats"] = self._artifact("stats", r.key("stats"), lambda: _stats_artifact(
+                    r, self.kernel(r, sources), self.trace(self.kernel(r, sources))))
+            if "asm" in items:
+                raise StageFailed(Failure("codegen", f"no code generator for {r.target.name} yet: assembly "
+                                                     "cannot be shown", "no-codegen"))
+            if "check" in items:
+                out["check"] = self.check(source)
+            return out
+        except StageFailed as exc:
+            return failed(source.path, exc.failure, parsed)
+
+    def check(self, source: Source, shape: str | None = None, stage: str | None = None,
+              bisect_passes: bool = False, unbounded: bool = False) -> dict:
+        """The ``kdd check --json`` object: the kernel of the ``[check]`` problem after ``stage`` (``build``,
+        a pass name, or the final IR; by default ``[check] stage``) run by the interpreter against the float64 reference; with
+        ``bisect_passes``, the verdict after every stage and the first wrong one. A problem with more
+        multiply-adds than the interpreter's bound is refused unless ``unbounded``."""
+        parsed = None
+        try:
+            parsed = self.parse(source)
+            r = self.resolve(parsed, shape, for_check=True)
+            spec = parsed.spec
+            stage = stage or spec.check_stage
+            names = [BUILD] + KERNEL_PIPELINE.names() + [FINAL]
+            if stage not in names:
+                raise StageFailed(Failure("input", f"no stage named {stage!r} (stages: {', '.join(names)})",
+                                          "bad-stage"))
+            key = r.key("check", spec.check_seed, spec.check_tol, stage, bisect_passes, unbounded)
+            sources = parsed.sources()
+
+            def run() -> dict:
+                kernel = self.kernel(r, sources)
+                check = InterpreterCheck(r.problem, spec.check_seed, spec.check_tol, unbounded)
+                if bisect_passes:
+                    return self._timed("check", lambda: bisect(kernel, check, trace=self.trace(kernel)).to_dict())
+                body = kernel.body if stage == BUILD else (
+                    self.trace(kernel).final if stage == FINAL else self.trace(kernel).after(stage))
+                return self._timed("check", lambda: check.result(with_body(kernel, body)))
+            out = dict(self._artifact("check", key, run))
+            out["stage"] = stage
+            return out
+        except StageFailed as exc:
+            return failed(source.path, exc.failure, parsed)
+
+    def ir_view(self, source: Source, pass_name: str = FINAL, diff: bool = False, shape: str | None = None,
+                target: str | None = None) -> dict:
+        """The IR after ``pass_name`` (``build``, a pass, or the final IR) with its line map (knob ranges
+        joined), and with ``diff`` the unified diff against the IR the pass received."""
+        parsed = None
+        try:
+            parsed = self.parse(source)
+            r = self.resolve(parsed, shape, target)
+            sources = parsed.sources()
+            kernel = self.kernel(r, sources)
+            trace = self.trace(kernel)
+            ran = [e.name for e in trace.entries]
+            if pass_name == FINAL:
+                ir, before, pass_name = trace.final, None, (ran[-1] if ran else BUILD)
+            if pass_name == BUILD:
+                ir, before = trace.input, None
+            elif pass_name in ran:
+                ir, before = trace.after(pass_name), trace.before(pass_name)
+            else:
+                raise StageFailed(Failure("input", f"no pass named {pass_name!r} (passes: "
+                                                   f"{', '.join([BUILD] + ran)})", "bad-pass"))
+            printed = print_ir(ir)
+            out = {"ok": True, "pass": pass_name, "text": printed.text,
+                   "lines": artifacts.with_ranges(artifacts.line_map(printed), sources)}
+            if diff:
+                out["diff"] = "" if before is None or before is ir else text_diff(
+                    to_text(before), printed.text, pass_name)
+            return out
+        except StageFailed as exc:
+            return failed(source.path, exc.failure, parsed)
+
+    def stats(self) -> dict:
+        """What ran, how long the last run of each stage took, and the caches' hits."""
+        out = {"runs": {s: self.runs.get(s, 0) for s in STAGES},
+               "last_ms": {k: round(v, 3) for k, v in self.last_ms.items()},
+               "pass_cache": {"hits": self.pass_cache.hits, "misses": self.pass_cache.misses}}
+        if self.disk is not None:
+            out["disk_cache"] = self.disk.stats()
+        return out
+
+
+def _load(source: Source, read_text) -> tuple[KernelSpec | None, tuple[Diagnostic, ...]]:
+    spec, diagnostics = load_spec(source.text, source.path, read_text)
+    return spec, tuple(diagnostics)
+
+
+def failed(path: str | None, failure: Failure, parsed: Parsed | None) -> dict:
+    """The ``ok: false`` object of a failed stage: its message, the failure's fields and the diagnostics
+    (the document's own, then the failure's as a diagnostic when it has a range)."""
+    diagnostics = parsed.diagnostics_json() if parsed is not None else []
+    if failure.stage not in ("parse", "input"):
+        anchor = parsed.anchor("check" if failure.stage == "check" else "config") if parsed else _START
+        diagnostics.append(artifacts.failure_diagnostic(failure, anchor))
+    return {"file": path, "ok": False, "error": failure.message, "failure": failure.to_dict(),
+            "diagnostics": diagnostics}
+
+
+def _build_artifact(kernel) -> dict:
+    printed = print_ir(kernel.body)
+    return {"kernel": kernel.to_dict(), "ir": {"text": printed.text, "lines": artifacts.line_map(printed)}}
+
+
+def _trace_artifact(kernel, trace) -> dict:
+    return trace_to_json(trace, kernel_options(kernel), PASS_NOTES)
+
+
+def _pass_items(items, traced: dict) -> dict:
+    """The ``trace``, ``ir_after`` and ``diff`` fields from the trace artifact (IR texts by pass)."""
+    texts = {BUILD: traced["build"]["ir"], **{p["name"]: p["ir"] for p in traced["passes"]}}
+    order = list(texts)
+    out: dict = {}
+    for item in items:
+        if item == "passes":
+            out["trace"] = traced
+        elif item.startswith("ir:"):
+            out.setdefault("ir_after", {})[item[3:]] = texts[item[3:]]
+        elif item.startswith("diff:"):
+            name = item[5:]
+            before = texts[order[order.index(name) - 1]]
+            out.setdefault("diff", {})[name] = "" if before == texts[name] else text_diff(before, texts[name], name)
+    return out
+
+
+def _stats_artifact(r: Resolved, kernel, trace) -> dict:
+    """Registers (config-time estimate by label, the IR's register model, the budget) and the kernel
+    figures of the built and the final IR."""
+    model = RegisterModel.of(r.target)
+    budget = estimate_budget(r.problem, r.config, r.target)
+    iterations = reduction_iterations(trace.input)
+    return {"registers": {"estimate": budget.reg_total, "by_label": {x.label: x.amount for x in budget.regs},
+                          "ir": estimate_registers(trace.final, model).regs, "budget": budget.reg_capacity,
+                          "unit": budget.reg_unit},
+            "metrics": {"build": kernel_metrics(trace.input, model, iterations).to_dict(),
+                        "final": kernel_metrics(trace.final, model, iterations).to_dict()}}
+
+
+@dataclass(frozen=True)
+class InterpreterCheck:
+    """The check of kernels of ``problem``: the interpreter against the float64 reference.
+
+    Called on a kernel it gives ``(ok, detail)``, the form :func:`~kdd.core.passes.pass_bisect.bisect` takes.
+    """
+
+    problem: Any
+    seed: int = 0
+    tol: float | None = None
+    unbounded: bool = False
+
+    def result(self, kernel) -> dict:
+        """The check's JSON object (``error`` set when the kernel broke the IR semantics while running).
+
+        Raises :class:`StageFailed` when the problem is over the interpreter's bound."""
+        from kdd.core.interp import InterpError
+        from kdd.core.interp.check import CheckResult, CheckTooLarge, check_kernel
+
+        try:
+            kwargs = {"max_macs": None} if self.unbounded else {}
+            return check_kernel(kernel, self.problem, seed=self.seed, tol=self.tol, **kwargs).to_dict()
+        except CheckTooLarge as exc:
+            raise StageFailed(Failure("check", f"{exc} (or run it anyway: kdd check --unbounded)",
+                                      "check-too-large", knob="shape")) from None
+        except InterpError as exc:
+            out = CheckResult(False, math.inf, math.nan, None, self.problem.shape.canonical(), 0.0).to_dict()
+            out["error"] = str(exc)
+            return out
+
+    def __call__(self, kernel) -> tuple[bool, str]:
+        r = self.result(kernel)
+        if "error" in r:
+            return False, f"interpreter: {r['error']}"
+        if r["ok"]:
+            return True, ""
+        rel = "nan" if r["rel_err"] is None else f"{r['rel_err']:.3g}"
+        unwritten = f", {r['unwritten']} elements never written" if r.get("unwritten") else ""
+        return False, f"rel_err {rel} > tol {r['tol']:g}{unwritten}"

@@ -1,0 +1,84 @@
+"""Text forms of the engine's results for the terminal; JSON output prints the results unchanged.
+
+Every function here reads only the plain-data results, so ``kdd compile``
+prints the same text whether the engine ran in-process or in a daemon
+(``--connect``).
+"""
+from __future__ import annotations
+
+import sys
+
+
+def where(path: str | None, rng: dict) -> str:
+    start = rng["start"]
+    return f"{path or '<text>'}:{start['line'] + 1}:{start['character'] + 1}"
+
+
+def print_diagnostics(path: str | None, diagnostics: list[dict], severities=None) -> None:
+    """``FILE:LINE:COL: severity: message [code]`` on stderr, as compilers print them."""
+    for d in diagnostics:
+        if severities is None or d["severity"] in severities:
+            print(f"{where(path, d['range'])}: {d['severity']}: {d['message']} [{d['code']}]", file=sys.stderr)
+
+
+def print_failure(command: str, result: dict) -> int:
+    """A failed result on stderr: the error, then every diagnostic; returns the exit status."""
+    failure = result.get("failure", {})
+    print(f"kdd {command}: error: {result['error']}", file=sys.stderr)
+    print_diagnostics(result.get("file"), result.get("diagnostics", []))
+    return 3 if failure.get("internal") else 2
+
+
+def compile_text(result: dict, items: list[str]) -> str:
+    """The text of ``kdd compile``: each emitted item in the order asked."""
+    from kdd.core.passes.trace_view import render_trace_table
+
+    parts = []
+    if "ir" in items:
+        parts.append(result["ir"]["text"])
+    for item in items:
+        if item == "passes":
+            trace = result["trace"]
+            final = trace["passes"][-1]["ir"] if trace["passes"] else trace["build"]["ir"]
+            parts.append(render_trace_table(trace) + "=== final IR\n" + final)
+        elif item.startswith("ir:"):
+            parts.append(f"=== IR after {item[3:]}\n" + result["ir_after"][item[3:]])
+        elif item.startswith("diff:"):
+            parts.append(result["diff"][item[5:]] or f"=== {item[5:]} changed nothing\n")
+        elif item == "stats":
+            parts.append(stats_text(result["stats"]))
+        elif item == "check":
+            parts.append(check_text(result["check"]))
+    return "".join(parts)
+
+
+def stats_text(stats: dict) -> str:
+    regs = stats["registers"]
+    labels = ", ".join(f"{k} {v}" for k, v in regs["by_label"].items() if v)
+    lines = [f"registers: estimate {regs['estimate']} ({labels}), IR model {regs['ir']}, "
+             f"budget {regs['budget']} {regs['unit']}"]
+    for stage in ("build", "final"):
+        m = stats["metrics"][stage]
+        lines.append(f"{stage:>5}: {m['stmts']} statements, {m['inner_ops']:g} integer ops per reduction "
+                     f"iteration, {m['loop_ops']} in loops, {m['barriers']} barriers")
+    return "\n".join(lines) + "\n"
+
+
+def check_text(result: dict) -> str:
+    """One line per check (or the bisection's table)."""
+    from kdd.core.passes.pass_bisect import render_bisect
+
+    if not result.get("ok", False) and "failure" in result:
+        return f"FAIL: {result['error']}\n"
+    if "stages" in result:
+        return render_bisect(result)
+    if "error" in result:
+        return f"FAIL {result['shape']}: the kernel broke the IR semantics while running:\n{result['error']}\n"
+    rel = "nan" if result["rel_err"] is None else f"{result['rel_err']:.3g}"
+    line = f"{'ok' if result['ok'] else 'FAIL'} {result['shape']}: rel_err {rel} (tol {result['tol']:g}), " \
+           f"{result['ms']:.0f} ms"
+    if result.get("unwritten"):
+        line += f"; {result['unwritten']} element(s) of {result['tensor']} never written"
+    if result.get("first_bad_index") is not None:
+        line += f"; first bad {result.get('tensor')}{result['first_bad_index']}"
+    return line + "\n"

@@ -1,0 +1,39 @@
+"""What the language server keeps per open document: the latest text version and the latest results."""
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass, field
+
+MIN_DEBOUNCE_S, MAX_DEBOUNCE_S = 0.05, 0.5
+
+
+@dataclass
+class DocumentState:
+    """One open config. ``compiled`` is the latest finished compile (a ``kdd/compile`` result) and
+    ``compiled_version`` the text version it was made from; the diagnostics lists are per stage."""
+
+    uri: str
+    path: str | None
+    version: int = 0
+    compiled: dict | None = None
+    compiled_version: int | None = None
+    spec_diagnostics: list[dict] = field(default_factory=list)
+    compile_diagnostics: list[dict] = field(default_factory=list)
+    check_diagnostics: list[dict] = field(default_factory=list)
+    check: dict | None = None
+    compile_s: float | None = None  # moving average of the measured compile time
+    pending: asyncio.Task | None = None
+    compiled_event: asyncio.Event = field(default_factory=asyncio.Event)
+
+    @property
+    def debounce_s(self) -> float:
+        """Wait about half a compile before starting one: short for fast configs, capped for slow ones."""
+        if self.compile_s is None:
+            return MIN_DEBOUNCE_S
+        return min(MAX_DEBOUNCE_S, max(MIN_DEBOUNCE_S, self.compile_s / 2))
+
+    def measured(self, seconds: float) -> None:
+        self.compile_s = seconds if self.compile_s is None else 0.7 * self.compile_s + 0.3 * seconds
+
+    def diagnostics(self) -> list[dict]:
+        return self.spec_diagnostics + self.compile_diagnostics + self.check_diagnostics

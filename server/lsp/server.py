@@ -1,0 +1,288 @@
+"""The language server: LSP requests and notifications translated to engine calls.
+
+Parsing (diagnostics as you type, hover, completion, inlay hints) runs in
+this process on the latest text; it is fast and never blocked by a compile.
+Compiles and checks run in :class:`~kdd.server.workers.WorkerPool`
+processes, debounced per document, and a newer version of a document
+supersedes an older compile (see :meth:`KddLanguageServer.schedule_compile`).
+Custom requests and notifications are specified in ``protocol/lsp.schema.json``.
+"""
+from __future__ import annotations
+
+import asyncio
+import os
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from urllib.parse import unquote, urlsplit
+
+from lsprotocol import types as lsp
+from pygls.exceptions import JsonRpcException, JsonRpcInvalidParams
+from pygls.lsp.server import LanguageServer
+from pygls.protocol import default_converter
+
+from kdd.core.engine import Engine, Source
+from kdd.core.engine.artifacts import failure_diagnostic
+from kdd.core.spec import Position, Range, read_file
+
+from ..workers import WorkerFailed, WorkerPool
+from . import convert
+from .documents import DocumentState
+
+COMPILED, CHECKED = "kdd/compiled", "kdd/checked"
+CUSTOM = ("kdd/passes", "kdd/irAfterPass", "kdd/assembly", "kdd/stats", "kdd/check", "kdd/content")
+REQUEST_FAILED = -32803  # LSP's RequestFailed
+_START = Range(Position(0, 0), Position(0, 0))
+
+
+@dataclass
+class Settings:
+    """``workspace/configuration`` section ``kdd`` (also accepted as initializationOptions)."""
+
+    target: str | None = None
+    time_limit: float = 60.0
+    check_on_save: bool = True
+
+    def update(self, data) -> None:
+        if not isinstance(data, dict):
+            return
+        if data.get("target") is None or isinstance(data.get("target"), str):
+            self.target = data.get("target") or None
+        if isinstance(data.get("timeLimit"), (int, float)) and data["timeLimit"] > 0:
+            self.time_limit = float(data["timeLimit"])
+        if isinstance(data.get("checkOnSave"), bool):
+            self.check_on_save = data["checkOnSave"]
+
+
+def _converter():
+    """pygls's converter, but the params of kdd's own methods stay plain dicts (pygls would make
+    namedtuples of them, renaming keys such as ``pass``)."""
+    from pygls.protocol import JsonRPCNotification, JsonRPCRequestMessage
+
+    converter = default_converter()
+
+    def keep_params(obj, cls):
+        if "params" in obj and not str(obj.get("method", "")).startswith("kdd/"):
+            from pygls.protocol import _dict_to_object
+            obj["params"] = _dict_to_object(obj["params"])
+        return cls(**obj)
+
+    converter.register_structure_hook(JsonRPCRequestMessage, keep_params)
+    converter.register_structure_hook(JsonRPCNotification, keep_params)
+    return converter
+
+
+def uri_path(uri: str) -> str | None:
+    parts = urlsplit(uri)
+    return unquote(parts.path) if parts.scheme == "file" else None
+
+
+class KddLanguageServer(LanguageServer):
+    """``kdd lsp``: one engine for parsing here, a worker pool for compiles and checks."""
+
+    def __init__(self, workers: int = 2, cache_dir: str | None = None, time_limit: float = 60.0):
+        from kdd.server.cli import kdd_version
+
+        super().__init__("kdd", kdd_version(), converter_factory=_converter)
+        self.settings = Settings(time_limit=time_limit)
+        self.docs: dict[str, DocumentState] = {}
+        self.engine = Engine(read_text=self.read_text)
+        self._pool_args = (workers, cache_dir)
+        self._pool: WorkerPool | None = None
+        self.watcher = None
+        self.counters = {"compiles": 0, "superseded": 0, "timeouts": 0, "checks": 0}
+
+    @property
+    def pool(self) -> WorkerPool:
+        if self._pool is None:
+            self._pool = WorkerPool(self._pool_args[0], self._pool_args[1], self.settings.time_limit)
+        return self._pool
+
+    def read_text(self, path: str) -> str:
+        """A file's text: the editor's buffer when it is open, else the disk's."""
+        uri = Path(path).absolute().as_uri()
+        state = self.docs.get(uri)
+        if state is not None:
+            return self.workspace.get_text_document(uri).source
+        return read_file(path)
+
+    def source(self, uri: str) -> Source:
+        return Source(self.workspace.get_text_document(uri).source, uri_path(uri))
+
+    def state(self, params) -> DocumentState:
+        """The open document a custom request names (``{"textDocument": {"uri"}}``)."""
+        doc = params.get("textDocument") if isinstance(params, dict) else None
+        uri = doc.get("uri") if isinstance(doc, dict) else None
+        if not isinstance(uri, str):
+            raise JsonRpcInvalidParams("expected {\"textDocument\": {\"uri\": ...}}")
+        if uri not in self.docs:
+            raise JsonRpcException(f"{uri} is not open (send textDocument/didOpen first)", REQUEST_FAILED)
+        return self.docs[uri]
+
+    # ---- diagnostics and compiles -----------------------------------------
+
+    def publish(self, state: DocumentState) -> None:
+        self.text_document_publish_diagnostics(lsp.PublishDiagnosticsParams(
+            uri=state.uri, version=state.version, diagnostics=[convert.diagnostic(d) for d in state.diagnostics()]))
+
+    def changed(self, uri: str) -> None:
+        """A new text version: diagnostics of the document now, a compile after the debounce."""
+        state = self.docs[uri]
+        parsed = self.engine.parse(self.source(uri))
+        state.spec_diagnostics = parsed.diagnostics_json()
+        state.compile_diagnostics = []
+        self.publish(state)
+        self.schedule_compile(state)
+
+    def schedule_compile(self, state: DocumentState) -> None:
+        """Compile the latest version after the debounce. A newer version cancels a compile still
+        waiting (it never starts); one already running in a worker finishes, and its result is
+        discarded when the document has moved on."""
+        if state.pending is not None and not state.pending.done():
+            state.pending.cancel()
+            self.counters["superseded"] += 1
+        state.pending = asyncio.ensure_future(self._compile(state, state.version))
+
+    def _current(self, state: DocumentState, version: int) -> bool:
+        return self.docs.get(state.uri) is state and state.version == version
+
+    async def _compile(self, state: DocumentState, version: int) -> None:
+        await asyncio.sleep(state.debounce_s)
+        if not self._current(state, version):
+            return
+        source = self.source(state.uri)
+        params = {"text": source.text, "path": source.path, "emit": ["passes", "stats"]}
+        if self.settings.target:
+            params["target"] = self.settings.target
+        start = time.perf_counter()
+        try:
+            result = await self.pool.call("kdd/compile", params, state.uri, self.settings.time_limit,
+                                          still_wanted=lambda: self._current(state, version))
+        except WorkerFailed as exc:
+            self.counters["timeouts"] += 1
+            result = _worker_failure(source.path, exc, "compile")
+        if result is None or not self._current(state, version):
+            self.counters["superseded"] += 1
+            return
+        self.counters["compiles"] += 1
+        state.measured(time.perf_counter() - start)
+        state.compiled, state.compiled_version = result, version
+        parsed_diags = {(d["code"], d["message"]) for d in state.spec_diagnostics}
+        state.compile_diagnostics = [d for d in result.get("diagnostics", [])
+                                     if (d["code"], d["message"]) not in parsed_diags]
+        self.publish(state)
+        state.compiled_event.set()
+        self.protocol.notify(COMPILED, compiled_notification(state))
+
+    async def run_check(self, state: DocumentState) -> dict:
+        """The check of the current text (in a worker), published as a diagnostic and ``kdd/checked``."""
+        version = state.version
+        source = self.source(state.uri)
+        token = f"kdd-check-{state.uri}-{version}"
+        progress = self.client_capabilities.window and self.client_capabilities.window.work_done_progress
+        if progress:
+            try:
+                await self.work_done_progress.create_async(token)
+                self.work_done_progress.begin(token, lsp.WorkDoneProgressBegin(title="kdd check", cancellable=False))
+            except Exception:  # noqa: BLE001 - a client that refuses progress still gets the verdict
+                progress = False
+        try:
+            result = await self.pool.call("kdd/check", {"text": source.text, "path": source.path},
+                                          state.uri + "#check", self.settings.time_limit)
+        except WorkerFailed as exc:
+            self.counters["timeouts"] += 1
+            result = _worker_failure(source.path, exc, "check")
+        finally:
+            if progress:
+                self.work_done_progress.end(token, lsp.WorkDoneProgressEnd(message="done"))
+        self.counters["checks"] += 1
+        if self._current(state, version):
+            state.check = result
+            state.check_diagnostics = check_diagnostics(result, self.engine.parse(source))
+            self.publish(state)
+        self.protocol.notify(CHECKED, {"uri": state.uri, "version": version, "result": result})
+        return result
+
+    async def compile_on_disk(self, path: str) -> None:
+        """Diagnostics for a config that is not open, compiled from the file on disk (none once it is gone)."""
+        uri = Path(path).as_uri()
+        diagnostics = []
+        if os.path.isfile(path):
+            try:
+                result = await self.pool.call("kdd/compile", {"path": path, "emit": ["ir"]}, uri,
+                                              self.settings.time_limit)
+            except WorkerFailed as exc:
+                result = _worker_failure(path, exc, "compile")
+            diagnostics = result.get("diagnostics", [])
+        if uri not in self.docs:
+            self.text_document_publish_diagnostics(lsp.PublishDiagnosticsParams(
+                uri=uri, diagnostics=[convert.diagnostic(d) for d in diagnostics]))
+
+    async def fetch_settings(self) -> None:
+        caps = self.client_capabilities.workspace
+        if caps is None or not caps.configuration:
+            return
+        try:
+            found = await self.workspace_configuration_async(
+                lsp.ConfigurationParams(items=[lsp.ConfigurationItem(section="kdd")]))
+        except Exception:  # noqa: BLE001 - settings are optional
+            return
+        if found:
+            self.settings.update(found[0])
+            if self._pool is not None:
+                self._pool.time_limit = self.settings.time_limit
+
+    def shutdown_pool(self) -> None:
+        if self._pool is not None:
+            self._pool.close()
+        if self.watcher is not None:
+            self.watcher.stop()
+
+
+def compiled_notification(state: DocumentState) -> dict:
+    """``kdd/compiled``: the version compiled and its headline figures, for previews to refresh."""
+    result = state.compiled or {}
+    out = {"uri": state.uri, "version": state.compiled_version, "ok": bool(result.get("ok"))}
+    if result.get("ok"):
+        stats = result.get("stats", {})
+        passes = result.get("trace", {}).get("passes", [])
+        out.update({"target": result["target"], "config": result["config"],
+                    "registers": stats.get("registers"),
+                    "passes": {"ran": len(passes), "changed": sum(p["changed"] for p in passes)},
+                    "compile_ms": round(1e3 * (state.compile_s or 0.0), 1)})
+    else:
+        out["error"] = result.get("error")
+    return out
+
+
+def check_diagnostics(result: dict, parsed) -> list[dict]:
+    """A failed check as an error at ``[check]`` (the document start without one); a passed check as none."""
+    if result.get("ok"):
+        return []
+    if "failure" in result:
+        return [d for d in result["diagnostics"] if d.get("source") not in ("kdd/spec", "kdd/budget")]
+    rng = parsed.anchor("check")
+    rel = "nan" if result.get("rel_err") is None else f"{result['rel_err']:.3g}"
+    detail = result.get("error") or f"rel_err {rel} > tol {result['tol']:g}" + (
+        f", {result['unwritten']} element(s) of {result.get('tensor')} never written" if result.get("unwritten") else "")
+    from kdd.core.engine import Failure
+    return [failure_diagnostic(Failure("check", f"check failed on {result.get('shape')}: {detail}", "check-failed"), rng)]
+
+
+def _worker_failure(path, exc: WorkerFailed, what: str) -> dict:
+    from kdd.core.engine import Failure
+    from kdd.core.engine.engine import failed
+
+    stage = exc.stage or ("check" if what == "check" else "build")
+    return failed(path, Failure(stage, f"{what} {exc}", "timeout" if exc.reason == "timeout" else "worker-crash",
+                                internal=exc.reason != "timeout"), None) | {
+        "diagnostics": [failure_diagnostic(Failure(stage, f"{what} {exc}", exc.reason), _START)]}
+
+
+def create_server(workers: int = 2, cache_dir: str | None = None, time_limit: float = 60.0) -> KddLanguageServer:
+    """The server with every feature registered."""
+    server = KddLanguageServer(workers, cache_dir, time_limit)
+    from .handlers import register
+
+    register(server)
+    return server

@@ -1,0 +1,183 @@
+"""``kdd serve``: the JSON-RPC daemon for scripts, on stdio or TCP, over a worker pool.
+
+Every connection is read frame by frame (:mod:`.framing`); every request runs
+in a task of its own, so many clients are served at once. Answers already
+computed are served from a reply cache in this process, keyed by the method,
+its parameters and the content of the config and the files it extends: a
+slow compile in a worker never delays another client's cached answer. A
+malformed frame, an unknown method, wrong parameters or an oversized message
+get a JSON-RPC error; the connection and the daemon carry on (only a frame
+whose header cannot be read ends its connection, since the stream is lost).
+"""
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import hmac
+import ipaddress
+import json
+import sys
+from collections import OrderedDict
+
+from kdd.core.engine import Engine, Source, StageFailed
+
+from ..workers import WorkerFailed, WorkerPool
+from .framing import JSON, DEFAULT_MAX_BODY, FrameDecoder, FrameError, encode
+from .methods import INVALID_PARAMS, INVALID_REQUEST, METHODS, PARSE_ERROR, RpcError, _params
+
+SHUTDOWN = "kdd/shutdown"
+SERVER_ERROR = -32000  # a request stopped by the time limit, or a worker that died
+UNAUTHORIZED = -32001
+
+
+def is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+class Daemon:
+    """The method table served to any number of connections."""
+
+    def __init__(self, workers: int = 2, cache_dir: str | None = None, time_limit: float = 60.0,
+                 token: str | None = None, max_body: int = DEFAULT_MAX_BODY, reply_cache: int = 256):
+        self.pool = WorkerPool(workers, cache_dir, time_limit)
+        self.token, self.max_body = token, max_body
+        self.engine = Engine()  # parses in this process, to key the reply cache by content
+        self.replies: OrderedDict[str, object] = OrderedDict()
+        self.reply_cache_size = reply_cache
+        self.stopped = asyncio.Event()
+        self.counters = {"requests": 0, "cached": 0, "errors": 0}
+
+    def _reply_key(self, method: str, params: dict) -> str | None:
+        """A key naming what the answer depends on, or None when the config cannot be read here."""
+        try:
+            source = Source(params["text"], params.get("path")) if params.get("text") is not None \
+                else self.engine.read(params["path"])
+        except StageFailed:
+            return None
+        parsed = self.engine.parse(source)
+        rest = {k: v for k, v in params.items() if k != "text"}
+        blob = json.dumps([method, rest, source.text, parsed.depends_on], sort_keys=True, default=str)
+        return hashlib.sha256(blob.encode()).hexdigest()
+
+    async def answer(self, request) -> dict | None:
+        """The reply to one decoded message (None for a notification)."""
+        if not isinstance(request, dict) or request.get("jsonrpc") != "2.0" or not isinstance(
+                request.get("method"), str):
+            return _error(request.get("id") if isinstance(request, dict) else None, INVALID_REQUEST,
+                          "not a JSON-RPC 2.0 request: expected an object with \"jsonrpc\": \"2.0\" and a "
+                          "string \"method\"")
+        rid, method = request.get("id"), request["method"]
+        self.counters["requests"] += 1
+        if self.token is not None and not hmac.compare_digest(str(request.get("token", "")), self.token):
+            return _error(rid, UNAUTHORIZED, "this daemon requires a token: add \"token\" to every request")
+        try:
+            if method == SHUTDOWN:
+                # Set after this reply is written (the caller writes it in this same step).
+                asyncio.get_running_loop().call_soon(self.stopped.set)
+                result = {"ok": True}
+            else:
+                result = await self._call(method, request.get("params"))
+        except RpcError as exc:
+            self.counters["errors"] += 1
+            return None if rid is None else _error(rid, exc.code, exc.message)
+        except WorkerFailed as exc:
+            self.counters["errors"] += 1
+            return None if rid is None else _error(rid, SERVER_ERROR, f"{method}: {exc}")
+        return None if rid is None else {"jsonrpc": "2.0", "id": rid, "result": result}
+
+    async def _call(self, method: str, params):
+        if method == "kdd/stats":
+            _params(method, params, (), source=False)
+            return {"daemon": dict(self.counters), "workers": self.pool.stats()}
+        if method not in METHODS:
+            raise RpcError(-32601, f"unknown method {method!r} (methods: {', '.join(METHODS)}, {SHUTDOWN})")
+        p = _params(method, params, ("emit", "shape", "target", "stage", "bisect", "unbounded", "pass", "diff"))
+        key = self._reply_key(method, p)
+        if key is not None and key in self.replies:
+            self.replies.move_to_end(key)
+            self.counters["cached"] += 1
+            return self.replies[key]
+        affinity = p.get("path") or hashlib.sha1(str(p.get("text")).encode()).hexdigest()
+        result = await self.pool.call(method, p, affinity)
+        if key is not None:
+            self.replies[key] = result
+            while len(self.replies) > self.reply_cache_size:
+                self.replies.popitem(last=False)
+        return result
+
+    async def serve_stream(self, reader: asyncio.StreamReader, write) -> None:
+        """Serve one connection until it closes (``write(bytes)`` sends)."""
+        decoder = FrameDecoder(self.max_body)
+        tasks = set()
+
+        async def reply(frame):
+            if frame.error is not None:
+                out = _error(None, INVALID_REQUEST if frame.oversized else PARSE_ERROR, frame.error)
+            else:
+                out = await self.answer(frame.value)
+            if out is not None:
+                write(encode(out, frame.fmt))
+
+        while not self.stopped.is_set():
+            data = await reader.read(1 << 16)
+            if not data:
+                break
+            try:
+                frames = decoder.feed(data)
+            except FrameError as exc:
+                write(encode(_error(None, PARSE_ERROR, f"{exc}; closing the connection")))
+                break
+            for frame in frames:
+                task = asyncio.ensure_future(reply(frame))
+                tasks.add(task)
+                task.add_done_callback(tasks.discard)
+        if tasks:
+            await asyncio.gather(*tasks, return_exceptions=True)
+
+    def close(self) -> None:
+        self.pool.close()
+
+
+def _error(rid, code: int, message: str) -> dict:
+    return {"jsonrpc": "2.0", "id": rid, "error": {"code": code, "message": message}}
+
+
+async def serve_tcp(daemon: Daemon, host: str, port: int, ready=None) -> None:
+    """Listen on ``host:port`` until ``kdd/shutdown``; ``ready(port)`` is told the bound port."""
+    async def on_connect(reader, writer):
+        try:
+            await daemon.serve_stream(reader, writer.write)
+        finally:
+            writer.close()
+
+    server = await asyncio.start_server(on_connect, host, port)
+    bound = server.sockets[0].getsockname()[1]
+    if ready is not None:
+        ready(bound)
+    async with server:
+        await daemon.stopped.wait()
+
+
+async def serve_stdio(daemon: Daemon) -> None:
+    loop = asyncio.get_running_loop()
+    reader = asyncio.StreamReader(limit=2**26)
+    await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), sys.stdin)
+    out = sys.stdout.buffer
+
+    def write(data: bytes) -> None:
+        out.write(data)
+        out.flush()
+
+    serving = asyncio.ensure_future(daemon.serve_stream(reader, write))
+    stopping = asyncio.ensure_future(daemon.stopped.wait())
+    await asyncio.wait({serving, stopping}, return_when=asyncio.FIRST_COMPLETED)
+    for task in (serving, stopping):
+        task.cancel()
+
+
+__all__ = ["Daemon", "INVALID_PARAMS", "JSON", "is_loopback", "serve_stdio", "serve_tcp"]
