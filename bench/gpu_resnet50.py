@@ -21,7 +21,7 @@ Two steps, so the GPU machine needs neither ptxas nor kdd's parser:
    ``bench/results/gpu_resnet50.json``.
 
     .venv/bin/python bench/gpu_resnet50.py prepare [--limit N]
-    python bench/gpu_resnet50.py run            # on the GPU machine, in the repository root
+    python bench/gpu_resnet50.py run [--only REGEX] [--json $OUT/gpu_resnet50.json]   # on the GPU machine
 
 ``run`` imports kdd from the repository's ``core/`` when kdd is not
 installed (a ``kdd`` package shim in a temporary folder), so it needs only
@@ -116,7 +116,7 @@ def prepare(args) -> int:
         stem = re.sub(r"[^A-Za-z0-9_.-]", "_", name)
         (out / f"{stem}.cubin").write_bytes(listing.cubin or b"")
         (out / f"{stem}.ptx.gz").write_bytes(gzip.compress(listing.asm.encode()))
-        abi = {"problem": problem, "args": kernel.args, "launch": d["launch"], "flops": problem.flops}
+        abi = {"problem": problem, "args": kernel.args, "launch": d["launch"], "flops": problem.flops()}
         (out / f"{stem}.pkl").write_bytes(pickle.dumps(abi))
         row.update(stem=stem, shape=problem.shape.canonical(), registers=d["registers"]["allocated"],
                    spill_stores=d["registers"]["spill_stores"], peak_live=d["registers"]["peak"],
@@ -205,7 +205,8 @@ def run(args) -> int:
             chk = check_on_device(listing, kernel, reference=lambda p, i: _torch_reference(p, i, torch))
             row.update(ok=chk["ok"], rel_err=chk["rel_err"], tol=chk["tol"], loaded_from=chk["loaded_from"],
                        device=chk["device"])
-            t = time_on_device(listing, kernel, runs=args.runs, flops=abi["flops"])
+            flops = abi["flops"]() if callable(abi["flops"]) else abi["flops"]
+            t = time_on_device(listing, kernel, runs=args.runs, flops=flops)
             row.update(ours_us=t["median_us"], tflops=t["tflops"])
             base = _time_torch(abi["problem"], torch, args.runs)
             row.update(torch_us=base, ratio=base / t["median_us"])
@@ -221,7 +222,8 @@ def run(args) -> int:
         if r:
             summary[group] = {"kernels": len(r), "geomean_vs_torch": math.exp(sum(map(math.log, r)) / len(r))}
     out = {"bench": "gpu_resnet50", "summary": summary, "rows": rows}
-    path = ROOT / "bench" / "results" / "gpu_resnet50.json"
+    path = Path(args.json)
+    path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(out, indent=1, default=str))
     print(json.dumps(summary, indent=1))
     print(f"wrote {path}")
@@ -239,6 +241,7 @@ def main() -> int:
     r.add_argument("--bundle", default=str(BUNDLE))
     r.add_argument("--runs", type=int, default=30)
     r.add_argument("--only", default="")
+    r.add_argument("--json", default=str(ROOT / "bench" / "results" / "gpu_resnet50.json"))
     args = ap.parse_args()
     return prepare(args) if args.cmd == "prepare" else run(args)
 
