@@ -298,20 +298,9 @@ class PtxLowering(LaneWords, ExprLowering, MemoryLowering):
         nc = f.m * f.n * f.c_type.size // ROW
         ar, br, cr, dr = (self._rows(x, o, n, w) for x, o, n, w in
                           ((a, a_off, na, "A"), (b, b_off, nb, "B"), (c, c_off, nc, "C"), (d, d_off, nc, "D")))
-        typed = ct == "f32"
-        if typed:   # the f32 accumulator fragment is .f32 registers in PTX: move through f registers
-            cf = [self.em.new("f") for _ in cr]
-            for x, y in zip(cf, cr):
-                self.em.op(f"mov.b32 {x}, {y}")
-            df = [self.em.new("f") for _ in dr]
-        else:
-            cf, df = cr, dr
-        sat = ".satfinite" if ct == "s32" else ""
-        self.em.op(f"mma.sync.aligned.m{f.m}n{f.n}k{f.k}.row.col{sat}.{ct}.{at}.{bt}.{ct} "
-                   f"{{{', '.join(df)}}}, {{{', '.join(ar)}}}, {{{', '.join(br)}}}, {{{', '.join(cf)}}}")
-        if typed:
-            for x, y in zip(dr, df):
-                self.em.op(f"mov.b32 {x}, {y}")
+        # integer mma without .satfinite wraps, as the IR's s32 mma does; .b32 registers serve as the .f32 fragments (ptxas takes them), so no moves around the mma
+        self.em.op(f"mma.sync.aligned.m{f.m}n{f.n}k{f.k}.row.col.{ct}.{at}.{bt}.{ct} "
+                   f"{{{', '.join(dr)}}}, {{{', '.join(ar)}}}, {{{', '.join(br)}}}, {{{', '.join(cr)}}}")
 
     def _reorder(self, call: FuncCall) -> None:
         f: Reorder = call.func
