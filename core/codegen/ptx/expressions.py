@@ -1,0 +1,295 @@
+"""Expressions to PTX: scalars (warp-uniform) and, in a slot's per-lane context, vector elements."""
+from __future__ import annotations
+
+import numpy as np
+
+from kdd.core.ir.expr import (Binary, BoolImm, Broadcast, Cast, FloatImm, IntImm, Load, Op, Ramp, Ternary,
+                              Unary, Var)
+from kdd.core.ir.eval import evaluate
+from kdd.core.ir.types import Type, bool_, s32, u32
+from kdd.core.ir.visitor import walk
+
+from ..errors import CodegenUnsupported
+from .align import multiple_of
+from .emitter import ptx_type, reg_class
+from .lanes import LANES
+from .values import ARITH, BITS, CMP, FCMP, Ctx, Value, imm_text
+
+
+class ExprLowering:
+    """The expression side of :class:`~.lower.PtxLowering`."""
+
+    # -- expressions --------------------------------------------------------------------------
+    def multiple(self, e) -> int:
+        """A power of two (at most 16) known to divide integer ``e``."""
+        return multiple_of(e, lambda name: self.align.get(name, 1), lambda key: self.slot_m.get(key, 1))
+
+    def reg(self, v: Value) -> str:
+        """``v`` in a register (immediates materialized)."""
+        if v.imm is None:
+            return v.text
+        r = self.em.new(reg_class(v.type))
+        if v.type.is_float and v.type.size == 2:
+            bits = np.array([v.imm], dtype=np.float32)
+            if v.type.scalar.short == "f16":
+                raw = int(bits.astype(np.float16).view(np.uint16)[0])
+            else:
+                raw = int(bits.view(np.uint32)[0]) >> 16
+            self.em.op(f"mov.b16 {r}, {raw:#06x}")
+            return r
+        self._mov(r, v)
+        return r
+
+    def pred(self, v: Value) -> str:
+        if v.imm is not None:
+            return self.reg(v)
+        return v.text
+
+    def convert(self, v: Value, t: Type, saturate: bool = False) -> Value:
+        """``v`` converted to ``t`` (C semantics of the IR: truncation toward zero, wrap)."""
+        src, t = v.type, t.base
+        if src == t:
+            return v
+        if t.is_bool:
+            p = self.em.new("p")
+            zero = "0d0000000000000000" if src.size == 8 and src.is_float else ("0f00000000" if src.is_float else "0")
+            if src.is_float and src.size == 2:
+                w = self.convert(v, Type.parse("f32"))
+                self.em.op(f"setp.neu.f32 {p}, {w.text}, 0f00000000")
+            else:
+                self.em.op(f"setp.ne.{ptx_type(src) if not src.is_bool else 'u32'} {p}, {self.reg(v)}, {zero}")
+            return Value(p, bool_)
+        if src.is_bool:
+            r = self.em.new(reg_class(t))
+            one = imm_text(1, t)
+            zero = imm_text(0, t)
+            if t.is_float and t.size == 2:
+                return self.convert(self.convert(v, Type.parse("f32")), t)
+            self.em.op(f"selp.{ptx_type(t) if not t.is_float else ptx_type(t)} {r}, {one}, {zero}, {self.pred(v)}")
+            return Value(r, t)
+        if v.imm is not None and not t.is_float and not src.is_float:
+            return Value(str(int(np.array([v.imm]).astype(np.int64).astype(t.numpy)[0])), t, int(v.imm))
+        d, s = ptx_type(t), ptx_type(src)
+        r = self.em.new(reg_class(t))
+        if t.is_float and src.is_float:
+            rnd = ".rn" if t.size < src.size else ""
+            self.em.op(f"cvt{rnd}.{d}.{s} {r}, {self.reg(v)}")
+        elif t.is_float:
+            self.em.op(f"cvt.rn.{d}.{s} {r}, {self.reg(v)}")
+        elif src.is_float:
+            narrow = t.size < 4
+            ty = ("s" if t.is_signed else "u") + BITS[t.size] if (narrow and saturate) else d
+            self.em.op(f"cvt.rzi{'.sat' if narrow and saturate else ''}.{ty}.{s} {r}, {self.reg(v)}")
+        else:
+            if t.size < 4:
+                ty = ("s" if t.is_signed else "u") + BITS[t.size]
+                sat = ".sat" if saturate else ""
+                self.em.op(f"cvt{sat}.{d}.{ty if not saturate else s} {r}, {self.reg(v)}")
+                if saturate:
+                    self.em.op(f"cvt.{d}.{ty} {r}, {r}")
+            elif t.size == src.size or (t.size == 4 and src.size < 4):
+                self.em.op(f"mov.b{max(32, t.size * 8)} {r}, {self.reg(v)}")
+            else:
+                self.em.op(f"cvt.{d}.{s} {r}, {self.reg(v)}")
+        return Value(r, t)
+
+    def select(self, p: str | None, a: Value, b: Value) -> Value:
+        """``p ? a : b`` (``a`` when ``p`` is None)."""
+        if p is None:
+            return a
+        t = a.type
+        if t.is_bool:
+            r = self.em.new("p")
+            x, y = self.em.new("p"), self.em.new("p")
+            self.em.op(f"and.pred {x}, {p}, {self.pred(a)}")
+            self.em.op(f"not.pred {y}, {p}")
+            self.em.op(f"and.pred {y}, {y}, {self.pred(b)}")
+            self.em.op(f"or.pred {r}, {x}, {y}")
+            return Value(r, t)
+        r = self.em.new(reg_class(t))
+        ty = {"h": "b16", "r": "b32", "rd": "b64", "f": "f32", "fd": "f64"}[reg_class(t)]
+        self.em.op(f"selp.{ty} {r}, {self.reg(a)}, {self.reg(b)}, {p}")
+        return Value(r, t)
+
+    def _lane_constant(self, e) -> bool:
+        """Whether vector ``e`` depends on nothing but its element index (ramps of constants)."""
+        key = id(e)
+        if key not in self.constant:
+            self.constant[key] = (e, not any(isinstance(n, (Var, Load)) for n in walk(e)))
+        return self.constant[key][1]
+
+    def ev(self, e, ctx: Ctx | None = None) -> Value:
+        em = self.em
+        if ctx is not None and e.type.lanes > 1 and e.type.is_int and self._lane_constant(e):
+            # Folded here: each lane's value is known, and lane maps are cheap (affine, bit fields).
+            vals = evaluate(e)
+            per = [int(vals[i]) if i >= 0 else 0 for i in ctx.slot.index]
+            if all(-(1 << 31) <= v < (1 << 31) for v in per):
+                return self.convert(self.lane_value(per, ctx.slot.mask), e.type.base)
+        if isinstance(e, IntImm):
+            return Value(str(e.value), e.type, e.value)
+        if isinstance(e, FloatImm):
+            if e.type.size == 2:        # no 16-bit float immediates in PTX: materialize the bits
+                return Value(self.reg(Value("", e.type, e.value)), e.type)
+            return Value(imm_text(e.value, e.type), e.type, e.value)
+        if isinstance(e, BoolImm):
+            return Value("1" if e.value else "0", bool_, e.value)
+        if isinstance(e, Var):
+            v = self.lookup(e.name)
+            if not isinstance(v, Value):
+                if ctx is None:
+                    raise CodegenUnsupported(f"vector {e.name} used outside a per-lane context")
+                return self.ev(v, ctx)
+            return v
+        if isinstance(e, Broadcast):
+            return self.ev(e.a, None)
+        if isinstance(e, Ramp):
+            if ctx is None:
+                raise CodegenUnsupported("a ramp outside a per-lane context")
+            base = self.ev(e.base)
+            t = ptx_type(e.type.base)
+            r = em.new(reg_class(e.type.base))
+            idx = self.convert(ctx.index, e.type.base)
+            em.op(f"mad.lo.{t} {r}, {idx.text}, {e.stride}, {base.text}")
+            return Value(r, e.type)
+        if isinstance(e, Cast):
+            return self.convert(self.ev(e.a, ctx), e.type, e.saturate)
+        if isinstance(e, Unary):
+            a = self.ev(e.a, ctx)
+            r = em.new(reg_class(e.type.base))
+            if e.op is Op.NOT:
+                em.op(f"not.pred {r}, {self.pred(a)}")
+            elif e.op is Op.BIT_NOT:
+                em.op(f"not.b{max(32, e.type.scalar.bits)} {r}, {self.reg(a)}")
+            else:
+                em.op(f"neg.{ptx_type(e.type.base)} {r}, {self.reg(a)}")
+            return Value(r, e.type)
+        if isinstance(e, Binary):
+            return self._binary(e, ctx)
+        if isinstance(e, Ternary):
+            return self._ternary(e, ctx)
+        if isinstance(e, Load):
+            return self._load(e, ctx)
+        raise CodegenUnsupported(f"PTX lowering has no rule for the expression {type(e).__name__}")
+
+    def _binary(self, e: Binary, ctx) -> Value:
+        em = self.em
+        op = e.op
+        if op.is_logical:
+            a, b = self.ev(e.a, ctx), self.ev(e.b, ctx)
+            r = em.new("p")
+            em.op(f"{'and' if op is Op.AND else 'or'}.pred {r}, {self.pred(a)}, {self.pred(b)}")
+            return Value(r, bool_)
+        if op.is_compare:
+            from kdd.core.ir.expr import common_type
+            t = common_type(e.a.type, e.b.type).base
+            if t.is_bool:
+                t = s32
+            a = self.convert(self.ev(e.a, ctx), t)
+            b = self.convert(self.ev(e.b, ctx), t)
+            r = em.new("p")
+            if t.is_float and t.size == 2:
+                a, b = self.convert(a, Type.parse("f32")), self.convert(b, Type.parse("f32"))
+                t = Type.parse("f32")
+            cmp = (FCMP if t.is_float else CMP)[op]
+            em.op(f"setp.{cmp}.{ptx_type(t)} {r}, {self.reg(a)}, {b.text if b.imm is not None and not t.is_float else self.reg(b)}")
+            return Value(r, bool_)
+        t = e.type.base
+        a = self.convert(self.ev(e.a, ctx), t if op not in (Op.SHL, Op.SHR) else t)
+        b = self.ev(e.b, ctx)
+        pt = ptx_type(t)
+        r = em.new(reg_class(t))
+        if op in (Op.SHL, Op.SHR):
+            amount = self.convert(b, u32)
+            m = em.new("r")
+            em.op(f"and.b32 {m}, {self.reg(amount)}, {max(32, t.scalar.bits) - 1}")
+            kind = "shl.b" + str(max(32, t.scalar.bits)) if op is Op.SHL else f"shr.{pt}"
+            em.op(f"{kind} {r}, {self.reg(a)}, {m}")
+            return Value(r, t)
+        b = self.convert(b, t)
+        bt = b.text if b.imm is not None and not (t.is_float and t.size == 2) else self.reg(b)
+        at = self.reg(a)
+        if op in ARITH:
+            name = ARITH[op]
+            if name in ("and", "or", "xor"):
+                em.op(f"{name}.b{max(32, t.scalar.bits)} {r}, {at}, {bt}")
+            elif t.is_float and name in ("add", "sub"):
+                em.op(f"{name}.rn.{pt} {r}, {at}, {bt}")
+            else:
+                em.op(f"{name}.{pt} {r}, {at}, {bt}")
+        elif op is Op.MUL:
+            em.op(f"mul.{'rn.' if t.is_float else 'lo.'}{pt} {r}, {at}, {bt}")
+        elif op in (Op.DIV, Op.MOD, Op.DIV_UP):
+            if t.is_float:
+                if op is not Op.DIV:
+                    raise CodegenUnsupported(f"{op.symbol} of floats")
+                em.op(f"div.rn.{pt} {r}, {at}, {bt}")
+                return Value(r, t)
+            if b.imm is None or b.imm == 0:
+                zero = em.new("p")
+                safe = em.new(reg_class(t))
+                em.op(f"setp.eq.{pt} {zero}, {bt}, 0")
+                em.op(f"selp.{pt} {safe}, 1, {bt}, {zero}")
+                bt = safe
+            if op is Op.DIV_UP:
+                num = em.new(reg_class(t))
+                em.op(f"add.{pt} {num}, {at}, {bt}")
+                em.op(f"sub.{pt} {num}, {num}, 1")
+                em.op(f"div.{pt} {r}, {num}, {bt}")
+            else:
+                em.op(f"{'div' if op is Op.DIV else 'rem'}.{pt} {r}, {at}, {bt}")
+            if b.imm is None or b.imm == 0:
+                em.op(f"selp.{pt} {r}, 0, {r}, {zero}")
+        else:
+            raise CodegenUnsupported(f"operator {op.symbol} has no PTX rule")
+        return Value(r, t)
+
+    def _ternary(self, e: Ternary, ctx) -> Value:
+        em = self.em
+        t = e.type.base
+        if e.op is Op.IIF:
+            c = self.ev(e.a, ctx)
+            return self.select(self.pred(c), self.convert(self.ev(e.b, ctx), t), self.convert(self.ev(e.c, ctx), t))
+        a, b, c = (self.convert(self.ev(x, ctx), t) for x in (e.a, e.b, e.c))
+        r = em.new(reg_class(t))
+        pt = ptx_type(t)
+        operand = (lambda v: v.text if v.imm is not None and not t.is_float else self.reg(v))
+        if e.op is Op.MAD:
+            if t.is_float:
+                em.op(f"fma.rn.{pt} {r}, {self.reg(b)}, {self.reg(c)}, {self.reg(a)}")
+            else:
+                em.op(f"mad.lo.{pt} {r}, {self.reg(b)}, {operand(c)}, {operand(a)}")
+        else:
+            rn = ".rn" if t.is_float else ""
+            em.op(f"add{rn}.{pt} {r}, {self.reg(a)}, {operand(b)}")
+            em.op(f"add{rn}.{pt} {r}, {r}, {operand(c)}")
+        return Value(r, t)
+
+    def _load(self, e: Load, ctx) -> Value:
+        name = e.buf.name
+        t = e.type.base
+        if name in self.grf:
+            if not isinstance(e.offset, IntImm):
+                raise CodegenUnsupported(f"register buffer {name} indexed by a run-time offset")
+            buf = self.grf[name]
+            if e.type.lanes == 1:
+                b = e.offset.value
+                return self.grf_load(buf, [b] * LANES, (1 << LANES) - 1, t)
+            if ctx is None:
+                raise CodegenUnsupported(f"vector load of {name} outside a per-lane context")
+            src = [e.offset.value + i * e.stride if i >= 0 else -1 for i in ctx.slot.index]
+            return self.grf_load(buf, src, ctx.slot.mask, t)
+        off = self.ev(e.offset)
+        if e.type.lanes > 1:
+            if ctx is None:
+                raise CodegenUnsupported(f"vector load of {name} outside a per-lane context")
+            step = self.em.new("r")
+            self.em.op(f"mul.lo.s32 {step}, {ctx.index.text}, {e.stride}")
+            off = self._add_off(off, Value(step, s32))
+        space, addr = self.address(name, off)
+        v = self.em.new("r")
+        size = 1 if t.is_bool else t.size
+        if size == 8:
+            raise CodegenUnsupported("64-bit memory loads in expressions have no PTX rule yet")
+        self.em.op(f"ld.{space}.{'b32' if size == 4 else 'u' + BITS[size]} {v}, [{addr}]")
+        return self.bits_to_value(v, 0, t)

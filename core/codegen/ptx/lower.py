@@ -1,0 +1,420 @@
+"""Lowering final sm_90 kernel IR to per-lane PTX: the statements and the warp-wide functions.
+
+The IR's thread is a warp; :class:`PtxLowering` writes what one lane runs.
+Scalars (lets, loop variables, scalar loads) are warp-uniform, so every lane
+computes them. A register buffer of ``n`` bytes is ``ceil(n / 128)`` 32-bit
+registers per lane (row ``r`` is ``%gK_r``). Warp-wide operations on buffer
+bytes are split into slots (:mod:`.lanes`): each lane handles the element of
+its own bytes, with the element index computed from the lane id; where an
+element lives in another lane's register (a reorder between layouts) it is
+fetched with ``shfl.sync.idx`` (:mod:`.words`). ``mma`` takes fragment rows
+directly (the IR's fragment rule is PTX's). Sends (:mod:`.memory`) become
+per-lane ``ld``/``st``/``red`` (``.global`` with 64-bit addresses,
+``.shared`` with 32-bit ones into one dynamic shared array), shared-memory
+loads read by reorders become loads of the reorder's destination words, and
+global loads staged into shared memory become ``cp.async``. ``barrier`` is
+``bar.sync 0`` (after ``cp.async.wait_all``); a split barrier is ordered at
+its wait, so ``barrier_wait`` is ``bar.sync 0`` and ``barrier_signal`` emits
+nothing. Expressions are :mod:`.expressions`, alignment facts :mod:`.align`.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from kdd.core.ir.expr import IntImm
+from kdd.core.ir.funcs import Barrier, BarrierSignal, BarrierWait, Eltwise, Fence, Mma, Reorder, Send
+from kdd.core.ir.stmt import Alloc, For, FuncCall, Group, If, Let, MemKind, Seq, Store
+from kdd.core.ir.types import s32, u32
+
+from ..errors import CodegenUnsupported
+from .align import slot_multiples
+from .emitter import Emitter, ptx_type, reg_class
+from .expressions import ExprLowering
+from .lanes import LANES, ROW, Slot, slots
+from .memory import Deferred, MemoryLowering, Redo, readers_of
+from .values import THREAD_IDS, Ctx, GrfBuf, Value, imm_text, pow2
+from .words import LaneWords
+
+__all__ = ["PtxLowering", "Redo"]
+
+
+class PtxLowering(LaneWords, ExprLowering, MemoryLowering):
+    def __init__(self, kernel, body, no_defer: frozenset = frozenset()):
+        self.kernel, self.body = kernel, body
+        readers = readers_of(body)
+        # shared-memory loads into buffers only reorders read become loads of the reorder's words;
+        # global loads into buffers only sends store become cp.async (global -> shared, no registers)
+        self.defer = {n for n, k in readers.items() if k == {"reorder"}} - set(no_defer)
+        self.stage = {n for n, k in readers.items() if k == {"send"}} - set(no_defer)
+        self.inputs = {a.var.name for a in kernel.args if a.role == "input"}
+        self.async_pending = False
+        self.slot_m = slot_multiples(body, {a.var.name: 16 for a in kernel.args})
+        self.deferred: dict[str, list[Deferred]] = {}
+        self.constant: dict[int, tuple] = {}
+        self.lane_cache: dict[tuple, Value] = {}     # lane shapes computed in the current block
+        self.dropped: dict[str, list[tuple[int, int]]] = {}
+        self.em = Emitter()
+        self.env: dict[str, list] = {}
+        self.align: dict[str, int] = {}
+        self.grf: dict[str, GrfBuf] = {}
+        self.slm: dict[str, int] = {}
+        self.slm_bytes = 0
+        self.globals: dict[str, str] = {}
+        self.allocations: list[dict] = []
+        self.loops: list[dict] = []
+        self.lane = None
+
+    # -- entry --------------------------------------------------------------------------------
+    def run(self) -> None:
+        em = self.em
+        self.lane = Value(em.new("r"), u32)
+        em.op(f"mov.u32 {self.lane.text}, %tid.x")
+        warp = em.new("r")
+        em.op(f"shr.u32 {warp}, {self.lane.text}, 5")
+        em.op(f"and.b32 {self.lane.text}, {self.lane.text}, 31")
+        self.bind("thread_id0", Value(warp, s32))
+        for name, sreg in THREAD_IDS.items():
+            r = em.new("r")
+            em.op(f"mov.u32 {r}, {sreg}")
+            self.bind(name, Value(r, s32))
+        self.smem = em.new("r")
+        em.op(f"mov.u32 {self.smem}, kdd_smem")
+        for a in self.kernel.args:
+            p, g = em.new("rd"), em.new("rd")
+            em.op(f"ld.param.u64 {p}, [p_{a.var.name}]")
+            em.op(f"cvta.to.global.u64 {g}, {p}")
+            self.globals[a.var.name] = g
+            self.align[a.var.name] = 16
+        self.stmt(self.body)
+        em.op("ret")
+
+    # -- bindings -----------------------------------------------------------------------------
+    def bind(self, name: str, v) -> None:
+        self.env.setdefault(name, []).append(v)
+
+    def unbind(self, name: str) -> None:
+        self.env[name].pop()
+
+    def lookup(self, name: str):
+        stack = self.env.get(name)
+        if not stack:
+            raise CodegenUnsupported(f"variable {name} is not bound")
+        return stack[-1]
+
+    # -- statements ---------------------------------------------------------------------------
+    def stmt(self, s) -> None:
+        stack = [s]
+        while stack:
+            item = stack.pop()
+            if callable(item):
+                item()
+                continue
+            if isinstance(item, Seq):
+                stack.extend(reversed(item.stmts))
+            elif isinstance(item, Group):
+                stack.append(item.body)
+            elif isinstance(item, Let):
+                self.em.node = item
+                self._let(item)
+                stack.append(lambda name=item.var.name: self.unbind(name))
+                stack.append(item.body)
+            elif isinstance(item, Alloc):
+                self.em.node = item
+                self._alloc(item, stack)
+            elif isinstance(item, (For, If)):
+                self.em.node = item
+                self.flush()
+                (self._for if isinstance(item, For) else self._if)(item)
+            elif isinstance(item, Store):
+                self.em.node = item
+                self._store(item)
+            elif isinstance(item, FuncCall):
+                self.em.node = item
+                self._call(item)
+            else:
+                raise CodegenUnsupported(f"PTX lowering has no rule for {type(item).__name__}")
+
+    def _let(self, s: Let) -> None:
+        if s.var.type.lanes > 1:
+            self.bind(s.var.name, s.value)          # a vector: evaluated per lane where it is used
+            return
+        v = self.ev(s.value)
+        r = self.em.new(reg_class(s.var.type))
+        self._mov(r, v)
+        self.bind(s.var.name, Value(r, s.var.type))
+        self.align[s.var.name] = self.multiple(s.value)
+
+    def _mov(self, dst: str, v: Value) -> None:
+        t = v.type
+        if t.is_bool:
+            if v.imm is not None:
+                self.em.op(f"setp.ne.u32 {dst}, {1 if v.imm else 0}, 0")
+            else:
+                self.em.op(f"mov.pred {dst}, {v.text}")
+            return
+        kind = reg_class(t)
+        self.em.op(f"mov.{ {'h': 'b16', 'r': 'b32', 'rd': 'b64', 'f': 'f32', 'fd': 'f64'}[kind]} {dst}, {v.text}")
+
+    def _alloc(self, s: Alloc, stack) -> None:
+        name = s.buf.name
+        first = len(self.em.lines)
+        if s.kind is MemKind.GRF:
+            buf = GrfBuf(self.em.buffer(max(1, -(-s.size // ROW))), max(1, -(-s.size // ROW)), name)
+            self.grf[name] = buf
+            entry = {"label": name, "category": "register buffer", "start": 0, "bytes": s.size,
+                     "first_line": first, "last_line": first}
+            self.allocations.append(entry)
+
+            def close(entry=entry, name=name):
+                entry["last_line"] = max(entry["first_line"], len(self.em.lines) - 1)
+                self.deferred.pop(name, None)
+                self.dropped.pop(name, None)
+                del self.grf[name]
+            stack.append(close)
+        elif s.kind is MemKind.SLM:
+            base = -(-self.slm_bytes // 16) * 16
+            self.slm[name] = base
+            self.slm_bytes = base + s.size
+            self.align[name] = 16
+            stack.append(lambda name=name: self.slm.pop(name))
+        else:
+            raise CodegenUnsupported(f"alloc of {s.kind.value} memory ({name}) has no PTX form")
+        stack.append(s.body)
+
+    def _for(self, s: For) -> None:
+        em = self.em
+        init, bound = self.ev(s.init), self.ev(s.bound)
+        var = em.new(reg_class(s.var.type))
+        t = ptx_type(s.var.type)
+        self._mov(var, init)
+        bnd = em.new(reg_class(s.var.type))
+        self._mov(bnd, bound)
+        top, end = em.label("loop"), em.label("done")
+        p = em.new("p")
+        em.op(f"setp.ge.{t} {p}, {var}, {bnd}")
+        em.op(f"bra.uni {end}", p)
+        trips = None
+        if init.imm is not None and bound.imm is not None:
+            trips = max(0, -(-(bound.imm - init.imm) // s.step))
+        self.loops.append({"var": s.var.name, "trips": trips, "line": len(em.lines)})
+        outer = em.weight
+        em.weight = outer * (trips or 1)
+        em.place(top)
+        self.lane_cache.clear()
+        self.bind(s.var.name, Value(var, s.var.type))
+        self.align[s.var.name] = min(self.multiple(s.init), pow2(s.step))
+        self.stmt(s.body)
+        self.unbind(s.var.name)
+        em.node = s
+        self.flush()
+        em.op(f"add.{t} {var}, {var}, {s.step}")
+        em.op(f"setp.lt.{t} {p}, {var}, {bnd}")
+        em.op(f"bra.uni {top}", p)
+        em.weight = outer
+        em.place(end)
+        self.lane_cache.clear()
+
+    def _if(self, s: If) -> None:
+        em = self.em
+        c = self.pred(self.ev(s.cond))
+        other, end = em.label("else"), em.label("endif")
+        em.op(f"bra.uni {other if s.else_ is not None else end}", f"!{c}")
+        self.lane_cache.clear()
+        self.stmt(s.then)
+        em.node = s
+        self.flush()
+        if s.else_ is not None:
+            em.op(f"bra.uni {end}")
+            em.place(other)
+            self.lane_cache.clear()
+            self.stmt(s.else_)
+            em.node = s
+            self.flush()
+        em.place(end)
+        self.lane_cache.clear()
+
+    # -- stores to register buffers -----------------------------------------------------------
+    def _store(self, s: Store) -> None:
+        name = s.buf.name
+        t = s.value.type
+        if name not in self.grf:
+            raise CodegenUnsupported(f"a store to {name}: only register buffers are stored to outside sends")
+        if not isinstance(s.offset, IntImm):
+            raise CodegenUnsupported(f"register buffer {name} indexed by a run-time offset")
+        buf = self.grf[name]
+        size = 1 if t.is_bool else t.base.size
+        first = s.offset.value + np.arange(t.lanes) * s.stride
+        self.writes(name, int(first.min()), int(first.max()) + size)
+        for slot in slots(first):
+            ctx = None
+            if t.lanes > 1:
+                ctx = Ctx(slot, self.lane_value(slot.index, slot.mask))
+            v = self.ev(s.value, ctx)
+            p = self.lane_pred(slot.mask)
+            if s.mask is not None:
+                p = self.and_pred(p, self.pred(self.ev(s.mask, ctx)))
+            self.write_word(buf, slot.row, slot.byte, size, self.value_bits(v) if not (
+                v.imm is not None and size == 4 and not v.type.is_bool) else v.text, p)
+
+    # -- functions ----------------------------------------------------------------------------
+    def _call(self, call: FuncCall) -> None:
+        f = call.func
+        if isinstance(f, Send):
+            self._send(call)
+        elif isinstance(f, Mma):
+            self._mma(call)
+        elif isinstance(f, Reorder):
+            self._reorder(call)
+        elif isinstance(f, Eltwise):
+            self._eltwise(call)
+        elif isinstance(f, (Barrier, BarrierWait)):
+            self.flush()
+            self.em.op("bar.sync 0")
+        elif isinstance(f, (BarrierSignal, Fence)):
+            pass                    # ordered by the barrier_wait / bar.sync that follows
+        else:
+            raise CodegenUnsupported(f"{f} has no PTX lowering")
+
+    def _rows(self, buf_arg, off_arg, n: int, what: str) -> list[str]:
+        if buf_arg.name not in self.grf or not isinstance(off_arg, IntImm) or off_arg.value % ROW:
+            raise CodegenUnsupported(f"mma {what} must be a register buffer at a whole-row offset")
+        buf = self.grf[buf_arg.name]
+        r0 = off_arg.value // ROW
+        if what == "D":
+            self.writes(buf.name, off_arg.value, off_arg.value + n * ROW)
+        else:
+            self.reads(buf.name, off_arg.value, off_arg.value + n * ROW)
+        return [buf.row(r0 + i) for i in range(n)]
+
+    def _mma(self, call: FuncCall) -> None:
+        f: Mma = call.func
+        d, d_off, a, a_off, b, b_off, c, c_off = call.args
+        names = {"f16": "f16", "bf16": "bf16", "s8": "s8", "u8": "u8", "f32": "f32", "s32": "s32"}
+        at, bt, ct = (names.get(x.scalar.short) for x in (f.a_type, f.b_type, f.c_type))
+        if (f.m, f.n, f.k) not in ((16, 8, 16), (16, 8, 32)) or None in (at, bt, ct):
+            raise CodegenUnsupported(f"{f} has no PTX mma.sync form in kdd yet")
+        na = f.m * f.k * f.a_type.size // ROW
+        nb = f.k * f.n * f.b_type.size // ROW
+        nc = f.m * f.n * f.c_type.size // ROW
+        ar, br, cr, dr = (self._rows(x, o, n, w) for x, o, n, w in
+                          ((a, a_off, na, "A"), (b, b_off, nb, "B"), (c, c_off, nc, "C"), (d, d_off, nc, "D")))
+        # integer mma without .satfinite wraps, as the IR's s32 mma does; .b32 registers serve as the .f32 fragments (ptxas takes them), so no moves around the mma
+        self.em.op(f"mma.sync.aligned.m{f.m}n{f.n}k{f.k}.row.col.{ct}.{at}.{bt}.{ct} "
+                   f"{{{', '.join(dr)}}}, {{{', '.join(ar)}}}, {{{', '.join(br)}}}, {{{', '.join(cr)}}}")
+
+    def _reorder(self, call: FuncCall) -> None:
+        f: Reorder = call.func
+        src, soff, dst, doff = call.args
+        for b, o in ((src, soff), (dst, doff)):
+            if b.name not in self.grf or not isinstance(o, IntImm):
+                raise CodegenUnsupported("reorder operands must be register buffers at constant offsets")
+        sl, dl = f.src_layout, f.dst_layout
+        grid = np.indices(dl.padded_dims).reshape(dl.ndims, -1).T
+        inside = (grid < np.asarray(dl.dims)).all(axis=1)
+        ss, ds = sl.dtype.size, dl.dtype.size
+        dfirst = doff.value + dl.offsets_of(grid) * ds
+        sfirst = np.full(len(grid), -1, dtype=np.int64)
+        if inside.any():
+            sfirst[inside] = soff.value + sl.offsets_of(grid[inside]) * ss
+        sbuf, dbuf = self.grf[src.name], self.grf[dst.name]
+        planned = self._word_slots(dfirst, ds, sfirst, ss, sl.dtype == dl.dtype)
+        direct = self._direct(src.name, planned, sfirst, ss) if sl.dtype == dl.dtype else None
+        if direct is not None and src.name != dst.name:
+            self.wait_async()
+            inside_src = sfirst[sfirst >= 0]
+            self.reads(src.name, int(inside_src.min()), int(inside_src.max()) + ss, reorder=True)
+            self.writes(dst.name, int(dfirst.min()), int(dfirst.max()) + ds)
+            for row, byte, n, mask, d, deltas in direct:     # each lane loads its piece from shared memory
+                d.consumed = True
+                delta, k = self.lane_offset(deltas, mask)
+                addr = self.em.new("r")
+                self.em.op(f"add.s32 {addr}, {self.reg(d.base)}, {delta.text}")
+                self.em.op(f"add.s32 {addr}, {addr}, {self.smem}")
+                where = f"[{addr}+{self.slm[d.mem] + k}]"
+                if n == 4:
+                    self.em.op(f"ld.shared.b32 {dbuf.row(row)}, {where}", self.lane_pred(mask))
+                else:
+                    v = self.em.new("r")
+                    p = self.lane_pred(mask)
+                    self.em.op(f"ld.shared.u{8 * n} {v}, {where}", p)
+                    self.write_word(dbuf, row, byte, n, v, p)
+            return
+        inside_src = sfirst[sfirst >= 0]
+        if inside_src.size:
+            self.reads(src.name, int(inside_src.min()), int(inside_src.max()) + ss)
+        self.writes(dst.name, int(dfirst.min()), int(dfirst.max()) + ds)
+        writes = []
+        for slot in planned:
+            if isinstance(slot, tuple):          # a whole word copied from one source word
+                row, src_word_bytes, mask = slot
+                writes.append((row, 0, 4, self.gather_word(sbuf, src_word_bytes, mask), self.lane_pred(mask)))
+                continue
+            srcb = [int(sfirst[i]) if i >= 0 else -1 for i in slot.index]
+            has = sum(1 << ln for ln, b in enumerate(srcb) if b >= 0)
+            if has:
+                v = self.convert(self.grf_load(sbuf, srcb, has, sl.dtype), dl.dtype, saturate=dl.dtype.is_int)
+                if has != slot.mask:
+                    v = self.select(self.lane_pred(has), v, Value(imm_text(0, dl.dtype), dl.dtype, 0))
+            else:
+                v = Value(imm_text(0, dl.dtype), dl.dtype, 0)
+            bits = "0" if v.imm == 0 else self.value_bits(v)
+            writes.append((slot.row, slot.byte, ds, bits, self.lane_pred(slot.mask)))
+            if src.name != dst.name:
+                self.write_word(dbuf, *writes.pop())
+        for w in writes:           # in place: every source word was read before the first write
+            self.write_word(dbuf, *w)
+
+    def _word_slots(self, dfirst, ds: int, sfirst, ss: int, same_type: bool):
+        """The reorder's destination slots, with whole-word copies (``(row, source bytes, lanes)``)
+        where every lane's destination word is one source word with the same byte order."""
+        out = []
+        by_row: dict[int, list[Slot]] = {}
+        for slot in slots(dfirst):
+            by_row.setdefault(slot.row, []).append(slot)
+        for row, group in sorted(by_row.items()):
+            if same_type and ds * len(group) == 4 and len({s.mask for s in group}) == 1:
+                word = []
+                for ln in range(LANES):
+                    parts = [(s.byte, int(sfirst[s.index[ln]])) for s in group if s.index[ln] >= 0]
+                    bases = {sb - db for db, sb in parts}
+                    word.append(bases.pop() if len(bases) == 1 and parts and min(sb for _, sb in parts) >= 0
+                                and all(sb >= 0 for _, sb in parts) else None)
+                mask = group[0].mask
+                if all(word[ln] is not None and word[ln] % 4 == 0 for ln in range(LANES) if mask >> ln & 1):
+                    out.append((row, [w if w is not None else -1 for w in word], mask))
+                    continue
+            out.extend(group)
+        return out
+
+    def _eltwise(self, call: FuncCall) -> None:
+        f: Eltwise = call.func
+        buf_arg, off = call.args
+        if buf_arg.name not in self.grf or not isinstance(off, IntImm) or f.dtype.size != 4:
+            raise CodegenUnsupported(f"eltwise.{f.alg}: an f32 register buffer at a constant offset")
+        buf = self.grf[buf_arg.name]
+        self.reads(buf.name, off.value, off.value + 4 * f.elems)
+        em = self.em
+        alpha, beta = imm_text(f.alpha, f.dtype), imm_text(f.beta, f.dtype)
+        for slot in slots(off.value + np.arange(f.elems) * 4):
+            x = em.new("f")
+            em.op(f"mov.b32 {x}, {buf.row(slot.row)}")
+            y = em.new("f")
+            if f.alg == "relu":
+                if f.alpha == 0:
+                    em.op(f"max.f32 {y}, {x}, 0f00000000")
+                else:
+                    p, ax = em.new("p"), em.new("f")
+                    em.op(f"mul.rn.f32 {ax}, {x}, {alpha}")
+                    em.op(f"setp.gt.f32 {p}, {x}, 0f00000000")
+                    em.op(f"selp.f32 {y}, {x}, {ax}, {p}")
+            elif f.alg == "linear":
+                em.op(f"fma.rn.f32 {y}, {x}, {alpha}, {beta}")
+            elif f.alg == "abs":
+                em.op(f"abs.f32 {y}, {x}")
+            elif f.alg == "square":
+                em.op(f"mul.rn.f32 {y}, {x}, {x}")
+            elif f.alg == "sqrt":
+                em.op(f"sqrt.rn.f32 {y}, {x}")
+            else:
+                raise CodegenUnsupported(f"eltwise.{f.alg} has no PTX rule yet (relu, linear, abs, square, sqrt)")
+            em.op(f"mov.b32 {buf.row(slot.row)}, {y}", self.lane_pred(slot.mask))

@@ -1,0 +1,364 @@
+"""Sends to PTX: per-lane global and shared loads and stores, atomic ``red``, and the deferred loads
+(a shared-memory load becomes loads of the words a reorder needs; a global load whose only reader is a
+shared-memory store becomes ``cp.async``)."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from kdd.core.ir.expr import Binary, BoolImm, IntImm, Load, Op
+from kdd.core.ir.funcs import Eltwise, Mma, Reorder, Send
+from kdd.core.ir.stmt import FuncCall
+from kdd.core.ir.types import s32, s64
+from kdd.core.ir.visitor import walk
+
+from ..errors import CodegenUnsupported
+from .emitter import ptx_type, reg_class
+from .lanes import LANES, ROW, Slot, slots
+from .values import BITS, Ctx, GrfBuf, Value
+
+class Redo(Exception):
+    """A deferred load of ``buf`` was dropped but ``buf`` is read again: lower without deferring it."""
+
+    def __init__(self, buf: str):
+        super().__init__(buf)
+        self.buf = buf
+
+
+@dataclass
+class Deferred:
+    """A shared-memory block load into register bytes ``[lo, hi)`` not emitted yet: a reorder that
+    reads them loads its destination words straight from ``mem`` at ``base + const + (byte - lo)``."""
+
+    mem: str
+    base: Value
+    base_multiple: int
+    const: int
+    lo: int
+    hi: int
+    call: object
+    off: Value
+    consumed: bool = False
+    mask: str | None = None     # a global load's predicate (masked-off words read as zero)
+
+
+def readers_of(body) -> dict[str, set]:
+    """Per register buffer, the kinds of statements reading it (reorder, send, mma, eltwise, load)."""
+    readers: dict[str, set] = {}
+    for node in walk(body):
+        if isinstance(node, Load):
+            readers.setdefault(node.buf.name, set()).add("load")
+        elif isinstance(node, FuncCall):
+            f, args = node.func, node.args
+            if isinstance(f, Reorder):
+                readers.setdefault(args[0].name, set()).add("reorder")
+            elif isinstance(f, Send) and f.op.value != "load":
+                readers.setdefault(args[2].name, set()).add("send")
+            elif isinstance(f, Mma):
+                for i in (2, 4, 6):
+                    readers.setdefault(args[i].name, set()).add("mma")
+            elif isinstance(f, Eltwise):
+                readers.setdefault(args[0].name, set()).add("eltwise")
+    return readers
+
+
+class MemoryLowering:
+    """The memory side of :class:`~.lower.PtxLowering`."""
+
+    # -- memory -------------------------------------------------------------------------------
+    def _add_off(self, a: Value, b: Value) -> Value:
+        t = s64 if (a.type.size == 8 or b.type.size == 8) else s32
+        a, b = self.convert(a, t), self.convert(b, t)
+        r = self.em.new(reg_class(t))
+        self.em.op(f"add.{ptx_type(t)} {r}, {self.reg(a)}, {b.text if b.imm is not None else self.reg(b)}")
+        return Value(r, t)
+
+    def address(self, name: str, off: Value, extra: int = 0) -> tuple[str, str]:
+        """(state space, address operand) of byte ``off + extra`` of memory buffer ``name``."""
+        if name in self.globals:
+            r = self.em.new("rd")
+            if off.type.size == 8:
+                self.em.op(f"add.s64 {r}, {self.globals[name]}, {self.reg(off)}")
+            else:
+                signed = "s" if off.type.is_signed else "u"
+                self.em.op(f"mad.wide.{signed}32 {r}, {self.reg(off)}, 1, {self.globals[name]}")
+            return "global", f"{r}+{extra}" if extra else r
+        if name in self.slm:
+            r = self.em.new("r")
+            off32 = self.convert(off, s32)
+            self.em.op(f"add.s32 {r}, {self.reg(off32)}, {self.smem}")
+            return "shared", f"{r}+{self.slm[name] + extra}"
+        raise CodegenUnsupported(f"{name} is not a global or shared buffer")
+
+    # -- deferred shared-memory loads ---------------------------------------------------------
+    def flush(self) -> None:
+        """Before shared memory may change (a store, a barrier) or control flow: emit the deferred
+        loads no reorder has read; forget the ones a reorder read (their buffer is read by
+        reorders only, so a later read of those bytes means lowering again without deferring)."""
+        self.wait_async()
+        for name, entries in list(self.deferred.items()):
+            for d in entries:
+                if d.consumed:
+                    self.dropped.setdefault(name, []).append((d.lo, d.hi))
+                else:
+                    self._emit_send(d.call, d.off, True, d.mask)
+        self.deferred.clear()
+
+    def flush_shared(self) -> None:
+        """Before a shared-memory store: the deferred shared-memory loads must read what was there."""
+        for name, entries in list(self.deferred.items()):
+            keep = []
+            for d in entries:
+                if d.mem in self.globals:
+                    keep.append(d)
+                elif d.consumed:
+                    self.dropped.setdefault(name, []).append((d.lo, d.hi))
+                else:
+                    self._emit_send(d.call, d.off, True, d.mask)
+            self.deferred[name] = keep
+
+    def wait_async(self) -> None:
+        """Shared memory written by cp.async is visible to this lane after ``cp.async.wait_all``."""
+        if self.async_pending:
+            self.em.op("cp.async.wait_all")
+            self.async_pending = False
+
+    def _stage(self, call: FuncCall) -> bool:
+        """A shared-memory store of bytes that deferred global loads hold: ``cp.async`` each lane's
+        words from global to shared memory; False (nothing emitted) when a word is not covered."""
+        f: Send = call.func
+        mem, mem_off, reg, reg_off, mask = call.args
+        entries = [d for d in self.deferred.get(reg.name, ()) if d.mem in self.globals]
+        if not (entries and f.op.value == "store" and f.kind.value == "block" and isinstance(mask, BoolImm)
+                and mask.value and reg_off.value % 4 == 0 and (f.elems * f.type.size) % 4 == 0
+                and self.multiple(mem_off) >= 4):
+            return False
+        lo = reg_off.value
+        plan = []
+        for slot in slots(lo + np.arange(f.elems * f.type.size // 4) * 4):
+            hits, deltas = [], [0] * LANES
+            for ln in range(LANES):
+                if slot.mask >> ln & 1:
+                    b = slot.row * ROW + 4 * ln
+                    d = next((d for d in reversed(entries) if d.lo <= b and b + 4 <= d.hi), None)
+                    if d is None:
+                        return False
+                    hits.append(d)
+                    deltas[ln] = b - d.lo
+            if len({id(d) for d in hits}) != 1:
+                return False
+            plan.append((slot, hits[0], deltas))
+        off = self.convert(self.ev(mem_off), s32)
+        for slot, d, deltas in plan:
+            d.consumed = True
+            g, gk = self.lane_offset(deltas, slot.mask)
+            gaddr = self.em.new("rd")
+            goff = self._add_off(d.off, g)
+            if goff.type.size == 4:
+                self.em.op(f"mad.wide.s32 {gaddr}, {self.reg(goff)}, 1, {self.globals[d.mem]}")
+            else:
+                self.em.op(f"add.s64 {gaddr}, {self.globals[d.mem]}, {goff.text}")
+            sd, sk = self.lane_offset([slot.row * ROW + 4 * ln - lo for ln in range(LANES)], slot.mask)
+            saddr = self.em.new("r")
+            self.em.op(f"add.s32 {saddr}, {self.reg(off)}, {sd.text}")
+            self.em.op(f"add.s32 {saddr}, {saddr}, {self.smem}")
+            size = "4"
+            if d.mask is not None:
+                size = self.em.new("r")
+                self.em.op(f"selp.u32 {size}, 4, 0, {d.mask}")
+            self.em.op(f"cp.async.ca.shared.global [{saddr}+{self.slm[mem.name] + sk}], [{gaddr}+{gk}], 4, {size}",
+                       self.lane_pred(slot.mask))
+        self.async_pending = True
+        return True
+
+    def reads(self, name: str, lo: int, hi: int, reorder: bool = False) -> None:
+        """Bytes ``[lo, hi)`` of ``name`` are read other than by a direct reorder load: their deferred
+        loads are emitted now (nothing changed shared memory since)."""
+        if any(a < hi and lo < b for a, b in self.dropped.get(name, ())):
+            raise Redo(name)
+        keep = []
+        for d in self.deferred.get(name, ()):
+            if d.lo < hi and lo < d.hi and not reorder:
+                self._emit_send(d.call, d.off, True, d.mask)
+            else:
+                keep.append(d)
+        if name in self.deferred:
+            self.deferred[name] = keep
+
+    def writes(self, name: str, lo: int, hi: int) -> None:
+        """Bytes ``[lo, hi)`` of ``name`` get new contents: deferred loads and dropped ranges there end."""
+        keep = []
+        for d in self.deferred.get(name, ()):
+            if not (d.lo < hi and lo < d.hi):
+                keep.append(d)
+            elif d.lo < lo or d.hi > hi:        # partly overwritten: its other bytes are loaded now
+                self._emit_send(d.call, d.off, True, d.mask)
+        if name in self.deferred:
+            self.deferred[name] = keep
+        if name in self.dropped:
+            self.dropped[name] = [(a, b) for a, b in self.dropped[name] if not (a < hi and lo < b)]
+
+    def _defer(self, call: FuncCall) -> bool:
+        """Whether the load was deferred (a shared-memory load a reorder will read, or a global load
+        a shared-memory store will copy with cp.async)."""
+        f: Send = call.func
+        mem, mem_off, reg, reg_off, mask = call.args
+        lo = reg_off.value
+        hi = lo + f.elems * f.type.size
+        if (f.space == "global" and f.kind.value == "block" and reg.name in self.stage and mem.name in self.inputs
+                and mask.type.lanes == 1 and f.type.size <= 4 and lo % 4 == 0 and (hi - lo) % 4 == 0
+                and self.multiple(mem_off) >= 4):
+            self.writes(reg.name, lo, hi)
+            m = None if isinstance(mask, BoolImm) and mask.value else self.pred(self.ev(mask))
+            off = self.ev(mem_off)
+            self.deferred.setdefault(reg.name, []).append(Deferred(mem.name, off, 4, 0, lo, hi, call, off, mask=m))
+            return True
+        if not (f.space == "slm" and f.kind.value == "block" and reg.name in self.defer
+                and isinstance(mask, BoolImm) and mask.value and mem.name in self.slm):
+            return False
+        base, const = mem_off, 0
+        if isinstance(mem_off, Binary) and mem_off.op is Op.ADD and isinstance(mem_off.b, IntImm):
+            base, const = mem_off.a, mem_off.b.value
+        self.writes(reg.name, lo, hi)
+        self.deferred.setdefault(reg.name, []).append(
+            Deferred(mem.name, self.ev(base), self.multiple(base), const, lo, hi, call, self.ev(mem_off)))
+        return True
+
+    def _direct(self, src: str, planned, sfirst, size: int) -> list | None:
+        """For a reorder's destination pieces (whole words ``(row, source word byte per lane,
+        lanes)`` or element slots) read from register buffer ``src``: ``(row, byte, size, lanes,
+        deferred load, per-lane shared-memory delta)`` where every lane's piece comes from one
+        deferred, aligned load base; None when any piece does not."""
+        entries = self.deferred.get(src)
+        if not entries:
+            return None
+        out = []
+        for piece in planned:
+            if isinstance(piece, tuple):
+                row, src_bytes, mask = piece
+                byte, n = 0, 4
+            else:
+                row, byte, n, mask = piece.row, piece.byte, size, piece.mask
+                src_bytes = [int(sfirst[i]) if i >= 0 else -1 for i in piece.index]
+            found = None
+            deltas = [0] * LANES
+            for ln in range(LANES):
+                if not mask >> ln & 1:
+                    continue
+                b = src_bytes[ln]
+                hit = None if b < 0 else next((d for d in reversed(entries) if d.lo <= b and b + n <= d.hi), None)
+                if hit is None or (found is not None and (hit.base.text, hit.mem) != (found.base.text, found.mem)):
+                    return None
+                found = hit
+                deltas[ln] = hit.const + b - hit.lo
+            if found is None or found.base_multiple < n or any(d % n for d in deltas):
+                return None
+            out.append((row, byte, n, mask, found, deltas))
+        return out
+
+    def _send(self, call: FuncCall) -> None:
+        f: Send = call.func
+        mem, mem_off, reg, reg_off, mask = call.args
+        if reg.name not in self.grf or not isinstance(reg_off, IntImm):
+            raise CodegenUnsupported(f"{f}: the register side must be a register buffer at a constant offset")
+        if f.op.value == "prefetch":
+            return
+        lo, hi = reg_off.value, reg_off.value + f.elems * f.type.size
+        if f.op.value == "load":
+            if self._defer(call):
+                return
+            self.writes(reg.name, lo, hi)
+        else:
+            if f.space == "slm":
+                self.flush_shared()
+                if self._stage(call):
+                    return
+            self.reads(reg.name, lo, hi)
+        if f.space == "slm":        # ordered after this lane's cp.async copies
+            self.wait_async()
+        self._emit_send(call)
+
+    def _emit_send(self, call: FuncCall, off: Value | None = None, deferred: bool = False,
+                   mask_pred: str | None = None) -> None:
+        """The send's per-lane loads and stores (``deferred``: ``off`` and ``mask_pred`` are its
+        memory offset and scalar mask, evaluated when the send was reached)."""
+        f: Send = call.func
+        mem, mem_off, reg, reg_off, mask = call.args
+        buf = self.grf[reg.name]
+        op = f.op.value
+        size = f.type.size
+        base = reg_off.value
+        first = base + np.arange(f.elems) * size
+        scalar_mask = mask.type.lanes == 1
+        const_true = isinstance(mask, BoolImm) and mask.value
+        if scalar_mask and isinstance(mask, BoolImm) and not mask.value:
+            if op == "load":
+                self._zero(buf, first, size)
+            return
+        scattered = f.kind.value == "scattered"
+        if off is None and not scattered:
+            off = self.ev(mem_off)
+        pm = None if const_true or not scalar_mask else (mask_pred if deferred else self.pred(self.ev(mask)))
+        words = (not scattered and op != "atomic_add" and scalar_mask and size <= 4 and base % 4 == 0
+                 and (f.elems * size) % 4 == 0 and min(self.multiple(mem_off), self.align.get(mem.name, 1)) >= 4)
+        if words:
+            for slot in slots(base + np.arange(f.elems * size // 4) * 4):
+                self._send_slot(f, buf, mem.name, slot, off, 4, 4, pm, None)
+            return
+        for slot in slots(first):
+            ctx = None
+            if scattered or not scalar_mask:
+                ctx = Ctx(slot, self.lane_value(slot.index, slot.mask))
+            moff = self.ev(mem_off, ctx) if scattered else off
+            m = pm if scalar_mask else self.pred(self.ev(mask, ctx))
+            self._send_slot(f, buf, mem.name, slot, moff, size, 0 if scattered else size, m, ctx)
+
+    def _send_slot(self, f: Send, buf: GrfBuf, mem: str, slot: Slot, off: Value, size: int, step: int,
+                   mask: str | None, ctx) -> None:
+        """One slot of a send: every active lane moves ``size`` bytes between its word and memory at
+        ``off + step * index``."""
+        em = self.em
+        act = self.lane_pred(slot.mask)
+        extra = 0
+        if step:
+            delta, extra = self.lane_offset([step * i for i in slot.index], slot.mask)
+            if delta.imm is not None:
+                extra += delta.imm
+            else:
+                off = self._add_off(off, delta)
+        space, addr = self.address(mem, off, extra)
+        both = self.and_pred(act, mask)
+        bits = "b32" if size == 4 else "u" + BITS[size]
+        op = f.op.value
+        if op == "load":
+            if mask is not None:
+                self.write_word(buf, slot.row, slot.byte, size, "0", act)
+            if size == 4:
+                em.op(f"ld.{space}.b32 {buf.row(slot.row)}, [{addr}]", both)
+            else:
+                v = em.new("r")
+                em.op(f"ld.{space}.{bits} {v}, [{addr}]", both)
+                self.write_word(buf, slot.row, slot.byte, size, v, both)
+            return
+        word = buf.row(slot.row)
+        if size != 4:
+            v = em.new("r")
+            em.op(f"shr.u32 {v}, {word}, {slot.byte * 8}")
+            word = v
+        if op == "store":
+            em.op(f"st.{space}.{bits} [{addr}], {word}", both)
+            return
+        t = f.type
+        kinds = {"f32": ("f32", "f"), "s32": ("s32", "r"), "u32": ("u32", "r"), "f16": ("noftz.f16", "h"),
+                 "bf16": ("noftz.bf16", "h"), "f64": ("f64", "fd"), "s64": ("u64", "rd"), "u64": ("u64", "rd")}
+        if t.scalar.short not in kinds:
+            raise CodegenUnsupported(f"atomic add of {t} has no PTX red form")
+        ty, cls = kinds[t.scalar.short]
+        v = em.new(cls)
+        em.op(f"{'cvt.u16.u32' if cls == 'h' else 'mov.b32'} {v}, {word}")
+        em.op(f"red.{space}.add.{ty} [{addr}], {v}", both)
+
+    def _zero(self, buf: GrfBuf, first, size: int) -> None:
+        for slot in slots(first):
+            self.write_word(buf, slot.row, slot.byte, size, "0", self.lane_pred(slot.mask))

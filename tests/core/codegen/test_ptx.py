@@ -1,0 +1,156 @@
+"""The PTX generator: lane maps, the ptxas/nvdisasm runners, and every sm_90 example's [check] kernel
+through ptxas and nvdisasm on the CPU."""
+from __future__ import annotations
+
+import json
+from functools import lru_cache
+from pathlib import Path
+
+import jsonschema
+import pytest
+from hypothesis import given, strategies as st
+
+from kdd.core.builder import build_kernel
+from kdd.core.codegen.ptx import generate_ptx, tools
+from kdd.core.codegen.ptx.lanes import LANES, affine, lane_fields, slots
+from kdd.core.passes.kernel_pipeline import run_pipeline
+from kdd.core.spec import load_spec
+
+ROOT = Path(__file__).resolve().parents[3]
+SCHEMA = json.loads((ROOT / "protocol" / "asm.schema.json").read_text())
+HAVE_PTXAS = tools.find_tool("ptxas") is not None and tools.find_tool("nvdisasm") is not None
+SM90 = sorted(p.name for p in (ROOT / "examples").glob("sm90_*.kernel.toml"))
+
+
+@given(st.integers(-64, 64), st.integers(-1000, 1000), st.integers(1, (1 << LANES) - 1))
+def test_affine_recovers_a_lane_line(a, c, active):
+    values = [a * ln + c for ln in range(LANES)]
+    fit = affine(values, active)
+    assert fit is not None
+    fa, fc = fit
+    assert all(fa * ln + fc == values[ln] for ln in range(LANES) if active >> ln & 1)
+
+
+@given(st.lists(st.integers(-40, 40), min_size=5, max_size=5), st.integers(-100, 100))
+def test_lane_fields_reproduce_bit_weighted_sums(weights, c):
+    values = [c + sum(w for b, w in enumerate(weights) if ln >> b & 1) for ln in range(LANES)]
+    got = lane_fields(values, (1 << LANES) - 1)
+    assert got is not None
+    c0, parts = got
+    for ln in range(LANES):
+        assert c0 + sum(w * ((ln >> low) & ((1 << width) - 1)) for low, width, w in parts) == values[ln]
+
+
+def test_lane_fields_refuse_what_is_not_a_sum_of_bits():
+    assert lane_fields([(ln * ln) % 7 for ln in range(LANES)], (1 << LANES) - 1) is None
+
+
+@given(st.integers(0, 255).map(lambda x: x * 4), st.sampled_from([1, 2, 4]), st.integers(1, 96))
+def test_slots_cover_every_element_once_in_its_lane(start, size, n):
+    first = [start + i * size for i in range(n)]
+    seen = {}
+    for s in slots(first):
+        for ln, i in enumerate(s.index):
+            if i >= 0:
+                b = first[i]
+                assert (b // 128, (b % 128) // 4, b % 4) == (s.row, ln, s.byte)
+                seen[i] = seen.get(i, 0) + 1
+    assert seen == {i: 1 for i in range(n)}
+
+
+def test_missing_ptxas_is_a_report(monkeypatch):
+    monkeypatch.setattr(tools, "find_tool", lambda name: None)
+    r = tools.ptxas(".version 8.0\n")
+    assert r.report.ok is False and "not installed" in r.report.messages[0] and r.cubin is None
+    lines, why = tools.sass(b"")
+    assert lines == [] and "nvdisasm is not installed" in why
+
+
+def test_resources_parse_ptxas_verbose_output():
+    text = ("ptxas info    : Function properties for k\n"
+            "    8 bytes stack frame, 12 bytes spill stores, 16 bytes spill loads\n"
+            "ptxas info    : Used 168 registers, used 1 barriers, 8 bytes cumulative stack size\n")
+    assert tools.parse_resources(text) == {"registers": 168, "stack": 8, "spill_stores": 12, "spill_loads": 16,
+                                           "barriers": 1}
+
+
+@pytest.mark.skipif(not HAVE_PTXAS, reason="ptxas/nvdisasm (PyPI nvidia-cuda-nvcc/-nvdisasm) not installed")
+def test_ptxas_errors_come_back_as_messages():
+    r = tools.ptxas(".version 8.0\n.target sm_90\n.address_size 64\n.visible .entry k()\n{\n\tbogus.op;\n}\n")
+    assert not r.report.ok and r.cubin is None and any("bogus" in m for m in r.report.messages)
+
+
+@lru_cache(maxsize=None)
+def _listing(name: str):
+    path = ROOT / "examples" / name
+    spec, _ = load_spec(path.read_text(), str(path))
+    kernel = build_kernel(spec.check, spec.config, spec.target)
+    return kernel, generate_ptx(kernel, run_pipeline(kernel).final, spec.target)
+
+
+@pytest.mark.skipif(not HAVE_PTXAS, reason="ptxas/nvdisasm (PyPI nvidia-cuda-nvcc/-nvdisasm) not installed")
+@pytest.mark.parametrize("name", SM90)
+def test_sm90_example_assembles_with_register_figures_per_line(name):
+    kernel, listing = _listing(name)
+    d = listing.to_dict()
+    jsonschema.validate(d, SCHEMA)
+    a = d["assembler"]
+    errors = [m for m in a["messages"] if "spill" not in m]
+    assert errors == [] and a["binary_bytes"] > 0 and listing.cubin, a
+    regs = d["registers"]
+    assert 0 < regs["allocated"] <= 255
+    spilled = regs["spill_stores"] or regs["spill_loads"]
+    assert a["ok"] is (not spilled)             # a spill is reported, never hidden
+    if spilled:
+        assert any("spilled" in m for m in a["messages"])
+    sass = d["sass"]
+    assert sass and regs["peak"] == max(s["live_regs"] for s in sass) <= regs["allocated"]
+    mapped = [s for s in sass if s["ptx_line"] is not None]
+    assert len(mapped) >= 0.9 * len(sass)
+    for s in mapped:                            # the .loc of a SASS line names a PTX instruction line
+        text = d["lines"][s["ptx_line"]]["text"].strip()
+        assert text and not text.startswith((".loc", "$L")), text
+        assert d["lines"][s["ptx_line"]]["live_regs"] >= s["live_regs"]
+    with_ir = [s for s in mapped if "ir_node" in s]
+    assert len(with_ir) >= 0.9 * len(mapped)
+    assert "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32" in d["asm"]
+    assert "cp.async.ca.shared.global" in d["asm"] and "ld.shared.b32" in d["asm"]
+    assert d["launch"]["block"] == [32 * kernel.tg[0], kernel.tg[1], kernel.tg[2]]
+    assert d["launch"]["grid"] == list(kernel.grid) and d["launch"]["params"] == [x.name for x in kernel.args]
+    assert listing.render().count("\n") == len(d["lines"]) + len(listing.header())
+
+
+# Shapes for the simulator: the [check] shape of the GEMM, a smaller convolution (same tiles, so its
+# padding and tail masks are exercised) to keep the simulated warps few.
+SIM_SHAPES = {"sm90_gemm.kernel.toml": None, "sm90_conv.kernel.toml": "mb1ic32ih4oc32oh4kh3ph1"}
+
+
+@pytest.mark.parametrize("name", sorted(SIM_SHAPES))
+def test_sm90_example_computes_the_reference_in_a_ptx_simulator(name):
+    """The generated PTX, run by an independent simulator of the PTX it uses (``ptx_sim``), matches
+    the float64 reference under the check protocol (no GPU needed)."""
+    from dataclasses import replace
+
+    import numpy as np
+
+    from kdd.core.codegen.ptx.device import device_buffers
+    from kdd.core.interp.check import compare, default_tol, unpack
+    from kdd.core.interp.reference import reference
+    from kdd.core.problem.problem import parse_shape
+    from ptx_sim import simulate
+
+    path = ROOT / "examples" / name
+    spec, _ = load_spec(path.read_text(), str(path))
+    problem = spec.check
+    if SIM_SHAPES[name]:
+        problem = replace(problem, shape=parse_shape(SIM_SHAPES[name], problem.op))
+    kernel = build_kernel(problem, spec.config, spec.target)
+    listing = generate_ptx(kernel, run_pipeline(kernel).final, spec.target, check=False)
+    host, inputs = device_buffers(kernel, seed=3)
+    simulate(listing.asm, listing.launch, [host[a.name] for a in kernel.args])
+    refs = reference(problem, inputs)
+    for arg in kernel.outputs:
+        dims = tuple(size for _, size in arg.dims)
+        out = unpack(host[arg.name], arg.dtype, arg.layout, dims)
+        r = compare(arg.name, out, refs[arg.name], np.ones(dims, dtype=bool), default_tol(problem, arg.dtype))
+        assert r.ok and r.unwritten == 0, r
