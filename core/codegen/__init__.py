@@ -12,8 +12,9 @@ The API (what ``kdd compile --emit asm`` calls)::
 
 ``target`` is a :class:`~kdd.core.targets.Target` or its name. Xe targets
 (``xehpg``, ``xehpc``) are lowered by :mod:`kdd.core.codegen.xe` with kdd's
-own register allocation and checked by ``iga64``; ``sm_90`` raises
-:class:`CodegenUnsupported` (its PTX generator is not written yet). A kernel
+own register allocation and checked by ``iga64``; ``sm_90`` by
+:mod:`kdd.core.codegen.ptx` (PTX checked by ``ptxas``, live registers per
+SASS instruction from ``nvdisasm``). A kernel
 whose live values exceed the register budget raises :class:`OutOfRegisters`,
 which lists the live buffers by label at that point, the repairs to try and
 the config knobs responsible. Each line's ``ir_node`` gives the printed IR
@@ -33,8 +34,11 @@ from .listing import AsmLine, Listing
 def generate_asm(kernel, body, target: Target | str, check: bool = True) -> Listing:
     """Lower ``body`` for ``target`` and (``check``) run the target's assembler on the result."""
     t = get_target(target) if isinstance(target, str) else target
+    if t.isa == "ptx":
+        from .ptx import generate_ptx
+        return generate_ptx(kernel, body, t, check)
     if t.xe is None:
-        raise CodegenUnsupported(f"kdd has no assembly generator for {t.name} yet (Xe targets: xehpg, xehpc)")
+        raise CodegenUnsupported(f"kdd has no assembly generator for {t.name}")
     from .xe import lower_kernel
     listing = lower_kernel(kernel, body, t)
     if check:

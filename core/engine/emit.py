@@ -3,7 +3,10 @@
 Items: ``ir`` (the builder's IR with its line map), ``passes`` (the pass
 trace: a table and every pass's IR), ``ir:PASS`` (the IR after PASS;
 ``ir:build`` is the builder's), ``diff:PASS`` (what PASS changed),
-``stats`` (registers, operation counts), ``asm`` (the target's assembly),
+``stats`` (registers, operation counts), ``asm`` (the target's assembly:
+Xe assembly, or PTX on ``sm_90``), ``ptx`` (``sm_90``'s PTX, the same
+object), ``sass`` (``sm_90``: the SASS ptxas made, live registers per
+instruction, each joined to its PTX line),
 ``check`` (the correctness check of the ``[check]`` problem).
 """
 from __future__ import annotations
@@ -15,10 +18,10 @@ from kdd.core.passes.trace_view import BUILD, UnknownPassError
 
 from .failure import Failure, StageFailed
 
-PLAIN = ("ir", "passes", "stats", "asm", "check")
+PLAIN = ("ir", "passes", "stats", "asm", "ptx", "sass", "check")
 PREFIXED = ("ir:", "diff:")
 HELP = ("ir, passes (pass table and final IR), ir:PASS (IR after PASS; ir:build), diff:PASS (what PASS changed), "
-        "stats, asm, check")
+        "stats, asm, ptx and sass (sm_90), check")
 
 
 def parse_emit(emit: str | Sequence[str]) -> tuple[str, ...]:
@@ -56,7 +59,7 @@ def parse_emit(emit: str | Sequence[str]) -> tuple[str, ...]:
 
 def needs_trace(items: Sequence[str]) -> bool:
     """Whether any item needs the pass pipeline to run."""
-    return any(i in ("passes", "stats", "asm") or i.startswith(PREFIXED) for i in items)
+    return any(i in ("passes", "stats", "asm", "ptx", "sass") or i.startswith(PREFIXED) for i in items)
 
 
 def _fail(message: str) -> None:

@@ -283,6 +283,16 @@ class Engine:
                                                        "allocated": self._allocated(r, sources)}}
             if "asm" in items:
                 out["asm"] = self.assembly(r, sources)
+            if "ptx" in items or "sass" in items:
+                if r.target.isa != "ptx":
+                    raise StageFailed(Failure("input", f"ptx and sass are sm_90's; {r.target.name}'s assembly is "
+                                                       "emitted by asm", "bad-emit"))
+                listing = self.assembly(r, sources)
+                if "ptx" in items:
+                    out["ptx"] = listing
+                if "sass" in items:
+                    out["sass"] = {"lines": [artifacts.with_config_range(line, sources) for line in listing["sass"]],
+                                   "registers": listing["registers"], "assembler": listing["assembler"]}
             if "check" in items:
                 out["check"] = self.check(source)
             return out
@@ -353,13 +363,13 @@ class Engine:
         return {**asm, "lines": [artifacts.with_config_range(line, sources) for line in asm["lines"]]}
 
     def _allocated(self, r: Resolved, sources: dict[str, Range]) -> int | None:
-        """The register allocator's peak, when the target has a code generator and the kernel fits."""
-        if r.target.xe is None:
-            return None
+        """The registers the code generator allocated (kdd's allocator on Xe, ptxas on sm_90), or None
+        when the kernel does not fit or cannot be lowered."""
         try:
-            return self.assembly(r, sources)["registers"]["peak"]
+            registers = self.assembly(r, sources)["registers"]
         except StageFailed:
             return None
+        return registers.get("allocated", registers["peak"])
 
     def ir_view(self, source: Source, pass_name: str = FINAL, diff: bool = False, shape: str | None = None,
                 target: str | None = None) -> dict:

@@ -4,8 +4,10 @@
 IR skeleton the builder makes), ``passes`` (a table of the passes and the
 final IR), ``ir:PASS`` (the IR after one pass; ``ir:build``), ``diff:PASS``
 (what one pass changed), ``stats`` (registers and operation counts),
-``asm`` (assembly, once the target has a code generator), ``check`` (the
-correctness check). ``--json`` prints one JSON object (see
+``asm`` (the target's assembly with live registers per line: Xe assembly
+checked by iga64, or PTX checked by ptxas on sm_90), ``ptx`` and ``sass``
+(sm_90: the PTX, and the SASS with nvdisasm's live registers per
+instruction), ``check`` (the correctness check). ``--json`` prints one JSON object (see
 ``protocol/compile.schema.json``). ``--shape DESC`` and ``--target NAME``
 compile the same config for another problem shape or target (the defaults
 are re-resolved around the written knobs). Warnings are printed on stderr
@@ -33,7 +35,7 @@ def run(args) -> int:
     if not result["ok"]:
         return render.print_failure("compile", result)
     render.print_diagnostics(args.file, result["diagnostics"])
-    assembler = result.get("asm", {}).get("assembler", {})
+    assembler = (result.get("asm") or result.get("ptx") or {}).get("assembler", {})
     for message in assembler.get("messages", []):
         print(f"{assembler.get('tool')}: {message}", file=sys.stderr)
     items = [e.strip() for e in args.emit.split(",") if e.strip()]
@@ -46,7 +48,7 @@ def register(sub) -> None:
                        description=__doc__.split("\n\n")[1])
     p.add_argument("file", help="a *.kernel.toml file")
     p.add_argument("--emit", default="ir", help="what to print, comma-separated (ir, passes, ir:PASS, diff:PASS, "
-                                                "stats, asm, check)")
+                                                "stats, asm, ptx, sass, check)")
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.add_argument("--shape", help="compile for this problem shape instead (benchdnn descriptor)")
     p.add_argument("--target", help="compile for this target instead (xehpg, xehpc, sm_90)")

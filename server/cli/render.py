@@ -47,8 +47,10 @@ def compile_text(result: dict, items: list[str]) -> str:
             parts.append(result["diff"][item[5:]] or f"=== {item[5:]} changed nothing\n")
         elif item == "stats":
             parts.append(stats_text(result["stats"]))
-        elif item == "asm":
-            parts.append(result["asm"]["listing"])
+        elif item in ("asm", "ptx"):
+            parts.append(result[item]["listing"])
+        elif item == "sass":
+            parts.append(sass_text(result["sass"]))
         elif item == "check":
             parts.append(check_text(result["check"]))
     return "".join(parts)
@@ -65,6 +67,17 @@ def stats_text(stats: dict) -> str:
         lines.append(f"{stage:>5}: {m['stmts']} statements, {m['inner_ops']:g} integer ops per reduction "
                      f"iteration, {m['loop_ops']} in loops, {m['barriers']} barriers")
     return "\n".join(lines) + "\n"
+
+
+def sass_text(sass: dict) -> str:
+    """SASS with live registers per instruction and the PTX line each came from."""
+    regs = sass["registers"]
+    rows = [f"// SASS by ptxas: {regs.get('allocated')} registers allocated, nvdisasm peak {regs['peak']} live"]
+    width = max((len(line["text"]) for line in sass["lines"]), default=0)
+    for line in sass["lines"]:
+        ptx = "" if line.get("ptx_line") is None else f", PTX line {line['ptx_line'] + 1}"
+        rows.append(f"/*{line['offset']:05x}*/ {line['text']:<{width}}  // {line['live_regs']:3d} live{ptx}")
+    return "\n".join(rows) + "\n"
 
 
 def check_text(result: dict) -> str:

@@ -67,3 +67,17 @@ def test_compile_schema_rejects_a_pass_entry_without_its_ir():
                      "passes": [{"name": "cse", "changed": False, "ms": 0.1, "nodes": 3, "cached": False}]}}
     with pytest.raises(jsonschema.ValidationError):
         schema("compile.schema.json").validate(doc)
+
+
+@pytest.mark.parametrize("example, emit", [("resnet50_3x3", "asm,stats"), ("sm90_gemm", "ptx,sass,stats")])
+def test_assembly_outputs_match_schema(capsys, example, emit):
+    code, doc = run_any(capsys, "compile", str(EXAMPLES / f"{example}.kernel.toml"), "--emit", emit, "--json")
+    assert code == 0
+    schema("compile.schema.json").validate(doc)
+    listing = doc.get("asm") or doc["ptx"]
+    assert listing["assembler"]["ok"] and doc["stats"]["registers"]["allocated"] is not None
+    assert any((line.get("ir_node") or {}).get("knob") for line in listing["lines"])
+    if example == "resnet50_3x3":  # writes its knobs: lines lead to them
+        assert any("config_range" in line for line in listing["lines"])
+    if "sass" in doc:
+        assert doc["sass"]["lines"] and all(line["live_regs"] >= 0 for line in doc["sass"]["lines"])
