@@ -114,12 +114,11 @@ def test_an_edited_parent_is_seen_through_extends(tmp_path):
     assert not second["ok"] and any(d["code"] == "extends" for d in second["diagnostics"])
 
 
-def test_assembly_of_an_xe_kernel_and_a_clear_failure_without_a_code_generator():
+def test_assembly_is_memoized_and_sass_is_sm90s():
     engine = Engine()
     out = engine.compile(Source(TEXT, str(EXAMPLE)), "asm")
     assert out["ok"] and out["asm"]["assembler"]["ok"] and engine.runs["codegen"] == 1
     engine.compile(Source("# edit\n" + TEXT, str(EXAMPLE)), "asm")
     assert engine.runs["codegen"] == 1  # a comment lowers nothing again
-    sm90 = (EXAMPLE.parent / "sm90_gemm.kernel.toml").read_text()
-    failed = engine.compile(Source(sm90, "sm90.kernel.toml"), "asm")
-    assert failed["ok"] is False and failed["failure"]["stage"] == "codegen" and "sm_90" in failed["error"]
+    failed = engine.compile(Source(TEXT, str(EXAMPLE)), "sass")
+    assert failed["ok"] is False and failed["failure"]["code"] == "bad-emit" and "sm_90" in failed["error"]
