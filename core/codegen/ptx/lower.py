@@ -324,19 +324,16 @@ class PtxLowering(LaneWords, ExprLowering, MemoryLowering):
             inside_src = sfirst[sfirst >= 0]
             self.reads(src.name, int(inside_src.min()), int(inside_src.max()) + ss, reorder=True)
             self.writes(dst.name, int(dfirst.min()), int(dfirst.max()) + ds)
-            for row, byte, n, mask, d, deltas in direct:     # each lane loads its piece from shared memory
+            for row, byte, n, mask, d, deltas in direct:     # each lane loads its piece from memory
                 d.consumed = True
                 delta, k = self.lane_offset(deltas, mask)
-                addr = self.em.new("r")
-                self.em.op(f"add.s32 {addr}, {self.reg(d.base)}, {delta.text}")
-                self.em.op(f"add.s32 {addr}, {addr}, {self.smem}")
-                where = f"[{addr}+{self.slm[d.mem] + k}]"
+                space, where = self.address(d.mem, self._add_off(d.base, delta), k)
                 if n == 4:
-                    self.em.op(f"ld.shared.b32 {dbuf.row(row)}, {where}", self.lane_pred(mask))
+                    self.em.op(f"ld.{space}.b32 {dbuf.row(row)}, [{where}]", self.lane_pred(mask))
                 else:
                     v = self.em.new("r")
                     p = self.lane_pred(mask)
-                    self.em.op(f"ld.shared.u{8 * n} {v}, {where}", p)
+                    self.em.op(f"ld.{space}.u{8 * n} {v}, [{where}]", p)
                     self.write_word(dbuf, row, byte, n, v, p)
             return
         inside_src = sfirst[sfirst >= 0]

@@ -200,8 +200,8 @@ class MemoryLowering:
             self.dropped[name] = [(a, b) for a, b in self.dropped[name] if not (a < hi and lo < b)]
 
     def _defer(self, call: FuncCall) -> bool:
-        """Whether the load was deferred (a shared-memory load a reorder will read, or a global load
-        a shared-memory store will copy with cp.async)."""
+        """Whether the load was deferred (a load of shared memory or of an input a reorder will read,
+        or a global load a shared-memory store will copy with cp.async)."""
         f: Send = call.func
         mem, mem_off, reg, reg_off, mask = call.args
         lo = reg_off.value
@@ -214,8 +214,8 @@ class MemoryLowering:
             off = self.ev(mem_off)
             self.deferred.setdefault(reg.name, []).append(Deferred(mem.name, off, 4, 0, lo, hi, call, off, mask=m))
             return True
-        if not (f.space == "slm" and f.kind.value == "block" and reg.name in self.defer
-                and isinstance(mask, BoolImm) and mask.value and mem.name in self.slm):
+        if not (f.kind.value == "block" and reg.name in self.defer and isinstance(mask, BoolImm) and mask.value
+                and (mem.name in self.slm or mem.name in self.inputs)):
             return False
         base, const = mem_off, 0
         if isinstance(mem_off, Binary) and mem_off.op is Op.ADD and isinstance(mem_off.b, IntImm):

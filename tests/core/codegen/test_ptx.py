@@ -154,3 +154,30 @@ def test_sm90_example_computes_the_reference_in_a_ptx_simulator(name):
         out = unpack(host[arg.name], arg.dtype, arg.layout, dims)
         r = compare(arg.name, out, refs[arg.name], np.ones(dims, dtype=bool), default_tol(problem, arg.dtype))
         assert r.ok and r.unwritten == 0, r
+
+
+def test_device_runner_without_cupy_says_why(monkeypatch):
+    import sys
+
+    from kdd.core.codegen.ptx import device
+
+    monkeypatch.setitem(sys.modules, "cupy", None)     # import cupy raises ImportError
+    kernel, listing = _listing("sm90_conv.kernel.toml") if HAVE_PTXAS else (None, None)
+    with pytest.raises(device.DeviceUnavailable, match="CuPy is not installed"):
+        device.check_on_device(listing, kernel)
+    with pytest.raises(device.DeviceUnavailable, match="CuPy is not installed"):
+        device.time_on_device(listing, kernel)
+
+
+def test_device_buffers_follow_the_check_protocol():
+    from kdd.core.codegen.ptx.device import device_buffers
+
+    path = ROOT / "examples" / "sm90_gemm.kernel.toml"
+    spec, _ = load_spec(path.read_text(), str(path))
+    kernel = build_kernel(spec.check, spec.config, spec.target)
+    host, inputs = device_buffers(kernel, seed=1)
+    assert set(inputs) == {"src", "wei"} and set(host) == {"src", "wei", "dst"}
+    assert (host["dst"] == 0xFF).all()                 # outputs poisoned, as the interpreter check does
+    for arg in kernel.args:
+        assert host[arg.name].nbytes == arg.layout.size_bytes()
+    assert all((v != 0).all() for v in inputs.values())
