@@ -362,6 +362,42 @@ class Engine:
                                       sources.get(f.get("knob")), f["internal"]))
         return {**asm, "lines": [artifacts.with_config_range(line, sources) for line in asm["lines"]]}
 
+    def on_device(self, source: Source, shape: str | None = None, bench: bool = False, runs: int = 50) -> dict:
+        """``kdd check --device`` / ``kdd bench``: the compiled sm_90 kernel run on a CUDA GPU (CuPy).
+
+        The check runs the ``[check]`` problem against the float64 reference (the
+        ``kdd check --json`` object plus ``device``); ``bench`` times the problem itself with CUDA events
+        and gives TFLOP/s and the fraction of the device's peak from target data."""
+        parsed = None
+        try:
+            from kdd.core.codegen.ptx import generate_ptx
+            from kdd.core.codegen.ptx.device import DeviceUnavailable, check_on_device, time_on_device
+            from kdd.core.codegen.ptx.tools import find_tool
+
+            parsed = self.parse(source)
+            r = self.resolve(parsed, shape, for_check=not bench)
+            if r.target.isa != "ptx":
+                raise StageFailed(Failure("input", f"kernels run on a GPU for sm_90 only; {r.target.name} has no "
+                                                   "device here (kdd check runs it in the interpreter)", "bad-target"))
+            kernel = self.kernel(r, parsed.sources())
+            listing = self._timed("codegen", lambda: generate_ptx(kernel, self.trace(kernel).final, r.target))
+            if listing.cubin is None and find_tool("ptxas") is not None:  # without ptxas the driver JITs the PTX
+                raise StageFailed(Failure("codegen", f"ptxas failed: {'; '.join(listing.assembler['messages'])}",
+                                          "assembler-error"))
+            spec = parsed.spec
+            try:
+                if not bench:
+                    return {**check_on_device(listing, kernel, r.problem, seed=spec.check_seed, tol=spec.check_tol),
+                            "stage": FINAL}
+                flops = float(r.problem.flops())
+                timed = time_on_device(listing, kernel, runs=runs, flops=flops)
+            except DeviceUnavailable as exc:
+                raise StageFailed(Failure("check", f"no CUDA device to run on: {exc}", "no-device")) from None
+            return {"ok": True, "shape": r.problem.shape.canonical(), "flops": flops, **timed,
+                    **_fraction_of_peak(r, timed)}
+        except StageFailed as exc:
+            return failed(source.path, exc.failure, parsed)
+
     def _allocated(self, r: Resolved, sources: dict[str, Range]) -> int | None:
         """The registers the code generator allocated (kdd's allocator on Xe, ptxas on sm_90), or None
         when the kernel does not fit or cannot be lowered."""
@@ -426,3 +462,17 @@ def failed(path: str | None, failure: Failure, parsed: Parsed | None) -> dict:
         diagnostics.append(artifacts.failure_diagnostic(failure, anchor))
     return {"file": path, "ok": False, "error": failure.message, "failure": failure.to_dict(),
             "diagnostics": diagnostics}
+
+
+def _fraction_of_peak(r: Resolved, timed: dict) -> dict:
+    """The matrix-engine peak of the device the kernel ran on (matched by name in target data)."""
+    name = timed.get("device", "")
+    for device in r.target.devices:
+        if any(word in name for word in device.name.split()[:1]):
+            try:
+                peak = device.peak(str(r.problem.types.src))
+            except KeyError:
+                return {}
+            return {"peak_tflops": peak.value / 1e12, "peak_device": device.name,
+                    "fraction_of_peak": timed["tflops"] / (peak.value / 1e12)}
+    return {}

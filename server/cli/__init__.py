@@ -18,6 +18,7 @@ SUBCOMMANDS = (
     "hover",
     "compile",
     "check",
+    "bench",
     "lsp",
     "serve",
 )

@@ -7,7 +7,8 @@ with the float64 reference (protocol and tolerances:
 ``kdd.core.interp.check``). ``--stage NAME`` checks the IR after an earlier
 stage instead (``build`` or a pass name); ``--shape DESC`` checks another
 shape; a problem over the interpreter's size bound is refused (exit 2)
-unless ``--unbounded``. ``--bisect`` checks the IR after the build and after every pass and
+unless ``--unbounded``. ``--device`` (sm_90) runs the cubin on a CUDA GPU
+instead, against the same reference. ``--bisect`` checks the IR after the build and after every pass and
 names the first stage whose IR computes a wrong result. Exit status 0 when
 the outputs match, 1 when they do not (or the kernel breaks the IR
 semantics while running), 2 when FILE cannot be read or the config is
@@ -23,7 +24,7 @@ PASS, MISMATCH = 0, 1
 
 
 def run(args) -> int:
-    params = {"path": args.file, "bisect": args.bisect, "unbounded": args.unbounded}
+    params = {"path": args.file, "bisect": args.bisect, "unbounded": args.unbounded, "device": args.device}
     for name in ("shape", "stage", "target"):
         if getattr(args, name) is not None:
             params[name] = getattr(args, name)
@@ -50,6 +51,8 @@ def register(sub) -> None:
     p.add_argument("--stage", help="check the IR after this stage (build, a pass name or final; default: [check] stage, else final)")
     p.add_argument("--bisect", action="store_true",
                    help="check the IR after the build and after every pass; name the first wrong stage")
+    p.add_argument("--device", action="store_true",
+                   help="sm_90: run the compiled kernel on the CUDA GPU (CuPy) instead of the interpreter")
     p.add_argument("--unbounded", action="store_true",
                    help="interpret the problem even when it is over the interpreter's size bound (slow)")
     p.add_argument("--json", action="store_true",

@@ -97,7 +97,7 @@ class Daemon:
             return {"daemon": dict(self.counters), "workers": self.pool.stats()}
         if method not in METHODS:
             raise RpcError(-32601, f"unknown method {method!r} (methods: {', '.join(METHODS)}, {SHUTDOWN})")
-        p = _params(method, params, ("emit", "shape", "target", "stage", "bisect", "unbounded", "pass", "diff"))
+        p = _params(method, params, ("emit", "shape", "target", "stage", "bisect", "unbounded", "device", "runs", "pass", "diff"))
         key = self._reply_key(method, p)
         if key is not None and key in self.replies:
             self.replies.move_to_end(key)

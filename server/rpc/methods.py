@@ -16,6 +16,10 @@ messages).
   ms, nodes, cached}], "build": {nodes}}``
 - ``kdd/irAfterPass``: ``pass``, ``diff`` -> ``{"ok", "pass", "text",
   "lines", "diff"?}``
+- ``kdd/check`` with ``device``: the compiled sm_90 kernel run on a CUDA GPU
+  against the float64 reference instead of the interpreter
+- ``kdd/bench``: ``shape``, ``runs`` -> the sm_90 kernel of the problem timed on
+  a CUDA GPU (median microseconds, TFLOP/s, fraction of the device's peak)
 - ``kdd/stats``: ``{}`` -> what the engine ran and its caches
 """
 from __future__ import annotations
@@ -39,7 +43,7 @@ class RpcError(Exception):
 
 
 _TYPES = {"path": str, "text": str, "shape": str, "target": str, "stage": str, "pass": str, "bisect": bool,
-          "diff": bool, "unbounded": bool, "emit": (str, list)}
+          "diff": bool, "unbounded": bool, "device": bool, "runs": int, "emit": (str, list)}
 
 
 def _params(method: str, params: Any, allowed: tuple[str, ...], source: bool = True) -> dict:
@@ -80,8 +84,10 @@ def _compile(engine, params):
 
 
 def _check(engine, params):
-    p = _params("kdd/check", params, ("shape", "stage", "bisect", "unbounded", "target"))
+    p = _params("kdd/check", params, ("shape", "stage", "bisect", "unbounded", "target", "device"))
     source, failure = _source(engine, p)
+    if p.get("device") and not failure:
+        return engine.on_device(source, p.get("shape"))
     return failure or engine.check(source, p.get("shape"), p.get("stage"), bool(p.get("bisect")),
                                    bool(p.get("unbounded")), p.get("target"))
 
@@ -108,6 +114,12 @@ def _ir_after(engine, params):
                                      p.get("target"))
 
 
+def _bench(engine, params):
+    p = _params("kdd/bench", params, ("shape", "runs"))
+    source, failure = _source(engine, p)
+    return failure or engine.on_device(source, p.get("shape"), bench=True, runs=p.get("runs") or 50)
+
+
 def _stats(engine, params):
     _params("kdd/stats", params, (), source=False)
     return engine.stats()
@@ -118,6 +130,7 @@ METHODS: dict[str, Callable[[Any, Any], Any]] = {
     "kdd/check": _check,
     "kdd/passes": _passes,
     "kdd/irAfterPass": _ir_after,
+    "kdd/bench": _bench,
     "kdd/stats": _stats,
 }
 

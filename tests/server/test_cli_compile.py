@@ -113,8 +113,8 @@ def test_unbuildable_config_exits_2(tmp_path, capsys):
 def test_bad_shape_and_unknown_emit_exit_2(config_file, capsys):
     code, _, err = run(capsys, config_file, "--shape", "mb2xx3")
     assert code == 2 and "xx3" in err
-    code, _, err = run(capsys, config_file, "--emit", "sass")
-    assert code == 2 and "'sass'" in err
+    code, _, err = run(capsys, config_file, "--emit", "sas")
+    assert code == 2 and "'sas'" in err
 
 
 def test_unreadable_file_exits_2(tmp_path, capsys):

@@ -153,7 +153,7 @@ def time_on_device(listing, kernel, *, runs: int = 50, warmup: int = 5, rotate_b
         times.append(cp.cuda.get_elapsed_time(start, stop) * 1e3)
     median = float(np.median(times))
     out = {"median_us": median, "min_us": float(min(times)), "runs": runs, "rotations": copies,
-           "loaded_from": loaded}
+           "loaded_from": loaded, "device": cp.cuda.runtime.getDeviceProperties(0)["name"].decode()}
     if flops:
         out["tflops"] = flops / (median * 1e-6) / 1e12
     return out
