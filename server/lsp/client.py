@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import sys
+from contextlib import asynccontextmanager
 from pathlib import Path
 
 from lsprotocol import types as lsp
@@ -98,3 +99,13 @@ async def stop(client: KddClient) -> None:
     await asyncio.wait_for(client.shutdown_async(None), 30)
     client.exit(None)
     await client.stop()
+
+
+@asynccontextmanager
+async def running(root: Path, *args: str, settings: dict | None = None):
+    """A started client for the duration of a block, shut down (and the server gone) after it."""
+    client = await start(root, *args, settings=settings)
+    try:
+        yield client
+    finally:
+        await stop(client)

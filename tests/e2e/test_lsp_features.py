@@ -6,7 +6,7 @@ import random
 import shutil
 from pathlib import Path
 
-from kdd.server.lsp.client import start, stop
+from kdd.server.lsp.client import running
 from lsprotocol import types as lsp
 from protocol_schemas import validator
 from pygls.exceptions import JsonRpcException
@@ -25,8 +25,7 @@ async def _features(tmp_path: Path):
     child = tmp_path / "child.kernel.toml"
     child.write_text('extends = "base.kernel.toml"\n\n[config]\nslm = { bufs = 2 }\n')
     uri = child.as_uri()
-    client = await start(tmp_path, "--no-cache")
-    try:
+    async with running(tmp_path, "--no-cache") as client:
         _open(client, child)
         await client.wait_for("kdd/compiled", lambda p: p["uri"] == uri)
         doc = lsp.TextDocumentIdentifier(uri)
@@ -81,8 +80,6 @@ async def _features(tmp_path: Path):
         found = await client.wait_for("textDocument/publishDiagnostics",
                                       lambda p: p.uri == other.as_uri() and p.diagnostics, after=mark)
         assert any(d.severity == lsp.DiagnosticSeverity.Error for d in found.diagnostics)
-    finally:
-        await stop(client)
 
 
 def test_completion_symbols_lenses_definition_content_and_files_on_disk(tmp_path):
@@ -92,8 +89,7 @@ def test_completion_symbols_lenses_definition_content_and_files_on_disk(tmp_path
 async def _runaway(tmp_path: Path):
     path = tmp_path / "slow.kernel.toml"
     shutil.copy(EXAMPLES / "sm90_conv.kernel.toml", path)
-    client = await start(tmp_path, "--no-cache", "--time-limit", "0.3")
-    try:
+    async with running(tmp_path, "--no-cache", "--time-limit", "0.3") as client:
         _open(client, path)
         stopped = await client.wait_for("textDocument/publishDiagnostics",
                                         lambda p: any("stopped after" in d.message for d in p.diagnostics))
@@ -101,8 +97,6 @@ async def _runaway(tmp_path: Path):
         hover = await client.text_document_hover_async(lsp.HoverParams(
             lsp.TextDocumentIdentifier(path.as_uri()), lsp.Position(2, 1)))
         assert hover is not None
-    finally:
-        await stop(client)
 
 
 def test_a_runaway_compile_is_killed_at_its_limit_and_the_server_still_answers(tmp_path):
@@ -114,10 +108,9 @@ async def _fuzz(tmp_path: Path, seconds: float = 6.0):
     shutil.copy(EXAMPLES / "gemm_f16.kernel.toml", path)
     text = path.read_text()
     uri = path.as_uri()
-    client = await start(tmp_path, "--no-cache")
     rng = random.Random(7)
     alphabet = list('[]{}="#\n .,:abcxyz0123456789_') + ["\u00e9", "\U0001f600", "\ufeff"]
-    try:
+    async with running(tmp_path, "--no-cache") as client:
         _open(client, path)
         loop = asyncio.get_running_loop()
         end, version = loop.time() + seconds, 1
@@ -154,8 +147,6 @@ async def _fuzz(tmp_path: Path, seconds: float = 6.0):
         symbols = await client.text_document_document_symbol_async(
             lsp.DocumentSymbolParams(lsp.TextDocumentIdentifier(uri)))
         assert isinstance(symbols, list)
-    finally:
-        await stop(client)
 
 
 def test_random_edits_and_bad_requests_leave_the_server_answering(tmp_path):
@@ -165,8 +156,7 @@ def test_random_edits_and_bad_requests_leave_the_server_answering(tmp_path):
 async def _settings(tmp_path: Path):
     path = tmp_path / "bert.kernel.toml"
     shutil.copy(EXAMPLES / "gemm_bert.kernel.toml", path)  # written for xehpc, no knobs
-    client = await start(tmp_path, "--no-cache", settings={"target": "xehpg", "checkOnSave": False})
-    try:
+    async with running(tmp_path, "--no-cache", settings={"target": "xehpg", "checkOnSave": False}) as client:
         _open(client, path)
         compiled = await client.wait_for("kdd/compiled", lambda p: p["uri"] == path.as_uri())
         assert compiled["ok"] and compiled["target"] == "xehpg"
@@ -174,8 +164,6 @@ async def _settings(tmp_path: Path):
         assert verdict["ok"] is True and verdict["stage"] == "final"
         checked = await client.wait_for("kdd/checked", lambda p: p["uri"] == path.as_uri())
         assert checked["result"] == verdict
-    finally:
-        await stop(client)
 
 
 def test_workspace_settings_override_the_target(tmp_path):
@@ -187,8 +175,7 @@ async def _superseded(tmp_path: Path):
     shutil.copy(EXAMPLES / "resnet50_3x3.kernel.toml", path)
     text = path.read_text()
     uri = path.as_uri()
-    client = await start(tmp_path, "--no-cache")
-    try:
+    async with running(tmp_path, "--no-cache") as client:
         _open(client, path)
         await client.wait_for("kdd/compiled", lambda p: p["version"] == 1)
         line = text.split("\n").index('iter = "mb8oc32ic16"')
@@ -207,8 +194,6 @@ async def _superseded(tmp_path: Path):
         assert compiled[-1] == 11 and len(compiled) <= 3  # typing faster than the debounce compiles once
         stats = await client.request("kdd/stats", {"textDocument": {"uri": uri}})
         assert stats["server"]["superseded"] >= 7
-    finally:
-        await stop(client)
 
 
 def test_a_burst_of_edits_compiles_the_last_version(tmp_path):

@@ -4,7 +4,7 @@ import asyncio
 import shutil
 from pathlib import Path
 
-from kdd.server.lsp.client import field, start, stop
+from kdd.server.lsp.client import field, running
 from lsprotocol import types as lsp
 from protocol_schemas import validator
 
@@ -31,8 +31,8 @@ async def _session(tmp_path: Path):
     shutil.copy(EXAMPLE, path)
     text = path.read_text()
     uri = path.as_uri()
-    client = await start(tmp_path, "--cache-dir", str(tmp_path / "cache"), settings={"checkOnSave": True})
-    try:
+    cache = str(tmp_path / "cache")
+    async with running(tmp_path, "--cache-dir", cache, settings={"checkOnSave": True}) as client:
         client.text_document_did_open(lsp.DidOpenTextDocumentParams(
             lsp.TextDocumentItem(uri=uri, language_id="toml", version=1, text=text)))
         diags = await client.wait_for("textDocument/publishDiagnostics", lambda p: p.uri == uri)
@@ -74,8 +74,6 @@ async def _session(tmp_path: Path):
         result = field(checked, "result")
         assert field(checked, "version") == 4 and _plain(result)["ok"] is True
         validator("check.schema.json").validate(_plain(result))
-    finally:
-        await stop(client)
 
 
 def _plain(obj):
