@@ -20,6 +20,7 @@ SUBCOMMANDS = (
     "check",
     "lsp",
     "serve",
+    "view",
 )
 
 

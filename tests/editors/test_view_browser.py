@@ -1,0 +1,122 @@
+"""``kdd view`` in a real browser: Debian's chromium driven by Playwright loads the page of a shipped
+example, edits the file on disk and sees the IR and the register-pressure plot change; assembly is shown,
+or the server's reason why it cannot be; clicks lead from the IR to the config and back."""
+import json
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+from editor_tools import EXAMPLES, KDD, SCREENSHOTS, View, need
+
+playwright = pytest.importorskip("playwright.sync_api", reason="run tools/setup_editors.sh (make test runs it)")
+
+
+def _estimate(path: Path) -> int:
+    """The compile's register estimate, asked of the CLI (not of the page)."""
+    out = subprocess.run([KDD, "compile", str(path), "--emit", "stats", "--json"],
+                         capture_output=True, text=True, check=True)
+    return sum(json.loads(out.stdout)["stats"]["registers"]["by_label"].values())
+
+
+@pytest.fixture
+def page_and_view(tmp_path):
+    path = tmp_path / "resnet.kernel.toml"
+    shutil.copy(EXAMPLES / "resnet50_3x3.kernel.toml", path)
+    view = View(path, tmp_path / "cache")
+    with playwright.sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=need("chromium"), args=["--no-sandbox"])
+        page = browser.new_page(viewport={"width": 1500, "height": 900})
+        errors = []
+        page.on("pageerror", lambda e: errors.append(str(e)))
+        try:
+            page.goto(view.url)
+            yield page, view, path
+            assert not errors, errors
+        finally:
+            browser.close()
+            view.close()
+
+
+def _wait_version(page, version: int) -> None:
+    page.wait_for_selector(f'body[data-version="{version}"]', timeout=120_000)
+
+
+def test_page_follows_the_file(page_and_view):
+    page, view, path = page_and_view
+    _wait_version(page, 1)
+    assert page.inner_text("#file") == str(path)
+    assert page.inner_text("#ir").startswith("kernel {")
+    assert "iter = \"mb8oc32ic16\"" in page.inner_text("#config")
+    plot = page.locator("#pressure svg")
+    first = int(plot.get_attribute("data-total"))
+    assert first == _estimate(path)
+
+    asm = view.rpc("kdd/assembly")
+    if "error" in asm:  # no code generator for the target: the server's reason, verbatim
+        assert page.inner_text("#asm-error") == f"Assembly unavailable: {asm['error']['message']}"
+        assert page.locator("#asm div").count() == 0
+    else:
+        lines = asm["result"]["asm"]["lines"]
+        assert page.locator("#asm div").count() == len(lines)
+        assert int(plot.get_attribute("data-points")) == len(lines)
+    if SCREENSHOTS:
+        page.screenshot(path=str(Path(SCREENSHOTS) / "view.png"))
+
+    before_ir = page.inner_text("#ir")
+    path.write_text(path.read_text().replace('iter = "mb8oc32ic16"', 'iter = "mb8oc16ic16"'))
+    _wait_version(page, 2)
+    assert 'iter = "mb8oc16ic16"' in page.inner_text("#config")
+    second = int(page.locator("#pressure svg").get_attribute("data-total"))
+    assert second == _estimate(path) and second < first
+    assert page.inner_text("#ir") != before_ir
+
+
+def test_pass_picker_diff_and_click_through(page_and_view):
+    page, view, path = page_and_view
+    _wait_version(page, 1)
+    passes = view.rpc("kdd/passes")["result"]["passes"]
+    changed = [p["name"] for p in passes if p["changed"]]
+    options = page.locator("#pass option").all_inner_texts()
+    assert options == ["build", *changed, "final"]
+    page.uncheck("#only-changed")
+    assert page.locator("#pass option").all_inner_texts() == ["build", *[p["name"] for p in passes], "final"]
+
+    page.select_option("#pass", changed[0])
+    page.check("#diff")
+    page.wait_for_function(f"document.querySelector('#ir').innerText.startsWith('--- before {changed[0]}')")
+    assert page.locator("#ir div.add").count() + page.locator("#ir div.del").count() > 0
+    page.uncheck("#diff")
+    page.select_option("#pass", "final")
+    page.wait_for_function("document.querySelector('#ir').innerText.startsWith('kernel {')")
+
+    # IR line -> config line: the config line of the entry's origin range lights up.
+    ir = view.rpc("kdd/irAfterPass", {"pass": "final"})["result"]
+    index = next(i for i, e in enumerate(ir["lines"]) if e.get("origin", {}).get("range"))
+    target = ir["lines"][index]["origin"]["range"]["start"]["line"]
+    page.locator("#ir div").nth(index).click()
+    assert page.locator("#config div.hl").get_attribute("data-line") == str(target)
+    # config line -> every IR line that came from it.
+    page.locator("#config div").nth(target).click()
+    expected = [i for i, e in enumerate(ir["lines"])
+                if (r := e.get("origin", {}).get("range")) and r["start"]["line"] <= target <= r["end"]["line"]]
+    lit = page.eval_on_selector_all("#ir div", "rows => rows.flatMap((r, i) => r.classList.contains('hl') ? [i] : [])")
+    assert lit == expected and expected
+
+
+def test_view_refuses_other_hosts_and_unknown_methods(tmp_path):
+    import urllib.request
+
+    path = tmp_path / "gemm.kernel.toml"
+    shutil.copy(EXAMPLES / "gemm_f16.kernel.toml", path)
+    view = View(path, tmp_path / "cache")
+    try:
+        assert view.url.startswith("http://127.0.0.1:")
+        assert view.rpc("kdd/nothing")["error"]["code"] == -32601
+        request = urllib.request.Request(view.url, headers={"Host": "example.com"})
+        with pytest.raises(urllib.error.HTTPError) as err:
+            urllib.request.urlopen(request, timeout=30)
+        assert err.value.code == 403
+        assert view.rpc("kdd/document")["result"]["text"] == path.read_text()
+    finally:
+        view.close()
