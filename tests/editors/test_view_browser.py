@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 from editor_tools import EXAMPLES, KDD, SCREENSHOTS, View, need
+from protocol_schemas import validator
 
 playwright = pytest.importorskip("playwright.sync_api", reason="run tools/setup_editors.sh (make test runs it)")
 
@@ -75,7 +76,9 @@ def test_page_follows_the_file(page_and_view):
 def test_pass_picker_diff_and_click_through(page_and_view):
     page, view, path = page_and_view
     _wait_version(page, 1)
-    passes = view.rpc("kdd/passes")["result"]["passes"]
+    answer = view.rpc("kdd/passes")["result"]
+    validator("lsp.schema.json", "passes").validate(answer)  # the page reads the language server's shapes
+    passes = answer["passes"]
     changed = [p["name"] for p in passes if p["changed"]]
     options = page.locator("#pass option").all_inner_texts()
     assert options == ["build", *changed, "final"]
@@ -92,6 +95,7 @@ def test_pass_picker_diff_and_click_through(page_and_view):
 
     # IR line -> config line: the config line of the entry's origin range lights up.
     ir = view.rpc("kdd/irAfterPass", {"pass": "final"})["result"]
+    validator("lsp.schema.json", "irAfterPass").validate(ir)
     index = next(i for i, e in enumerate(ir["lines"]) if e.get("origin", {}).get("range"))
     target = ir["lines"][index]["origin"]["range"]["start"]["line"]
     page.locator("#ir div").nth(index).click()
@@ -104,7 +108,7 @@ def test_pass_picker_diff_and_click_through(page_and_view):
     assert lit == expected and expected
 
 
-def test_view_refuses_other_hosts_and_unknown_methods(tmp_path):
+def test_view_refuses_other_hosts_and_unknown_methods_and_streams_compiles(tmp_path):
     import urllib.request
 
     path = tmp_path / "gemm.kernel.toml"
@@ -118,5 +122,10 @@ def test_view_refuses_other_hosts_and_unknown_methods(tmp_path):
             urllib.request.urlopen(request, timeout=30)
         assert err.value.code == 403
         assert view.rpc("kdd/document")["result"]["text"] == path.read_text()
+        with urllib.request.urlopen(view.url + "events", timeout=120) as stream:
+            assert stream.readline() == b"event: kdd/compiled\n"
+            event = json.loads(stream.readline().removeprefix(b"data: "))
+        validator("lsp.schema.json", "compiled").validate(event)
+        assert event["ok"] and event["uri"] == path.as_uri() and event["version"] == 1
     finally:
         view.close()

@@ -215,7 +215,7 @@
         });
       });
       if (s.budget) plot.append(svg("line", { x1: 0, x2: W, y1: H - (H * s.budget) / top, y2: H - (H * s.budget) / top, stroke: "#d11f1f" }));
-      plot.append(svg("text", { x: 2, y: H + 12 }, `live registers per line: peak ${s.peak}, budget ${s.budget ?? "?"}; ${s.labels.join(", ")}`));
+      plot.append(svg("text", { x: 2, y: H + 12 }, `live registers per line: peak ${s.peak} · budget ${s.budget ?? "?"} · ${s.labels.join(" ")}`));
       box.append(plot);
       return;
     }
@@ -233,7 +233,7 @@
       x += w;
     });
     if (est.budget) plot.append(svg("line", { x1: (W * est.budget) / top, x2: (W * est.budget) / top, y1: 0, y2: 26, stroke: "#d11f1f" }));
-    plot.append(svg("text", { x: 2, y: 38 }, `estimate ${est.total}, IR model peak ${est.peak ?? "?"}, budget ${est.budget ?? "?"} ${est.unit}`));
+    plot.append(svg("text", { x: 2, y: 38 }, `estimate ${est.total} · IR model peak ${est.peak ?? "?"} · budget ${est.budget ?? "?"}`));
     box.append(plot);
   }
 
