@@ -24,10 +24,11 @@ apt_install() {  # Debian packages, only when a command is missing; apt-get upda
 command -v node >/dev/null 2>&1 && command -v npm >/dev/null 2>&1 || apt_install nodejs npm
 command -v chromium >/dev/null 2>&1 || apt_install chromium
 
-# npm packages of the extension, reinstalled only when package.json changes.
+# npm packages of the extension (the lock's versions), reinstalled only when package.json or the lock changes.
 VS=editor-clients/vscode
-if [ ! -f $VS/node_modules/.kdd-installed ] || [ $VS/package.json -nt $VS/node_modules/.kdd-installed ]; then
-  (cd $VS && npm install --no-audit --no-fund --loglevel=error >/dev/null)
+if [ ! -f $VS/node_modules/.kdd-installed ] || [ $VS/package.json -nt $VS/node_modules/.kdd-installed ] \
+   || [ $VS/package-lock.json -nt $VS/node_modules/.kdd-installed ]; then
+  (cd $VS && npm ci --no-audit --no-fund --loglevel=error >/dev/null)
   touch $VS/node_modules/.kdd-installed
 fi
 

@@ -129,3 +129,53 @@ def test_view_refuses_other_hosts_and_unknown_methods_and_streams_compiles(tmp_p
         assert event["ok"] and event["uri"] == path.as_uri() and event["version"] == 1
     finally:
         view.close()
+
+
+# The VS Code side of the page's postMessage transport, as the extension's PreviewBridge plays it
+# (that bridge is tested against the real kdd lsp in editor-clients/vscode/src/test/protocol.test.ts):
+# requests are answered by the running kdd view, events come from its stream, reveals are recorded.
+_VSCODE_HOST = """
+window.__revealed = [];
+window.acquireVsCodeApi = () => ({
+  postMessage(m) {
+    if (m.type === "ready") {
+      new EventSource("events").addEventListener("kdd/compiled", (e) =>
+        window.postMessage({ type: "event", event: "kdd/compiled", params: JSON.parse(e.data) }, "*"));
+    } else if (m.type === "request") {
+      fetch("rpc", { method: "POST", headers: { "Content-Type": "application/json" },
+                     body: JSON.stringify({ method: m.method, params: m.params }) })
+        .then((r) => r.json())
+        .then((a) => window.postMessage({ type: "response", id: m.id, result: a.result, error: a.error }, "*"));
+    } else if (m.type === "reveal") {
+      window.__revealed.push(m.range);
+    }
+  },
+});
+"""
+
+
+def test_page_inside_vscode_uses_the_message_transport(page_and_view):
+    page, view, path = page_and_view
+    page.add_init_script(_VSCODE_HOST)
+    page.reload()
+    _wait_version(page, 1)
+    assert "embedded" in page.evaluate("document.body.className")
+    assert not page.locator("#config-pane").is_visible()  # the config is VS Code's own editor
+    assert page.inner_text("#ir").startswith("kernel {")
+    asm = view.rpc("kdd/assembly")
+    if "error" in asm:
+        assert page.inner_text("#asm-error") == f"Assembly unavailable: {asm['error']['message']}"
+    if SCREENSHOTS:
+        page.set_viewport_size({"width": 1000, "height": 800})
+        page.screenshot(path=str(Path(SCREENSHOTS) / "vscode-preview.png"))
+
+    ir = view.rpc("kdd/irAfterPass", {"pass": "final"})["result"]
+    index = next(i for i, e in enumerate(ir["lines"]) if e.get("origin", {}).get("range"))
+    page.locator("#ir div").nth(index).click()
+    assert page.evaluate("window.__revealed") == [ir["lines"][index]["origin"]["range"]]
+    # the editor's cursor on a config line lights up the IR lines from it
+    line = ir["lines"][index]["origin"]["range"]["start"]["line"]
+    page.evaluate(f"window.postMessage({{type: 'event', event: 'kdd/cursor', params: {{line: {line}}}}}, '*')")
+    page.wait_for_function("document.querySelectorAll('#ir div.hl').length > 0")
+    lit = page.eval_on_selector_all("#ir div", "rows => rows.flatMap((r, i) => r.classList.contains('hl') ? [i] : [])")
+    assert index in lit

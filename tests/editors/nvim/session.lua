@@ -53,6 +53,8 @@ wait("IR view", filled("ir"))
 local ir = view("ir")
 eq(lines(ir.buf)[1], "kernel {", "IR text")
 assert(#ir.entries == #lines(ir.buf) - 1 or #ir.entries == #lines(ir.buf), "one line-map entry per IR line")
+eq(vim.api.nvim_eval_statusline("%{v:lua.require'kdd'.status()}", { winid = vim.fn.bufwinid(ir.buf), maxwidth = 200 }).str,
+  vim.b[src].kdd_status, "a view's status line is its config's")
 say("ok KddIR final", #lines(ir.buf), "lines")
 
 vim.cmd("KddAsm")

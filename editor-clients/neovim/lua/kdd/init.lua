@@ -38,12 +38,13 @@ function M.server_cmd(root)
 end
 
 local function is_config(buf)
-  return vim.api.nvim_buf_get_name(buf):match("%.kernel%.toml$") ~= nil
+  local name = vim.api.nvim_buf_get_name(buf)
+  return name:match("%.kernel%.toml$") ~= nil and not name:match("^kdd://") -- views are named after their config
 end
 
---- The config buffer a command is about: the current one, or the one the current view belongs to.
-local function source_buf()
-  local cur = vim.api.nvim_get_current_buf()
+--- The config buffer a command is about: the current one (or `cur`), or the one that view belongs to.
+local function source_buf(cur)
+  cur = cur or vim.api.nvim_get_current_buf()
   if is_config(cur) then return cur end
   local src = vim.b[cur].kdd_source
   if src and vim.api.nvim_buf_is_valid(src) then return src end
@@ -67,9 +68,10 @@ function M.status_text(compiled, checked)
   return "kdd " .. table.concat(parts, " · ")
 end
 
---- For 'statusline': %{v:lua.require'kdd'.status()}
+--- For 'statusline': %{v:lua.require'kdd'.status()} (about the window being drawn)
 function M.status()
-  local ok, src = pcall(source_buf)
+  local win = vim.g.statusline_winid or 0
+  local ok, src = pcall(source_buf, vim.api.nvim_win_get_buf(win))
   if not ok then return "" end
   local s = M.state[src] or {}
   return M.status_text(s.compiled, s.checked)
