@@ -6,9 +6,10 @@
 setup:
 	tools/setup.sh
 
-# The main job: compile a shipped example through the pass pipeline, then check it.
+# The main job: compile a shipped example to Xe-HPG assembly with register pressure on every line
+# (checked by iga64), then run the compiled kernel in the interpreter against a float64 reference.
 demo: setup
-	.venv/bin/kdd compile examples/resnet50_3x3.kernel.toml --emit passes
+	.venv/bin/kdd compile examples/resnet50_3x3.kernel.toml --emit asm
 	.venv/bin/kdd check examples/resnet50_3x3.kernel.toml
 
 # pytest exits 5 when it collects no tests; that is a failure of the suite, not a pass.
@@ -21,3 +22,4 @@ bench: setup
 	.venv/bin/python bench/check_examples.py
 	.venv/bin/python bench/pipeline.py
 	.venv/bin/python bench/daemon.py
+	.venv/bin/python bench/startup.py

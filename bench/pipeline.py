@@ -10,7 +10,15 @@ pass pipeline (``kdd.core.passes.kernel_pipeline``) runs:
 - pipeline time *cold* (an empty pass cache: every pass runs) and *warm* (the
   same kernel built again, so equal but not identical IR, against the filled
   cache: memoization makes every pass free and only the cache's equality
-  checks remain), best of ``--repeat`` runs.
+  checks remain), best of ``--repeat`` runs;
+- *text -> IR*: the whole in-process path from the config's text to the
+  final IR (parse, resolve the config, build, every pass; no memo, no disk
+  cache), best of ``--repeat`` runs, with its median and maximum over the
+  examples;
+- the process's memory once every example is compiled, with every example's
+  trace (the IR after each pass) and filled pass cache still held, as a
+  daemon that compiled each of them would hold them: resident now and at its
+  peak.
 
 Prints two tables and writes everything as JSON (default
 ``bench/results/pipeline.json``). No asserts on time.
@@ -22,6 +30,8 @@ from __future__ import annotations
 import argparse
 import json
 import platform
+import resource
+import statistics
 import time
 from pathlib import Path
 
@@ -39,8 +49,8 @@ EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 FIGURES = ("stmts", "inner_ops", "loop_ops", "barriers", "regs")
 
 
-def build(path: Path, check_shape: bool):
-    spec, _ = load_spec(path.read_text(), str(path))
+def build(path: Path, check_shape: bool, text: str | None = None):
+    spec, _ = load_spec(path.read_text() if text is None else text, str(path))
     problem = spec.check if check_shape else spec.problem
     return build_kernel(problem, resolve_config(problem, spec.target, spec.user_config), spec.target)
 
@@ -58,13 +68,26 @@ def best_ms(fn, repeat: int) -> float:
     return min(times)
 
 
-def measure(path: Path, repeat: int, check_shape: bool) -> dict:
+def _rss_mb() -> float:
+    """Resident memory of this process now (Linux ``/proc``; the peak where that is missing)."""
+    try:
+        pages = int(Path("/proc/self/statm").read_text().split()[1])
+    except (OSError, IndexError, ValueError):
+        return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    return pages * resource.getpagesize() / 2**20
+
+
+def measure(path: Path, repeat: int, check_shape: bool, keep: list) -> dict:
+    """The figures of one example; its trace and pass cache are appended to ``keep``."""
     kernel = build(path, check_shape)
     cold = best_ms(lambda: run_pipeline(kernel, cache=PassCache()), repeat)
     cache = PassCache()
     trace = run_pipeline(kernel, cache=cache)
+    keep.append((trace, cache))
     again = build(path, check_shape)  # equal IR, new objects: what a daemon sees after a no-op edit
     warm = best_ms(lambda: run_pipeline(again, cache=cache), repeat)
+    text = path.read_text()
+    end_to_end = best_ms(lambda: run_pipeline(build(path, check_shape, text), cache=PassCache()), repeat)
     model = RegisterModel.of(get_target(kernel.target))
     iterations = reduction_iterations(kernel.body)
     before = kernel_metrics(kernel.body, model, iterations).to_dict()
@@ -73,7 +96,7 @@ def measure(path: Path, repeat: int, check_shape: bool) -> dict:
             "config": kernel.config.line(), "shape": kernel.problem.shape.canonical(),
             "nodes_built": count_nodes(kernel.body), "nodes_final": count_nodes(trace.final),
             "changed": [e.name for e in trace.entries if e.changed],
-            "cold_ms": round(cold, 2), "warm_ms": round(warm, 3),
+            "cold_ms": round(cold, 2), "warm_ms": round(warm, 3), "text_to_ir_ms": round(end_to_end, 2),
             "pass_ms": {e.name: round(e.ms, 2) for e in trace.entries},
             "before": before, "after": after}
 
@@ -84,7 +107,8 @@ def main() -> int:
     ap.add_argument("--check-shapes", action="store_true", help="use each example's [check] shape")
     ap.add_argument("--json", default="bench/results/pipeline.json")
     args = ap.parse_args()
-    rows = [measure(p, args.repeat, args.check_shapes) for p in sorted(EXAMPLES.glob("*.kernel.toml"))]
+    held: list = []  # what a daemon keeps of every compile: traces and pass caches
+    rows = [measure(p, args.repeat, args.check_shapes, held) for p in sorted(EXAMPLES.glob("*.kernel.toml"))]
 
     print("Figures, per SIMD thread: built IR -> final IR")
     head = f"{'example':<20} {'stmts':>11} {'ops/iter':>14} {'loop ops':>18} {'barriers':>12} {'regs':>9}"
@@ -95,14 +119,24 @@ def main() -> int:
         print(f"{r['example']:<20} {cells[0]:>11} {cells[1]:>14} {cells[2]:>18} {cells[3]:>12} {cells[4]:>9}")
     print()
     print(f"Pipeline time, best of {args.repeat} (ms)")
-    print(f"{'example':<20} {'nodes':>13} {'cold':>9} {'warm':>9} {'slowest pass':>28}")
+    print(f"{'example':<20} {'nodes':>13} {'cold':>9} {'warm':>9} {'text->IR':>9} {'slowest pass':>28}")
     for r in rows:
         slow = max(r["pass_ms"], key=r["pass_ms"].get)
         nodes = f"{r['nodes_built']}->{r['nodes_final']}"
-        print(f"{r['example']:<20} {nodes:>13} {r['cold_ms']:9.1f} {r['warm_ms']:9.2f} "
+        print(f"{r['example']:<20} {nodes:>13} {r['cold_ms']:9.1f} {r['warm_ms']:9.2f} {r['text_to_ir_ms']:9.1f} "
               f"{slow + ' ' + format(r['pass_ms'][slow], '.1f'):>28}")
+    end_to_end = [r["text_to_ir_ms"] for r in rows]
+    summary = {"text_to_ir_median_ms": round(statistics.median(end_to_end), 1),
+               "text_to_ir_max_ms": round(max(end_to_end), 1),
+               "rss_mb": round(_rss_mb(), 1),
+               "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)}
+    print(f"text -> IR over the examples: median {summary['text_to_ir_median_ms']} ms, "
+          f"max {summary['text_to_ir_max_ms']} ms")
+    print(f"memory after compiling every example: {summary['rss_mb']} MB resident, "
+          f"{summary['peak_rss_mb']} MB at the peak")
     out = {"python": platform.python_version(), "machine": platform.machine(),
-           "shapes": "check" if args.check_shapes else "problem", "repeat": args.repeat, "examples": rows}
+           "shapes": "check" if args.check_shapes else "problem", "repeat": args.repeat,
+           "summary": summary, "examples": rows}
     Path(args.json).parent.mkdir(parents=True, exist_ok=True)
     Path(args.json).write_text(json.dumps(out, indent=2) + "\n")
     return 0

@@ -1,6 +1,7 @@
 """The engine: the one place that runs the pipeline, text -> spec -> kernel -> passes -> code -> check.
 
-* :mod:`.engine` — :class:`Engine` (memoized stages, plain-data results), ``Source``, ``InterpreterCheck``
+* :mod:`.engine` — :class:`Engine` (memoized stages, plain-data results), ``Source``
+* :mod:`.interpreter_check` — ``InterpreterCheck``: the interpreter against the float64 reference
 * :mod:`.failure` — ``Failure``: a failed stage as data (stage, code, knob, range)
 * :mod:`.emit` — what a compile may emit, validated
 * :mod:`.artifacts` — results as JSON-ready data (ranges, diagnostics, line maps)
@@ -11,7 +12,8 @@ Adapters (the CLI, the language server, the JSON-RPC server) call an
 ``Engine`` and only translate its results.
 """
 from .disk_cache import DiskCache, default_cache_dir
-from .engine import FINAL, STAGES, Engine, InterpreterCheck, Parsed, Source
+from .engine import FINAL, STAGES, Engine, Parsed, Source
+from .interpreter_check import InterpreterCheck
 from .failure import INTERNAL, INVALID, Failure, StageFailed
 
 __all__ = ["DiskCache", "Engine", "FINAL", "Failure", "INTERNAL", "INVALID", "InterpreterCheck", "Parsed",

@@ -7,6 +7,13 @@ characters, exclusive ends.
 """
 from __future__ import annotations
 
+from kdd.core.config.budget import estimate_budget
+from kdd.core.ir.printer import print_ir
+from kdd.core.passes.kernel_pipeline import PASS_NOTES
+from kdd.core.passes.metrics import kernel_metrics, reduction_iterations
+from kdd.core.passes.options import kernel_options
+from kdd.core.passes.registers import RegisterModel, estimate_registers
+from kdd.core.passes.trace_view import BUILD, text_diff, trace_to_json
 from kdd.core.spec import Diagnostic, Range
 
 # The ``source`` of a diagnostic says which stage found it, as editors show it.
@@ -60,3 +67,50 @@ def with_ranges(lines: list[dict], sources: dict[str, Range]) -> list[dict]:
             entry = {**entry, "origin": {**entry["origin"], "range": range_dict(sources[knob])}}
         out.append(entry)
     return out
+
+
+def with_config_range(line: dict, sources: dict[str, Range]) -> dict:
+    """An assembly line with the range of its IR node's knob in the current document added."""
+    knob = (line.get("ir_node") or {}).get("knob")
+    return {**line, "config_range": range_dict(sources[knob])} if knob in sources else line
+
+
+def build_artifact(kernel) -> dict:
+    """The kernel's ABI and its built IR with the line map."""
+    printed = print_ir(kernel.body)
+    return {"kernel": kernel.to_dict(), "ir": {"text": printed.text, "lines": line_map(printed)}}
+
+
+def trace_artifact(kernel, trace) -> dict:
+    """The pass trace with every pass's IR text and CSE's notes."""
+    return trace_to_json(trace, kernel_options(kernel), PASS_NOTES)
+
+
+def pass_items(items, traced: dict) -> dict:
+    """The ``trace``, ``ir_after`` and ``diff`` fields from the trace artifact (IR texts by pass)."""
+    texts = {BUILD: traced["build"]["ir"], **{p["name"]: p["ir"] for p in traced["passes"]}}
+    order = list(texts)
+    out: dict = {}
+    for item in items:
+        if item == "passes":
+            out["trace"] = traced
+        elif item.startswith("ir:"):
+            out.setdefault("ir_after", {})[item[3:]] = texts[item[3:]]
+        elif item.startswith("diff:"):
+            name = item[5:]
+            before = texts[order[order.index(name) - 1]]
+            out.setdefault("diff", {})[name] = "" if before == texts[name] else text_diff(before, texts[name], name)
+    return out
+
+
+def stats_artifact(r, kernel, trace) -> dict:
+    """Registers (config-time estimate by label, the IR's register model, the budget) and the kernel
+    figures of the built and the final IR."""
+    model = RegisterModel.of(r.target)
+    budget = estimate_budget(r.problem, r.config, r.target)
+    iterations = reduction_iterations(trace.input)
+    return {"registers": {"estimate": budget.reg_total, "by_label": {x.label: x.amount for x in budget.regs},
+                          "ir": estimate_registers(trace.final, model).regs, "budget": budget.reg_capacity,
+                          "unit": budget.reg_unit},
+            "metrics": {"build": kernel_metrics(trace.input, model, iterations).to_dict(),
+                        "final": kernel_metrics(trace.final, model, iterations).to_dict()}}

@@ -21,24 +21,21 @@ read.
 from __future__ import annotations
 
 import hashlib
-import math
 import time
 from dataclasses import dataclass, field, replace
 from functools import cached_property
 from typing import Any, Callable
 
 from kdd.core.builder import BuildError, build_kernel
-from kdd.core.config.budget import estimate_budget
 from kdd.core.config.defaults import resolve_config
+from kdd.core.ir.gc_pause import gc_paused
 from kdd.core.ir.printer import print_ir, to_text
 from kdd.core.passes import PassError
-from kdd.core.passes.kernel_pipeline import KERNEL_PIPELINE, PASS_NOTES, run_pipeline, with_body
-from kdd.core.passes.metrics import kernel_metrics, reduction_iterations
+from kdd.core.passes.kernel_pipeline import KERNEL_PIPELINE, run_pipeline, with_body
 from kdd.core.passes.options import kernel_options
 from kdd.core.passes.pass_bisect import bisect
 from kdd.core.passes.pipeline import PassCache
-from kdd.core.passes.registers import RegisterModel, estimate_registers
-from kdd.core.passes.trace_view import BUILD, text_diff, trace_to_json
+from kdd.core.passes.trace_view import BUILD, text_diff
 from kdd.core.problem import ProblemError, parse_shape
 from kdd.core.spec import (Diagnostic, KernelSpec, Position, Range, Severity, load_spec, parse_document,
                            read_file)
@@ -48,6 +45,7 @@ from . import artifacts
 from .disk_cache import DiskCache
 from .emit import needs_trace, parse_emit
 from .failure import Failure, StageFailed
+from .interpreter_check import InterpreterCheck
 from .keys import content_key
 from .memo import Memo, StageCounter, memoized
 
@@ -238,7 +236,8 @@ class Engine:
         self.on_stage(stage)
         start = time.perf_counter()
         try:
-            return fn()
+            with gc_paused():  # stages build large acyclic trees: the cyclic collector finds nothing in them
+                return fn()
         finally:
             self.runs.ran(stage)
             self.last_ms[stage] = (time.perf_counter() - start) * 1e3
@@ -265,7 +264,7 @@ class Engine:
             parsed = self.parse(source)
             r = self.resolve(parsed, shape, target)
             sources = parsed.sources()
-            built = self._artifact("build", r.key("build"), lambda: _build_artifact(self.kernel(r, sources)))
+            built = self._artifact("build", r.key("build"), lambda: artifacts.build_artifact(self.kernel(r, sources)))
             out = {"file": source.path, "ok": True,
                    "problem": {"op": r.problem.op, "prop": r.problem.prop, "shape": r.problem.shape.canonical(),
                                "types": r.problem.types.canonical()},
@@ -275,14 +274,13 @@ class Engine:
                 out["ir"] = {"text": built["ir"]["text"], "lines": artifacts.with_ranges(built["ir"]["lines"], sources)}
             if needs_trace(items):
                 traced = self._artifact("passes", r.key("passes"),
-                                        lambda: _trace_artifact(self.kernel(r, sources), self.trace(self.kernel(r, sources))))
-                out.update(_pass_items(items, traced))
+                                        lambda: artifacts.trace_artifact(self.kernel(r, sources), self.trace(self.kernel(r, sources))))
+                out.update(artifacts.pass_items(items, traced))
             if "stats" in items:
-                out["stats"] = self._artifact("stats", r.key("stats"), lambda: _stats_artifact(
+                out["stats"] = self._artifact("stats", r.key("stats"), lambda: artifacts.stats_artifact(
                     r, self.kernel(r, sources), self.trace(self.kernel(r, sources))))
             if "asm" in items:
-                raise StageFailed(Failure("codegen", f"no code generator for {r.target.name} yet: assembly "
-                                                     "cannot be shown", "no-codegen"))
+                out["asm"] = self.assembly(r, sources)
             if "check" in items:
                 out["check"] = self.check(source)
             return out
@@ -290,7 +288,7 @@ class Engine:
             return failed(source.path, exc.failure, parsed)
 
     def check(self, source: Source, shape: str | None = None, stage: str | None = None,
-              bisect_passes: bool = False, unbounded: bool = False) -> dict:
+              bisect_passes: bool = False, unbounded: bool = False, target: str | None = None) -> dict:
         """The ``kdd check --json`` object: the kernel of the ``[check]`` problem after ``stage`` (``build``,
         a pass name, or the final IR; by default ``[check] stage``) run by the interpreter against the float64 reference; with
         ``bisect_passes``, the verdict after every stage and the first wrong one. A problem with more
@@ -298,7 +296,7 @@ class Engine:
         parsed = None
         try:
             parsed = self.parse(source)
-            r = self.resolve(parsed, shape, for_check=True)
+            r = self.resolve(parsed, shape, target, for_check=True)
             spec = parsed.spec
             stage = stage or spec.check_stage
             names = [BUILD] + KERNEL_PIPELINE.names() + [FINAL]
@@ -321,6 +319,36 @@ class Engine:
             return out
         except StageFailed as exc:
             return failed(source.path, exc.failure, parsed)
+
+    def assembly(self, r: Resolved, sources: dict[str, Range]) -> dict:
+        """Stage ``codegen``: the target's assembly of the final IR with register pressure per line and the
+        assembler's report (``Listing.to_dict()`` plus ``listing``, its text form), each line's IR node
+        joined to the config range of its knob. Out of registers is a failure on the responsible knob."""
+        from kdd.core.codegen import CodegenError, CodegenUnsupported, OutOfRegisters, generate_asm
+        from kdd.core.codegen.assembler import tool_version
+
+        def lower() -> dict:
+            kernel = self.kernel(r, sources)
+            trace = self.trace(kernel)
+            try:
+                listing = self._timed("codegen", lambda: generate_asm(kernel, trace.final, r.target))
+            except CodegenUnsupported as exc:
+                return {"failure": Failure("codegen", str(exc), "no-codegen").to_dict()}
+            except OutOfRegisters as exc:
+                return {"failure": Failure("codegen", str(exc), "out-of-registers",
+                                           exc.knobs[0] if exc.knobs else None).to_dict(),
+                        "out_of_registers": exc.to_dict()}
+            except CodegenError as exc:
+                return {"failure": Failure("codegen", f"internal error (please report it): {exc}", "codegen-error",
+                                           internal=True).to_dict()}
+            return {**listing.to_dict(), "listing": listing.render()}
+        tool = r.target.assembler[0] if r.target.assembler else ""
+        asm = self._artifact("asm", r.key("asm", tool, tool_version(tool)), lower)
+        if "failure" in asm:
+            f = asm["failure"]
+            raise StageFailed(Failure(f["stage"], f["message"], f["code"], f.get("knob"),
+                                      sources.get(f.get("knob")), f["internal"]))
+        return {**asm, "lines": [artifacts.with_config_range(line, sources) for line in asm["lines"]]}
 
     def ir_view(self, source: Source, pass_name: str = FINAL, diff: bool = False, shape: str | None = None,
                 target: str | None = None) -> dict:
@@ -377,83 +405,3 @@ def failed(path: str | None, failure: Failure, parsed: Parsed | None) -> dict:
         diagnostics.append(artifacts.failure_diagnostic(failure, anchor))
     return {"file": path, "ok": False, "error": failure.message, "failure": failure.to_dict(),
             "diagnostics": diagnostics}
-
-
-def _build_artifact(kernel) -> dict:
-    printed = print_ir(kernel.body)
-    return {"kernel": kernel.to_dict(), "ir": {"text": printed.text, "lines": artifacts.line_map(printed)}}
-
-
-def _trace_artifact(kernel, trace) -> dict:
-    return trace_to_json(trace, kernel_options(kernel), PASS_NOTES)
-
-
-def _pass_items(items, traced: dict) -> dict:
-    """The ``trace``, ``ir_after`` and ``diff`` fields from the trace artifact (IR texts by pass)."""
-    texts = {BUILD: traced["build"]["ir"], **{p["name"]: p["ir"] for p in traced["passes"]}}
-    order = list(texts)
-    out: dict = {}
-    for item in items:
-        if item == "passes":
-            out["trace"] = traced
-        elif item.startswith("ir:"):
-            out.setdefault("ir_after", {})[item[3:]] = texts[item[3:]]
-        elif item.startswith("diff:"):
-            name = item[5:]
-            before = texts[order[order.index(name) - 1]]
-            out.setdefault("diff", {})[name] = "" if before == texts[name] else text_diff(before, texts[name], name)
-    return out
-
-
-def _stats_artifact(r: Resolved, kernel, trace) -> dict:
-    """Registers (config-time estimate by label, the IR's register model, the budget) and the kernel
-    figures of the built and the final IR."""
-    model = RegisterModel.of(r.target)
-    budget = estimate_budget(r.problem, r.config, r.target)
-    iterations = reduction_iterations(trace.input)
-    return {"registers": {"estimate": budget.reg_total, "by_label": {x.label: x.amount for x in budget.regs},
-                          "ir": estimate_registers(trace.final, model).regs, "budget": budget.reg_capacity,
-                          "unit": budget.reg_unit},
-            "metrics": {"build": kernel_metrics(trace.input, model, iterations).to_dict(),
-                        "final": kernel_metrics(trace.final, model, iterations).to_dict()}}
-
-
-@dataclass(frozen=True)
-class InterpreterCheck:
-    """The check of kernels of ``problem``: the interpreter against the float64 reference.
-
-    Called on a kernel it gives ``(ok, detail)``, the form :func:`~kdd.core.passes.pass_bisect.bisect` takes.
-    """
-
-    problem: Any
-    seed: int = 0
-    tol: float | None = None
-    unbounded: bool = False
-
-    def result(self, kernel) -> dict:
-        """The check's JSON object (``error`` set when the kernel broke the IR semantics while running).
-
-        Raises :class:`StageFailed` when the problem is over the interpreter's bound."""
-        from kdd.core.interp import InterpError
-        from kdd.core.interp.check import CheckResult, CheckTooLarge, check_kernel
-
-        try:
-            kwargs = {"max_macs": None} if self.unbounded else {}
-            return check_kernel(kernel, self.problem, seed=self.seed, tol=self.tol, **kwargs).to_dict()
-        except CheckTooLarge as exc:
-            raise StageFailed(Failure("check", f"{exc} (or run it anyway: kdd check --unbounded)",
-                                      "check-too-large", knob="shape")) from None
-        except InterpError as exc:
-            out = CheckResult(False, math.inf, math.nan, None, self.problem.shape.canonical(), 0.0).to_dict()
-            out["error"] = str(exc)
-            return out
-
-    def __call__(self, kernel) -> tuple[bool, str]:
-        r = self.result(kernel)
-        if "error" in r:
-            return False, f"interpreter: {r['error']}"
-        if r["ok"]:
-            return True, ""
-        rel = "nan" if r["rel_err"] is None else f"{r['rel_err']:.3g}"
-        unwritten = f", {r['unwritten']} elements never written" if r.get("unwritten") else ""
-        return False, f"rel_err {rel} > tol {r['tol']:g}{unwritten}"

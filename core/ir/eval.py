@@ -202,6 +202,23 @@ def _load(e: Load, offset: Any, buffers: Mapping[str, Any]) -> Any:
     return tuple(read(int(o)) for o in base)
 
 
+_OPERATIONS = (Binary, Unary, Ternary, Cast)
+
+
+def evaluate_operation(e: Expr, operands: list) -> Any:
+    """The value of operation ``e`` (unary, binary, ternary or cast) on the values of its
+    operands, in the order of ``e.children()``."""
+    if isinstance(e, Binary):
+        return _binary(e, *operands)
+    if isinstance(e, Unary):
+        return _unary(e, *operands)
+    if isinstance(e, Ternary):
+        return _ternary(e, *operands)
+    if isinstance(e, Cast):
+        return _lanewise(lambda x: convert(x, e.a.type.base, e.type.base, e.saturate), operands[0])
+    raise EvalError(f"{type(e).__name__} is not an operation")
+
+
 def evaluate(e: Expr, env: Mapping[Any, Any] | None = None, buffers: Mapping[str, Any] | None = None) -> Any:
     """The value of ``e``; ``env`` maps variables (``Var`` or name) to values,
     ``buffers`` maps buffer names to numpy arrays (read as raw bytes)."""
@@ -220,15 +237,8 @@ def evaluate(e: Expr, env: Mapping[Any, Any] | None = None, buffers: Mapping[str
             values[key] = v
         elif isinstance(node, (IntImm, FloatImm, BoolImm)):
             values[key] = node.value
-        elif isinstance(node, Binary):
-            values[key] = _binary(node, values[id(node.a)], values[id(node.b)])
-        elif isinstance(node, Unary):
-            values[key] = _unary(node, values[id(node.a)])
-        elif isinstance(node, Ternary):
-            values[key] = _ternary(node, values[id(node.a)], values[id(node.b)], values[id(node.c)])
-        elif isinstance(node, Cast):
-            values[key] = _lanewise(lambda x: convert(x, node.a.type.base, node.type.base, node.saturate),
-                                    values[id(node.a)])
+        elif isinstance(node, _OPERATIONS):
+            values[key] = evaluate_operation(node, [values[id(k)] for k in node.children()])
         elif isinstance(node, Broadcast):
             values[key] = (values[id(node.a)],) * node.lanes
         elif isinstance(node, Ramp):

@@ -55,31 +55,20 @@ class Op(Enum):
     ADD3 = ("add3", 3)
     MAD = ("mad", 3)
 
+    # Members are singletons: identity hashing (in C) instead of Enum's hash of the name, which
+    # every IR node's structural hash pays for.
+    __hash__ = object.__hash__
+
     def __init__(self, symbol: str, arity: int):
         self.symbol = symbol
         self.arity = arity
-
-    @property
-    def is_compare(self) -> bool:
-        return self in _COMPARE
-
-    @property
-    def is_logical(self) -> bool:
-        return self in (Op.AND, Op.OR, Op.NOT)
-
-    @property
-    def is_commutative(self) -> bool:
-        return self in _COMMUTATIVE
-
-    @property
-    def is_call_form(self) -> bool:
-        """Printed as ``name(a, b)`` rather than infix."""
-        return self.symbol[0].isalpha()
+        # Plain attributes (not properties): every node constructor and rule reads them.
+        self.is_compare = symbol in ("==", "!=", "<", "<=", ">", ">=")
+        self.is_logical = symbol in ("&&", "||", "!")
+        self.is_commutative = symbol in ("+", "*", "min", "max", "&", "|", "^", "==", "!=", "&&", "||")
+        self.is_call_form = symbol[0].isalpha()  # printed as ``name(a, b)`` rather than infix
 
 
-_COMPARE = frozenset({Op.EQ, Op.NE, Op.LT, Op.LE, Op.GT, Op.GE})
-_COMMUTATIVE = frozenset({Op.ADD, Op.MUL, Op.MIN, Op.MAX, Op.BIT_AND, Op.BIT_OR, Op.BIT_XOR,
-                          Op.EQ, Op.NE, Op.AND, Op.OR})
 _INT_ONLY = frozenset({Op.MOD, Op.DIV_UP, Op.SHL, Op.SHR, Op.BIT_AND, Op.BIT_OR, Op.BIT_XOR,
                        Op.BIT_NOT})
 
@@ -178,9 +167,22 @@ class IntImm(Expr):
 
     @classmethod
     def make(cls, type: Type, value: int, origin=None) -> "IntImm":
+        if origin is None:  # small constants without an origin are shared: passes make many
+            hit = _SMALL_INTS.get((type, value))
+            if hit is not None:
+                return hit
         if not type.is_int:
             raise TypeError(f"IntImm needs an integer type, got {type}")
-        return cls(type, wrap_int(int(value), type), origin=origin)
+        imm = cls(type, wrap_int(int(value), type), origin=origin)
+        if origin is None and value.__class__ is int and -_SMALL_LIMIT <= value <= _SMALL_LIMIT:
+            _SMALL_INTS[(type, value)] = imm
+        return imm
+
+
+# Immediates of small values, one object per (type, value): unroll and the simplifier make the
+# same constants thousands of times. Bounded: at most 2 * _SMALL_LIMIT + 1 values per type.
+_SMALL_LIMIT = 4096
+_SMALL_INTS: dict[tuple[Type, int], IntImm] = {}
 
 
 class FloatImm(Expr):

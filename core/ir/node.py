@@ -9,9 +9,11 @@ mutating, printing) treats the field:
 - ``"nodes"``: a tuple of child IR nodes
 - ``"attr"``:  plain hashable data (a type, an operator, a name, a function)
 
-The structural hash is computed once, at construction, from the children's
-cached hashes, so it costs O(1) per node and never recurses. Equality is an
-explicit-stack walk. ``==`` is structural equality and ``hash()`` is the
+The structural hash and the tree size (nodes counted at every occurrence of a
+shared subtree) are computed once, at construction, from the children's cached
+values, so they cost O(1) per node and never recurse. Each class gets a
+constructor generated from its ``FIELDS`` (straight-line code: no loop over
+the fields on the hot path of every pass). Equality is an explicit-stack walk. ``==`` is structural equality and ``hash()`` is the
 structural hash, so IR objects are safe dict and set keys; IR is built with
 explicit builders (``a.eq(b)``, ``a.lt(b)``) instead of overloaded comparisons.
 """
@@ -38,7 +40,8 @@ def _attr_key(value: Any) -> Any:
 
 def _children_getter(fields: FieldKinds):
     """A function returning a node's children for one class's ``FIELDS`` (the traversals' hot path:
-    most classes have only ``node`` fields, read with one ``attrgetter``)."""
+    most classes have only ``node`` fields, read with one ``attrgetter``; the others get
+    straight-line code)."""
     kinds = [kind for _, kind in fields if kind != "attr"]
     names = [name for name, kind in fields if kind != "attr"]
     if not kinds:
@@ -48,47 +51,92 @@ def _children_getter(fields: FieldKinds):
             get_one = attrgetter(names[0])
             return lambda node: (get_one(node),)
         return attrgetter(*names)
+    if kinds == ["nodes"]:
+        return attrgetter(names[0])  # already a tuple
+    parts = [f"(n.{name},)" if kind == "node" else f"n.{name}" if kind == "nodes"
+             else f"(() if n.{name} is None else (n.{name},))" for name, kind in zip(names, kinds)]
+    namespace: dict = {}
+    exec(f"def children(n):\n    return {' + '.join(parts)}\n", namespace)  # noqa: S102 - from FIELDS
+    return namespace["children"]
 
-    def general(node) -> tuple:
-        out: list = []
-        for name, kind in zip(names, kinds):
-            value = getattr(node, name)
-            if kind == "node":
-                out.append(value)
-            elif kind == "opt":
-                if value is not None:
-                    out.append(value)
-            else:
-                out.extend(value)
-        return tuple(out)
-    return general
+
+def _make_init(cls: type):
+    """The constructor of one node class: stores the fields, checks that child fields hold
+    nodes and computes the structural hash and the tree size from the children's."""
+    fields = cls.FIELDS
+    params = "".join(f"{name}, " for name, _ in fields)
+    body = []
+    hashed = ["_name"]
+    sizes = ["1"]
+    for name, kind in fields:
+        if kind == "node":
+            body.append(f"    if not isinstance({name}, Node): raise _not_node(self, {name!r}, {name})")
+            hashed.append(f"{name}._hash")
+            sizes.append(f"{name}._size")
+        elif kind == "opt":
+            hashed.append(f"(None if {name} is None else {name}._hash)")
+            sizes.append(f"(0 if {name} is None else {name}._size)")
+        elif kind == "nodes":
+            hashed.append(f"tuple([v._hash for v in {name}])")
+            sizes.append(f"sum([v._size for v in {name}])")
+        else:
+            hashed.append(f"({name} if _type({name}) is not float else _attr_key({name}))")
+        body.append(f"    _set(self, {name!r}, {name})")
+    source = (f"def __init__(self, {params}*, origin=None):\n" + "\n".join(body) + "\n"
+              f"    _set(self, '_hash', hash(({', '.join(hashed)},)))\n"
+              f"    _set(self, '_size', {' + '.join(sizes)})\n"
+              # Where the node came from (a config span, a builder step); not part of identity.
+              "    _set(self, 'origin', origin)\n")
+    namespace = {"Node": Node, "_not_node": _not_node, "_set": object.__setattr__,
+                 "_attr_key": _attr_key, "_type": type, "_name": cls.__name__}
+    exec(source, namespace)  # noqa: S102 - source built above from the class's own FIELDS
+    init = namespace["__init__"]
+    init.__qualname__ = f"{cls.__name__}.__init__"
+    return init
+
+
+def _make_with_children(cls: type):
+    """``with_children`` for a class whose child fields are all single nodes (most classes),
+    as straight-line code; other classes keep the generic ``Node.with_children``."""
+    kids = [name for name, kind in cls.FIELDS if kind != "attr"]
+    if not kids or any(kind in ("opt", "nodes") for _, kind in cls.FIELDS):
+        return None
+    values = ", ".join(name if kind == "node" else f"self.{name}" for name, kind in cls.FIELDS)
+    source = (f"def with_children(self, new_children):\n"
+              f"    {', '.join(kids)}, = new_children\n"
+              f"    if {' and '.join(f'{k} is self.{k}' for k in kids)}:\n"
+              f"        return self\n"
+              f"    return self.rebuild({values})\n")
+    namespace: dict = {}
+    exec(source, namespace)  # noqa: S102 - source built above from the class's own FIELDS
+    fn = namespace["with_children"]
+    fn.__qualname__ = f"{cls.__name__}.with_children"
+    fn.__doc__ = Node.with_children.__doc__
+    return fn
+
+
+def _make_same_attrs(cls: type):
+    """``a._same_attrs(b)``: whether two nodes of ``cls`` have the same attributes (floats by
+    their bit pattern, see ``_attr_key``); their children are compared by the caller."""
+    attrs = [name for name, kind in cls.FIELDS if kind == "attr"]
+    tests = [f"    x, y = a.{name}, b.{name}\n"
+             f"    if not ((x == y and x.__class__ is not float) or _attr_key(x) == _attr_key(y)):\n"
+             f"        return False\n" for name in attrs]
+    source = "def _same_attrs(a, b):\n" + "".join(tests) + "    return True\n"
+    namespace = {"_attr_key": _attr_key}
+    exec(source, namespace)  # noqa: S102 - source built above from the class's own FIELDS
+    return namespace["_same_attrs"]
+
+
+def _not_node(node, name: str, value: Any) -> TypeError:
+    return TypeError(f"{type(node).__name__}.{name} must be an IR node, got {value!r}")
 
 
 class Node:
     """Base of all IR nodes (expressions and statements)."""
 
-    __slots__ = ("_hash", "origin", "__weakref__")
+    __slots__ = ("_hash", "_size", "origin", "__weakref__")
     FIELDS: ClassVar[FieldKinds] = ()
-
-    def __init__(self, *values: Any, origin: Any = None):
-        if len(values) != len(self.FIELDS):
-            raise TypeError(f"{type(self).__name__} takes {len(self.FIELDS)} fields, got {len(values)}")
-        parts: list[Any] = [type(self).__name__]
-        for (name, kind), value in zip(self.FIELDS, values):
-            object.__setattr__(self, name, value)
-            if kind == "node":
-                if not isinstance(value, Node):
-                    raise TypeError(f"{type(self).__name__}.{name} must be an IR node, got {value!r}")
-                parts.append(value._hash)
-            elif kind == "opt":
-                parts.append(None if value is None else value._hash)
-            elif kind == "nodes":
-                parts.append(tuple(v._hash for v in value))
-            else:
-                parts.append(_attr_key(value))
-        object.__setattr__(self, "_hash", hash(tuple(parts)))
-        # Where the node came from (a config span, a builder step); not part of identity.
-        object.__setattr__(self, "origin", origin)
 
     def __setattr__(self, name: str, value: Any) -> None:
         raise AttributeError(f"IR nodes are immutable ({type(self).__name__}.{name})")
@@ -98,7 +146,7 @@ class Node:
         return self._hash
 
     def __eq__(self, other: object) -> bool:
-        return isinstance(other, Node) and self.is_equal(other)
+        return self is other or (isinstance(other, Node) and self._hash == other._hash and self.is_equal(other))
 
     def __ne__(self, other: object) -> bool:
         return not self.__eq__(other)
@@ -110,27 +158,29 @@ class Node:
     def is_equal(self, other: "Node") -> bool:
         """Structural equality, by an explicit-stack walk (deep trees are fine)."""
         stack = [(self, other)]
+        pop, extend = stack.pop, stack.extend
         while stack:
-            a, b = stack.pop()
+            a, b = pop()
             if a is b:
                 continue
-            if a is None or b is None or type(a) is not type(b) or a._hash != b._hash:
+            if a is None or b is None or a.__class__ is not b.__class__ or a._hash != b._hash \
+                    or not a._same_attrs(b):
                 return False
-            for name, kind in a.FIELDS:
-                x, y = getattr(a, name), getattr(b, name)
-                if kind in ("node", "opt"):
-                    stack.append((x, y))
-                elif kind == "nodes":
-                    if len(x) != len(y):
-                        return False
-                    stack.extend(zip(x, y))
-                elif _attr_key(x) != _attr_key(y):
-                    return False
+            ka, kb = a._children_of(a), b._children_of(b)
+            if len(ka) != len(kb):
+                return False
+            extend(zip(ka, kb))
         return True
 
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)
         cls._children_of = staticmethod(_children_getter(cls.FIELDS))
+        cls.__init__ = _make_init(cls)
+        cls._same_attrs = _make_same_attrs(cls)
+        if "with_children" not in cls.__dict__:
+            fast = _make_with_children(cls)
+            if fast is not None:
+                cls.with_children = fast
 
     # -- generic structure ------------------------------------------------------------------
     def children(self) -> tuple["Node", ...]:

@@ -38,17 +38,48 @@ class PrintedIR:
         return [i for i, n in enumerate(self.nodes) if n is node]
 
 
+# Sub-expressions up to this many nodes are printed by a (shallow) recursion, each distinct
+# object once per print; bigger ones through an explicit stack, so any depth prints.
+_SMALL = 64
+
+
 def expr_to_text(e: Expr) -> str:
     """One expression, fully parenthesised."""
+    return _expr_text(e, {})
+
+
+def _expr_text(e: Expr, memo: dict) -> str:
+    """``expr_to_text`` sharing ``memo`` (id -> text) with other calls of one print."""
+    if e._size <= _SMALL:
+        return _small_text(e, memo)
     out: list[str] = []
     stack: list[object] = [e]
     while stack:
         item = stack.pop()
         if isinstance(item, str):
             out.append(item)
-            continue
-        stack.extend(reversed(_expr_tokens(item)))
+        elif item._size <= _SMALL:
+            out.append(_small_text(item, memo))
+        else:
+            stack.extend(reversed(_expr_tokens(item)))
     return "".join(out)
+
+
+def _small_text(e: Expr, memo: dict) -> str:
+    text = memo.get(id(e))
+    if text is None:
+        cls = e.__class__
+        if cls is Var:
+            text = e.name
+        elif cls is Binary and not e.op.is_call_form:  # the common case, written out
+            a, b = e.a, e.b
+            ta, tb = memo.get(id(a)), memo.get(id(b))
+            text = (f"({_small_text(a, memo) if ta is None else ta} {e.op.symbol} "
+                    f"{_small_text(b, memo) if tb is None else tb})")
+        else:
+            text = "".join(x if isinstance(x, str) else _small_text(x, memo) for x in _expr_tokens(e))
+        memo[id(e)] = text
+    return text
 
 
 def _float(v: float) -> str:
@@ -104,6 +135,11 @@ def print_ir(root: Node) -> PrintedIR:
         return PrintedIR((expr_to_text(root),), (root,))
     lines: list[str] = []
     nodes: list[Node] = []
+    texts: dict[int, str] = {}  # id -> text of the expressions printed so far (they stay alive)
+
+    def expr_to_text(e: Expr) -> str:
+        return _expr_text(e, texts)
+
     # Work items: (indent, stmt) to print a statement, or (indent, text, node) for a fixed line.
     stack: list[tuple] = [(0, root)]
     while stack:

@@ -5,7 +5,7 @@ interpreter and code generators all name element types through it.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from enum import Enum
 
 import numpy as np
@@ -28,38 +28,28 @@ class Scalar(Enum):
     F64 = ("f64", 64)
     BOOL = ("bool", 8)
 
+    # Members are singletons: identity hashing (in C) instead of Enum's hash of the name, which
+    # every IR node's structural hash pays for.
+    __hash__ = object.__hash__
+
     def __init__(self, short: str, bits: int):
         self.short = short
         self.bits = bits
-
-    @property
-    def size(self) -> int:
-        """Size of one element in bytes (bool occupies a byte in memory)."""
-        return self.bits // 8
-
-    @property
-    def is_int(self) -> bool:
-        return self.short[0] in "su"
-
-    @property
-    def is_signed(self) -> bool:
-        return self.short[0] == "s" or self.is_float
-
-    @property
-    def is_float(self) -> bool:
-        return self.short[0] in "fb" and self is not Scalar.BOOL
-
-    @property
-    def is_bool(self) -> bool:
-        return self is Scalar.BOOL
+        # Plain attributes, not properties: every type check of every pass reads them.
+        self.size = bits // 8  # bytes of one element (bool occupies a byte in memory)
+        self.is_bool = short == "bool"
+        self.is_int = short[0] in "su"
+        self.is_float = short[0] in "fb" and not self.is_bool
+        self.is_signed = short[0] == "s" or self.is_float
+        if self.is_int:
+            half = 1 << (bits - 1)
+            self._range = (-half, half - 1) if self.is_signed else (0, (1 << bits) - 1)
 
     def int_range(self) -> tuple[int, int]:
         """Inclusive range of an integer kind."""
         if not self.is_int:
             raise ValueError(f"{self.short} is not an integer type")
-        if self.is_signed:
-            return -(1 << (self.bits - 1)), (1 << (self.bits - 1)) - 1
-        return 0, (1 << self.bits) - 1
+        return self._range
 
 
 _BY_NAME = {s.short: s for s in Scalar}
@@ -78,10 +68,30 @@ class Type:
 
     scalar: Scalar
     lanes: int = 1
+    # The scalar kind's facts, copied in: the simplifier asks them millions of times.
+    is_int: bool = field(init=False, repr=False, compare=False, hash=False)
+    is_float: bool = field(init=False, repr=False, compare=False, hash=False)
+    is_bool: bool = field(init=False, repr=False, compare=False, hash=False)
+    is_signed: bool = field(init=False, repr=False, compare=False, hash=False)
+    _hash: int = field(init=False, repr=False, compare=False, hash=False)  # every IR node hashes its type
 
     def __post_init__(self):
         if self.lanes < 1:
             raise ValueError(f"lanes must be >= 1, got {self.lanes}")
+        for name in ("is_int", "is_float", "is_bool", "is_signed"):
+            object.__setattr__(self, name, getattr(self.scalar, name))
+        object.__setattr__(self, "_hash", hash((self.scalar, self.lanes)))
+
+    def __eq__(self, other: object) -> bool:
+        return self is other or (other.__class__ is Type and self.scalar is other.scalar
+                                 and self.lanes == other.lanes)
+
+    def __hash__(self) -> int:
+        return self._hash
+
+    def __reduce__(self):
+        # Rebuilt through the constructor: the cached hash is of this process's objects.
+        return (Type, (self.scalar, self.lanes))
 
     @staticmethod
     def parse(name: str) -> "Type":
@@ -95,7 +105,7 @@ class Type:
         return Type(scalar, int(lanes) if lanes else 1)
 
     def with_lanes(self, lanes: int) -> "Type":
-        return Type(self.scalar, lanes)
+        return self if lanes == self.lanes else Type(self.scalar, lanes)
 
     @property
     def base(self) -> "Type":
@@ -105,22 +115,6 @@ class Type:
     def size(self) -> int:
         """Size in bytes of the whole (possibly vector) value."""
         return self.scalar.size * self.lanes
-
-    @property
-    def is_int(self) -> bool:
-        return self.scalar.is_int
-
-    @property
-    def is_float(self) -> bool:
-        return self.scalar.is_float
-
-    @property
-    def is_bool(self) -> bool:
-        return self.scalar.is_bool
-
-    @property
-    def is_signed(self) -> bool:
-        return self.scalar.is_signed
 
     @property
     def numpy(self) -> type:

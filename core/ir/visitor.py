@@ -18,6 +18,7 @@ from .node import Node
 
 
 def _hook(obj: object, prefix: str, cls: type, cache: dict) -> Callable | None:
+    """``obj``'s hook ``<prefix><Class>`` for the nearest class of ``cls``'s hierarchy that has one."""
     key = (prefix, cls)
     try:
         return cache[key]
@@ -66,52 +67,71 @@ class IRMutator:
 
     memoize = True
 
+    @classmethod
+    def _hooks(cls, node_cls: type) -> tuple[Callable | None, Callable | None]:
+        """The ``pre_`` and ``mutate_`` hooks (plain functions, called with the mutator first)
+        of this mutator class for node class ``node_cls``, looked up once per pair of classes."""
+        table = _HOOKS.setdefault(cls, {})
+        hooks = table.get(node_cls)
+        if hooks is None:
+            hooks = table[node_cls] = tuple(
+                next((getattr(cls, f"{prefix}{k.__name__}") for k in node_cls.__mro__
+                      if hasattr(cls, f"{prefix}{k.__name__}")), None) for prefix in ("pre_", "mutate_"))
+        return hooks
+
     def mutate(self, root: Node) -> Node:
-        hooks: dict = {}
+        mine = type(self)
+        hooks = _HOOKS.setdefault(mine, {})
+        memoize = self.memoize
         memo: dict[int, Node] = {}
         out: list[Node] = []
-        # Frames: ("enter", node, sink) or ("leave", node, sink, child_results)
-        stack: list[tuple] = [("enter", root, out)]
+        # Frames: (node, sink, None) on the way in; (node, sink, child results) on the way out.
+        stack: list[tuple] = [(root, out, None)]
+        pop, push = stack.pop, stack.append
         while stack:
-            frame = stack.pop()
-            node, sink = frame[1], frame[2]
-            cls = type(node)
-            if frame[0] == "enter":
-                if self.memoize:
+            node, sink, results = pop()
+            cls = node.__class__
+            pre, post = hooks.get(cls) or mine._hooks(cls)
+            if results is None:
+                if memoize:
                     hit = memo.get(id(node))
                     if hit is not None:
                         sink.append(hit)
                         continue
-                pre = _hook(self, "pre_", cls, hooks)
                 if pre is not None:
-                    replaced = pre(node)
+                    replaced = pre(self, node)
                     if replaced is not None:
                         sink.append(replaced)
                         continue
-                kids = list(node.children())
-                results: list[Node] = []
-                stack.append(("leave", node, sink, results))
-                for k in reversed(kids):
-                    stack.append(("enter", k, results))
-                continue
-            new = node.with_children(frame[3])
-            post = _hook(self, "mutate_", cls, hooks)
-            result = new if post is None else post(node, new)
-            if self.memoize:
+                kids = node._children_of(node)
+                if kids:
+                    results = []
+                    push((node, sink, results))
+                    for k in reversed(kids):
+                        push((k, results, None))
+                    continue
+                new = node  # a leaf: nothing to rebuild
+            else:
+                new = node.with_children(results)
+            result = new if post is None else post(self, node, new)
+            if memoize:
                 memo[id(node)] = result
             sink.append(result)
         return out[0]
 
 
+# mutator class -> node class -> its pre_ and mutate_ hooks (None where it has none)
+_HOOKS: dict[type, dict[type, tuple[Callable | None, Callable | None]]] = {}
+
+
 def walk(root: Node) -> Iterator[Node]:
     """Every node of the tree in pre-order (shared subtrees are yielded once per occurrence)."""
     stack = [root]
+    pop, extend = stack.pop, stack.extend
     while stack:
-        node = stack.pop()
+        node = pop()
         yield node
-        kids = list(node.children())
-        kids.reverse()
-        stack.extend(kids)
+        extend(reversed(node._children_of(node)))
 
 
 def post_order(root: Node, children: Callable[[Node], Iterable[Node]] | None = None,
@@ -125,6 +145,11 @@ def post_order(root: Node, children: Callable[[Node], Iterable[Node]] | None = N
     ``children`` chooses the dependencies (default: ``node.children()``).
     """
     kids_of = children or Node.children
+    if id(root) in done:
+        return
+    if all(id(k) in done for k in kids_of(root)):  # the common case: only the root is new
+        yield root
+        return
     emitted: set[int] = set()
     stack: list[tuple[Node, bool]] = [(root, False)]
     while stack:
@@ -141,11 +166,9 @@ def post_order(root: Node, children: Callable[[Node], Iterable[Node]] | None = N
 
 
 def count_nodes(root: Node) -> int:
-    """Number of nodes in the tree, counting shared subtrees at every occurrence."""
-    counts: dict[int, int] = {}
-    for node in post_order(root, done=counts):
-        counts[id(node)] = 1 + sum(counts[id(k)] for k in node.children())
-    return counts[id(root)]
+    """Number of nodes in the tree, counting shared subtrees at every occurrence (cached at
+    construction, so O(1))."""
+    return root._size
 
 
 class Substitute(IRMutator):

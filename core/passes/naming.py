@@ -6,12 +6,15 @@ header, an unrolled copy's let) gets a name no other variable of the kernel has.
 """
 from __future__ import annotations
 
-from ..ir.expr import Var
+from typing import Iterable, Mapping
+
+from ..ir.expr import Expr, Var
 from ..ir.node import Node
+from ..ir.simplify.engine import fold_immediates
 from ..ir.stmt import Stmt
 from ..ir.types import Type
-from ..ir.visitor import substitute
-from .tree import binder, distinct_nodes, var_names
+from ..ir.visitor import IRMutator, post_order
+from .tree import binder, var_names
 
 
 class NameSource:
@@ -39,10 +42,17 @@ class NameSource:
 def bound_vars(s: Stmt) -> list[Var]:
     """Variables bound by ``let``, ``for`` and ``alloc`` statements inside ``s`` (``s`` included)."""
     out = []
-    for node in distinct_nodes(s):
+    seen: set[int] = set()
+    stack = [s]
+    while stack:  # statements only: no expression binds a variable
+        node = stack.pop()
+        if id(node) in seen:
+            continue
+        seen.add(id(node))
         v = binder(node)
         if v is not None:
             out.append(v)
+        stack.extend(k for k in reversed(node.children()) if isinstance(k, Stmt))
     return out
 
 
@@ -53,8 +63,51 @@ def rename_bound(s: Stmt, names: NameSource, mapping: dict | None = None) -> Stm
     the loop variable to ``k + j*step``). A copy of a statement made this way
     can sit next to the original without two binders sharing a name.
     """
-    subst = dict(mapping or {})
-    for v in bound_vars(s):
-        if v not in subst:
-            subst[v] = names.fresh(v.name, v.type)
-    return substitute(s, subst)
+    mapping = mapping or {}
+    return Copies(s, mapping).copy(mapping, names)
+
+
+class Copies:
+    """Many copies of one statement, each with some free variables replaced (``rename_bound`` for each).
+
+    The nodes that mention a variable a copy may replace (one of ``replaced`` or
+    a variable bound inside the statement) are found once; every copy then
+    rebuilds only those and shares the rest with the original, instead of
+    walking the whole statement per copy (unrolling makes up to 64 copies).
+    A rebuilt operation whose operands all became immediates is folded on the
+    spot (``(8 % 2) * 32`` is ``0`` in the copy where ``k`` is 8), so the
+    copies are no bigger than they need to be when the simplifier meets them.
+    """
+
+    def __init__(self, s: Stmt, replaced: Iterable[Var]):
+        self.stmt = s
+        self.bound = bound_vars(s)
+        keys = set(replaced) | set(self.bound)
+        touched: dict[int, bool] = {}
+        for node in post_order(s, done=touched):
+            touched[id(node)] = (node in keys if isinstance(node, Var)
+                                 else any(touched[id(k)] for k in node.children()))
+        self._touched = {k for k, hit in touched.items() if hit}
+
+    def copy(self, mapping: Mapping[Var, Expr], names: NameSource | None = None) -> Stmt:
+        """The statement with ``mapping`` applied (keys among ``replaced``) and, with ``names``,
+        every variable bound inside it renamed to a fresh name."""
+        subst = dict(mapping)
+        if names is not None:
+            for v in self.bound:
+                if v not in subst:
+                    subst[v] = names.fresh(v.name, v.type)
+        return _Replace(subst, self._touched).mutate(self.stmt)
+
+
+class _Replace(IRMutator):
+    def __init__(self, mapping: Mapping[Var, Expr], touched: set[int]):
+        self.mapping, self.touched = mapping, touched
+
+    def pre_Node(self, node: Node) -> Node | None:
+        if id(node) not in self.touched:
+            return node  # mentions no replaced variable: shared with the original
+        return self.mapping.get(node) if isinstance(node, Var) else None
+
+    def mutate_Expr(self, old: Expr, new: Expr) -> Expr:
+        return new if new is old else fold_immediates(new)

@@ -18,6 +18,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping
 
+from ..ir.gc_pause import gc_paused
 from ..ir.node import Node
 from ..ir.visitor import count_nodes
 
@@ -146,8 +147,11 @@ class Pipeline:
 
         A pass that raises stops the run with a :class:`PassError` naming it.
         """
-        options = options or {}
-        entries = []
+        with gc_paused():
+            return Trace(ir, tuple(self._entries(ir, options or {}, cache)))
+
+    def _entries(self, ir: Node, options: Mapping[str, Any], cache: PassCache | None):
+        """The trace entry of each enabled pass, running the passes in order."""
         current = ir
         for p in self.passes:
             if not p.enabled(options):
@@ -168,6 +172,5 @@ class Pipeline:
                     cache.put(key, current, out)
             ms = (time.perf_counter() - start) * 1e3
             changed = out is not current
-            entries.append(TraceEntry(p.name, out, changed, ms, count_nodes(out), cached))
+            yield TraceEntry(p.name, out, changed, ms, count_nodes(out), cached)
             current = out
-        return Trace(ir, tuple(entries))

@@ -28,15 +28,16 @@ def distinct_nodes(root: Node) -> Iterator[Node]:
     """Every node object reachable from ``root``, each once (pre-order of first visits)."""
     seen: set[int] = set()
     stack = [root]
+    pop, push, mark = stack.pop, stack.append, seen.add
     while stack:
-        node = stack.pop()
+        node = pop()
         if id(node) in seen:
             continue
-        seen.add(id(node))
+        mark(id(node))
         yield node
-        kids = list(node.children())
-        kids.reverse()
-        stack.extend(k for k in kids if id(k) not in seen)
+        for k in reversed(node._children_of(node)):
+            if id(k) not in seen:
+                push(k)
 
 
 def var_names(root: Node) -> set[str]:

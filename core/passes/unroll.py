@@ -29,8 +29,8 @@ from typing import Any, Mapping
 from ..ir.expr import IntImm, Var, max_
 from ..ir.node import Node
 from ..ir.stmt import For, Let, Stmt, seq
-from ..ir.visitor import IRMutator, substitute
-from .naming import NameSource, rename_bound
+from ..ir.visitor import IRMutator
+from .naming import Copies, NameSource
 from .strength_reduce import split_induction
 from .tree import trip_count
 
@@ -60,16 +60,19 @@ def unroll_loop(loop: For, names: NameSource) -> Stmt:
     """The statement running ``loop`` with its body unrolled ``loop.unroll`` times."""
     k, s, u = loop.var, loop.step, loop.unroll
 
+    body = Copies(loop.body, (k,))
+
     def copy(kval, fresh: bool) -> Stmt:
-        return rename_bound(loop.body, names, {k: kval}) if fresh else substitute(loop.body, {k: kval})
+        return body.copy({k: kval}, names if fresh else None)
 
     ind = split_induction(loop.body)
     if ind is None:
         unrolled = seq(*(copy(k + _imm(k, j * s) if j else k, j > 0) for j in range(u)))
     else:  # strength-reduced: copy j sees every induction variable j steps on; one increment
-        unrolled = ind.rebuild(seq(*(rename_bound(ind.core, names, {k: k + _imm(k, j * s),
-                                                                     **{iv: iv + IntImm.make(iv.type, j * d)
-                                                                        for iv, _, d in ind.ivs}})
+        core = Copies(ind.core, (k, *(iv for iv, _, _ in ind.ivs)))
+        unrolled = ind.rebuild(seq(*(core.copy({k: k + _imm(k, j * s),
+                                                **{iv: iv + IntImm.make(iv.type, j * d) for iv, _, d in ind.ivs}},
+                                               names)
                                      if j else ind.core for j in range(u))), u)
     n = trip_count(loop)
     if n is not None:

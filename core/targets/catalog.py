@@ -11,7 +11,7 @@ from difflib import get_close_matches
 from kdd.core.ir.types import Type, bf16, f16, f32, f64, s8, s32, u8
 
 from .target import (Addressing, Device, Figure, FmaShape, FusedIntOps, Peak, RegisterFile, SharedMemory,
-                     Target)
+                     Target, XeIsa)
 
 KIB = 1024
 _INT8 = ((s8, s8), (s8, u8), (u8, s8), (u8, u8))
@@ -91,6 +91,11 @@ XEHPG = Target(
                                     "offset on LSC/HDC messages)"),
     fused_int_ops=_XE_FUSED_INT_OPS,
     assembler=("iga64", "-a", "-p=12p71", "-Xauto-deps", "-Wall"),
+    xe=XeIsa(iga_platform="12p71", flags=("f0.0", "f0.1", "f1.0", "f1.1"), native_int64=False, block2d=False,
+             max_exec=16, grf_banks=2, eot_regs=16,
+             source="Xe-HPG (DG2): two 32-bit flag registers; no 64-bit integer ALU and no 2D block "
+                    "messages (oneDNN nGEN: emulation and block 2D from XeHPC); SIMD16 dword ALU over two "
+                    "32-byte GRFs; EOT payload in r112-r127"),
     devices=(
         Device(
             name="Arc A770 16GB", cores=32, core_name="Xe-core",
@@ -128,6 +133,10 @@ XEHPC = Target(
     addressing=Addressing("header", "Xe-HPC send messages read their address payload from GRF"),
     fused_int_ops=_XE_FUSED_INT_OPS,
     assembler=("iga64", "-a", "-p=12p72", "-Xauto-deps", "-Wall"),
+    xe=XeIsa(iga_platform="12p72", flags=("f0.0", "f0.1", "f1.0", "f1.1"), native_int64=True, block2d=True,
+             max_exec=32, grf_banks=2, eot_regs=16,
+             source="Xe-HPC (PVC): 64-bit integer ALU and 2D block messages (oneDNN nGEN hw >= XeHPC); "
+                    "SIMD32 dword ALU over two 64-byte GRFs; EOT payload in the last 16 GRFs"),
     devices=(
         Device(
             name="Data Center GPU Max 1550", cores=128, core_name="Xe-core",

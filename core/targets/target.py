@@ -202,6 +202,29 @@ class FusedIntOps:
 
 
 @dataclass(frozen=True)
+class XeIsa:
+    """What an Xe code generator may emit on a target, beyond what its assembler accepts.
+
+    ``iga_platform``: the ``iga64 -p`` name; ``flags``: the flag subregisters
+    (16 bits each); ``native_int64``: 64-bit integer ALU (else ``addc``/``mach``
+    emulation); ``block2d``: 2D block messages; ``max_exec``: the widest
+    execution size of a dword ALU instruction; ``grf_banks``: register banks
+    that operand reads alternate between (dpas operand buffers are placed on
+    different banks); ``eot_regs``: how many of the last GRFs an end-of-thread
+    message may use as its payload.
+    """
+
+    iga_platform: str
+    flags: tuple[str, ...]
+    native_int64: bool
+    block2d: bool
+    max_exec: int
+    grf_banks: int
+    eot_regs: int
+    source: str
+
+
+@dataclass(frozen=True)
 class Target:
     """One instruction-set target with everything the generator and the estimates need.
 
@@ -210,7 +233,8 @@ class Target:
     ``registers.modes[0]`` GRFs may hold half as many. ``max_message_bytes`` is
     the largest single load/store message one thread issues, used to estimate
     message headers before any IR exists. ``devices[0]`` is the default device
-    for rooflines.
+    for rooflines. ``xe`` holds the Xe instruction-set facts (``None`` on
+    other ISAs).
     """
 
     name: str
@@ -229,6 +253,7 @@ class Target:
     fused_int_ops: FusedIntOps
     assembler: tuple[str, ...]
     devices: tuple[Device, ...]
+    xe: XeIsa | None = None
 
     @property
     def device(self) -> Device:

@@ -24,7 +24,7 @@ PASS, MISMATCH = 0, 1
 
 def run(args) -> int:
     params = {"path": args.file, "bisect": args.bisect, "unbounded": args.unbounded}
-    for name in ("shape", "stage"):
+    for name in ("shape", "stage", "target"):
         if getattr(args, name) is not None:
             params[name] = getattr(args, name)
     result = engine_call.call(args, "kdd/check", params)
@@ -46,6 +46,7 @@ def register(sub) -> None:
                        description=__doc__.split("\n\n")[1])
     p.add_argument("file", help="a *.kernel.toml file")
     p.add_argument("--shape", help="check this problem shape instead of [check] shape (benchdnn descriptor)")
+    p.add_argument("--target", help="check for this target instead (xehpg, xehpc, sm_90)")
     p.add_argument("--stage", help="check the IR after this stage (build, a pass name or final; default: [check] stage, else final)")
     p.add_argument("--bisect", action="store_true",
                    help="check the IR after the build and after every pass; name the first wrong stage")

@@ -33,6 +33,9 @@ def run(args) -> int:
     if not result["ok"]:
         return render.print_failure("compile", result)
     render.print_diagnostics(args.file, result["diagnostics"])
+    assembler = result.get("asm", {}).get("assembler", {})
+    for message in assembler.get("messages", []):
+        print(f"{assembler.get('tool')}: {message}", file=sys.stderr)
     items = [e.strip() for e in args.emit.split(",") if e.strip()]
     print(render.compile_text(result, items), end="")
     return 0

@@ -47,6 +47,8 @@ def compile_text(result: dict, items: list[str]) -> str:
             parts.append(result["diff"][item[5:]] or f"=== {item[5:]} changed nothing\n")
         elif item == "stats":
             parts.append(stats_text(result["stats"]))
+        elif item == "asm":
+            parts.append(result["asm"]["listing"])
         elif item == "check":
             parts.append(check_text(result["check"]))
     return "".join(parts)

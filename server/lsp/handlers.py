@@ -8,6 +8,7 @@ from kdd.core.spec.completion import complete
 from kdd.core.spec.hover import hover
 
 from . import convert, features, virtual_docs
+from ..workers import WorkerFailed
 from .documents import DocumentState
 from .server import REQUEST_FAILED, KddLanguageServer, uri_path
 
@@ -108,6 +109,13 @@ def register(server: KddLanguageServer) -> None:  # noqa: C901 - one flat list o
 
     # ---- kdd's own requests (protocol/lsp.schema.json) ---------------------
 
+    async def worker_call(ls: KddLanguageServer, method: str, request: dict, affinity: str):
+        """A request run by a worker; one stopped at the time limit is a RequestFailed error naming the stage."""
+        try:
+            return await ls.pool.call(method, request, affinity, ls.settings.time_limit)
+        except WorkerFailed as exc:
+            raise JsonRpcException(f"{method}: {exc}", REQUEST_FAILED) from None
+
     async def latest(ls: KddLanguageServer, state: DocumentState) -> dict:
         """The compile of the current version, waiting for it when it is still running."""
         while state.compiled_version != state.version:
@@ -140,16 +148,18 @@ def register(server: KddLanguageServer) -> None:  # noqa: C901 - one flat list o
         request = {"text": source.text, "path": source.path, "pass": name, "diff": diff}
         if ls.settings.target:
             request["target"] = ls.settings.target
-        return await ls.pool.call("kdd/irAfterPass", request, state.uri, ls.settings.time_limit)
+        return await worker_call(ls, "kdd/irAfterPass", request, state.uri)
 
     @server.feature("kdd/assembly")
     async def kdd_assembly(ls: KddLanguageServer, params):
         state = ls.state(params)
+        if state.compiled_version == state.version and state.compiled and "asm" in state.compiled:
+            return {k: v for k, v in state.compiled.items() if k not in ("trace", "stats")}
         source = ls.source(state.uri)
         request = {"text": source.text, "path": source.path, "emit": ["asm"]}
         if ls.settings.target:
             request["target"] = ls.settings.target
-        result = await ls.pool.call("kdd/compile", request, state.uri, ls.settings.time_limit)
+        result = await worker_call(ls, "kdd/compile", request, state.uri)
         if not result["ok"]:
             raise JsonRpcException(result["error"], REQUEST_FAILED, data=result.get("failure"))
         return result
@@ -158,7 +168,11 @@ def register(server: KddLanguageServer) -> None:  # noqa: C901 - one flat list o
     async def kdd_stats(ls: KddLanguageServer, params):
         state = ls.state(params)
         result = await latest(ls, state)
-        return {"ok": result["ok"], "version": state.compiled_version, "stats": result.get("stats"),
+        asm = result.get("asm")
+        out_asm = None if asm is None else {"registers": {k: asm["registers"][k] for k in
+                                                          ("peak", "peak_line", "budget", "estimate", "by_label")},
+                                            "mix": asm["mix"], "roofline": asm["roofline"]}
+        return {"ok": result["ok"], "version": state.compiled_version, "stats": result.get("stats"), "asm": out_asm,
                 "compile_ms": round(1e3 * (state.compile_s or 0.0), 1),
                 "debounce_ms": round(1e3 * state.debounce_s, 1), "server": dict(ls.counters),
                 "workers": ls.pool.stats()}
@@ -177,7 +191,7 @@ def register(server: KddLanguageServer) -> None:  # noqa: C901 - one flat list o
         state = ls.state({"textDocument": {"uri": doc_uri}})
         if kind == "asm":
             result = await kdd_assembly(ls, {"textDocument": {"uri": doc_uri}})
-            return {"uri": uri, "text": result["asm"]["text"]}
+            return {"uri": uri, "text": result["asm"]["listing"]}
         result = await ir_request(ls, state, name, kind == "diff")
         if not result["ok"]:
             raise JsonRpcException(result["error"], REQUEST_FAILED, data=result.get("failure"))

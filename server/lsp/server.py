@@ -161,6 +161,8 @@ class KddLanguageServer(LanguageServer):
         except WorkerFailed as exc:
             self.counters["timeouts"] += 1
             result = _worker_failure(source.path, exc, "compile")
+        if result is not None and result.get("ok"):
+            result = await self._with_assembly(state, version, params, result)
         if result is None or not self._current(state, version):
             self.counters["superseded"] += 1
             return
@@ -173,6 +175,23 @@ class KddLanguageServer(LanguageServer):
         self.publish(state)
         state.compiled_event.set()
         self.protocol.notify(COMPILED, compiled_notification(state))
+
+    async def _with_assembly(self, state: DocumentState, version: int, params: dict, result: dict) -> dict | None:
+        """``result`` with the target's assembly (``asm``), or with the codegen stage's failure as a
+        diagnostic; a target without a code generator is not an error of the config. None: superseded."""
+        try:
+            asm = await self.pool.call("kdd/compile", {**params, "emit": ["asm"]}, state.uri, self.settings.time_limit,
+                                       still_wanted=lambda: self._current(state, version))
+        except WorkerFailed as exc:
+            asm = _worker_failure(params.get("path"), exc, "assembly")
+        if asm is None:
+            return None
+        if asm.get("ok"):
+            return {**result, "asm": asm["asm"]}
+        if asm["failure"]["code"] == "no-codegen":
+            return result
+        codegen = [d for d in asm["diagnostics"] if d.get("source") == "kdd/codegen"]
+        return {**result, "diagnostics": result["diagnostics"] + codegen}
 
     async def run_check(self, state: DocumentState) -> dict:
         """The check of the current text (in a worker), published as a diagnostic and ``kdd/checked``."""
@@ -187,8 +206,10 @@ class KddLanguageServer(LanguageServer):
             except Exception:  # noqa: BLE001 - a client that refuses progress still gets the verdict
                 progress = False
         try:
-            result = await self.pool.call("kdd/check", {"text": source.text, "path": source.path},
-                                          state.uri + "#check", self.settings.time_limit)
+            request = {"text": source.text, "path": source.path}
+            if self.settings.target:
+                request["target"] = self.settings.target
+            result = await self.pool.call("kdd/check", request, state.uri + "#check", self.settings.time_limit)
         except WorkerFailed as exc:
             self.counters["timeouts"] += 1
             result = _worker_failure(source.path, exc, "check")
@@ -250,6 +271,11 @@ def compiled_notification(state: DocumentState) -> dict:
                     "registers": stats.get("registers"),
                     "passes": {"ran": len(passes), "changed": sum(p["changed"] for p in passes)},
                     "compile_ms": round(1e3 * (state.compile_s or 0.0), 1)})
+        asm = result.get("asm")
+        if asm is not None:
+            regs = asm["registers"]
+            out["asm"] = {"peak": regs["peak"], "budget": regs["budget"], "estimate": regs["estimate"],
+                          "lines": len(asm["lines"]), "assembler_ok": asm["assembler"].get("ok")}
     else:
         out["error"] = result.get("error")
     return out

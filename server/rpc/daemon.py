@@ -77,7 +77,8 @@ class Daemon:
             return _error(rid, UNAUTHORIZED, "this daemon requires a token: add \"token\" to every request")
         try:
             if method == SHUTDOWN:
-                # Set after this reply is written (the caller writes it in this same step).
+                # Set after this reply is written (the caller writes it in this same step); requests
+                # already received are still answered, new ones are not read.
                 asyncio.get_running_loop().call_soon(self.stopped.set)
                 result = {"ok": True}
             else:
@@ -111,7 +112,8 @@ class Daemon:
         return result
 
     async def serve_stream(self, reader: asyncio.StreamReader, write) -> None:
-        """Serve one connection until it closes (``write(bytes)`` sends)."""
+        """Serve one connection until it closes or the daemon stops (``write(bytes)`` sends); requests
+        already received are answered before it returns."""
         decoder = FrameDecoder(self.max_body)
         tasks = set()
 
@@ -123,19 +125,28 @@ class Daemon:
             if out is not None:
                 write(encode(out, frame.fmt))
 
-        while not self.stopped.is_set():
-            data = await reader.read(1 << 16)
-            if not data:
-                break
-            try:
-                frames = decoder.feed(data)
-            except FrameError as exc:
-                write(encode(_error(None, PARSE_ERROR, f"{exc}; closing the connection")))
-                break
-            for frame in frames:
-                task = asyncio.ensure_future(reply(frame))
-                tasks.add(task)
-                task.add_done_callback(tasks.discard)
+        stopping = asyncio.ensure_future(self.stopped.wait())
+        try:
+            while True:
+                reading = asyncio.ensure_future(reader.read(1 << 16))
+                await asyncio.wait({reading, stopping}, return_when=asyncio.FIRST_COMPLETED)
+                if not reading.done():
+                    reading.cancel()
+                    break
+                data = reading.result()
+                if not data:
+                    break
+                try:
+                    frames = decoder.feed(data)
+                except FrameError as exc:
+                    write(encode(_error(None, PARSE_ERROR, f"{exc}; closing the connection")))
+                    break
+                for frame in frames:
+                    task = asyncio.ensure_future(reply(frame))
+                    tasks.add(task)
+                    task.add_done_callback(tasks.discard)
+        finally:
+            stopping.cancel()
         if tasks:
             await asyncio.gather(*tasks, return_exceptions=True)
 
@@ -149,11 +160,16 @@ def _error(rid, code: int, message: str) -> dict:
 
 async def serve_tcp(daemon: Daemon, host: str, port: int, ready=None) -> None:
     """Listen on ``host:port`` until ``kdd/shutdown``; ``ready(port)`` is told the bound port."""
+    connections = set()
+
     async def on_connect(reader, writer):
+        connections.add(asyncio.current_task())
         try:
             await daemon.serve_stream(reader, writer.write)
+            await writer.drain()
         finally:
             writer.close()
+            connections.discard(asyncio.current_task())
 
     server = await asyncio.start_server(on_connect, host, port)
     bound = server.sockets[0].getsockname()[1]
@@ -161,6 +177,8 @@ async def serve_tcp(daemon: Daemon, host: str, port: int, ready=None) -> None:
         ready(bound)
     async with server:
         await daemon.stopped.wait()
+        if connections:  # every connection answers what it already received
+            await asyncio.gather(*connections, return_exceptions=True)
 
 
 async def serve_stdio(daemon: Daemon) -> None:
@@ -173,11 +191,7 @@ async def serve_stdio(daemon: Daemon) -> None:
         out.write(data)
         out.flush()
 
-    serving = asyncio.ensure_future(daemon.serve_stream(reader, write))
-    stopping = asyncio.ensure_future(daemon.stopped.wait())
-    await asyncio.wait({serving, stopping}, return_when=asyncio.FIRST_COMPLETED)
-    for task in (serving, stopping):
-        task.cancel()
+    await daemon.serve_stream(reader, write)
 
 
 __all__ = ["Daemon", "INVALID_PARAMS", "JSON", "is_loopback", "serve_stdio", "serve_tcp"]

@@ -10,7 +10,7 @@ messages).
   ``["ir"]``), ``shape``, ``target`` -> the ``kdd compile --json`` object
 - ``kdd/check``: ``shape``, ``stage`` (``build``, a pass, ``final``; default
   ``[check] stage``),
-  ``bisect``, ``unbounded`` (past the interpreter's size bound) -> the
+  ``bisect``, ``unbounded`` (past the interpreter's size bound), ``target`` -> the
   ``kdd check --json`` object
 - ``kdd/passes``: ``shape``, ``target`` -> ``{"ok", "passes": [{name, changed,
   ms, nodes, cached}], "build": {nodes}}``
@@ -80,10 +80,10 @@ def _compile(engine, params):
 
 
 def _check(engine, params):
-    p = _params("kdd/check", params, ("shape", "stage", "bisect", "unbounded"))
+    p = _params("kdd/check", params, ("shape", "stage", "bisect", "unbounded", "target"))
     source, failure = _source(engine, p)
     return failure or engine.check(source, p.get("shape"), p.get("stage"), bool(p.get("bisect")),
-                                   bool(p.get("unbounded")))
+                                   bool(p.get("unbounded")), p.get("target"))
 
 
 def _passes(engine, params):

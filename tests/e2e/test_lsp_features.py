@@ -52,11 +52,22 @@ async def _features(tmp_path: Path):
         assert content["text"].startswith("kernel {")
         stats = await client.request("kdd/stats", {"textDocument": {"uri": uri}})
         validator("lsp.schema.json", "stats").validate(stats)
+        asm = await client.request("kdd/assembly", {"textDocument": {"uri": uri}})
+        validator("lsp.schema.json", "assembly").validate(asm)
+        regs = asm["asm"]["registers"]
+        assert asm["asm"]["assembler"]["ok"] and 0 < regs["peak"] <= regs["budget"]
+        assert any("config_range" in line for line in asm["asm"]["lines"])
+        listing = await client.request("kdd/content", {"uri": ir_uri.replace("kdd:/ir/hoist", "kdd:/asm")})
+        assert listing["text"].startswith("// target xehpg")
+        # sm_90 has no code generator yet: a clear error, not an empty result.
+        sm90 = tmp_path / "sm90.kernel.toml"
+        shutil.copy(EXAMPLES / "sm90_gemm.kernel.toml", sm90)
+        _open(client, sm90)
         try:
-            await client.request("kdd/assembly", {"textDocument": {"uri": uri}})
+            await client.request("kdd/assembly", {"textDocument": {"uri": sm90.as_uri()}})
             raise AssertionError("kdd/assembly answered without a code generator")
         except JsonRpcException as exc:
-            assert "code generator" in exc.message
+            assert "sm_90" in exc.message
 
         # The parent changes on disk: the open child is recompiled and gets the parent's error.
         mark = len(client.messages)
@@ -151,3 +162,56 @@ async def _fuzz(tmp_path: Path, seconds: float = 6.0):
 
 def test_random_edits_and_bad_requests_leave_the_server_answering(tmp_path):
     asyncio.run(_fuzz(tmp_path))
+
+
+async def _settings(tmp_path: Path):
+    path = tmp_path / "bert.kernel.toml"
+    shutil.copy(EXAMPLES / "gemm_bert.kernel.toml", path)  # written for xehpc, no knobs
+    client = await start(tmp_path, "--no-cache", settings={"target": "xehpg", "checkOnSave": False})
+    try:
+        _open(client, path)
+        compiled = await client.wait_for("kdd/compiled", lambda p: p["uri"] == path.as_uri())
+        assert compiled["ok"] and compiled["target"] == "xehpg"
+        verdict = await client.request("kdd/check", {"textDocument": {"uri": path.as_uri()}}, timeout=120)
+        assert verdict["ok"] is True and verdict["stage"] == "final"
+        checked = await client.wait_for("kdd/checked", lambda p: p["uri"] == path.as_uri())
+        assert checked["result"] == verdict
+    finally:
+        await stop(client)
+
+
+def test_workspace_settings_override_the_target(tmp_path):
+    asyncio.run(_settings(tmp_path))
+
+
+async def _superseded(tmp_path: Path):
+    path = tmp_path / "resnet.kernel.toml"
+    shutil.copy(EXAMPLES / "resnet50_3x3.kernel.toml", path)
+    text = path.read_text()
+    uri = path.as_uri()
+    client = await start(tmp_path, "--no-cache")
+    try:
+        _open(client, path)
+        await client.wait_for("kdd/compiled", lambda p: p["version"] == 1)
+        line = text.split("\n").index('iter = "mb8oc32ic16"')
+        old = 'iter = "mb8oc32ic16"'
+        mark = len(client.messages)
+        for version, oc in enumerate([16, 64, 32, 16, 64, 32, 16, 64, 32, 16], start=2):
+            new = f'iter = "mb8oc{oc}ic16"'
+            client.text_document_did_change(lsp.DidChangeTextDocumentParams(
+                lsp.VersionedTextDocumentIdentifier(uri=uri, version=version),
+                [lsp.TextDocumentContentChangePartial(
+                    range=lsp.Range(lsp.Position(line, 0), lsp.Position(line, len(old))), text=new)]))
+            old = new
+        last = await client.wait_for("kdd/compiled", lambda p: p["version"] == 11, after=mark)
+        assert last["ok"] and last["config"].find("oc16") >= 0
+        compiled = [p["version"] for m, p in client.messages[mark:] if m == "kdd/compiled"]
+        assert compiled[-1] == 11 and len(compiled) <= 3  # typing faster than the debounce compiles once
+        stats = await client.request("kdd/stats", {"textDocument": {"uri": uri}})
+        assert stats["server"]["superseded"] >= 7
+    finally:
+        await stop(client)
+
+
+def test_a_burst_of_edits_compiles_the_last_version(tmp_path):
+    asyncio.run(_superseded(tmp_path))

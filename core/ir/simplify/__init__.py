@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import Any, Mapping
 
 from ..expr import Expr
+from ..gc_pause import gc_paused
 from ..node import Node
 from .engine import Simplifier
 from .facts import Facts
@@ -23,9 +24,10 @@ def simplify(node: Node, ranges: Ranges | None = None) -> Node:
     ``ranges`` maps variables (``Var`` objects or names) to inclusive ``(lo, hi)``
     bounds (``None`` for an open end) that hold wherever the variables occur.
     """
-    if isinstance(node, Expr):
-        return Simplifier(Facts(ranges)).expr(node)
-    return simplify_stmt(node, ranges)
+    with gc_paused():
+        if isinstance(node, Expr):
+            return Simplifier(Facts(ranges)).expr(node)
+        return simplify_stmt(node, ranges)
 
 
 def bounds_of(expr: Expr, ranges: Ranges | None = None) -> tuple[int | None, int | None]:

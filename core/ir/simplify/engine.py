@@ -26,7 +26,7 @@ vector expressions only get their operands simplified.
 """
 from __future__ import annotations
 
-from ..eval import EvalError, convert, evaluate
+from ..eval import EvalError, convert, evaluate_operation
 from ..expr import (Binary, BoolImm, Cast, Expr, FloatImm, IntImm, Op, Ternary, Unary, Var)
 from ..types import Type
 from ..visitor import IRMutator
@@ -132,17 +132,31 @@ class Simplifier:
     # -- entry point ----------------------------------------------------------------------------
     def expr(self, e: Expr) -> Expr:
         """``e`` simplified under the current facts (the same object when nothing changes)."""
-        done = self.facts.memo.done
-        for _ in range(MAX_ROUNDS):
-            if id(e) in done:
-                break
-            cuts = self._cuts
-            out = _Round(self, e).mutate(e)
-            finished = out is e or self._cuts == cuts
-            e = out
-            if finished:
-                break
+        memo = self.facts.memo
+        done = memo.done
+        if id(e) in done:
+            return e
+        hit = memo.results.get(e)
+        if hit is not None:  # an equal expression was simplified under the same facts
+            return e if hit is _UNCHANGED else hit
+        given = e
+        if not e._children_of(e):  # a leaf: no round to set up
+            if isinstance(e, Var) and e in self.facts.subst:
+                e = self.expr(self.facts.subst[e])
+            else:
+                e = self.node(e)
+        else:
+            for _ in range(MAX_ROUNDS):
+                if id(e) in done:
+                    break
+                cuts = self._cuts
+                out = _Round(self, e).mutate(e)
+                finished = out is e or self._cuts == cuts
+                e = out
+                if finished:
+                    break
         done[id(e)] = e
+        memo.results[given] = _UNCHANGED if e is given else e
         return e
 
     # -- constructors used by the rules -----------------------------------------------------------
@@ -203,14 +217,12 @@ class Simplifier:
     def _rules(self, e: Expr) -> Expr | None:
         if e.type.lanes != 1 or not isinstance(e, (Binary, Unary, Ternary, Cast)):
             return None
-        kids = list(e.children())
+        kids = e.children()
         if any(k.type.lanes != 1 for k in kids):
             return None
         if all(isinstance(k, _IMMEDIATES) for k in kids):
-            try:
-                return self.const(e.type, evaluate(e))
-            except EvalError:
-                return None
+            folded = fold_immediates(e)
+            return None if folded is e else folded
         if isinstance(e, Cast):
             return rules_cast.cast(self, e)
         if e.type.is_float or any(k.type.is_float for k in kids):
@@ -225,6 +237,26 @@ class Simplifier:
         info = self.info(e)
         if info is not None and info.is_point:
             return self.const(e.type, info.lo)
+        return e
+
+
+# What ``Memo.results`` holds for an expression that simplification leaves as it is: a hit on
+# an equal but distinct object then hands back that object itself, never the first one.
+_UNCHANGED = object()
+
+
+def fold_immediates(e: Expr) -> Expr:
+    """The immediate a scalar operation on immediates evaluates to (the simplifier's first
+    rule), else ``e`` itself. Cheap enough to apply while building IR: unrolling folds the
+    constants each copy's loop index makes, so the simplifier meets smaller copies."""
+    if e.type.lanes != 1 or not isinstance(e, (Binary, Unary, Ternary, Cast)):
+        return e
+    kids = e.children()
+    if not all(isinstance(k, _IMMEDIATES) and k.type.lanes == 1 for k in kids):
+        return e
+    try:
+        return Simplifier.const(e.type, evaluate_operation(e, [k.value for k in kids]))
+    except EvalError:
         return e
 
 

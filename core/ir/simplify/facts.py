@@ -9,9 +9,10 @@ by its value.
 Changes are undone in LIFO order with ``mark``/``restore``, so the statement
 simplifier opens and closes scopes in O(1) however deep the nesting is.
 ``memo`` holds what is valid only under the current facts (the bounds of
-expressions, the expressions already simplified): binding a variable seen
-nowhere else keeps it (nothing memoised can mention that variable), any other
-change starts a fresh one and ``restore`` brings the old one back.
+expressions, the expressions already simplified and what simplifying an
+expression gave): binding or substituting a variable seen nowhere else keeps
+it (nothing memoised can mention that variable), any other change starts a
+fresh one and ``restore`` brings the old one back.
 """
 from __future__ import annotations
 
@@ -97,6 +98,8 @@ class Facts:
 
     def substitute(self, v: Var, value: Expr) -> None:
         """Replace ``v`` by ``value`` until the next ``restore`` (a propagated let)."""
+        if v not in self.fresh:  # results memoised for another binding of v must not be reused
+            self._new_memo()
         self._undo.append(("subst", v, self.subst.get(v)))
         self.subst[v] = value
 
@@ -108,13 +111,14 @@ class Facts:
 class Memo:
     """Results valid under one state of the facts, keyed by object id (the objects are kept alive)."""
 
-    __slots__ = ("info", "forms", "canonical", "done")
+    __slots__ = ("info", "forms", "canonical", "done", "results")
 
     def __init__(self):
         self.info: dict[int, tuple] = {}       # id -> (expr, Info | None)
         self.forms: dict[int, tuple] = {}      # id -> (expr, its linear form, value-keeping casts peeled)
         self.canonical: dict[int, Expr] = {}   # id -> expr built as the canonical form of its form
         self.done: dict[int, Expr] = {}        # id -> expr that simplification leaves unchanged
+        self.results: dict[Expr, Any] = {}    # expr (structurally) -> what simplification makes of it
 
 
 def _clip(t: Type, lo: int | None, hi: int | None) -> Info | None:

@@ -150,15 +150,21 @@ class LinearForms:
         return e
 
 
+_LINEAR_BINARY = frozenset((Op.ADD, Op.SUB, Op.MUL))
+
+
 def is_linear_op(e: Expr) -> bool:
     """True for the nodes a linear form looks through: + - * unary- and plain integer casts."""
-    if not is_int_scalar(e):
+    t = e.type
+    if not t.is_int or t.lanes != 1:
         return False
-    if isinstance(e, Binary):
-        return e.op in (Op.ADD, Op.SUB, Op.MUL)
-    if isinstance(e, Cast):  # the same conversion an operand of another type gets implicitly
-        return not e.saturate and (e.a.type.is_int or e.a.type.is_bool) and e.a.type.lanes == 1
-    return isinstance(e, Unary) and e.op is Op.NEG
+    cls = e.__class__
+    if cls is Binary:
+        return e.op in _LINEAR_BINARY
+    if cls is Cast:  # the same conversion an operand of another type gets implicitly
+        a = e.a.type
+        return not e.saturate and (a.is_int or a.is_bool) and a.lanes == 1
+    return cls is Unary and e.op is Op.NEG
 
 
 def _same_type_operands(e: Expr) -> list[Expr]:

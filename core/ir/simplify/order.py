@@ -57,25 +57,17 @@ def post_order(root: Node, memo: dict):
 
 
 class Structure:
-    """Memoised size, fingerprint, leading variable and loads of expression nodes."""
+    """Size, and memoised fingerprint, leading variable and loads of expression nodes."""
 
     def __init__(self):
-        self._size: dict[int, tuple[Node, int]] = {}
         # id -> (node, fingerprint, leading variable name or None, contains a load)
         self._facts: dict[int, tuple[Node, int, str | None, bool]] = {}
+        self._loads: dict[int, tuple[Node, bool]] = {}  # id -> (node, contains a load)
 
-    def size(self, e: Node) -> int:
-        """Number of nodes of ``e`` (shared subtrees counted at each occurrence)."""
-        memo = self._size
-        hit = memo.get(id(e))
-        if hit is None:
-            for node in post_order(e, memo):
-                total = 1
-                for k in node.children():
-                    total += memo[id(k)][1]
-                memo[id(node)] = (node, total)
-            hit = memo[id(e)]
-        return hit[1]
+    @staticmethod
+    def size(e: Node) -> int:
+        """Number of nodes of ``e`` (shared subtrees counted at each occurrence; cached by the node)."""
+        return e._size
 
     def _facts_of(self, e: Node) -> tuple[Node, int, str | None, bool]:
         memo = self._facts
@@ -101,8 +93,14 @@ class Structure:
         return memo[id(e)]
 
     def reads_memory(self, e: Node) -> bool:
-        """True when ``e`` contains a load."""
-        return self._facts_of(e)[3]
+        """True when ``e`` contains a load (without the fingerprints a sort key needs)."""
+        hit = self._facts.get(id(e)) or self._loads.get(id(e))
+        if hit is not None:
+            return hit[-1]
+        memo = self._loads
+        for node in post_order(e, memo):
+            memo[id(node)] = (node, isinstance(node, Load) or any(memo[id(k)][1] for k in node.children()))
+        return memo[id(e)][1]
 
     def key(self, e: Expr) -> tuple:
         """The canonical sort key of a term (see the module docstring)."""

@@ -64,15 +64,22 @@ def simplify_stmt(root: Stmt, ranges: Mapping[Any, tuple] | None = None) -> Stmt
     """``root`` simplified (see the module docstring); the same object when nothing changes.
 
     A round decides let propagation from the uses in its input; when a kept
-    let ends with a single use (the others simplified away) another round
-    propagates it (at most ``MAX_ROUNDS``).
+    let ends with a single use (the others simplified away) that the policy
+    would propagate (outside loops, no loads), another round propagates it (at
+    most ``MAX_ROUNDS``). A let left with one use the policy keeps anyway asks
+    for no round: that round would only confirm the fixed point, at the price
+    of the first. A later round re-simplifies only the expressions that
+    mention a *dirty* variable (one it propagates, or whose value or facts it
+    changes): the others are the previous round's output under the same
+    facts, already at the fixed point.
     """
+    dirty = None
     for _ in range(MAX_ROUNDS):
-        walker = _StmtSimplifier(root, ranges)
+        walker = _StmtSimplifier(root, ranges, dirty)
         out = walker.run(root)
         if out is root or not walker.unsettled:
             return out
-        root = out
+        root, dirty = out, walker.unsettled
     return root
 
 
@@ -131,12 +138,17 @@ def _scan(root: Stmt) -> tuple[dict[int, _Binding], frozenset, frozenset]:
 
 
 class _StmtSimplifier:
-    def __init__(self, root: Stmt, ranges):
+    def __init__(self, root: Stmt, ranges, dirty: set[Var] | None = None):
         self.lets, fresh, self.rebound = _scan(root)
         self.facts = Facts(ranges, fresh)
         self.s = Simplifier(self.facts)
         self.live: dict[Var, int] = {}  # occurrences of each variable in the output so far
-        self.unsettled = False  # a kept let ended with one use: another round may propagate it
+        self.deepest: dict[Var, int] = {}  # the deepest loop nesting of those occurrences
+        self.loop_depth = 0  # loops around the statement being simplified
+        self.unsettled: set[Var] = set()  # kept lets left with one use that another round propagates
+        # None: simplify every expression; else only those that mention one of these variables
+        self.dirty = None if dirty is None else set(dirty)
+        self._vars_memo: dict[int, tuple[Expr, frozenset]] = {}
         self._rebound_memo: dict[int, tuple[Expr, bool]] = {}
 
     def run(self, root: Stmt) -> Stmt:
@@ -165,33 +177,58 @@ class _StmtSimplifier:
 
     # -- expressions ----------------------------------------------------------------------------
     def expr(self, e: Expr) -> Expr:
+        if self.dirty is not None and not self._dirty(e):
+            return e  # the previous round's output under the same facts
         return self.s.expr(e)
+
+    def _dirty(self, e: Expr) -> bool:
+        """In a later round: ``e`` mentions a variable whose value or facts this round changes."""
+        return self.dirty is not None and not self._vars(e).isdisjoint(self.dirty)
+
+    def _vars(self, e: Expr) -> frozenset:
+        memo = self._vars_memo
+        for node in post_order(e, memo):
+            memo[id(node)] = (node, frozenset((node,)) if isinstance(node, Var)
+                              else frozenset().union(*(memo[id(k)][1] for k in node.children())))
+        return memo[id(e)][1]
 
     def emit(self, *exprs: Expr | None) -> None:
         """Count variable uses of expressions that end up in the output."""
+        live, deepest, depth = self.live, self.deepest, self.loop_depth
         for e in exprs:
             if e is not None:
                 for node in walk(e):
                     if isinstance(node, Var):
-                        self.live[node] = self.live.get(node, 0) + 1
+                        live[node] = live.get(node, 0) + 1
+                        if deepest.get(node, -1) < depth:
+                            deepest[node] = depth
 
     # -- statements -----------------------------------------------------------------------------
     def _let(self, st: Let) -> _Step:
+        if self._dirty(st.value):
+            self.dirty.add(st.var)  # its value, or the facts of its value, change
         value = self.expr(st.value)
         mark = self.facts.mark()
         if self._propagates(st, value):
+            if self.dirty is not None:
+                self.dirty.add(st.var)
             self.facts.substitute(st.var, value)
             body = yield st.body
             self.facts.restore(mark)
             return body
         self.facts.bind(st.var, self.s.info(value))
         before = self.live.get(st.var, 0)
+        outer_deepest = self.deepest.pop(st.var, -1)
         body = yield st.body
         self.facts.restore(mark)
         uses = self.live.get(st.var, 0) - before
+        in_loop = self.deepest.get(st.var, -1) > self.loop_depth
+        self.deepest[st.var] = max(outer_deepest, self.deepest.get(st.var, -1))
         if uses == 0:
             return body
-        self.unsettled |= uses == 1
+        if (uses == 1 and not in_loop and not self.s.structure.reads_memory(value)
+                and not (self.rebound and self._mentions_rebound(value))):
+            self.unsettled.add(st.var)
         self.emit(value)
         if value is st.value and body is st.body:
             return st
@@ -215,6 +252,8 @@ class _StmtSimplifier:
         return memo[id(e)][1]
 
     def _for(self, st: For) -> _Step:
+        if self._dirty(st.init) or self._dirty(st.bound):
+            self.dirty.add(st.var)
         init, bound = self.expr(st.init), self.expr(st.bound)
         info = None
         if init.type == bound.type == st.var.type:
@@ -225,7 +264,9 @@ class _StmtSimplifier:
                 info = Info.make(first.lo, last.hi - 1, gcd(st.step, first.mod), first.rem)
         mark = self.facts.mark()
         self.facts.bind(st.var, info)
+        self.loop_depth += 1
         body = yield st.body
+        self.loop_depth -= 1
         self.facts.restore(mark)
         if _is_empty(body):
             return body
@@ -235,6 +276,8 @@ class _StmtSimplifier:
         return For.make(st.var, init, bound, body, st.step, st.unroll, origin=st.origin)
 
     def _if(self, st: If) -> _Step:
+        if self._dirty(st.cond):
+            self.dirty |= self._vars(st.cond)  # the branches learn other facts of its variables
         cond = self.expr(st.cond)
         if isinstance(cond, BoolImm):
             branch = st.then if cond.value else st.else_

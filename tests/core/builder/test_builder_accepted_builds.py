@@ -14,7 +14,8 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from kdd.core.builder import build_kernel
-from kdd.core.passes.pass_bisect import bisect
+from kdd.core.engine import InterpreterCheck
+from kdd.core.passes.pass_bisect import bisect, render_bisect
 from kdd.core.spec import Severity, load_spec
 
 TYPES = ("f32", "f16", "bf16", "f64", "f16:f16:f32", "bf16:bf16:f32", "s8:s8:s32", "u8:s8:s32", "s8:u8:s32",
@@ -80,5 +81,5 @@ def test_accepted_configs_build_for_both_shapes_and_check_after_every_pass(text)
     kernel = build_kernel(spec.check, spec.user_config, spec.target)
     # The interpreter runs every thread at once; keep launches small.
     assume(prod(kernel.grid) * prod(kernel.tg) <= 256)
-    found = bisect(kernel, spec.check)
-    assert found.first_bad is None, (text, found.render())
+    found = bisect(kernel, InterpreterCheck(spec.check, spec.check_seed, spec.check_tol))
+    assert found.first_bad is None, (text, render_bisect(found.to_dict()))

@@ -2,7 +2,6 @@
 from pathlib import Path
 
 import msgpack
-import pytest
 
 from kdd.core.engine import DiskCache, Engine, Source
 
@@ -115,7 +114,12 @@ def test_an_edited_parent_is_seen_through_extends(tmp_path):
     assert not second["ok"] and any(d["code"] == "extends" for d in second["diagnostics"])
 
 
-@pytest.mark.parametrize("emit", ["asm"])
-def test_assembly_without_a_code_generator_is_a_clear_failure(emit):
-    out = Engine().compile(Source(TEXT, str(EXAMPLE)), emit)
-    assert out["ok"] is False and out["failure"]["stage"] == "codegen" and "code generator" in out["error"]
+def test_assembly_of_an_xe_kernel_and_a_clear_failure_without_a_code_generator():
+    engine = Engine()
+    out = engine.compile(Source(TEXT, str(EXAMPLE)), "asm")
+    assert out["ok"] and out["asm"]["assembler"]["ok"] and engine.runs["codegen"] == 1
+    engine.compile(Source("# edit\n" + TEXT, str(EXAMPLE)), "asm")
+    assert engine.runs["codegen"] == 1  # a comment lowers nothing again
+    sm90 = (EXAMPLE.parent / "sm90_gemm.kernel.toml").read_text()
+    failed = engine.compile(Source(sm90, "sm90.kernel.toml"), "asm")
+    assert failed["ok"] is False and failed["failure"]["stage"] == "codegen" and "sm_90" in failed["error"]

@@ -1,4 +1,8 @@
 """IR nodes: immutability, structural hashing and equality, type checking at construction."""
+import pickle
+import subprocess
+import sys
+
 import pytest
 
 from kdd.core.ir import (Alloc, Binary, BoolImm, Cast, For, FuncCall, Group, If, IntImm, Let, Load,
@@ -134,3 +138,23 @@ def test_vector_condition_makes_a_vector_select():
     sel = iif(cond, 1, 0)
     assert sel.type == s32.with_lanes(4)
     assert evaluate(sel, {"i": 0}) == (1, 1, 0, 0)
+
+
+def test_ir_pickled_in_another_process_hashes_and_compares_like_ir_built_here():
+    # Operators, scalar kinds and types hash by identity or cache their hash: a pickle must
+    # rebuild them through their constructors, or equal IR from a worker process would miss
+    # every dict it is looked up in.
+    source = ("import pickle, sys\n"
+              "from kdd.core.ir import var\n"
+              "from kdd.core.ir.types import Type\n"
+              "x = var('x')\n"
+              "e = ((x + 1) * 3).cast(Type.parse('s64')).lt(x)\n"
+              "sys.stdout.buffer.write(pickle.dumps((e, e.type, e.a.type)))\n")
+    done = subprocess.run([sys.executable, "-c", source], capture_output=True, check=True)
+    theirs = pickle.loads(done.stdout)
+    x = var("x")
+    e = ((x + 1) * 3).cast(Type.parse("s64")).lt(x)
+    ours = (e, e.type, e.a.type)
+    for a, b in zip(theirs, ours):
+        assert a == b and hash(a) == hash(b)
+    assert {ours[0]: 1}[theirs[0]] == 1

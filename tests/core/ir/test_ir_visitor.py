@@ -103,3 +103,12 @@ def test_post_order_handles_a_chain_deeper_than_the_recursion_limit():
     for i in range(20000):
         e = e + i
     assert sum(1 for _ in post_order(e)) == count_nodes(e)
+
+
+def test_count_nodes_counts_a_shared_subtree_at_every_occurrence():
+    x, y = var("x"), var("y")
+    shared = (x + 1) * y
+    tree = seq(Store.make(var("out"), 0, shared + shared), Store.make(var("out"), 4, shared))
+    assert count_nodes(tree) == sum(1 for _ in walk(tree))  # walk yields every occurrence
+    assert count_nodes(shared) == 5
+    assert count_nodes(tree) == 1 + (3 + 1 + 2 * 5) + (3 + 5)

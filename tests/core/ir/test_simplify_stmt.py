@@ -100,6 +100,31 @@ def test_let_propagation_policy():
         "t.s32 = buf.s32[y]", "buf.f32[0] = 2.0", "buf.f32[t] = 1.0"]
 
 
+def test_a_let_left_with_one_use_propagates_in_a_later_round_and_what_it_touches_is_redone():
+    s = var("s")
+    # t has three uses; two simplify away, so only a second round can propagate it into s,
+    # and that round must redo what mentions s (whose value and facts change), not the rest
+    prog = Let.make(t, x * 4, seq(store(t - t + 8), store(y * 4 + (t - t)),
+                                  Let.make(s, t + 1, seq(store(s), store(s % 4 + s, const(2.0))))))
+    assert lines(prog, {"x": (0, 100)}) == [
+        "buf.f32[8] = 1.0",
+        "buf.f32[(y * 4)] = 1.0",
+        "s.s32 = ((x * 4) + 1)",
+        "buf.f32[s] = 1.0",
+        "buf.f32[(s + 1)] = 2.0",
+    ]
+    loop = For.make(i, 0, 4, Let.make(t, x * 4, seq(store(t - t), For.make(j, 0, 2, store(t + j)))))
+    assert lines(loop) == [  # the one use left is in a loop: the let stays
+        "for (i.s32 = 0; i < 4; i++) {",
+        "  t.s32 = (x * 4)",
+        "  buf.f32[0] = 1.0",
+        "  for (j.s32 = 0; j < 2; j++) {",
+        "    buf.f32[(j + t)] = 1.0",
+        "  }",
+        "}",
+    ]
+
+
 def test_kept_let_gives_its_variable_the_value_bounds():
     s = Let.make(t, x % 8, seq(store(t), If.make(t.lt(8), store(t + 1))))
     assert lines(s) == ["t.s32 = (x % 8)", "buf.f32[t] = 1.0", "buf.f32[(t + 1)] = 1.0"]

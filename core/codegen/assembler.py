@@ -1,0 +1,103 @@
+"""Running a target's assembler on generated text: the assembler report.
+
+``assemble(text, target)`` runs the command in ``target.assembler`` (``iga64
+-a -p=12p71 -Xauto-deps -Wall`` on Xe-HPG), then disassembles the binary and
+assembles the disassembly again: a listing *round-trips* when both binaries
+are equal. When the tool is not installed the report says so (``ok: False``
+with the reason) instead of raising.
+"""
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import tempfile
+from dataclasses import dataclass, field
+from functools import lru_cache
+
+
+@dataclass(frozen=True)
+class AssemblerReport:
+    """What the assembler said: ``ok`` means no error and no warning; ``round_trip`` that
+    disassembling and reassembling gives the same bytes (None when not tried)."""
+
+    tool: str
+    version: str | None
+    ok: bool
+    messages: list[str] = field(default_factory=list)
+    binary_bytes: int | None = None
+    round_trip: bool | None = None
+
+    def to_dict(self) -> dict:
+        return {"tool": self.tool, "version": self.version, "ok": self.ok, "messages": list(self.messages),
+                "binary_bytes": self.binary_bytes, "round_trip": self.round_trip}
+
+
+@lru_cache(maxsize=None)
+def tool_version(tool: str) -> str | None:
+    """The tool's version line (``iga64`` prints it when run without arguments), or None."""
+    path = shutil.which(tool)
+    if path is None:
+        return None
+    try:
+        run = subprocess.run([path], capture_output=True, text=True, timeout=30)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    for line in (run.stdout + run.stderr).splitlines():
+        if "Assembler" in line or "version" in line.lower():
+            return line.strip()
+    return None
+
+
+def _messages(run: subprocess.CompletedProcess) -> list[str]:
+    return [line.strip() for line in (run.stdout + run.stderr).splitlines() if line.strip()]
+
+
+def assemble(text: str, command: tuple[str, ...], platform_flag: str, round_trip: bool = True,
+             timeout: float = 120.0) -> AssemblerReport:
+    """Assemble ``text`` with ``command`` (the target's assembler command line; the input and
+    ``-o`` output are appended). ``platform_flag`` (``-p=12p71``) is reused to disassemble."""
+    tool = command[0]
+    path = shutil.which(tool)
+    if path is None:
+        return AssemblerReport(tool, None, False, [f"{tool} is not installed (on Debian: apt-get install "
+                                                   f"libigc-tools; tools/setup.sh does it)"])
+    version = tool_version(tool)
+    with tempfile.TemporaryDirectory(prefix="kdd-asm-") as tmp:
+        src, binary = os.path.join(tmp, "kernel.asm"), os.path.join(tmp, "kernel.bin")
+        with open(src, "w", encoding="utf-8") as f:
+            f.write(text)
+        try:
+            run = subprocess.run([path, *command[1:], src, "-o", binary], capture_output=True, text=True,
+                                 timeout=timeout)
+        except subprocess.TimeoutExpired:
+            return AssemblerReport(tool, version, False, [f"{tool} ran longer than {timeout:g} s"])
+        messages = _messages(run)
+        if run.returncode != 0 or not os.path.exists(binary):
+            return AssemblerReport(tool, version, False, messages or [f"{tool} exited with {run.returncode}"])
+        size = os.path.getsize(binary)
+        same = None
+        if round_trip:
+            same = _round_trip(path, platform_flag, binary, tmp, timeout, messages)
+        return AssemblerReport(tool, version, not messages and same is not False, messages, size, same)
+
+
+def _round_trip(path: str, platform_flag: str, binary: str, tmp: str, timeout: float,
+                messages: list[str]) -> bool:
+    dis, again = os.path.join(tmp, "kernel.dis"), os.path.join(tmp, "again.bin")
+    run = subprocess.run([path, "-d", platform_flag, binary], capture_output=True, text=True, timeout=timeout)
+    if run.returncode != 0:
+        messages.append(f"disassembly failed: {' '.join(_messages(run))}")
+        return False
+    with open(dis, "w", encoding="utf-8") as f:
+        f.write(run.stdout)
+    run = subprocess.run([path, "-a", platform_flag, dis, "-o", again], capture_output=True, text=True,
+                         timeout=timeout)
+    if run.returncode != 0:
+        messages.append(f"reassembling the disassembly failed: {' '.join(_messages(run))}")
+        return False
+    with open(binary, "rb") as a, open(again, "rb") as b:
+        if a.read() != b.read():
+            messages.append("the disassembly does not reassemble to the same binary")
+            return False
+    return True

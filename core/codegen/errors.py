@@ -1,0 +1,80 @@
+"""Errors of code generation: a target without a generator, an IR form it cannot lower, and a
+kernel whose live values do not fit the register file."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+class CodegenError(Exception):
+    """Base of code generation errors."""
+
+
+class CodegenUnsupported(CodegenError):
+    """The target has no kdd code generator, or the IR uses a form the generator cannot lower."""
+
+
+@dataclass(frozen=True)
+class LiveBuffer:
+    """One value live at the register peak: label, category, size in registers, config knob behind it."""
+
+    label: str
+    category: str
+    regs: int
+    knob: str | None = None
+    nbytes: int = 0
+
+    def to_dict(self) -> dict:
+        return {"label": self.label, "category": self.category, "regs": self.regs, "bytes": self.nbytes,
+                "knob": self.knob}
+
+
+@dataclass
+class OutOfRegisters(CodegenError):
+    """The live values at some point need more registers than the budget.
+
+    ``live`` lists what holds registers at that point (largest first), ``by_category``
+    sums them per kind (C accumulators, A/B operands, SLM load buffers, headers,
+    scalars, temporaries, reserved), ``repairs`` the changes oneDNN's generator
+    tries in order, each naming the config knob it changes.
+    """
+
+    needed: int
+    budget: int
+    reg_bytes: int
+    wanted: str
+    live: list[LiveBuffer]
+    repairs: list[dict] = field(default_factory=list)
+    at: str = ""
+
+    def __post_init__(self):
+        super().__init__(self.message())
+
+    @property
+    def by_category(self) -> dict[str, int]:
+        """Registers per category (bytes of sub-register values summed before rounding up)."""
+        out: dict[str, int] = {}
+        for b in self.live:
+            out[b.category] = out.get(b.category, 0) + (b.nbytes or b.regs * self.reg_bytes)
+        return {k: -(-v // self.reg_bytes) for k, v in out.items()}
+
+    @property
+    def knobs(self) -> list[str]:
+        """Config knobs responsible for the live buffers, biggest first."""
+        seen: dict[str, int] = {}
+        for b in self.live:
+            if b.knob:
+                seen[b.knob] = seen.get(b.knob, 0) + b.regs
+        return sorted(seen, key=lambda k: -seen[k])
+
+    def message(self) -> str:
+        parts = ", ".join(f"{k} {v}" for k, v in sorted(self.by_category.items(), key=lambda kv: -kv[1]))
+        top = ", ".join(f"{b.label} {b.regs}" for b in self.live[:8])
+        fixes = "; ".join(f"{r['repair']} ({r['knob']}: {r['how']})" for r in self.repairs)
+        where = f" at {self.at}" if self.at else ""
+        return (f"out of registers{where}: {self.wanted} needs {self.needed} more, budget {self.budget} "
+                f"GRFs; live: {parts} [{top}]" + (f"; try: {fixes}" if fixes else ""))
+
+    def to_dict(self) -> dict:
+        return {"needed": self.needed, "budget": self.budget, "reg_bytes": self.reg_bytes, "wanted": self.wanted, "at": self.at,
+                "live": [b.to_dict() for b in self.live], "by_category": self.by_category,
+                "repairs": self.repairs, "knobs": self.knobs}

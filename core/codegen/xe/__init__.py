@@ -1,0 +1,124 @@
+"""The Xe code generator (Xe-HPG ``xehpg``, Xe-HPC ``xehpc``): final IR to IGA assembly.
+
+``lower_kernel(kernel, body, target)`` returns a :class:`~kdd.core.codegen.listing.Listing`
+without assembling it; ``kdd.core.codegen.generate_asm`` adds the assembler report.
+Modules: ``abi`` (payload registers), ``liveness`` (program points, live
+intervals, buffer roles), ``regalloc`` (the GRF allocator), ``operand``
+(regions and immediates), ``emitter`` (lines with live registers), ``isa``
+(expressions, region-legal ALU, emulation), ``sends`` (LSC messages and
+headers), ``tensor`` (dpas, mad, reorders), ``lower`` (the IR visitor),
+``stats`` (instruction mix, roofline), ``verify`` (the independent register
+verifier used by tests).
+"""
+from __future__ import annotations
+
+from kdd.core.ir.expr import Load
+from kdd.core.ir.printer import print_ir
+from kdd.core.ir.stmt import Let
+from kdd.core.ir.visitor import walk
+
+from ..errors import OutOfRegisters
+
+from ..listing import AsmLine, Listing
+from .lower import XeLowering
+from .stats import instruction_mix, roofline
+
+
+def _budget(kernel, target) -> int:
+    regs = getattr(kernel.config, "regs", None)
+    return regs or target.registers.modes[0]
+
+
+def _estimate(kernel, target) -> int | None:
+    if kernel.problem is None or kernel.config is None:
+        return None
+    from kdd.core.config.budget import estimate_budget
+    try:
+        return estimate_budget(kernel.problem, kernel.config, target).reg_total
+    except (ValueError, KeyError, TypeError):
+        return None
+
+
+def _ir_nodes(body) -> dict[int, dict]:
+    printed = print_ir(body)
+    out: dict[int, dict] = {}
+    for i, node in enumerate(printed.nodes):
+        if id(node) in out:
+            continue
+        entry = {"line": i, "kind": type(node).__name__}
+        origin = node.origin
+        if origin is not None and hasattr(origin, "step"):
+            entry["step"] = origin.step
+            entry["knob"] = origin.knob
+        out[id(node)] = entry
+    return out
+
+
+MAX_REMAT_ROUNDS = 8
+
+
+def _rematerializable(body) -> dict[str, object]:
+    """Lets whose value can be recomputed where it is used: no register-buffer loads (a buffer
+    may change between the let and the use)."""
+    out = {}
+    for node in walk(body):
+        if isinstance(node, Let) and not any(isinstance(n, Load) for n in walk(node.value)):
+            out[node.var.name] = node.value
+    return out
+
+
+def _lower(kernel, body, target, budget: int) -> XeLowering:
+    """Lowering with rematerialization as the allocator's answer to running out: the values
+    live at the failing point that can be recomputed (vector lets first, then scalars) are
+    recomputed at each use instead of held, and lowering restarts; after a few rounds every
+    recomputable vector is. Out of registers is raised when nothing is left to recompute."""
+    remat: frozenset = frozenset()
+    candidates = None
+    last = None
+    for round_ in range(MAX_REMAT_ROUNDS):
+        cg = XeLowering(kernel, body, target, budget, remat)
+        try:
+            cg.run()
+            cg.rematerialized = sorted(remat)
+            return cg
+        except OutOfRegisters as exc:
+            last = exc
+            if candidates is None:
+                candidates = _rematerializable(body)
+            live = [b for b in exc.live if b.label in candidates and b.label not in remat]
+            pick = [b.label for b in live if b.category == "vectors"]
+            if round_ >= 2:
+                pick += [n for n, v in candidates.items() if v.type.lanes > 1 and n not in remat]
+            pick = pick or [b.label for b in live]
+            if not pick:
+                raise
+            remat = remat | frozenset(pick)
+    raise last
+
+
+def lower_kernel(kernel, body, target, ir_map: bool = True) -> Listing:
+    """Lower ``body`` (final IR of ``kernel``) for ``target``; raises ``OutOfRegisters`` or
+    ``CodegenUnsupported``."""
+    budget = _budget(kernel, target)
+    cg = _lower(kernel, body, target, budget)
+    cg.regs.close()
+    nodes = _ir_nodes(body) if ir_map else {}
+    lines = [AsmLine(ln.text, ln.busy, None, nodes.get(id(ln.node)) if ln.node is not None else None)
+             for ln in cg.em.lines]
+    peak, peak_line = -1, 0
+    for i, ln in enumerate(cg.em.lines):
+        if ln.pipe is not None and ln.busy > peak:
+            peak, peak_line = ln.busy, i
+    rb = cg.rb
+    allocations = [{"label": a.label, "category": a.category, "start": a.start, "bytes": a.size,
+                    "first_line": a.first_line, "last_line": a.last_line}
+                   for a in cg.regs.history if a.last_line >= a.first_line]
+    by_label: dict[str, int] = {}
+    for a in allocations:
+        if a["first_line"] <= peak_line <= a["last_line"]:
+            by_label[a["label"]] = by_label.get(a["label"], 0) + a["bytes"]
+    by_label = {k: -(-v // rb) for k, v in by_label.items()}
+    abi = [f.to_dict(rb) for f in cg.payload]
+    return Listing(target.name, lines, peak, peak_line, budget, _estimate(kernel, target), by_label,
+                   instruction_mix(cg.em.lines, cg.loops), roofline(kernel, target, cg.em.lines), abi,
+                   allocations=allocations, reg_bytes=rb, rematerialized=cg.rematerialized)

@@ -1,0 +1,84 @@
+"""The instruction stream: IGA text lines, each with the registers live when it runs.
+
+Every emitted line records how many registers hold a live byte (the
+allocator stamps each value with the lines it is live on), the IR statement it
+was lowered from, the pipe it runs on
+(seed 002's table: float, int, xmx, send, control) and its dynamic weight
+(product of the trip counts of the loops around it).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .operand import FLOAT_SUFFIXES, Imm, Reg, iga_type
+from .regalloc import RegisterFile
+
+PIPES = ("float", "int", "xmx", "send", "control")
+
+
+@dataclass(slots=True)
+class Line:
+    text: str
+    pipe: str | None          # None: a label or a comment
+    busy: int                 # registers holding a live byte
+    node: object              # IR statement
+    weight: int
+    loop: int                 # index of the innermost loop (-1: none)
+
+
+class Emitter:
+    def __init__(self, regs: RegisterFile):
+        self.regs = regs
+        self.lines: list[Line] = []
+        regs.lines = self.lines     # the allocator's clock: values are live from the next line on
+        self.node = None
+        self.weight = 1
+        self.loop = -1
+        self._labels = 0
+
+    def raw(self, text: str, pipe: str | None) -> None:
+        self.lines.append(Line(text, pipe, self.regs.busy, self.node, self.weight, self.loop))
+
+    def label(self, base: str) -> str:
+        self._labels += 1
+        return f"{base}_{self._labels}"
+
+    def place(self, label: str) -> None:
+        self.raw(f"{label}:", None)
+
+    def comment(self, text: str) -> None:
+        self.raw(f"// {text}", None)
+
+    def op(self, mnemonic: str, lanes: int, dst: Reg | None, srcs, *, pred: str | None = None,
+           cmod: str | None = None, sat: bool = False, ternary: bool = False, pipe: str | None = None) -> None:
+        """One ALU instruction, already legal (the caller split it by region rules)."""
+        rb = self.regs.reg_bytes
+        head = f"(W&{pred})" if pred else "(W)"
+        cm = f" ({cmod[0]}){cmod[1]}" if cmod else ""
+        if dst is None:
+            d = "null<1>:" + _suffix(srcs[0])
+        else:
+            d = ("(sat)" if sat else "") + dst.dst(rb)
+        parts = []
+        for i, s in enumerate(srcs):
+            if isinstance(s, Imm):
+                parts.append(s.text())
+            elif ternary:
+                parts.append(s.src3(rb, last=i == len(srcs) - 1))
+            else:
+                parts.append(s.src(rb))
+        text = f"{head} {mnemonic} ({lanes}|M0){cm} {d} {' '.join(parts)}"
+        self.raw(text, pipe or _pipe(mnemonic, dst, srcs))
+
+
+def _suffix(op) -> str:
+    return iga_type(op.type)
+
+
+def _pipe(mnemonic: str, dst, srcs) -> str:
+    if mnemonic.startswith("dpas"):
+        return "xmx"
+    if mnemonic in ("jmpi", "sync", "if", "else", "endif"):
+        return "control"
+    ref = dst if dst is not None else srcs[0]
+    return "float" if _suffix(ref) in FLOAT_SUFFIXES else "int"

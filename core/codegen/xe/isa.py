@@ -1,0 +1,521 @@
+"""Expression evaluation on Xe: operator tables, region-legal ALU instructions, emulation.
+
+``evaluate(cg, e, dst)`` computes expression ``e`` into the register region
+``dst`` (or into a fresh temporary when ``dst`` is None) and returns the
+operand holding it; leaves (immediates, bound variables, register loads,
+broadcasts) cost no instruction unless a destination is given. ``alu`` splits
+one logical instruction into legal ones: at most ``max_exec`` lanes, every
+region inside one register or exactly two halves of two. Integer division by
+a constant uses shifts or a multiply-high (``mul`` into ``acc0`` + ``mach``);
+64-bit integer adds are ``addc`` + ``add`` pairs where the target has no
+64-bit integer ALU.
+"""
+from __future__ import annotations
+
+import struct
+
+from kdd.core.ir.expr import (Binary, BoolImm, Broadcast, Cast, FloatImm, IntImm, Load, Op, Ramp, Ternary,
+                              Unary, Var, wrap_int)
+from kdd.core.ir.types import Type, s16, s32, u16, u32, u64
+
+from ..errors import CodegenUnsupported
+from .operand import Imm, Reg
+
+# Two-source operators with one instruction: IR operator -> mnemonic.
+BINARY = {Op.ADD: "add", Op.MUL: "mul", Op.BIT_AND: "and", Op.BIT_OR: "or", Op.BIT_XOR: "xor",
+          Op.SHL: "shl", Op.AND: "and", Op.OR: "or"}
+# Comparisons: IR operator -> condition modifier, and the one with operands swapped.
+COMPARE = {Op.EQ: "eq", Op.NE: "ne", Op.LT: "lt", Op.LE: "le", Op.GT: "gt", Op.GE: "ge"}
+SWAPPED = {"eq": "eq", "ne": "ne", "lt": "gt", "le": "ge", "gt": "lt", "ge": "le"}
+TERNARY = {Op.ADD3: "add3", Op.MAD: "mad"}
+
+
+class Remat:
+    """A let kept as its expression (rematerialized): evaluated again at every use."""
+
+    __slots__ = ("value",)
+
+    def __init__(self, value):
+        self.value = value
+
+
+# -- legal instructions ---------------------------------------------------------------------
+
+_SIGNEDNESS = {"shr": u32, "asr": s32}
+
+
+def _fits(op, n: int, rb: int) -> bool:
+    if not isinstance(op, Reg) or op.stride == 0:
+        return True
+    start, end = op.span(n)
+    off = start % rb
+    span = end - start
+    if off + span <= rb:
+        return True
+    return off == 0 and span <= 2 * rb and (n // 2) * op.stride * op.size == rb
+
+
+def alu(cg, mnemonic: str, lanes: int, dst: Reg | None, srcs: list, *, pred: str | None = None,
+        cmod: tuple | None = None, sat: bool = False, ternary: bool = False) -> None:
+    """``dst = mnemonic(srcs)`` over ``lanes`` lanes, split into legal instructions."""
+    rb, top = cg.rb, cg.xe.max_exec
+    if mnemonic in _SIGNEDNESS:
+        # shr/asr take the signedness of the shift: retype dwords to match.
+        want = _SIGNEDNESS[mnemonic]
+        dst = dst.retype(want) if dst is not None and dst.size == 4 else dst
+        srcs = [s.retype(want) if isinstance(s, Reg) and s.size == 4 else
+                Imm(s.value, want) if isinstance(s, Imm) and s.type.scalar.size == 4 else s for s in srcs]
+    if lanes == 1:      # scalars: one instruction, every source a scalar region
+        ss = [s.scalar() if type(s) is Reg and s.stride else s for s in srcs]
+        cg.em.op(mnemonic, 1, dst, ss, pred=pred, cmod=cmod, sat=sat, ternary=ternary)
+        return
+    done = 0
+    while done < lanes:
+        n = 1
+        while n * 2 <= min(lanes - done, top):
+            n *= 2
+        while n > 1 and not all(_fits(o.at(done) if isinstance(o, Reg) else o, n, rb) for o in [dst, *srcs]):
+            n //= 2
+        d = dst.at(done) if dst is not None else None
+        ss = [(s.at(done) if n > 1 else s.at(done).scalar()) if isinstance(s, Reg) else s for s in srcs]
+        if (pred or mnemonic == "cmp") and done == 0 and lanes > n:
+            raise CodegenUnsupported(f"a predicated {mnemonic} over {lanes} lanes needs splitting")
+        cg.em.op(mnemonic, n, d, ss, pred=pred, cmod=cmod, sat=sat, ternary=ternary)
+        done += n
+
+
+# -- operands ---------------------------------------------------------------------------------
+
+def value(cg, e) -> Reg | Imm:
+    """``e``'s value as an operand (evaluated into a temporary when it is not a leaf)."""
+    return evaluate(cg, e, None)
+
+
+def _dst(cg, e, dst):
+    return dst if dst is not None else cg.temp(e.type, e.type.lanes)
+
+
+def _as_reg(cg, op, t: Type, lanes: int = 1) -> Reg:
+    """A register operand for ``op`` (an immediate is moved into a temporary)."""
+    if isinstance(op, Reg):
+        return op
+    r = cg.temp(t, lanes if lanes > 1 else 1)
+    _mov_imm(cg, r.retype(op.type), op, 1)
+    return r.scalar() if lanes == 1 else r.retype(op.type, 0)
+
+
+def _mov_imm(cg, dst: Reg, imm: Imm, lanes: int) -> None:
+    if imm.type.scalar.name == "BF16":      # no bf immediates: move the bits
+        bits = struct.unpack("<I", struct.pack("<f", imm.value))[0] >> 16
+        alu(cg, "mov", lanes, dst.retype(u16), [Imm(bits, u16)])
+        return
+    alu(cg, "mov", lanes, dst, [imm])
+
+
+def move(cg, dst: Reg, src, lanes: int) -> None:
+    if isinstance(src, Imm):
+        _mov_imm(cg, dst, Imm(src.value, dst.type) if src.type.is_int == dst.type.is_int else src, lanes)
+    else:
+        alu(cg, "mov", lanes, dst, [src])
+
+
+def evaluate(cg, e, dst: Reg | None):
+    """``e`` computed into ``dst`` (or wherever it already is); a scalar result is returned as a
+    broadcast region so vector instructions can read it."""
+    mark = len(cg.temps)
+    out = _evaluate(cg, e, dst)
+    if len(cg.temps) > mark:
+        cg.release_temps(mark, keep=out)     # operands' temporaries die with the instruction that read them
+    if e.type.lanes == 1 and isinstance(out, Reg) and out.stride:
+        return out.scalar()
+    return out
+
+
+def _evaluate(cg, e, dst: Reg | None):
+    t = type(e)
+    lanes = e.type.lanes
+    if t is IntImm or t is FloatImm:
+        imm = Imm(e.value, e.type)
+        if dst is None:
+            return imm
+        move(cg, dst, imm, 1 if dst.stride == 0 else lanes)
+        return dst
+    if t is BoolImm:
+        imm = Imm(-1 if e.value else 0, s32)
+        if dst is None:
+            return imm
+        move(cg, dst, imm, lanes)
+        return dst
+    if t is Var:
+        op = cg.lookup(e.name)
+        if type(op) is Remat:
+            return evaluate(cg, op.value, dst)
+        if dst is None:
+            return op
+        move(cg, dst, op, lanes)
+        return dst
+    if t is Load:
+        name = e.buf.name
+        if name not in cg.bufs:
+            raise CodegenUnsupported(f"load from {name}: memory is read by send messages")
+        op = cg.grf_ref(e.buf, e.offset, e.type, e.stride)
+        if e.type.is_bool:      # bytes of 0 / 0xFF widened to a 0 / all-ones mask
+            out = _dst(cg, e, dst)
+            alu(cg, "mov", lanes, out.retype(s32), [op])
+            return out
+        if dst is None:
+            return op
+        move(cg, dst, op, lanes)
+        return dst
+    if t is Broadcast:
+        op = evaluate(cg, e.a, None)
+        if isinstance(op, Reg):
+            op = op.scalar()
+        if isinstance(op, Imm) and e.type.is_bool:
+            op = Imm(op.value, s32)
+        if dst is None:
+            return op
+        move(cg, dst, op, lanes)
+        return dst
+    if t is Ramp:
+        return _ramp(cg, e, _dst(cg, e, dst))
+    if t is Cast:
+        return _cast(cg, e, dst)
+    if t is Unary:
+        return _unary(cg, e, dst)
+    if t is Binary:
+        return _binary(cg, e, dst)
+    if t is Ternary:
+        return _ternary(cg, e, dst)
+    raise CodegenUnsupported(f"no Xe lowering for expression {type(e).__name__}")
+
+
+def _ramp(cg, e, dst: Reg) -> Reg:
+    lanes = e.lanes
+    idx = cg.temp(u16, lanes)
+    for c in range(0, lanes, 8):
+        n = min(8, lanes - c)
+        cg.em.op("mov", n, idx.at(c), [_UV])
+        if c:
+            alu(cg, "add", n, idx.at(c), [idx.at(c), Imm(c, u16)])
+    base = evaluate(cg, e.base, None)
+    if isinstance(base, Reg):
+        base = base.scalar()
+    if e.stride == 1:
+        alu(cg, "add", lanes, dst, [idx, base] if isinstance(base, Imm) else [base, idx])
+    else:
+        alu(cg, "mul", lanes, dst, [idx, Imm(e.stride, s16 if -32768 <= e.stride < 32768 else s32)])
+        if not (isinstance(base, Imm) and base.value == 0):
+            alu(cg, "add", lanes, dst, [dst, base])
+    return dst
+
+
+class _UVImm(Imm):
+    """The packed immediate 0..7 (``:uv``, eight 4-bit lanes)."""
+
+    def text(self) -> str:
+        return "0x76543210:uv"
+
+
+_UV = _UVImm(0x76543210, u16)
+
+
+def _cast(cg, e, dst):
+    src_t, dst_t, lanes = e.a.type, e.type, e.type.lanes
+    a = evaluate(cg, e.a, None)
+    if src_t.is_bool:
+        out = _dst(cg, e, dst)
+        alu(cg, "and", lanes, out, [_as_reg(cg, a, s32, lanes), Imm(1, s32)])
+        return out
+    if dst_t.is_bool:
+        out = _dst(cg, e, dst)
+        alu(cg, "cmp", lanes, out, [_as_reg(cg, a, src_t, lanes), Imm(0, src_t)], cmod=("ne", cg.flags.take()))
+        return out
+    if isinstance(a, Imm) and dst is None and src_t.is_int and dst_t.is_int and not e.saturate:
+        return Imm(wrap_int(int(a.value), dst_t), dst_t)
+    if (src_t.is_int and dst_t.is_int and src_t.scalar.size == dst_t.scalar.size and not e.saturate
+            and isinstance(a, Reg) and dst is None):
+        return a.retype(dst_t)
+    out = _dst(cg, e, dst)
+    if dst_t.scalar.bits == 64 and dst_t.is_int and not cg.xe.native_int64:
+        lo = Reg(out.byte, u32, 2)
+        hi = Reg(out.byte + 4, u32, 2)
+        move(cg, lo, a if isinstance(a, Imm) else a.retype(u32), lanes)
+        if src_t.is_signed and isinstance(a, Reg):
+            alu(cg, "asr", lanes, hi.retype(s32), [a.retype(s32), Imm(31, s32)])
+        else:
+            neg = isinstance(a, Imm) and int(a.value) < 0
+            move(cg, hi, Imm(0xFFFFFFFF if neg else 0, u32), lanes)
+        return out
+    alu(cg, "mov", lanes, out, [a], sat=e.saturate)
+    return out
+
+
+def _unary(cg, e, dst):
+    a = evaluate(cg, e.a, None)
+    lanes = e.type.lanes
+    out = _dst(cg, e, dst)
+    if e.op is Op.NEG:
+        alu(cg, "mov", lanes, out, [_as_reg(cg, a, e.type, lanes).negated()])
+    elif e.op in (Op.NOT, Op.BIT_NOT):
+        alu(cg, "not", lanes, out, [_as_reg(cg, a, e.type, lanes)])
+    else:
+        raise CodegenUnsupported(f"unary {e.op.name}")
+    return out
+
+
+def _binary(cg, e, dst):
+    op = e.op
+    lanes = e.type.lanes
+    if op in COMPARE:
+        return _compare_value(cg, e, dst)
+    if op in (Op.DIV, Op.MOD, Op.DIV_UP):
+        return _divmod(cg, e, dst)
+    a = evaluate(cg, e.a, None)
+    b = evaluate(cg, e.b, None)
+    if e.type.is_int and e.type.scalar.bits == 64 and not cg.xe.native_int64:
+        return _int64(cg, e, a, b, _dst(cg, e, dst))
+    out = _dst(cg, e, dst)
+    if op in (Op.MIN, Op.MAX):
+        a, b = _reg_first(cg, a, b, e.type, lanes, commutative=True)
+        alu(cg, "sel", lanes, out, [a, b], cmod=("lt" if op is Op.MIN else "ge", cg.flags.take()))
+        return out
+    if op is Op.SUB:
+        if isinstance(b, Imm):
+            b = Imm(-b.value, b.type)
+            a = _as_reg(cg, a, e.type, lanes)
+            alu(cg, "add", lanes, out, [a, b])
+        else:
+            alu(cg, "add", lanes, out, [b.negated(), a] if isinstance(a, Imm) else [a, b.negated()])
+        return out
+    if op is Op.SHR:
+        mn = "asr" if e.a.type.is_signed else "shr"
+    else:
+        mn = BINARY.get(op)
+        if mn is None:
+            raise CodegenUnsupported(f"binary {op.name} on {e.type}")
+    a, b = _reg_first(cg, a, b, e.type, lanes, commutative=op.is_commutative)
+    alu(cg, mn, lanes, out, [a, b])
+    return out
+
+
+def _reg_first(cg, a, b, t: Type, lanes: int, commutative: bool):
+    """Operands with an immediate only in the second source."""
+    if isinstance(a, Imm):
+        if commutative and isinstance(b, Reg):
+            return b, a
+        a = _as_reg(cg, a, t, lanes)
+    return a, b
+
+
+def _compare_value(cg, e, dst):
+    """A comparison as a value: a 0 / all-ones dword per lane."""
+    lanes = e.type.lanes
+    out = _dst(cg, e, dst).retype(s32)
+    f = _compare_flag(cg, e, lanes)
+    move(cg, out, Imm(0, s32), lanes)
+    alu(cg, "mov", lanes, out, [Imm(-1, s32)], pred=f)
+    return out
+
+
+def _compare_flag(cg, e, lanes: int) -> str:
+    a = evaluate(cg, e.a, None)
+    b = evaluate(cg, e.b, None)
+    cond = COMPARE[e.op]
+    t = e.a.type if not isinstance(e.a, (IntImm, FloatImm)) else e.b.type
+    if isinstance(a, Imm):
+        if isinstance(b, Imm):
+            a = _as_reg(cg, a, t, 1)
+        else:
+            a, b, cond = b, a, SWAPPED[cond]
+    f = cg.flags.take()
+    if t.is_int and t.scalar.bits == 64 and not cg.xe.native_int64:
+        raise CodegenUnsupported("64-bit integer comparison on a target without 64-bit integer ALU")
+    alu(cg, "cmp", lanes, None, [a, b], cmod=(cond, f))
+    return f
+
+
+def flag_of(cg, cond, lanes: int) -> str:
+    """A flag register (``f0.0``, or ``~f0.0`` negated) true in the lanes where ``cond`` holds."""
+    if isinstance(cond, Unary) and cond.op is Op.NOT:
+        f = flag_of(cg, cond.a, lanes)
+        return f[1:] if f.startswith("~") else "~" + f
+    if isinstance(cond, Broadcast):
+        return flag_of(cg, cond.a, 1) if lanes == 1 else _mask_flag(cg, cond, lanes)
+    if isinstance(cond, Binary) and cond.op in COMPARE:
+        return _compare_flag(cg, cond, cond.type.lanes)
+    return _mask_flag(cg, cond, lanes)
+
+
+def _mask_flag(cg, cond, lanes):
+    m = evaluate(cg, cond, None)
+    m = _as_reg(cg, m, s32, lanes)
+    n = cond.type.lanes if isinstance(m, Reg) and m.stride else lanes
+    f = cg.flags.take()
+    alu(cg, "cmp", max(n, lanes), None, [m.retype(s32), Imm(0, s32)], cmod=("ne", f))
+    return f
+
+
+def _ternary(cg, e, dst):
+    lanes = e.type.lanes
+    if e.op is Op.IIF:
+        b = _as_reg(cg, evaluate(cg, e.b, None), e.type, lanes)
+        c = evaluate(cg, e.c, None)
+        out = _dst(cg, e, dst)
+        f = flag_of(cg, e.a, lanes)
+        alu(cg, "sel", lanes, out, [b, c], pred=f)
+        return out
+    mn = TERNARY[e.op]
+    a, b, c = (evaluate(cg, x, None) for x in (e.a, e.b, e.c))
+    if e.type.scalar.bits == 64:
+        raise CodegenUnsupported(f"64-bit {mn}")
+    if mn == "mad" and isinstance(b, Imm) and not isinstance(c, Imm):
+        b, c = c, b             # src1 of a ternary cannot be an immediate
+    if mn == "add3" and isinstance(b, Imm):
+        if not isinstance(a, Imm):
+            a, b = b, a
+        elif not isinstance(c, Imm):
+            b, c = c, b
+    srcs = []
+    for i, s in enumerate((a, b, c)):
+        if isinstance(s, Imm) and (i == 1 or not s.fits16() or not s.type.is_int):
+            s = _as_reg(cg, s, e.type, 1)
+        elif isinstance(s, Imm):
+            s = s.as16()
+        srcs.append(s)
+    out = _dst(cg, e, dst)
+    alu(cg, mn, lanes, out, srcs, ternary=True)
+    return out
+
+
+# -- division by constants --------------------------------------------------------------------
+
+def _divmod(cg, e, dst):
+    lanes = e.type.lanes
+    if not isinstance(e.b, IntImm) or e.b.value <= 0:
+        raise CodegenUnsupported(f"integer {e.op.name} by a non-constant or non-positive divisor ({e.b})")
+    if e.type.scalar.bits != 32:
+        raise CodegenUnsupported(f"{e.op.name} of {e.type}")
+    d = e.b.value
+    n = evaluate(cg, e.a, None)
+    n = _as_reg(cg, n, e.type, lanes)
+    if e.op is Op.DIV_UP:
+        t = cg.temp(e.type, lanes)
+        alu(cg, "add", lanes, t, [n, Imm(d - 1, s32)])
+        n = t if lanes > 1 else t.scalar()
+    signed = e.type.is_signed
+    q = cg.temp(e.type, lanes) if e.op is Op.MOD else _dst(cg, e, dst)
+    if d == 1:
+        move(cg, q, n, lanes)
+    elif d & (d - 1) == 0:
+        k = d.bit_length() - 1
+        if signed:
+            t = cg.temp(s32, lanes)
+            alu(cg, "asr", lanes, t, [n, Imm(31, s32)])
+            alu(cg, "shr", lanes, t.retype(u32), [t.retype(u32), Imm(32 - k, u32)])
+            alu(cg, "add", lanes, t, [n, t])
+            alu(cg, "asr", lanes, q, [t, Imm(k, s32)])
+        else:
+            alu(cg, "shr", lanes, q, [n, Imm(k, u32)])
+    else:
+        _magic_div(cg, q, n, d, signed, lanes)
+    if e.op is not Op.MOD:
+        return q
+    out = _dst(cg, e, dst)
+    alu(cg, "mul", lanes, q, [q, Imm(d, s32)])
+    alu(cg, "add", lanes, out, [n, q.negated()])
+    return out
+
+
+def magic(d: int, signed: bool) -> tuple[int, int]:
+    """Multiplier and shift for 32-bit division by ``d`` (Hacker's Delight, 10-1 and 10-10)."""
+    if signed:
+        two31 = 1 << 31
+        anc = two31 - 1 - (two31 % d)
+        p = 31
+        q1, r1 = divmod(two31, anc)
+        q2, r2 = divmod(two31, d)
+        while True:
+            p += 1
+            q1, r1 = 2 * q1, 2 * r1
+            if r1 >= anc:
+                q1, r1 = q1 + 1, r1 - anc
+            q2, r2 = 2 * q2, 2 * r2
+            if r2 >= d:
+                q2, r2 = q2 + 1, r2 - d
+            delta = d - r2
+            if not (q1 < delta or (q1 == delta and r1 == 0)):
+                break
+        m = q2 + 1
+        return (m - (1 << 32) if m >= two31 else m), p - 32
+    # unsigned: smallest shift with an exact 33-bit multiplier is avoided by the round-up method
+    s = (d - 1).bit_length()
+    m = ((1 << (32 + s)) + d - 1) // d
+    return m, s
+
+
+def _mulhi(cg, dst: Reg, n: Reg, m: int, signed: bool, lanes: int) -> None:
+    """``dst = (n * m) >> 32`` per lane: ``mul`` of the low word into ``acc0``, then ``mach``."""
+    t = s32 if signed else u32
+    step = min(cg.rb // 4, cg.xe.max_exec)
+    for c in range(0, lanes, step):
+        k = min(step, lanes - c)
+        src = n.at(c) if n.stride and k > 1 else n.at(c).scalar() if n.stride else n
+        # mul of the multiplier's low word into the accumulator, then mach: the high dword
+        acc = "acc0.0<1>:" + ("d" if signed else "ud")
+        cg.em.raw(f"(W) mul ({k}|M0) {acc} {src.retype(t).src(cg.rb)} {Imm(m & 0xFFFF, u16).text()}", "int")
+        cg.em.op("mach", k, dst.at(c).retype(t), [src.retype(t), Imm(m, t)])
+
+
+def _magic_div(cg, q: Reg, n: Reg, d: int, signed: bool, lanes: int) -> None:
+    m, s = magic(d, signed)
+    if not signed:
+        if m >= 1 << 32:
+            raise CodegenUnsupported(f"unsigned division by {d}")
+        _mulhi(cg, q.retype(u32), n.retype(u32), m, False, lanes)
+        if s:
+            alu(cg, "shr", lanes, q.retype(u32), [q.retype(u32), Imm(s, u32)])
+        return
+    _mulhi(cg, q, n, m, True, lanes)
+    if m < 0:
+        alu(cg, "add", lanes, q, [q, n])
+    if s:
+        alu(cg, "asr", lanes, q, [q, Imm(s, s32)])
+    t = cg.temp(u32, lanes)
+    alu(cg, "shr", lanes, t, [q.retype(u32), Imm(31, u32)])
+    alu(cg, "add", lanes, q, [q, t.retype(s32)])
+
+
+# -- 64-bit integers --------------------------------------------------------------------------
+
+def add64(cg, dst: Reg, base: Reg, off, lanes: int) -> None:
+    """``dst = base + sext(off)`` with ``dst`` 64-bit per lane (``off`` s32 register or immediate).
+
+    Native on targets with 64-bit integer ALU; else ``addc`` of the low dwords
+    (carry into ``acc0``), ``add`` of the carry and the high dword, and the sign
+    of ``off`` added to the high dword.
+    """
+    if cg.xe.native_int64:
+        alu(cg, "add", lanes, Reg(dst.byte, u64, 1), [base.retype(u64, 0), off])
+        return
+    step = min(8, cg.xe.max_exec)
+    for c in range(0, lanes, step):
+        k = min(step, lanes - c)
+        lo = Reg(dst.byte + 8 * c, u32, 2 if k > 1 else 1)
+        hi = Reg(dst.byte + 8 * c + 4, u32, 2 if k > 1 else 1)
+        o = off.at(c).retype(u32) if isinstance(off, Reg) else Imm(int(off.value) & 0xFFFFFFFF, u32)
+        alu(cg, "addc", k, lo, [Reg(base.byte, u32, 0), o])
+        acc = "acc0.0<0;1,0>:ud" if k == 1 else "acc0.0<1;1,0>:ud"
+        cg.em.raw(f"(W) add ({k}|M0) {hi.dst(cg.rb)} {acc} {Reg(base.byte + 4, u32, 0).src(cg.rb)}", "int")
+        if isinstance(off, Reg):
+            t = cg.temp(s32, k)
+            alu(cg, "asr", k, t, [off.at(c).retype(s32), Imm(31, s32)])
+            alu(cg, "add", k, hi, [hi, t.retype(u32)])
+        elif int(off.value) < 0:
+            alu(cg, "add", k, hi, [hi, Imm(0xFFFFFFFF, u32)])
+
+
+def _int64(cg, e, a, b, out: Reg):
+    if e.op is not Op.ADD:
+        raise CodegenUnsupported(f"64-bit integer {e.op.name} on a target without 64-bit integer ALU")
+    raise CodegenUnsupported("64-bit integer add of two 64-bit values is not lowered yet")

@@ -1,0 +1,307 @@
+"""Program points, live intervals and roles of the values a kernel keeps in registers.
+
+``events(body)`` flattens a statement into the event sequence the lowering
+visits (``let``/``end_let``, ``for``/``end_for``, ``if``/``else``/``end_if``,
+``alloc``/``end_alloc``, ``group``/``end_group``, ``store``, ``call``); an
+event's index is its *program point*. ``analyze`` walks the same sequence
+once and gives every register value (a let variable, a loop variable, a
+``grf`` buffer) the first and last point it is needed at:
+
+- from its first access to its last access, with buffers allocated at their
+  first access rather than at their ``alloc`` (builders allocate at the top);
+- a value used inside a loop and defined before it stays live to the loop's
+  end; a buffer whose first access in a loop is a read or a conditional write
+  (its value may come from the previous iteration) is live over the whole loop.
+
+It also records what each buffer is used for (``roles``): accumulators, A/B
+operands, message headers (and which memory they address), payloads.
+Everything is iterative: let chains are thousands deep.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from kdd.core.ir.expr import IntImm, Load, Var
+from kdd.core.ir.funcs import Dp4a, Dpas, Eltwise, Mad, Reduce, Reorder, Send, SendOp
+from kdd.core.ir.stmt import Alloc, For, FuncCall, Group, If, Let, MemKind, Seq, Store
+
+
+def events(root):
+    """Yields ``(kind, node)`` in lowering order."""
+    stack = [("s", root)]
+    while stack:
+        kind, x = stack.pop()
+        if kind != "s":
+            yield kind, x
+            continue
+        t = type(x)
+        if t is Seq:
+            stack.extend(("s", s) for s in reversed(x.stmts))
+        elif t is Let:
+            yield "let", x
+            stack += [("end_let", x), ("s", x.body)]
+        elif t is For:
+            yield "for", x
+            stack += [("end_for", x), ("s", x.body)]
+        elif t is If:
+            yield "if", x
+            stack.append(("end_if", x))
+            if x.else_ is not None:
+                stack += [("s", x.else_), ("else", x)]
+            stack.append(("s", x.then))
+        elif t is Alloc:
+            yield "alloc", x
+            stack += [("end_alloc", x), ("s", x.body)]
+        elif t is Group:
+            yield "group", x
+            stack += [("end_group", x), ("s", x.body)]
+        elif t is Store:
+            yield "store", x
+        elif t is FuncCall:
+            yield "call", x
+        else:
+            raise TypeError(f"unknown statement {t.__name__}")
+
+
+def _const(e):
+    return e.value if isinstance(e, IntImm) else None
+
+
+def call_buffers(call: FuncCall) -> tuple[list[tuple], list]:
+    """``([(buffer name, 'r'|'w', written byte range or None), ...], value expressions read)`` of one
+    function call. A write's range is given where it is known exactly (reads count as whole-buffer)."""
+    f, a = call.func, call.args
+    if isinstance(f, Send):
+        if f.op is SendOp.LOAD:
+            off = _const(a[3])
+            rng = None if off is None else (off, off + f.elems * f.type.size)
+            return [(a[2].name, "w", rng)], [a[1], a[3], a[4]]
+        return [(a[2].name, "r", None)], [a[1], a[3], a[4]]
+    if isinstance(f, (Dpas, Mad, Dp4a)):
+        off = _const(a[1])
+        if isinstance(f, Dpas):
+            size = f.rcount * f.simd * f.dst_type.size
+        else:
+            size = f.simd * (f.dst_type.size if isinstance(f, Mad) else 4)
+        rng = None if off is None else (off, off + size)
+        return [(a[2].name, "r", None), (a[4].name, "r", None), (a[6].name, "r", None), (a[0].name, "w", rng)], \
+            [a[1], a[3], a[5], a[7]]
+    if isinstance(f, (Reorder, Reduce)):
+        off = _const(a[3])
+        rng = None
+        if off is not None:
+            lay = f.dst_layout
+            rng = (off + lay.offset * lay.dtype.size, off + lay.size_bytes())
+        return [(a[0].name, "r", None), (a[2].name, "w", rng)], [a[1], a[3]]
+    if isinstance(f, Eltwise):
+        return [(a[0].name, "r", None), (a[0].name, "w", None)], [a[1]]
+    return [], list(a)
+
+
+@dataclass
+class _Loop:
+    start: int
+    first: dict = field(default_factory=dict)   # key -> 'r' | 'w' (first access inside the loop)
+    keys: set = field(default_factory=set)
+    if_depth: int = 0
+
+
+@dataclass
+class Liveness:
+    """``first[key]``/``last[key]``: program points; keys are ``('buf', name)`` and
+    ``('var', def point)``. ``starts[p]``/``ends[p]``: keys allocated before / freed after
+    point ``p``. ``roles[name]``: uses of a buffer. ``headers[name]``: ``(space, memory
+    buffer name, kind)`` of the sends whose address a header buffer holds."""
+
+    first: dict
+    last: dict
+    starts: dict
+    ends: dict
+    roles: dict
+    headers: dict
+    var_keys: dict          # id(Let/For node) at its def point -> key
+    points: int
+    allocs: dict            # grf buffer name -> its Alloc statement
+    free: set               # names read without a binding (thread and group ids, arguments)
+
+
+def analyze(root, global_names: set[str], remat: frozenset = frozenset()) -> Liveness:
+    """Live ranges of ``root``'s register values. Lets named in ``remat`` get no register:
+    their value is recomputed at every use, so its operands are read there instead."""
+    first: dict = {}
+    last: dict = {}
+    roles: dict[str, set] = {}
+    headers: dict[str, tuple] = {}
+    grf: set[str] = set()
+    scope: dict[str, list] = {}
+    var_keys: dict = {}
+    loops: list[_Loop] = []
+    allocs: dict = {}
+    free: set[str] = set()
+    accesses: dict[str, list] = {}       # buffer -> [(point, mode, written range, if depth)]
+    extended: set = set()
+    if_depth = [0]
+
+    def touch_buf(name, p, mode, rng=None):
+        touch(("buf", name), p, mode)
+        accesses.setdefault(name, []).append((p, mode, rng, if_depth[0]))
+
+    def touch(key, p, mode):
+        if key not in first:
+            first[key] = p
+        last[key] = p
+        for lp in loops:
+            lp.keys.add(key)
+            if key not in lp.first:
+                lp.first[key] = "w" if mode == "w" and lp.if_depth == 0 else "r"
+
+    def read_expr(e, p):
+        stack = [e]
+        while stack:
+            x = stack.pop()
+            t = type(x)
+            if t is Var:
+                keys = scope.get(x.name)
+                if not keys:
+                    free.add(x.name)
+                else:
+                    if keys[-1][0] == "remat":
+                        stack.append(keys[-1][1])
+                    else:
+                        touch(keys[-1], p, "r")
+                continue
+            if t is Load and x.buf.name in grf:
+                touch_buf(x.buf.name, p, "r")
+                stack.append(x.offset)
+                continue
+            stack.extend(x.children())
+
+    def define(node, name, p):
+        key = ("var", p)
+        scope.setdefault(name, []).append(key)
+        var_keys[id(node), p] = key
+        touch(key, p, "w")
+
+    p = -1
+    for p, (kind, x) in enumerate(events(root)):
+        if kind == "let":
+            if x.var.name in remat:
+                scope.setdefault(x.var.name, []).append(("remat", x.value))
+                continue
+            read_expr(x.value, p)
+            define(x, x.var.name, p)
+        elif kind == "end_let":
+            scope[x.var.name].pop()
+        elif kind == "for":
+            read_expr(x.init, p)
+            read_expr(x.bound, p)
+            define(x, x.var.name, p)
+            loops.append(_Loop(p))
+            key = scope[x.var.name][-1]
+            loops[-1].first[key] = "r"
+        elif kind == "end_for":
+            key = scope[x.var.name][-1]
+            touch(key, p, "r")
+            lp = loops.pop()
+            for k in lp.keys:
+                if first[k] < lp.start or lp.first.get(k) == "r":
+                    extended.add(k)
+                    first[k] = min(first[k], lp.start)
+                    last[k] = max(last[k], p)
+            scope[x.var.name].pop()
+        elif kind == "if":
+            read_expr(x.cond, p)
+            if_depth[0] += 1
+            for lp in loops:
+                lp.if_depth += 1
+        elif kind == "end_if":
+            if_depth[0] -= 1
+            for lp in loops:
+                lp.if_depth -= 1
+        elif kind == "alloc":
+            if x.kind is MemKind.GRF:
+                grf.add(x.buf.name)
+                allocs[x.buf.name] = x
+        elif kind == "store":
+            read_expr(x.offset, p)
+            read_expr(x.value, p)
+            if x.mask is not None:
+                read_expr(x.mask, p)
+            if x.buf.name in grf:
+                rng = None
+                if isinstance(x.offset, IntImm) and x.mask is None:
+                    lanes = x.value.type.lanes
+                    rng = (x.offset.value, x.offset.value + (lanes - 1) * x.stride + x.value.type.scalar.size)
+                touch_buf(x.buf.name, p, "w", rng)
+        elif kind == "call":
+            bufs, exprs = call_buffers(x)
+            for e in exprs:
+                read_expr(e, p)
+            for name, mode, rng in bufs:
+                if name in grf:
+                    touch_buf(name, p, mode, rng)
+            _record_roles(x, roles, headers, grf)
+    for name, acc in accesses.items():
+        key = ("buf", name)
+        if key in extended:
+            continue
+        for i, (lo, hi) in enumerate(_segments(acc)):
+            first[key + (i,)] = lo
+            last[key + (i,)] = hi
+        del first[key], last[key]
+    starts: dict[int, list] = {}
+    ends: dict[int, list] = {}
+    for k, v in first.items():
+        starts.setdefault(v, []).append(k)
+    for k, v in last.items():
+        ends.setdefault(v, []).append(k)
+    return Liveness(first, last, starts, ends, roles, headers, var_keys, p + 1, allocs, free)
+
+
+def _segments(acc: list) -> list[tuple[int, int]]:
+    """Live ranges ``(first, last)`` of one buffer accessed only in straight-line order: a new range
+    starts at a write after which no byte written before it is read again. Reads count as reading
+    the whole buffer; writes kill only their known range and only when not more conditional than
+    the buffer's outermost access."""
+    full = 0    # every byte ever written: what a read may need
+    for a in acc:
+        if a[2] is None and a[1] == "w":
+            return [(acc[0][0], acc[-1][0])]
+        if a[2] is not None:
+            full |= ((1 << (a[2][1] - a[2][0])) - 1) << a[2][0]
+    top = min(a[3] for a in acc)
+    live = 0
+    breaks = []
+    for i in range(len(acc) - 1, -1, -1):
+        p, mode, rng, depth = acc[i]
+        if mode == "r":
+            live = full
+        elif rng is not None and depth == top:
+            live &= ~(((1 << (rng[1] - rng[0])) - 1) << rng[0])
+            earlier_same_point = i > 0 and acc[i - 1][0] == p
+            if live == 0 and i > 0 and not earlier_same_point:
+                breaks.append(i)
+    cuts = [0] + sorted(breaks) + [len(acc)]
+    return [(acc[a][0], acc[b - 1][0]) for a, b in zip(cuts, cuts[1:]) if b > a]
+
+
+def _record_roles(call: FuncCall, roles: dict, headers: dict, grf: set) -> None:
+    f, a = call.func, call.args
+
+    def add(name, role):
+        roles.setdefault(name, set()).add(role)
+    if isinstance(f, Send):
+        add(a[2].name, f"{f.op.value}_{f.space}")
+        off = a[1]
+        if isinstance(off, Load) and off.buf.name in grf:
+            add(off.buf.name, "header")
+            want = (f.space, a[0].name, f.kind.value)
+            have = headers.setdefault(off.buf.name, want)
+            if have != want:
+                headers[off.buf.name] = ("mixed",) + want[1:]
+    elif isinstance(f, (Dpas, Mad, Dp4a)):
+        add(a[0].name, "acc")
+        add(a[4].name, "b")
+        add(a[6].name, "a")
+    elif isinstance(f, (Reorder, Reduce)):
+        add(a[2].name, "reorder")

@@ -1,0 +1,442 @@
+"""Lowering final kernel IR to Xe assembly (IGA syntax) with kdd's own register allocation.
+
+:class:`XeLowering` is the IR visitor of seed 000's "Lowering IR to nGEN": it
+walks the program points of :mod:`.liveness`, binds lets and loop variables
+to sub-registers and buffers to register ranges when they become live, frees
+them after their last use, and emits instructions from the tables of
+:mod:`.isa` (ALU), :mod:`.sends` (LSC messages), :mod:`.tensor` (dpas, mad,
+reorders) and the control flow below (``for`` as compare + ``jmpi`` loops,
+``if`` as predicated jumps). Expressions are evaluated recursively into
+(sub)registers, into a given destination when there is one (a let's register,
+a store's bytes).
+"""
+from __future__ import annotations
+
+from kdd.core.ir.expr import BoolImm, FloatImm, IntImm
+from kdd.core.ir.funcs import Barrier, BarrierSignal, BarrierWait, Dp4a, Dpas, Eltwise, Fence, Mad, Reduce, Reorder, Send
+from kdd.core.ir.stmt import MemKind
+from kdd.core.ir.types import Type, s32, u32
+
+from ..errors import CodegenUnsupported, LiveBuffer, OutOfRegisters
+from . import isa, sends, tensor
+from .abi import GROUP_ID_DWORD, payload
+from .emitter import Emitter
+from .liveness import analyze, events
+from .operand import Imm, Reg, elem_size
+from .regalloc import NoRoom, RegisterFile
+
+CATEGORY = {"acc": "C accumulators", "a": "A/B operands", "b": "A/B operands", "header": "headers",
+            "reorder": "A/B operands"}
+
+
+class FlagPool:
+    """The target's flag subregisters, handed out in turn.
+
+    Every flag is consumed by the instruction right after the one that sets it
+    (expression operands are evaluated before the flag of a select or a
+    predicate is computed), so taking them round-robin never clobbers a flag
+    that is still to be read, and consecutive users get different flags (no
+    false dependency between them).
+    """
+
+    def __init__(self, names: tuple[str, ...]):
+        self.names = names
+        self.next = 0
+
+    def take(self) -> str:
+        f = self.names[self.next % len(self.names)]
+        self.next += 1
+        return f
+
+
+class XeLowering:
+    """One kernel's lowering. ``run()`` fills ``self.em.lines``."""
+
+    def __init__(self, kernel, body, target, budget: int, remat: frozenset = frozenset()):
+        self.kernel, self.body, self.target, self.xe = kernel, body, target, target.xe
+        self.rb = target.registers.reg_bytes
+        self.simd = kernel.simd
+        self.regs = RegisterFile(budget, self.rb, self.xe.grf_banks)
+        self.em = Emitter(self.regs)
+        self.flags = FlagPool(self.xe.flags)
+        self.env: dict[str, list] = {}       # variable name -> stack of operands
+        self.bufs: dict[str, object] = {}     # grf buffer name -> Allocation
+        self.slm_base: dict[str, int] = {}
+        self.args = {a.var.name: a for a in kernel.args}
+        self.keys: dict = {}                  # liveness key -> Allocation
+        self.temps: list = []
+        self.loop_stack: list = []
+        self.if_stack: list = []
+        self.loops: list[dict] = []           # every loop: trips, label
+        self.payload = payload([a.var.name for a in kernel.args], self.simd, self.rb)
+        self.arg_regs: dict[str, Reg] = {}
+        self.remat = remat
+        self.in_place: dict[str, object] = {}    # reorder destination -> the source it took over
+
+    # -- allocation -------------------------------------------------------------------------
+    def _alloc(self, nbytes: int, label: str, category: str, knob=None, whole=False, bank=None):
+        try:
+            if whole or nbytes > self.rb // 2:
+                return self.regs.alloc_regs(nbytes, label, category, knob, bank)
+            return self.regs.alloc_sub(nbytes, label, category, knob)
+        except NoRoom:
+            raise self._out_of_registers(nbytes, label) from None
+
+    def temp(self, t: Type, lanes: int = 1, whole: bool = False) -> Reg:
+        """A temporary for the current statement (freed at its end)."""
+        n = elem_size(t) * lanes
+        a = self._alloc(n, "tmp", "temporaries", whole=whole)
+        self.temps.append(a)
+        return Reg(a.start, t.base, 1)
+
+    def release_temps(self, mark: int, keep=None) -> None:
+        """Frees the temporaries taken since ``mark``, except the one holding ``keep``."""
+        kept = []
+        for a in self.temps[mark:]:
+            if isinstance(keep, Reg) and a.start <= keep.byte < a.end:
+                kept.append(a)
+            else:
+                self.regs.release(a)
+        del self.temps[mark:]
+        self.temps.extend(kept)
+
+    def _out_of_registers(self, nbytes: int, label: str) -> OutOfRegisters:
+        per: dict[str, list] = {}
+        for a in self.regs.live.values():
+            e = per.setdefault(a.label, [a.category, 0, a.knob])
+            e[1] += a.size
+        live = sorted((LiveBuffer(lbl, c, -(-size // self.rb), k, size) for lbl, (c, size, k) in per.items()),
+                      key=lambda b: -b.regs)
+        need = -(-nbytes // self.rb) - self.regs.free_regs()
+        node = self.em.node
+        at = ""
+        if node is not None and getattr(node, "origin", None) is not None:
+            at = str(node.origin)
+        return OutOfRegisters(max(need, 1), self.regs.nregs, self.rb, label, live, repairs(self, live), at)
+
+    # -- bindings ---------------------------------------------------------------------------
+    def bind(self, name: str, op) -> None:
+        self.env.setdefault(name, []).append(op)
+
+    def unbind(self, name: str) -> None:
+        self.env[name].pop()
+
+    def lookup(self, name: str):
+        stack = self.env.get(name)
+        if not stack:
+            raise CodegenUnsupported(f"variable {name} is not bound to a register")
+        return stack[-1]
+
+    def buf(self, name: str):
+        a = self.bufs.get(name)
+        if a is None:
+            raise CodegenUnsupported(f"buffer {name} is used before it is live")
+        return a
+
+    def grf_ref(self, buf, off, t: Type, stride_bytes: int | None = None) -> Reg:
+        if not isinstance(off, IntImm):
+            raise CodegenUnsupported(f"register buffer {buf.name} indexed by a run-time offset")
+        a = self.buf(buf.name)
+        if t.is_bool:           # bools are bytes in memory (IR semantics), masks in registers
+            t = Type.parse("s8").with_lanes(t.lanes)
+        size = elem_size(t)
+        stride = 1 if stride_bytes is None else stride_bytes // size
+        return Reg(a.start + off.value, t.base, stride if t.lanes > 1 else 0)
+
+    # -- the walk ---------------------------------------------------------------------------
+    def run(self) -> None:
+        self.live = analyze(self.body, set(self.args), self.remat)
+        self._prologue()
+        for p, (kind, x) in enumerate(events(self.body)):
+            for key in self.live.starts.get(p, ()):
+                if key[0] == "buf":
+                    self._alloc_buffer(key, x, p)
+            self.em.node = x
+            getattr(self, "ev_" + kind)(x, p)
+            for a in self.temps:
+                self.regs.release(a)
+            self.temps.clear()
+            for key in self.live.ends.get(p, ()):
+                a = self.keys.pop(key, None)
+                if a is not None:
+                    self.regs.release(a)
+                    if key[0] == "buf" and self.bufs.get(key[1]) is a:
+                        del self.bufs[key[1]]
+        self.em.node = None
+        self._epilogue()
+
+    def _alloc_buffer(self, key, x, p) -> None:
+        name = key[1]
+        roles = self.live.roles.get(name, set())
+        node = self.live.allocs[name]
+        size = node.size
+        hdr = self.live.headers.get(name)
+        if hdr is not None and hdr[0] == "global" and hdr[2] == "scattered":
+            size *= 2       # 64-bit addresses, one per lane
+        category = next((CATEGORY[r] for r in ("acc", "a", "b", "header", "reorder") if r in roles), None)
+        if category is None:
+            category = "SLM load buffers" if {"load_global", "store_slm"} <= roles else "buffers"
+        bank = 0 if "a" in roles else 1 if "b" in roles else None
+        knob = getattr(node.origin, "knob", None)
+        try:
+            a = self._alloc(size, name, category, knob, whole=True, bank=bank)
+        except OutOfRegisters:
+            a = self._reorder_in_place(name, size, category, knob, x, p)
+            if a is None:
+                raise
+        self.keys[key] = a
+        self.bufs[name] = a
+
+    def _reorder_in_place(self, name, size, category, knob, x, p):
+        """The destination of a reorder whose source dies at it takes the source's registers
+        (``tensor.reorder`` then moves the data through a small bounce buffer); None when the
+        statement is not such a reorder."""
+        if kind_of(x) is not Reorder or x.args[2].name != name:
+            return None
+        src = x.args[0].name
+        a = self.bufs.get(src)
+        skey = next((k for k, v in self.keys.items() if v is a), None)
+        if a is None or skey is None or self.live.last.get(skey) != p or a.size < size:
+            return None
+        self.regs.release(a)
+        self.in_place[name] = a
+        return self.regs.place(a.start, size, name, category, knob)
+
+    def _prologue(self) -> None:
+        r = self.regs
+        payload_regs = {}
+        for f in self.payload:
+            if f.name == "r0":
+                r.reserve(0, 1, "r0 (thread header)")
+            elif f.name in self.args:
+                self.arg_regs[f.name] = Reg(f.byte, f.type, 0)
+            elif f.name.startswith("local_id"):
+                payload_regs[f.name] = r.reserve(f.byte // self.rb, f.size // self.rb, f.name)
+        args_end = max((f.byte + 8 for f in self.payload if f.name in self.args), default=self.rb)
+        if self.args:
+            r.reserve(1, -(-(args_end - self.rb) // self.rb), "kernel arguments")
+        for g, dword in GROUP_ID_DWORD.items():
+            self.bind(g, Reg(4 * dword, s32, 0))
+        used = self.live.free
+        lid = {f.name: f for f in self.payload}
+        for d, name in enumerate(("thread_id0", "thread_id1", "thread_id2")):
+            if name not in used:
+                continue
+            a = self._alloc(4, name, "reserved")
+            dst = Reg(a.start, s32, 1)
+            src = Reg(lid[f"local_id_{'xyz'[d]}"].byte, Type.parse("u16"), 0)
+            isa.alu(self, "mov", 1, dst, [src])
+            if d == 0:
+                isa.alu(self, "shr", 1, dst, [dst, Imm(self.simd.bit_length() - 1, s32)])
+            self.bind(name, dst.scalar())
+        for a in payload_regs.values():
+            self.regs.release(a)    # the local ids are read once; their registers are free after
+
+    def _epilogue(self) -> None:
+        # The end-of-thread message takes its payload from the last registers: copy r0 there.
+        full = (1 << self.rb) - 1
+        r = self.regs
+        last = next((g for g in range(r.nregs - 1, r.nregs - 1 - self.xe.eot_regs, -1) if r.free_mask[g] == full),
+                    None)
+        if last is None:
+            raise self._out_of_registers(self.rb, "end-of-thread copy of r0")
+        r.reserve(last, 1, "end-of-thread copy of r0")
+        self.em.raw(f"(W) mov (8|M0) r{last}.0<1>:ud r0.0<1;1,0>:ud", "int")
+        self.em.raw(f"(W) send.gtwy (8|M0) null r{last} null:0 0x0 0x02000010 {{EOT}}", "send")
+
+    # -- statements -------------------------------------------------------------------------
+    def ev_group(self, x, p):
+        self.em.comment(f"{x.label} {{")
+
+    def ev_end_group(self, x, p):
+        self.em.comment(f"}} {x.label}")
+
+    def ev_alloc(self, x, p):
+        if x.kind is MemKind.SLM:
+            used = max((b + s for b, s in self.slm_base.values()), default=0)
+            self.slm_base[x.buf.name] = (-(-used // 64) * 64, x.size)
+
+    def ev_end_alloc(self, x, p):
+        pass
+
+    def ev_let(self, x, p):
+        v = x.value
+        if x.var.name in self.remat:
+            self.bind(x.var.name, isa.Remat(v))
+            return
+        key = self.live.var_keys[id(x), p]
+        if isinstance(v, (IntImm, FloatImm)):
+            self.bind(x.var.name, Imm(v.value, v.type))
+            return
+        t = x.var.type
+        a = self._alloc(elem_size(t) * t.lanes, x.var.name, "scalars" if t.lanes == 1 else "vectors")
+        self.keys[key] = a
+        dst = Reg(a.start, t.base, 1)
+        isa.evaluate(self, v, dst)
+        self.bind(x.var.name, dst if t.lanes > 1 else dst.scalar())
+
+    def ev_end_let(self, x, p):
+        self.unbind(x.var.name)
+
+    def ev_for(self, x, p):
+        key = self.live.var_keys[id(x), p]
+        a = self._alloc(4, x.var.name, "scalars")
+        self.keys[key] = a
+        var = Reg(a.start, x.var.type.base, 1)
+        isa.evaluate(self, x.init, var)
+        bound = x.bound
+        ba = None               # the bound's register, when it is not a constant
+        if isinstance(bound, IntImm):
+            bop = Imm(bound.value, bound.type)
+        else:
+            ba = self._alloc(4, f"{x.var.name} bound", "scalars")
+            bop = Reg(ba.start, bound.type.base, 0)
+            isa.evaluate(self, bound, bop.retype(bound.type, 1))
+        known = isinstance(x.init, IntImm) and isinstance(bound, IntImm)
+        trips = max(0, -(-(bound.value - x.init.value) // x.step)) if known else None
+        top, end = self.em.label("LOOP"), self.em.label("LOOP_END")
+        if not (known and trips > 0):
+            f = self.flags.take()
+            self.em.op("cmp", 1, None, [var.scalar(), bop], cmod=("ge", f))
+            self.em.raw(f"(W&{f}) jmpi {end}", "control")
+        self.em.place(top)
+        self.bind(x.var.name, var.scalar())
+        info = {"label": x.var.name, "trips": trips, "weight": self.em.weight * (trips or 1),
+                "parent": self.em.loop}
+        self.loops.append(info)
+        self.loop_stack.append((var, bop, top, end, ba, self.em.weight, self.em.loop))
+        self.em.weight = info["weight"]
+        self.em.loop = len(self.loops) - 1
+
+    def ev_end_for(self, x, p):
+        var, bop, top, end, ba, weight, loop = self.loop_stack.pop()
+        self.em.op("add", 1, var, [var.scalar(), Imm(x.step, var.type)])
+        f = self.flags.take()
+        self.em.op("cmp", 1, None, [var.scalar(), bop], cmod=("lt", f))
+        self.em.raw(f"(W&{f}) jmpi {top}", "control")
+        self.em.weight, self.em.loop = weight, loop
+        self.em.place(end)
+        if ba is not None:
+            self.regs.release(ba)
+        self.unbind(x.var.name)
+
+    def ev_if(self, x, p):
+        end = self.em.label("ENDIF")
+        other = self.em.label("ELSE") if x.else_ is not None else end
+        self.if_stack.append((other, end))
+        if isinstance(x.cond, BoolImm):
+            if not x.cond.value:
+                self.em.raw(f"(W) jmpi {other}", "control")
+            return
+        pred = isa.flag_of(self, x.cond, 1)
+        neg = pred[1:] if pred.startswith("~") else "~" + pred
+        self.em.raw(f"(W&{neg}) jmpi {other}", "control")
+
+    def ev_else(self, x, p):
+        other, end = self.if_stack[-1]
+        self.em.raw(f"(W) jmpi {end}", "control")
+        self.em.place(other)
+
+    def ev_end_if(self, x, p):
+        other, end = self.if_stack.pop()
+        self.em.place(end)
+
+    def ev_store(self, x, p):
+        name = x.buf.name
+        if name not in self.bufs:
+            raise CodegenUnsupported(f"store to {name}: only register buffers are stored to directly "
+                                     "(memory is written by send messages)")
+        if name in self.live.headers:
+            sends.store_header(self, x)
+            return
+        vt = x.value.type
+        dst = self.grf_ref(x.buf, x.offset, vt, x.stride)
+        dst = Reg(dst.byte, dst.type, x.stride // dst.size if vt.lanes > 1 else 1)
+        if vt.is_bool:
+            mask = isa.value(self, x.value)
+            isa.alu(self, "mov", vt.lanes, dst, [mask if isinstance(mask, Imm) else mask.retype(s32)])
+            if x.mask is not None and not (isinstance(x.mask, BoolImm) and x.mask.value):
+                raise CodegenUnsupported("a masked store of bool values")
+            return
+        if x.mask is None or (isinstance(x.mask, BoolImm) and x.mask.value):
+            isa.evaluate(self, x.value, dst)
+            return
+        if isinstance(x.mask, BoolImm):
+            return
+        src = isa.value(self, x.value)
+        pred = isa.flag_of(self, x.mask, x.value.type.lanes)
+        isa.alu(self, "mov", x.value.type.lanes, dst, [src], pred=pred)
+
+    def ev_call(self, x, p):
+        f = x.func
+        handler = _CALLS.get(type(f))
+        if handler is None:
+            raise CodegenUnsupported(f"no Xe lowering for {f}")
+        handler(self, x)
+
+    # -- synchronization ----------------------------------------------------------------------
+    def barrier_signal(self, x=None):
+        # The message header: the barrier id from r0 (built where it is sent, so no register
+        # stays reserved for it).
+        hb = self.temp(u32, self.rb // 4, whole=True).byte // self.rb
+        self.em.raw(f"(W) mov (1|M0) r{hb}.4<1>:hf 0x0:hf", "float")
+        self.em.raw(f"(W) mov (2|M0) r{hb}.10<1>:ub r0.11<0;1,0>:ub", "int")
+        self.em.raw(f"(W) send.gtwy (1|M0) null r{hb} null:0 0x0 0x02000004", "send")
+
+    def barrier_wait(self, x=None):
+        self.em.raw("(W) sync.bar null", "control")
+
+    def barrier(self, x=None):
+        self.fence("slm")
+        self.barrier_signal()
+        self.barrier_wait()
+
+    def fence(self, scope: str):
+        t = self.temp(u32, self.rb // 4, whole=True)
+        n = t.byte // self.rb
+        sfid = "slm" if scope == "slm" else "ugm"
+        self.em.raw(f"(W) send.{sfid} (1|M0) r{n} r0 null:0 0x0 0x0210011F", "send")
+        self.em.raw(f"(W) mov (1|M0) null<1>:ud r{n}.0<0;1,0>:ud", "int")
+
+
+def kind_of(stmt):
+    """The IR function type a call statement invokes (None for other statements)."""
+    func = getattr(stmt, "func", None)
+    return type(func) if func is not None else None
+
+
+def repairs(cg: XeLowering, live: list[LiveBuffer]) -> list[dict]:
+    """What oneDNN's generator tries when registers run out, in its order, for the knobs this kernel has."""
+    cats = {b.category for b in live}
+    out = []
+    modes = cg.target.registers.modes
+    if cg.regs.nregs < max(modes):
+        out.append({"repair": "large GRF mode", "knob": "regs",
+                    "how": f"regs={max(modes)} doubles the registers (halves threads per core)"})
+    if "A/B operands" in cats:
+        out.append({"repair": "split A/B", "knob": "subtiles",
+                    "how": "S=a2 or S=b2 loads and multiplies A or B in two halves"})
+    if "headers" in cats:
+        out.append({"repair": "reuse headers", "knob": "pipeline",
+                    "how": "P=r keeps one message header per stream"})
+    if "SLM load buffers" in cats:
+        out.append({"repair": "fewer staging buffers", "knob": "slm",
+                    "how": "fewer global-to-SLM buffers (g=) or SLM buffers (s=)"})
+    out.append({"repair": "drop prefetch", "knob": "prefetch", "how": "p=x0 removes prefetch streams"})
+    out.append({"repair": "smaller thread tile", "knob": "iter", "how": "a smaller i= shrinks C, A and B"})
+    return out
+
+
+_CALLS = {
+    Send: sends.lower_send,
+    Dpas: tensor.dpas,
+    Mad: tensor.vector_fma,
+    Dp4a: tensor.vector_fma,
+    Reorder: tensor.reorder,
+    Reduce: tensor.reduce,
+    Eltwise: tensor.eltwise,
+    Barrier: lambda cg, x: cg.barrier(),
+    BarrierSignal: lambda cg, x: cg.barrier_signal(),
+    BarrierWait: lambda cg, x: cg.barrier_wait(),
+    Fence: lambda cg, x: cg.fence(x.func.scope),
+}

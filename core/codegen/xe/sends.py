@@ -1,0 +1,215 @@
+"""LSC messages: global and SLM loads and stores, block and scattered, and their headers.
+
+A send of the IR carries ``("addr", "header")``: its memory offset is read from
+a header buffer the kernel stored the offset into just before. Here a store
+into a header buffer becomes the address the message needs: for global memory
+the 64-bit address ``argument + offset`` (``addc``/``add`` on Xe-HPG, one
+``add`` where 64-bit integers are native), for SLM the 32-bit offset plus the
+buffer's place in SLM. Block messages move ``d32 x N`` transposed dwords from
+one address; scattered ones one element per lane (16- and 8-bit data in
+32-bit slots, packed or unpacked with a ``mov``). Masked-off loads return
+zeros, as the IR says: the destination is cleared before a predicated load.
+"""
+from __future__ import annotations
+
+from kdd.core.ir.expr import BoolImm, Broadcast, IntImm, Load, Ramp
+from kdd.core.ir.funcs import SendKind, SendOp
+from kdd.core.ir.types import s32, u8, u16, u32
+
+from ..errors import CodegenUnsupported
+from . import isa
+from .operand import Imm, Reg
+
+BLOCK_DWORDS = (1, 2, 3, 4, 8, 16, 32, 64)
+SCATTERED_DATA = {4: "d32", 2: "d16u32", 1: "d8u32"}
+NARROW = {2: u16, 1: u8}
+
+
+def store_header(cg, x) -> None:
+    """A store into a header buffer: the address the header's sends need."""
+    space, mem, kind = cg.live.headers[x.buf.name]
+    if space == "mixed":
+        raise CodegenUnsupported(f"header {x.buf.name} addresses both global memory and SLM")
+    if not isinstance(x.offset, IntImm) or x.offset.value != 0:
+        raise CodegenUnsupported(f"header {x.buf.name} written at offset {x.offset}")
+    hdr = cg.buf(x.buf.name)
+    lanes = x.value.type.lanes
+    if space == "slm":
+        base = cg.slm_base[mem][0]
+        dst = Reg(hdr.start, x.value.type.base, 1)
+        if base == 0:
+            isa.evaluate(cg, x.value, dst)
+        else:
+            off = isa.value(cg, x.value)
+            if isinstance(off, Imm):
+                isa.move(cg, dst, Imm(off.value + base, off.type), lanes)
+            else:
+                isa.alu(cg, "add", lanes, dst, [off, Imm(base, s32)])
+        return
+    arg = cg.arg_regs.get(mem)
+    if arg is None:
+        raise CodegenUnsupported(f"send to {mem}, which is not a kernel argument")
+    off = isa.value(cg, x.value)
+    if x.value.type.scalar.bits == 64:
+        raise CodegenUnsupported("64-bit message offsets are not lowered yet")
+    isa.add64(cg, Reg(hdr.start, u32, 2), arg, off, lanes)
+
+
+def _pred(cg, mask, lanes: int) -> str | None:
+    if isinstance(mask, BoolImm) or (isinstance(mask, Broadcast) and isinstance(mask.a, BoolImm)):
+        value = mask.value if isinstance(mask, BoolImm) else mask.a.value
+        return None if value else "never"
+    return isa.flag_of(cg, mask, lanes)
+
+
+def _header(cg, mem_off) -> Reg:
+    if not (isinstance(mem_off, Load) and mem_off.buf.name in cg.live.headers):
+        raise CodegenUnsupported("a send whose address is not in a message header (run send lowering first)")
+    return Reg(cg.buf(mem_off.buf.name).start, u32, 1)
+
+
+def _copy(cg, dst: Reg, src: Reg, nbytes: int) -> None:
+    """Byte-exact copy between register ranges, in dwords."""
+    if nbytes % 4:
+        isa.alu(cg, "mov", nbytes, dst.retype(u8), [src.retype(u8)])
+    else:
+        isa.alu(cg, "mov", nbytes // 4, dst.retype(u32), [src.retype(u32)])
+
+
+def lower_send(cg, x) -> None:
+    f = x.func
+    mem, mem_off, reg, reg_off, mask = x.args
+    if f.op is SendOp.PREFETCH:
+        return _prefetch(cg, f, mem_off)
+    if not isinstance(reg_off, IntImm):
+        raise CodegenUnsupported(f"{f}: register offset is not a constant")
+    sfid = "ugm" if f.space == "global" else "slm"
+    addr = "a64" if f.space == "global" else "a32"
+    data = Reg(cg.buf(reg.name).start + reg_off.value, u32, 1)
+    hdr = _header(cg, mem_off)
+    lanes = f.elems if f.kind is SendKind.SCATTERED else 1
+    pred = _pred(cg, mask, lanes)
+    if pred == "never":
+        if f.op is SendOp.LOAD:
+            _zero(cg, data, f.elems * f.type.size)
+        return
+    if f.op is SendOp.ATOMIC_ADD:
+        _atomic_add(cg, f, sfid, addr, hdr, data, pred)
+    elif f.kind is SendKind.BLOCK:
+        _block(cg, f, sfid, addr, hdr, data, pred)
+    else:
+        _scattered(cg, f, sfid, addr, hdr, data, pred)
+
+
+def _zero(cg, dst: Reg, nbytes: int) -> None:
+    if nbytes % 4:
+        isa.alu(cg, "mov", nbytes, dst.retype(u8), [Imm(0, u16)])
+    else:
+        isa.alu(cg, "mov", nbytes // 4, dst.retype(u32), [Imm(0, u32)])
+
+
+def _head(pred):
+    return f"(W&{pred})" if pred else "(W)"
+
+
+def _block_data(nbytes: int) -> str | None:
+    """The LSC data size of a transposed block of ``nbytes``: dwords (``d32xNt``), or qwords
+    (``d64xNt``) for blocks beyond 64 dwords."""
+    for unit, name in ((4, "d32"), (8, "d64")):
+        if nbytes % unit == 0 and nbytes // unit in BLOCK_DWORDS:
+            return f"{name}x{nbytes // unit}t"
+    return None
+
+
+def _block(cg, f, sfid, addr, hdr: Reg, data: Reg, pred) -> None:
+    rb = cg.rb
+    nbytes = f.elems * f.type.size
+    data_size = _block_data(nbytes)
+    if data_size is None:
+        raise CodegenUnsupported(f"{f}: a block of {nbytes} bytes is not one LSC message")
+    nregs = -(-nbytes // rb)
+    direct = data.byte % rb == 0
+    where = data if direct else cg.temp(u32, nregs * rb // 4, whole=True)
+    h = hdr.byte // rb
+    if f.op is SendOp.LOAD:
+        if pred:
+            _zero(cg, where, nbytes)
+        cg.em.raw(f"{_head(pred)} load.{sfid}.{data_size}.{addr} (1|M0) r{where.byte // rb}:{nregs} [r{h}:1]", "send")
+        if not direct:
+            _copy(cg, data, where, nbytes)
+    else:
+        if not direct:
+            _copy(cg, where, data, nbytes)
+        cg.em.raw(f"{_head(pred)} store.{sfid}.{data_size}.{addr} (1|M0) [r{h}:1] r{where.byte // rb}:{nregs}", "send")
+
+
+def _scattered(cg, f, sfid, addr, hdr: Reg, data: Reg, pred) -> None:
+    rb = cg.rb
+    lanes, size = f.elems, f.type.size
+    kind = SCATTERED_DATA.get(size)
+    if kind is None or lanes > cg.xe.max_exec:
+        raise CodegenUnsupported(f"{f}: no scattered LSC message for it")
+    slots = -(-lanes * 4 // rb)
+    aregs = -(-lanes * (8 if addr == "a64" else 4) // rb)
+    h = hdr.byte // rb
+    direct = size == 4 and data.byte % rb == 0
+    where = data if direct else cg.temp(u32, slots * rb // 4, whole=True)
+    if f.op is SendOp.LOAD:
+        if pred:
+            _zero(cg, where, lanes * 4)
+        cg.em.raw(f"{_head(pred)} load.{sfid}.{kind}.{addr} ({lanes}|M0) r{where.byte // rb}:{slots} "
+                  f"[r{h}:{aregs}]", "send")
+        if not direct:
+            t = NARROW.get(size, u32)
+            isa.alu(cg, "mov", lanes, Reg(data.byte, t, 1), [Reg(where.byte, t, 4 // size)])
+    else:
+        if not direct:
+            t = NARROW.get(size, u32)
+            isa.alu(cg, "mov", lanes, Reg(where.byte, t, 4 // size), [Reg(data.byte, t, 1)])
+        cg.em.raw(f"{_head(pred)} store.{sfid}.{kind}.{addr} ({lanes}|M0) [r{h}:{aregs}] r{where.byte // rb}:{slots}",
+                  "send")
+
+
+ATOMIC_ADD = {"f32": "atomic_fadd", "s32": "atomic_iadd", "u32": "atomic_iadd"}
+
+
+def _atomic_add(cg, f, sfid, addr, hdr: Reg, data: Reg, pred) -> None:
+    """Atomic adds are per-lane messages: a block atomic gets one address per element
+    (the header's address plus the element's offset), ``max_exec`` lanes per message."""
+    op = ATOMIC_ADD.get(str(f.type))
+    if op is None:
+        raise CodegenUnsupported(f"{f}: no LSC atomic add of {f.type}")
+    if pred is not None and f.kind is SendKind.BLOCK:
+        raise CodegenUnsupported(f"{f}: a masked block atomic")
+    rb, size, top = cg.rb, f.type.size, cg.xe.max_exec
+    abytes = 8 if addr == "a64" else 4
+    for c in range(0, f.elems, top):
+        lanes = min(top, f.elems - c)
+        if f.kind is SendKind.BLOCK:
+            where = cg.temp(u32, max(lanes * abytes, rb) // 4, whole=True)
+            offs = cg.temp(s32, lanes)
+            isa.evaluate(cg, Ramp.make(IntImm.make(s32, c * size), size, lanes), offs)
+            if addr == "a64":
+                isa.add64(cg, Reg(where.byte, u32, 2), Reg(hdr.byte, u32, 0), offs, lanes)
+            else:
+                isa.alu(cg, "add", lanes, where, [offs, Reg(hdr.byte, u32, 0)])
+            areg = where.byte // rb
+        else:
+            areg = hdr.byte // rb + c * abytes // rb
+        src = data.at(c)
+        if src.byte % rb:
+            moved = cg.temp(u32, max(lanes * 4, rb) // 4, whole=True)
+            _copy(cg, moved, src, lanes * 4)
+            src = moved
+        cg.em.raw(f"{_head(pred)} {op}.{sfid}.d32.{addr} ({lanes}|M0) null:0 [r{areg}:{-(-lanes * abytes // rb)}] "
+                  f"r{src.byte // rb}:{-(-lanes * 4 // rb)}", "send")
+
+
+def _prefetch(cg, f, mem_off) -> None:
+    if f.space != "global" or f.kind is not SendKind.BLOCK:
+        raise CodegenUnsupported(f"{f}: only global block prefetches are lowered")
+    hdr = _header(cg, mem_off)
+    data_size = _block_data(f.elems * f.type.size)
+    if data_size is None:
+        raise CodegenUnsupported(f"{f}: a prefetch of {f.elems * f.type.size} bytes is not one LSC message")
+    cg.em.raw(f"(W) load.ugm.{data_size}.a64.ca.ca (1|M0) null:0 [r{hdr.byte // cg.rb}:1]", "send")

@@ -1,0 +1,97 @@
+"""Instruction mix per pipe (seed 002's table) and the roofline of a kernel.
+
+Static counts are instructions in the listing; dynamic counts weigh each by
+the trip counts of the loops around it (loops with run-time bounds count once
+and make the figure a lower bound). The main loop is the loop whose body holds
+the most weighted multiply instructions; its per-iteration mix counts its
+body once, inner loops by their trip counts. The roofline takes the
+problem's flops and the global bytes the kernel's messages move (dynamic
+counts times the threads of the grid) against the default device's peak
+compute and memory bandwidth from target data.
+"""
+from __future__ import annotations
+
+import re
+from math import prod
+
+from .emitter import PIPES
+
+_SEND_BYTES = re.compile(r"\b(load|store|atomic_fadd|atomic_iadd)\.ugm\.d(64|32|16u32|8u32)(?:x(\d+)t)?\.a64(?:\.\S+)? \((\d+)\|M0\)")
+
+
+def instruction_mix(lines, loops: list[dict]) -> dict:
+    static = dict.fromkeys(PIPES, 0)
+    dynamic = dict.fromkeys(PIPES, 0)
+    per_loop_fma = [0] * len(loops)
+    for ln in lines:
+        if ln.pipe is None:
+            continue
+        static[ln.pipe] += 1
+        dynamic[ln.pipe] += ln.weight
+        if ln.pipe == "xmx" or (ln.pipe == "float" and ln.text.split()[1] in ("mad", "dp4a")) \
+                or ln.text.split()[1] == "dp4a":
+            loop = ln.loop
+            while loop >= 0:
+                per_loop_fma[loop] += ln.weight
+                loop = loops[loop]["parent"]
+    out = {"static": static, "dynamic": dynamic, "dynamic_exact": all(lp["trips"] is not None for lp in loops)}
+    if loops and max(per_loop_fma) > 0:
+        best = max(range(len(loops)), key=lambda i: (per_loop_fma[i], -loops[i]["weight"]))
+        inner = {i for i in range(len(loops)) if _inside(loops, i, best)}
+        body = dict.fromkeys(PIPES, 0)
+        base = loops[best]["weight"]
+        for ln in lines:
+            if ln.pipe is not None and ln.loop in inner:
+                body[ln.pipe] += ln.weight // base if base else ln.weight
+        out["main_loop"] = {"var": loops[best]["label"], "trips": loops[best]["trips"], "per_iteration": body}
+    return out
+
+
+def _inside(loops, i: int, outer: int) -> bool:
+    while i >= 0:
+        if i == outer:
+            return True
+        i = loops[i]["parent"]
+    return False
+
+
+def global_bytes(lines, threads: int) -> int:
+    """Bytes the kernel's global messages move, over the whole grid."""
+    total = 0
+    for ln in lines:
+        if ln.pipe != "send":
+            continue
+        m = _SEND_BYTES.search(ln.text)
+        if m is None:
+            continue
+        kind, count, lanes = m.group(2), m.group(3), int(m.group(4))
+        size = {"64": 8, "32": 4, "16u32": 2, "8u32": 1}[kind]
+        total += (int(count) * size if count else size * lanes) * ln.weight
+    return total * threads
+
+
+def roofline(kernel, target, lines) -> dict:
+    problem = kernel.problem
+    threads = prod(kernel.grid) * prod(kernel.tg)
+    nbytes = global_bytes(lines, threads)
+    flops = problem.flops() if problem is not None else 0
+    fma = getattr(kernel.config, "fma", None) or "mad"
+    engine = "matrix" if fma in ("dpas", "dpasw") else "vector"
+    dtype = str(problem.types.src) if problem is not None else "f32"
+    if engine == "vector" and dtype not in ("f16", "f64"):
+        dtype = "f32" if dtype != "s8" and dtype != "u8" else "s8"
+    if dtype == "u8":
+        dtype = "s8"
+    device = target.device
+    try:
+        peak = device.peak(dtype, engine).value
+    except KeyError:
+        peak = device.peak("f32", "vector").value
+        engine, dtype = "vector", "f32"
+    bw = device.bandwidth.value
+    t_compute, t_memory = flops / peak, nbytes / bw if bw else 0.0
+    return {"device": device.name, "engine": engine, "dtype": dtype, "flops": flops, "bytes": nbytes,
+            "intensity": flops / nbytes if nbytes else None, "peak_ops": peak, "bandwidth": bw,
+            "time_s": max(t_compute, t_memory), "bound": "compute" if t_compute >= t_memory else "memory",
+            "source": "flops from the problem; bytes from the listing's global messages x dynamic counts x "
+                      f"{threads} threads; peaks from target data ({device.name})"}

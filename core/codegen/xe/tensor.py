@@ -1,0 +1,328 @@
+"""Register-tensor intrinsics: ``dpas``, ``mad``/``dp4a`` FMAs, reorders, reductions, eltwise.
+
+Reorders are emitted in place, as in oneDNN: the element pairs of the two
+layouts are grouped into runs with constant strides (a destination stride of
+1, 2 or 4 elements, a source stride the region rules allow) and each run is one
+``mov`` (converting types on the way) split by :func:`.isa.alu` where a region
+would cross registers illegally. A reduction is a ``mov`` of the first slice
+and an ``add`` of every other.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from kdd.core.ir.expr import IntImm
+from kdd.core.ir.types import Type, f32, s32, u8, u16, u32
+
+from ..errors import CodegenUnsupported
+from . import isa
+from .operand import Imm, Reg, iga_type
+
+DST_STRIDES = (1, 2, 4)
+SRC_STRIDES = (0, 1, 2, 4, 8, 16, 32)
+_UINT = {1: u8, 2: u16, 4: u32}
+
+
+def _place(cg, buf, off, what: str) -> int:
+    if not isinstance(off, IntImm):
+        raise CodegenUnsupported(f"{what}: register offset is not a constant")
+    return cg.buf(buf.name).start + off.value
+
+
+def _aligned(cg, byte: int, what: str) -> int:
+    if byte % cg.rb:
+        raise CodegenUnsupported(f"{what} does not start at a register boundary")
+    return byte // cg.rb
+
+
+def dpas(cg, x) -> None:
+    f = x.func
+    a = x.args
+    d = _aligned(cg, _place(cg, a[0], a[1], "dpas destination"), "dpas destination")
+    s0 = _aligned(cg, _place(cg, a[2], a[3], "dpas src0"), "dpas src0")
+    s1 = _aligned(cg, _place(cg, a[4], a[5], "dpas src1 (B)"), "dpas src1 (B)")
+    s2 = _aligned(cg, _place(cg, a[6], a[7], "dpas src2 (A)"), "dpas src2 (A)")
+    name = "dpasw" if f.is_dpasw else "dpas"
+    dt = iga_type(f.dst_type)
+    cg.em.raw(f"(W) {name}.{f.sdepth}x{f.rcount} ({f.simd}|M0) r{d}:{dt} r{s0}:{dt} r{s1}:{iga_type(f.src1_type)} "
+              f"r{s2}:{iga_type(f.src2_type)}", "xmx")
+
+
+def vector_fma(cg, x) -> None:
+    """``mad`` (``dst = src0 + src1 * src2``) or ``dp4a`` over the call's SIMD lanes."""
+    f = x.func
+    a = x.args
+    is_mad = type(f).__name__ == "Mad"
+    dst_t = f.dst_type if is_mad else s32
+    t1 = f.src1_type if is_mad else (u32 if not f.src1_type.is_signed else s32)
+    t2 = f.src2_type if is_mad else (u32 if not f.src2_type.is_signed else s32)
+    size2 = t2.scalar.size
+    stride2 = f.src2_stride // size2 if f.src2_stride else 0
+    dst = Reg(_place(cg, a[0], a[1], "fma destination"), dst_t.base, 1)
+    src0 = Reg(_place(cg, a[2], a[3], "fma src0"), dst_t.base, 1)
+    src1 = Reg(_place(cg, a[4], a[5], "fma src1"), t1.base, 1)
+    src2 = Reg(_place(cg, a[6], a[7], "fma src2"), t2.base, stride2)
+    isa.alu(cg, "mad" if is_mad else "dp4a", f.simd, dst, [src0, src1, src2], ternary=True)
+
+
+def _runs(dst_bytes: np.ndarray, src_bytes: np.ndarray, dsize: int, ssize: int, top: int):
+    """The shorter of the run lists over the pairs in destination order and in source order
+    (a VNNI packing is strided in the destination but contiguous in the source)."""
+    by_dst = _runs_in(np.argsort(dst_bytes, kind="stable"), dst_bytes, src_bytes, dsize, ssize, top)
+    if (src_bytes < 0).any():
+        return by_dst
+    by_src = _runs_in(np.argsort(src_bytes, kind="stable"), dst_bytes, src_bytes, dsize, ssize, top)
+    return by_src if len(by_src) < len(by_dst) else by_dst
+
+
+def _runs_in(order, dst_bytes: np.ndarray, src_bytes: np.ndarray, dsize: int, ssize: int, top: int):
+    """Maximal runs ``(dst byte, src byte, count, dst stride, src stride)`` (strides in elements;
+    a src stride of -1 marks a run of zeros) over the pairs taken in ``order``."""
+    d, s = dst_bytes[order].tolist(), src_bytes[order].tolist()
+    i, n, out = 0, len(d), []
+    while i < n:
+        j = i + 1
+        ds = ss = None
+        while j < n and j - i < top:
+            dd = d[j] - d[j - 1]
+            if dd % dsize or dd // dsize not in DST_STRIDES:
+                break
+            zero = s[i] < 0
+            if (s[j] < 0) != zero:
+                break
+            sd = 0 if zero else s[j] - s[j - 1]
+            if not zero and (sd % ssize or sd // ssize not in SRC_STRIDES):
+                break
+            if ds is None:
+                ds, ss = dd, sd
+            elif dd != ds or sd != ss:
+                break
+            j += 1
+        count = j - i
+        # power-of-two pieces keep execution sizes legal
+        while count:
+            k = 1 << (count.bit_length() - 1)
+            out.append((d[i], s[i], k, (ds or dsize) // dsize, -1 if s[i] < 0 else (ss or 0) // ssize))
+            i += k
+            count -= k
+    return out
+
+
+def _as_dwords(dst_bytes: np.ndarray, src_bytes: np.ndarray, size: int):
+    """A copy of ``size``-byte elements as a copy of dwords, when every destination dword is whole
+    and comes from one aligned source dword (halves the moves of a 16-bit transposition)."""
+    if size >= 4 or (src_bytes < 0).any() or len(dst_bytes) * size % 4:
+        return None
+    per = 4 // size
+    order = np.argsort(dst_bytes, kind="stable")
+    d = dst_bytes[order].reshape(-1, per)
+    s = src_bytes[order].reshape(-1, per)
+    steps = np.arange(per) * size
+    if (d[:, 0] % 4).any() or (s[:, 0] % 4).any() or (d - d[:, :1] != steps).any() or (s - s[:, :1] != steps).any():
+        return None
+    return d[:, 0], s[:, 0]
+
+
+def _move_runs(cg, pairs_dst, pairs_src, src_t: Type, dst_t: Type, op: str = "mov") -> None:
+    """One ``op`` per run of (destination byte, source byte or -1 for zero) pairs."""
+    same = src_t == dst_t
+    if same and op == "mov":
+        wide = _as_dwords(pairs_dst, pairs_src, src_t.scalar.size)
+        if wide is not None:
+            pairs_dst, pairs_src, src_t = wide[0], wide[1], u32
+            dst_t = u32
+    dt = _UINT[dst_t.scalar.size] if same and op == "mov" else dst_t
+    st = _UINT[src_t.scalar.size] if same and op == "mov" else src_t
+    for d, s, k, ds, ss in _runs(pairs_dst, pairs_src, dst_t.scalar.size, src_t.scalar.size, cg.xe.max_exec):
+        dst = Reg(d, dt.base, ds)
+        if ss < 0:
+            isa.move(cg, dst, Imm(0, _UINT[dst_t.scalar.size]) if dt.is_int else Imm(0.0, dt), k)
+            continue
+        src = Reg(s, st.base, ss if k > 1 else 0)
+        if op == "mov":
+            isa.alu(cg, "mov", k, dst, [src], sat=dst_t.is_int and not same)
+        else:
+            isa.alu(cg, op, k, dst, [Reg(d, dt.base, ds), src])
+
+
+def _layout_bytes(layout, indices: np.ndarray, base: int) -> np.ndarray:
+    return base + np.asarray(layout.offsets_of(indices), dtype=np.int64) * layout.dtype.size
+
+
+def reorder(cg, x) -> None:
+    f = x.func
+    src_l, dst_l = f.src_layout, f.dst_layout
+    a = x.args
+    sbase = _place(cg, a[0], a[1], "reorder source")
+    dbase = _place(cg, a[2], a[3], "reorder destination")
+    grid = np.indices(dst_l.padded_dims).reshape(dst_l.ndims, -1).T
+    inside = (grid < np.asarray(dst_l.dims)).all(axis=1)
+    dst_bytes = _layout_bytes(dst_l, grid, dbase)
+    src_bytes = np.full(len(grid), -1, dtype=np.int64)
+    if inside.any():
+        src_bytes[inside] = _layout_bytes(src_l, grid[inside], sbase)
+    if a[2].name in cg.in_place:
+        _in_place(cg, dst_bytes, src_bytes, src_l.dtype, dst_l.dtype)
+        return
+    _move_runs(cg, dst_bytes, src_bytes, src_l.dtype, dst_l.dtype)
+
+
+def _in_place(cg, dst_bytes: np.ndarray, src_bytes: np.ndarray, src_t: Type, dst_t: Type) -> None:
+    """A reorder whose destination took over its source's registers, one destination register at
+    a time: before a register is written, the source data in it that is still to be read (by it
+    or by a later register) is saved to a bounce buffer, and reads go there from then on."""
+    rb = cg.rb
+    dreg, sreg = dst_bytes // rb, np.where(src_bytes >= 0, src_bytes // rb, -1)
+    order = sorted(set(dreg.tolist()))
+    reads = {g: set(sreg[dreg == g].tolist()) - {-1} for g in order}
+    # first pass: how many registers are saved at once (the bounce buffer's size)
+    need: dict[int, set] = {}
+    for g in order:
+        for r in reads[g]:
+            need.setdefault(r, set()).add(g)
+    live, peak = set(), 0
+    pending = {r: set(v) for r, v in need.items()}
+    for g in order:
+        if pending.get(g):
+            live.add(g)
+            peak = max(peak, len(live))
+        for r in reads[g]:
+            pending[r].discard(g)
+            if r in live and not pending[r]:
+                live.discard(r)
+    bounce = cg.temp(u32, max(peak, 1) * rb // 4, whole=True) if peak else None
+    free = [bounce.byte + k * rb for k in range(peak)] if peak else []
+    saved: dict[int, int] = {}
+    for g in order:
+        if need.get(g):
+            saved[g] = free.pop()
+            isa.alu(cg, "mov", rb // 4, Reg(saved[g], u32, 1), [Reg(g * rb, u32, 1)])
+        sel = dreg == g
+        moved = np.array([saved[int(s) // rb] + int(s) % rb if s >= 0 and int(s) // rb in saved else int(s)
+                          for s in src_bytes[sel]], dtype=np.int64)
+        _move_runs(cg, dst_bytes[sel], moved, src_t, dst_t)
+        for r in reads[g]:
+            need[r].discard(g)
+            if r in saved and not need[r]:
+                free.append(saved.pop(r))
+
+
+def reduce(cg, x) -> None:
+    f = x.func
+    src_l, dst_l = f.src_layout, f.dst_layout
+    if src_l.dtype != dst_l.dtype or not src_l.dtype.is_float and src_l.dtype != s32:
+        raise CodegenUnsupported(f"reduce from {src_l.dtype} to {dst_l.dtype}")
+    a = x.args
+    sbase = _place(cg, a[0], a[1], "reduce source")
+    dbase = _place(cg, a[2], a[3], "reduce destination")
+    grid = np.indices(dst_l.padded_dims).reshape(dst_l.ndims, -1).T
+    inside = (grid < np.asarray(dst_l.dims)).all(axis=1)
+    dst_bytes = _layout_bytes(dst_l, grid, dbase)
+    red = np.indices([src_l.dims[d] if d in f.dims else 1 for d in range(src_l.ndims)]).reshape(src_l.ndims, -1).T
+    for i, combo in enumerate(red):
+        src_bytes = np.full(len(grid), -1, dtype=np.int64)
+        idx = grid[inside] + combo
+        src_bytes[inside] = _layout_bytes(src_l, idx, sbase)
+        if i == 0:
+            _move_runs(cg, dst_bytes, src_bytes, src_l.dtype, dst_l.dtype)
+        else:
+            _move_runs(cg, dst_bytes[inside], src_bytes[inside], src_l.dtype, dst_l.dtype, op="add")
+
+
+def eltwise(cg, x) -> None:
+    f = x.func
+    base = _place(cg, x.args[0], x.args[1], "eltwise buffer")
+    v = Reg(base, f32, 1)
+    n = f.elems
+    if f.alg == "relu":
+        if f.alpha == 0:
+            isa.alu(cg, "sel", n, v, [v, Imm(0.0, f32)], cmod=("ge", cg.flags.take()))
+            return
+    if f.alg == "linear":
+        isa.alu(cg, "mul", n, v, [v, Imm(float(f.alpha), f32)])
+        isa.alu(cg, "add", n, v, [v, Imm(float(f.beta), f32)])
+        return
+    if f.alg == "abs":
+        _abs(cg, v, n)
+        return
+    if f.alg == "square":
+        isa.alu(cg, "mul", n, v, [v, v])
+        return
+    if f.alg == "sqrt":
+        isa.alu(cg, "math.sqt", n, v, [v])
+        return
+    recipe = _RECIPES.get("leaky_relu" if f.alg == "relu" else f.alg)
+    if recipe is None:
+        raise CodegenUnsupported(f"eltwise {f.alg} is not lowered for Xe (erf has no Xe instruction)")
+    top = cg.xe.max_exec
+    t = cg.temp(f32, min(n, top))
+    for c in range(0, n, top):
+        recipe(cg, v.at(c), t, min(top, n - c), f)
+
+
+LOG2E = 1.4426950408889634
+
+
+def _sigmoid_of(cg, x: Reg, t: Reg, k: int, scale: float) -> None:
+    """``t = 1 / (1 + exp(scale * x))``: ``math.exp`` is 2^x, so the scale carries log2(e)."""
+    isa.alu(cg, "mul", k, t, [x, Imm(scale * LOG2E, f32)])
+    isa.alu(cg, "math.exp", k, t, [t])
+    isa.alu(cg, "add", k, t, [t, Imm(1.0, f32)])
+    isa.alu(cg, "math.inv", k, t, [t])
+
+
+def _leaky_relu(cg, x, t, k, f):
+    isa.alu(cg, "mul", k, t, [x, Imm(float(f.alpha), f32)])
+    flag = cg.flags.take()
+    isa.alu(cg, "cmp", k, None, [x, Imm(0.0, f32)], cmod=("lt", flag))
+    isa.alu(cg, "mov", k, x, [t], pred=flag)
+
+
+def _exp(cg, x, t, k, f):
+    isa.alu(cg, "mul", k, t, [x, Imm(LOG2E, f32)])
+    isa.alu(cg, "math.exp", k, x, [t])
+
+
+def _logistic(cg, x, t, k, f):
+    _sigmoid_of(cg, x, t, k, -1.0)
+    isa.alu(cg, "mov", k, x, [t])
+
+
+def _swish(cg, x, t, k, f):
+    _sigmoid_of(cg, x, t, k, -float(f.alpha))
+    isa.alu(cg, "mul", k, x, [x, t])
+
+
+def _tanh(cg, x, t, k, f):
+    # tanh x = 2 sigmoid(2x) - 1
+    _sigmoid_of(cg, x, t, k, -2.0)
+    isa.alu(cg, "mul", k, t, [t, Imm(2.0, f32)])
+    isa.alu(cg, "add", k, x, [t, Imm(-1.0, f32)])
+
+
+def _gelu_tanh(cg, x, t, k, f):
+    # 0.5 x (1 + tanh(u)) = x sigmoid(2u), u = sqrt(2/pi) (x + 0.044715 x^3)
+    isa.alu(cg, "mul", k, t, [x, x])
+    isa.alu(cg, "mul", k, t, [t, Imm(0.044715, f32)])
+    isa.alu(cg, "mul", k, t, [t, x])
+    isa.alu(cg, "add", k, t, [t, x])
+    _sigmoid_of(cg, t, t, k, -2.0 * 0.7978845608028654)
+    isa.alu(cg, "mul", k, x, [x, t])
+
+
+def _elu(cg, x, t, k, f):
+    isa.alu(cg, "mul", k, t, [x, Imm(LOG2E, f32)])
+    isa.alu(cg, "math.exp", k, t, [t])
+    isa.alu(cg, "add", k, t, [t, Imm(-1.0, f32)])
+    isa.alu(cg, "mul", k, t, [t, Imm(float(f.alpha), f32)])
+    flag = cg.flags.take()
+    isa.alu(cg, "cmp", k, None, [x, Imm(0.0, f32)], cmod=("le", flag))
+    isa.alu(cg, "mov", k, x, [t], pred=flag)
+
+
+_RECIPES = {"leaky_relu": _leaky_relu, "exp": _exp, "logistic": _logistic, "swish": _swish, "tanh": _tanh, "gelu_tanh": _gelu_tanh,
+            "elu": _elu}
+
+
+def _abs(cg, v: Reg, n: int) -> None:
+    isa.alu(cg, "and", n, v.retype(u32), [v.retype(u32), Imm(0x7FFFFFFF, u32)])

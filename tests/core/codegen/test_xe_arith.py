@@ -1,0 +1,56 @@
+"""Integer division by constants and the allocator, against independent oracles."""
+from __future__ import annotations
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from kdd.core.codegen.xe.isa import magic
+from kdd.core.codegen.xe.regalloc import NoRoom, RegisterFile
+
+
+def _c_div(n: int, d: int) -> int:
+    q = abs(n) // abs(d)
+    return q if (n >= 0) == (d >= 0) else -q
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.integers(-(1 << 31), (1 << 31) - 1), st.integers(3, 1 << 20))
+def test_signed_magic_division_truncates_like_c(n, d):
+    m, s = magic(d, True)
+    hi = (n * m) >> 32                     # mach: high half of the signed product
+    if m < 0:
+        hi += n
+    q = hi >> s
+    q += (q >> 31) & 1 if q < 0 else 0     # add the sign bit: rounds toward zero
+    assert q == _c_div(n, d)
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.integers(0, (1 << 32) - 1), st.integers(3, 1 << 20))
+def test_unsigned_magic_division(n, d):
+    m, s = magic(d, False)
+    if m >= 1 << 32:
+        return
+    assert ((n * m) >> 32) >> s == n // d
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.tuples(st.booleans(), st.integers(1, 200), st.booleans()), max_size=60))
+def test_allocations_never_overlap_and_busy_counts_registers(ops):
+    rf = RegisterFile(32, 32)
+    live = []
+    for whole, size, free in ops:
+        if free and live:
+            rf.release(live.pop(0))
+            continue
+        try:
+            a = rf.alloc_regs(size, "x", "t") if whole else rf.alloc_sub(min(size, 32), "x", "t")
+        except NoRoom:
+            continue
+        if whole:
+            assert a.start % 32 == 0
+        live.append(a)
+        spans = sorted((b.start, b.end) for b in live)
+        assert all(e <= s for (_, e), (s, _) in zip(spans, spans[1:]))
+        regs = {r for b in live for r in range(b.start // 32, (b.end - 1) // 32 + 1)}
+        assert rf.busy == len(regs)

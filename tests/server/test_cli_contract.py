@@ -1,0 +1,79 @@
+"""The command line's contract on bad input and on success: exit statuses, FILE:LINE:COL diagnostics,
+warnings printed when compiling succeeds, the subcommand's own usage."""
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from kdd.server.cli import main
+
+KDD = str(Path(sys.executable).parent / "kdd")
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+GEMM = '[problem]\nop = "gemm"\nshape = "m16n16k16"\ntypes = "f16"\n\n[target]\nhw = "xehpg"\n'
+
+
+def run(capsys, *argv):
+    code = main([str(a) for a in argv])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_warnings_and_information_are_printed_when_compiling_succeeds(tmp_path, capsys):
+    path = tmp_path / "big.kernel.toml"
+    path.write_text(GEMM.replace("m16n16k16", "m4096n4096k4096"))
+    code, out, err = run(capsys, "compile", path)
+    assert code == 0 and out.startswith("kernel {")
+    assert f"{path}:3:9: information: no [check] shape: the check runs" in err
+
+
+def test_a_build_error_points_at_its_knob(tmp_path, capsys):
+    path = tmp_path / "bad.kernel.toml"
+    path.write_text(GEMM.replace('hw = "xehpg"', 'hw = "xehpc"') + '\n[config]\nfma = "dpas"\nsimd = 8\n')
+    code, out, err = run(capsys, "compile", path)
+    assert code == 2 and out == ""
+    located = [ln for ln in err.splitlines() if ln.startswith(f"{path}:")]
+    assert located and all(ln.endswith("]") for ln in located)
+
+
+def test_an_empty_shape_is_refused(capsys):
+    code, _, err = run(capsys, "compile", EXAMPLES / "gemm_bert.kernel.toml", "--shape", "")
+    assert code == 2 and "--shape is empty" in err
+
+
+def test_an_unknown_option_prints_the_subcommands_usage(capsys):
+    with pytest.raises(SystemExit) as info:
+        main(["check", str(EXAMPLES / "gemm_bert.kernel.toml"), "--bogus"])
+    err = capsys.readouterr().err
+    assert info.value.code == 2 and err.startswith("usage: kdd check") and "--bogus" in err
+
+
+def test_an_over_large_check_is_refused_with_exit_2(tmp_path, capsys):
+    path = tmp_path / "big.kernel.toml"
+    path.write_text(GEMM + '\n[check]\nshape = "m1024n1024k1024"\n')
+    code, _, err = run(capsys, "check", path)
+    assert code == 2 and "--unbounded" in err
+
+
+@pytest.mark.parametrize("content", [
+    "[problem]\nx = " + "[" * 600 + "]" * 600 + "\n",
+    '[problem]\nop = "gemm"\nshape = "m99999999999999999999999999n1k1"\n[target]\nhw = "xehpg"\n',
+    "\x00\x01binary\xff",
+    "[problem]\n" + "k = 1\n" * 20000,
+])
+def test_malformed_documents_exit_2_with_a_position(tmp_path, content):
+    path = tmp_path / "bad.kernel.toml"
+    path.write_bytes(content.encode("utf-8", "surrogateescape") if isinstance(content, str) else content)
+    for command in ("compile", "check"):
+        done = subprocess.run([KDD, command, str(path)], capture_output=True, text=True, timeout=60)
+        assert done.returncode == 2, (command, done.stderr[-500:])
+        assert f"{path}:" in done.stderr or "cannot read" in done.stderr
+
+
+def test_special_files_are_refused_without_blocking(tmp_path):
+    fifo = tmp_path / "pipe.kernel.toml"
+    os.mkfifo(fifo)
+    for target in ("/dev/zero", str(fifo)):
+        done = subprocess.run([KDD, "compile", target], capture_output=True, text=True, timeout=30)
+        assert done.returncode == 2 and "not a regular file" in done.stderr
