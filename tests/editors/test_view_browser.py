@@ -13,11 +13,14 @@ from protocol_schemas import validator
 playwright = pytest.importorskip("playwright.sync_api", reason="run tools/setup_editors.sh (make test runs it)")
 
 
+def _cli(path: Path, emit: str) -> dict:
+    """What ``kdd compile --json`` says of the file (asked of the CLI, not of the page)."""
+    out = subprocess.run([KDD, "compile", str(path), "--emit", emit, "--json"], capture_output=True, text=True)
+    return json.loads(out.stdout)
+
+
 def _estimate(path: Path) -> int:
-    """The compile's register estimate, asked of the CLI (not of the page)."""
-    out = subprocess.run([KDD, "compile", str(path), "--emit", "stats", "--json"],
-                         capture_output=True, text=True, check=True)
-    return sum(json.loads(out.stdout)["stats"]["registers"]["by_label"].values())
+    return sum(_cli(path, "stats")["stats"]["registers"]["by_label"].values())
 
 
 @pytest.fixture
@@ -50,27 +53,42 @@ def test_page_follows_the_file(page_and_view):
     assert page.inner_text("#ir").startswith("kernel {")
     assert "iter = \"mb8oc32ic16\"" in page.inner_text("#config")
     plot = page.locator("#pressure svg")
-    first = int(plot.get_attribute("data-total"))
-    assert first == _estimate(path)
-
+    first = _cli(path, "asm")
     asm = view.rpc("kdd/assembly")
-    if "error" in asm:  # no code generator for the target: the server's reason, verbatim
+    if "error" in asm:  # no code generator for the target: the server's reason, verbatim; the estimate by label
         assert page.inner_text("#asm-error") == f"Assembly unavailable: {asm['error']['message']}"
         assert page.locator("#asm div").count() == 0
-    else:
-        lines = asm["result"]["asm"]["lines"]
-        assert page.locator("#asm div").count() == len(lines)
-        assert int(plot.get_attribute("data-points")) == len(lines)
+        assert plot.get_attribute("data-kind") == "estimate"
+        assert int(plot.get_attribute("data-total")) == _estimate(path)
+    else:  # live registers per assembly line, the mix per pipe, the roofline point
+        listing = first["asm"]
+        assert asm["result"]["asm"]["lines"] == listing["lines"]
+        assert page.locator("#asm div").count() == len(listing["lines"])
+        assert page.locator("#asm-error").is_hidden()
+        assert plot.get_attribute("data-kind") == "per-line"
+        assert int(plot.get_attribute("data-points")) == len(listing["lines"])
+        assert int(plot.get_attribute("data-peak")) == max(l["live_regs"] for l in listing["lines"])
+        assert int(plot.get_attribute("data-budget")) == listing["registers"]["budget"]
+        assert page.locator("#mix tr").count() == 1 + len(listing["mix"]["static"])
+        assert page.locator("#roofline svg").get_attribute("data-bound") == listing["roofline"]["bound"]
+        assert page.inner_text("#asm div >> nth=0").endswith(listing["lines"][0]["text"])
     if SCREENSHOTS:
         page.screenshot(path=str(Path(SCREENSHOTS) / "view.png"))
 
-    before_ir = page.inner_text("#ir")
+    before_ir, before_asm = page.inner_text("#ir"), page.inner_text("#asm")
+    before_estimate = _estimate(path)
     path.write_text(path.read_text().replace('iter = "mb8oc32ic16"', 'iter = "mb8oc16ic16"'))
     _wait_version(page, 2)
     assert 'iter = "mb8oc16ic16"' in page.inner_text("#config")
-    second = int(page.locator("#pressure svg").get_attribute("data-total"))
-    assert second == _estimate(path) and second < first
     assert page.inner_text("#ir") != before_ir
+    plot = page.locator("#pressure svg")
+    second = _cli(path, "asm")
+    if second["ok"]:
+        assert page.inner_text("#asm") != before_asm
+        assert int(plot.get_attribute("data-points")) == len(second["asm"]["lines"])
+        assert int(plot.get_attribute("data-peak")) == max(l["live_regs"] for l in second["asm"]["lines"])
+    else:
+        assert int(plot.get_attribute("data-total")) == _estimate(path) < before_estimate
 
 
 def test_pass_picker_diff_and_click_through(page_and_view):

@@ -215,8 +215,14 @@
         });
       });
       if (s.budget) plot.append(svg("line", { x1: 0, x2: W, y1: H - (H * s.budget) / top, y2: H - (H * s.budget) / top, stroke: "#d11f1f" }));
-      plot.append(svg("text", { x: 2, y: H + 12 }, `live registers per line: peak ${s.peak} · budget ${s.budget ?? "?"} · ${s.labels.join(" ")}`));
-      box.append(plot);
+      plot.append(svg("text", { x: 2, y: H + 12 }, `live registers per line: peak ${s.peak} · budget ${s.budget ?? "?"}`));
+      const legend = el("div", "legend");
+      s.labels.forEach((label, k) => {
+        const swatch = el("span", "swatch");
+        swatch.dataset.color = String(k % colors.length);
+        legend.append(swatch, document.createTextNode(label));
+      });
+      box.append(plot, legend);
       return;
     }
     const est = state.stats && M.estimateBars(state.stats.registers);

@@ -63,7 +63,10 @@ local asm = view("asm")
 local asm_lines = lines(asm.buf)
 local marks = vim.api.nvim_buf_get_extmarks(asm.buf, require("kdd.pressure").ns, 0, -1, { details = true })
 if asm.entries then
-  eq(#marks, #vim.tbl_filter(function(l) return l.live_regs ~= nil end, asm.entries), "one register mark per line")
+  local with_regs = vim.tbl_filter(function(l) return l.live_regs ~= nil end, asm.entries)
+  local counts = vim.tbl_filter(function(m) return m[4].sign_text ~= nil end, marks)
+  eq(#counts, #with_regs, "one register mark per line")
+  eq(vim.trim(counts[1][4].virt_text[1][1]), tostring(with_regs[1].live_regs), "live registers of the first line")
   say("ok KddAsm", #asm_lines, "lines with live registers")
 else
   assert(asm_lines[1]:match("^Assembly unavailable: .+"), "the server's reason: " .. asm_lines[1])
@@ -83,10 +86,14 @@ local scratch = vim.api.nvim_create_buf(false, true)
 vim.api.nvim_buf_set_lines(scratch, 0, -1, false, { "a", "b", "c" })
 pressure.place(scratch, { { line = 1, regs = 120, live = { "c", "a" } }, { line = 2, regs = 130 } }, 128)
 local placed = vim.api.nvim_buf_get_extmarks(scratch, pressure.ns, 0, -1, { details = true })
-eq(#placed, 2, "marks placed")
+eq(#placed, 3, "marks placed: heat and count per line, live buffers where given")
 eq(placed[1][4].sign_hl_group, "KddHeat3", "heat of 120/128")
-eq(placed[1][4].virt_text[1][1], "120/128 regs  c a", "virtual text")
-eq(placed[2][4].sign_hl_group, "KddHeat4", "heat over the budget")
+eq(placed[1][4].virt_text[1][1], "120/128 regs", "virtual text")
+eq(placed[2][4].virt_text[1][1], "c a", "live buffers")
+eq(placed[3][4].sign_hl_group, "KddHeat4", "heat over the budget")
+pressure.place(scratch, { { line = 0, regs = 7 } }, 128, true)
+placed = vim.api.nvim_buf_get_extmarks(scratch, pressure.ns, 0, -1, { details = true })
+eq({ #placed, placed[1][4].virt_text[1][1], placed[1][4].virt_text_pos }, { 1, "   7 ", "inline" }, "count column")
 say("ok register marks")
 
 -- jumps: IR line -> config range; config line -> its IR lines
@@ -100,10 +107,26 @@ vim.api.nvim_win_set_cursor(0, { index, 0 })
 vim.cmd("KddJump")
 eq(vim.api.nvim_get_current_buf(), src, "jumped to the config")
 eq(vim.api.nvim_win_get_cursor(0), { target.line + 1, target.character }, "config position")
+local linemap = require("kdd.linemap")
+-- config -> its assembly lines when the assembly has some, else its IR lines
+local back = (asm.entries and #linemap.entries_for(asm.entries, target.line) > 0) and asm or ir
 vim.cmd("KddJump")
-eq(vim.api.nvim_get_current_buf(), ir.buf, "jumped back to the IR")
-local hit = ir.entries[vim.api.nvim_win_get_cursor(0)[1]]
-assert(require("kdd.linemap").covers(hit.origin.range, target.line), "the IR line came from that config line")
+eq(vim.api.nvim_get_current_buf(), back.buf, "jumped back to a view")
+local hit = back.entries[vim.api.nvim_win_get_cursor(0)[1]]
+assert(linemap.covers(linemap.range_of(hit), target.line), "the view line came from that config line")
+if asm.entries then -- assembly line -> config
+  local at
+  for i, l in ipairs(asm.entries) do
+    if l.config_range then at = i; break end
+  end
+  vim.api.nvim_set_current_win(vim.fn.bufwinid(asm.buf))
+  vim.api.nvim_win_set_cursor(0, { at, 0 })
+  vim.cmd("KddJump")
+  eq(vim.api.nvim_get_current_buf(), src, "jumped from the assembly to the config")
+  eq(vim.api.nvim_win_get_cursor(0)[1], asm.entries[at].config_range.start.line + 1, "config line of an assembly line")
+  local config_marks = vim.api.nvim_buf_get_extmarks(src, pressure.ns, 0, -1, {})
+  assert(#config_marks > 0, "config lines carry the heat of their assembly")
+end
 say("ok KddJump both ways")
 
 -- inlay hints from the server (Neovim 0.10+)

@@ -117,6 +117,7 @@ local function show(buf)
   local win = vim.api.nvim_get_current_win()
   vim.api.nvim_win_set_buf(win, buf)
   vim.wo[win].signcolumn = "yes"
+  vim.wo[win].wrap = false
   vim.api.nvim_set_current_win(back)
   return win
 end
@@ -189,7 +190,7 @@ function renderers.asm(src, v, done)
       for i, l in ipairs(listing.lines) do
         if l.live_regs then marks[#marks + 1] = { line = i - 1, regs = l.live_regs, live = l.live } end
       end
-      pressure.place(v.buf, marks, budget)
+      pressure.place(v.buf, marks, budget, true)
       local config_marks = {}
       for line, regs in pairs(pressure.config_pressure(listing)) do config_marks[#config_marks + 1] = { line = line, regs = regs } end
       pressure.place(src, config_marks, budget)

@@ -57,18 +57,25 @@ function M.define_highlights()
 end
 
 --- Marks a buffer's lines: a heat sign in the sign column and the live registers as virtual text.
---- `marks` is a list of {line (0-based), regs, live (labels, optional)}.
-function M.place(buf, marks, budget)
+--- `marks` is a list of {line (0-based), regs, live (labels, optional)}. `column`: the count as a column
+--- before each line (the assembly view), else at the end of the line (the config).
+function M.place(buf, marks, budget, column)
   vim.api.nvim_buf_clear_namespace(buf, M.ns, 0, -1)
   local count = vim.api.nvim_buf_line_count(buf)
   for _, m in ipairs(marks) do
     if m.line < count then
       local group = "KddHeat" .. M.heat(m.regs, budget)
-      local label = m.regs .. (budget and ("/" .. budget) or "") .. " regs"
-      if m.live and #m.live > 0 then label = label .. "  " .. table.concat(m.live, " ") end
-      vim.api.nvim_buf_set_extmark(buf, M.ns, m.line, 0, {
-        sign_text = "▌", sign_hl_group = group, virt_text = { { label, group } }, virt_text_pos = "eol",
-      })
+      local opts = { sign_text = "▌", sign_hl_group = group }
+      if column then
+        opts.virt_text, opts.virt_text_pos = { { ("%4d "):format(m.regs), group } }, "inline"
+      else
+        opts.virt_text, opts.virt_text_pos = { { m.regs .. (budget and ("/" .. budget) or "") .. " regs", group } }, "eol"
+      end
+      local id = vim.api.nvim_buf_set_extmark(buf, M.ns, m.line, 0, opts)
+      if m.live and #m.live > 0 then -- which buffers are live, after the line
+        vim.api.nvim_buf_set_extmark(buf, M.ns, m.line, 0, { id = id + 1000000,
+          virt_text = { { table.concat(m.live, " "), "Comment" } }, virt_text_pos = "eol" })
+      end
     end
   end
 end
