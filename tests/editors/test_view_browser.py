@@ -197,3 +197,29 @@ def test_page_inside_vscode_uses_the_message_transport(page_and_view):
     page.wait_for_function("document.querySelectorAll('#ir div.hl').length > 0")
     lit = page.eval_on_selector_all("#ir div", "rows => rows.flatMap((r, i) => r.classList.contains('hl') ? [i] : [])")
     assert index in lit
+
+
+def test_target_without_a_code_generator_shows_the_servers_reason(tmp_path):
+    """sm_90 has no assembly generator yet: the page says why, verbatim, and plots the register estimate."""
+    path = tmp_path / "sm90.kernel.toml"
+    shutil.copy(EXAMPLES / "sm90_conv.kernel.toml", path)
+    reason = _cli(path, "asm")
+    assert not reason["ok"] and reason["failure"]["stage"] == "codegen"
+    view = View(path, tmp_path / "cache")
+    try:
+        with playwright.sync_playwright() as p:
+            browser = p.chromium.launch(executable_path=need("chromium"), args=["--no-sandbox"])
+            try:
+                page = browser.new_page()
+                page.goto(view.url)
+                _wait_version(page, 1)
+                assert page.inner_text("#asm-error") == f"Assembly unavailable: {reason['error']}"
+                assert page.locator("#asm div").count() == 0
+                plot = page.locator("#pressure svg")
+                assert plot.get_attribute("data-kind") == "estimate"
+                assert int(plot.get_attribute("data-total")) == _estimate(path)
+                assert page.inner_text("#mix") == "needs the assembly"
+            finally:
+                browser.close()
+    finally:
+        view.close()

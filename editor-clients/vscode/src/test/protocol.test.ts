@@ -150,3 +150,19 @@ test("the preview bridge over the real server: IR line map, assembly or the serv
     assert.equal(checked.result.ok, true);
     assert.match(model.statusText(second, checked.result), / · check ✓$/);
   });
+
+test("a target without a code generator: the preview gets the server's reason as the error", { timeout: 300_000 }, async () => {
+  const file = path.join(dir, "sm90.kernel.toml");
+  fs.copyFileSync(path.join(ROOT, "examples", "sm90_conv.kernel.toml"), file);
+  const sm90 = `file://${file}`;
+  conn.sendNotification("textDocument/didOpen",
+    { textDocument: { uri: sm90, languageId: "kernel-toml", version: 1, text: fs.readFileSync(file, "utf8") } });
+  await waitFor("kdd/compiled", (p) => p.uri === sm90 && p.version === 1);
+  const posted: any[] = [];
+  const bridge = new PreviewBridge(sm90, (m, p) => conn.sendRequest(m, p), (m) => posted.push(m), () => undefined);
+  await bridge.handle({ type: "request", id: 7, method: "kdd/assembly" });
+  const answer = posted.pop();
+  assert.equal(answer.id, 7);
+  assert.equal(answer.error.code, -32803);
+  assert.match(answer.error.message, /sm_90/);
+});
