@@ -141,12 +141,27 @@ def test_view_refuses_other_hosts_and_unknown_methods_and_streams_compiles(tmp_p
         assert err.value.code == 403
         assert view.rpc("kdd/document")["result"]["text"] == path.read_text()
         with urllib.request.urlopen(view.url + "events", timeout=120) as stream:
-            assert stream.readline() == b"event: kdd/compiled\n"
-            event = json.loads(stream.readline().removeprefix(b"data: "))
-        validator("lsp.schema.json", "compiled").validate(event)
-        assert event["ok"] and event["uri"] == path.as_uri() and event["version"] == 1
+            def next_event() -> dict:
+                while (line := stream.readline()) != b"event: kdd/compiled\n":
+                    assert line in (b": keep-alive\n", b"\n"), line
+                return json.loads(stream.readline().removeprefix(b"data: "))
+
+            event = next_event()
+            validator("lsp.schema.json", "compiled").validate(event)
+            assert event["ok"] and event["uri"] == path.as_uri() and event["version"] == 1
+            path.unlink()  # a deleted file is a compile that says why, not a dead view
+            gone = next_event()
+            assert gone["version"] == 2 and not gone["ok"] and gone["error"].startswith(f"cannot read {path}")
     finally:
         view.close()
+
+
+def test_view_without_a_file_says_so(tmp_path):
+    out = subprocess.run([KDD, "view", "--no-browser"], cwd=tmp_path, capture_output=True, text=True, timeout=60)
+    assert out.returncode == 2 and "no FILE given and no *.kernel.toml in the current directory" in out.stderr
+    out = subprocess.run([KDD, "view", str(tmp_path / "missing.kernel.toml"), "--no-browser"], capture_output=True,
+                         text=True, timeout=60)
+    assert out.returncode == 2 and "no such file" in out.stderr
 
 
 # The VS Code side of the page's postMessage transport, as the extension's PreviewBridge plays it
