@@ -3,6 +3,7 @@
 #   - Debian's libigc-tools (iga64, the Intel assembler the Xe targets are checked with)
 #   - a virtual environment in .venv/ with kdd installed editable, its server, test and
 #     tool extras (ptxas/nvdisasm come from the PyPI wheels nvidia-cuda-nvcc/-nvdisasm)
+#   - what the editor clients' tests need (tools/setup_editors.sh; KDD_NO_EDITORS=1 skips it)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -24,3 +25,6 @@ if ! .venv/bin/python -c "import kdd.core, pytest, hypothesis, pygls" >/dev/null
   touch .venv/.kdd-installed
 fi
 .venv/bin/python -c "import kdd.core, kdd.server" 
+
+# The editor clients' test tools (node packages, chromium + Playwright, Neovim 0.10): tools/setup_editors.sh.
+tools/setup_editors.sh

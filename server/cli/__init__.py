@@ -21,6 +21,7 @@ SUBCOMMANDS = (
     "bench",
     "lsp",
     "serve",
+    "view",
 )
 
 

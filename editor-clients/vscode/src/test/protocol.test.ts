@@ -1,0 +1,168 @@
+/* The extension's requests against the real `kdd lsp` (no mock of kdd), through vscode-jsonrpc, the
+ * JSON-RPC layer vscode-languageclient itself uses: what the status bar, the pass picker, the kdd:
+ * documents, the preview bridge and the gutter heat are given on a shipped example. */
+import assert from "node:assert/strict";
+import { ChildProcess, spawn } from "child_process";
+import * as fs from "fs";
+import * as os from "os";
+import * as path from "path";
+import { after, before, test } from "node:test";
+import * as rpc from "vscode-jsonrpc/node";
+import { PreviewBridge, diffItems, heatLines, irUri, passItems } from "../logic";
+import { Compiled, IrEntry, Listing, PassEntry, model } from "../model";
+
+const ROOT = path.resolve(__dirname, "../../../..");
+const KDD = process.env.KDD_BIN ?? path.join(ROOT, ".venv", "bin", "kdd");
+const PACKAGE = JSON.parse(fs.readFileSync(path.resolve(__dirname, "../../package.json"), "utf8"));
+
+type Message = { method: string; params: any };
+
+let server: ChildProcess;
+let conn: rpc.MessageConnection;
+let dir: string;
+let uri: string;
+let text: string;
+const messages: Message[] = [];
+const waiters: Array<() => boolean> = []; // each returns true once it is satisfied
+
+function waitFor(method: string, pred: (p: any) => boolean, timeoutMs = 120_000): Promise<any> {
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`no ${method} in ${timeoutMs} ms`)), timeoutMs);
+    const look = () => {
+      const hit = messages.find((m) => m.method === method && pred(m.params));
+      if (!hit) return false;
+      clearTimeout(timer);
+      resolve(hit.params);
+      return true;
+    };
+    if (!look()) waiters.push(look);
+  });
+}
+
+function change(version: number, from: string, to: string): void {
+  const i = text.indexOf(from);
+  const line = text.slice(0, i).split("\n").length - 1;
+  const character = i - (text.lastIndexOf("\n", i - 1) + 1);
+  text = text.replace(from, to);
+  conn.sendNotification("textDocument/didChange", {
+    textDocument: { uri, version },
+    contentChanges: [{ range: { start: { line, character }, end: { line, character: character + from.length } }, text: to }],
+  });
+}
+
+before(async () => {
+  dir = fs.mkdtempSync(path.join(os.tmpdir(), "kdd-vscode-"));
+  const file = path.join(dir, "resnet.kernel.toml");
+  fs.copyFileSync(path.join(ROOT, "examples", "resnet50_3x3.kernel.toml"), file);
+  text = fs.readFileSync(file, "utf8");
+  uri = `file://${file}`;
+  server = spawn(KDD, ["lsp", "--cache-dir", path.join(dir, "cache")], { stdio: ["pipe", "pipe", "inherit"] });
+  conn = rpc.createMessageConnection(new rpc.StreamMessageReader(server.stdout!), new rpc.StreamMessageWriter(server.stdin!));
+  conn.onRequest("workspace/configuration", (p: { items: unknown[] }) => p.items.map(() => ({ checkOnSave: true })));
+  conn.onRequest("window/workDoneProgress/create", () => null);
+  conn.onNotification((method: string, params: any) => {
+    messages.push({ method, params });
+    const pending = waiters.splice(0).filter((w) => !w());
+    waiters.push(...pending);
+  });
+  conn.listen();
+  await conn.sendRequest("initialize", {
+    processId: process.pid, rootUri: `file://${dir}`, workspaceFolders: [{ uri: `file://${dir}`, name: "w" }],
+    capabilities: { workspace: { configuration: true }, window: { workDoneProgress: true } },
+  });
+  conn.sendNotification("initialized", {});
+  conn.sendNotification("textDocument/didOpen", { textDocument: { uri, languageId: "kernel-toml", version: 1, text } });
+});
+
+after(async () => {
+  await conn.sendRequest("shutdown");
+  const exited = new Promise((resolve) => server.once("exit", resolve));
+  await conn.sendNotification("exit");
+  await Promise.race([exited, new Promise((resolve) => setTimeout(resolve, 10_000))]);
+  conn.dispose();
+  server.kill();
+  fs.rmSync(dir, { recursive: true, force: true });
+});
+
+test("a shipped example: status line, pass picker, kdd: documents, code lenses", { timeout: 300_000 }, async () => {
+  const compiled: Compiled = await waitFor("kdd/compiled", (p) => p.uri === uri && p.version === 1);
+  assert.equal(compiled.ok, true);
+  const r = model.registerSummary(compiled.registers);
+  assert.match(model.statusText(compiled, null), new RegExp(`^kdd xehpg · regs ${r!.peak}/${r!.budget} · \\d+ ms$`));
+
+  const passes = (await conn.sendRequest("kdd/passes", { textDocument: { uri } })) as { ok: boolean; passes: PassEntry[] };
+  assert.equal(passes.ok, true);
+  const changed = passes.passes.filter((p) => p.changed).map((p) => p.name);
+  assert.ok(changed.length > 0 && changed.length < passes.passes.length);
+  assert.deepEqual(passItems(passes.passes, false).map((i) => i.pass), ["build", ...changed, "final"]);
+
+  const ir = (await conn.sendRequest("kdd/content", { uri: irUri(uri, "final") })) as { text: string };
+  assert.ok(ir.text.startsWith("kernel {\n"));
+  const first = diffItems(passes.passes)[0].pass;
+  const diff = (await conn.sendRequest("kdd/content", { uri: irUri(uri, first, true) })) as { text: string };
+  assert.ok(diff.text.startsWith(`--- before ${first}\n`));
+
+  const lenses = (await conn.sendRequest("textDocument/codeLens", { textDocument: { uri } })) as Array<{ command: { command: string } }>;
+  const contributed = new Set(PACKAGE.contributes.commands.map((c: { command: string }) => c.command));
+  for (const lens of lenses) {
+    // every lens is a command the extension contributes, or one the server executes itself
+    assert.ok(contributed.has(lens.command.command) || lens.command.command === "kdd.runCheck", lens.command.command);
+  }
+  assert.ok(lenses.some((l) => l.command.command === "kdd.showAssembly"));
+});
+
+test("the preview bridge over the real server: IR line map, assembly or the server's reason, live refresh",
+  { timeout: 300_000 }, async () => {
+    await waitFor("kdd/compiled", (p) => p.uri === uri && p.version === 1);
+    const posted: any[] = [];
+    const bridge = new PreviewBridge(uri, (m, p) => conn.sendRequest(m, p), (m) => posted.push(m), () => undefined);
+
+    await bridge.handle({ type: "request", id: 1, method: "kdd/irAfterPass", params: { pass: "final" } });
+    const ir = posted.pop();
+    assert.equal(ir.id, 1);
+    assert.equal(ir.result.ok, true);
+    const iterLine = text.split("\n").findIndex((l) => l.startsWith("iter ="));
+    assert.ok(model.entriesForConfigLine(ir.result.lines as IrEntry[], iterLine, model.irRange).length > 0);
+
+    await bridge.handle({ type: "request", id: 2, method: "kdd/assembly" });
+    const asm = posted.pop();
+    if (asm.error) {
+      // no code generator for the target yet: the page shows this message as it is
+      assert.equal(asm.error.code, -32803);
+      assert.match(asm.error.message, /xehpg/);
+    } else {
+      const listing = model.listing(asm.result) as Listing;
+      assert.ok(listing.lines.length > 0);
+      assert.ok(heatLines(listing).every((h) => h.regs <= (listing.registers.peak ?? Infinity)));
+    }
+
+    const mark = messages.length;
+    change(2, 'iter = "mb8oc32ic16"', 'iter = "mb8oc16ic16"');
+    const second = await waitFor("kdd/compiled", (p) => p.uri === uri && p.version === 2);
+    assert.ok(messages.indexOf(messages.find((m) => m.params === second)!) >= mark);
+    bridge.notify("kdd/compiled", second);
+    assert.deepEqual(posted.pop(), { type: "event", event: "kdd/compiled", params: second });
+    const before = (messages.find((m) => m.method === "kdd/compiled" && m.params.version === 1)!.params as Compiled);
+    assert.ok((second.registers.estimate as number) < (before.registers!.estimate as number));
+
+    conn.sendNotification("textDocument/didSave", { textDocument: { uri } });
+    const checked = await waitFor("kdd/checked", (p) => p.uri === uri && p.version === 2);
+    assert.equal(checked.result.ok, true);
+    assert.match(model.statusText(second, checked.result), / · check ✓$/);
+  });
+
+test("a target without a code generator: the preview gets the server's reason as the error", { timeout: 300_000 }, async () => {
+  const file = path.join(dir, "sm90.kernel.toml");
+  fs.copyFileSync(path.join(ROOT, "examples", "sm90_conv.kernel.toml"), file);
+  const sm90 = `file://${file}`;
+  conn.sendNotification("textDocument/didOpen",
+    { textDocument: { uri: sm90, languageId: "kernel-toml", version: 1, text: fs.readFileSync(file, "utf8") } });
+  await waitFor("kdd/compiled", (p) => p.uri === sm90 && p.version === 1);
+  const posted: any[] = [];
+  const bridge = new PreviewBridge(sm90, (m, p) => conn.sendRequest(m, p), (m) => posted.push(m), () => undefined);
+  await bridge.handle({ type: "request", id: 7, method: "kdd/assembly" });
+  const answer = posted.pop();
+  assert.equal(answer.id, 7);
+  assert.equal(answer.error.code, -32803);
+  assert.match(answer.error.message, /sm_90/);
+});

@@ -1,0 +1,143 @@
+"""The file ``kdd view`` follows and the requests its page makes.
+
+The page asks the same methods as the VS Code preview asks the language server (``kdd/passes``,
+``kdd/irAfterPass``, ``kdd/assembly``, ``kdd/stats``, ``kdd/check``; ``protocol/lsp.schema.json``)
+plus ``kdd/document`` (the config's text), and is told ``kdd/compiled`` after every compile. Compiles
+run in a :class:`~kdd.server.workers.WorkerPool`, debounced and superseded exactly as the language
+server does it (the state is the server's :class:`~kdd.server.lsp.documents.DocumentState`).
+"""
+from __future__ import annotations
+
+import asyncio
+import os
+import time
+from pathlib import Path
+
+from kdd.server.lsp.documents import DocumentState
+from kdd.server.lsp.server import COMPILED, REQUEST_FAILED, compiled_notification
+from kdd.server.rpc.methods import INVALID_PARAMS, METHOD_NOT_FOUND, RpcError
+from kdd.server.workers import WorkerFailed, WorkerPool
+
+METHODS = ("kdd/document", "kdd/passes", "kdd/irAfterPass", "kdd/assembly", "kdd/stats", "kdd/check")
+
+
+class ViewSession:
+    """One config file on disk: its latest text, its latest compile, and the pages listening."""
+
+    def __init__(self, path: str, pool: WorkerPool, target: str | None = None):
+        self.path = os.path.abspath(path)
+        self.uri = Path(self.path).as_uri()
+        self.pool = pool
+        self.target = target
+        self.state = DocumentState(self.uri, self.path, version=0)
+        self.text: str | None = None
+        self.read_error: str | None = None
+        self.last: dict | None = None  # the latest kdd/compiled event, for pages that connect later
+        self.listeners: set[asyncio.Queue] = set()
+
+    # ---- following the file ------------------------------------------------
+
+    def reload(self) -> bool:
+        """Read the file again; a new version (and a compile) when its text changed."""
+        try:
+            with open(self.path, encoding="utf-8") as f:
+                text, error = f.read(), None
+        except (OSError, UnicodeDecodeError) as exc:
+            text, error = None, f"cannot read {self.path}: {exc.strerror if isinstance(exc, OSError) else exc}"
+        if self.state.version and text == self.text and error == self.read_error:
+            return False
+        self.text, self.read_error = text, error
+        self.state.version += 1
+        self.schedule_compile()
+        return True
+
+    def schedule_compile(self) -> None:
+        state = self.state
+        if state.pending is not None and not state.pending.done():
+            state.pending.cancel()
+        state.pending = asyncio.ensure_future(self._compile(state.version))
+
+    async def _compile(self, version: int) -> None:
+        state = self.state
+        await asyncio.sleep(state.debounce_s)
+        if version != state.version:
+            return
+        start = time.perf_counter()
+        if self.text is None:
+            result = {"ok": False, "error": self.read_error}
+        else:
+            try:
+                result = await self.pool.call("kdd/compile", self._source(emit=["passes", "stats"]), self.uri,
+                                              still_wanted=lambda: version == state.version)
+            except WorkerFailed as exc:
+                result = {"ok": False, "error": f"compile {exc}"}
+            if result is None or version != state.version:
+                return
+            state.measured(time.perf_counter() - start)
+        state.compiled, state.compiled_version = result, version
+        state.compiled_event.set()
+        self.last = compiled_notification(state)
+        for queue in list(self.listeners):
+            queue.put_nowait((COMPILED, self.last))
+
+    def _source(self, **fields) -> dict:
+        params = {"text": self.text, "path": self.path, **fields}
+        if self.target:
+            params["target"] = self.target
+        return params
+
+    def subscribe(self) -> asyncio.Queue:
+        """A queue of ``(event, params)``; it starts with the latest compile when there is one."""
+        queue: asyncio.Queue = asyncio.Queue()
+        if self.last is not None:
+            queue.put_nowait((COMPILED, self.last))
+        self.listeners.add(queue)
+        return queue
+
+    def unsubscribe(self, queue: asyncio.Queue) -> None:
+        self.listeners.discard(queue)
+
+    # ---- the page's requests -----------------------------------------------
+
+    async def request(self, method: str, params: dict | None) -> dict:
+        """The answer to one of :data:`METHODS`; :class:`RpcError` when it has none."""
+        params = params if isinstance(params, dict) else {}
+        if method not in METHODS:
+            raise RpcError(METHOD_NOT_FOUND, f"unknown method {method!r} (methods: {', '.join(METHODS)})")
+        if method == "kdd/document":
+            return {"uri": self.uri, "path": self.path, "version": self.state.version, "text": self.text or "",
+                    "error": self.read_error}
+        if self.text is None:
+            raise RpcError(REQUEST_FAILED, self.read_error or f"{self.path} is not readable")
+        if method == "kdd/stats":
+            result = await self.latest()
+            return {"ok": bool(result.get("ok")), "version": self.state.compiled_version,
+                    "stats": result.get("stats"), "compile_ms": round(1e3 * (self.state.compile_s or 0.0), 1)}
+        if method == "kdd/passes":
+            return await self._call("kdd/passes", self._source())
+        if method == "kdd/irAfterPass":
+            name = params.get("pass", "final")
+            if not isinstance(name, str):
+                raise RpcError(INVALID_PARAMS, "'pass' is a pass name (build, a pass, or final)")
+            return await self._call("kdd/irAfterPass", self._source(**{"pass": name, "diff": bool(params.get("diff"))}))
+        if method == "kdd/check":
+            return await self._call("kdd/check", {"text": self.text, "path": self.path})
+        result = await self._call("kdd/compile", self._source(emit=["asm"]))
+        if not result.get("ok"):
+            raise RpcError(REQUEST_FAILED, result.get("error") or "no assembly")
+        return result
+
+    async def latest(self) -> dict:
+        """The compile of the current version, waiting for it when it is still running."""
+        while self.state.compiled_version != self.state.version:
+            self.state.compiled_event.clear()
+            if self.state.pending is None or self.state.pending.done():
+                self.schedule_compile()
+            await self.state.compiled_event.wait()
+        return self.state.compiled or {}
+
+    async def _call(self, method: str, params: dict) -> dict:
+        try:
+            return await self.pool.call(method, params, self.uri)
+        except WorkerFailed as exc:
+            raise RpcError(REQUEST_FAILED, f"{method}: {exc}") from None
