@@ -279,8 +279,9 @@ class Engine:
             if "stats" in items:
                 stats = self._artifact("stats", r.key("stats"), lambda: artifacts.stats_artifact(
                     r, self.kernel(r, sources), self.trace(self.kernel(r, sources))))
-                out["stats"] = {**stats, "registers": {**stats["registers"],
-                                                       "allocated": self._allocated(r, sources)}}
+                codegen = self._codegen_summary(r, sources)
+                out["stats"] = {**stats, "codegen": codegen,
+                                "registers": {**stats["registers"], "allocated": codegen.get("allocated")}}
             if "asm" in items:
                 out["asm"] = self.assembly(r, sources)
             if "ptx" in items or "sass" in items:
@@ -398,14 +399,18 @@ class Engine:
         except StageFailed as exc:
             return failed(source.path, exc.failure, parsed)
 
-    def _allocated(self, r: Resolved, sources: dict[str, Range]) -> int | None:
-        """The registers the code generator allocated (kdd's allocator on Xe, ptxas on sm_90), or None
-        when the kernel does not fit or cannot be lowered."""
+    def _codegen_summary(self, r: Resolved, sources: dict[str, Range]) -> dict:
+        """The code generator's figures without its listing: the registers it allocated (kdd's allocator
+        on Xe, ptxas on sm_90), the peak and what is live there, the instruction mix, the roofline; or
+        ``ok: false`` with the failure (out of registers, an operation it cannot lower yet)."""
         try:
-            registers = self.assembly(r, sources)["registers"]
-        except StageFailed:
-            return None
-        return registers.get("allocated", registers["peak"])
+            asm = self.assembly(r, sources)
+        except StageFailed as exc:
+            return {"ok": False, "failure": exc.failure.to_dict()}
+        regs = asm["registers"]
+        return {"ok": True, "allocated": regs.get("allocated", regs["peak"]), "peak": regs["peak"],
+                "peak_line": regs.get("peak_line"), "by_label": regs.get("by_label", {}), "mix": asm["mix"],
+                "roofline": asm.get("roofline", {}), "assembler_ok": asm["assembler"].get("ok")}
 
     def ir_view(self, source: Source, pass_name: str = FINAL, diff: bool = False, shape: str | None = None,
                 target: str | None = None) -> dict:

@@ -130,10 +130,7 @@ def register(server: KddLanguageServer) -> None:  # noqa: C901 - one flat list o
         result = await latest(ls, ls.state(params))
         if not result["ok"]:
             return result
-        trace = result["trace"]
-        return {"ok": True, "version": ls.state(params).compiled_version,
-                "build": {"nodes": trace["build"]["nodes"]},
-                "passes": [{k: p[k] for k in ("name", "changed", "ms", "nodes", "cached")} for p in trace["passes"]]}
+        return {**result["passes"], "version": ls.state(params).compiled_version}
 
     @server.feature("kdd/irAfterPass")
     async def kdd_ir_after(ls: KddLanguageServer, params):
@@ -153,8 +150,6 @@ def register(server: KddLanguageServer) -> None:  # noqa: C901 - one flat list o
     @server.feature("kdd/assembly")
     async def kdd_assembly(ls: KddLanguageServer, params):
         state = ls.state(params)
-        if state.compiled_version == state.version and state.compiled and "asm" in state.compiled:
-            return {k: v for k, v in state.compiled.items() if k not in ("trace", "stats")}
         source = ls.source(state.uri)
         request = {"text": source.text, "path": source.path, "emit": ["asm"]}
         if ls.settings.target:
@@ -168,10 +163,10 @@ def register(server: KddLanguageServer) -> None:  # noqa: C901 - one flat list o
     async def kdd_stats(ls: KddLanguageServer, params):
         state = ls.state(params)
         result = await latest(ls, state)
-        asm = result.get("asm")
-        out_asm = None if asm is None else {"registers": {k: asm["registers"][k] for k in
-                                                          ("peak", "peak_line", "budget", "estimate", "by_label")},
-                                            "mix": asm["mix"], "roofline": asm["roofline"]}
+        codegen = (result.get("stats") or {}).get("codegen") or {}
+        out_asm = None if not codegen.get("ok") else {
+            "registers": {k: codegen[k] for k in ("allocated", "peak", "peak_line", "by_label")},
+            "mix": codegen["mix"], "roofline": codegen["roofline"]}
         return {"ok": result["ok"], "version": state.compiled_version, "stats": result.get("stats"), "asm": out_asm,
                 "compile_ms": round(1e3 * (state.compile_s or 0.0), 1),
                 "debounce_ms": round(1e3 * state.debounce_s, 1), "server": dict(ls.counters),

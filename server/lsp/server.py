@@ -22,7 +22,7 @@ from pygls.lsp.server import LanguageServer
 from pygls.protocol import default_converter
 
 from kdd.core.engine import Engine, Source
-from kdd.core.engine.artifacts import failure_diagnostic
+from kdd.core.engine.artifacts import failure_diagnostic, range_dict
 from kdd.core.spec import Position, Range, read_file
 
 from ..workers import WorkerFailed, WorkerPool
@@ -151,7 +151,7 @@ class KddLanguageServer(LanguageServer):
         if not self._current(state, version):
             return
         source = self.source(state.uri)
-        params = {"text": source.text, "path": source.path, "emit": ["passes", "stats"]}
+        params = {"text": source.text, "path": source.path, "emit": ["stats"]}
         if self.settings.target:
             params["target"] = self.settings.target
         start = time.perf_counter()
@@ -162,7 +162,7 @@ class KddLanguageServer(LanguageServer):
             self.counters["timeouts"] += 1
             result = _worker_failure(source.path, exc, "compile")
         if result is not None and result.get("ok"):
-            result = await self._with_assembly(state, version, params, result)
+            result = await self._with_passes(state, version, params, result)
         if result is None or not self._current(state, version):
             self.counters["superseded"] += 1
             return
@@ -176,22 +176,26 @@ class KddLanguageServer(LanguageServer):
         state.compiled_event.set()
         self.protocol.notify(COMPILED, compiled_notification(state))
 
-    async def _with_assembly(self, state: DocumentState, version: int, params: dict, result: dict) -> dict | None:
-        """``result`` with the target's assembly (``asm``), or with the codegen stage's failure as a
-        diagnostic; a target without a code generator is not an error of the config. None: superseded."""
+    async def _with_passes(self, state: DocumentState, version: int, params: dict, result: dict) -> dict | None:
+        """``result`` with the pass table (from the same worker's memo, without the IR texts: the
+        server keeps only small results, so answering a hover never waits on a large one) and the
+        code generator's failure, when it has one, as a diagnostic. None: superseded."""
+        request = {k: v for k, v in params.items() if k != "emit"}
         try:
-            asm = await self.pool.call("kdd/compile", {**params, "emit": ["asm"]}, state.uri, self.settings.time_limit,
-                                       still_wanted=lambda: self._current(state, version))
+            passes = await self.pool.call("kdd/passes", request, state.uri, self.settings.time_limit,
+                                          still_wanted=lambda: self._current(state, version))
         except WorkerFailed as exc:
-            asm = _worker_failure(params.get("path"), exc, "assembly")
-        if asm is None:
+            passes = _worker_failure(params.get("path"), exc, "passes")
+        if passes is None:
             return None
-        if asm.get("ok"):
-            return {**result, "asm": asm["asm"]}
-        if asm["failure"]["code"] == "no-codegen":
-            return result
-        codegen = [d for d in asm["diagnostics"] if d.get("source") == "kdd/codegen"]
-        return {**result, "diagnostics": result["diagnostics"] + codegen}
+        out = {**result, "passes": passes}
+        failure = result["stats"]["codegen"].get("failure")
+        if failure is not None:
+            rng = failure.get("range") or range_dict(self.engine.parse(self.source(state.uri)).anchor("config"))
+            out["diagnostics"] = result["diagnostics"] + [{
+                "range": rng, "severity": "error", "message": failure["message"], "code": failure["code"],
+                "source": f"kdd/{failure['stage']}"}]
+        return out
 
     async def run_check(self, state: DocumentState) -> dict:
         """The check of the current text (in a worker), published as a diagnostic and ``kdd/checked``."""
@@ -266,16 +270,11 @@ def compiled_notification(state: DocumentState) -> dict:
     out = {"uri": state.uri, "version": state.compiled_version, "ok": bool(result.get("ok"))}
     if result.get("ok"):
         stats = result.get("stats", {})
-        passes = result.get("trace", {}).get("passes", [])
+        passes = result.get("passes", {}).get("passes", [])
         out.update({"target": result["target"], "config": result["config"],
                     "registers": stats.get("registers"),
                     "passes": {"ran": len(passes), "changed": sum(p["changed"] for p in passes)},
                     "compile_ms": round(1e3 * (state.compile_s or 0.0), 1)})
-        asm = result.get("asm")
-        if asm is not None:
-            regs = asm["registers"]
-            out["asm"] = {"peak": regs["peak"], "budget": regs["budget"], "estimate": regs["estimate"],
-                          "lines": len(asm["lines"]), "assembler_ok": asm["assembler"].get("ok")}
     else:
         out["error"] = result.get("error")
     return out

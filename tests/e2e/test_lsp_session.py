@@ -40,7 +40,7 @@ async def _session(tmp_path: Path):
         first = await client.wait_for("kdd/compiled", lambda p: field(p, "version") == 1)
         assert field(first, "ok")
         validator("lsp.schema.json", "compiled").validate(_plain(first))
-        assert 0 < _plain(first)["asm"]["peak"] <= _plain(first)["asm"]["budget"]
+        assert 0 < _plain(first)["registers"]["allocated"] <= _plain(first)["registers"]["budget"]
 
         hover = await client.text_document_hover_async(lsp.HoverParams(
             lsp.TextDocumentIdentifier(uri), _pos(text, '"axcb"', 2)))
