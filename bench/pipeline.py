@@ -36,6 +36,7 @@ import time
 from pathlib import Path
 
 from kdd.core.builder import build_kernel
+from kdd.core.engine import Engine, Source
 from kdd.core.config.defaults import resolve_config
 from kdd.core.ir import count_nodes
 from kdd.core.passes import PassCache
@@ -88,6 +89,10 @@ def measure(path: Path, repeat: int, check_shape: bool, keep: list) -> dict:
     warm = best_ms(lambda: run_pipeline(again, cache=cache), repeat)
     text = path.read_text()
     end_to_end = best_ms(lambda: run_pipeline(build(path, check_shape, text), cache=PassCache()), repeat)
+    # The whole path a compile takes, assembly included, through the engine with nothing memoized.
+    to_asm = best_ms(lambda: Engine().compile(Source(text, str(path)),
+                                               "asm", kernel.problem.shape.canonical() if check_shape else None),
+                     repeat)
     model = RegisterModel.of(get_target(kernel.target))
     iterations = reduction_iterations(kernel.body)
     before = kernel_metrics(kernel.body, model, iterations).to_dict()
@@ -97,6 +102,7 @@ def measure(path: Path, repeat: int, check_shape: bool, keep: list) -> dict:
             "nodes_built": count_nodes(kernel.body), "nodes_final": count_nodes(trace.final),
             "changed": [e.name for e in trace.entries if e.changed],
             "cold_ms": round(cold, 2), "warm_ms": round(warm, 3), "text_to_ir_ms": round(end_to_end, 2),
+            "text_to_asm_ms": round(to_asm, 2),
             "pass_ms": {e.name: round(e.ms, 2) for e in trace.entries},
             "before": before, "after": after}
 
@@ -119,19 +125,25 @@ def main() -> int:
         print(f"{r['example']:<20} {cells[0]:>11} {cells[1]:>14} {cells[2]:>18} {cells[3]:>12} {cells[4]:>9}")
     print()
     print(f"Pipeline time, best of {args.repeat} (ms)")
-    print(f"{'example':<20} {'nodes':>13} {'cold':>9} {'warm':>9} {'text->IR':>9} {'slowest pass':>28}")
+    print(f"{'example':<20} {'nodes':>13} {'cold':>9} {'warm':>9} {'text->IR':>9} {'text->asm':>9} "
+          f"{'slowest pass':>28}")
     for r in rows:
         slow = max(r["pass_ms"], key=r["pass_ms"].get)
         nodes = f"{r['nodes_built']}->{r['nodes_final']}"
-        print(f"{r['example']:<20} {nodes:>13} {r['cold_ms']:9.1f} {r['warm_ms']:9.2f} {r['text_to_ir_ms']:9.1f} "
+        print(f"{r['example']:<20} {nodes:>13} {r['cold_ms']:9.1f} {r['warm_ms']:9.2f} {r['text_to_ir_ms']:9.1f} {r['text_to_asm_ms']:9.1f} "
               f"{slow + ' ' + format(r['pass_ms'][slow], '.1f'):>28}")
     end_to_end = [r["text_to_ir_ms"] for r in rows]
-    summary = {"text_to_ir_median_ms": round(statistics.median(end_to_end), 1),
+    to_asm = [r["text_to_asm_ms"] for r in rows]
+    summary = {"text_to_asm_median_ms": round(statistics.median(to_asm), 1),
+               "text_to_asm_max_ms": round(max(to_asm), 1),
+               "text_to_ir_median_ms": round(statistics.median(end_to_end), 1),
                "text_to_ir_max_ms": round(max(end_to_end), 1),
                "rss_mb": round(_rss_mb(), 1),
                "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)}
     print(f"text -> IR over the examples: median {summary['text_to_ir_median_ms']} ms, "
           f"max {summary['text_to_ir_max_ms']} ms")
+    print(f"text -> assembly (Xe with iga64, sm_90 with ptxas and nvdisasm) over the examples: median "
+          f"{summary['text_to_asm_median_ms']} ms, max {summary['text_to_asm_max_ms']} ms")
     print(f"memory after compiling every example: {summary['rss_mb']} MB resident, "
           f"{summary['peak_rss_mb']} MB at the peak")
     out = {"python": platform.python_version(), "machine": platform.machine(),
