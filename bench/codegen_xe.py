@@ -73,11 +73,13 @@ def example_kernels(files):
         yield path.name, build_kernel(spec.problem, spec.config, spec.target), spec.target
 
 
-def batch_kernels(path: str, types: str, hw: str):
+def batch_kernels(path: str, types: str, hw: str, prop: str | None = None):
     target = get_target(hw)
     op = "gemm" if "matmul" in path else "conv"
     for e in read_batch_file(path, op=op):
         problem = replace(e.problem, types=parse_data_types(types))
+        if prop is not None:
+            problem = replace(problem, prop=prop)
         yield e.text, build_kernel(problem, resolve_config(problem, target, None), target), target
 
 
@@ -88,10 +90,11 @@ def main() -> int:
     ap.add_argument("--batch")
     ap.add_argument("--types", default="f16")
     ap.add_argument("--hw", default="xehpg")
+    ap.add_argument("--prop", choices=("fwd", "bwd_d", "bwd_w"), help="with --batch: this propagation kind")
     ap.add_argument("--json", default="bench/results/codegen_xe.json")
     args = ap.parse_args()
     if args.batch:
-        kernels = batch_kernels(args.batch, args.types, args.hw)
+        kernels = batch_kernels(args.batch, args.types, args.hw, args.prop)
     else:
         kernels = example_kernels(args.files or sorted(Path("examples").glob("*.kernel.toml")))
     rows = []
