@@ -23,7 +23,7 @@ from __future__ import annotations
 import hashlib
 import time
 from dataclasses import dataclass, field, replace
-from functools import cached_property
+from functools import cached_property, partial
 from typing import Any, Callable
 
 from kdd.core.builder import BuildError, build_kernel
@@ -35,10 +35,11 @@ from kdd.core.passes.kernel_pipeline import KERNEL_PIPELINE, run_pipeline, with_
 from kdd.core.passes.options import kernel_options
 from kdd.core.passes.pass_bisect import bisect
 from kdd.core.passes.pipeline import PassCache
-from kdd.core.passes.trace_view import BUILD, text_diff
+from kdd.core.passes.trace_view import BUILD, UnknownPassError, ir_after, ir_before, text_diff
 from kdd.core.problem import ProblemError, parse_shape
 from kdd.core.spec import (Diagnostic, KernelSpec, Position, Range, Severity, load_spec, parse_document,
                            read_file)
+from kdd.core.spec.schema import CHECK_STAGES
 from kdd.core.targets import TARGETS
 
 from . import artifacts
@@ -264,21 +265,23 @@ class Engine:
             parsed = self.parse(source)
             r = self.resolve(parsed, shape, target)
             sources = parsed.sources()
-            built = self._artifact("build", r.key("build"), lambda: artifacts.build_artifact(self.kernel(r, sources)))
+            kernel = partial(self.kernel, r, sources)  # memoized: built at most once whatever asks for it
+            built = self._artifact("build", r.key("build"), lambda: artifacts.build_artifact(kernel()))
             out = {"file": source.path, "ok": True,
                    "problem": {"op": r.problem.op, "prop": r.problem.prop, "shape": r.problem.shape.canonical(),
                                "types": r.problem.types.canonical()},
                    "target": r.target.name, "config": r.config.line(), "kernel": built["kernel"],
                    "diagnostics": parsed.diagnostics_json()}
             if "ir" in items:
-                out["ir"] = {"text": built["ir"]["text"], "lines": artifacts.with_ranges(built["ir"]["lines"], sources)}
+                out["ir"] = {"text": built["ir"]["text"],
+                             "lines": artifacts.with_ranges(built["ir"]["lines"], sources)}
             if needs_trace(items):
                 traced = self._artifact("passes", r.key("passes"),
-                                        lambda: artifacts.trace_artifact(self.kernel(r, sources), self.trace(self.kernel(r, sources))))
+                                        lambda: artifacts.trace_artifact(kernel(), self.trace(kernel())))
                 out.update(artifacts.pass_items(items, traced))
             if "stats" in items:
-                stats = self._artifact("stats", r.key("stats"), lambda: artifacts.stats_artifact(
-                    r, self.kernel(r, sources), self.trace(self.kernel(r, sources))))
+                stats = self._artifact("stats", r.key("stats"),
+                                       lambda: artifacts.stats_artifact(r, kernel(), self.trace(kernel())))
                 codegen = self._codegen_summary(r, sources)
                 out["stats"] = {**stats, "codegen": codegen,
                                 "registers": {**stats["registers"], "allocated": codegen.get("allocated")}}
@@ -303,18 +306,17 @@ class Engine:
     def check(self, source: Source, shape: str | None = None, stage: str | None = None,
               bisect_passes: bool = False, unbounded: bool = False, target: str | None = None) -> dict:
         """The ``kdd check --json`` object: the kernel of the ``[check]`` problem after ``stage`` (``build``,
-        a pass name, or the final IR; by default ``[check] stage``) run by the interpreter against the float64 reference; with
-        ``bisect_passes``, the verdict after every stage and the first wrong one. A problem with more
-        multiply-adds than the interpreter's bound is refused unless ``unbounded``."""
+        a pass name, or the final IR; by default ``[check] stage``) run by the interpreter against the
+        float64 reference; with ``bisect_passes``, the verdict after every stage and the first wrong one.
+        A problem with more multiply-adds than the interpreter's bound is refused unless ``unbounded``."""
         parsed = None
         try:
             parsed = self.parse(source)
             r = self.resolve(parsed, shape, target, for_check=True)
             spec = parsed.spec
             stage = stage or spec.check_stage
-            names = [BUILD] + KERNEL_PIPELINE.names() + [FINAL]
-            if stage not in names:
-                raise StageFailed(Failure("input", f"no stage named {stage!r} (stages: {', '.join(names)})",
+            if stage not in CHECK_STAGES:
+                raise StageFailed(Failure("input", f"no stage named {stage!r} (stages: {', '.join(CHECK_STAGES)})",
                                           "bad-stage"))
             key = r.key("check", spec.check_seed, spec.check_tol, stage, bisect_passes, unbounded)
             sources = parsed.sources()
@@ -378,8 +380,9 @@ class Engine:
             parsed = self.parse(source)
             r = self.resolve(parsed, shape, for_check=not bench)
             if r.target.isa != "ptx":
-                raise StageFailed(Failure("input", f"kernels run on a GPU for sm_90 only; {r.target.name} has no "
-                                                   "device here (kdd check runs it in the interpreter)", "bad-target"))
+                raise StageFailed(Failure("input", f"kernels run on a GPU for sm_90 only; {r.target.name} has "
+                                                   "no device here (kdd check runs it in the interpreter)",
+                                          "bad-target"))
             kernel = self.kernel(r, parsed.sources())
             listing = self._timed("codegen", lambda: generate_ptx(kernel, self.trace(kernel).final, r.target))
             if listing.cubin is None and find_tool("ptxas") is not None:  # without ptxas the driver JITs the PTX
@@ -423,16 +426,13 @@ class Engine:
             sources = parsed.sources()
             kernel = self.kernel(r, sources)
             trace = self.trace(kernel)
-            ran = [e.name for e in trace.entries]
             if pass_name == FINAL:
-                ir, before, pass_name = trace.final, None, (ran[-1] if ran else BUILD)
-            if pass_name == BUILD:
-                ir, before = trace.input, None
-            elif pass_name in ran:
-                ir, before = trace.after(pass_name), trace.before(pass_name)
-            else:
-                raise StageFailed(Failure("input", f"no pass named {pass_name!r} (passes: "
-                                                   f"{', '.join([BUILD] + ran)})", "bad-pass"))
+                pass_name = trace.entries[-1].name if trace.entries else BUILD
+            try:
+                ir = ir_after(trace, pass_name)
+                before = None if pass_name == BUILD else ir_before(trace, pass_name)
+            except UnknownPassError as exc:
+                raise StageFailed(Failure("input", str(exc), "bad-pass")) from None
             printed = print_ir(ir)
             out = {"ok": True, "pass": pass_name, "text": printed.text,
                    "lines": artifacts.with_ranges(artifacts.line_map(printed), sources)}
