@@ -35,11 +35,11 @@ def diagnostic_dict(d: Diagnostic, source: str | None = None) -> dict:
             "code": d.code, "source": source}
 
 
-def failure_diagnostic(failure, whole: Range) -> dict:
-    """A failed stage as an error diagnostic, at its knob's range or else at ``whole`` (the document start)."""
-    rng = failure.range or whole
-    return {"range": range_dict(rng), "severity": "error", "message": failure.message, "code": failure.code,
-            "source": f"kdd/{failure.stage}"}
+def failure_diagnostic(failure: dict, whole: Range) -> dict:
+    """A failed stage (``Failure.to_dict()``, as results carry it) as an error diagnostic, at its knob's
+    range or else at ``whole`` (a table header, the document start)."""
+    return {"range": failure.get("range") or range_dict(whole), "severity": "error", "message": failure["message"],
+            "code": failure["code"], "source": f"kdd/{failure['stage']}"}
 
 
 def line_map(printed) -> list[dict]:

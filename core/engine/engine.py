@@ -54,7 +54,7 @@ STAGES = ("parse", "build", "passes", "codegen", "check")
 FINAL = "final"
 # [problem] keys a build failure can name (beside the [config] knobs).
 PROBLEM_KEYS = ("shape", "types", "src", "wei", "dst", "bia", "post_ops")
-_START = Range(Position(0, 0), Position(0, 0))
+DOCUMENT_START = Range(Position(0, 0), Position(0, 0))
 
 
 @dataclass(frozen=True)
@@ -98,7 +98,7 @@ class Parsed:
         """Where a failure about ``table`` (``config``, ``check``) points when no knob is responsible."""
         found = self.document.table(table)
         rng = found.header_range if found is not None else None
-        return rng or _START
+        return rng or DOCUMENT_START
 
 
 @dataclass(frozen=True)
@@ -463,8 +463,8 @@ def failed(path: str | None, failure: Failure, parsed: Parsed | None) -> dict:
     (the document's own, then the failure's as a diagnostic when it has a range)."""
     diagnostics = parsed.diagnostics_json() if parsed is not None else []
     if failure.stage not in ("parse", "input"):
-        anchor = parsed.anchor("check" if failure.stage == "check" else "config") if parsed else _START
-        diagnostics.append(artifacts.failure_diagnostic(failure, anchor))
+        anchor = parsed.anchor("check" if failure.stage == "check" else "config") if parsed else DOCUMENT_START
+        diagnostics.append(artifacts.failure_diagnostic(failure.to_dict(), anchor))
     return {"file": path, "ok": False, "error": failure.message, "failure": failure.to_dict(),
             "diagnostics": diagnostics}
 

@@ -16,7 +16,7 @@ import numpy as np
 
 from kdd.core.ir.funcs import Eltwise, Reduce, Reorder
 from kdd.core.ir.stmt import FuncCall
-from kdd.core.ir.types import f32, f64, s64
+from kdd.core.ir.types import f64, s64
 
 from .eltwise_math import ELTWISE, apply_eltwise
 from .errors import InterpError

@@ -141,20 +141,13 @@ def register(server: KddLanguageServer) -> None:  # noqa: C901 - one flat list o
         return await ir_request(ls, state, name, bool(params.get("diff")))
 
     async def ir_request(ls, state, name: str, diff: bool) -> dict:
-        source = ls.source(state.uri)
-        request = {"text": source.text, "path": source.path, "pass": name, "diff": diff}
-        if ls.settings.target:
-            request["target"] = ls.settings.target
-        return await worker_call(ls, "kdd/irAfterPass", request, state.uri)
+        return await worker_call(ls, "kdd/irAfterPass", ls.request(state.uri, **{"pass": name, "diff": diff}),
+                                 state.uri)
 
     @server.feature("kdd/assembly")
     async def kdd_assembly(ls: KddLanguageServer, params):
         state = ls.state(params)
-        source = ls.source(state.uri)
-        request = {"text": source.text, "path": source.path, "emit": ["asm"]}
-        if ls.settings.target:
-            request["target"] = ls.settings.target
-        result = await worker_call(ls, "kdd/compile", request, state.uri)
+        result = await worker_call(ls, "kdd/compile", ls.request(state.uri, emit=["asm"]), state.uri)
         if not result["ok"]:
             raise JsonRpcException(result["error"], REQUEST_FAILED, data=result.get("failure"))
         return result

@@ -21,9 +21,10 @@ from pygls.exceptions import JsonRpcException, JsonRpcInvalidParams
 from pygls.lsp.server import LanguageServer
 from pygls.protocol import default_converter
 
-from kdd.core.engine import Engine, Source
-from kdd.core.engine.artifacts import failure_diagnostic, range_dict
-from kdd.core.spec import Position, Range, read_file
+from kdd.core.engine import Engine, Failure, Source
+from kdd.core.engine.engine import DOCUMENT_START, failed
+from kdd.core.engine.artifacts import failure_diagnostic
+from kdd.core.spec import read_file
 
 from ..workers import WorkerFailed, WorkerPool
 from . import convert
@@ -32,7 +33,6 @@ from .documents import DocumentState
 COMPILED, CHECKED = "kdd/compiled", "kdd/checked"
 CUSTOM = ("kdd/passes", "kdd/irAfterPass", "kdd/assembly", "kdd/stats", "kdd/check", "kdd/content")
 REQUEST_FAILED = -32803  # LSP's RequestFailed
-_START = Range(Position(0, 0), Position(0, 0))
 
 
 @dataclass
@@ -109,6 +109,15 @@ class KddLanguageServer(LanguageServer):
     def source(self, uri: str) -> Source:
         return Source(self.workspace.get_text_document(uri).source, uri_path(uri))
 
+    def request(self, uri: str, **fields) -> dict:
+        """The params of a worker request about the open document ``uri``: its current text, its path,
+        the target setting, and ``fields``."""
+        source = self.source(uri)
+        params = {"text": source.text, "path": source.path, **fields}
+        if self.settings.target:
+            params["target"] = self.settings.target
+        return params
+
     def state(self, params) -> DocumentState:
         """The open document a custom request names (``{"textDocument": {"uri"}}``)."""
         doc = params.get("textDocument") if isinstance(params, dict) else None
@@ -150,17 +159,14 @@ class KddLanguageServer(LanguageServer):
         await asyncio.sleep(state.debounce_s)
         if not self._current(state, version):
             return
-        source = self.source(state.uri)
-        params = {"text": source.text, "path": source.path, "emit": ["stats"]}
-        if self.settings.target:
-            params["target"] = self.settings.target
+        params = self.request(state.uri, emit=["stats"])
         start = time.perf_counter()
         try:
             result = await self.pool.call("kdd/compile", params, state.uri, self.settings.time_limit,
                                           still_wanted=lambda: self._current(state, version))
         except WorkerFailed as exc:
             self.counters["timeouts"] += 1
-            result = _worker_failure(source.path, exc, "compile")
+            result = _worker_failure(params["path"], exc, "compile")
         if result is not None and result.get("ok"):
             result = await self._with_passes(state, version, params, result)
         if result is None or not self._current(state, version):
@@ -191,10 +197,8 @@ class KddLanguageServer(LanguageServer):
         out = {**result, "passes": passes}
         failure = result["stats"]["codegen"].get("failure")
         if failure is not None:
-            rng = failure.get("range") or range_dict(self.engine.parse(self.source(state.uri)).anchor("config"))
-            out["diagnostics"] = result["diagnostics"] + [{
-                "range": rng, "severity": "error", "message": failure["message"], "code": failure["code"],
-                "source": f"kdd/{failure['stage']}"}]
+            anchor = self.engine.parse(self.source(state.uri)).anchor("config")
+            out["diagnostics"] = result["diagnostics"] + [failure_diagnostic(failure, anchor)]
         return out
 
     async def run_check(self, state: DocumentState) -> dict:
@@ -210,10 +214,8 @@ class KddLanguageServer(LanguageServer):
             except Exception:  # noqa: BLE001 - a client that refuses progress still gets the verdict
                 progress = False
         try:
-            request = {"text": source.text, "path": source.path}
-            if self.settings.target:
-                request["target"] = self.settings.target
-            result = await self.pool.call("kdd/check", request, state.uri + "#check", self.settings.time_limit)
+            result = await self.pool.call("kdd/check", self.request(state.uri), state.uri + "#check",
+                                          self.settings.time_limit)
         except WorkerFailed as exc:
             self.counters["timeouts"] += 1
             result = _worker_failure(source.path, exc, "check")
@@ -288,20 +290,20 @@ def check_diagnostics(result: dict, parsed) -> list[dict]:
         return [d for d in result["diagnostics"] if d.get("source") not in ("kdd/spec", "kdd/budget")]
     rng = parsed.anchor("check")
     rel = "nan" if result.get("rel_err") is None else f"{result['rel_err']:.3g}"
+    unwritten = result.get("unwritten")
     detail = result.get("error") or f"rel_err {rel} > tol {result['tol']:g}" + (
-        f", {result['unwritten']} element(s) of {result.get('tensor')} never written" if result.get("unwritten") else "")
-    from kdd.core.engine import Failure
-    return [failure_diagnostic(Failure("check", f"check failed on {result.get('shape')}: {detail}", "check-failed"), rng)]
+        f", {unwritten} element(s) of {result.get('tensor')} never written" if unwritten else "")
+    failure = Failure("check", f"check failed on {result.get('shape')}: {detail}", "check-failed")
+    return [failure_diagnostic(failure.to_dict(), rng)]
 
 
 def _worker_failure(path, exc: WorkerFailed, what: str) -> dict:
-    from kdd.core.engine import Failure
-    from kdd.core.engine.engine import failed
-
+    """A request a worker did not finish, as a failed result whose one diagnostic says so at the document
+    start (whatever stage it was in, parsing included)."""
     stage = exc.stage or ("check" if what == "check" else "build")
-    return failed(path, Failure(stage, f"{what} {exc}", "timeout" if exc.reason == "timeout" else "worker-crash",
-                                internal=exc.reason != "timeout"), None) | {
-        "diagnostics": [failure_diagnostic(Failure(stage, f"{what} {exc}", exc.reason), _START)]}
+    failure = Failure(stage, f"{what} {exc}", "timeout" if exc.reason == "timeout" else "worker-crash",
+                      internal=exc.reason != "timeout")
+    return {**failed(path, failure, None), "diagnostics": [failure_diagnostic(failure.to_dict(), DOCUMENT_START)]}
 
 
 def create_server(workers: int = 2, cache_dir: str | None = None, time_limit: float = 60.0) -> KddLanguageServer:
