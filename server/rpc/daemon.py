@@ -23,7 +23,7 @@ from kdd.core.engine import Engine, Source, StageFailed
 
 from ..workers import WorkerFailed, WorkerPool
 from .framing import JSON, DEFAULT_MAX_BODY, FrameDecoder, FrameError, encode
-from .methods import INVALID_PARAMS, INVALID_REQUEST, METHODS, PARSE_ERROR, RpcError, _params
+from .methods import INVALID_PARAMS, INVALID_REQUEST, PARSE_ERROR, RpcError, cacheable, validate
 
 SHUTDOWN = "kdd/shutdown"
 SERVER_ERROR = -32000  # a request stopped by the time limit, or a worker that died
@@ -92,13 +92,10 @@ class Daemon:
         return None if rid is None else {"jsonrpc": "2.0", "id": rid, "result": result}
 
     async def _call(self, method: str, params):
-        if method == "kdd/stats":
-            _params(method, params, (), source=False)
+        p = validate(method, params)
+        if method == "kdd/stats":  # the daemon's, not one worker's engine's
             return {"daemon": dict(self.counters), "workers": self.pool.stats()}
-        if method not in METHODS:
-            raise RpcError(-32601, f"unknown method {method!r} (methods: {', '.join(METHODS)}, {SHUTDOWN})")
-        p = _params(method, params, ("emit", "shape", "target", "stage", "bisect", "unbounded", "device", "runs", "pass", "diff"))
-        key = self._reply_key(method, p)
+        key = self._reply_key(method, p) if cacheable(method, p) else None
         if key is not None and key in self.replies:
             self.replies.move_to_end(key)
             self.counters["cached"] += 1

@@ -1,4 +1,5 @@
-"""The JSON-RPC methods of kdd over an :class:`~kdd.core.engine.Engine`: parameters checked, results as the engine gives them.
+"""The JSON-RPC methods of kdd over an :class:`~kdd.core.engine.Engine`: parameters checked, results as
+the engine gives them.
 
 ``kdd compile``/``kdd check`` call :func:`call` in-process, and ``kdd serve``
 calls it for every request, so a script gets the same objects either way.
@@ -24,10 +25,12 @@ messages).
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any, Callable
 
 # JSON-RPC 2.0 error codes.
-PARSE_ERROR, INVALID_REQUEST, METHOD_NOT_FOUND, INVALID_PARAMS, INTERNAL_ERROR = -32700, -32600, -32601, -32602, -32603
+PARSE_ERROR, INVALID_REQUEST, METHOD_NOT_FOUND = -32700, -32600, -32601
+INVALID_PARAMS, INTERNAL_ERROR = -32602, -32603
 
 
 class RpcError(Exception):
@@ -46,15 +49,16 @@ _TYPES = {"path": str, "text": str, "shape": str, "target": str, "stage": str, "
           "diff": bool, "unbounded": bool, "device": bool, "runs": int, "emit": (str, list)}
 
 
-def _params(method: str, params: Any, allowed: tuple[str, ...], source: bool = True) -> dict:
+def _params(method: str, params: Any, allowed: tuple[str, ...], source: bool) -> dict:
     if params is None:
         params = {}
     if not isinstance(params, dict):
         raise RpcError(INVALID_PARAMS, f"{method}: params must be an object")
-    unknown = sorted(set(params) - set(allowed) - ({"path", "text"} if source else set()))
+    takes = set(allowed) | ({"path", "text"} if source else set())
+    unknown = sorted(set(params) - takes)
     if unknown:
         raise RpcError(INVALID_PARAMS, f"{method}: unknown parameter(s) {', '.join(unknown)} "
-                                       f"(takes: {', '.join(sorted(set(allowed) | {'path', 'text'}))})")
+                                       f"(takes: {', '.join(sorted(takes)) or 'none'})")
     for name, value in params.items():
         if value is not None and not isinstance(value, _TYPES.get(name, object)):
             raise RpcError(INVALID_PARAMS, f"{method}: parameter '{name}' has the wrong type "
@@ -77,26 +81,18 @@ def _source(engine, params: dict):
         return None, failed(params["path"], exc.failure, None)
 
 
-def _compile(engine, params):
-    p = _params("kdd/compile", params, ("emit", "shape", "target"))
-    source, failure = _source(engine, p)
-    return failure or engine.compile(source, p.get("emit") or "ir", p.get("shape"), p.get("target"))
+def _compile(engine, source, p):
+    return engine.compile(source, p.get("emit") or "ir", p.get("shape"), p.get("target"))
 
 
-def _check(engine, params):
-    p = _params("kdd/check", params, ("shape", "stage", "bisect", "unbounded", "target", "device"))
-    source, failure = _source(engine, p)
-    if p.get("device") and not failure:
+def _check(engine, source, p):
+    if p.get("device"):
         return engine.on_device(source, p.get("shape"))
-    return failure or engine.check(source, p.get("shape"), p.get("stage"), bool(p.get("bisect")),
-                                   bool(p.get("unbounded")), p.get("target"))
+    return engine.check(source, p.get("shape"), p.get("stage"), bool(p.get("bisect")), bool(p.get("unbounded")),
+                        p.get("target"))
 
 
-def _passes(engine, params):
-    p = _params("kdd/passes", params, ("shape", "target"))
-    source, failure = _source(engine, p)
-    if failure:
-        return failure
+def _passes(engine, source, p):
     out = engine.compile(source, "passes", p.get("shape"), p.get("target"))
     if not out["ok"]:
         return out
@@ -105,39 +101,60 @@ def _passes(engine, params):
             "passes": [{k: e[k] for k in ("name", "changed", "ms", "nodes", "cached")} for e in trace["passes"]]}
 
 
-def _ir_after(engine, params):
+def _ir_after(engine, source, p):
     from kdd.core.engine import FINAL
 
-    p = _params("kdd/irAfterPass", params, ("pass", "diff", "shape", "target"))
-    source, failure = _source(engine, p)
-    return failure or engine.ir_view(source, p.get("pass") or FINAL, bool(p.get("diff")), p.get("shape"),
-                                     p.get("target"))
+    return engine.ir_view(source, p.get("pass") or FINAL, bool(p.get("diff")), p.get("shape"), p.get("target"))
 
 
-def _bench(engine, params):
-    p = _params("kdd/bench", params, ("shape", "runs"))
-    source, failure = _source(engine, p)
-    return failure or engine.on_device(source, p.get("shape"), bench=True, runs=p.get("runs") or 50)
+def _bench(engine, source, p):
+    return engine.on_device(source, p.get("shape"), bench=True, runs=p.get("runs") or 50)
 
 
-def _stats(engine, params):
-    _params("kdd/stats", params, (), source=False)
+def _stats(engine, source, p):
     return engine.stats()
 
 
-METHODS: dict[str, Callable[[Any, Any], Any]] = {
-    "kdd/compile": _compile,
-    "kdd/check": _check,
-    "kdd/passes": _passes,
-    "kdd/irAfterPass": _ir_after,
-    "kdd/bench": _bench,
-    "kdd/stats": _stats,
+@dataclass(frozen=True)
+class Method:
+    """A method: the parameters it takes (beside ``path``/``text`` when it reads a config), what runs it
+    (``run(engine, source, params)``), and whether its answer depends only on its parameters and the
+    config's content (a daemon may then answer it again from a cache)."""
+
+    params: tuple[str, ...]
+    run: Callable[[Any, Any, dict], Any]
+    reads_config: bool = True
+    cacheable: bool = True
+
+
+METHODS: dict[str, Method] = {
+    "kdd/compile": Method(("emit", "shape", "target"), _compile),
+    "kdd/check": Method(("shape", "stage", "bisect", "unbounded", "target", "device"), _check),
+    "kdd/passes": Method(("shape", "target"), _passes),
+    "kdd/irAfterPass": Method(("pass", "diff", "shape", "target"), _ir_after),
+    "kdd/bench": Method(("shape", "runs"), _bench, cacheable=False),  # a measurement is taken anew
+    "kdd/stats": Method((), _stats, reads_config=False, cacheable=False),
 }
+
+
+def validate(method: str, params: Any) -> dict:
+    """The checked parameters of a request; raises :class:`RpcError` for an unknown method or bad ones."""
+    m = METHODS.get(method)
+    if m is None:
+        raise RpcError(METHOD_NOT_FOUND, f"unknown method {method!r} (methods: {', '.join(METHODS)}, kdd/shutdown)")
+    return _params(method, params, m.params, m.reads_config)
+
+
+def cacheable(method: str, params: dict) -> bool:
+    """Whether the answer to these (validated) parameters may be served again (a device run may not)."""
+    return METHODS[method].cacheable and not params.get("device")
 
 
 def call(engine, method: str, params: Any) -> Any:
     """Run ``method`` on ``engine``; raises :class:`RpcError` for an unknown method or bad parameters."""
-    fn = METHODS.get(method)
-    if fn is None:
-        raise RpcError(METHOD_NOT_FOUND, f"unknown method {method!r} (methods: {', '.join(METHODS)}, kdd/shutdown)")
-    return fn(engine, params)
+    p = validate(method, params)
+    m = METHODS[method]
+    if not m.reads_config:
+        return m.run(engine, None, p)
+    source, failure = _source(engine, p)
+    return failure or m.run(engine, source, p)
