@@ -36,7 +36,7 @@ from pathlib import Path
 
 from lsprotocol import types as lsp
 
-from kdd.server.lsp.client import start, stop
+from kdd.server.lsp.client import running
 from kdd.server.rpc.framing import FrameDecoder, encode
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -59,8 +59,7 @@ async def lsp_figures(tmp: Path, edits: int, hovers: int) -> dict:
     text = EXAMPLE.read_text()
     path.write_text(text)
     uri = path.as_uri()
-    client = await start(tmp, "--cache-dir", str(tmp / "lsp-cache"))
-    try:
+    async with running(tmp, "--cache-dir", str(tmp / "lsp-cache")) as client:
         client.text_document_did_open(lsp.DidOpenTextDocumentParams(
             lsp.TextDocumentItem(uri=uri, language_id="toml", version=1, text=text)))
         t0 = time.perf_counter()
@@ -109,8 +108,6 @@ async def lsp_figures(tmp: Path, edits: int, hovers: int) -> dict:
                 hover_ms.append((time.perf_counter() - t0) * 1e3)
             await done
         stats = await client.request("kdd/stats", {"textDocument": {"uri": uri}})
-    finally:
-        await stop(client)
     return {"open_to_compiled_ms": open_ms, "edit_to_parse_diagnostics_ms": parse_ms, "edits_not_compiled": failed,
             "edit_to_fresh_diagnostics_ms": fresh_ms, "hover_during_compile_ms": hover_ms,
             "compile_ms_avg": stats["compile_ms"], "debounce_ms": stats["debounce_ms"]}

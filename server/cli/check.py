@@ -48,7 +48,8 @@ def register(sub) -> None:
     p.add_argument("file", help="a *.kernel.toml file")
     p.add_argument("--shape", help="check this problem shape instead of [check] shape (benchdnn descriptor)")
     p.add_argument("--target", help="check for this target instead (xehpg, xehpc, sm_90)")
-    p.add_argument("--stage", help="check the IR after this stage (build, a pass name or final; default: [check] stage, else final)")
+    p.add_argument("--stage", help="check the IR after this stage (build, a pass name or final; "
+                                   "default: [check] stage, else final)")
     p.add_argument("--bisect", action="store_true",
                    help="check the IR after the build and after every pass; name the first wrong stage")
     p.add_argument("--device", action="store_true",

@@ -28,6 +28,7 @@ def register(sub) -> None:
     p = sub.add_parser("shape", help="fill in a benchdnn problem descriptor and print it as JSON",
                        description=__doc__.split("\n\n")[1])
     p.add_argument("descriptor", help='e.g. "mb32ic64ih56oc64oh56kh3ph1" or "1024x512:512x256"')
-    p.add_argument("--op", choices=("conv", "gemm"),  # kdd.core.problem.OPS, not imported: start-up time default=None,
+    # kdd.core.problem.OPS, spelled out so that `kdd --help` imports no generator (tests keep them equal)
+    p.add_argument("--op", choices=("conv", "gemm"), default=None,
                    help="conv or gemm (default: detected from the descriptor)")
     p.set_defaults(run=run)

@@ -77,3 +77,12 @@ def test_special_files_are_refused_without_blocking(tmp_path):
     for target in ("/dev/zero", str(fifo)):
         done = subprocess.run([KDD, "compile", target], capture_output=True, text=True, timeout=30)
         assert done.returncode == 2 and "not a regular file" in done.stderr
+
+
+def test_the_shape_commands_op_choices_are_the_problem_ops():
+    from kdd.core.problem import OPS
+    from kdd.server.cli import build_parser
+
+    sub = build_parser()._subparsers._group_actions[0].choices["shape"]
+    op = next(a for a in sub._actions if a.dest == "op")
+    assert tuple(op.choices) == OPS
