@@ -149,19 +149,25 @@ def _layout_bytes(layout, indices: np.ndarray, base: int) -> np.ndarray:
     return base + np.asarray(layout.offsets_of(indices), dtype=np.int64) * layout.dtype.size
 
 
+def _source_and_destination(cg, x, what: str):
+    """A register-to-register operation's source base byte, and per destination element (padded grid):
+    its indices, whether it lies inside the real dims, and its byte."""
+    a, dst_l = x.args, x.func.dst_layout
+    sbase = _place(cg, a[0], a[1], f"{what} source")
+    dbase = _place(cg, a[2], a[3], f"{what} destination")
+    grid = np.indices(dst_l.padded_dims).reshape(dst_l.ndims, -1).T
+    inside = (grid < np.asarray(dst_l.dims)).all(axis=1)
+    return sbase, grid, inside, _layout_bytes(dst_l, grid, dbase)
+
+
 def reorder(cg, x) -> None:
     f = x.func
     src_l, dst_l = f.src_layout, f.dst_layout
-    a = x.args
-    sbase = _place(cg, a[0], a[1], "reorder source")
-    dbase = _place(cg, a[2], a[3], "reorder destination")
-    grid = np.indices(dst_l.padded_dims).reshape(dst_l.ndims, -1).T
-    inside = (grid < np.asarray(dst_l.dims)).all(axis=1)
-    dst_bytes = _layout_bytes(dst_l, grid, dbase)
+    sbase, grid, inside, dst_bytes = _source_and_destination(cg, x, "reorder")
     src_bytes = np.full(len(grid), -1, dtype=np.int64)
     if inside.any():
         src_bytes[inside] = _layout_bytes(src_l, grid[inside], sbase)
-    if a[2].name in cg.in_place:
+    if x.args[2].name in cg.in_place:
         _in_place(cg, dst_bytes, src_bytes, src_l.dtype, dst_l.dtype)
         return
     _move_runs(cg, dst_bytes, src_bytes, src_l.dtype, dst_l.dtype)
@@ -212,12 +218,7 @@ def reduce(cg, x) -> None:
     src_l, dst_l = f.src_layout, f.dst_layout
     if src_l.dtype != dst_l.dtype or not src_l.dtype.is_float and src_l.dtype != s32:
         raise CodegenUnsupported(f"reduce from {src_l.dtype} to {dst_l.dtype}")
-    a = x.args
-    sbase = _place(cg, a[0], a[1], "reduce source")
-    dbase = _place(cg, a[2], a[3], "reduce destination")
-    grid = np.indices(dst_l.padded_dims).reshape(dst_l.ndims, -1).T
-    inside = (grid < np.asarray(dst_l.dims)).all(axis=1)
-    dst_bytes = _layout_bytes(dst_l, grid, dbase)
+    sbase, grid, inside, dst_bytes = _source_and_destination(cg, x, "reduce")
     red = np.indices([src_l.dims[d] if d in f.dims else 1 for d in range(src_l.ndims)]).reshape(src_l.ndims, -1).T
     for i, combo in enumerate(red):
         src_bytes = np.full(len(grid), -1, dtype=np.int64)
