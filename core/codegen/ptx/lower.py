@@ -288,7 +288,7 @@ class PtxLowering(LaneWords, ExprLowering, MemoryLowering):
 
     def _mma(self, call: FuncCall) -> None:
         f: Mma = call.func
-        d, d_off, a, a_off, b, b_off, c, c_off = call.args
+        d, d_off, a, a_off, b, b_off, c, c_off = call.ops
         names = {"f16": "f16", "bf16": "bf16", "s8": "s8", "u8": "u8", "f32": "f32", "s32": "s32"}
         at, bt, ct = (names.get(x.scalar.short) for x in (f.a_type, f.b_type, f.c_type))
         if (f.m, f.n, f.k) not in ((16, 8, 16), (16, 8, 32)) or None in (at, bt, ct):
@@ -304,7 +304,7 @@ class PtxLowering(LaneWords, ExprLowering, MemoryLowering):
 
     def _reorder(self, call: FuncCall) -> None:
         f: Reorder = call.func
-        src, soff, dst, doff = call.args
+        src, soff, dst, doff = call.ops
         for b, o in ((src, soff), (dst, doff)):
             if b.name not in self.grf or not isinstance(o, IntImm):
                 raise CodegenUnsupported("reorder operands must be register buffers at constant offsets")
@@ -385,7 +385,7 @@ class PtxLowering(LaneWords, ExprLowering, MemoryLowering):
 
     def _eltwise(self, call: FuncCall) -> None:
         f: Eltwise = call.func
-        buf_arg, off = call.args
+        buf_arg, off = call.ops
         if buf_arg.name not in self.grf or not isinstance(off, IntImm) or f.dtype.size != 4:
             raise CodegenUnsupported(f"eltwise.{f.alg}: an f32 register buffer at a constant offset")
         buf = self.grf[buf_arg.name]

@@ -50,16 +50,16 @@ def readers_of(body) -> dict[str, set]:
         if isinstance(node, Load):
             readers.setdefault(node.buf.name, set()).add("load")
         elif isinstance(node, FuncCall):
-            f, args = node.func, node.args
+            f, ops = node.func, node.ops
             if isinstance(f, Reorder):
-                readers.setdefault(args[0].name, set()).add("reorder")
+                readers.setdefault(ops.src.name, set()).add("reorder")
             elif isinstance(f, Send) and f.op.value != "load":
-                readers.setdefault(args[2].name, set()).add("send")
+                readers.setdefault(ops.reg.name, set()).add("send")
             elif isinstance(f, Mma):
-                for i in (2, 4, 6):
-                    readers.setdefault(args[i].name, set()).add("mma")
+                for b in (ops.a, ops.b, ops.c):
+                    readers.setdefault(b.name, set()).add("mma")
             elif isinstance(f, Eltwise):
-                readers.setdefault(args[0].name, set()).add("eltwise")
+                readers.setdefault(ops.buf.name, set()).add("eltwise")
     return readers
 
 
@@ -128,7 +128,7 @@ class MemoryLowering:
         """A shared-memory store of bytes that deferred global loads hold: ``cp.async`` each lane's
         words from global to shared memory; False (nothing emitted) when a word is not covered."""
         f: Send = call.func
-        mem, mem_off, reg, reg_off, mask = call.args
+        mem, mem_off, reg, reg_off, mask = call.ops
         entries = [d for d in self.deferred.get(reg.name, ()) if d.mem in self.globals]
         if not (entries and f.op.value == "store" and f.kind.value == "block" and isinstance(mask, BoolImm)
                 and mask.value and reg_off.value % 4 == 0 and (f.elems * f.type.size) % 4 == 0
@@ -203,7 +203,7 @@ class MemoryLowering:
         """Whether the load was deferred (a load of shared memory or of an input a reorder will read,
         or a global load a shared-memory store will copy with cp.async)."""
         f: Send = call.func
-        mem, mem_off, reg, reg_off, mask = call.args
+        mem, mem_off, reg, reg_off, mask = call.ops
         lo = reg_off.value
         hi = lo + f.elems * f.type.size
         if (f.space == "global" and f.kind.value == "block" and reg.name in self.stage and mem.name in self.inputs
@@ -259,7 +259,7 @@ class MemoryLowering:
 
     def _send(self, call: FuncCall) -> None:
         f: Send = call.func
-        mem, mem_off, reg, reg_off, mask = call.args
+        mem, mem_off, reg, reg_off, mask = call.ops
         if reg.name not in self.grf or not isinstance(reg_off, IntImm):
             raise CodegenUnsupported(f"{f}: the register side must be a register buffer at a constant offset")
         if f.op.value == "prefetch":
@@ -284,7 +284,7 @@ class MemoryLowering:
         """The send's per-lane loads and stores (``deferred``: ``off`` and ``mask_pred`` are its
         memory offset and scalar mask, evaluated when the send was reached)."""
         f: Send = call.func
-        mem, mem_off, reg, reg_off, mask = call.args
+        mem, mem_off, reg, reg_off, mask = call.ops
         buf = self.grf[reg.name]
         op = f.op.value
         size = f.type.size
