@@ -116,12 +116,16 @@ class _Shift(IRMutator):
         return new.with_ops(mem_offset=self._moved(self.mem, ops.mem, ops.mem_offset),
                             reg_offset=self._moved(self.reg, ops.reg, ops.reg_offset))
 
+    def _any(self, buf: Expr, off: Expr) -> Expr:
+        """A plain load or store: SLM buffers and staging registers (the builder's zero fills) alike."""
+        return self._moved(self.reg, buf, self._moved(self.mem, buf, off))
+
     def mutate_Load(self, old: Load, new: Load):
-        off = self._moved(self.mem, new.buf, new.offset)
+        off = self._any(new.buf, new.offset)
         return new if off is new.offset else Load.make(new.type, new.buf, off, new.stride, origin=new.origin)
 
     def mutate_Store(self, old: Store, new: Store):
-        off = self._moved(self.mem, new.buf, new.offset)
+        off = self._any(new.buf, new.offset)
         return new if off is new.offset else Store.make(new.buf, off, new.value, new.stride, new.mask,
                                                         origin=new.origin)
 
