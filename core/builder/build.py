@@ -46,7 +46,7 @@ from .loop_nest import GROUP_IDS, THREAD_IDS, LoopNest, build_loop_nest
 from .loops import nest
 from .names import Names
 from .origin import Origin
-from .slm import SlmStage, stage
+from .slm import SlmStage, read_tile, stage
 from .tile import MatrixDim, RegTensor, TileAccess, row_major
 
 # Matrix dims of each operand, by GEMM role of the view dims flattened into them.
@@ -139,7 +139,9 @@ class _Builder:
         a_reg = RegTensor(names.fresh("a", u64), fma.a_layout(bt, ms, kp, a_inner == 2), 0, ROLES["A"])
         b_reg = RegTensor(names.fresh("b", u64), fma.b_layout(bt, kp, ns), 0, ROLES["B"])
 
-        stages = self._stages(operand)
+        fma_ready = {} if self.per_lane else {"A": a_reg.layout if sub_a == 1 else None,
+                                              "B": b_reg.layout if sub_b == 1 else None}
+        stages = self._stages(operand, fma_ready)
         a_load = self._loader(operand["A"], stages.get("A"), a_reg, 1, ms if sub_a > 1 else 0)
         b_load = self._loader(operand["B"], stages.get("B"), b_reg, 2, ns if sub_b > 1 else 0)
         grad = self._bias_gradient(operand["B"], b_reg, np_)
@@ -196,8 +198,9 @@ class _Builder:
                       sum(s.slm_bytes for s in stages.values()), p, cfg)
 
     # -- pieces ----------------------------------------------------------------------------------
-    def _stages(self, operand: dict) -> dict[str, SlmStage]:
-        """SLM staging of A and/or B (``slm`` knob), single-buffered."""
+    def _stages(self, operand: dict, fma_layouts: dict) -> dict[str, SlmStage]:
+        """SLM staging of A and/or B (``slm`` knob), single-buffered; FMA-ready where ``fma_layouts``
+        gives the operand's register layout."""
         slm, out = self.config.slm, {}
         for which in "AB":
             if slm is None or slm.bufs == 0 or not (slm.a if which == "A" else slm.b):
@@ -208,7 +211,7 @@ class _Builder:
                                self.nest.facts)
             out[which] = stage(which.lower(), group, op.roles, self.nest.local_start,
                                contiguous_role(op.view, op.group_roles), self.rules, self.names,
-                               self.nest.thread_linear, self.tiling.threads_per_group)
+                               self.nest.thread_linear, self.tiling.threads_per_group, fma_layouts.get(which))
         return out
 
     def _loader(self, op: _Operand, staged: SlmStage | None, reg: RegTensor, split_dim: int, part: int):
@@ -230,6 +233,9 @@ class _Builder:
             return TileAccess(acc.view, acc.mem, acc.space, acc.roles, acc.starts, acc.bounded, acc.facts,
                               tuple(base))
 
+        origin = Origin(f"loads.{which}", "iter")
+        if staged is not None and staged.tile_offset is not None:
+            return lambda s: read_tile(staged, reg, self.rules, names, origin)
         probe = source(arith.const(0))
         staging = None
         if plan_messages(probe, reg, self.rules).kind is not SendKind.BLOCK:
@@ -239,7 +245,6 @@ class _Builder:
             if not layout.is_equal(reg.layout) and plan_messages(probe, candidate, self.rules).kind is SendKind.BLOCK:
                 staging = candidate
                 self.allocs.append((staging, Origin(f"loads.{which}_reorder", "fma")))
-        origin = Origin(f"loads.{which}", "iter")
 
         def load(s: Expr) -> Stmt:
             if staging is None:
