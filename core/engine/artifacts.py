@@ -15,6 +15,7 @@ from kdd.core.passes.metrics import kernel_metrics, reduction_iterations
 from kdd.core.passes.options import kernel_options
 from kdd.core.passes.registers import RegisterModel, estimate_registers
 from kdd.core.passes.trace_view import BUILD, text_diff, trace_to_json
+from kdd.core.passes.verify import verify_trace
 from kdd.core.spec import Diagnostic, Range
 
 # The ``source`` of a diagnostic says which stage found it, as editors show it.
@@ -118,3 +119,11 @@ def stats_artifact(r, kernel, trace) -> dict:
             "loop": None if loop is None else loop.to_dict(),
             "metrics": {"build": kernel_metrics(trace.input, model, iterations).to_dict(),
                         "final": kernel_metrics(trace.final, model, iterations).to_dict()}}
+
+
+def verify_artifact(kernel, trace) -> dict:
+    """The IR verifier's verdict on the builder's IR and the IR after every pass: ``ok``, the number of
+    stages verified and each problem with its stage."""
+    stages = verify_trace(kernel, trace)
+    problems = [{"stage": stage, **p.to_dict()} for stage, ps in stages for p in ps]
+    return {"ok": not problems, "stages": len(stages), "problems": problems}

@@ -230,7 +230,7 @@ SM90 = Target(
     lanes=Lanes(fixed=32, alu=32, source="a warp is 32 lanes; one instruction covers the warp"),
     int64=Int64(native=True, emulated=(), source="PTX has 64-bit integer arithmetic (.s64/.u64)"),
     addressing=Addressing("reg", "PTX ld/st/cp.async address operands are [reg], [reg+imm] or [imm]"),
-    fused_int_ops=FusedIntOps(("mad",), max_bits=64, imm_bits=32, imm_operands=(0, 1, 2),
+    fused_int_ops=FusedIntOps(("mad",), max_bits=64, imm_bits=64, imm_operands=(0, 1, 2),
                               source="PTX has mad.lo (any operand an immediate of the type) but no three-input "
                                      "add (ptxas forms IADD3 itself)"),
     assembler=("ptxas", "-arch=sm_90"),

@@ -209,10 +209,20 @@ class FusedIntOps:
     imm_operands: tuple[int, ...]
     source: str
 
-    def encodes_imm(self, position: int, value: int) -> bool:
-        """Whether immediate ``value`` may stand at operand ``position`` (0, 1, 2) of a fused op."""
+    def problem(self, op: str, bits: int, imms: dict[int, int]) -> str | None:
+        """Why ``op`` (``add3``, ``mad``) on ``bits``-bit integers with immediates ``{position: value}``
+        (positions 0, 1, 2 of ``op(a, b, c)``) is not an instruction of this target; None when it is."""
+        if op not in self.ops:
+            return f"this target has no {op} (has: {', '.join(self.ops) or 'none'})"
+        if bits > self.max_bits:
+            return f"{op} takes at most {self.max_bits}-bit integers, not {bits}-bit"
         half = 1 << (self.imm_bits - 1)
-        return position in self.imm_operands and -half <= value < half
+        for position, value in sorted(imms.items()):
+            if position not in self.imm_operands:
+                return f"operand {position} of {op} cannot be an immediate ({value})"
+            if not -half <= value < half:
+                return f"immediate {value} of {op} does not fit {self.imm_bits} bits"
+        return None
 
 
 @dataclass(frozen=True)

@@ -53,6 +53,8 @@ def compile_text(result: dict, items: list[str]) -> str:
             parts.append(sass_text(result["sass"]))
         elif item == "check":
             parts.append(check_text(result["check"]))
+        elif item == "verify":
+            parts.append(verify_text(result["verify"]))
     return "".join(parts)
 
 
@@ -75,6 +77,14 @@ def stats_text(stats: dict) -> str:
         lines.append(f"{stage:>5}: {m['stmts']} statements, {m['inner_ops']:g} integer ops per reduction "
                      f"iteration, {m['loop_ops']} in loops, {m['barriers']} barriers")
     return "\n".join(lines) + "\n"
+
+
+def verify_text(verify: dict) -> str:
+    """``verify: ok`` with the stages verified, or one line per problem."""
+    if verify["ok"]:
+        return f"verify: ok ({verify['stages']} stages: the builder's IR and every pass's)\n"
+    return "".join(f"verify: {p['stage']}: {p['rule']}: {p['message']} (in: {p['where']})\n"
+                   for p in verify["problems"])
 
 
 def sass_text(sass: dict) -> str:
