@@ -114,3 +114,17 @@ def stats_artifact(r, kernel, trace) -> dict:
                           "unit": budget.reg_unit},
             "metrics": {"build": kernel_metrics(trace.input, model, iterations).to_dict(),
                         "final": kernel_metrics(trace.final, model, iterations).to_dict()}}
+
+
+def instruction_node(lines: list[dict], index: int) -> dict | None:
+    """The listing line of the ``index``-th instruction (comments and labels not counted) with the IR
+    node it came from: ``{"asm_line", "text", "ir_node"}``, or None past the end."""
+    count = 0
+    for i, line in enumerate(lines):
+        text = line["text"].strip()
+        if not text or text.startswith("//") or text.endswith(":"):
+            continue
+        if count == index:
+            return {"asm_line": i, "text": line["text"], "ir_node": line.get("ir_node")}
+        count += 1
+    return None
