@@ -125,21 +125,21 @@ def _scatter(tile: RegTensor, layout: Layout, staging: Var, elems: int, count: i
     its elements together in one dword (VNNI pairs or quads), the dword is the unit a lane
     stores; a store takes as many units as the layout's next block of that dim holds, so its
     addresses are one base plus a constant ramp (a block message where they are contiguous)."""
-    size = tile.dtype.size
-    blocks = [b for b in layout.blocks if b.dim == tile.inner_block().dim and b.size > 1]
+    size, dim = tile.dtype.size, tile.inner_block().dim
+    blocks = [b for b in layout.blocks if b.dim == dim and b.size > 1]
     unit, dtype = 1, tile.dtype
     if len(blocks) > 1 and blocks[0].stride == 1 and blocks[0].size * size == 4 and elems % blocks[0].size == 0:
         unit, dtype = blocks[0].size, u32
-        blocks = blocks[1:]
-    lanes = math.gcd(elems // unit, blocks[0].size)
-    step = blocks[0].stride * size  # bytes between the units of one store
+    first = blocks[1] if unit > 1 else blocks[0]
+    lanes = math.gcd(elems // unit, first.size)
+    step = first.stride * size  # bytes between the units of one store
     j, h = names.fresh(f"{tile.buf.name}_st"), names.fresh(f"{tile.buf.name}_part")
     j_expr = j if rounds > 1 else arith.const(0)
     parts = elems // (lanes * unit)
     h_expr = h if parts > 1 else arith.const(0)
     r = arith.add(arith.mul(j_expr, threads), thread)
     e0 = arith.add(arith.mul(r, elems), arith.mul(h_expr, lanes * unit))
-    base = arith.fold(arith.mul(offset_expr(layout, tile.decode(e0, bound=tile.elems)), size))
+    base = arith.fold(arith.mul(_coarse_offset(layout, dim, unit * lanes, tile.decode(e0, bound=tile.elems)), size))
     block = lanes == 1 or step == unit * size
     offset = base if block else Ramp.make(base, step, lanes)
     func = Send(SendOp.STORE, SendKind.BLOCK if block else SendKind.SCATTERED, "slm", dtype, lanes)
@@ -153,6 +153,26 @@ def _scatter(tile: RegTensor, layout: Layout, staging: Var, elems: int, count: i
     if rounds > 1:
         body = For.make(j, 0, rounds, body, origin=origin)
     return body
+
+
+def _coarse_offset(layout: Layout, dim: int, run: int, index) -> Expr:
+    """The offset of ``index`` whose index along ``dim`` is a multiple of ``run``, the product of
+    that dim's inner blocks: those blocks contribute nothing, so the offset is taken in the layout
+    without them (its bound then leaves room for the run)."""
+    blocks, inner = [], 1
+    for b in layout.blocks:
+        if b.dim == dim and inner < run:
+            inner *= b.size
+            continue
+        blocks.append(b)
+    if inner != run:
+        return offset_expr(layout, index)
+    dims = list(layout.dims)
+    dims[dim] = -(-dims[dim] // run)
+    coarse = list(index)
+    coarse[dim] = arith.fold(coarse[dim] / run) if not arith.is_const(coarse[dim]) else \
+        arith.const(arith.value_of(coarse[dim]) // run)
+    return offset_expr(Layout(layout.dtype, tuple(dims), tuple(blocks), layout.offset), coarse)
 
 
 def read_tile(stage_: SlmStage, reg: RegTensor, rules: MessageRules, names: Names, origin: Origin) -> Stmt:
