@@ -41,13 +41,13 @@ from .fma import make_fma
 from .kernel import Kernel, KernelArg
 from .lanes import flat_lanes, lanes_attrs
 from .layouts import tensor_layout, vector_layout
-from .loads import MessageRules, plan_messages, transfer, unit_stride_dim
+from .loads import MessageRules, contiguous_role, memory_ordered, plan_messages, transfer
 from .loop_nest import GROUP_IDS, THREAD_IDS, LoopNest, build_loop_nest
 from .loops import nest
 from .names import Names
 from .origin import Origin
 from .slm import SlmStage, read_tile, stage
-from .tile import MatrixDim, RegTensor, TileAccess, row_major
+from .tile import MatrixDim, RegTensor, TileAccess
 
 # Matrix dims of each operand, by GEMM role of the view dims flattened into them.
 ROLES = {"A": ("b", "m", "k"), "B": ("b", "k", "n"), "C": ("b", "m", "n")}
@@ -64,15 +64,6 @@ def build_kernel(problem, config: KernelConfig | None, target: Target | str) -> 
     if not config.is_complete:
         config = resolve_config(problem, target, config)
     return _Builder(problem, config, target).build()
-
-
-def contiguous_role(view: View, roles: tuple[MatrixDim, MatrixDim, MatrixDim]) -> int:
-    """The matrix dim (1 or 2) whose innermost view dim walks memory with unit stride (2 if none)."""
-    for role in (2, 1):
-        inner = roles[role].innermost()
-        if inner is not None and unit_stride_dim(view, inner[0]) is not None:
-            return role
-    return 2
 
 
 @dataclass(frozen=True)
@@ -169,6 +160,7 @@ class _Builder:
 
         c_op = operand["C"]
         ctx = EpilogueContext(c_reg, self._access(c_op, self.nest.thread_start), self.ops.c, self.rules, names,
+                              not self.per_lane,
                               cfg.simd, self.reg_bytes, self._lanes, t.split_k)
         epi = Epilogue(ctx, lambda op, k, dt: self._rhs_view(op, k, dt, c_op.view))
         init_c = fill(c_reg, 0, names, cfg.simd, Origin("init_c", "iter"))
@@ -239,11 +231,8 @@ class _Builder:
         probe = source(arith.const(0))
         staging = None
         if plan_messages(probe, reg, self.rules).kind is not SendKind.BLOCK:
-            order = (0, 1, 2) if contiguous_role(probe.view, probe.roles) == 2 else (0, 2, 1)
-            layout = row_major(reg.dtype, reg.layout.dims, order)
-            candidate = RegTensor(names.fresh(f"{which}_ld", u64), layout, 0, reg.roles)
-            if not layout.is_equal(reg.layout) and plan_messages(probe, candidate, self.rules).kind is SendKind.BLOCK:
-                staging = candidate
+            staging = memory_ordered(probe, reg, self.rules, names.fresh(f"{which}_ld", u64))
+            if staging is not None:
                 self.allocs.append((staging, Origin(f"loads.{which}_reorder", "fma")))
 
         def load(s: Expr) -> Stmt:

@@ -92,6 +92,29 @@ def unit_stride_dim(view: View, name: str) -> int | None:
     return t if blocks and blocks[0].stride == 1 else None
 
 
+def contiguous_role(view: View, roles) -> int:
+    """The matrix dim (1 or 2) whose innermost view dim walks memory with unit stride (2 if none)."""
+    for role in (2, 1):
+        inner = roles[role].innermost()
+        if inner is not None and unit_stride_dim(view, inner[0]) is not None:
+            return role
+    return 2
+
+
+def memory_ordered(access: TileAccess, reg: RegTensor, rules: MessageRules, buf: Var) -> RegTensor | None:
+    """``reg``'s matrix in ``buf``, row-major with the memory-contiguous matrix dim innermost, when
+    that moves the tile in fewer messages than ``reg``'s own layout (then a reorder pays)."""
+    order = (0, 1, 2) if contiguous_role(access.view, access.roles) == 2 else (0, 2, 1)
+    layout = row_major(reg.dtype, reg.layout.dims, order)
+    if layout.is_equal(reg.layout):
+        return None
+    candidate = RegTensor(buf, layout, 0, reg.roles)
+    plan = plan_messages(access, candidate, rules)
+    if plan.kind is not SendKind.BLOCK or plan.count >= plan_messages(access, reg, rules).count:
+        return None
+    return candidate
+
+
 def _contiguous_run(access: TileAccess, reg: RegTensor) -> int:
     """Length of the runs of register elements that are contiguous in memory (1: none)."""
     blk = reg.inner_block()

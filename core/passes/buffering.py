@@ -3,7 +3,7 @@
 The builder stages each operand through SLM once per iteration (seed 000,
 "single SLM buffering")::
 
-    for ... { g2s loads (global -> staging GRF); barrier; SLM stores; barrier; compute from SLM }
+    for ... { g2s loads (global -> staging GRF); barrier; SLM stores; fence.slm; barrier; compute from SLM }
 
 With ``N = options["slm_bufs"] >= 2`` SLM buffers the reduction nest is
 flattened (``reduction_nest``) and software-pipelined: SLM holds ``N``

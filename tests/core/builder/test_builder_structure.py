@@ -217,3 +217,16 @@ def test_dpas_operands_come_from_an_fma_ready_slm_layout(tg):
     assert not [a for a in walk(k.body) if isinstance(a, Alloc) and a.buf.name.startswith("b_ld")]
     result = check_kernel(k)
     assert result.ok, result
+
+
+def test_c_is_converted_into_memory_order_and_stored_with_block_messages():
+    """dpas leaves C in 8-wide N blocks; the f32 -> f16 conversion reorders it into the destination's
+    order (oc contiguous), so each row of the tile is one block store instead of 16-byte scatters."""
+    k = build("mb8ic32ih4oc64oh4kh3ph1", types="f16", tags={"wei": "axcb"},
+              line="fma=dpas simd=8 i=mb8oc32ic16 T=oc2ow4 l=kh3kw3ic2 s=x1")
+    stores = sends(group(k, "epilogue"), SendOp.STORE)
+    assert stores and all(s.func.kind is SendKind.BLOCK and s.func.elems * 2 == 64 for s in stores)
+    convert = calls_in(group(k, "epilogue"), Reorder)[-1]
+    assert convert.ops.dst.name == "c_out" and not convert.func.dst_layout.is_equal(convert.func.src_layout)
+    result = check_kernel(k)
+    assert result.ok, result
