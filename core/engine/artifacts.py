@@ -127,3 +127,17 @@ def verify_artifact(kernel, trace) -> dict:
     stages = verify_trace(kernel, trace)
     problems = [{"stage": stage, **p.to_dict()} for stage, ps in stages for p in ps]
     return {"ok": not problems, "stages": len(stages), "problems": problems}
+
+
+def instruction_node(lines: list[dict], index: int) -> dict | None:
+    """The listing line of the ``index``-th instruction (comments and labels not counted) with the IR
+    node it came from: ``{"asm_line", "text", "ir_node"}``, or None past the end."""
+    count = 0
+    for i, line in enumerate(lines):
+        text = line["text"].strip()
+        if not text or text.startswith("//") or text.endswith(":"):
+            continue
+        if count == index:
+            return {"asm_line": i, "text": line["text"], "ir_node": line.get("ir_node")}
+        count += 1
+    return None

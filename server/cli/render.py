@@ -107,7 +107,9 @@ def check_text(result: dict) -> str:
     if "stages" in result:
         return render_bisect(result)
     if "error" in result:
-        return f"FAIL {result['shape']}: the kernel broke the IR semantics while running:\n{result['error']}\n"
+        what = "the assembled kernel failed in the simulator" if "asm" in result else \
+            "the kernel broke the IR semantics while running"
+        return f"FAIL {result['shape']}: {what}:\n{result['error']}\n"
     rel = "nan" if result["rel_err"] is None else f"{result['rel_err']:.3g}"
     line = f"{'ok' if result['ok'] else 'FAIL'} {result['shape']}: rel_err {rel} (tol {result['tol']:g}), " \
            f"{result['ms']:.0f} ms"
@@ -115,4 +117,12 @@ def check_text(result: dict) -> str:
         line += f"; {result['unwritten']} element(s) of {result['tensor']} never written"
     if result.get("first_bad_index") is not None:
         line += f"; first bad {result.get('tensor')}{result['first_bad_index']}"
+    sim = result.get("asm")
+    if sim is not None:
+        line += f"; simulated {sim['thread_instructions']} thread-instructions"
+        store = sim.get("first_wrong_store")
+        if store is not None:
+            line += f"\nfirst wrong store: {store['instruction']}"
+            if store.get("ir"):
+                line += f"\n  from IR: {store['ir']}"
     return line + "\n"
