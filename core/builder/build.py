@@ -84,7 +84,7 @@ class _Builder:
         self.names = Names(GROUP_IDS + THREAD_IDS + ("src", "wei", "dst"))
         self.reg_bytes = target.registers.reg_bytes
         self.rules = MessageRules(config.simd, target.max_message_bytes)
-        self.per_lane = target.isa == "ptx"
+        self.per_lane = target.lanes.fixed is not None
         self.types = {name: getattr(problem.types, name) for name in ("src", "wei", "dst")}
         self.layouts = {name: tensor_layout(problem, name, t) for name, t in self.types.items()}
         self.bounded = frozenset(d.name for d in self.tiling.dims if d.padded > d.size)

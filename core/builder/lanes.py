@@ -25,8 +25,6 @@ from kdd.core.layout.nested import NestedLayout
 
 from .tile import RegTensor
 
-LANES = 32
-
 
 def lanes_attrs(reg: RegTensor, reg_bytes: int) -> tuple:
     """Alloc attributes giving ``reg``'s lane distribution."""
