@@ -81,11 +81,9 @@ class Slm:
         flat, tf = idx.reshape(-1), t.reshape(-1)
         prev = self.r_thread[flat]
         many = (prev == -2) | ((prev >= 0) & (prev != tf))
-        order = np.lexsort((tf, flat))
-        fs, ts = flat[order], tf[order]
-        multi = fs[1:][(fs[1:] == fs[:-1]) & (ts[1:] != ts[:-1])]   # bytes several threads read at once
-        shared = np.isin(flat, multi) if multi.size else np.zeros(flat.shape, dtype=bool)
-        self.r_thread[flat] = np.where(many | shared, -2, tf)
+        self.r_thread[flat] = tf
+        many |= self.r_thread[flat] != tf            # another thread of this access read it too
+        self.r_thread[flat[many]] = -2
         self.r_sig[flat] = np.maximum(self.r_sig[flat], s.reshape(-1))
         return race
 

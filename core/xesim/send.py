@@ -11,7 +11,9 @@ Payload layouts (what the descriptor's fields say, :mod:`.messages`):
   and ``d8u32`` move 16/8-bit memory elements through 32-bit slots, the
   loaded slots' upper bits being undefined (the simulator fills them with
   a pattern, so a program that reads them fails);
-- ``mlen``/``rlen`` and the ``src1`` length must match these sizes.
+- ``mlen``/``rlen`` and the ``src1`` length must match these sizes, a scattered
+  message's payloads being sized for at least 8 channels (fewer channels
+  still send a SIMD8 payload, as IGA's message decoder expects).
 
 A predicated message skips disabled channels (loads leave their registers
 as they were).
@@ -25,6 +27,7 @@ from .errors import Fault, Unsupported
 from .program import Instr
 
 UNDEFINED_HIGH = 0xA5A5
+MIN_PAYLOAD_LANES = 8   # a scattered payload covers at least SIMD8 (IGA: "Src0.Length: should be 2" for a64 SIMD4)
 
 
 def gateway(m, ins: Instr, rows) -> None:
@@ -65,14 +68,15 @@ def lsc(m, ins: Instr, rows) -> None:
     if d.transposed and ins.exec_size != 1:
         raise Fault(ins.line, ins.text, "a transposed LSC message must be SIMD1")
     abytes = d.addr_bytes
-    _expect(ins, "message length", d.mlen, _regs(n * abytes, rb))
+    width = 1 if d.transposed else max(n, MIN_PAYLOAD_LANES)
+    _expect(ins, "message length", d.mlen, _regs(width * abytes, rb))
     slot = d.reg_bytes
     if d.transposed:
         data_regs = _regs(d.vector * d.mem_bytes, rb)
         if d.mem_bytes != d.reg_bytes:
             raise Unsupported(ins.line, ins.text, f"transposed {d.name}")
     else:
-        data_regs = d.vector * _regs(n * slot, rb)
+        data_regs = d.vector * _regs(width * slot, rb)
     is_load = d.op == messages.LOAD
     is_atomic = d.op in (messages.ATOMIC_IADD, messages.ATOMIC_FADD)
     if is_load or (is_atomic and ins.dst.kind != "null"):
@@ -126,7 +130,7 @@ def _flat(m, ins: Instr, r: np.ndarray, addr: np.ndarray, nbytes: int, write: bo
 
 
 def _check_race(m, ins: Instr, r: np.ndarray, idx: np.ndarray, write: bool) -> None:
-    if ins.sub != "slm":
+    if ins.sub != "slm" or m.geo.group_size == 1:      # a thread alone in its group races with no one
         return
     fn = m.slm.write_race if write else m.slm.read_race
     if fn(idx, r, m.sig[r], m.passed[r]):

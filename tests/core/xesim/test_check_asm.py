@@ -82,7 +82,7 @@ def test_examples_pass_in_the_simulator(name, target):
     ("int8", "xehpg", swap_dpas_operands),
     ("int8", "xehpg", off_by_one_offset),
     ("resnet50_strided", "xehpg", wrong_region),
-    ("tails", "xehpg", drop_barrier_waits),
+    ("resnet50_3x3", "xehpg", drop_barrier_waits),
     ("int8", "xehpg", wrong_repeat_count),
 ])
 def test_wrong_generator_output_fails(name, target, mutate):
