@@ -16,7 +16,7 @@ from typing import Any
 from kdd.core.targets import FMA_KINDS
 
 from .errors import ConfigError
-from .tiles import Tile
+from .tiles import EMPTY, Tile
 from .values import MAX_BUFS, Buffering, Pipeline, Subtiles, toml_int
 
 
@@ -83,6 +83,10 @@ class IntCodec(Codec):
 class TileCodec(Codec):
     def parse(self, text, dims=()):
         return Tile.parse(text, dims)
+
+    def format(self, value):
+        """oneDNN's form: ``x`` for the empty tile, so that a printed line never has an empty value."""
+        return str(value) or EMPTY
 
     def from_toml(self, value, key, dims=()):
         if isinstance(value, Mapping):

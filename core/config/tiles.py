@@ -17,6 +17,8 @@ from .errors import ConfigError
 
 _NAME = re.compile(r"[a-z]+")
 _SIZE = re.compile(r"\d+")
+# oneDNN's spelling of the empty tile in a config line (``T=x``: one thread per group).
+EMPTY = "x"
 
 
 @dataclass(frozen=True, eq=False)
@@ -48,8 +50,11 @@ class Tile:
 
         Names are lowercase letters; ``dims`` lists known names that contain
         digits (``b0``), which are matched first so ``b032`` reads ``b0=32``.
-        The empty string is the empty tile (nothing blocked).
+        The empty string and ``x`` (oneDNN's spelling) are the empty tile:
+        nothing blocked at this level.
         """
+        if text == EMPTY:
+            return Tile()
         digit_names = sorted((d for d in dims if not _NAME.fullmatch(d)), key=len, reverse=True)
         items: list[tuple[str, int]] = []
         pos = 0

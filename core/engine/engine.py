@@ -286,6 +286,9 @@ class Engine:
                 codegen = self._codegen_summary(r, sources)
                 out["stats"] = {**stats, "codegen": codegen,
                                 "registers": {**stats["registers"], "allocated": codegen.get("allocated")}}
+            if "verify" in items:
+                out["verify"] = self._artifact("verify", r.key("verify"),
+                                               lambda: artifacts.verify_artifact(kernel(), self.trace(kernel())))
             if "asm" in items:
                 out["asm"] = self.assembly(r, sources)
             if "ptx" in items or "sass" in items:

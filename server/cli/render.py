@@ -53,6 +53,8 @@ def compile_text(result: dict, items: list[str]) -> str:
             parts.append(sass_text(result["sass"]))
         elif item == "check":
             parts.append(check_text(result["check"]))
+        elif item == "verify":
+            parts.append(verify_text(result["verify"]))
     return "".join(parts)
 
 
@@ -62,11 +64,27 @@ def stats_text(stats: dict) -> str:
     allocated = "" if regs["allocated"] is None else f", allocator {regs['allocated']}"
     lines = [f"registers: estimate {regs['estimate']} ({labels}), IR model {regs['ir']}{allocated}, "
              f"budget {regs['budget']} {regs['unit']}"]
+    loop = stats.get("loop")
+    if loop is not None:
+        kinds = ", ".join(f"{k} {v['count']:g} ({v['bytes']:g} B)" for k, v in loop["by_kind"].items())
+        lines.append(f"main loop per reduction iteration ({loop['iterations_per_trip']:g} per trip): "
+                     f"{loop['dpas']:g} {loop['fma']}, {loop['sends']:g} sends of {loop['send_bytes']:g} B "
+                     f"(at least {loop['min_sends']}; {kinds}), {loop['int_ops']:g} int ops, "
+                     f"{loop['float_ops']:g} float ops, {loop['moves']:g} moves, "
+                     f"{loop['operand_reorders']:g} operand reorders")
     for stage in ("build", "final"):
         m = stats["metrics"][stage]
         lines.append(f"{stage:>5}: {m['stmts']} statements, {m['inner_ops']:g} integer ops per reduction "
                      f"iteration, {m['loop_ops']} in loops, {m['barriers']} barriers")
     return "\n".join(lines) + "\n"
+
+
+def verify_text(verify: dict) -> str:
+    """``verify: ok`` with the stages verified, or one line per problem."""
+    if verify["ok"]:
+        return f"verify: ok ({verify['stages']} stages: the builder's IR and every pass's)\n"
+    return "".join(f"verify: {p['stage']}: {p['rule']}: {p['message']} (in: {p['where']})\n"
+                   for p in verify["problems"])
 
 
 def sass_text(sass: dict) -> str:

@@ -46,6 +46,14 @@ def test_empty_values_where_they_mean_something():
     assert parse_config_line(c.line()) == c
 
 
+def test_x_is_the_empty_tile_and_prints_back():
+    c = parse_config_line("simd=16 l=x T=x i=ic32mb16oc32 bufs=3")
+    assert c.loop == Tile() and c.tg == Tile() and c.iter == Tile.parse("ic32mb16oc32")
+    assert c.line() == "simd=16 l=x T=x i=ic32mb16oc32 s=x3"
+    assert parse_config_line(c.line()) == c
+    assert Tile.parse("x4") == Tile.of({"x": 4})  # only the bare 'x' is the empty tile
+
+
 @settings(max_examples=300, deadline=None)
 @given(configs)
 def test_round_trip(config):
