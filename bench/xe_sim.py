@@ -3,13 +3,14 @@
 For each Xe example (both Xe targets where the config builds for them) a fresh
 engine runs the whole on-save ``--asm`` check (build, passes, code generation,
 iga64, simulation, reference): the time is what a user waits. With ``--batch
-FILE --types T --prop P --hw H`` it checks the problems of a benchdnn batch
-file instead, each reduced as ``[check]`` reduces a shape, with default
-configs. Prints a table and writes JSON to ``bench/results/xe_sim.json`` (or
+FILE --types T --prop P,... --hw H,...`` it checks the first ``--limit``
+problems of a benchdnn batch file instead, each reduced as ``[check]``
+reduces a shape, with default configs. Prints a table and writes JSON to ``bench/results/xe_sim.json`` (or
 ``--json``). No asserts on time.
 
     .venv/bin/python bench/xe_sim.py
-    .venv/bin/python bench/xe_sim.py --batch ../shared/data/benchdnn/conv/shapes_resnet_50 --types f16 --hw xehpg
+    .venv/bin/python bench/xe_sim.py --batch ../shared/data/benchdnn/conv/shapes_resnet_50 --types bf16 \
+        --prop fwd,bwd_d,bwd_w --json bench/results/xe_sim_resnet50_bf16.json
 """
 from __future__ import annotations
 
@@ -51,30 +52,37 @@ def examples() -> list[dict]:
     return rows
 
 
-def batch(file: str, types: str, prop: str, hw: str, limit: int) -> list[dict]:
+def batch(file: str, types: str, props: list[str], hws: list[str], limit: int) -> list[dict]:
+    """The first ``limit`` problems of a batch file for each prop and target, each checked at the size
+    ``[check]`` reduces it to, with default configs."""
+    from dataclasses import replace
+
     from kdd.core.problem.batch_file import read_batch_file
-    from kdd.core.problem.reduced import reduced_shape
 
     rows = []
     for entry in read_batch_file(file)[:limit]:
-        shape = entry.shape if hasattr(entry, "shape") else entry
-        small = reduced_shape(shape).canonical()
-        text = (f'[problem]\nop = "conv"\nprop = "{prop}"\nshape = "{shape.canonical()}"\ntypes = "{types}"\n'
-                f'[target]\nhw = "{hw}"\n[check]\nshape = "{small}"\n')
-        rows.append(_row(small, hw, _check(text, f"{small}.kernel.toml", hw)))
+        p = entry.problem
+        shape = replace(p.shape, name=None).canonical()
+        for prop in props:
+            for hw in hws:      # no [check]: the spec reduces the problem as it does for any large shape
+                text = (f'[problem]\nop = "{p.op}"\nprop = "{prop}"\nshape = "{shape}"\ntypes = "{types}"\n'
+                        f'[target]\nhw = "{hw}"\n')
+                out = _check(text, "batch.kernel.toml", hw)
+                rows.append(_row(f"{prop} {types} {out.get('shape', shape)}", hw, out))
     return rows
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--batch")
-    ap.add_argument("--types", default="f16:f16:f16")
-    ap.add_argument("--prop", default="fwd")
-    ap.add_argument("--hw", default="xehpg")
-    ap.add_argument("--limit", type=int, default=12)
+    ap.add_argument("--types", default="f16")
+    ap.add_argument("--prop", default="fwd", help="comma-separated: fwd,bwd_d,bwd_w")
+    ap.add_argument("--hw", default="xehpg,xehpc", help="comma-separated targets")
+    ap.add_argument("--limit", type=int, default=6, help="problems taken from the batch file")
     ap.add_argument("--json", default=str(ROOT / "bench" / "results" / "xe_sim.json"))
     args = ap.parse_args()
-    rows = batch(args.batch, args.types, args.prop, args.hw, args.limit) if args.batch else examples()
+    rows = batch(args.batch, args.types, args.prop.split(","), args.hw.split(","), args.limit) if args.batch \
+        else examples()
     print(f"{'kernel':<34} {'hw':<6} {'ok':<5} {'check s':>8} {'sim ms':>8} {'instr':>7} {'thread-instr':>12} "
           f"{'instr/s':>9}")
     for r in rows:

@@ -41,7 +41,6 @@ class _FirstWrongStore:
             ref = np.nan_to_num(refs[arg.name])
             want = pack(ref, arg.dtype, arg.layout)
             self.checks.append((names.index(arg.name), arg, want, limit, float(np.sqrt(np.mean(ref ** 2))) or 1.0))
-        self.sums = [a.name for a in kernel.outputs if a.zero_init]
 
     def __call__(self, ins: Instr, idx: np.ndarray, rows, memory) -> None:
         if self.found is not None:

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from . import alu, messages
+from . import alu
 from .errors import Fault, SimError, Unsupported
 from .memory import Global, Slm
 from .program import TYPES, Imm, Instr, Operand
@@ -353,7 +353,7 @@ def _dpas(m: Machine, ins: Instr, rows) -> None:
         size = TYPES[op.type][1]
         start = (op.reg * rb) // size + op.sub
         view = m.views[op.type]
-        x = view[rows, start: start + count] if isinstance(rows, slice) else view[rows, start: start + count]
+        x = view[rows, start: start + count]
         if op.type == "bf":
             return alu.bf_to_f32(x).astype(np.float64)
         return x.astype(np.float64 if op.type in alu.FLOAT else np.int64)
@@ -389,4 +389,4 @@ HANDLERS = {op: _alu for op in ("mov", "add", "mul", "add3", "mad", "and", "or",
                                 "shr", "asr", "addc", "sel", "cmp")}
 HANDLERS.update({"jmpi": _jmpi, "sync": _sync, "dpas": _dpas, "dpasw": _dpas, "send": _send, "sendc": _send})
 
-__all__ = ["Geometry", "Machine", "messages"]
+__all__ = ["Geometry", "Machine"]

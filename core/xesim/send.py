@@ -112,7 +112,7 @@ def _expect(ins: Instr, what: str, got: int, want: int) -> None:
         raise Fault(ins.line, ins.text, f"the descriptor's {what} is {got}; the payload needs {want}")
 
 
-def _flat(m, ins: Instr, r: np.ndarray, addr: np.ndarray, nbytes: int, write: bool) -> np.ndarray:
+def _flat(m, ins: Instr, r: np.ndarray, addr: np.ndarray, nbytes: int) -> np.ndarray:
     """Flat byte indices of ``nbytes`` at each address of threads ``r`` (addr: (k,) per access row)."""
     if ins.sub == "ugm":
         idx = m.memory.flat(addr, nbytes)
@@ -146,7 +146,7 @@ def _mem(m, ins: Instr):
 def _block(m, ins: Instr, d, r: np.ndarray, addr: np.ndarray, enabled: np.ndarray, is_load: bool) -> None:
     r, addr = r[enabled], addr[enabled]
     nbytes = d.vector * d.mem_bytes
-    idx = _flat(m, ins, r, addr, nbytes, not is_load)
+    idx = _flat(m, ins, r, addr, nbytes)
     _check_race(m, ins, r, idx, not is_load)
     rb = m.geo.reg_bytes
     mem = _mem(m, ins)
@@ -179,7 +179,7 @@ def _scattered(m, ins: Instr, d, r: np.ndarray, addr: np.ndarray, enabled: np.nd
     n = addr.shape[1]
     nbytes = d.vector * d.mem_bytes
     rows, chans = np.nonzero(enabled)
-    idx = _flat(m, ins, r[rows], addr[rows, chans], nbytes, not is_load)      # (k, nbytes)
+    idx = _flat(m, ins, r[rows], addr[rows, chans], nbytes)      # (k, nbytes)
     _check_race(m, ins, r[rows], idx, not is_load)
     mem = _mem(m, ins)
     reg = (ins.dst if is_load else ins.srcs[1]).reg
@@ -205,8 +205,7 @@ def _atomic(m, ins: Instr, d, r: np.ndarray, addr: np.ndarray, enabled: np.ndarr
         raise Unsupported(ins.line, ins.text, f"atomic {d.name}")
     n = addr.shape[1]
     rows, chans = np.nonzero(enabled)
-    idx = _flat(m, ins, r[rows], addr[rows, chans], 4, True)
-    _check_race(m, ins, r[rows], idx, True)
+    idx = _flat(m, ins, r[rows], addr[rows, chans], 4)      # atomics do not race with each other
     mem = _mem(m, ins)
     slots = _slots(m, ins, d, ins.srcs[1].reg, n)[0]                          # (n, 4)
     src = m.file[r[rows][:, None], slots[chans]]                              # (k, 4)
