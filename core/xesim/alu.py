@@ -60,7 +60,7 @@ def convert(x: np.ndarray, t: str, sat: bool) -> np.ndarray:
     """A computed value stored as type ``t``."""
     if t in FLOAT:
         x = np.asarray(x)
-        if not np.issubdtype(x.dtype, np.floating):
+        if x.dtype.kind != "f":
             x = x.astype(np.float64)
         if sat:
             x = np.clip(np.nan_to_num(x, nan=0.0), 0.0, 1.0)
@@ -69,7 +69,7 @@ def convert(x: np.ndarray, t: str, sat: bool) -> np.ndarray:
         return x.astype(dtype(t))
     dt = dtype(t)
     info = np.iinfo(dt)
-    if np.issubdtype(x.dtype, np.floating):
+    if x.dtype.kind == "f":
         with np.errstate(invalid="ignore"):
             x = np.trunc(np.nan_to_num(x.astype(np.float64), nan=0.0))
             return np.clip(x, info.min, info.max).astype(dt)
@@ -98,7 +98,7 @@ def op_add3(a, b, c):
 
 
 def op_mad(a, b, c):
-    if np.issubdtype(np.asarray(a).dtype, np.floating):   # fused: one rounding
+    if np.asarray(a).dtype.kind == "f":   # fused: one rounding
         wide = np.float64(0).dtype if a.dtype == np.float32 else a.dtype
         return (a.astype(wide) + b.astype(wide) * c.astype(wide)).astype(a.dtype)
     return a + b * c

@@ -56,7 +56,8 @@ class Machine:
         self.pc = np.zeros(T, dtype=np.int64)
         self.done = np.zeros(T, dtype=bool)
         self.waiting = np.zeros(T, dtype=bool)
-        self.group = np.arange(T) // geo.group_size
+        self.everyone = np.arange(T)
+        self.group = self.everyone // geo.group_size
         self.sig = np.zeros(T, dtype=np.int64)       # barrier signals issued
         self.passed = np.zeros(T, dtype=np.int64)    # barrier generations waited for
         self.generation = np.zeros(geo.groups, dtype=np.int64)
@@ -98,6 +99,8 @@ class Machine:
         operation computes in (index arrays, immediates and casts chosen once per instruction)."""
         plan = self._plans.get(id(ins))
         if plan is None:
+            if ins.op in alu.INT_ONLY and any(s.type in alu.FLOAT for s in ins.srcs):
+                raise Unsupported(ins.line, ins.text, f"{ins.op} of float operands")
             plan = self._plans[id(ins)] = [self._reader(ins, s) for s in ins.srcs]
         return plan
 
@@ -202,22 +205,17 @@ class Machine:
             raise Unsupported(ins.line, ins.text, str(exc)) from None
 
     def rows_array(self, rows) -> np.ndarray:
-        return np.arange(self.geo.threads) if isinstance(rows, slice) else rows
+        return self.everyone if isinstance(rows, slice) else rows
 
 
 # -- handlers --------------------------------------------------------------------------------------------
 
 def _alu(m: Machine, ins: Instr, rows) -> None:
     n = ins.exec_size
-    srcs = ins.srcs
-    types = [s.type for s in srcs]
-    wide_float = any(t in alu.FLOAT for t in types)
     op = ins.op
-    if wide_float and op in alu.INT_ONLY:
-        raise Unsupported(ins.line, ins.text, f"{op} of float operands")
     vals = [read(rows) for read in m.readers(ins)]
     if op in ("shl", "shr", "asr"):
-        res = alu.shift(op, vals[0], types[0], vals[1], ins.dst.type)
+        res = alu.shift(op, vals[0], ins.srcs[0].type, vals[1], ins.dst.type)
     elif op == "addc":
         total = (vals[0] & 0xFFFFFFFF) + (vals[1] & 0xFFFFFFFF)
         res = total
