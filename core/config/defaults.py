@@ -27,7 +27,8 @@ user knobs. The rules, in order:
    row or column lies wholly outside the problem, capped by the target's
    group size, then halved (larger side first) while there are fewer groups
    than half the cores.
-6. **loop**: the whole reduction inside one group (no split K).
+6. **loop**: the whole reduction inside one group (no split K; K blocks of
+   ``iter x tg`` when the user's ``tg`` slices K).
 7. **slm**: A is buffered when several threads share it (X > 1), B when
    Y > 1; 3 buffers when the loop runs 3+ iterations, else 1; 0 when nothing
    is shared; reduced until it fits the group's SLM. No prefetch. **pipeline**
@@ -180,8 +181,9 @@ class _Plan:
         """Rules 5-7 around ``iter_tile``, keeping every knob the user set."""
         user = self.user
         gemm = self.problem.gemm_dims()
+        slices = user.tg or Tile()  # a user's tg over K dims (K slicing) covers part of each K block
         loop = user.loop if user.loop is not None else _tile(
-            {name: ceil(size / iter_tile.get(name)) for name, size in gemm.k})
+            {name: ceil(size / (iter_tile.get(name) * slices.get(name))) for name, size in gemm.k})
         tg = user.tg if user.tg is not None else self._group(iter_tile, loop)
         cfg = KernelConfig(fma=self.fma, simd=self.simd, regs=self.regs, loop=loop, tg=tg, iter=iter_tile,
                            unroll=user.unroll if user.unroll is not None else Tile(),

@@ -178,9 +178,11 @@ KNOBS: tuple[Knob, ...] = (
          "Loop-level blocks: how many iterations of the reduction loop a thread group runs over each "
          "K dimension, each iteration covering one `iter` block. K left over after `iter x loop` is "
          "split across the kernel grid (partial sums, atomic stores). " + _TILE_DIMS, TileCodec()),
-    Knob("tg", "T", "tile", "M and N dims, sizes >= 1", "T=oc4ow4",
-         "Thread-group blocks: threads of a group along each M/N dimension. N dims form the X axis of "
-         "the thread-group grid and M dims the Y axis; the group computes `iter x tg` of each. "
+    Knob("tg", "T", "tile", "M, N and K dims, sizes >= 1", "T=oc4ow4",
+         "Thread-group blocks: threads of a group along each dimension. N dims form the X axis of "
+         "the thread-group grid and M dims the Y axis; the group computes `iter x tg` of each. K dims "
+         "form the Z axis (K slicing): each thread reduces one `iter` slice of the group's K block and "
+         "the partial C tiles are summed through SLM before the epilogue. "
          + _TILE_DIMS, TileCodec()),
     Knob("iter", "i", "tile", "M, N and K dims, sizes >= 1", "i=mb32oc32ic16",
          "Iteration-level blocks: the tile one thread computes in one iteration, M x N of C "

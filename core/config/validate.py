@@ -8,7 +8,8 @@ instruction's shape; a thread group larger than the target allows; dpasw
 with an odd X; subtiles that do not split evenly; register or SLM overflow;
 a matrix instruction form the builder does not generate (:mod:`.buildable`);
 a loop with whole iterations of padding; a reduction split across the grid
-with post-ops or into a destination narrower than the accumulator.
+with post-ops or into a destination narrower than the accumulator; K
+slicing (``tg`` over K) with bwd_w's bias gradient.
 Warnings: padding (blocks that exceed or do not divide a dim), reduced
 precision. Info: a reduction split across thread groups.
 """
@@ -27,7 +28,7 @@ from .operands import operands
 from .tiling import Tiling, derive_tiling
 
 # Which GEMM roles each tile knob may block.
-TILE_ROLES = {"iter": "mnk", "tg": "mn", "loop": "k", "unroll": "k"}
+TILE_ROLES = {"iter": "mnk", "tg": "mnk", "loop": "k", "unroll": "k"}
 _ROLE_WORDS = {"m": "M", "n": "N", "k": "K", "b": "batch"}
 
 
@@ -51,6 +52,9 @@ def validate_config(problem, config: KernelConfig, target: Target, reduced: bool
         _check_padding(tiling, issues, reduced)
     if tiles_ok and tiling.split_k:
         _check_split(problem, issues)
+    if tiles_ok and tiling.k_slices > 1 and problem.prop == "bwd_w" and problem.post_ops:
+        issues.append(ConfigIssue("tg", "tg splits K across the threads of a group, and the bias gradient of bwd_w "
+                                        "is not summed across them; drop the bias or tg over K dims"))
     if shape is not None:
         _check_shape(tiling, config, shape, issues)
     _check_group(tiling, config, target, issues)

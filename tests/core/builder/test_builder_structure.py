@@ -191,10 +191,15 @@ def test_every_statement_has_an_origin_naming_a_knob():
 
 
 @pytest.mark.parametrize("line, message", [
-    ("fma=mad simd=16 i=ow4oc16 T=ic2", "K dim"),
     ("fma=mad simd=16 i=ow4oc16 l=ow2", "loops run over K dims only"),
     ("fma=dpas simd=8 i=ow4oc16", "Xe instruction"),
 ])
 def test_unbuildable_configs_raise_a_build_error_naming_the_knob(line, message):
     with pytest.raises(BuildError, match=message):
         build("ic16ih6oc16oh6kh3ph1", target="sm_90" if "dpas" in line else "xehpg", line=line)
+
+
+def test_k_slices_and_a_bias_gradient_are_refused_on_tg():
+    with pytest.raises(BuildError, match="bias gradient of bwd_w is not summed across them") as err:
+        build("mb4ic16ih6oc16oh6kh3ph1", prop="bwd_w", line="fma=mad simd=16 i=ic16oc16 T=mb2", post_ops="bias")
+    assert err.value.knob == "tg"

@@ -39,7 +39,7 @@ def test_default_config_has_no_issues():
     ("i=mb32oc8ic16 S=a2b2", "xehpg", "f16", "subtiles", "split A or B, not both"),
     ("i=mb32oc8ic16 S=b2", "xehpg", "f16", "subtiles", "not multiples of dpas's N=8"),
     ("i=mb32oc8ic16 T=oc4ow4 p=x2", "sm_90", "f16", "prefetch", "prefetch is an Xe knob"),
-    ("i=mb32oc8ic16 T=oc4kh2", "xehpg", "f16", "tg", "tg blocks 'kh', a K dim; tg blocks M and N dims only"),
+    ("i=mb32oc8ic16 T=oc4kh2 l=kh3", "xehpg", "f16", "loop", "loop runs 3 iterations of 2 'kh'"),
     ("i=mb32oc8ic16 l=ow2", "xehpg", "f16", "loop", "loop blocks 'ow', a M dim"),
     ("i=mb32oc8ic16 T=oc4ow4 u=ic3", "xehpg", "f16", "unroll", "unroll ic3 does not divide loop ic4"),
     ("i= T=oc4ow4", "xehpg", "f16", "iter", "M=1 per thread, not a multiple"),
@@ -47,6 +47,15 @@ def test_default_config_has_no_issues():
 ])
 def test_errors(line, target, types, knob, words):
     _find(_issues(line, target, types=types), knob, words)
+
+
+def test_k_slices_with_a_bias_gradient_are_refused():
+    issues = _issues("fma=mad simd=16 i=ic16oc16 T=mb2", shape="mb4ic16ih6oc16oh6kh3ph1", types="f32", prop="bwd_w")
+    assert not [i for i in issues if i.severity == "error"]
+    p = problem_from_text("mb4ic16ih6oc16oh6kh3ph1", types="f32", prop="bwd_w", post_ops="bias")
+    t = TARGETS["xehpg"]
+    found = validate_config(p, resolve_config(p, t, parse_config_line("fma=mad simd=16 i=ic16oc16 T=mb2")), t)
+    _find(found, "tg", "bias gradient of bwd_w is not summed")
 
 
 def test_unknown_dims_suggest_the_closest():
