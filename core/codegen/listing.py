@@ -46,6 +46,7 @@ class Listing:
     allocations: list[dict] = field(default_factory=list)
     reg_bytes: int = 0
     rematerialized: list[str] = field(default_factory=list)
+    slm_bytes: int = field(default=0, kw_only=True)   # SLM the code lays out per thread group (launch parameter)
 
     @property
     def asm(self) -> str:
@@ -86,7 +87,8 @@ class Listing:
                               "estimate": self.estimate, "by_label": self.by_label,
                               "reg_bytes": self.reg_bytes, "allocations": self.allocations,
                               "rematerialized": self.rematerialized},
-                "mix": self.mix, "roofline": self.roofline, "abi": self.abi, "assembler": self.assembler}
+                "mix": self.mix, "roofline": self.roofline, "abi": self.abi, "slm_bytes": self.slm_bytes,
+                "assembler": self.assembler}
 
     def header(self) -> list[str]:
         est = "no estimate" if self.estimate is None else f"config estimate {self.estimate}"

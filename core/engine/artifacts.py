@@ -10,10 +10,12 @@ from __future__ import annotations
 from kdd.core.config.budget import estimate_budget
 from kdd.core.ir.printer import print_ir
 from kdd.core.passes.kernel_pipeline import PASS_NOTES
+from kdd.core.passes.loop_stats import loop_stats
 from kdd.core.passes.metrics import kernel_metrics, reduction_iterations
 from kdd.core.passes.options import kernel_options
 from kdd.core.passes.registers import RegisterModel, estimate_registers
 from kdd.core.passes.trace_view import BUILD, text_diff, trace_to_json
+from kdd.core.passes.verify import verify_trace
 from kdd.core.spec import Diagnostic, Range
 
 # The ``source`` of a diagnostic says which stage found it, as editors show it.
@@ -104,13 +106,38 @@ def pass_items(items, traced: dict) -> dict:
 
 
 def stats_artifact(r, kernel, trace) -> dict:
-    """Registers (config-time estimate by label, the IR's register model, the budget) and the kernel
-    figures of the built and the final IR."""
+    """Registers (config-time estimate by label, the IR's register model, the budget), the steady-state
+    main loop per reduction iteration (None without one) and the kernel figures of the built and the
+    final IR."""
     model = RegisterModel.of(r.target)
     budget = estimate_budget(r.problem, r.config, r.target)
     iterations = reduction_iterations(trace.input)
+    loop = loop_stats(trace.input, trace.final, r.target)
     return {"registers": {"estimate": budget.reg_total, "by_label": {x.label: x.amount for x in budget.regs},
                           "ir": estimate_registers(trace.final, model).regs, "budget": budget.reg_capacity,
                           "unit": budget.reg_unit},
+            "loop": None if loop is None else loop.to_dict(),
             "metrics": {"build": kernel_metrics(trace.input, model, iterations).to_dict(),
                         "final": kernel_metrics(trace.final, model, iterations).to_dict()}}
+
+
+def verify_artifact(kernel, trace) -> dict:
+    """The IR verifier's verdict on the builder's IR and the IR after every pass: ``ok``, the number of
+    stages verified and each problem with its stage."""
+    stages = verify_trace(kernel, trace)
+    problems = [{"stage": stage, **p.to_dict()} for stage, ps in stages for p in ps]
+    return {"ok": not problems, "stages": len(stages), "problems": problems}
+
+
+def instruction_node(lines: list[dict], index: int) -> dict | None:
+    """The listing line of the ``index``-th instruction (comments and labels not counted) with the IR
+    node it came from: ``{"asm_line", "text", "ir_node"}``, or None past the end."""
+    count = 0
+    for i, line in enumerate(lines):
+        text = line["text"].strip()
+        if not text or text.startswith("//") or text.endswith(":"):
+            continue
+        if count == index:
+            return {"asm_line": i, "text": line["text"], "ir_node": line.get("ir_node")}
+        count += 1
+    return None

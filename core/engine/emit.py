@@ -7,7 +7,8 @@ trace: a table and every pass's IR), ``ir:PASS`` (the IR after PASS;
 Xe assembly, or PTX on ``sm_90``), ``ptx`` (``sm_90``'s PTX, the same
 object), ``sass`` (``sm_90``: the SASS ptxas made, live registers per
 instruction, each joined to its PTX line),
-``check`` (the correctness check of the ``[check]`` problem).
+``check`` (the correctness check of the ``[check]`` problem), ``verify`` (the
+IR verifier on the builder's IR and after every pass: ``kdd compile --verify``).
 """
 from __future__ import annotations
 
@@ -18,10 +19,10 @@ from kdd.core.passes.trace_view import BUILD, UnknownPassError
 
 from .failure import Failure, StageFailed
 
-PLAIN = ("ir", "passes", "stats", "asm", "ptx", "sass", "check")
+PLAIN = ("ir", "passes", "stats", "asm", "ptx", "sass", "check", "verify")
 PREFIXED = ("ir:", "diff:")
 HELP = ("ir, passes (pass table and final IR), ir:PASS (IR after PASS; ir:build), diff:PASS (what PASS changed), "
-        "stats, asm, ptx and sass (sm_90), check")
+        "stats, asm, ptx and sass (sm_90), check, verify")
 
 
 def parse_emit(emit: str | Sequence[str]) -> tuple[str, ...]:
@@ -59,7 +60,7 @@ def parse_emit(emit: str | Sequence[str]) -> tuple[str, ...]:
 
 def needs_trace(items: Sequence[str]) -> bool:
     """Whether any item needs the pass pipeline to run."""
-    return any(i in ("passes", "stats", "asm", "ptx", "sass") or i.startswith(PREFIXED) for i in items)
+    return any(i in ("passes", "stats", "asm", "ptx", "sass", "verify") or i.startswith(PREFIXED) for i in items)
 
 
 def _fail(message: str) -> None:

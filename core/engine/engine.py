@@ -52,6 +52,7 @@ from .memo import Memo, StageCounter, memoized
 
 STAGES = ("parse", "build", "passes", "codegen", "check")
 FINAL = "final"
+ASSEMBLY = "assembly"   # the last stage of a bisection with --asm: the simulated assembly
 # [problem] keys a build failure can name (beside the [config] knobs).
 PROBLEM_KEYS = ("shape", "types", "src", "wei", "dst", "bia", "post_ops")
 DOCUMENT_START = Range(Position(0, 0), Position(0, 0))
@@ -285,6 +286,9 @@ class Engine:
                 codegen = self._codegen_summary(r, sources)
                 out["stats"] = {**stats, "codegen": codegen,
                                 "registers": {**stats["registers"], "allocated": codegen.get("allocated")}}
+            if "verify" in items:
+                out["verify"] = self._artifact("verify", r.key("verify"),
+                                               lambda: artifacts.verify_artifact(kernel(), self.trace(kernel())))
             if "asm" in items:
                 out["asm"] = self.assembly(r, sources)
             if "ptx" in items or "sass" in items:
@@ -304,11 +308,17 @@ class Engine:
             return failed(source.path, exc.failure, parsed)
 
     def check(self, source: Source, shape: str | None = None, stage: str | None = None,
-              bisect_passes: bool = False, unbounded: bool = False, target: str | None = None) -> dict:
+              bisect_passes: bool = False, unbounded: bool = False, target: str | None = None,
+              asm: bool = False) -> dict:
         """The ``kdd check --json`` object: the kernel of the ``[check]`` problem after ``stage`` (``build``,
         a pass name, or the final IR; by default ``[check] stage``) run by the interpreter against the
         float64 reference; with ``bisect_passes``, the verdict after every stage and the first wrong one.
-        A problem with more multiply-adds than the interpreter's bound is refused unless ``unbounded``."""
+        A problem with more multiply-adds than the interpreter's bound is refused unless ``unbounded``.
+
+        With ``asm`` (Xe targets) the assembled kernel runs in the instruction-level simulator
+        (:mod:`kdd.core.xesim`) instead, against the same reference; with ``bisect_passes`` too, the
+        assembly is the last stage of the bisection, so an IR that checks right and an assembly
+        that does not is "IR right, assembly wrong" with the first wrong store's IR node."""
         parsed = None
         try:
             parsed = self.parse(source)
@@ -318,12 +328,17 @@ class Engine:
             if stage not in CHECK_STAGES:
                 raise StageFailed(Failure("input", f"no stage named {stage!r} (stages: {', '.join(CHECK_STAGES)})",
                                           "bad-stage"))
-            key = r.key("check", spec.check_seed, spec.check_tol, stage, bisect_passes, unbounded)
+            if asm and r.target.isa == "ptx":
+                raise StageFailed(Failure("input", "--asm simulates Xe assembly; sm_90 kernels run on a GPU "
+                                                   "(kdd check --device)", "bad-target"))
+            key = r.key("check", spec.check_seed, spec.check_tol, stage, bisect_passes, unbounded, asm)
             sources = parsed.sources()
 
             def run() -> dict:
                 kernel = self.kernel(r, sources)
                 check = InterpreterCheck(r.problem, spec.check_seed, spec.check_tol, unbounded)
+                if asm:
+                    return self._asm_check(r, sources, kernel, check, bisect_passes)
                 if bisect_passes:
                     return self._timed("check", lambda: bisect(kernel, check, trace=self.trace(kernel)).to_dict())
                 body = kernel.body if stage == BUILD else (
@@ -334,6 +349,37 @@ class Engine:
             return out
         except StageFailed as exc:
             return failed(source.path, exc.failure, parsed)
+
+    def _asm_check(self, r: Resolved, sources: dict[str, Range], kernel, check: InterpreterCheck,
+                   bisect_passes: bool) -> dict:
+        """``check --asm`` (see :meth:`check`): the simulator's verdict, or the bisection ending in it."""
+        from kdd.core.xesim.check import check_assembly
+
+        listing = self.assembly(r, sources)
+        if not listing["assembler"].get("ok"):
+            raise StageFailed(Failure("codegen", "the assembler rejected the listing: "
+                                      + "; ".join(listing["assembler"].get("messages", [])), "assembler-error"))
+        spec_seed, spec_tol = check.seed, check.tol
+        simulated = self._timed("check", lambda: check_assembly(kernel, listing, r.target.assembler, r.problem,
+                                                                seed=spec_seed, tol=spec_tol))
+        wrong = simulated.get("asm", {}).get("first_wrong_store")
+        if wrong is not None:
+            wrong["listing"] = artifacts.instruction_node(listing["lines"], wrong["index"])
+            node = (wrong["listing"] or {}).get("ir_node")
+            if node is not None:
+                wrong["ir"] = print_ir(self.trace(kernel).final).text.splitlines()[node["line"]].strip()
+        if not bisect_passes:
+            return simulated
+        trace = self.trace(kernel)
+        out = self._timed("check", lambda: bisect(kernel, check, trace=trace).to_dict())
+        ok = simulated["ok"]
+        detail = "" if ok else simulated.get("error") or f"rel_err {simulated['rel_err']} > tol {simulated['tol']}"
+        out["stages"].append({"name": ASSEMBLY, "ok": ok, "checked": True, "detail": detail})
+        if out["first_bad"] is None and not ok:
+            out["first_bad"] = ASSEMBLY
+            out["assembly"] = {"verdict": "IR right, assembly wrong", "check": simulated,
+                               "first_wrong_store": wrong}
+        return out
 
     def assembly(self, r: Resolved, sources: dict[str, Range]) -> dict:
         """Stage ``codegen``: the target's assembly of the final IR with register pressure per line and the

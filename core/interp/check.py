@@ -229,6 +229,20 @@ def check_kernel(kernel, problem=None, *, seed: int = 0, tol: float | None = Non
     if max_macs is not None and check_macs(problem) > max_macs:
         raise CheckTooLarge(f"the check of {problem.shape.canonical()} would interpret {check_macs(problem)} "
                             f"multiply-adds, more than the bound of {max_macs}; check a smaller shape")
+    buffers, inputs = check_buffers(kernel, seed)
+    buffers = {arg.var.name: buffers[arg.name] for arg in kernel.args}
+    launch = Launch(tuple(kernel.grid), tuple(kernel.tg), kernel.simd, kernel.reg_bytes)
+    interp_start = time.perf_counter()
+    run = run_ir(kernel.body, launch, buffers)
+    interp_ms = (time.perf_counter() - interp_start) * 1e3
+    outputs = {arg.name: buffers[arg.var.name] for arg in kernel.outputs}
+    written = {arg.name: run.written[arg.var.name] for arg in kernel.outputs if arg.var.name in run.written}
+    return verdict(kernel, problem, inputs, outputs, written, tol, start, interp_ms)
+
+
+def check_buffers(kernel, seed: int = 0) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
+    """Every argument's bytes (by argument name) and the logical inputs, as the protocol makes them
+    (steps 1 and 2 of the module docstring)."""
     rng = np.random.default_rng(seed)
     buffers: dict[str, np.ndarray] = {}
     inputs: dict[str, np.ndarray] = {}
@@ -239,29 +253,32 @@ def check_kernel(kernel, problem=None, *, seed: int = 0, tol: float | None = Non
         dims = tuple(size for _, size in arg.dims)
         if arg.role == "output":
             fill = 0 if arg.zero_init else 0xFF
-            buffers[arg.var.name] = np.full(arg.layout.size_bytes(), fill, dtype=np.uint8)
+            buffers[arg.name] = np.full(arg.layout.size_bytes(), fill, dtype=np.uint8)
             continue
         values = random_values(arg.dtype, dims, rng, mantissa)
         inputs[arg.name] = values
-        buffers[arg.var.name] = pack(values, arg.dtype, arg.layout)
-    launch = Launch(tuple(kernel.grid), tuple(kernel.tg), kernel.simd, kernel.reg_bytes)
-    interp_start = time.perf_counter()
-    run = run_ir(kernel.body, launch, buffers)
-    interp_ms = (time.perf_counter() - interp_start) * 1e3
+        buffers[arg.name] = pack(values, arg.dtype, arg.layout)
+    return buffers, inputs
+
+
+def verdict(kernel, problem, inputs: dict, outputs: dict, written: dict, tol: float | None, start: float,
+            run_ms: float = 0.0) -> CheckResult:
+    """Step 4 of the protocol: every output (bytes by argument name; ``written``: bool per byte, an
+    output missing from it was never written) against the float64 reference. ``start`` is the
+    ``perf_counter`` the check's time counts from."""
     refs = reference(problem, inputs)
     results = []
     for arg in kernel.outputs:
         dims = tuple(size for _, size in arg.dims)
-        out = unpack(buffers[arg.var.name], arg.dtype, arg.layout, dims)
-        # A kernel that never names an output wrote none of it.
-        written_bytes = run.written.get(arg.var.name, np.zeros(arg.layout.size_bytes(), dtype=bool))
-        written = written_elements(written_bytes, arg.dtype, arg.layout, dims)
+        out = unpack(outputs[arg.name], arg.dtype, arg.layout, dims)
+        written_bytes = written.get(arg.name, np.zeros(arg.layout.size_bytes(), dtype=bool))
+        done = written_elements(written_bytes, arg.dtype, arg.layout, dims)
         limit = tol if tol is not None else default_tol(problem, arg.dtype)
-        results.append(compare(arg.name, out, refs[arg.name], written, limit))
+        results.append(compare(arg.name, out, refs[arg.name], done, limit))
     worst = max(results, key=lambda r: r.badness)
     return CheckResult(all(r.ok for r in results), worst.rel_err, worst.tol, worst.first_bad,
                        problem.shape.canonical(), (time.perf_counter() - start) * 1e3, worst.name,
-                       sum(r.unwritten for r in results), interp_ms)
+                       sum(r.unwritten for r in results), run_ms)
 
 
 def run_check(problem, config, target, *, seed: int = 0, tol: float | None = None,
@@ -272,4 +289,4 @@ def run_check(problem, config, target, *, seed: int = 0, tol: float | None = Non
     return check_kernel(build_kernel(problem, config, target), problem, seed=seed, tol=tol, max_macs=max_macs)
 
 
-__all__ = ["CheckResult", "CheckTooLarge", "check_kernel", "default_tol", "pack", "random_values", "run_check", "unpack"]
+__all__ = ["CheckResult", "CheckTooLarge", "check_buffers", "check_kernel", "default_tol", "pack", "random_values", "run_check", "unpack", "verdict"]

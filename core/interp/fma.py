@@ -33,8 +33,9 @@ def _wide(x: np.ndarray, t: Type) -> np.ndarray:
 
 
 def _operands(ctx, call: FuncCall):
-    a = call.args
-    return [ctx.operand(a[i], a[i + 1], f"{call.func} operand {i // 2}") for i in range(0, 8, 2)]
+    """The four (buffer, offset) operand pairs of an FMA call, in ``OPERANDS`` order."""
+    a, names = call.args, call.func.OPERANDS
+    return [ctx.operand(a[i], a[i + 1], f"{call.func} {names[i]}") for i in range(0, 8, 2)]
 
 
 def compile_mad(ctx, call: FuncCall):

@@ -30,9 +30,10 @@ def compile_send(ctx, call: FuncCall):
     space = _SPACES.get(f.space)
     if space is None:
         raise InterpError(f"unknown send space '{f.space}' (known: {', '.join(_SPACES)})")
-    mem = ctx.operand(call.args[0], call.args[1], "send memory")
-    reg = ctx.operand(call.args[2], call.args[3], "send register")
-    mask = None if is_true(call.args[4]) else ctx.expr(call.args[4])
+    ops = call.ops
+    mem = ctx.operand(ops.mem, ops.mem_offset, "send memory")
+    reg = ctx.operand(ops.reg, ops.reg_offset, "send register")
+    mask = None if is_true(ops.mask) else ctx.expr(ops.mask)
     t, n = f.type, f.elems
     size, nbytes = t.size, f.elems * f.type.size
     scattered = f.kind is SendKind.SCATTERED

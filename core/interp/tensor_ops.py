@@ -61,8 +61,8 @@ def compile_reorder(ctx, call: FuncCall):
     src_l, dst_l = f.src_layout, f.dst_layout
     if tuple(src_l.dims) != tuple(dst_l.dims):
         raise InterpError(f"reorder between different dims {src_l.dims} and {dst_l.dims}")
-    src = ctx.operand(call.args[0], call.args[1], "reorder source")
-    dst = ctx.operand(call.args[2], call.args[3], "reorder destination")
+    src = ctx.operand(call.ops.src, call.ops.src_offset, "reorder source")
+    dst = ctx.operand(call.ops.dst, call.ops.dst_offset, "reorder destination")
     grid, inside = _padded_indices(dst_l)
     src_place, dst_place = _Placement(src_l, grid[inside]), _Placement(dst_l, grid)
     write = _writer(dst, dst_place)
@@ -86,8 +86,8 @@ def compile_reduce(ctx, call: FuncCall):
     if tuple(dst_l.dims) != want:
         raise InterpError(f"reduce over dims {sorted(dims)} of {src_l.dims} needs destination dims "
                           f"{want}, got {dst_l.dims}")
-    src = ctx.operand(call.args[0], call.args[1], "reduce source")
-    dst = ctx.operand(call.args[2], call.args[3], "reduce destination")
+    src = ctx.operand(call.ops.src, call.ops.src_offset, "reduce source")
+    dst = ctx.operand(call.ops.dst, call.ops.dst_offset, "reduce destination")
     logical = np.indices(src_l.dims).reshape(src_l.ndims, -1).T
     src_place = _Placement(src_l, logical)
     grid, inside = _padded_indices(dst_l)
@@ -111,7 +111,7 @@ def compile_eltwise(ctx, call: FuncCall):
     f: Eltwise = call.func
     if f.alg not in ELTWISE:
         raise InterpError(f"unknown eltwise algorithm '{f.alg}' (known: {', '.join(ELTWISE)})")
-    buf = ctx.operand(call.args[0], call.args[1], "eltwise buffer")
+    buf = ctx.operand(call.ops.buf, call.ops.offset, "eltwise buffer")
 
     def eltwise(env):
         tm = env[MASK]

@@ -8,6 +8,7 @@ plus byte offsets, so a call reads and writes memory, never expression values.
 """
 from __future__ import annotations
 
+from collections import namedtuple
 from dataclasses import dataclass
 from enum import Enum
 
@@ -15,14 +16,30 @@ from .types import Type, f32
 
 
 class Func:
-    """Base of IR functions. ``NARGS`` is the exact argument count (None: variadic)."""
+    """Base of IR functions.
 
-    NARGS: int | None = None
+    ``OPERANDS`` names the call's arguments in order; ``Operands`` is the named
+    tuple built from them, so passes read ``call.ops.mem_offset`` instead of a
+    position, and ``NARGS`` (the exact argument count) follows from it.
+    """
+
+    OPERANDS: tuple[str, ...] = ()
     NAME = "func"
 
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        if "OPERANDS" in cls.__dict__ or not hasattr(cls, "Operands"):
+            cls.Operands = namedtuple(f"{cls.__name__}Operands", cls.OPERANDS)
+            cls.NARGS = len(cls.OPERANDS)
+
     def check_args(self, args) -> None:
-        if self.NARGS is not None and len(args) != self.NARGS:
-            raise TypeError(f"{self} takes {self.NARGS} arguments, got {len(args)}")
+        if len(args) != self.NARGS:
+            raise TypeError(f"{self} takes {self.NARGS} arguments ({', '.join(self.OPERANDS)}), "
+                            f"got {len(args)}")
+
+    def operands(self, args) -> tuple:
+        """``args`` as this function's named tuple of operands."""
+        return self.Operands(*args)
 
     def __str__(self) -> str:
         return self.NAME
@@ -34,7 +51,6 @@ class Func:
 class Barrier(Func):
     """Thread-group barrier (signal + wait); orders SLM accesses of the group."""
 
-    NARGS = 0
     NAME = "barrier"
 
 
@@ -42,7 +58,6 @@ class Barrier(Func):
 class BarrierSignal(Func):
     """Split barrier: signal arrival (Xe ``barriermsg``); pairs with ``BarrierWait``."""
 
-    NARGS = 0
     NAME = "barrier_signal"
 
 
@@ -50,7 +65,6 @@ class BarrierSignal(Func):
 class BarrierWait(Func):
     """Split barrier: wait until every thread of the group signalled."""
 
-    NARGS = 0
     NAME = "barrier_wait"
 
 
@@ -59,7 +73,6 @@ class Fence(Func):
     """Memory fence over ``scope`` (``"slm"`` or ``"global"``)."""
 
     scope: str = "slm"
-    NARGS = 0
 
     def __str__(self) -> str:
         return f"fence.{self.scope}"
@@ -83,7 +96,7 @@ class SendKind(Enum):
 class Send(Func):
     """A memory message: ``elems`` elements of ``type`` between memory and registers.
 
-    Arguments: ``(mem_buf, mem_offset, reg_buf, reg_offset, mask)``.
+    Operands: ``(mem, mem_offset, reg, reg_offset, mask)``.
     ``mem_offset`` is a byte offset; for ``SCATTERED`` it is a vector (one byte
     offset per element). ``mask`` is a bool (vector for scattered) selecting
     the elements that are accessed: masked-off loads write zero, masked-off
@@ -96,7 +109,7 @@ class Send(Func):
     space: str
     type: Type
     elems: int
-    NARGS = 5
+    OPERANDS = ("mem", "mem_offset", "reg", "reg_offset", "mask")
 
     def __str__(self) -> str:
         return f"send.{self.op.value}.{self.kind.value}.{self.space}.{self.type}x{self.elems}"
@@ -108,7 +121,7 @@ class Send(Func):
 class Mad(Func):
     """``dst[i] = src0[i] + src1[i] * src2[j]`` over ``simd`` lanes (Xe ``mad``; sm_90 ``fma``).
 
-    Arguments: ``(dst_buf, dst_off, src0_buf, src0_off, src1_buf, src1_off, src2_buf, src2_off)``.
+    Operands: ``(dst, dst_offset, src0, src0_offset, src1, src1_offset, src2, src2_offset)``.
     ``src2_stride`` is 0 when src2 is a broadcast scalar (the usual GEMM form).
     """
 
@@ -117,7 +130,7 @@ class Mad(Func):
     src1_type: Type
     src2_type: Type
     src2_stride: int = 0
-    NARGS = 8
+    OPERANDS = ("dst", "dst_offset", "src0", "src0_offset", "src1", "src1_offset", "src2", "src2_offset")
 
     def __str__(self) -> str:
         return f"mad.{self.simd}.{self.dst_type}.{self.src1_type}.{self.src2_type}"
@@ -127,14 +140,14 @@ class Mad(Func):
 class Dp4a(Func):
     """``dst[i] = src0[i] + dot4(src1[i], src2[j])`` on packed 8-bit quadruples (s32 accumulate).
 
-    Arguments as for ``Mad``.
+    Operands as for ``Mad``.
     """
 
     simd: int
     src1_type: Type
     src2_type: Type
     src2_stride: int = 0
-    NARGS = 8
+    OPERANDS = ("dst", "dst_offset", "src0", "src0_offset", "src1", "src1_offset", "src2", "src2_offset")
 
     def __str__(self) -> str:
         return f"dp4a.{self.simd}.{self.src1_type}.{self.src2_type}"
@@ -144,7 +157,7 @@ class Dp4a(Func):
 class Dpas(Func):
     """Xe systolic ``dpas.sdepth x rcount``: ``dst(M=rcount x N=simd) = src0 + src1 * src2``.
 
-    Arguments: ``(dst_buf, dst_off, src0_buf, src0_off, src1_buf, src1_off, src2_buf, src2_off)``.
+    Operands: ``(dst, dst_offset, src0, src0_offset, src1, src1_offset, src2, src2_offset)``.
     src1 is the B operand (K x N, packed K-pairs/quads per dword), src2 the A
     operand (M x K), per the hardware's operand order. ``is_dpasw`` marks the
     dpasw form that shares src2 between thread pairs.
@@ -157,7 +170,7 @@ class Dpas(Func):
     src1_type: Type
     src2_type: Type
     is_dpasw: bool = False
-    NARGS = 8
+    OPERANDS = ("dst", "dst_offset", "src0", "src0_offset", "src1", "src1_offset", "src2", "src2_offset")
 
     def __str__(self) -> str:
         name = "dpasw" if self.is_dpasw else "dpas"
@@ -168,7 +181,7 @@ class Dpas(Func):
 class Mma(Func):
     """NVIDIA warp ``mma.sync.m{m}n{n}k{k}``: ``D(m x n) = A(m x k) * B(k x n) + C``.
 
-    Arguments: ``(d_buf, d_off, a_buf, a_off, b_buf, b_off, c_buf, c_off)``;
+    Operands: ``(d, d_offset, a, a_offset, b, b_offset, c, c_offset)``;
     fragments are distributed over the warp's 32 lanes as the PTX ISA fixes.
     """
 
@@ -178,7 +191,7 @@ class Mma(Func):
     a_type: Type
     b_type: Type
     c_type: Type
-    NARGS = 8
+    OPERANDS = ("d", "d_offset", "a", "a_offset", "b", "b_offset", "c", "c_offset")
 
     def __str__(self) -> str:
         return f"mma.m{self.m}n{self.n}k{self.k}.{self.c_type}.{self.a_type}.{self.b_type}"
@@ -190,12 +203,12 @@ class Mma(Func):
 class Reorder(Func):
     """Copies a register tensor from ``src_layout`` to ``dst_layout`` (with type conversion).
 
-    Arguments: ``(src_buf, src_off, dst_buf, dst_off)``.
+    Operands: ``(src, src_offset, dst, dst_offset)``.
     """
 
     src_layout: object
     dst_layout: object
-    NARGS = 4
+    OPERANDS = ("src", "src_offset", "dst", "dst_offset")
 
     def __str__(self) -> str:
         return "reorder"
@@ -203,12 +216,12 @@ class Reorder(Func):
 
 @dataclass(frozen=True)
 class Reduce(Func):
-    """Sums ``src_layout`` over the dims in ``dims`` into ``dst_layout``. Arguments as ``Reorder``."""
+    """Sums ``src_layout`` over the dims in ``dims`` into ``dst_layout``. Operands as ``Reorder``."""
 
     src_layout: object
     dst_layout: object
     dims: tuple[int, ...]
-    NARGS = 4
+    OPERANDS = ("src", "src_offset", "dst", "dst_offset")
 
     def __str__(self) -> str:
         return "reduce"
@@ -218,7 +231,7 @@ class Reduce(Func):
 class Eltwise(Func):
     """Applies ``alg`` (relu, gelu_tanh, swish, linear, ...) to ``elems`` values of ``dtype`` in place.
 
-    Arguments: ``(buf, offset)``. ``alpha``/``beta`` follow oneDNN's eltwise
+    Operands: ``(buf, offset)``. ``alpha``/``beta`` follow oneDNN's eltwise
     conventions. ``dtype`` is f32, or f64 for f64 problems (whose post-ops run
     in double precision).
     """
@@ -228,7 +241,7 @@ class Eltwise(Func):
     alpha: float = 0.0
     beta: float = 0.0
     dtype: Type = f32
-    NARGS = 2
+    OPERANDS = ("buf", "offset")
 
     def __str__(self) -> str:
         return f"eltwise.{self.alg}" + ("" if self.dtype == f32 else f".{self.dtype}")

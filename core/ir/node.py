@@ -13,7 +13,7 @@ The structural hash and the tree size (nodes counted at every occurrence of a
 shared subtree) are computed once, at construction, from the children's cached
 values, so they cost O(1) per node and never recurse. Each class gets a
 constructor generated from its ``FIELDS`` (straight-line code: no loop over
-the fields on the hot path of every pass). Equality is an explicit-stack walk. ``==`` is structural equality and ``hash()`` is the
+the fields on the hot path of every pass). Equality is generated per class too. ``==`` is structural equality and ``hash()`` is the
 structural hash, so IR objects are safe dict and set keys; IR is built with
 explicit builders (``a.eq(b)``, ``a.lt(b)``) instead of overloaded comparisons.
 """
@@ -115,17 +115,52 @@ def _make_with_children(cls: type):
     return fn
 
 
-def _make_same_attrs(cls: type):
-    """``a._same_attrs(b)``: whether two nodes of ``cls`` have the same attributes (floats by
-    their bit pattern, see ``_attr_key``); their children are compared by the caller."""
-    attrs = [name for name, kind in cls.FIELDS if kind == "attr"]
-    tests = [f"    x, y = a.{name}, b.{name}\n"
-             f"    if not ((x == y and x.__class__ is not float) or _attr_key(x) == _attr_key(y)):\n"
-             f"        return False\n" for name in attrs]
-    source = "def _same_attrs(a, b):\n" + "".join(tests) + "    return True\n"
+# Subtrees of up to this many nodes are walked by recursion (each level a Python call, no
+# explicit stack, which is several times cheaper per node); larger ones through an explicit
+# stack, so any depth works. Recursion is at most this deep.
+SMALL_TREE = 64
+
+
+def _make_equal(cls: type):
+    """``_eq_small(a, b)`` and ``_eq_step(a, b, push)`` for two nodes of ``cls`` whose hashes are equal.
+
+    Both compare the attributes (floats by their bit pattern, see ``_attr_key``) and check each
+    pair of children that are not the same object for class and hash. ``_eq_small`` then compares
+    those children by recursion (only called on subtrees of at most ``SMALL_TREE`` nodes);
+    ``_eq_step`` does so for small children and hands larger ones to ``push`` for the caller's
+    explicit-stack walk.
+    """
+    def child(x: str, y: str, pad: str, small: bool, opt: bool = False) -> list[str]:
+        lines = [f"{pad}if {x} is not {y}:"]
+        if opt:
+            lines += [f"{pad}    if {x} is None or {y} is None: return False"]
+        lines += [f"{pad}    if {x}.__class__ is not {y}.__class__ or {x}._hash != {y}._hash: return False"]
+        if small:
+            return lines + [f"{pad}    if not {x}._eq_small({x}, {y}): return False"]
+        return lines + [f"{pad}    if {x}._size > {SMALL_TREE}: push(({x}, {y}))",
+                        f"{pad}    elif not {x}._eq_small({x}, {y}): return False"]
+
+    def body(small: bool) -> list[str]:
+        lines = []
+        for name, kind in cls.FIELDS:
+            if kind == "attr":
+                lines += [f"    x, y = a.{name}, b.{name}",
+                          "    if x is not y and not ((x == y and x.__class__ is not float)"
+                          " or _attr_key(x) == _attr_key(y)): return False"]
+        for name, kind in cls.FIELDS:
+            if kind in ("node", "opt"):
+                lines += [f"    x, y = a.{name}, b.{name}", *child("x", "y", "    ", small, kind == "opt")]
+            elif kind == "nodes":
+                lines += [f"    xs, ys = a.{name}, b.{name}",
+                          "    if len(xs) != len(ys): return False",
+                          "    for x, y in zip(xs, ys):", *child("x", "y", "        ", small)]
+        return lines + ["    return True"]
+
+    source = ("def _eq_small(a, b):\n" + "\n".join(body(True)) + "\n\n"
+              "def _eq_step(a, b, push):\n" + "\n".join(body(False)) + "\n")
     namespace = {"_attr_key": _attr_key}
     exec(source, namespace)  # noqa: S102 - source built above from the class's own FIELDS
-    return namespace["_same_attrs"]
+    return namespace["_eq_small"], namespace["_eq_step"]
 
 
 def _not_node(node, name: str, value: Any) -> TypeError:
@@ -156,27 +191,33 @@ class Node:
         raise TypeError("IR nodes have no truth value; use is_equal() or a comparison builder")
 
     def is_equal(self, other: "Node") -> bool:
-        """Structural equality, by an explicit-stack walk (deep trees are fine)."""
+        """Structural equality: recursion over small subtrees, an explicit stack above them (deep
+        trees are fine). A pair of subtrees met again (a DAG) is compared once."""
+        if self is other:
+            return True
+        if self.__class__ is not other.__class__ or self._hash != other._hash:
+            return False
+        if self._size <= SMALL_TREE:
+            return self._eq_small(self, other)
         stack = [(self, other)]
-        pop, extend = stack.pop, stack.extend
+        pop, push = stack.pop, stack.append
+        seen: set[tuple[int, int]] = set()  # ids stay valid: both trees are alive throughout
         while stack:
             a, b = pop()
-            if a is b:
+            key = (id(a), id(b))
+            if key in seen:
                 continue
-            if a is None or b is None or a.__class__ is not b.__class__ or a._hash != b._hash \
-                    or not a._same_attrs(b):
+            seen.add(key)
+            if not a._eq_step(a, b, push):
                 return False
-            ka, kb = a._children_of(a), b._children_of(b)
-            if len(ka) != len(kb):
-                return False
-            extend(zip(ka, kb))
         return True
 
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)
         cls._children_of = staticmethod(_children_getter(cls.FIELDS))
         cls.__init__ = _make_init(cls)
-        cls._same_attrs = _make_same_attrs(cls)
+        small, step = _make_equal(cls)
+        cls._eq_small, cls._eq_step = staticmethod(small), staticmethod(step)
         if "with_children" not in cls.__dict__:
             fast = _make_with_children(cls)
             if fast is not None:

@@ -16,8 +16,9 @@ from dataclasses import dataclass
 
 from .expr import (Binary, BoolImm, Broadcast, Cast, Expr, FloatImm, IntImm, Load, Ramp,
                    Shuffle, Ternary, Unary, Var)
-from .node import Node
+from .node import SMALL_TREE, Node
 from .stmt import Alloc, For, FuncCall, Group, If, Let, Seq, Stmt, Store
+from .types import s32
 
 INDENT = "  "
 
@@ -38,48 +39,53 @@ class PrintedIR:
         return [i for i, n in enumerate(self.nodes) if n is node]
 
 
-# Sub-expressions up to this many nodes are printed by a (shallow) recursion, each distinct
-# object once per print; bigger ones through an explicit stack, so any depth prints.
-_SMALL = 64
-
-
 def expr_to_text(e: Expr) -> str:
     """One expression, fully parenthesised."""
     return _expr_text(e, {})
 
 
 def _expr_text(e: Expr, memo: dict) -> str:
-    """``expr_to_text`` sharing ``memo`` (id -> text) with other calls of one print."""
-    if e._size <= _SMALL:
-        return _small_text(e, memo)
+    """``expr_to_text`` sharing ``memo`` (id -> text) with other calls of one print.
+
+    Subtrees of at most ``SMALL_TREE`` nodes are printed by recursion (``_small_text``), once
+    per object and print: the memo keeps their texts, and bigger expressions are taken apart
+    through an explicit stack down to such subtrees, so any depth prints.
+    """
+    if e._size <= SMALL_TREE:
+        key = id(e)
+        text = memo.get(key)
+        if text is None:
+            text = memo[key] = _small_text(e)
+        return text
     out: list[str] = []
     stack: list[object] = [e]
     while stack:
         item = stack.pop()
-        if isinstance(item, str):
+        if item.__class__ is str:
             out.append(item)
-        elif item._size <= _SMALL:
-            out.append(_small_text(item, memo))
+        elif item._size <= SMALL_TREE:
+            out.append(_expr_text(item, memo))
         else:
             stack.extend(reversed(_expr_tokens(item)))
     return "".join(out)
 
 
-def _small_text(e: Expr, memo: dict) -> str:
-    text = memo.get(id(e))
-    if text is None:
-        cls = e.__class__
-        if cls is Var:
-            text = e.name
-        elif cls is Binary and not e.op.is_call_form:  # the common case, written out
-            a, b = e.a, e.b
-            ta, tb = memo.get(id(a)), memo.get(id(b))
-            text = (f"({_small_text(a, memo) if ta is None else ta} {e.op.symbol} "
-                    f"{_small_text(b, memo) if tb is None else tb})")
-        else:
-            text = "".join(x if isinstance(x, str) else _small_text(x, memo) for x in _expr_tokens(e))
-        memo[id(e)] = text
-    return text
+def _small_text(e: Expr) -> str:
+    """The text of a small expression, by recursion. A shared sub-expression inside it is
+    printed at each occurrence: the text holds it at each, so the work stays in proportion."""
+    cls = e.__class__
+    if cls is Binary:  # the common case, written out, with leaf operands inline
+        op, a, b = e.op, e.a, e.b
+        k = a.__class__
+        ta = a.name if k is Var else str(a.value) if k is IntImm and a.type is s32 and a.value >= 0 \
+            else _small_text(a)
+        k = b.__class__
+        tb = b.name if k is Var else str(b.value) if k is IntImm and b.type is s32 and b.value >= 0 \
+            else _small_text(b)
+        return f"{op.symbol}({ta}, {tb})" if op.is_call_form else f"({ta} {op.symbol} {tb})"
+    if cls is Var:
+        return e.name
+    return "".join(x if x.__class__ is str else _small_text(x) for x in _expr_tokens(e))
 
 
 def _float(v: float) -> str:
@@ -140,50 +146,59 @@ def print_ir(root: Node) -> PrintedIR:
     def expr_to_text(e: Expr) -> str:
         return _expr_text(e, texts)
 
-    # Work items: (indent, stmt) to print a statement, or (indent, text, node) for a fixed line.
+    # Work items: (indent, stmt) to print a statement, or (indent, text, node) for a fixed line
+    # (a closing brace). A statement's own first line is printed when it is taken off the stack.
     stack: list[tuple] = [(0, root)]
+    pop, push = stack.pop, stack.append
     while stack:
-        item = stack.pop()
-        pad = INDENT * item[0]
+        item = pop()
+        depth = item[0]
+        pad = INDENT * depth
         if len(item) == 3:
             lines.append(pad + item[1])
             nodes.append(item[2])
             continue
-        depth, s = item
-        emit: list[tuple] = []  # pushed in reverse at the end so they print in order
-        if isinstance(s, Seq):
-            emit = [(depth, x) for x in s.stmts]
-        elif isinstance(s, Let):
-            emit = [(depth, f"{s.var.name}.{s.var.type} = {expr_to_text(s.value)}", s), (depth, s.body)]
-        elif isinstance(s, Alloc):
-            emit = [(depth, f"alloc.{s.kind.value} {s.buf.name}[{s.size}]{_attrs(s.attrs)}", s),
-                    (depth, s.body)]
-        elif isinstance(s, For):
-            v = s.var.name
-            step = f"{v}++" if s.step == 1 else f"{v} += {s.step}"
-            unroll = f" [unroll {s.unroll}]" if s.unroll > 1 else ""
-            head = (f"for ({v}.{s.var.type} = {expr_to_text(s.init)}; {v} < {expr_to_text(s.bound)}; "
-                    f"{step}){unroll} {{")
-            emit = [(depth, head, s), (depth + 1, s.body), (depth, "}", s)]
-        elif isinstance(s, If):
-            emit = [(depth, f"if ({expr_to_text(s.cond)}) {{", s), (depth + 1, s.then)]
-            if s.else_ is not None:
-                emit += [(depth, "} else {", s), (depth + 1, s.else_)]
-            emit.append((depth, "}", s))
-        elif isinstance(s, Group):
-            emit = [(depth, f"{s.label} {{", s), (depth + 1, s.body), (depth, "}", s)]
-        elif isinstance(s, Store):
+        s = item[1]
+        cls = s.__class__
+        after: list[tuple] = []  # what follows the statement's first line, in print order
+        if cls is Seq:
+            stack.extend([(depth, x) for x in reversed(s.stmts)])
+            continue
+        if cls is Let:
+            text = f"{s.var.name}.{s.var.type} = {expr_to_text(s.value)}"
+            push((depth, s.body))
+        elif cls is Store:
             stride = "" if s.stride == s.value.type.scalar.size else f", stride={s.stride}"
             mask = "" if s.mask is None else f" if {expr_to_text(s.mask)}"
             text = (f"{s.buf.name}.{s.value.type}[{expr_to_text(s.offset)}{stride}] = "
                     f"{expr_to_text(s.value)}{mask}")
-            emit = [(depth, text, s)]
-        elif isinstance(s, FuncCall):
+        elif cls is Alloc:
+            text = f"alloc.{s.kind.value} {s.buf.name}[{s.size}]{_attrs(s.attrs)}"
+            push((depth, s.body))
+        elif cls is For:
+            v = s.var.name
+            step = f"{v}++" if s.step == 1 else f"{v} += {s.step}"
+            unroll = f" [unroll {s.unroll}]" if s.unroll > 1 else ""
+            text = (f"for ({v}.{s.var.type} = {expr_to_text(s.init)}; {v} < {expr_to_text(s.bound)}; "
+                    f"{step}){unroll} {{")
+            after = [(depth + 1, s.body), (depth, "}", s)]
+        elif cls is If:
+            text = f"if ({expr_to_text(s.cond)}) {{"
+            after = [(depth + 1, s.then)]
+            if s.else_ is not None:
+                after += [(depth, "} else {", s), (depth + 1, s.else_)]
+            after.append((depth, "}", s))
+        elif cls is Group:
+            text = f"{s.label} {{"
+            after = [(depth + 1, s.body), (depth, "}", s)]
+        elif cls is FuncCall:
             args = ", ".join(expr_to_text(a) for a in s.args)
-            emit = [(depth, f"{s.func}({args}){_attrs(s.attrs)}", s)]
-        elif isinstance(s, Stmt):
-            raise TypeError(f"cannot print {type(s).__name__}")
-        stack.extend(reversed(emit))
+            text = f"{s.func}({args}){_attrs(s.attrs)}"
+        else:
+            raise TypeError(f"cannot print {cls.__name__}")
+        lines.append(pad + text)
+        nodes.append(s)
+        stack.extend(reversed(after))
     return PrintedIR(tuple(lines), tuple(nodes))
 
 

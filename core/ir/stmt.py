@@ -112,7 +112,8 @@ class Store(Stmt):
 class FuncCall(Stmt):
     """A call of an IR function (``funcs.py``: send, dpas, barrier, ...) with arguments.
 
-    ``attrs`` is a tuple of ``(name, value)`` pairs with per-call details.
+    ``args`` are positional in the function's ``OPERANDS`` order; read them by
+    name through ``ops`` and replace them with ``with_ops``. ``attrs`` is a tuple of ``(name, value)`` pairs with per-call details.
     """
 
     __slots__ = ("func", "args", "attrs")
@@ -125,6 +126,22 @@ class FuncCall(Stmt):
         if check is not None:
             check(args)
         return cls(func, args, tuple(attrs), origin=origin)
+
+    @property
+    def ops(self):
+        """The arguments by name (the function's ``Operands``: ``call.ops.mem_offset``)."""
+        return self.func.operands(self.args)
+
+    def with_ops(self, func: Any = None, attrs: tuple | None = None, **changes: ExprLike) -> "FuncCall":
+        """This call with the named operands (and optionally the function or attrs) replaced;
+        the same object when nothing changes."""
+        func = self.func if func is None else func
+        attrs = self.attrs if attrs is None else tuple(attrs)
+        ops = self.ops
+        args = ops._replace(**changes) if changes else ops
+        if func == self.func and attrs == self.attrs and all(a is b for a, b in zip(args, ops)):
+            return self
+        return FuncCall.make(func, args, attrs, origin=self.origin)
 
 
 class Seq(Stmt):

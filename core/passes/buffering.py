@@ -112,12 +112,9 @@ class _Shift(IRMutator):
     def mutate_FuncCall(self, old: FuncCall, new: FuncCall):
         if not isinstance(new.func, Send):
             return new
-        args = list(new.args)
-        args[1] = self._moved(self.mem, args[0], args[1])
-        args[3] = self._moved(self.reg, args[2], args[3])
-        if all(a is b for a, b in zip(args, new.args)):
-            return new
-        return FuncCall.make(new.func, args, new.attrs, origin=new.origin)
+        ops = new.ops
+        return new.with_ops(mem_offset=self._moved(self.mem, ops.mem, ops.mem_offset),
+                            reg_offset=self._moved(self.reg, ops.reg, ops.reg_offset))
 
     def mutate_Load(self, old: Load, new: Load):
         off = self._moved(self.mem, new.buf, new.offset)
@@ -140,10 +137,10 @@ class _Resize(IRMutator):
         return Alloc.make(new.buf, new.size * f, new.kind, new.body, new.attrs, origin=new.origin)
 
 
-def _send_buffers(s: Stmt, pick: Callable[[Send], bool], arg: int) -> set[str]:
-    return {n.args[arg].name for n in distinct_nodes(s)
+def _send_buffers(s: Stmt, pick: Callable[[Send], bool], operand: str) -> set[str]:
+    return {getattr(n.ops, operand).name for n in distinct_nodes(s)
             if isinstance(n, FuncCall) and isinstance(n.func, Send) and pick(n.func)
-            and isinstance(n.args[arg], Var)}
+            and isinstance(getattr(n.ops, operand), Var)}
 
 
 def multi_buffer(ir: Node, options: Mapping[str, Any] | None = None) -> Node:
@@ -155,8 +152,8 @@ def multi_buffer(ir: Node, options: Mapping[str, Any] | None = None) -> Node:
     if stages is None:
         return ir
     sizes = {a.buf.name: a.size for a in distinct_nodes(ir) if isinstance(a, Alloc)}
-    slm = {b for b in _send_buffers(stages.stores, lambda f: f.space == "slm", 0) if b in sizes}
-    staging = {b for b in _send_buffers(stages.loads, lambda f: True, 2) if b in sizes}
+    slm = {b for b in _send_buffers(stages.stores, lambda f: f.space == "slm", "mem") if b in sizes}
+    staging = {b for b in _send_buffers(stages.loads, lambda f: True, "reg") if b in sizes}
     g = 2 if int(options.get("gmem_bufs") or 0) >= 2 else 1
     names = NameSource(ir)
     pipe = _Pipeline(nest, stages, names, n, g, {b: sizes[b] for b in slm}, {b: sizes[b] for b in staging})

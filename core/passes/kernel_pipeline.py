@@ -58,7 +58,7 @@ KERNEL_PASSES: tuple[Pass, ...] = (
     Pass("unroll", unroll_loops, doc="loops unrolled as marked (config unroll knobs, register loops)"),
     Pass("simplify-unrolled", simplify_kernel, reads=("var_ranges",),
          doc="fold the constants unrolled copies expose"),
-    Pass("peephole", fuse_arith, reads=("target",), doc="add + add -> add3, mul + add -> mad"),
+    Pass("peephole", fuse_arith, reads=("target",), version=2, doc="add + add -> add3, mul + add -> mad"),
     Pass("barrier-opt", remove_redundant_barriers, doc="remove barriers that order no SLM access"),
 )
 

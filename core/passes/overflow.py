@@ -94,11 +94,9 @@ class _Rewrite(IRMutator):
         return Store.make(new.buf, self._widen(new.offset), new.value, new.stride, new.mask, origin=new.origin)
 
     def mutate_FuncCall(self, old: FuncCall, new: FuncCall):
-        if not isinstance(new.func, Send) or not self._wraps(old.args[1]):
+        if not isinstance(new.func, Send) or not self._wraps(old.ops.mem_offset):
             return new
-        args = list(new.args)
-        args[1] = self._widen(args[1])
-        return FuncCall.make(new.func, args, new.attrs, origin=new.origin)
+        return new.with_ops(mem_offset=self._widen(new.ops.mem_offset))
 
     def mutate_Let(self, old: Let, new: Let):
         twin = self.twins.get(old.var.name)

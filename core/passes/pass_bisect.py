@@ -50,6 +50,14 @@ def render_bisect(data: dict) -> str:
         lines.append(f"{v['name']:<{width}}  {status}{'  ' + v['detail'] if v['detail'] else ''}")
     first = data["first_bad"]
     lines.append(f"first wrong after: {first}" if first else "every stage computes the right result")
+    asm = data.get("assembly")
+    if asm is not None:
+        lines.append(asm["verdict"])
+        store = asm.get("first_wrong_store")
+        if store is not None:
+            lines.append(f"first wrong store: {store['instruction']} (disassembly line {store['line']})")
+            if store.get("ir"):
+                lines.append(f"  from IR: {store['ir']}")
     return "\n".join(lines) + "\n"
 
 

@@ -41,11 +41,9 @@ class _PrefetchOnly(IRMutator):
 
     def mutate_FuncCall(self, old: FuncCall, new: FuncCall):
         f = new.func
-        mem = new.args[0] if new.args else None
-        if isinstance(f, Send) and f.op is SendOp.LOAD and f.space == "global" and isinstance(mem, Var) \
-                and mem.name in self.buffers:
-            return FuncCall.make(Send(SendOp.PREFETCH, f.kind, f.space, f.type, f.elems), new.args,
-                                 new.attrs, origin=new.origin)
+        if isinstance(f, Send) and f.op is SendOp.LOAD and f.space == "global" \
+                and isinstance(new.ops.mem, Var) and new.ops.mem.name in self.buffers:
+            return new.with_ops(Send(SendOp.PREFETCH, f.kind, f.space, f.type, f.elems))
         return empty()
 
     def mutate_Store(self, old: Store, new: Store):

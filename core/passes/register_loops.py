@@ -22,16 +22,19 @@ from ..ir.stmt import Alloc, For, FuncCall, Let, MemKind, Stmt, Store
 from ..ir.visitor import IRMutator
 from .tree import distinct_nodes, expr_vars, trip_count
 
-# Argument positions holding register offsets, per function kind.
-_REG_OFFSETS = {Send: (3,), Mad: (1, 3, 5, 7), Dp4a: (1, 3, 5, 7), Dpas: (1, 3, 5, 7), Mma: (1, 3, 5, 7),
-                Reorder: (1, 3), Reduce: (1, 3), Eltwise: (1,)}
+# Operands holding register offsets, per function kind.
+_FMA_OFFSETS = ("dst_offset", "src0_offset", "src1_offset", "src2_offset")
+_REG_OFFSETS = {Send: ("reg_offset",), Mad: _FMA_OFFSETS, Dp4a: _FMA_OFFSETS, Dpas: _FMA_OFFSETS,
+                Mma: ("d_offset", "a_offset", "b_offset", "c_offset"),
+                Reorder: ("src_offset", "dst_offset"), Reduce: ("src_offset", "dst_offset"), Eltwise: ("offset",)}
 
 
 def _register_offsets(ir: Node, grf: set[str]) -> list[Expr]:
     out: list[Expr] = []
     for n in distinct_nodes(ir):
         if isinstance(n, FuncCall):
-            out.extend(n.args[i] for i in _REG_OFFSETS.get(type(n.func), ()) if i < len(n.args))
+            ops = n.ops
+            out.extend(getattr(ops, name) for name in _REG_OFFSETS.get(type(n.func), ()))
         elif isinstance(n, (Load, Store)) and n.buf.name in grf:
             out.append(n.offset)
     return out

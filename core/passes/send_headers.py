@@ -54,12 +54,10 @@ class _Headers(IRMutator):
     def mutate_FuncCall(self, old: FuncCall, new: FuncCall):
         if not isinstance(new.func, Send) or _lowered(new):
             return new
-        off = new.args[1]
-        hdr = self.names.fresh(f"{new.args[0].name}_hdr", u64)
+        off = new.ops.mem_offset
+        hdr = self.names.fresh(f"{new.ops.mem.name}_hdr", u64)
         size = self.reg_bytes * ceil(off.type.size / self.reg_bytes)
-        args = list(new.args)
-        args[1] = Load.make(off.type, hdr, 0)
-        call = FuncCall.make(new.func, args, new.attrs + ((ADDR_ATTR, "header"),), origin=new.origin)
+        call = new.with_ops(attrs=new.attrs + ((ADDR_ATTR, "header"),), mem_offset=Load.make(off.type, hdr, 0))
         body = seq(Store.make(hdr, 0, off, origin=new.origin), call)
         if not self.local:
             self.lifted.append((hdr, size))
@@ -75,7 +73,7 @@ class _Registers(IRMutator):
     def mutate_FuncCall(self, old: FuncCall, new: FuncCall):
         if not isinstance(new.func, Send) or _lowered(new):
             return new
-        off = new.args[1]
+        off = new.ops.mem_offset
         if isinstance(off, IntImm):
             return new
         if off.type.lanes == 1 and new.func.kind is SendKind.BLOCK:
@@ -83,10 +81,9 @@ class _Registers(IRMutator):
             variable, imm = self.forms.build(lf.type, dict(lf.terms), 0), lf.const
         else:
             variable, imm = off, 0
-        addr = self.names.fresh(f"{new.args[0].name}_addr", off.type)
-        args = list(new.args)
-        args[1] = addr + IntImm.make(off.type.base, imm) if imm else addr
-        call = FuncCall.make(new.func, args, new.attrs + ((ADDR_ATTR, "reg"),), origin=new.origin)
+        addr = self.names.fresh(f"{new.ops.mem.name}_addr", off.type)
+        call = new.with_ops(attrs=new.attrs + ((ADDR_ATTR, "reg"),),
+                            mem_offset=addr + IntImm.make(off.type.base, imm) if imm else addr)
         return Let.make(addr, variable, call, origin=new.origin)
 
 

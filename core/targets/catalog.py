@@ -10,8 +10,8 @@ from difflib import get_close_matches
 
 from kdd.core.ir.types import Type, bf16, f16, f32, f64, s8, s32, u8
 
-from .target import (Addressing, Device, Figure, FmaShape, FusedIntOps, Peak, RegisterFile, SharedMemory,
-                     Target, XeIsa)
+from .target import (Addressing, Device, Figure, FmaShape, FusedIntOps, Int64, Lanes, MessageLimits, Peak,
+                     RegisterFile, SharedMemory, Target, XeIsa)
 
 KIB = 1024
 _INT8 = ((s8, s8), (s8, u8), (u8, s8), (u8, u8))
@@ -19,7 +19,10 @@ _ONEDNN_RESERVED = (
     "oneDNN conv generator reserved_regs_default = 16: kernel arguments, local work IDs/sizes, "
     "signal header, temporary expressions"
 )
-_XE_FUSED_INT_OPS = FusedIntOps(("add3", "mad"), "Xe ISA: add3 (three-source add) and integer mad on Xe-HP and later")
+_XE_FUSED_INT_OPS = FusedIntOps(
+    ("add3", "mad"), max_bits=32, imm_bits=16, imm_operands=(0, 2),
+    source="Xe ISA: add3 (three-source add) and integer mad on Xe-HP and later, on dwords; a ternary "
+           "immediate is 16 bits in src0 or src2 (iga64 rejects 0x62000:d: GED_SetSrc2TernaryImm)")
 
 
 # -- Xe -------------------------------------------------------------------------------------
@@ -86,7 +89,13 @@ XEHPG = Target(
                      source="oneDNN device_info: 128 KiB SLM per Xe-core, at most 64 KiB per work-group on Xe-HPG"),
     max_group_items=1024,
     large_grf_halves_group=True,
-    max_message_bytes=8 * 32,
+    messages=MessageLimits(block=8 * 32, scattered_lanes=16, global_address_bits=64, shared_address_bits=32,
+                           source="LSC on Xe-HPG: transposed block messages up to d32x64t (256 B); scattered "
+                                  "messages of up to SIMD16 addresses; A64 global, A32 SLM addresses"),
+    lanes=Lanes(fixed=None, alu=16, source="Xe-HPG: the simd knob picks 8 or 16 lanes; SIMD16 dword ALU"),
+    int64=Int64(native=False, emulated=("ADD",),
+                source="Xe-HPG has no 64-bit integer ALU: kdd's Xe generator emulates a 64-bit add of a "
+                       "32-bit offset (addc) and conversions, nothing else"),
     addressing=Addressing("header", "Xe-HPG send messages read their address payload from GRF (no immediate "
                                     "offset on LSC/HDC messages)"),
     fused_int_ops=_XE_FUSED_INT_OPS,
@@ -129,7 +138,11 @@ XEHPC = Target(
                      source="oneDNN device_info: 128 KiB SLM per Xe-core, all of it available to one work-group"),
     max_group_items=1024,
     large_grf_halves_group=True,
-    max_message_bytes=8 * 64,
+    messages=MessageLimits(block=8 * 64, scattered_lanes=32, global_address_bits=64, shared_address_bits=32,
+                           source="LSC on Xe-HPC: block messages up to 512 B; scattered messages of up to "
+                                  "SIMD32 addresses; A64 global, A32 SLM addresses"),
+    lanes=Lanes(fixed=None, alu=32, source="Xe-HPC: the simd knob picks 16 or 32 lanes; SIMD32 dword ALU"),
+    int64=Int64(native=True, emulated=(), source="Xe-HPC has a 64-bit integer ALU"),
     addressing=Addressing("header", "Xe-HPC send messages read their address payload from GRF"),
     fused_int_ops=_XE_FUSED_INT_OPS,
     assembler=("iga64", "-a", "-p=12p72", "-Xauto-deps", "-Wall"),
@@ -211,9 +224,15 @@ SM90 = Target(
                             "227 KiB per block (opt-in)"),
     max_group_items=1024,
     large_grf_halves_group=False,
-    max_message_bytes=32 * 16,
+    messages=MessageLimits(block=32 * 16, scattered_lanes=32, global_address_bits=64, shared_address_bits=32,
+                           source="PTX: ld/st.v4.b32 per lane, 16 B x 32 lanes per warp; 64-bit generic/global "
+                                  "and 32-bit shared-window addresses"),
+    lanes=Lanes(fixed=32, alu=32, source="a warp is 32 lanes; one instruction covers the warp"),
+    int64=Int64(native=True, emulated=(), source="PTX has 64-bit integer arithmetic (.s64/.u64)"),
     addressing=Addressing("reg", "PTX ld/st/cp.async address operands are [reg], [reg+imm] or [imm]"),
-    fused_int_ops=FusedIntOps(("mad",), "PTX has mad.lo but no three-input add (ptxas forms IADD3 itself)"),
+    fused_int_ops=FusedIntOps(("mad",), max_bits=64, imm_bits=64, imm_operands=(0, 1, 2),
+                              source="PTX has mad.lo (any operand an immediate of the type) but no three-input "
+                                     "add (ptxas forms IADD3 itself)"),
     assembler=("ptxas", "-arch=sm_90"),
     devices=(
         Device(

@@ -195,9 +195,80 @@ class Addressing:
 
 @dataclass(frozen=True)
 class FusedIntOps:
-    """Three-operand integer instructions the target has (``add3``, ``mad``), which peephole fusion may form."""
+    """Three-operand integer instructions the target has (``add3``, ``mad``), which peephole fusion may form.
+
+    ``max_bits``: the widest integer type they take. ``imm_bits``: the widest
+    immediate operand they encode, a signed value (Xe: 16 bits, ``:w``);
+    ``imm_operands``: the operand positions of ``op(a, b, c)`` that may be an
+    immediate (Xe ternary instructions: src0 and src2, never src1).
+    """
 
     ops: tuple[str, ...]
+    max_bits: int
+    imm_bits: int
+    imm_operands: tuple[int, ...]
+    source: str
+
+    def problem(self, op: str, bits: int, imms: dict[int, int]) -> str | None:
+        """Why ``op`` (``add3``, ``mad``) on ``bits``-bit integers with immediates ``{position: value}``
+        (positions 0, 1, 2 of ``op(a, b, c)``) is not an instruction of this target; None when it is."""
+        if op not in self.ops:
+            return f"this target has no {op} (has: {', '.join(self.ops) or 'none'})"
+        if bits > self.max_bits:
+            return f"{op} takes at most {self.max_bits}-bit integers, not {bits}-bit"
+        half = 1 << (self.imm_bits - 1)
+        for position, value in sorted(imms.items()):
+            if position not in self.imm_operands:
+                return f"operand {position} of {op} cannot be an immediate ({value})"
+            if not -half <= value < half:
+                return f"immediate {value} of {op} does not fit {self.imm_bits} bits"
+        return None
+
+
+@dataclass(frozen=True)
+class Int64:
+    """64-bit integer arithmetic: ``native`` when the ALU has it, else only the ``emulated`` operations
+    (IR operator names) that the code generator lowers as 32-bit sequences."""
+
+    native: bool
+    emulated: tuple[str, ...]
+    source: str
+
+    def allows(self, op: str) -> bool:
+        """Whether a 64-bit integer operation ``op`` (``Op`` name: ``ADD``, ``MUL``...) may appear in IR."""
+        return self.native or op in self.emulated
+
+
+@dataclass(frozen=True)
+class Lanes:
+    """The lanes of one SIMD thread.
+
+    ``fixed``: the lanes of a thread where the hardware fixes them (a warp's
+    32 on sm_90), None where the kernel picks them (Xe: the ``simd`` knob).
+    ``alu``: the lanes one 32-bit ALU instruction covers (Xe: the widest dword
+    execution size; sm_90: the warp), so ``n`` lanes of an operation take
+    ``ceil(n / alu)`` instructions.
+    """
+
+    fixed: int | None
+    alu: int
+    source: str
+
+
+@dataclass(frozen=True)
+class MessageLimits:
+    """Sizes of the memory messages one SIMD thread issues.
+
+    ``block``: the largest block message (one address, contiguous bytes);
+    ``scattered_lanes``: the most addresses of one scattered message;
+    ``address_bits``: the widths of a message's address, global and shared
+    (``A64``/``A32`` on Xe, 64- and 32-bit registers in PTX).
+    """
+
+    block: int
+    scattered_lanes: int
+    global_address_bits: int
+    shared_address_bits: int
     source: str
 
 
@@ -230,9 +301,7 @@ class Target:
 
     ``max_group_items`` is the work-item (CUDA thread) limit of a group; on
     targets with ``large_grf_halves_group`` a group compiled for more than
-    ``registers.modes[0]`` GRFs may hold half as many. ``max_message_bytes`` is
-    the largest single load/store message one thread issues, used to estimate
-    message headers before any IR exists. ``devices[0]`` is the default device
+    ``registers.modes[0]`` GRFs may hold half as many. ``devices[0]`` is the default device
     for rooflines. ``xe`` holds the Xe instruction-set facts (``None`` on
     other ISAs).
     """
@@ -248,12 +317,19 @@ class Target:
     slm: SharedMemory
     max_group_items: int
     large_grf_halves_group: bool
-    max_message_bytes: int
+    messages: MessageLimits
+    lanes: Lanes
+    int64: Int64
     addressing: Addressing
     fused_int_ops: FusedIntOps
     assembler: tuple[str, ...]
     devices: tuple[Device, ...]
     xe: XeIsa | None = None
+
+    @property
+    def max_message_bytes(self) -> int:
+        """The largest block message one thread issues (``messages.block``)."""
+        return self.messages.block
 
     @property
     def device(self) -> Device:

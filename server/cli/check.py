@@ -8,7 +8,8 @@ with the float64 reference (protocol and tolerances:
 stage instead (``build`` or a pass name); ``--shape DESC`` checks another
 shape; a problem over the interpreter's size bound is refused (exit 2)
 unless ``--unbounded``. ``--device`` (sm_90) runs the cubin on a CUDA GPU
-instead, against the same reference. ``--bisect`` checks the IR after the build and after every pass and
+instead, against the same reference; ``--asm`` (Xe) runs the binary the assembler built in
+kdd's instruction-level simulator, against the same reference. ``--bisect`` checks the IR after the build and after every pass and
 names the first stage whose IR computes a wrong result. Exit status 0 when
 the outputs match, 1 when they do not (or the kernel breaks the IR
 semantics while running), 2 when FILE cannot be read or the config is
@@ -24,7 +25,8 @@ PASS, MISMATCH = 0, 1
 
 
 def run(args) -> int:
-    params = {"path": args.file, "bisect": args.bisect, "unbounded": args.unbounded, "device": args.device}
+    params = {"path": args.file, "bisect": args.bisect, "unbounded": args.unbounded, "device": args.device,
+              "asm": args.asm}
     for name in ("shape", "stage", "target"):
         if getattr(args, name) is not None:
             params[name] = getattr(args, name)
@@ -54,6 +56,9 @@ def register(sub) -> None:
                    help="check the IR after the build and after every pass; name the first wrong stage")
     p.add_argument("--device", action="store_true",
                    help="sm_90: run the compiled kernel on the CUDA GPU (CuPy) instead of the interpreter")
+    p.add_argument("--asm", action="store_true",
+                   help="xehpg/xehpc: run the assembled kernel in the instruction-level simulator instead; "
+                        "with --bisect, say whether the IR or the assembly is wrong")
     p.add_argument("--unbounded", action="store_true",
                    help="interpret the problem even when it is over the interpreter's size bound (slow)")
     p.add_argument("--json", action="store_true",

@@ -7,7 +7,9 @@ final IR), ``ir:PASS`` (the IR after one pass; ``ir:build``), ``diff:PASS``
 ``asm`` (the target's assembly with live registers per line: Xe assembly
 checked by iga64, or PTX checked by ptxas on sm_90), ``ptx`` and ``sass``
 (sm_90: the PTX, and the SASS with nvdisasm's live registers per
-instruction), ``check`` (the correctness check). ``--json`` prints one JSON object (see
+instruction), ``check`` (the correctness check). ``--verify`` runs the IR verifier
+(``core/passes/verify``) on the builder's IR and after every pass and exits
+with 3 when it finds a problem. ``--json`` prints one JSON object (see
 ``protocol/compile.schema.json``). ``--shape DESC`` and ``--target NAME``
 compile the same config for another problem shape or target (the defaults
 are re-resolved around the written knobs). Warnings are printed on stderr
@@ -24,23 +26,25 @@ from . import engine_call, render
 
 
 def run(args) -> int:
-    params = {"path": args.file, "emit": args.emit}
+    emit = f"{args.emit},verify" if args.verify else args.emit
+    params = {"path": args.file, "emit": emit}
     for name in ("shape", "target"):
         if getattr(args, name) is not None:
             params[name] = getattr(args, name)
     result = engine_call.call(args, "kdd/compile", params)
+    unsound = 3 if not result.get("verify", {"ok": True})["ok"] else 0
     if args.json:
         print(json.dumps(result, indent=1))
-        return 0 if result["ok"] else (3 if result["failure"]["internal"] else 2)
+        return unsound if result["ok"] else (3 if result["failure"]["internal"] else 2)
     if not result["ok"]:
         return render.print_failure("compile", result)
     render.print_diagnostics(args.file, result["diagnostics"])
     assembler = (result.get("asm") or result.get("ptx") or {}).get("assembler", {})
     for message in assembler.get("messages", []):
         print(f"{assembler.get('tool')}: {message}", file=sys.stderr)
-    items = [e.strip() for e in args.emit.split(",") if e.strip()]
+    items = [e.strip() for e in emit.split(",") if e.strip()]
     print(render.compile_text(result, items), end="")
-    return 0
+    return unsound
 
 
 def register(sub) -> None:
@@ -48,8 +52,10 @@ def register(sub) -> None:
                        description=__doc__.split("\n\n")[1])
     p.add_argument("file", help="a *.kernel.toml file")
     p.add_argument("--emit", default="ir", help="what to print, comma-separated (ir, passes, ir:PASS, diff:PASS, "
-                                                "stats, asm, ptx, sass, check)")
+                                                "stats, asm, ptx, sass, check, verify)")
     p.add_argument("--json", action="store_true", help="print one JSON object")
+    p.add_argument("--verify", action="store_true",
+                   help="run the IR verifier on the builder's IR and after every pass (exit 3 if it finds a problem)")
     p.add_argument("--shape", help="compile for this problem shape instead (benchdnn descriptor)")
     p.add_argument("--target", help="compile for this target instead (xehpg, xehpc, sm_90)")
     engine_call.add_connect_option(p)

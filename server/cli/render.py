@@ -53,6 +53,8 @@ def compile_text(result: dict, items: list[str]) -> str:
             parts.append(sass_text(result["sass"]))
         elif item == "check":
             parts.append(check_text(result["check"]))
+        elif item == "verify":
+            parts.append(verify_text(result["verify"]))
     return "".join(parts)
 
 
@@ -62,11 +64,27 @@ def stats_text(stats: dict) -> str:
     allocated = "" if regs["allocated"] is None else f", allocator {regs['allocated']}"
     lines = [f"registers: estimate {regs['estimate']} ({labels}), IR model {regs['ir']}{allocated}, "
              f"budget {regs['budget']} {regs['unit']}"]
+    loop = stats.get("loop")
+    if loop is not None:
+        kinds = ", ".join(f"{k} {v['count']:g} ({v['bytes']:g} B)" for k, v in loop["by_kind"].items())
+        lines.append(f"main loop per reduction iteration ({loop['iterations_per_trip']:g} per trip): "
+                     f"{loop['dpas']:g} {loop['fma']}, {loop['sends']:g} sends of {loop['send_bytes']:g} B "
+                     f"(at least {loop['min_sends']}; {kinds}), {loop['int_ops']:g} int ops, "
+                     f"{loop['float_ops']:g} float ops, {loop['moves']:g} moves, "
+                     f"{loop['operand_reorders']:g} operand reorders")
     for stage in ("build", "final"):
         m = stats["metrics"][stage]
         lines.append(f"{stage:>5}: {m['stmts']} statements, {m['inner_ops']:g} integer ops per reduction "
                      f"iteration, {m['loop_ops']} in loops, {m['barriers']} barriers")
     return "\n".join(lines) + "\n"
+
+
+def verify_text(verify: dict) -> str:
+    """``verify: ok`` with the stages verified, or one line per problem."""
+    if verify["ok"]:
+        return f"verify: ok ({verify['stages']} stages: the builder's IR and every pass's)\n"
+    return "".join(f"verify: {p['stage']}: {p['rule']}: {p['message']} (in: {p['where']})\n"
+                   for p in verify["problems"])
 
 
 def sass_text(sass: dict) -> str:
@@ -89,7 +107,9 @@ def check_text(result: dict) -> str:
     if "stages" in result:
         return render_bisect(result)
     if "error" in result:
-        return f"FAIL {result['shape']}: the kernel broke the IR semantics while running:\n{result['error']}\n"
+        what = "the assembled kernel failed in the simulator" if "asm" in result else \
+            "the kernel broke the IR semantics while running"
+        return f"FAIL {result['shape']}: {what}:\n{result['error']}\n"
     rel = "nan" if result["rel_err"] is None else f"{result['rel_err']:.3g}"
     line = f"{'ok' if result['ok'] else 'FAIL'} {result['shape']}: rel_err {rel} (tol {result['tol']:g}), " \
            f"{result['ms']:.0f} ms"
@@ -97,4 +117,12 @@ def check_text(result: dict) -> str:
         line += f"; {result['unwritten']} element(s) of {result['tensor']} never written"
     if result.get("first_bad_index") is not None:
         line += f"; first bad {result.get('tensor')}{result['first_bad_index']}"
+    sim = result.get("asm")
+    if sim is not None:
+        line += f"; simulated {sim['thread_instructions']} thread-instructions"
+        store = sim.get("first_wrong_store")
+        if store is not None:
+            line += f"\nfirst wrong store: {store['instruction']}"
+            if store.get("ir"):
+                line += f"\n  from IR: {store['ir']}"
     return line + "\n"

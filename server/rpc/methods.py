@@ -18,7 +18,8 @@ messages).
 - ``kdd/irAfterPass``: ``pass``, ``diff`` -> ``{"ok", "pass", "text",
   "lines", "diff"?}``
 - ``kdd/check`` with ``device``: the compiled sm_90 kernel run on a CUDA GPU
-  against the float64 reference instead of the interpreter
+  against the float64 reference instead of the interpreter; with ``asm`` (Xe):
+  the assembled kernel run in the instruction-level simulator (``kdd.core.xesim``)
 - ``kdd/bench``: ``shape``, ``runs`` -> the sm_90 kernel of the problem timed on
   a CUDA GPU (median microseconds, TFLOP/s, fraction of the device's peak)
 - ``kdd/stats``: ``{}`` -> what the engine ran and its caches
@@ -46,7 +47,7 @@ class RpcError(Exception):
 
 
 _TYPES = {"path": str, "text": str, "shape": str, "target": str, "stage": str, "pass": str, "bisect": bool,
-          "diff": bool, "unbounded": bool, "device": bool, "runs": int, "emit": (str, list)}
+          "diff": bool, "unbounded": bool, "device": bool, "asm": bool, "runs": int, "emit": (str, list)}
 
 
 def _params(method: str, params: Any, allowed: tuple[str, ...], source: bool) -> dict:
@@ -89,7 +90,7 @@ def _check(engine, source, p):
     if p.get("device"):
         return engine.on_device(source, p.get("shape"))
     return engine.check(source, p.get("shape"), p.get("stage"), bool(p.get("bisect")), bool(p.get("unbounded")),
-                        p.get("target"))
+                        p.get("target"), bool(p.get("asm")))
 
 
 def _passes(engine, source, p):
@@ -129,7 +130,7 @@ class Method:
 
 METHODS: dict[str, Method] = {
     "kdd/compile": Method(("emit", "shape", "target"), _compile),
-    "kdd/check": Method(("shape", "stage", "bisect", "unbounded", "target", "device"), _check),
+    "kdd/check": Method(("shape", "stage", "bisect", "unbounded", "target", "device", "asm"), _check),
     "kdd/passes": Method(("shape", "target"), _passes),
     "kdd/irAfterPass": Method(("pass", "diff", "shape", "target"), _ir_after),
     "kdd/bench": Method(("shape", "runs"), _bench, cacheable=False),  # a measurement is taken anew

@@ -31,11 +31,20 @@ from .align import slot_multiples
 from .emitter import Emitter, ptx_type, reg_class
 from .expressions import ExprLowering
 from .lanes import LANES, ROW, Slot, slots
+from .matrix import lane_addresses, matrix_rows
 from .memory import Deferred, MemoryLowering, Redo, readers_of
 from .values import THREAD_IDS, Ctx, GrfBuf, Value, imm_text, pow2
 from .words import LaneWords
 
 __all__ = ["PtxLowering", "Redo"]
+
+FULL = (1 << LANES) - 1
+
+
+def _staged_store(item) -> bool:
+    """A shared-memory store, which may queue copies beside the ones queued before it."""
+    return isinstance(item, FuncCall) and isinstance(item.func, Send) and item.func.op.value == "store" \
+        and item.func.space == "slm"
 
 
 class PtxLowering(LaneWords, ExprLowering, MemoryLowering):
@@ -48,6 +57,7 @@ class PtxLowering(LaneWords, ExprLowering, MemoryLowering):
         self.stage = {n for n, k in readers.items() if k == {"send"}} - set(no_defer)
         self.inputs = {a.var.name for a in kernel.args if a.role == "input"}
         self.async_pending = False
+        self.copies: list[tuple] = []       # 16-byte global -> shared copies not emitted yet
         self.slot_m = slot_multiples(body, {a.var.name: 16 for a in kernel.args})
         self.deferred: dict[str, list[Deferred]] = {}
         self.constant: dict[int, tuple] = {}
@@ -86,6 +96,7 @@ class PtxLowering(LaneWords, ExprLowering, MemoryLowering):
             self.globals[a.var.name] = g
             self.align[a.var.name] = 16
         self.stmt(self.body)
+        self.flush_copies()
         em.op("ret")
 
     # -- bindings -----------------------------------------------------------------------------
@@ -106,6 +117,8 @@ class PtxLowering(LaneWords, ExprLowering, MemoryLowering):
         stack = [s]
         while stack:
             item = stack.pop()
+            if self.copies and not _staged_store(item):
+                self.flush_copies()
             if callable(item):
                 item()
                 continue
@@ -288,7 +301,7 @@ class PtxLowering(LaneWords, ExprLowering, MemoryLowering):
 
     def _mma(self, call: FuncCall) -> None:
         f: Mma = call.func
-        d, d_off, a, a_off, b, b_off, c, c_off = call.args
+        d, d_off, a, a_off, b, b_off, c, c_off = call.ops
         names = {"f16": "f16", "bf16": "bf16", "s8": "s8", "u8": "u8", "f32": "f32", "s32": "s32"}
         at, bt, ct = (names.get(x.scalar.short) for x in (f.a_type, f.b_type, f.c_type))
         if (f.m, f.n, f.k) not in ((16, 8, 16), (16, 8, 32)) or None in (at, bt, ct):
@@ -304,7 +317,7 @@ class PtxLowering(LaneWords, ExprLowering, MemoryLowering):
 
     def _reorder(self, call: FuncCall) -> None:
         f: Reorder = call.func
-        src, soff, dst, doff = call.args
+        src, soff, dst, doff = call.ops
         for b, o in ((src, soff), (dst, doff)):
             if b.name not in self.grf or not isinstance(o, IntImm):
                 raise CodegenUnsupported("reorder operands must be register buffers at constant offsets")
@@ -324,8 +337,11 @@ class PtxLowering(LaneWords, ExprLowering, MemoryLowering):
             inside_src = sfirst[sfirst >= 0]
             self.reads(src.name, int(inside_src.min()), int(inside_src.max()) + ss, reorder=True)
             self.writes(dst.name, int(dfirst.min()), int(dfirst.max()) + ds)
+            loaded = self._ldmatrix(dbuf, direct, ss)
             for row, byte, n, mask, d, deltas in direct:     # each lane loads its piece from memory
                 d.consumed = True
+                if row in loaded:
+                    continue
                 delta, k = self.lane_offset(deltas, mask)
                 space, where = self.address(d.mem, self._add_off(d.base, delta), k)
                 if n == 4:
@@ -361,6 +377,47 @@ class PtxLowering(LaneWords, ExprLowering, MemoryLowering):
         for w in writes:           # in place: every source word was read before the first write
             self.write_word(dbuf, *w)
 
+    def _ldmatrix(self, dbuf: GrfBuf, direct, size: int) -> set[int]:
+        """Destination rows of a direct reorder load that are whole 8x8 matrices of 16-bit pairs in shared
+        memory (:mod:`.matrix`): loaded by ``ldmatrix`` (up to four rows per instruction); their rows."""
+        by_row: dict[int, list] = {}
+        for piece in direct:
+            by_row.setdefault(piece[0], []).append(piece)
+        groups: dict[tuple, list] = {}
+        for row, pieces in sorted(by_row.items()):
+            d = pieces[0][4]
+            base = (d.mem, d.base.text)         # pieces of several loads from one base share an ldmatrix
+            if (d.mem not in self.slm or d.base_multiple < 16
+                    or any((p[4].mem, p[4].base.text) != base or p[3] != FULL for p in pieces)):
+                continue
+            halves = {}
+            for _, byte, n, _, _, deltas in pieces:
+                if n == 4:
+                    halves[0], halves[2] = list(deltas), [x + 2 for x in deltas]
+                elif n == 2 and size == 2:
+                    halves[byte] = list(deltas)
+            if set(halves) != {0, 2}:
+                continue
+            found = matrix_rows(halves[0], halves[2])
+            if found is not None:
+                groups.setdefault((base, found[0]), []).append((row, d, found[1]))
+        done: set[int] = set()
+        for (_, trans), rows in groups.items():
+            i = 0
+            while i < len(rows):
+                n = next(c for c in (4, 2, 1) if i + c <= len(rows))     # ldmatrix has .x1, .x2, .x4
+                chunk, i = rows[i:i + n], i + n
+                d = chunk[0][1]
+                lanes = lane_addresses([r for _, _, r in chunk])
+                used = (1 << (8 * len(chunk))) - 1
+                delta, k = self.lane_offset([lanes[ln] if used >> ln & 1 else 0 for ln in range(LANES)], used)
+                space, where = self.address(d.mem, self._add_off(d.base, delta), k)
+                regs = ", ".join(dbuf.row(r) for r, _, _ in chunk)
+                self.em.op(f"ldmatrix.sync.aligned.m8n8.x{len(chunk)}{'.trans' if trans else ''}.shared.b16 "
+                           f"{{{regs}}}, [{where}]")
+                done.update(r for r, _, _ in chunk)
+        return done
+
     def _word_slots(self, dfirst, ds: int, sfirst, ss: int, same_type: bool):
         """The reorder's destination slots, with whole-word copies (``(row, source bytes, lanes)``)
         where every lane's destination word is one source word with the same byte order."""
@@ -385,7 +442,7 @@ class PtxLowering(LaneWords, ExprLowering, MemoryLowering):
 
     def _eltwise(self, call: FuncCall) -> None:
         f: Eltwise = call.func
-        buf_arg, off = call.args
+        buf_arg, off = call.ops
         if buf_arg.name not in self.grf or not isinstance(off, IntImm) or f.dtype.size != 4:
             raise CodegenUnsupported(f"eltwise.{f.alg}: an f32 register buffer at a constant offset")
         buf = self.grf[buf_arg.name]

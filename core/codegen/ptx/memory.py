@@ -43,6 +43,13 @@ class Deferred:
     mask: str | None = None     # a global load's predicate (masked-off words read as zero)
 
 
+def _split_const(off) -> tuple[object, int]:
+    """``(base, constant)`` of an offset ``base + constant`` (constant 0 when it has no constant term)."""
+    if isinstance(off, Binary) and off.op is Op.ADD and isinstance(off.b, IntImm):
+        return off.a, off.b.value
+    return off, 0
+
+
 def readers_of(body) -> dict[str, set]:
     """Per register buffer, the kinds of statements reading it (reorder, send, mma, eltwise, load)."""
     readers: dict[str, set] = {}
@@ -50,16 +57,16 @@ def readers_of(body) -> dict[str, set]:
         if isinstance(node, Load):
             readers.setdefault(node.buf.name, set()).add("load")
         elif isinstance(node, FuncCall):
-            f, args = node.func, node.args
+            f, ops = node.func, node.ops
             if isinstance(f, Reorder):
-                readers.setdefault(args[0].name, set()).add("reorder")
+                readers.setdefault(ops.src.name, set()).add("reorder")
             elif isinstance(f, Send) and f.op.value != "load":
-                readers.setdefault(args[2].name, set()).add("send")
+                readers.setdefault(ops.reg.name, set()).add("send")
             elif isinstance(f, Mma):
-                for i in (2, 4, 6):
-                    readers.setdefault(args[i].name, set()).add("mma")
+                for b in (ops.a, ops.b, ops.c):
+                    readers.setdefault(b.name, set()).add("mma")
             elif isinstance(f, Eltwise):
-                readers.setdefault(args[0].name, set()).add("eltwise")
+                readers.setdefault(ops.buf.name, set()).add("eltwise")
     return readers
 
 
@@ -120,6 +127,7 @@ class MemoryLowering:
 
     def wait_async(self) -> None:
         """Shared memory written by cp.async is visible to this lane after ``cp.async.wait_all``."""
+        self.flush_copies()
         if self.async_pending:
             self.em.op("cp.async.wait_all")
             self.async_pending = False
@@ -128,13 +136,15 @@ class MemoryLowering:
         """A shared-memory store of bytes that deferred global loads hold: ``cp.async`` each lane's
         words from global to shared memory; False (nothing emitted) when a word is not covered."""
         f: Send = call.func
-        mem, mem_off, reg, reg_off, mask = call.args
+        mem, mem_off, reg, reg_off, mask = call.ops
         entries = [d for d in self.deferred.get(reg.name, ()) if d.mem in self.globals]
         if not (entries and f.op.value == "store" and f.kind.value == "block" and isinstance(mask, BoolImm)
                 and mask.value and reg_off.value % 4 == 0 and (f.elems * f.type.size) % 4 == 0
                 and self.multiple(mem_off) >= 4):
             return False
         lo = reg_off.value
+        if self._stage16(call, entries):
+            return True
         plan = []
         for slot in slots(lo + np.arange(f.elems * f.type.size // 4) * 4):
             hits, deltas = [], [0] * LANES
@@ -172,6 +182,64 @@ class MemoryLowering:
         self.async_pending = True
         return True
 
+    def _stage16(self, call: FuncCall, entries: list[Deferred]) -> bool:
+        """Queue the store's bytes as 16-byte chunks for ``cp.async.cg`` (:meth:`flush_copies`); False
+        (nothing queued) when a chunk is not 16-byte aligned on both sides or spans two deferred loads."""
+        f: Send = call.func
+        mem, mem_off, reg, reg_off, _ = call.args
+        lo, n = reg_off.value, f.elems * f.type.size
+        base, const = _split_const(mem_off)
+        if n % 16 or self.multiple(base) < 16 or const % 16 or self.slm[mem.name] % 16:
+            return False
+        chunks = []
+        for b in range(lo, lo + n, 16):
+            d = next((d for d in reversed(entries) if d.lo <= b and b + 16 <= d.hi), None)
+            if d is None or d.base_multiple < 16 or (d.const + b - d.lo) % 16:
+                return False
+            chunks.append((d, d.const + b - d.lo, self.slm[mem.name] + const + b - lo))
+        sbase = self.convert(self.ev(base), s32)
+        for d, gconst, sconst in chunks:
+            d.consumed = True
+            self.copies.append(((d.mem, d.base.text, d.mask, sbase.text), d, gconst, sbase, sconst))
+        return True
+
+    def flush_copies(self) -> None:
+        """The queued 16-byte copies as ``cp.async.cg``: lane ``l`` of a round takes the round's ``l``-th
+        chunk (registers play no part, so chunks go to lanes in the order they were queued); a round
+        ends at 32 chunks or where the global base, mask or shared base changes."""
+        em = self.em
+        queued, self.copies = self.copies, []
+        i = 0
+        while i < len(queued):
+            key = queued[i][0]
+            j = i
+            while j < len(queued) and j - i < LANES and queued[j][0] == key:
+                j += 1
+            r, i = queued[i:j], j
+            _, d, _, sbase, _ = r[0]
+            active = (1 << len(r)) - 1
+            pad = [0] * (LANES - len(r))
+            g, gk = self.lane_offset([c[2] for c in r] + pad, active)
+            goff = self._add_off(d.base, g)
+            gaddr = em.new("rd")
+            if goff.type.size == 4:
+                em.op(f"mad.wide.s32 {gaddr}, {self.reg(goff)}, 1, {self.globals[d.mem]}")
+            else:
+                em.op(f"add.s64 {gaddr}, {self.globals[d.mem]}, {goff.text}")
+            sd, sk = self.lane_offset([c[4] for c in r] + pad, active)
+            saddr = em.new("r")
+            em.op(f"add.s32 {saddr}, {self.reg(sbase)}, {self.smem}")
+            if sd.imm is None:
+                em.op(f"add.s32 {saddr}, {saddr}, {sd.text}")
+            else:
+                sk += sd.imm
+            size = "16"
+            if d.mask is not None:          # masked off: zero-filled (src-size 0)
+                size = em.new("r")
+                em.op(f"selp.u32 {size}, 16, 0, {d.mask}")
+            em.op(f"cp.async.cg.shared.global [{saddr}+{sk}], [{gaddr}+{gk}], 16, {size}", self.lane_pred(active))
+            self.async_pending = True
+
     def reads(self, name: str, lo: int, hi: int, reorder: bool = False) -> None:
         """Bytes ``[lo, hi)`` of ``name`` are read other than by a direct reorder load: their deferred
         loads are emitted now (nothing changed shared memory since)."""
@@ -203,7 +271,7 @@ class MemoryLowering:
         """Whether the load was deferred (a load of shared memory or of an input a reorder will read,
         or a global load a shared-memory store will copy with cp.async)."""
         f: Send = call.func
-        mem, mem_off, reg, reg_off, mask = call.args
+        mem, mem_off, reg, reg_off, mask = call.ops
         lo = reg_off.value
         hi = lo + f.elems * f.type.size
         if (f.space == "global" and f.kind.value == "block" and reg.name in self.stage and mem.name in self.inputs
@@ -211,15 +279,14 @@ class MemoryLowering:
                 and self.multiple(mem_off) >= 4):
             self.writes(reg.name, lo, hi)
             m = None if isinstance(mask, BoolImm) and mask.value else self.pred(self.ev(mask))
-            off = self.ev(mem_off)
-            self.deferred.setdefault(reg.name, []).append(Deferred(mem.name, off, 4, 0, lo, hi, call, off, mask=m))
+            base, const = _split_const(mem_off)
+            self.deferred.setdefault(reg.name, []).append(
+                Deferred(mem.name, self.ev(base), self.multiple(base), const, lo, hi, call, self.ev(mem_off), mask=m))
             return True
         if not (f.kind.value == "block" and reg.name in self.defer and isinstance(mask, BoolImm) and mask.value
                 and (mem.name in self.slm or mem.name in self.inputs)):
             return False
-        base, const = mem_off, 0
-        if isinstance(mem_off, Binary) and mem_off.op is Op.ADD and isinstance(mem_off.b, IntImm):
-            base, const = mem_off.a, mem_off.b.value
+        base, const = _split_const(mem_off)
         self.writes(reg.name, lo, hi)
         self.deferred.setdefault(reg.name, []).append(
             Deferred(mem.name, self.ev(base), self.multiple(base), const, lo, hi, call, self.ev(mem_off)))
@@ -259,7 +326,7 @@ class MemoryLowering:
 
     def _send(self, call: FuncCall) -> None:
         f: Send = call.func
-        mem, mem_off, reg, reg_off, mask = call.args
+        mem, mem_off, reg, reg_off, mask = call.ops
         if reg.name not in self.grf or not isinstance(reg_off, IntImm):
             raise CodegenUnsupported(f"{f}: the register side must be a register buffer at a constant offset")
         if f.op.value == "prefetch":
@@ -284,7 +351,7 @@ class MemoryLowering:
         """The send's per-lane loads and stores (``deferred``: ``off`` and ``mask_pred`` are its
         memory offset and scalar mask, evaluated when the send was reached)."""
         f: Send = call.func
-        mem, mem_off, reg, reg_off, mask = call.args
+        mem, mem_off, reg, reg_off, mask = call.ops
         buf = self.grf[reg.name]
         op = f.op.value
         size = f.type.size

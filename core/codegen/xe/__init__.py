@@ -121,4 +121,5 @@ def lower_kernel(kernel, body, target, ir_map: bool = True) -> Listing:
     abi = [f.to_dict(rb) for f in cg.payload]
     return Listing(target.name, lines, peak, peak_line, budget, _estimate(kernel, target), by_label,
                    instruction_mix(cg.em.lines, cg.loops), roofline(kernel, target, cg.em.lines), abi,
-                   allocations=allocations, reg_bytes=rb, rematerialized=cg.rematerialized)
+                   allocations=allocations, reg_bytes=rb, rematerialized=cg.rematerialized,
+                   slm_bytes=max((b + s for b, s in cg.slm_base.values()), default=0))

@@ -70,31 +70,32 @@ def _const(e):
 def call_buffers(call: FuncCall) -> tuple[list[tuple], list]:
     """``([(buffer name, 'r'|'w', written byte range or None), ...], value expressions read)`` of one
     function call. A write's range is given where it is known exactly (reads count as whole-buffer)."""
-    f, a = call.func, call.args
+    f, a = call.func, call.ops
     if isinstance(f, Send):
+        values = [a.mem_offset, a.reg_offset, a.mask]
         if f.op is SendOp.LOAD:
-            off = _const(a[3])
+            off = _const(a.reg_offset)
             rng = None if off is None else (off, off + f.elems * f.type.size)
-            return [(a[2].name, "w", rng)], [a[1], a[3], a[4]]
-        return [(a[2].name, "r", None)], [a[1], a[3], a[4]]
+            return [(a.reg.name, "w", rng)], values
+        return [(a.reg.name, "r", None)], values
     if isinstance(f, (Dpas, Mad, Dp4a)):
-        off = _const(a[1])
+        off = _const(a.dst_offset)
         if isinstance(f, Dpas):
             size = f.rcount * f.simd * f.dst_type.size
         else:
             size = f.simd * (f.dst_type.size if isinstance(f, Mad) else 4)
         rng = None if off is None else (off, off + size)
-        return [(a[2].name, "r", None), (a[4].name, "r", None), (a[6].name, "r", None), (a[0].name, "w", rng)], \
-            [a[1], a[3], a[5], a[7]]
+        return [(a.src0.name, "r", None), (a.src1.name, "r", None), (a.src2.name, "r", None),
+                (a.dst.name, "w", rng)], [a.dst_offset, a.src0_offset, a.src1_offset, a.src2_offset]
     if isinstance(f, (Reorder, Reduce)):
-        off = _const(a[3])
+        off = _const(a.dst_offset)
         rng = None
         if off is not None:
             lay = f.dst_layout
             rng = (off + lay.offset * lay.dtype.size, off + lay.size_bytes())
-        return [(a[0].name, "r", None), (a[2].name, "w", rng)], [a[1], a[3]]
+        return [(a.src.name, "r", None), (a.dst.name, "w", rng)], [a.src_offset, a.dst_offset]
     if isinstance(f, Eltwise):
-        return [(a[0].name, "r", None), (a[0].name, "w", None)], [a[1]]
+        return [(a.buf.name, "r", None), (a.buf.name, "w", None)], [a.offset]
     return [], list(a)
 
 
@@ -286,22 +287,22 @@ def _segments(acc: list) -> list[tuple[int, int]]:
 
 
 def _record_roles(call: FuncCall, roles: dict, headers: dict, grf: set) -> None:
-    f, a = call.func, call.args
+    f, a = call.func, call.ops
 
     def add(name, role):
         roles.setdefault(name, set()).add(role)
     if isinstance(f, Send):
-        add(a[2].name, f"{f.op.value}_{f.space}")
-        off = a[1]
+        add(a.reg.name, f"{f.op.value}_{f.space}")
+        off = a.mem_offset
         if isinstance(off, Load) and off.buf.name in grf:
             add(off.buf.name, "header")
-            want = (f.space, a[0].name, f.kind.value)
+            want = (f.space, a.mem.name, f.kind.value)
             have = headers.setdefault(off.buf.name, want)
             if have != want:
                 headers[off.buf.name] = ("mixed",) + want[1:]
     elif isinstance(f, (Dpas, Mad, Dp4a)):
-        add(a[0].name, "acc")
-        add(a[4].name, "b")
-        add(a[6].name, "a")
+        add(a.dst.name, "acc")
+        add(a.src1.name, "b")
+        add(a.src2.name, "a")
     elif isinstance(f, (Reorder, Reduce)):
-        add(a[2].name, "reorder")
+        add(a.dst.name, "reorder")

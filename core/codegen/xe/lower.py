@@ -191,9 +191,9 @@ class XeLowering:
         """The destination of a reorder whose source dies at it takes the source's registers
         (``tensor.reorder`` then moves the data through a small bounce buffer); None when the
         statement is not such a reorder."""
-        if kind_of(x) is not Reorder or x.args[2].name != name:
+        if kind_of(x) is not Reorder or x.ops.dst.name != name:
             return None
-        src = x.args[0].name
+        src = x.ops.src.name
         a = self.bufs.get(src)
         skey = next((k for k, v in self.keys.items() if v is a), None)
         if a is None or skey is None or self.live.last.get(skey) != p or a.size < size:

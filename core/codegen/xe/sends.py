@@ -78,7 +78,7 @@ def _copy(cg, dst: Reg, src: Reg, nbytes: int) -> None:
 
 def lower_send(cg, x) -> None:
     f = x.func
-    mem, mem_off, reg, reg_off, mask = x.args
+    mem, mem_off, reg, reg_off, mask = x.ops
     if f.op is SendOp.PREFETCH:
         return _prefetch(cg, f, mem_off)
     if not isinstance(reg_off, IntImm):

@@ -37,11 +37,11 @@ def _aligned(cg, byte: int, what: str) -> int:
 
 def dpas(cg, x) -> None:
     f = x.func
-    a = x.args
-    d = _aligned(cg, _place(cg, a[0], a[1], "dpas destination"), "dpas destination")
-    s0 = _aligned(cg, _place(cg, a[2], a[3], "dpas src0"), "dpas src0")
-    s1 = _aligned(cg, _place(cg, a[4], a[5], "dpas src1 (B)"), "dpas src1 (B)")
-    s2 = _aligned(cg, _place(cg, a[6], a[7], "dpas src2 (A)"), "dpas src2 (A)")
+    a = x.ops
+    d = _aligned(cg, _place(cg, a.dst, a.dst_offset, "dpas destination"), "dpas destination")
+    s0 = _aligned(cg, _place(cg, a.src0, a.src0_offset, "dpas src0"), "dpas src0")
+    s1 = _aligned(cg, _place(cg, a.src1, a.src1_offset, "dpas src1 (B)"), "dpas src1 (B)")
+    s2 = _aligned(cg, _place(cg, a.src2, a.src2_offset, "dpas src2 (A)"), "dpas src2 (A)")
     name = "dpasw" if f.is_dpasw else "dpas"
     dt = iga_type(f.dst_type)
     cg.em.raw(f"(W) {name}.{f.sdepth}x{f.rcount} ({f.simd}|M0) r{d}:{dt} r{s0}:{dt} r{s1}:{iga_type(f.src1_type)} "
@@ -51,17 +51,17 @@ def dpas(cg, x) -> None:
 def vector_fma(cg, x) -> None:
     """``mad`` (``dst = src0 + src1 * src2``) or ``dp4a`` over the call's SIMD lanes."""
     f = x.func
-    a = x.args
+    a = x.ops
     is_mad = type(f).__name__ == "Mad"
     dst_t = f.dst_type if is_mad else s32
     t1 = f.src1_type if is_mad else (u32 if not f.src1_type.is_signed else s32)
     t2 = f.src2_type if is_mad else (u32 if not f.src2_type.is_signed else s32)
     size2 = t2.scalar.size
     stride2 = f.src2_stride // size2 if f.src2_stride else 0
-    dst = Reg(_place(cg, a[0], a[1], "fma destination"), dst_t.base, 1)
-    src0 = Reg(_place(cg, a[2], a[3], "fma src0"), dst_t.base, 1)
-    src1 = Reg(_place(cg, a[4], a[5], "fma src1"), t1.base, 1)
-    src2 = Reg(_place(cg, a[6], a[7], "fma src2"), t2.base, stride2)
+    dst = Reg(_place(cg, a.dst, a.dst_offset, "fma destination"), dst_t.base, 1)
+    src0 = Reg(_place(cg, a.src0, a.src0_offset, "fma src0"), dst_t.base, 1)
+    src1 = Reg(_place(cg, a.src1, a.src1_offset, "fma src1"), t1.base, 1)
+    src2 = Reg(_place(cg, a.src2, a.src2_offset, "fma src2"), t2.base, stride2)
     isa.alu(cg, "mad" if is_mad else "dp4a", f.simd, dst, [src0, src1, src2], ternary=True)
 
 
@@ -152,9 +152,9 @@ def _layout_bytes(layout, indices: np.ndarray, base: int) -> np.ndarray:
 def _source_and_destination(cg, x, what: str):
     """A register-to-register operation's source base byte, and per destination element (padded grid):
     its indices, whether it lies inside the real dims, and its byte."""
-    a, dst_l = x.args, x.func.dst_layout
-    sbase = _place(cg, a[0], a[1], f"{what} source")
-    dbase = _place(cg, a[2], a[3], f"{what} destination")
+    a, dst_l = x.ops, x.func.dst_layout
+    sbase = _place(cg, a.src, a.src_offset, f"{what} source")
+    dbase = _place(cg, a.dst, a.dst_offset, f"{what} destination")
     grid = np.indices(dst_l.padded_dims).reshape(dst_l.ndims, -1).T
     inside = (grid < np.asarray(dst_l.dims)).all(axis=1)
     return sbase, grid, inside, _layout_bytes(dst_l, grid, dbase)
@@ -167,7 +167,7 @@ def reorder(cg, x) -> None:
     src_bytes = np.full(len(grid), -1, dtype=np.int64)
     if inside.any():
         src_bytes[inside] = _layout_bytes(src_l, grid[inside], sbase)
-    if x.args[2].name in cg.in_place:
+    if x.ops.dst.name in cg.in_place:
         _in_place(cg, dst_bytes, src_bytes, src_l.dtype, dst_l.dtype)
         return
     _move_runs(cg, dst_bytes, src_bytes, src_l.dtype, dst_l.dtype)
@@ -232,7 +232,7 @@ def reduce(cg, x) -> None:
 
 def eltwise(cg, x) -> None:
     f = x.func
-    base = _place(cg, x.args[0], x.args[1], "eltwise buffer")
+    base = _place(cg, x.ops.buf, x.ops.offset, "eltwise buffer")
     v = Reg(base, f32, 1)
     n = f.elems
     if f.alg == "relu":

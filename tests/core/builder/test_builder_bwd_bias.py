@@ -81,7 +81,7 @@ def test_bias_gradient_passes_the_check(shape, types, post_ops, target, line):
 def test_split_reduction_adds_the_bias_atomically_into_a_zeroed_buffer():
     kernel = build("ic32ih6oc16oh6kh3ph1", target="sm_90", line="fma=fma i=ic8oc32 l=mb1oh3ow6")
     bias_sends = [n for n in walk(kernel.body) if isinstance(n, FuncCall) and isinstance(n.func, Send)
-                  and n.args[0].name == "bias"]
+                  and n.ops.mem.name == "bias"]
     assert bias_sends and all(s.func.op is SendOp.ATOMIC_ADD for s in bias_sends)
     assert kernel.arg("bias").zero_init and kernel.arg("wei").zero_init
     assert not build("ic32ih6oc16oh6kh3ph1", target="sm_90").arg("bias").zero_init  # whole K per group

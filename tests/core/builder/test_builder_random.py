@@ -74,6 +74,29 @@ def test_random_configs_pass_the_check(data):
     assert_checks_if_built(p, data.draw(configs(p)), target)
 
 
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.filter_too_much,
+                                                                 HealthCheck.too_slow])
+@given(st.data())
+def test_random_configs_verify_after_every_pass(data):
+    """The IR verifier passes on the builder's IR and after every pass, for random problems and configs."""
+    from kdd.core.passes.kernel_pipeline import run_pipeline
+    from kdd.core.passes.verify import verify_problems_text, verify_trace
+
+    shape = data.draw(shapes())
+    op_is_gemm = isinstance(shape, GemmShape)
+    prop = "fwd" if op_is_gemm else data.draw(st.sampled_from(["fwd", "bwd_d", "bwd_w"]))
+    types = data.draw(st.sampled_from(["f32", "f16", "s8", "f16:f16:f32", "bf16:f32:bf16"]))
+    target = data.draw(st.sampled_from(["xehpg", "xehpc", "sm_90"]))
+    p = problem(shape, prop, types, {t: "any" for t in ("src", "wei", "dst")})
+    config = data.draw(configs(p))
+    try:
+        kernel = build_kernel(p, config, target)
+    except BuildError:
+        assume(False)
+    stages = verify_trace(kernel, run_pipeline(kernel))
+    assert not any(problems for _, problems in stages), (str(kernel.config), verify_problems_text(stages))
+
+
 def assert_checks_if_built(p, config, target: str) -> None:
     """Every kernel the builder accepts for ``p`` and ``config`` passes the check; a config it
     rejects, or a launch too large for a quick interpreter run, is discarded (``assume``)."""

@@ -65,13 +65,13 @@ def test_contiguous_unmasked_tiles_use_block_messages():
     k = build("mb2ic16ih4oc16oh4kh1ph0", line="fma=mad simd=16 i=ow4oc16ic16")
     loads = sends(group(k, "k_loop"), SendOp.LOAD)
     assert loads and all(s.func.kind is SendKind.BLOCK for s in loads)
-    assert all(str(s.args[4]) == "true" for s in loads)
+    assert all(str(s.ops.mask) == "true" for s in loads)
 
 
 def test_padding_and_tails_use_masked_scattered_messages():
     # plain nchw src: iw is contiguous but padding masks differ along ow
     k = build("ic16ih6oc17oh6kh3ph1", line="fma=mad simd=16 i=ow4oc16ic16 l=kh3kw3 s=x0", tags={"src": "abx"})
-    a_loads = [s for s in sends(group(k, "k_loop"), SendOp.LOAD) if s.args[0].name == "src"]
+    a_loads = [s for s in sends(group(k, "k_loop"), SendOp.LOAD) if s.ops.mem.name == "src"]
     assert a_loads and all(s.func.kind is SendKind.SCATTERED for s in a_loads)
     mask = str(a_loads[0].args[4])
     assert ">= 0" in mask and "< 6" in mask  # 0 <= ih, iw < 6: padding
@@ -81,7 +81,7 @@ def test_padding_and_tails_use_masked_scattered_messages():
 
 def test_backward_by_data_masks_the_stride_condition():
     k = build("mb1ic4ih9oc8oh4kh3sh2ph1", "bwd_d")
-    masks = " ".join(str(s.args[4]) for s in sends(group(k, "k_loop"), SendOp.LOAD) if s.args[0].name == "dst")
+    masks = " ".join(str(s.ops.mask) for s in sends(group(k, "k_loop"), SendOp.LOAD) if s.ops.mem.name == "dst")
     assert "% 2) == 0)" in masks
 
 
@@ -114,8 +114,8 @@ def test_reorder_matches_memory_order_to_the_dpas_layout():
     k = build("mb2ic32ih6oc32oh6kh3ph1", types="f16", line="fma=dpas simd=8 i=ow8oc16ic16 l=ic2kh3kw3")
     reorders = calls_in(group(k, "k_loop"), Reorder)
     assert len(reorders) == 1
-    assert reorders[0].args[2].name == "b"
-    b_loads = [s for s in sends(group(k, "k_loop"), SendOp.LOAD) if s.args[0].name == "wei"]
+    assert reorders[0].ops.dst.name == "b"
+    b_loads = [s for s in sends(group(k, "k_loop"), SendOp.LOAD) if s.ops.mem.name == "wei"]
     assert all(s.func.kind is SendKind.BLOCK for s in b_loads)
 
 

@@ -1,7 +1,8 @@
 """A small PTX simulator for tests: runs the instructions kdd's PTX generator emits, per warp (32 lanes as
 numpy arrays), with warps of a block interleaved at ``bar.sync``. It reads only the PTX text, so it is an
-oracle independent of the generator (the semantics follow the PTX ISA manual; ``cp.async`` completes at
-once). Registers hold raw bits in ``uint64`` arrays; predicates are bool arrays.
+oracle independent of the generator (the semantics follow the PTX ISA manual; ``cp.async`` reads global
+memory at once and writes shared memory only at the ``cp.async.wait_group`` / ``wait_all`` that
+completes it, so a read before the wait sees the old bytes). Registers hold raw bits in ``uint64`` arrays; predicates are bool arrays.
 """
 from __future__ import annotations
 
@@ -142,6 +143,7 @@ class Machine:
         pc = 0
         steps = 0
         state = {"active": None}
+        copies = {"open": [], "groups": []}     # cp.async copies: not committed yet, committed groups
 
         def val(a, bits=64):
             if a in regs:
@@ -195,8 +197,6 @@ class Machine:
             if base == "bar":
                 yield "barrier"
                 continue
-            if op == "cp.async.wait_all":
-                continue
             if base in ("mov", "cvta"):
                 t = name[-1]
                 set_(args[0], val(args[1]) & np.uint64(MASK[_bits(t) if t != "pred" else 64]))
@@ -212,11 +212,33 @@ class Machine:
                 else:
                     self.store(addr(args[0]), val(args[1]), size, shared_mem, active)
                 continue
-            if op == "cp.async.ca.shared.global":
+            if base == "ldmatrix":
+                self._ldmatrix(name, args, addr(args[1]), shared, set_)
+                continue
+            if op in ("cp.async.ca.shared.global", "cp.async.cg.shared.global"):
                 n = int(args[2])
                 src_n = val(args[3]) if len(args) > 3 else np.full(LANES, n, dtype=np.uint64)
-                data = self.load(addr(args[1]), n, None, active & (src_n > 0))
-                self.store(addr(args[0]), np.where(src_n > 0, data, 0).astype(np.uint64), n, shared, active)
+                dst, src = addr(args[0]), addr(args[1])
+                for part in range(0, n, 8):          # read now, land in shared memory at the wait
+                    k = min(8, n - part)
+                    data = self.load(src + np.uint64(part), k, None, active & (src_n > 0))
+                    copies["open"].append((dst + np.uint64(part), np.where(src_n > 0, data, 0).astype(np.uint64),
+                                           k, active.copy()))
+                continue
+            if op == "cp.async.commit_group":
+                copies["groups"].append(copies["open"])
+                copies["open"] = []
+                continue
+            if op in ("cp.async.wait_group", "cp.async.wait_all"):
+                keep = int(args[0]) if op == "cp.async.wait_group" else 0
+                groups = copies["groups"] + ([copies["open"]] if op == "cp.async.wait_all" else [])
+                done = groups[:len(groups) - keep] if keep else groups
+                for g in done:
+                    for dst, data, k, act in g:
+                        self.store(dst, data, k, shared, act)
+                copies["groups"] = copies["groups"][len(copies["groups"]) - keep:] if keep else []
+                if op == "cp.async.wait_all":
+                    copies["open"] = []
                 continue
             if base == "shfl":
                 src = val(args[1])
@@ -299,6 +321,25 @@ class Machine:
              "mad": lambda: x[0] * x[1] + x[2], "min": lambda: np.minimum(x[0], x[1]),
              "max": lambda: np.maximum(x[0], x[1]), "neg": lambda: -x[0]}[base]()
         return _u(r, bits)
+
+    def _ldmatrix(self, name, args, lane_addr, shared, set_) -> None:
+        """ldmatrix.sync.aligned.m8n8.x{1,2,4}[.trans].shared.b16: matrix j's 8 rows (16 bytes each) at the
+        addresses of lanes 8j..8j+7; lane l gets row l/4, columns 2(l%4), 2(l%4)+1 (transposed: rows
+        2(l%4), 2(l%4)+1 of column l/4) of each matrix, low element in the low half."""
+        dests = [x.strip() for x in args[0].strip("{}").split(",")]
+        trans = "trans" in name
+        lane = np.arange(LANES)
+        everyone = np.ones(LANES, dtype=bool)
+        for j, dest in enumerate(dests):
+            rows = lane_addr[8 * j: 8 * j + 8]
+            m = np.zeros((8, 8), dtype=np.uint64)       # m[row, column] raw 16-bit elements
+            for c in range(8):
+                m[:, c] = self.load(np.resize(rows + np.uint64(2 * c), LANES), 2, shared, everyone)[:8]
+            if trans:
+                lo, hi = m[2 * (lane % 4), lane // 4], m[2 * (lane % 4) + 1, lane // 4]
+            else:
+                lo, hi = m[lane // 4, 2 * (lane % 4)], m[lane // 4, 2 * (lane % 4) + 1]
+            set_(dest, lo | (hi << np.uint64(16)))
 
     @staticmethod
     def _mma(args, regs) -> None:

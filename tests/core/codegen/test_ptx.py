@@ -13,6 +13,7 @@ from hypothesis import given, strategies as st
 from kdd.core.builder import build_kernel
 from kdd.core.codegen.ptx import generate_ptx, tools
 from kdd.core.codegen.ptx.lanes import LANES, affine, lane_fields, slots
+from kdd.core.codegen.ptx.matrix import lane_addresses, matrix_rows
 from kdd.core.passes.kernel_pipeline import run_pipeline
 from kdd.core.spec import load_spec
 
@@ -56,6 +57,37 @@ def test_slots_cover_every_element_once_in_its_lane(start, size, n):
                 assert (b // 128, (b % 128) // 4, b % 4) == (s.row, ln, s.byte)
                 seen[i] = seen.get(i, 0) + 1
     assert seen == {i: 1 for i in range(n)}
+
+
+@given(st.lists(st.integers(0, 255), min_size=8, max_size=8), st.booleans())
+def test_matrix_rows_recover_ldmatrix_rows(rows16, trans):
+    """Per-lane half addresses made by ldmatrix's fragment rule (the PTX manual's, written out here)
+    give back the matrix's row addresses and whether it is transposed."""
+    rows = [16 * r for r in rows16]
+    lane = range(LANES)
+    if trans:
+        low = [rows[2 * (ln % 4)] + 2 * (ln // 4) for ln in lane]
+        high = [rows[2 * (ln % 4) + 1] + 2 * (ln // 4) for ln in lane]
+    else:
+        low = [rows[ln // 4] + 4 * (ln % 4) for ln in lane]
+        high = [x + 2 for x in low]
+    found = matrix_rows(low, high)
+    assert found is not None
+    got_trans, got = found
+    if got_trans == trans:
+        assert got == rows
+    else:       # a matrix can read both ways only when the two rules agree on every lane
+        assert matrix_rows(low, high) == found
+    assert lane_addresses([got])[:8] == got and lane_addresses([got, rows])[8:16] == rows
+
+
+def test_matrix_rows_refuse_unaligned_or_scattered_words():
+    low = [64 * (ln // 4) + 4 * (ln % 4) for ln in range(LANES)]
+    assert matrix_rows(low, [x + 2 for x in low]) == (False, [64 * i for i in range(8)])
+    assert matrix_rows([x + 4 for x in low], [x + 6 for x in low]) is None      # rows not 16-byte aligned
+    assert matrix_rows(low, [x + 4 for x in low]) is None                       # halves not adjacent
+    low[5] += 16
+    assert matrix_rows(low, [x + 2 for x in low]) is None                       # lanes of one row disagree
 
 
 def test_missing_ptxas_is_a_report(monkeypatch):
@@ -114,7 +146,10 @@ def test_sm90_example_assembles_with_register_figures_per_line(name):
     with_ir = [s for s in mapped if "ir_node" in s]
     assert len(with_ir) >= 0.9 * len(mapped)
     assert "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32" in d["asm"]
-    assert "cp.async.ca.shared.global" in d["asm"] and "ld.shared.b32" in d["asm"]
+    # fragments from shared memory by ldmatrix (B transposed), global -> shared copies 16 bytes per lane
+    assert "ldmatrix.sync.aligned.m8n8.x4" in d["asm"]
+    assert name != "sm90_gemm.kernel.toml" or ".x4.trans.shared.b16" in d["asm"]
+    assert "cp.async.cg.shared.global" in d["asm"] and ", 16, " in d["asm"]
     assert d["launch"]["block"] == [32 * kernel.tg[0], kernel.tg[1], kernel.tg[2]]
     assert d["launch"]["grid"] == list(kernel.grid) and d["launch"]["params"] == [x.name for x in kernel.args]
     assert listing.render().count("\n") == len(d["lines"]) + len(listing.header())

@@ -111,6 +111,20 @@ def test_statement_vocabulary_builds():
     assert str(send) == "send.load.block.global.f16x16"
 
 
+def test_call_operands_are_read_and_replaced_by_name():
+    buf, reg = var("buf", s32), var("reg", s32)
+    send = Send(SendOp.LOAD, SendKind.BLOCK, "global", f16, 16)
+    call = FuncCall.make(send, [buf, var("off"), reg, 64, BoolImm.make(True)], attrs=(("k", 1),))
+    assert call.ops.mem is buf and call.ops.reg is reg and call.ops.reg_offset == IntImm.make(s32, 64)
+    assert call.with_ops(mem_offset=call.ops.mem_offset) is call  # nothing changed: the same node
+    moved = call.with_ops(mem_offset=var("off") + 32)
+    assert moved.ops.mem_offset == var("off") + 32 and moved.ops.reg is reg and moved.attrs == call.attrs
+    with pytest.raises(ValueError):
+        call.with_ops(offset=0)  # a name the send does not have
+    with pytest.raises(TypeError, match="mem, mem_offset, reg, reg_offset, mask"):
+        FuncCall.make(send, [buf, 0])
+
+
 def test_origin_does_not_change_identity():
     e = var("a") + 1
     tagged = e.with_origin(("config.iter", 3))

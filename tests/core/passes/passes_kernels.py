@@ -63,10 +63,18 @@ def assert_passes_preserve(kernel, pipeline=None):
     return trace
 
 
+def assert_verified(kernel, trace) -> None:
+    """The IR verifier finds nothing wrong in the builder's IR nor after any pass."""
+    from kdd.core.passes.verify import verify_problems_text, verify_trace
+
+    stages = verify_trace(kernel, trace)
+    assert not any(problems for _, problems in stages), verify_problems_text(stages)
+
+
 def check_example_pipeline(kernel) -> None:
     """The whole contract for one kernel: the built IR passes the reference check, every pass keeps
-    its exact outputs (so every stage passes it too), and the reduction loop does less address
-    arithmetic at the end."""
+    its exact outputs (so every stage passes it too), the IR verifier passes after every stage, and the
+    reduction loop does less address arithmetic at the end."""
     from kdd.core.interp.check import check_kernel
     from kdd.core.passes.metrics import kernel_metrics, reduction_iterations
     from kdd.core.passes.registers import RegisterModel
@@ -74,6 +82,7 @@ def check_example_pipeline(kernel) -> None:
 
     assert check_kernel(kernel).ok
     trace = assert_passes_preserve(kernel)
+    assert_verified(kernel, trace)
     model = RegisterModel.of(get_target(kernel.target))
     iterations = reduction_iterations(kernel.body)
     before, after = kernel_metrics(kernel.body, model, iterations), kernel_metrics(trace.final, model, iterations)

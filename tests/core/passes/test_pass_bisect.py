@@ -1,7 +1,7 @@
 """Bisect names the first stage whose IR computes a wrong result; a deliberately faulty pass is found."""
 from passes_kernels import example_kernel
 
-from kdd.core.ir import FuncCall, IRMutator
+from kdd.core.ir import IRMutator
 from kdd.core.ir.expr import BoolImm
 from kdd.core.ir.funcs import Send, SendOp
 from kdd.core.passes import Pass, Pipeline
@@ -18,9 +18,7 @@ class _MaskOffLoads(IRMutator):
 
     def mutate_FuncCall(self, old, new):
         if isinstance(new.func, Send) and new.func.op is SendOp.LOAD and new.func.space == "global":
-            args = list(new.args)
-            args[4] = BoolImm.make(False)
-            return FuncCall.make(new.func, args, new.attrs)
+            return new.with_ops(mask=BoolImm.make(False))
         return new
 
 

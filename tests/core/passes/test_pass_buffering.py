@@ -65,7 +65,7 @@ def test_prefetch_pipeline_fetches_later_iterations_of_the_chosen_operand():
     assert options["prefetch_buffers"] == ("src",)
     out = prefetch_pipeline(kernel.body, options)
     fetches = [c for c in calls(out, Send) if c.func.op is SendOp.PREFETCH]
-    assert fetches and {c.args[0].name for c in fetches} == {"src"}
+    assert fetches and {c.ops.mem.name for c in fetches} == {"src"}
     assert k_loop(out).bound.value == 147  # ic3 x kh7 x kw7 flattened
     assert outputs(kernel, out) == outputs(kernel)
     assert all(a.kind is not MemKind.SLM for a in walk(out) if isinstance(a, Alloc))

@@ -97,7 +97,7 @@ def test_a_large_tensor_kernel_widens_its_activation_addresses_only():
     types = {}
     for n in walk(trace.after("overflow")):
         if isinstance(n, FuncCall) and isinstance(n.func, Send):
-            types.setdefault(n.args[0].name, set()).add(n.args[1].type.scalar.bits)
+            types.setdefault(n.ops.mem.name, set()).add(n.ops.mem_offset.type.scalar.bits)
     assert types["src"] == {64} and types["dst"] == {64}
     assert types["wei"] == {32} and types["a_slm"] == {32}
     # At its real size the same kernel needs nothing; without launch ranges the worst is assumed.

@@ -70,3 +70,30 @@ def test_unknown_target_and_nothing_to_fuse_keep_the_same_object():
     assert fuse_arith(e, {}) is e
     f = X * Y - 3
     assert fuse_arith(f, {"target": "xehpg"}) is f
+
+
+def test_immediates_go_where_the_target_encodes_them():
+    # Xe's ternary instructions take a 16-bit immediate in src0 or src2 only.
+    m = X + 4 * Y
+    assert fuse_arith(m, {"target": "xehpg"}) == Ternary.make(Op.MAD, X, Y, IntImm.make(s32, 4))
+    a = (IntImm.make(s32, 5) + X) + Y
+    fused = fuse_arith(a, {"target": "xehpg"})
+    assert fused.op is Op.ADD3 and not isinstance(fused.b, IntImm)
+
+
+def test_an_immediate_no_operand_encodes_is_not_fused():
+    # iga64 rejects mad(..., 401408): GED_SetSrc2TernaryImm (the IR once had it)
+    m = X + Y * 401408
+    assert fuse_arith(m, {"target": "xehpg"}) is m
+    a = (X + Y) - 70000
+    assert fuse_arith(a, {"target": "xehpg"}) is a
+    # PTX's mad.lo takes any immediate of the type
+    assert fuse_arith(m, {"target": "sm_90"}).op is Op.MAD
+
+
+def test_64_bit_fusion_only_where_the_target_has_it():
+    z2 = var("z2", s64)
+    e = (Z + z2) + Z * z2
+    assert not ops_of(fuse_arith(e, {"target": "xehpg"}), Op.MAD) + ops_of(fuse_arith(e, {"target": "xehpg"}),
+                                                                         Op.ADD3)
+    assert ops_of(fuse_arith(e, {"target": "sm_90"}), Op.MAD)

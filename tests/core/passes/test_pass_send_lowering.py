@@ -28,7 +28,7 @@ def test_xe_sends_read_their_address_from_a_header_register():
     out = lower_sends(s, {"target": "xehpg", "reg_bytes": 32, "reuse_headers": True})
     (call,) = calls(out)
     assert dict(call.attrs) == {"addr": "header"}
-    hdr = call.args[1]
+    hdr = call.ops.mem_offset
     assert isinstance(hdr, Load) and hdr.buf.name == "src_hdr" and hdr.type == s32
     (alloc,) = [n for n in walk(out) if isinstance(n, Alloc) and n.buf.name == "src_hdr"]
     assert alloc.kind is MemKind.GRF and alloc.size == 32
@@ -60,7 +60,7 @@ def test_sm90_splits_the_address_into_a_register_and_an_immediate():
     (call,) = calls(out)
     assert dict(call.attrs) == {"addr": "reg"}
     (let,) = [n for n in walk(out) if isinstance(n, Let)]
-    assert let.var.name == "src_addr" and call.args[1] == let.var + 96
+    assert let.var.name == "src_addr" and call.ops.mem_offset == let.var + 96
     assert linear_form(let.value).const == 0
     assert evaluate(let.value, {"k": 3, "x": 5}) + 96 == evaluate(offset, {"k": 3, "x": 5})
     assert effects(out, env={"x": 5}) == effects(s, env={"x": 5})

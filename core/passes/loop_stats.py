@@ -1,0 +1,267 @@
+"""What the steady-state main loop costs per reduction iteration: multiplies, sends, ALU operations.
+
+The *main loop* is the loop inside the ``k_loop`` group that runs the most
+multiply instructions (``dpas``, ``mma``, ``mad``, ``dp4a`` calls) and holds
+no loop that runs them itself: after software pipelining and unrolling it is
+the steady state, its prologue and epilogue peeled around it. When unrolling
+removed every such loop, the whole ``k_loop`` group stands for it.
+
+Figures are per reduction iteration: one trip of the main loop covers as
+many iterations as its multiplies divided by the multiplies of one iteration
+of the built kernel's reduction body. Counted the way the hardware issues
+them, per SIMD thread:
+
+- ``dpas``: multiply instructions (``dpas`` on Xe, ``mma`` on sm_90, or the
+  ``mad``/``dp4a`` of vector kernels, ``ceil(lanes / alu lanes)`` each);
+- ``sends``, ``send_bytes`` and ``by_kind``: memory messages, by operation,
+  message kind and space (``load.block.slm``), with the bytes they move;
+- ``min_sends``: the fewest messages those bytes need, per operation and
+  space, at the target's largest block message (``Target.messages.block``);
+- ``int_ops`` / ``float_ops``: ALU operations of integer / float results
+  (comparisons by their operands' type, boolean logic as integer), one per
+  occurrence, ``ceil(lanes / alu lanes)`` each, plus the loop's own
+  increment and compare per trip;
+- ``moves``: register copies: a store of a value nothing computes (a
+  variable, constant or load) and the moves of a ``reorder``, one per
+  ``alu lanes x 4`` bytes;
+- ``operand_reorders``: reorders whose destination a multiply reads (the
+  per-iteration relayout of an FMA operand).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from math import ceil
+
+from ..ir.expr import Binary, BoolImm, Broadcast, Cast, Expr, FloatImm, IntImm, Load, Ternary, Unary, Var
+from ..ir.funcs import Dp4a, Dpas, Eltwise, Mad, Mma, Reduce, Reorder, Send
+from ..ir.node import Node
+from ..ir.stmt import For, FuncCall, Group, Let, Stmt, Store
+from .reduction_nest import K_LOOP, find_reduction_nest
+from .tree import child_stmts, distinct_nodes, own_exprs, trip_count
+
+_FMAS = (Dpas, Mma, Mad, Dp4a)
+# Operand positions of a multiply's call that it reads as its A and B operands.
+_FMA_OPERANDS = {Dpas: (4, 6), Mad: (4, 6), Dp4a: (4, 6), Mma: (2, 4)}
+
+
+@dataclass
+class LoopStats:
+    """The main loop's figures per reduction iteration (see the module doc)."""
+
+    fma: str
+    iterations_per_trip: float
+    dpas: float = 0.0
+    sends: float = 0.0
+    send_bytes: float = 0.0
+    min_sends: float = 0.0
+    int_ops: float = 0.0
+    float_ops: float = 0.0
+    moves: float = 0.0
+    operand_reorders: float = 0.0
+    by_kind: dict[str, dict[str, float]] = field(default_factory=dict)
+
+    def to_dict(self) -> dict:
+        keys = ("fma", "iterations_per_trip", "dpas", "sends", "send_bytes", "min_sends", "int_ops", "float_ops",
+                "moves", "operand_reorders")
+        out = {k: getattr(self, k) for k in keys}
+        out["by_kind"] = {k: dict(v) for k, v in sorted(self.by_kind.items())}
+        return out
+
+
+def loop_stats(built: Stmt, final: Stmt, target) -> LoopStats | None:
+    """The main loop of ``final`` per reduction iteration of ``built`` (the builder's IR of the same
+    kernel), on ``target``; None when the kernel has no multiply in a ``k_loop`` group."""
+    per_iteration = _built_fmas(built, target)
+    group = _k_loop(final)
+    if group is None or not per_iteration:
+        return None
+    main = _main_loop(group, target)
+    body = main.body if isinstance(main, For) else main
+    counter = _Counter(target, _operand_buffers(body))
+    counter.walk(body)
+    if isinstance(main, For):
+        counter.int_ops += 2 * _lanes_ops(1, target)  # the loop's increment and compare, once per trip
+    if not counter.fmas:
+        return None
+    per_trip = counter.fmas / per_iteration
+    out = LoopStats(fma=counter.fma_kind, iterations_per_trip=round(per_trip, 2))
+
+    def scaled(x: float) -> float:
+        return round(x / per_trip, 2)
+
+    out.dpas = scaled(counter.fmas)
+    out.int_ops, out.float_ops = scaled(counter.int_ops), scaled(counter.float_ops)
+    out.moves, out.operand_reorders = scaled(counter.moves), scaled(counter.reorders)
+    by_space: dict[str, float] = {}
+    for kind, (n, nbytes) in counter.sends.items():
+        out.by_kind[kind] = {"count": scaled(n), "bytes": scaled(nbytes)}
+        op, _, space = kind.split(".")
+        by_space[f"{op}.{space}"] = by_space.get(f"{op}.{space}", 0) + nbytes / per_trip
+    out.sends = round(sum(v["count"] for v in out.by_kind.values()), 2)
+    out.send_bytes = round(sum(v["bytes"] for v in out.by_kind.values()), 2)
+    out.min_sends = sum(ceil(round(b, 6) / target.messages.block) for b in by_space.values())
+    return out
+
+
+def _k_loop(ir: Node) -> Group | None:
+    return next((n for n in distinct_nodes(ir) if isinstance(n, Group) and n.label == K_LOOP), None)
+
+
+def _fma_instructions(call: FuncCall, target) -> int:
+    f = call.func
+    if isinstance(f, (Mad, Dp4a)):
+        return _lanes_ops(f.simd, target)
+    return 1
+
+
+def _lanes_ops(lanes: int, target) -> int:
+    return ceil(lanes / target.lanes.alu)
+
+
+def _built_fmas(built: Stmt, target) -> int:
+    """Multiply instructions of one iteration of the built reduction body."""
+    nest = find_reduction_nest(built)
+    root = nest.body if nest is not None else _k_loop(built)
+    if root is None:
+        return 0
+    return _count_fmas(root, target)
+
+
+def _count_fmas(s: Stmt, target) -> int:
+    """Multiply instructions ``s`` executes (loops with constant bounds times their trips)."""
+    total = 0
+    stack = [(s, 1)]
+    while stack:
+        node, times = stack.pop()
+        if isinstance(node, FuncCall) and isinstance(node.func, _FMAS):
+            total += times * _fma_instructions(node, target)
+        if isinstance(node, For):
+            times *= trip_count(node) or 1
+        stack.extend((k, times) for k in child_stmts(node))
+    return total
+
+
+def _main_loop(group: Group, target) -> Stmt:
+    """The innermost loop with multiplies that runs the most of them (with the trips of the loops around
+    it inside the group), or the group itself when no loop holds a multiply."""
+    best: tuple[int, Stmt] = (0, group)
+    stack: list[tuple[Stmt, int]] = [(group.body, 1)]
+    while stack:
+        node, outer = stack.pop()
+        if isinstance(node, For):
+            trips = trip_count(node) or 1
+            inner = [k for k in _loops_below(node.body) if _count_fmas(k, target)]
+            fmas = _count_fmas(node, target) * outer
+            if not inner and fmas > best[0]:
+                best = (fmas, node)
+            stack.extend((k, outer * trips) for k in child_stmts(node))
+            continue
+        stack.extend((k, outer) for k in child_stmts(node))
+    return best[1]
+
+
+def _loops_below(s: Stmt) -> list[For]:
+    out, stack = [], [s]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, For):
+            out.append(node)
+        else:
+            stack.extend(child_stmts(node))
+    return out
+
+
+def _operand_buffers(body: Stmt) -> set[str]:
+    """Names of the buffers the multiplies of ``body`` read as their A and B operands."""
+    names = set()
+    for n in distinct_nodes(body):
+        if isinstance(n, FuncCall) and type(n.func) in _FMA_OPERANDS:
+            for i in _FMA_OPERANDS[type(n.func)]:
+                if isinstance(n.args[i], Var):
+                    names.add(n.args[i].name)
+    return names
+
+
+def _is_copy(e: Expr) -> bool:
+    """A value nothing computes: a store of it is a register move."""
+    if isinstance(e, Broadcast):
+        return _is_copy(e.a)
+    return isinstance(e, (Var, IntImm, FloatImm, BoolImm, Load))
+
+
+class _Counter:
+    """Counts a statement tree's instructions, loops with constant bounds times their trips."""
+
+    def __init__(self, target, operands: set[str]):
+        self.target = target
+        self.operands = operands
+        self.fmas = 0
+        self.fma_kind = ""
+        self.int_ops = 0
+        self.float_ops = 0
+        self.moves = 0
+        self.reorders = 0
+        self.sends: dict[str, tuple[int, int]] = {}
+
+    def walk(self, root: Stmt) -> None:
+        stack: list[tuple[Stmt, int]] = [(root, 1)]
+        while stack:
+            s, times = stack.pop()
+            self.statement(s, times)
+            if isinstance(s, For):
+                times *= trip_count(s) or 1
+                self.int_ops += 2 * times * _lanes_ops(1, self.target)
+            stack.extend((k, times) for k in child_stmts(s))
+
+    def statement(self, s: Stmt, times: int) -> None:
+        for e in own_exprs(s):
+            self.expression(e, times)
+        if isinstance(s, (Let, For)):
+            return
+        if isinstance(s, Store):
+            if _is_copy(s.value):
+                self.moves += times * _lanes_ops(s.value.type.lanes, self.target)
+            return
+        if not isinstance(s, FuncCall):
+            return
+        f = s.func
+        if isinstance(f, _FMAS):
+            self.fmas += times * _fma_instructions(s, self.target)
+            self.fma_kind = self.fma_kind or ("dpasw" if isinstance(f, Dpas) and f.is_dpasw else _fma_name(f))
+        elif isinstance(f, Send):
+            kind = f"{f.op.value}.{f.kind.value}.{f.space}"
+            n, nbytes = self.sends.get(kind, (0, 0))
+            self.sends[kind] = (n + times, nbytes + times * f.elems * f.type.size)
+        elif isinstance(f, (Reorder, Reduce)):
+            dst = f.dst_layout
+            nbytes = dst.elems() * dst.dtype.size
+            self.moves += times * ceil(nbytes / (self.target.lanes.alu * 4))
+            dst_buf = s.args[2]
+            if isinstance(f, Reorder) and isinstance(dst_buf, Var) and dst_buf.name in self.operands:
+                self.reorders += times
+        elif isinstance(f, Eltwise):
+            self.float_ops += times * _lanes_ops(f.elems, self.target)
+
+    def expression(self, e: Expr, times: int) -> None:
+        # Every occurrence costs an instruction, as code generation evaluates the tree.
+        stack = [e]
+        while stack:
+            n = stack.pop()
+            if isinstance(n, (Unary, Binary, Ternary, Cast)):
+                ops = times * _lanes_ops(n.type.lanes, self.target)
+                if _is_float_op(n):
+                    self.float_ops += ops
+                elif not (isinstance(n, Cast) and n.type.scalar is n.a.type.scalar):
+                    self.int_ops += ops
+            if isinstance(n, Load):
+                stack.append(n.offset)
+            elif isinstance(n, Expr):
+                stack.extend(n.children())
+
+
+def _is_float_op(n: Expr) -> bool:
+    return n.type.is_float or any(isinstance(k, Expr) and k.type.is_float for k in n.children())
+
+
+def _fma_name(f) -> str:
+    return {Dpas: "dpas", Mma: "mma", Mad: "mad", Dp4a: "dp4a"}[type(f)]

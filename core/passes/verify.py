@@ -1,0 +1,321 @@
+"""The IR verifier: what a code generator may take for granted of kernel IR, checked on one IR.
+
+``verify_ir(ir, target, ...)`` returns every broken rule as a :class:`Problem`
+(empty when the IR is sound); ``verify_trace`` checks the builder's IR and
+the IR after every pass. The rules:
+
+- **types**: every expression has the type its constructor gives its
+  operands (a node made around the constructor is caught here), a use of a
+  variable has the type of its binding, conditions and masks are bool,
+  offsets integers;
+- **scope**: every variable is bound (``let``, ``for``, ``alloc``) by a
+  statement around its use, or is free in the kernel (its buffers, group and
+  thread ids); no name is bound twice;
+- **bounds**: register and SLM accesses (loads, stores, a call's buffer
+  operands) stay inside their ``alloc`` wherever the offset's range is known
+  (constants, loop indices, launch ids and lets of them, by interval
+  analysis), SLM only where the access is neither masked nor under an ``if``;
+- **sends** follow the target's message rules (``Target.messages``): a
+  block message moves at most ``messages.block`` bytes from one scalar
+  address, a scattered one at most ``messages.scattered_lanes`` addresses
+  with one offset per element; SLM messages address an SLM buffer, global
+  ones a kernel buffer; the register operand is a register buffer;
+- **fused operations** (``add3``, ``mad``) are instructions the target
+  encodes (``Target.fused_int_ops``: operand widths, immediate positions
+  and widths);
+- **64-bit integer arithmetic** only where the target has it or its code
+  generator emulates that operation (``Target.int64``).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Iterable, Mapping
+
+from ..ir.expr import Binary, BoolImm, Broadcast, Cast, Expr, Load, Op, Ternary, Unary, Var
+from ..ir.funcs import Dp4a, Dpas, Eltwise, Mad, Mma, Reduce, Reorder, Send, SendKind
+from ..ir.node import Node
+from ..ir.printer import print_ir
+from ..ir.stmt import Alloc, For, FuncCall, If, Let, MemKind, Stmt, Store
+from ..ir.types import s32
+from .intervals import IntervalAnalysis, type_range
+from .peephole import fused_problem
+from .tree import child_stmts, distinct_nodes, own_exprs
+
+
+@dataclass(frozen=True)
+class Problem:
+    """One broken rule: ``rule`` (types, scope, bounds, send, fused, int64), what is wrong, and the
+    statement it is in, printed."""
+
+    rule: str
+    message: str
+    where: str
+
+    def __str__(self) -> str:
+        return f"{self.rule}: {self.message} (in: {self.where})"
+
+    def to_dict(self) -> dict:
+        return {"rule": self.rule, "message": self.message, "where": self.where}
+
+
+class VerifyError(Exception):
+    """IR broke verifier rules; ``problems`` lists them."""
+
+    def __init__(self, stage: str, problems: list[Problem]):
+        more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
+        super().__init__(f"the IR after '{stage}' is not sound: {problems[0]}{more}")
+        self.stage = stage
+        self.problems = problems
+
+
+@dataclass
+class _Binding:
+    var: Var
+    size: int | None = None        # bytes of an allocated buffer
+    kind: MemKind | None = None    # where it lives (None: a value, or a kernel buffer)
+
+
+def verify_ir(ir: Stmt, target, free: Iterable[Var] = (),
+              ranges: Mapping[str, tuple[int, int]] | None = None) -> list[Problem]:
+    """Every rule ``ir`` breaks on ``target``. ``free``: the variables the kernel binds outside its IR
+    (buffers, launch ids); ``ranges``: known ranges of free variables (launch ids)."""
+    return _Verifier(target, free, ranges or {}).run(ir)
+
+
+def verify_kernel(kernel, ir: Stmt | None = None) -> list[Problem]:
+    """``verify_ir`` of ``ir`` (default: the built body) with what ``kernel`` (``builder.Kernel``) knows."""
+    from ..targets import get_target
+    from .options import kernel_options, launch_ranges
+
+    options = kernel_options(kernel)
+    free = [a.var for a in kernel.args] + [Var.make(s32, name) for name, _, _ in options["var_ranges"]]
+    return verify_ir(kernel.body if ir is None else ir, get_target(kernel.target), free, launch_ranges(options))
+
+
+def verify_trace(kernel, trace) -> list[tuple[str, list[Problem]]]:
+    """``(stage, problems)`` for the builder's IR (stage ``build``) and the IR after every pass."""
+    stages = [("build", trace.input)] + [(e.name, e.ir) for e in trace.entries]
+    out, seen = [], {}
+    for name, ir in stages:
+        if id(ir) not in seen:  # a pass that changed nothing hands on the same object
+            seen[id(ir)] = verify_kernel(kernel, ir)
+        out.append((name, seen[id(ir)]))
+    return out
+
+
+# Buffer operands of calls: (buffer argument, offset argument, bytes accessed from the offset).
+def _operands(call: FuncCall) -> list[tuple[int, int, int]]:
+    f = call.func
+    if isinstance(f, Send):
+        return [(2, 3, f.elems * f.type.size)]
+    if isinstance(f, Dpas):
+        c = f.rcount * f.simd * f.dst_type.size
+        return [(0, 1, c), (2, 3, c), (4, 5, f.sdepth * 4 * f.simd), (6, 7, f.rcount * f.sdepth * 4)]
+    if isinstance(f, Mma):
+        c = f.m * f.n * f.c_type.size
+        return [(0, 1, c), (2, 3, f.m * f.k * f.a_type.size), (4, 5, f.k * f.n * f.b_type.size), (6, 7, c)]
+    if isinstance(f, (Mad, Dp4a)):
+        dst = f.simd * (f.dst_type.size if isinstance(f, Mad) else 4)
+        k = 1 if isinstance(f, Mad) else 4
+        src2 = (f.simd if f.src2_stride else 1) * k * f.src2_type.size
+        return [(0, 1, dst), (2, 3, dst), (4, 5, f.simd * k * f.src1_type.size), (6, 7, src2)]
+    if isinstance(f, (Reorder, Reduce)):
+        return [(0, 1, f.src_layout.size_bytes()), (2, 3, f.dst_layout.size_bytes())]
+    if isinstance(f, Eltwise):
+        return [(0, 1, f.elems * f.dtype.size)]
+    return []
+
+
+class _Verifier:
+    def __init__(self, target, free: Iterable[Var], ranges):
+        self.target = target
+        self.scope: dict[str, _Binding] = {v.name: _Binding(v) for v in free}
+        self.bound_once: set[str] = set()
+        self.analysis = IntervalAnalysis(ranges)
+        self.checked: set[int] = set()
+        self.problems: list[Problem] = []
+        self._where: Stmt | None = None
+        self.guarded = False
+        self._printed: dict[int, str] = {}
+
+    def run(self, ir: Stmt) -> list[Problem]:
+        # Frames: ("stmt", s, guarded) checks s and schedules its body (guarded: inside an ``if``);
+        # ("unbind", (name, shadowed)) closes a scope.
+        stack: list[tuple] = [("stmt", ir, False)]
+        while stack:
+            frame = stack.pop()
+            if frame[0] == "unbind":
+                name, outer = frame[1]
+                if outer is None:
+                    del self.scope[name]
+                else:
+                    self.scope[name] = outer
+                continue
+            _, s, self.guarded = frame
+            self._where = s
+            for e in own_exprs(s):
+                self.expression(e)
+            self.statement(s)
+            bound = self.bind(s)
+            if bound is not None:
+                stack.append(("unbind", bound))
+            guarded = self.guarded or isinstance(s, If)
+            stack.extend(("stmt", k, guarded) for k in reversed(child_stmts(s)))
+        return self.problems
+
+    # -- reporting ----------------------------------------------------------------------------
+
+    def fail(self, rule: str, message: str) -> None:
+        s = self._where
+        if s is not None and id(s) not in self._printed:
+            self._printed[id(s)] = print_ir(s).text.splitlines()[0].strip()[:160]
+        self.problems.append(Problem(rule, message, "" if s is None else self._printed[id(s)]))
+
+    # -- statements ---------------------------------------------------------------------------
+
+    def bind(self, s: Stmt) -> tuple[str, _Binding | None] | None:
+        """Opens the scope ``s`` binds; returns the name and the binding it shadows, to restore."""
+        if isinstance(s, Let):
+            var, binding = s.var, _Binding(s.var)
+            if var.type.is_int or var.type.is_bool:
+                lo, hi, _ = self.analysis.of(s.value)
+                self.analysis.ranges.setdefault(var.name, (lo, hi))
+        elif isinstance(s, For):
+            var, binding = s.var, _Binding(s.var)
+            lo, _, _ = self.analysis.of(s.init)
+            _, hi, _ = self.analysis.of(s.bound)
+            self.analysis.ranges.setdefault(var.name, (lo, max(lo, hi - 1)))
+        elif isinstance(s, Alloc):
+            var, binding = s.buf, _Binding(s.buf, s.size, s.kind)
+        else:
+            return None
+        if var.name in self.bound_once:
+            self.fail("scope", f"'{var.name}' is bound twice")
+        self.bound_once.add(var.name)
+        outer = self.scope.get(var.name)
+        self.scope[var.name] = binding
+        return var.name, outer
+
+    def statement(self, s: Stmt) -> None:
+        if isinstance(s, Let) and s.value.type != s.var.type:
+            self.fail("types", f"let {s.var.name}.{s.var.type} = a value of type {s.value.type}")
+        elif isinstance(s, For):
+            for name, e in (("init", s.init), ("bound", s.bound)):
+                if e.type != s.var.type:
+                    self.fail("types", f"loop {s.var.name}.{s.var.type} has a {name} of type {e.type}")
+        elif isinstance(s, If) and not s.cond.type.is_bool:
+            self.fail("types", f"if condition of type {s.cond.type}")
+        elif isinstance(s, Store):
+            if not s.offset.type.is_int:
+                self.fail("types", f"store offset of type {s.offset.type}")
+            if s.mask is not None and s.mask.type.lanes not in (1, s.value.type.lanes):
+                self.fail("types", f"store mask of {s.mask.type.lanes} lanes for {s.value.type.lanes} values")
+            nbytes = (s.value.type.lanes - 1) * s.stride + s.value.type.scalar.size
+            self.access(s.buf, s.offset, nbytes, masked=s.mask is not None)
+        elif isinstance(s, FuncCall):
+            self.call(s)
+
+    def call(self, s: FuncCall) -> None:
+        if isinstance(s.func, Send):
+            self.send(s)
+        for buf, off, nbytes in _operands(s):
+            masked = isinstance(s.func, Send) and not _always(s.args[4])
+            if isinstance(s.args[buf], Var):
+                self.access(s.args[buf], s.args[off], nbytes, masked)
+            else:
+                self.fail("types", f"operand {buf} of {s.func} is not a buffer")
+
+    def send(self, s: FuncCall) -> None:
+        f, (mem, offset, reg, reg_offset, mask) = s.func, s.args
+        limits = self.target.messages
+        nbytes = f.elems * f.type.size
+        if f.kind is SendKind.BLOCK:
+            if nbytes > limits.block:
+                self.fail("send", f"a block message of {nbytes} bytes; {self.target.name} moves at most "
+                                  f"{limits.block}")
+            if offset.type.lanes != 1 or mask.type.lanes != 1:
+                self.fail("send", "a block message takes one address and one mask")
+        else:
+            if f.elems > limits.scattered_lanes:
+                self.fail("send", f"a scattered message of {f.elems} addresses; {self.target.name} takes at "
+                                  f"most {limits.scattered_lanes}")
+            if offset.type.lanes != f.elems or mask.type.lanes not in (1, f.elems):
+                self.fail("send", f"a scattered message of {f.elems} elements with {offset.type.lanes} offsets "
+                                  f"and {mask.type.lanes} mask lanes")
+        if not offset.type.is_int or not reg_offset.type.is_int or not mask.type.is_bool:
+            self.fail("types", "a send's offsets are integers and its mask bool")
+        memory = self.scope.get(mem.name) if isinstance(mem, Var) else None
+        want = MemKind.SLM if f.space == "slm" else None
+        if memory is not None and memory.kind is not want:
+            where = "an SLM buffer" if want is MemKind.SLM else "a kernel buffer"
+            self.fail("send", f"a {f.space} message addresses '{mem.name}', which is not {where}")
+        if isinstance(mem, Var):
+            self.access(mem, offset, nbytes if f.kind is SendKind.BLOCK else f.type.size, not _always(mask))
+        register = self.scope.get(reg.name) if isinstance(reg, Var) else None
+        if register is not None and register.kind is not MemKind.GRF:
+            self.fail("send", f"the register operand '{reg.name}' is not a register buffer")
+
+    def access(self, buf: Var, offset: Expr, nbytes: int, masked: bool) -> None:
+        binding = self.scope.get(buf.name)
+        conditional = masked or self.guarded  # an SLM access under a mask or an ``if`` may never happen
+        if binding is None or binding.size is None or (conditional and binding.kind is not MemKind.GRF):
+            return
+        if not offset.type.is_int:
+            return
+        lo, hi, wrapped = self.analysis.of(offset)
+        if wrapped or (lo, hi) == type_range(offset.type):
+            return  # the offset's range is not known here (a header, a loaded value)
+        if lo < 0 or hi + nbytes > binding.size:
+            self.fail("bounds", f"bytes [{lo}, {hi + nbytes}) of '{buf.name}', which has {binding.size}")
+
+    # -- expressions --------------------------------------------------------------------------
+
+    def expression(self, e: Expr) -> None:
+        for n in distinct_nodes(e):
+            if isinstance(n, Var):
+                self.use(n)
+            if id(n) in self.checked:
+                continue
+            self.checked.add(id(n))
+            self.node(n)
+
+    def use(self, v: Var) -> None:
+        binding = self.scope.get(v.name)
+        if binding is None:
+            self.fail("scope", f"'{v.name}' is used where nothing binds it")
+        elif binding.var.type != v.type:
+            self.fail("types", f"'{v.name}' is bound as {binding.var.type} and used as {v.type}")
+
+    def node(self, n: Node) -> None:
+        if isinstance(n, Var) or not isinstance(n, Expr):
+            return
+        try:
+            rebuilt = n.rebuild(*n.field_values())
+        except (TypeError, ValueError) as exc:
+            self.fail("types", f"{n}: {exc}")
+            return
+        if rebuilt.type != n.type:
+            self.fail("types", f"{n} has type {n.type}; its operands make {rebuilt.type}")
+        if isinstance(n, Load) and not n.offset.type.is_int:
+            self.fail("types", f"load offset of type {n.offset.type}")
+        if isinstance(n, Ternary) and n.op in (Op.ADD3, Op.MAD):
+            problem = fused_problem(self.target.fused_int_ops, n)
+            if problem is not None:
+                self.fail("fused", f"{n}: {problem}")
+        if (isinstance(n, (Unary, Binary, Ternary)) and n.type.is_int and n.type.scalar.bits == 64
+                and n.op is not Op.IIF and not self.target.int64.allows(n.op.name)):
+            self.fail("int64", f"64-bit integer {n.op.name.lower()} on {self.target.name}, which has no 64-bit "
+                               f"integer ALU and no emulation of it: {n}")
+        if isinstance(n, Cast) and n.type.lanes != n.a.type.lanes:
+            self.fail("types", f"{n}: a cast keeps its lane count")
+
+
+def _always(mask: Expr) -> bool:
+    if isinstance(mask, Broadcast):
+        mask = mask.a
+    return isinstance(mask, BoolImm) and mask.value
+
+
+def verify_problems_text(stages: list[tuple[str, list[Problem]]]) -> str:
+    """One line per problem, ``stage: rule: message (in: statement)``."""
+    return "".join(f"{stage}: {p}\n" for stage, ps in stages for p in ps)

@@ -1,0 +1,374 @@
+"""The machine: every hardware thread of a launch, stepped one instruction at a time.
+
+The register file of all threads is one byte array ``(threads, bytes)`` with
+typed views, so an instruction reads and writes its regions for every thread
+at once. Threads run in lock step while they agree on the program counter;
+when they diverge (a predicated ``jmpi``) the threads at the lowest program
+counter run first, which reconverges structured control flow. A thread that
+waits at a barrier (``sync.bar``) stops until every thread of its group has
+signalled (``send.gtwy`` barrier message); SLM accesses are checked for
+races across the threads of a group (:mod:`.memory`). ``send.gtwy`` with
+``{EOT}`` ends a thread.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from . import alu, messages
+from .errors import Fault, SimError, Unsupported
+from .memory import Global, Slm
+from .program import TYPES, Imm, Instr, Operand
+
+ACC_REGS = 4          # acc0..acc3 after the GRFs, two register rows each
+FLAG_BITS = 32
+STEP_LIMIT = 20_000_000
+
+
+@dataclass(frozen=True)
+class Geometry:
+    """The launch: ``groups`` thread groups of ``group_size`` threads, register rows of ``reg_bytes``,
+    ``grf`` registers, ``slm_bytes`` of SLM per group."""
+
+    groups: int
+    group_size: int
+    reg_bytes: int
+    grf: int
+    slm_bytes: int
+
+    @property
+    def threads(self) -> int:
+        return self.groups * self.group_size
+
+
+class Machine:
+    """Registers, flags, memory and scheduling state of one launch (see the module docstring)."""
+
+    def __init__(self, program: list[Instr], geo: Geometry, memory: Global, on_store=None):
+        self.program, self.geo, self.memory = program, geo, memory
+        T, rb = geo.threads, geo.reg_bytes
+        self.acc_base = geo.grf * rb
+        self.file = np.zeros((T, self.acc_base + ACC_REGS * 2 * rb), dtype=np.uint8)
+        self.views = {name: self.file.view(np.dtype(dt)) for name, (dt, _) in TYPES.items()}
+        self.flags = np.zeros((T, 2, FLAG_BITS), dtype=bool)
+        self.pc = np.zeros(T, dtype=np.int64)
+        self.done = np.zeros(T, dtype=bool)
+        self.waiting = np.zeros(T, dtype=bool)
+        self.group = np.arange(T) // geo.group_size
+        self.sig = np.zeros(T, dtype=np.int64)       # barrier signals issued
+        self.passed = np.zeros(T, dtype=np.int64)    # barrier generations waited for
+        self.generation = np.zeros(geo.groups, dtype=np.int64)
+        self.slm = Slm(geo.groups, geo.slm_bytes)
+        self.executed = 0          # instructions, counting a lock-step batch once
+        self.thread_steps = 0      # instructions times the threads that ran them
+        self.on_store = on_store   # called (instr, flat byte indices, rows) after a global store
+        self._index_cache: dict = {}
+
+    # -- operands ----------------------------------------------------------------------------------
+
+    def _index(self, op: Operand, n: int) -> np.ndarray:
+        key = (op, n)
+        idx = self._index_cache.get(key)
+        if idx is None:
+            size = TYPES[op.type][1]
+            start = (op.reg * self.geo.reg_bytes if op.kind == "grf" else self.acc_base + op.reg * 2 * self.geo.reg_bytes)
+            v, w, h = op.region
+            i = np.arange(n)
+            idx = start // size + op.sub + (i // w) * v + (i % w) * h
+            self._index_cache[key] = idx
+        return idx
+
+    def read(self, ins: Instr, op, rows, n: int) -> np.ndarray:
+        if isinstance(op, Imm):
+            return self._imm(ins, op, n)
+        if op.kind == "null":
+            raise Unsupported(ins.line, ins.text, "null source")
+        x = self.views[op.type][rows, self._index(op, n)] if isinstance(rows, slice) else \
+            self.views[op.type][rows[:, None], self._index(op, n)[None, :]]
+        if op.abs or op.neg:
+            x = alu.as_compute(x, op.type, op.type in alu.FLOAT)
+            x = np.abs(x) if op.abs else x
+            x = -x if op.neg else x
+        return x
+
+    def _imm(self, ins: Instr, imm: Imm, n: int) -> np.ndarray:
+        if imm.type in ("uv", "v"):
+            nib = np.array([(imm.value >> (4 * i)) & 0xF for i in range(8)], dtype=np.int64)
+            if imm.type == "v":
+                nib = np.where(nib >= 8, nib - 16, nib)
+            return np.resize(nib, n)[None, :]
+        if imm.raw_bits:
+            size = TYPES[imm.type][1]
+            raw = np.array([imm.value], dtype=np.dtype(f"uint{8 * size}"))
+            return raw.view(np.dtype(TYPES[imm.type][0]))[None, :]
+        return np.array([imm.value], dtype=np.dtype(TYPES[imm.type][0]))[None, :]
+
+    def write(self, op: Operand, rows, n: int, value: np.ndarray, mask) -> None:
+        view, idx = self.views[op.type], self._index(op, n)
+        if isinstance(rows, slice):
+            if mask is None:
+                view[:, idx] = value
+            else:
+                view[:, idx] = np.where(mask, value, view[:, idx])
+            return
+        r = rows[:, None]
+        if mask is None:
+            view[r, idx[None, :]] = value
+        else:
+            view[r, idx[None, :]] = np.where(mask, value, view[r, idx[None, :]])
+
+    def flag_bits(self, rows, reg: int, bit: int, n: int) -> np.ndarray:
+        return self.flags[rows, reg, bit: bit + n]
+
+    def channel_mask(self, ins: Instr, rows, n: int):
+        if ins.pred is None:
+            return None
+        reg, bit, inv = ins.pred
+        m = self.flag_bits(rows, reg, bit, n)
+        return ~m if inv else m
+
+    # -- scheduling --------------------------------------------------------------------------------
+
+    def run(self) -> None:
+        """Runs every thread to its end of thread; raises :class:`SimError`."""
+        T = self.geo.threads
+        everyone = np.arange(T)
+        while True:
+            live = ~self.done & ~self.waiting
+            if not live.any():
+                if self.done.all():
+                    return
+                self._deadlock()
+            if live.all():
+                pc = int(self.pc.min())
+                at = self.pc == pc
+                rows = slice(None) if at.all() else everyone[at]
+            else:
+                pcs = np.where(live, self.pc, np.iinfo(np.int64).max)
+                pc = int(pcs.min())
+                rows = everyone[live & (self.pc == pc)]
+            if pc >= len(self.program):
+                raise Fault(None, "", "a thread ran past the last instruction without an end of thread")
+            ins = self.program[pc]
+            count = T if isinstance(rows, slice) else len(rows)
+            self.executed += 1
+            self.thread_steps += count
+            if self.thread_steps > STEP_LIMIT * 8:
+                raise Fault(ins.line, ins.text, f"ran past {STEP_LIMIT * 8} thread-instructions (an endless loop?)")
+            self.step(ins, rows, pc)
+
+    def _deadlock(self) -> None:
+        t = int(np.flatnonzero(self.waiting)[0])
+        ins = self.program[int(self.pc[t])]
+        g = self.group[t]
+        members = np.flatnonzero(self.group == g)
+        missing = [int(m) for m in members if self.sig[m] <= self.generation[g] and not self.done[m]]
+        raise Fault(ins.line, ins.text, f"barrier never completes: thread {t} waits, threads {missing} of its "
+                                        "group never signalled")
+
+    def _advance(self, rows) -> None:
+        self.pc[rows] += 1
+
+    def step(self, ins: Instr, rows, pc: int) -> None:
+        handler = HANDLERS.get(ins.op)
+        if handler is None:
+            raise Unsupported(ins.line, ins.text, f"opcode {ins.op}")
+        try:
+            handler(self, ins, rows)
+        except SimError:
+            raise
+        except (ValueError, IndexError, KeyError, TypeError) as exc:
+            raise Unsupported(ins.line, ins.text, str(exc)) from None
+
+    def rows_array(self, rows) -> np.ndarray:
+        return np.arange(self.geo.threads) if isinstance(rows, slice) else rows
+
+
+# -- handlers --------------------------------------------------------------------------------------------
+
+def _alu(m: Machine, ins: Instr, rows) -> None:
+    n = ins.exec_size
+    srcs = ins.srcs
+    types = [s.type for s in srcs]
+    wide_float = any(t in alu.FLOAT for t in types)
+    op = ins.op
+    if wide_float and op in alu.INT_ONLY:
+        raise Unsupported(ins.line, ins.text, f"{op} of float operands")
+    vals = [alu.as_compute(m.read(ins, s, rows, n), s.type, wide_float) for s in srcs]
+    if op in ("shl", "shr", "asr"):
+        res = alu.shift(op, vals[0], types[0], vals[1], ins.dst.type)
+    elif op == "addc":
+        total = (vals[0] & 0xFFFFFFFF) + (vals[1] & 0xFFFFFFFF)
+        res = total
+        m.write(Operand("acc", "ud", 0, 0, (1, 1, 0)), rows, n, (total >> 32).astype(np.uint32),
+                m.channel_mask(ins, rows, n))
+    elif op == "sel":
+        return _sel(m, ins, rows, vals)
+    elif op == "cmp":
+        return _cmp(m, ins, rows, vals)
+    else:
+        fn = alu.TABLE.get(op)
+        if fn is None:
+            raise Unsupported(ins.line, ins.text, f"opcode {op}")
+        with np.errstate(over="ignore", invalid="ignore"):
+            res = fn(*vals)
+    _store(m, ins, rows, res)
+
+
+def _store(m: Machine, ins: Instr, rows, res) -> None:
+    n = ins.exec_size
+    mask = m.channel_mask(ins, rows, n)
+    dst = ins.dst
+    with np.errstate(over="ignore", invalid="ignore"):
+        out = alu.convert(np.asarray(res), dst.type, ins.sat)
+    if ins.cmod is not None:
+        flag = alu.CMP[ins.cmod](alu.as_compute(out, dst.type, dst.type in alu.FLOAT), 0)
+        _set_flag(m, ins, rows, np.broadcast_to(flag, (_nrows(m, rows), n)), mask)
+    if dst.kind != "null":
+        m.write(dst, rows, n, np.broadcast_to(out, (_nrows(m, rows), n)), mask)
+    m._advance(rows)
+
+
+def _nrows(m: Machine, rows) -> int:
+    return m.geo.threads if isinstance(rows, slice) else len(rows)
+
+
+def _set_flag(m: Machine, ins: Instr, rows, value, mask) -> None:
+    reg, bit = ins.cmod_flag
+    n = ins.exec_size
+    cur = m.flags[rows, reg, bit: bit + n]
+    m.flags[rows, reg, bit: bit + n] = value if mask is None else np.where(mask, value, cur)
+
+
+def _cmp(m: Machine, ins: Instr, rows, vals) -> None:
+    n = ins.exec_size
+    if ins.cmod is None:
+        raise Unsupported(ins.line, ins.text, "cmp without a condition")
+    a, b = np.broadcast_arrays(*vals)
+    flag = np.broadcast_to(alu.CMP[ins.cmod](a, b), (_nrows(m, rows), n))
+    mask = m.channel_mask(ins, rows, n)
+    _set_flag(m, ins, rows, flag, mask)
+    if ins.dst.kind != "null":
+        size = TYPES[ins.dst.type][1]
+        raw = np.where(flag, np.uint64((1 << (8 * size)) - 1), np.uint64(0)).astype(np.dtype(f"uint{8 * size}"))
+        m.write(Operand(ins.dst.kind, {1: "ub", 2: "uw", 4: "ud", 8: "uq"}[size], ins.dst.reg,
+                        ins.dst.sub, ins.dst.region), rows, n, raw, mask)
+    m._advance(rows)
+
+
+def _sel(m: Machine, ins: Instr, rows, vals) -> None:
+    n = ins.exec_size
+    a, b = vals
+    if ins.cmod is not None:          # min/max: the condition compares the sources, no flag is written
+        res = np.where(alu.CMP[ins.cmod](a, b), a, b)
+        mask = m.channel_mask(ins, rows, n)
+    elif ins.pred is not None:        # the predicate chooses, every channel is written
+        res = np.where(m.channel_mask(ins, rows, n), a, b)
+        mask = None
+    else:
+        res, mask = a, None
+    out = alu.convert(np.broadcast_to(res, (_nrows(m, rows), n)), ins.dst.type, ins.sat)
+    m.write(ins.dst, rows, n, out, mask)
+    m._advance(rows)
+
+
+def _jmpi(m: Machine, ins: Instr, rows) -> None:
+    if ins.pred is None:
+        m.pc[rows] = ins.target
+        return
+    reg, bit, inv = ins.pred
+    take = m.flags[rows, reg, bit]
+    take = ~take if inv else take
+    m.pc[rows] = np.where(take, ins.target, m.pc[rows] + 1)
+
+
+def _sync(m: Machine, ins: Instr, rows) -> None:
+    if ins.sub == "bar":
+        return _wait(m, ins, rows)
+    if ins.sub not in ("nop", "allrd", "allwr"):
+        raise Unsupported(ins.line, ins.text, f"sync.{ins.sub}")
+    m._advance(rows)
+
+
+def _wait(m: Machine, ins: Instr, rows) -> None:
+    r = m.rows_array(rows)
+    pending = m.sig[r] > m.passed[r]
+    fired = m.generation[m.group[r]] >= m.sig[r]
+    go = ~pending | fired
+    m.passed[r[go & pending]] = m.sig[r[go & pending]]
+    m.pc[r[go]] += 1
+    m.waiting[r[~go]] = True
+
+
+def _signal(m: Machine, ins: Instr, r: np.ndarray) -> None:
+    hdr = ins.srcs[0]
+    counts = m.views["ub"][r[:, None], hdr.reg * m.geo.reg_bytes + np.array([10, 11])[None, :]]
+    want = m.geo.group_size
+    if (counts != want).any():
+        raise Fault(ins.line, ins.text, f"barrier header counts {counts[0].tolist()} threads; the group has {want}")
+    if (m.sig[r] > m.passed[r]).any():
+        raise Fault(ins.line, ins.text, "a barrier signalled twice without a wait between")
+    m.sig[r] += 1
+    for g in np.unique(m.group[r]):
+        members = m.group == g
+        active = members & ~m.done
+        if (m.sig[active] > m.generation[g]).all():
+            m.generation[g] += 1
+            m.waiting[members] = False
+
+
+def _dpas(m: Machine, ins: Instr, rows) -> None:
+    if ins.op == "dpasw":
+        raise Unsupported(ins.line, ins.text, "dpasw (the thread pair's shared operand) is not simulated")
+    depth, _, repeat = ins.sub.partition("x")
+    sd, rc = int(depth), int(repeat)
+    n = ins.exec_size
+    dst, c, b, a = ins.dst, *ins.srcs
+    if b.type != a.type or TYPES[b.type][1] not in (1, 2):
+        raise Unsupported(ins.line, ins.text, f"dpas of {b.type} x {a.type}")
+    opc = 4 // TYPES[b.type][1]
+    rb = m.geo.reg_bytes
+    T = _nrows(m, rows)
+
+    def elems(op: Operand, count: int) -> np.ndarray:
+        size = TYPES[op.type][1]
+        start = (op.reg * rb) // size + op.sub
+        view = m.views[op.type]
+        x = view[rows, start: start + count] if isinstance(rows, slice) else view[rows, start: start + count]
+        if op.type == "bf":
+            return alu.bf_to_f32(x).astype(np.float64)
+        return x.astype(np.float64 if op.type in alu.FLOAT else np.int64)
+
+    bm = elems(b, sd * n * opc).reshape(T, sd, n, opc)
+    am = elems(a, rc * sd * opc).reshape(T, rc, sd, opc)
+    prod = np.einsum("trdj,tdnj->trn", am, bm)
+    acc = np.zeros((T, rc, n)) if c.kind == "null" else elems(c, rc * n).reshape(T, rc, n)
+    res = (acc + prod).reshape(T, rc * n)
+    size = TYPES[dst.type][1]
+    start = (dst.reg * rb) // size + dst.sub
+    out = alu.convert(res.astype(np.float32) if dst.type == "f" else res.astype(np.int64), dst.type, False)
+    if ins.pred is not None:
+        raise Unsupported(ins.line, ins.text, "predicated dpas")
+    if isinstance(rows, slice):
+        m.views[dst.type][:, start: start + rc * n] = out
+    else:
+        m.views[dst.type][rows[:, None], np.arange(start, start + rc * n)[None, :]] = out
+    m._advance(rows)
+
+
+def _send(m: Machine, ins: Instr, rows) -> None:
+    from .send import gateway, lsc
+
+    if ins.sub == "gtwy":
+        return gateway(m, ins, rows)
+    if ins.sub in ("ugm", "slm"):
+        return lsc(m, ins, rows)
+    raise Unsupported(ins.line, ins.text, f"messages to {ins.sub}")
+
+
+HANDLERS = {op: _alu for op in ("mov", "add", "mul", "add3", "mad", "and", "or", "xor", "not", "mach", "shl",
+                                "shr", "asr", "addc", "sel", "cmp")}
+HANDLERS.update({"jmpi": _jmpi, "sync": _sync, "dpas": _dpas, "dpasw": _dpas, "send": _send, "sendc": _send})
+
+__all__ = ["Geometry", "Machine", "messages"]

@@ -1,0 +1,223 @@
+"""Sends: LSC loads, stores and atomics on global memory and SLM, fences, and gateway messages.
+
+Payload layouts (what the descriptor's fields say, :mod:`.messages`):
+
+- transposed (block) messages are SIMD1: one address in the first element of
+  ``src0`` (a 64-bit ``uq`` for ``a64``, a ``ud`` for ``a32``); ``vector``
+  consecutive elements go to (come from) consecutive register bytes;
+- scattered messages have one address per channel, packed in ``src0``; vector
+  component ``v`` of channel ``c`` is at memory ``addr + v * size`` and in the
+  register block ``v`` (each block whole registers) at slot ``c``; ``d16u32``
+  and ``d8u32`` move 16/8-bit memory elements through 32-bit slots, the
+  loaded slots' upper bits being undefined (the simulator fills them with
+  a pattern, so a program that reads them fails);
+- ``mlen``/``rlen`` and the ``src1`` length must match these sizes.
+
+A predicated message skips disabled channels (loads leave their registers
+as they were).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from . import messages
+from .errors import Fault, Unsupported
+from .program import Instr
+
+UNDEFINED_HIGH = 0xA5A5
+
+
+def gateway(m, ins: Instr, rows) -> None:
+    op = messages.bits(ins.desc, 0, 4)
+    r = m.rows_array(rows)
+    if ins.eot:
+        if op != messages.GATEWAY_EOT:
+            raise Unsupported(ins.line, ins.text, f"end of thread on gateway message {op}")
+        m.done[r] = True
+        return
+    if op == messages.GATEWAY_BARRIER:
+        from .machine import _signal
+
+        _signal(m, ins, r)
+        m.pc[r] += 1
+        return
+    raise Unsupported(ins.line, ins.text, f"gateway message {op:#x}")
+
+
+def _regs(nbytes: int, rb: int) -> int:
+    return -(-nbytes // rb)
+
+
+def lsc(m, ins: Instr, rows) -> None:
+    d = messages.decode_lsc(ins.desc)
+    if isinstance(d, str):
+        raise Unsupported(ins.line, ins.text, d)
+    if ins.exdesc != 0:
+        raise Unsupported(ins.line, ins.text, f"extended descriptor {ins.exdesc:#x}")
+    rb = m.geo.reg_bytes
+    r = m.rows_array(rows)
+    if d.op == messages.FENCE:
+        if ins.dst.kind != "null":
+            m.file[r[:, None], ins.dst.reg * rb + np.arange(d.rlen * rb)[None, :]] = 0
+        m.pc[r] += 1
+        return
+    n = 1 if d.transposed else ins.exec_size
+    if d.transposed and ins.exec_size != 1:
+        raise Fault(ins.line, ins.text, "a transposed LSC message must be SIMD1")
+    abytes = d.addr_bytes
+    _expect(ins, "message length", d.mlen, _regs(n * abytes, rb))
+    slot = d.reg_bytes
+    if d.transposed:
+        data_regs = _regs(d.vector * d.mem_bytes, rb)
+        if d.mem_bytes != d.reg_bytes:
+            raise Unsupported(ins.line, ins.text, f"transposed {d.name}")
+    else:
+        data_regs = d.vector * _regs(n * slot, rb)
+    is_load = d.op == messages.LOAD
+    is_atomic = d.op in (messages.ATOMIC_IADD, messages.ATOMIC_FADD)
+    if is_load or (is_atomic and ins.dst.kind != "null"):
+        _expect(ins, "response length", d.rlen, data_regs)
+    else:
+        _expect(ins, "response length", d.rlen, 0)
+    if not is_load:
+        _expect(ins, "source-1 length", ins.srcs[1].length, data_regs)
+    # addresses: (rows, n)
+    a_src = ins.srcs[0]
+    view = m.views["uq" if abytes == 8 else "ud"]
+    start = a_src.reg * rb // abytes
+    addr = view[r[:, None], start + np.arange(n)[None, :]]
+    enabled = np.ones((len(r), n), dtype=bool)
+    if ins.pred is not None:
+        reg, bit, inv = ins.pred
+        enabled = m.flags[r, reg, bit: bit + n]
+        enabled = ~enabled if inv else enabled
+    if not enabled.any():
+        m.pc[r] += 1
+        return
+    if d.transposed:
+        _block(m, ins, d, r, addr[:, 0], enabled[:, 0], is_load)
+    elif is_atomic:
+        _atomic(m, ins, d, r, addr, enabled)
+    else:
+        _scattered(m, ins, d, r, addr, enabled, is_load)
+    m.pc[r] += 1
+
+
+def _expect(ins: Instr, what: str, got: int, want: int) -> None:
+    if got != want:
+        raise Fault(ins.line, ins.text, f"the descriptor's {what} is {got}; the payload needs {want}")
+
+
+def _flat(m, ins: Instr, r: np.ndarray, addr: np.ndarray, nbytes: int, write: bool) -> np.ndarray:
+    """Flat byte indices of ``nbytes`` at each address of threads ``r`` (addr: (k,) per access row)."""
+    if ins.sub == "ugm":
+        idx = m.memory.flat(addr, nbytes)
+        if idx is None:
+            bad = [hex(int(a)) for a in np.atleast_1d(addr)[:4]]
+            raise Fault(ins.line, ins.text, f"global access of {nbytes} bytes at {bad} is outside every buffer")
+        return idx
+    group = m.group[r]
+    idx = m.slm.flat(group if addr.ndim == 1 else group[:, None], addr, nbytes)
+    if idx is None:
+        bad = sorted({int(a) for a in np.atleast_1d(addr).reshape(-1) if a < 0 or a + nbytes > m.slm.size})
+        raise Fault(ins.line, ins.text, f"SLM access of {nbytes} bytes at {bad[:4]} is outside the group's "
+                                        f"{m.slm.size} bytes")
+    return idx
+
+
+def _check_race(m, ins: Instr, r: np.ndarray, idx: np.ndarray, write: bool) -> None:
+    if ins.sub != "slm":
+        return
+    fn = m.slm.write_race if write else m.slm.read_race
+    if fn(idx, r, m.sig[r], m.passed[r]):
+        kind = "writes" if write else "reads"
+        raise Fault(ins.line, ins.text, f"SLM race: a thread {kind} bytes another thread of its group accessed "
+                                        "with no barrier between")
+
+
+def _mem(m, ins: Instr):
+    return m.memory if ins.sub == "ugm" else m.slm
+
+
+def _block(m, ins: Instr, d, r: np.ndarray, addr: np.ndarray, enabled: np.ndarray, is_load: bool) -> None:
+    r, addr = r[enabled], addr[enabled]
+    nbytes = d.vector * d.mem_bytes
+    idx = _flat(m, ins, r, addr, nbytes, not is_load)
+    _check_race(m, ins, r, idx, not is_load)
+    rb = m.geo.reg_bytes
+    mem = _mem(m, ins)
+    if is_load:
+        if ins.dst.kind != "null":
+            m.file[r[:, None], ins.dst.reg * rb + np.arange(nbytes)[None, :]] = mem.data[idx]
+        return
+    mem.data[idx] = m.file[r[:, None], ins.srcs[1].reg * rb + np.arange(nbytes)[None, :]]
+    _stored(m, ins, idx, r)
+
+
+def _stored(m, ins: Instr, idx: np.ndarray, r: np.ndarray) -> None:
+    if ins.sub == "ugm":
+        m.memory.written[idx] = True
+        if m.on_store is not None:
+            m.on_store(ins, idx, r)
+
+
+def _slots(m, ins: Instr, d, reg: int, n: int) -> np.ndarray:
+    """Register byte offsets (vector, channel, byte) of the data of a scattered message."""
+    rb = m.geo.reg_bytes
+    block = _regs(n * d.reg_bytes, rb) * rb
+    v = np.arange(d.vector)[:, None, None]
+    c = np.arange(n)[None, :, None]
+    b = np.arange(d.mem_bytes)[None, None, :]
+    return reg * rb + v * block + c * d.reg_bytes + b
+
+
+def _scattered(m, ins: Instr, d, r: np.ndarray, addr: np.ndarray, enabled: np.ndarray, is_load: bool) -> None:
+    n = addr.shape[1]
+    nbytes = d.vector * d.mem_bytes
+    rows, chans = np.nonzero(enabled)
+    idx = _flat(m, ins, r[rows], addr[rows, chans], nbytes, not is_load)      # (k, nbytes)
+    _check_race(m, ins, r[rows], idx, not is_load)
+    mem = _mem(m, ins)
+    reg = (ins.dst if is_load else ins.srcs[1]).reg
+    slots = _slots(m, ins, d, reg, n)                                        # (vector, n, mem_bytes)
+    where = slots[:, chans, :].transpose(1, 0, 2).reshape(len(rows), nbytes)  # (k, nbytes)
+    t = r[rows][:, None]
+    if is_load:
+        if ins.dst.kind == "null":
+            return
+        m.file[t, where] = mem.data[idx]
+        if d.reg_bytes > d.mem_bytes:
+            pad = d.reg_bytes - d.mem_bytes
+            fill = np.frombuffer(np.full(pad // 2 or 1, UNDEFINED_HIGH, dtype=np.uint16).tobytes(), np.uint8)[:pad]
+            high = (slots[:, chans, :1].transpose(1, 0, 2) + d.mem_bytes + np.arange(pad)).reshape(len(rows), -1)
+            m.file[t, high] = np.resize(fill, high.shape[1])
+        return
+    mem.data[idx] = m.file[t, where]
+    _stored(m, ins, idx, r[rows])
+
+
+def _atomic(m, ins: Instr, d, r: np.ndarray, addr: np.ndarray, enabled: np.ndarray) -> None:
+    if d.vector != 1 or d.mem_bytes != 4:
+        raise Unsupported(ins.line, ins.text, f"atomic {d.name}")
+    n = addr.shape[1]
+    rows, chans = np.nonzero(enabled)
+    idx = _flat(m, ins, r[rows], addr[rows, chans], 4, True)
+    _check_race(m, ins, r[rows], idx, True)
+    mem = _mem(m, ins)
+    slots = _slots(m, ins, d, ins.srcs[1].reg, n)[0]                          # (n, 4)
+    src = m.file[r[rows][:, None], slots[chans]]                              # (k, 4)
+    if (idx[:, 0] % 4).any():
+        raise Fault(ins.line, ins.text, "an atomic address is not dword aligned")
+    kind = np.float32 if d.op == messages.ATOMIC_FADD else np.int32
+    values = src.copy().view(kind).reshape(-1)
+    old = np.empty((len(rows), 4), dtype=np.uint8)
+    for i in range(len(rows)):       # in channel order, one rounding per add
+        old[i] = mem.data[idx[i]]
+        cur = old[i].view(kind)[0]
+        new = kind(cur + values[i]) if kind is np.float32 else \
+            np.array([int(cur) + int(values[i])], dtype=np.int64).astype(np.int32)[0]
+        mem.data[idx[i]] = np.array([new], dtype=kind).view(np.uint8)
+    if ins.dst.kind != "null":
+        dst = _slots(m, ins, d, ins.dst.reg, n)[0]
+        m.file[r[rows][:, None], dst[chans]] = old
+    _stored(m, ins, idx, r[rows])

@@ -1,0 +1,140 @@
+"""The IR verifier: each rule caught on a small broken IR, sound IR passes, and `kdd compile --verify`."""
+import json
+
+from passes_kernels import EXAMPLES
+from protocol_schemas import validator
+
+from kdd.core.ir.expr import Binary, Broadcast, IntImm, Load, Op, Ramp, Ternary, Var, const
+from kdd.core.ir.funcs import Send, SendKind, SendOp
+from kdd.core.ir.stmt import Alloc, For, FuncCall, Let, MemKind, Store, seq
+from kdd.core.ir.types import f16, f32, s32, s64, u64
+from kdd.core.passes.verify import verify_ir
+from kdd.core.targets import SM90, XEHPC, XEHPG
+from kdd.server.cli import main
+
+SRC = Var.make(u64, "src")
+REG = Var.make(u64, "reg")
+SLM = Var.make(u64, "slm")
+X = Var.make(s32, "x")
+K = Var.make(s32, "k")
+
+
+def rules(ir, target=XEHPG, free=(SRC,)):
+    return [p.rule for p in verify_ir(ir, target, free)]
+
+
+def in_regs(body, size=64):
+    return Alloc.make(REG, size, MemKind.GRF, body)
+
+
+def load(kind=SendKind.BLOCK, elems=16, space="global", mem=SRC, offset=None, reg_offset=0):
+    offset = offset if offset is not None else (Ramp.make(const(0), 2, elems) if kind is SendKind.SCATTERED
+                                                else const(0))
+    mask = Broadcast.make(const(True), elems) if kind is SendKind.SCATTERED else const(True)
+    return FuncCall.make(Send(SendOp.LOAD, kind, space, f16, elems), [mem, offset, REG, reg_offset, mask])
+
+
+def test_sound_ir_has_no_problem():
+    body = For.make(K, 0, 2, Let.make(X, K * 32, seq(load(reg_offset=X), Store.make(REG, 0, X))))
+    assert rules(in_regs(body)) == []
+
+
+def test_an_unbound_variable_and_a_name_bound_twice():
+    assert rules(in_regs(Store.make(REG, 0, X))) == ["scope"]
+    twice = Let.make(X, 1, Let.make(X, 2, in_regs(Store.make(REG, 0, X))))
+    assert rules(twice) == ["scope"]
+
+
+def test_a_use_with_another_type_than_its_binding():
+    other = Var.make(s64, "x")
+    assert rules(Let.make(X, 1, in_regs(Store.make(REG, 0, other)))) == ["types"]
+
+
+def test_a_node_made_around_its_constructor():
+    wrong = Binary(f32, Op.ADD, X, X)  # the plain constructor checks nothing: x + x is s32
+    assert rules(Let.make(X, 1, in_regs(Store.make(REG, 0, wrong)))) == ["types"]
+
+
+def test_register_access_out_of_bounds():
+    assert rules(Let.make(X, 1, in_regs(Store.make(REG, 60, X)))) == []  # bytes 60..64 of 64 fit
+    assert rules(Let.make(X, 1, in_regs(Store.make(REG, 62, X)))) == ["bounds"]
+    loop = For.make(K, 0, 3, load(reg_offset=K * 32))                      # the third message ends at 96
+    assert rules(in_regs(loop)) == ["bounds"]
+    assert rules(in_regs(load(reg_offset=0), size=16)) == ["bounds"]      # 32 bytes into 16
+
+
+def test_unknown_offsets_are_not_guessed():
+    hdr = Load.make(s32, REG, 0)
+    assert rules(in_regs(load(reg_offset=hdr))) == []
+
+
+def test_message_rules_come_from_the_target():
+    big = in_regs(load(elems=256), size=512)                               # 512 B block
+    assert rules(big) == ["send"] and rules(big, XEHPC) == []
+    wide = in_regs(load(SendKind.SCATTERED, 32), size=64)                  # 32 addresses
+    assert rules(wide) == ["send"] and rules(wide, XEHPC) == []
+    # an SLM message addresses an SLM buffer, a global one a kernel buffer
+    assert rules(in_regs(load(space="slm"))) == ["send"]
+    slm = Alloc.make(SLM, 64, MemKind.SLM, in_regs(load(space="slm", mem=SLM)))
+    assert rules(slm) == []
+    assert rules(Alloc.make(SLM, 64, MemKind.SLM, in_regs(load(mem=SLM)))) == ["send"]
+
+
+def test_slm_accesses_out_of_bounds():
+    far = Alloc.make(SLM, 32, MemKind.SLM, in_regs(load(space="slm", mem=SLM, offset=const(16))))
+    assert rules(far) == ["bounds"]
+
+
+def test_fused_operations_the_target_does_not_encode():
+    mad = Ternary.make(Op.MAD, X, X, IntImm.make(s32, 401408))
+    ir = Let.make(X, 1, in_regs(Store.make(REG, 0, mad)))
+    assert rules(ir) == ["fused"] and rules(ir, SM90) == []
+    add3 = Ternary.make(Op.ADD3, X, X, X)
+    assert rules(Let.make(X, 1, in_regs(Store.make(REG, 0, add3))), SM90) == ["fused"]  # sm_90 has no add3
+
+
+def test_64_bit_integer_arithmetic_only_where_the_target_has_it():
+    z = Var.make(s64, "z")
+    mul = Let.make(z, 3, in_regs(Store.make(REG, 0, z * z)))
+    assert rules(mul) == ["int64"] and rules(mul, XEHPC) == []
+    add = Let.make(z, 3, in_regs(Store.make(REG, 0, z + z)))
+    assert rules(add) == []   # Xe-HPG's code generator emulates the add
+
+
+def test_compile_verify(capsys):
+    path = str(EXAMPLES / "resnet50_1x1.kernel.toml")
+    assert main(["compile", path, "--emit", "stats", "--verify", "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    validator("compile.schema.json").validate(doc)
+    assert doc["verify"]["ok"] and doc["verify"]["stages"] > 10 and doc["verify"]["problems"] == []
+    assert main(["compile", path, "--emit", "ir", "--verify"]) == 0
+    assert "verify: ok" in capsys.readouterr().out
+
+
+def test_compile_verify_reports_a_broken_pass(capsys, monkeypatch):
+    from kdd.core.passes import peephole
+    from kdd.core.targets import FusedIntOps
+
+    loose = FusedIntOps(("add3", "mad"), 64, 64, (0, 1, 2), "a target that encodes anything")
+    monkeypatch.setattr(peephole, "_Fuse", lambda fused, _F=peephole._Fuse: _F(loose))
+    path = str(EXAMPLES / "resnet50_3x3.kernel.toml")
+    code = main(["compile", path, "--emit", "stats", "--verify", "--json"])
+    doc = json.loads(capsys.readouterr().out)
+    validator("compile.schema.json").validate(doc)
+    assert code == 3 and not doc["verify"]["ok"]
+    assert {p["stage"] for p in doc["verify"]["problems"]} == {"peephole", "barrier-opt"}
+    assert {p["rule"] for p in doc["verify"]["problems"]} == {"fused"}
+
+
+def test_slm_accesses_under_an_if_may_never_happen_registers_must_fit_anyway():
+    from kdd.core.ir.stmt import If
+
+    tid = Var.make(s32, "tid")
+    guarded = If.make(tid.lt(1), load(space="slm", mem=SLM, offset=tid * 64))
+    ir = Alloc.make(SLM, 32, MemKind.SLM, in_regs(guarded))
+    assert verify_ir(ir, XEHPG, (SRC, tid), {"tid": (0, 3)}) == []
+    unguarded = Alloc.make(SLM, 32, MemKind.SLM, in_regs(load(space="slm", mem=SLM, offset=tid * 64)))
+    assert [p.rule for p in verify_ir(unguarded, XEHPG, (SRC, tid), {"tid": (0, 3)})] == ["bounds"]
+    register = If.make(tid.lt(1), load(space="slm", mem=SLM, reg_offset=tid * 64))
+    assert [p.rule for p in verify_ir(Alloc.make(SLM, 32, MemKind.SLM, in_regs(register)), XEHPG, (SRC, tid),
+                                      {"tid": (0, 3)})] == ["bounds"]

@@ -1,0 +1,121 @@
+"""``kdd check --asm``: examples pass in the simulator, and deliberately wrong generator output fails."""
+from __future__ import annotations
+
+import re
+import shutil
+from pathlib import Path
+
+import pytest
+
+from kdd.core.engine import Engine
+from kdd.core.engine.engine import Source
+from kdd.core.xesim.check import check_assembly
+
+pytestmark = pytest.mark.skipif(shutil.which("iga64") is None, reason="iga64 (Debian libigc-tools) is not installed")
+EXAMPLES = Path(__file__).resolve().parents[3] / "examples"
+
+
+def _listing(name: str, target: str):
+    engine = Engine()
+    parsed = engine.parse(engine.read(str(EXAMPLES / f"{name}.kernel.toml")))
+    r = engine.resolve(parsed, None, target, for_check=True)
+    sources = parsed.sources()
+    return engine.kernel(r, sources), engine.assembly(r, sources), r
+
+
+def _run(name: str, target: str, mutate=None) -> dict:
+    kernel, listing, r = _listing(name, target)
+    if mutate is not None:
+        lines = listing["asm"].splitlines()
+        mutated = mutate(lines)
+        assert mutated != lines, "the mutation found nothing to change"
+        listing = {**listing, "asm": "\n".join(mutated) + "\n"}
+    return check_assembly(kernel, listing, r.target.assembler, r.problem)
+
+
+def _first(lines, pattern: str, change) -> list[str]:
+    out = list(lines)
+    for i, line in enumerate(out):
+        if re.search(pattern, line):
+            out[i] = change(line)
+            return out
+    return out
+
+
+def swap_dpas_operands(lines):
+    """The A and B operands of the first dpas trade registers."""
+    def change(line):
+        head, b, a = line.rsplit(" ", 2)
+        (rb, tb), (ra, ta) = b.split(":"), a.split(":")
+        return f"{head} {ra.split('.')[0]}:{tb} {rb}.0:{ta}"
+    return _first(lines, r"^\(W\) dpas", change)
+
+
+def off_by_one_offset(lines):
+    """The first constant offset added to an address is one dword too far."""
+    return _first(lines, r"^\(W\) add \(1\|M0\) r\d+\.\d+<1>:d r\d+\.\d+<0;1,0>:d [1-9]\d*:d$",
+                  lambda line: re.sub(r"(\d+):d$", lambda m: f"{int(m.group(1)) + 4}:d", line))
+
+
+def wrong_region(lines):
+    """The first conversion of the accumulators reads one element broadcast instead of a vector."""
+    return _first(lines, r"^\(W\) mov \((8|16)\|M0\) r\d+\.\d+<1>:hf r\d+\.\d+<1;1,0>:f",
+                  lambda line: line.replace("<1;1,0>", "<0;1,0>", 1))
+
+
+def drop_barrier_waits(lines):
+    return [line for line in lines if "sync.bar" not in line]
+
+
+def wrong_repeat_count(lines):
+    return _first(lines, r"dpas\.8x8", lambda line: line.replace("dpas.8x8", "dpas.8x4"))
+
+
+@pytest.mark.parametrize("name,target", [("int8", "xehpg"), ("gemm_bert", "xehpc"), ("tails", "xehpc")])
+def test_examples_pass_in_the_simulator(name, target):
+    result = _run(name, target)
+    assert result["ok"], result
+    assert result["asm"]["thread_instructions"] > result["asm"]["instructions"] > 0
+
+
+@pytest.mark.parametrize("name,target,mutate", [
+    ("int8", "xehpg", swap_dpas_operands),
+    ("int8", "xehpg", off_by_one_offset),
+    ("resnet50_strided", "xehpg", wrong_region),
+    ("tails", "xehpg", drop_barrier_waits),
+    ("int8", "xehpg", wrong_repeat_count),
+])
+def test_wrong_generator_output_fails(name, target, mutate):
+    assert _run(name, target)["ok"]
+    result = _run(name, target, mutate)
+    assert not result["ok"]
+
+
+def test_bisect_says_ir_right_assembly_wrong_and_names_the_ir_node(monkeypatch):
+    engine = Engine()
+    real = Engine.assembly
+
+    def mutated(self, r, sources):
+        listing = real(self, r, sources)
+        return {**listing, "asm": "\n".join(off_by_one_offset(listing["asm"].splitlines())) + "\n"}
+    monkeypatch.setattr(Engine, "assembly", mutated)
+    text = (EXAMPLES / "int8.kernel.toml").read_text()
+    out = engine.check(Source(text, str(EXAMPLES / "int8.kernel.toml")), bisect_passes=True, asm=True)
+    assert out["first_bad"] == "assembly"
+    assert out["stages"][-1]["name"] == "assembly" and not out["stages"][-1]["ok"]
+    assert all(stage["ok"] for stage in out["stages"][:-1])
+    assembly = out["assembly"]
+    assert assembly["verdict"] == "IR right, assembly wrong"
+    store = assembly["first_wrong_store"]
+    assert "send.ugm" in store["instruction"] and store["ir"].startswith("send.store")
+
+
+def test_check_asm_matches_the_interpreter_checks_json_shape():
+    engine = Engine()
+    source = Source((EXAMPLES / "gemm_bert.kernel.toml").read_text(), str(EXAMPLES / "gemm_bert.kernel.toml"))
+    ir, asm = engine.check(source), engine.check(source, asm=True)
+    assert asm["ok"] and ir["ok"]
+    assert set(ir) <= set(asm) and set(asm) - set(ir) == {"asm"}
+    assert asm["shape"] == ir["shape"] and asm["tol"] == ir["tol"]
+    refused = engine.check(source, target="sm_90", asm=True)
+    assert not refused["ok"] and refused["failure"]["code"] == "bad-target"
