@@ -186,7 +186,8 @@ KNOBS: tuple[Knob, ...] = (
          + _TILE_DIMS, TileCodec()),
     Knob("iter", "i", "tile", "M, N and K dims, sizes >= 1", "i=mb32oc32ic16",
          "Iteration-level blocks: the tile one thread computes in one iteration, M x N of C "
-         "accumulated over the K block. Must be a multiple of the FMA instruction's shape. "
+         "accumulated over the K block. N and K must be multiples of the FMA instruction's shape; an M "
+         "that is not is padded to one (loads read zeros there, stores skip it). "
          + _TILE_DIMS, TileCodec()),
     Knob("unroll", "u", "tile", "K dims, sizes >= 1", "u=ic2",
          "Per-dimension unroll factors of the reduction loop. " + _TILE_DIMS, TileCodec()),

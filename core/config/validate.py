@@ -10,8 +10,8 @@ a matrix instruction form the builder does not generate (:mod:`.buildable`);
 a loop with whole iterations of padding; a reduction split across the grid
 with post-ops or into a destination narrower than the accumulator; K
 slicing (``tg`` over K) with bwd_w's bias gradient.
-Warnings: padding (blocks that exceed or do not divide a dim), reduced
-precision. Info: a reduction split across thread groups.
+Warnings: padding (blocks that exceed or do not divide a dim, an M per
+thread padded to the instruction's M), reduced precision. Info: a reduction split across thread groups.
 """
 from __future__ import annotations
 
@@ -188,7 +188,13 @@ def _check_shape(tiling: Tiling, config: KernelConfig, shape: FmaShape, issues: 
         issues.append(ConfigIssue("subtiles", f"split A or B, not both (got S={sub})"))
     for role, size, inst, split in (("M", tiling.m_thread, shape.m, sub.a), ("N", tiling.n_thread, shape.n, sub.b),
                                     ("K", tiling.k_iter, shape.k, 1)):
-        if size % inst:
+        if size % inst and role == "M" and split == 1:
+            # As oneDNN does: the multiplication's M block is padded; loads read zeros there, stores skip it.
+            padded = -(-size // inst) * inst
+            issues.append(ConfigIssue("iter", f"iter gives M={size} per thread, padded to {padded} for "
+                                              f"{shape.fma}'s M={inst}: {padded - size} of {padded} rows of each "
+                                              f"multiplication are padding", "warning"))
+        elif size % inst:
             issues.append(ConfigIssue("iter", f"iter gives {role}={size} per thread, not a multiple of "
                                               f"{shape.fma}'s {role}={inst} ({shape.spelling})"))
         elif split > 1 and (size % split or (size // split) % inst):

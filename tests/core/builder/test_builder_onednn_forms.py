@@ -55,3 +55,24 @@ K_SLICES = [
 def test_k_slicing_sums_partial_tiles_through_slm(prop, shape, types, hw, line, post_ops):
     kernel = _checked(_document(prop, shape, types, hw, line, post_ops))
     assert kernel.tg[2] > 1 and "c_slices" in str(kernel.body)
+
+
+PADDED_M = [
+    ("fwd", "mb1ic32ih9oc32oh7kh3ph0", "f16", "xehpg", "fma=dpas simd=8 l=kh3kw3 T=ic2 i=ic16oc16ow7 bufs=0", 7),
+    ("fwd", "mb2ic64ih6oc32oh6kh3ph1", "f16", "xehpg", "fma=dpas simd=8 l=ic4kh3kw3 T=ow2 i=ic16mb2oc16ow6", 12),
+    ("bwd_d", "mb1ic8ih12iw64oc16oh4ow21kh3kw3sh3sw3ph0pw0", "bf16", "xehpg",
+     "fma=dpas simd=8 l=kh3kw3 T=iw2 i=ic8iw30oc16", 30),
+    ("fwd", "mb1ic64iw40oc32ow40kw1pw0", "u8:s8:u8", "xehpg", "fma=dpas simd=8 l=ic2 T=oc2ow2 i=ic32oc16ow14 bufs=0",
+     14),
+    ("fwd", "mb1ic64ih10oc32oh8kh3ph0", "f16", "xehpc", "fma=dpas simd=16 l=ic4kh3kw3 T=oc2ow2 i=ic16oc16ow7 bufs=3",
+     7),
+]
+
+
+@pytest.mark.parametrize("prop,shape,types,hw,line,m", PADDED_M)
+def test_m_per_thread_is_padded_to_the_instruction(prop, shape, types, hw, line, m):
+    text = _document(prop, shape, types, hw, line)
+    spec, diagnostics = load_spec(text)
+    assert any(f"iter gives M={m} per thread, padded to" in d.message and d.severity == Severity.WARNING
+               for d in diagnostics)
+    _checked(text)
