@@ -34,6 +34,9 @@ user knobs. The rules, in order:
    is shared; reduced until it fits the group's SLM. No prefetch. **pipeline**
    unrolls when buffers rotate (``bufs > 1``) and reuses headers otherwise.
    No unroll, no subtiles.
+8. **oneDNN-only knobs** (read from oneDNN's lines): global reduction
+   allowed, kdd's own walk order, no SLM padding, no bwd_d skipping,
+   layouts ``any`` (the problem's).
 """
 from __future__ import annotations
 
@@ -48,9 +51,12 @@ from .kernel_config import KernelConfig
 from .operands import Operands, operands
 from .tiles import Tile
 from .tiling import derive_tiling
-from .values import MAX_BUFS, Buffering, Pipeline, Subtiles
+from .values import MAX_BUFS, Buffering, Pipeline, Subtiles, WalkOrder
 
 MAX_THREAD_TILE = 128
+# The knobs kdd reads from oneDNN's lines without a choice of its own: their defaults (rule 8).
+ONEDNN_ONLY = KernelConfig(global_reduction=True, walk_order=WalkOrder(), pad_slm=False, bwd_d_optimize="none",
+                           src_layout="any", wei_layout="any", dst_layout="any", bia_layout="any")
 K_BYTES = (16, 64)
 GROUP_SHAPE = {"xe": (4, 4), "ptx": (2, 2)}
 
@@ -192,7 +198,9 @@ class _Plan:
         slm = user.slm if user.slm is not None else self._slm(cfg)
         unroll = slm.bufs > 1 or cfg.prefetch.enabled
         pipeline = user.pipeline if user.pipeline is not None else Pipeline(unroll, not unroll)
-        return replace(cfg, slm=slm, pipeline=pipeline)
+        return replace(user.over(ONEDNN_ONLY), slm=slm, pipeline=pipeline, **{
+            k: getattr(cfg, k) for k in ("fma", "simd", "regs", "loop", "tg", "iter", "unroll", "prefetch",
+                                         "subtiles")})
 
     def _group(self, iter_tile: Tile, loop: Tile) -> Tile:
         """Rule 5."""

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from math import ceil, prod
 
+from kdd.core.layout.layout import parse_layout
 from kdd.core.targets import FmaShape, Target
 
 from .budget import estimate_budget
@@ -61,9 +62,56 @@ def validate_config(problem, config: KernelConfig, target: Target, reduced: bool
     if config.prefetch.enabled and target.isa != "xe":
         issues.append(ConfigIssue("prefetch", f"prefetch is an Xe knob; on {target.name} buffer through shared "
                                               f"memory with slm bufs"))
+    _check_onednn_only(problem, config, tiling, issues)
     if target.registers.allows(config.regs):
         issues += estimate_budget(problem, config, target).issues()
     return issues
+
+
+def _check_onednn_only(problem, config: KernelConfig, tiling: Tiling, issues: list[ConfigIssue]) -> None:
+    """The knobs kdd reads from oneDNN's lines: the one it obeys (``global_reduction``), the layouts it
+    compares with the problem's, and those it keeps without generating (warnings, see docs/config.md)."""
+    if not config.global_reduction and tiling.split_k:
+        issues.append(ConfigIssue("global_reduction", "global-reduction=0, but loop leaves K to the kernel grid "
+                                                      "(raise loop so that iter x tg x loop covers K)"))
+    if not config.walk_order.is_empty:
+        issues.append(ConfigIssue("walk_order", f"walk-order={config.walk_order} is kept but not generated: kdd "
+                                                f"walks the kernel grid in its own order (N dims on X, M on Y, B "
+                                                f"and K on Z)", "warning"))
+    if config.slm.sync >= 0:
+        issues.append(ConfigIssue("slm", f"s=...v{config.slm.sync} (oneDNN's SLM sync scheme) is kept but not "
+                                         f"generated: kdd places its own barriers", "warning"))
+    if config.pad_slm:
+        issues.append(ConfigIssue("pad_slm", "pad-slm=1 is kept but not generated: kdd lays SLM tiles out dense",
+                                  "warning"))
+    if config.bwd_d_optimize != "none":
+        issues.append(ConfigIssue("bwd_d_optimize", f"bwd-d-optimize={config.bwd_d_optimize} is kept but not "
+                                                    f"generated: kdd's bwd_d kernels mask the taps it would skip",
+                                  "warning"))
+    for tensor in ("src", "wei", "dst", "bia"):
+        written = getattr(config, f"{tensor}_layout")
+        if written == "any":
+            continue
+        compute = written.split(".")[0]
+        mine = problem.tags.get(tensor, "any")
+        if tensor == "bia" or mine == "any":
+            where = "a vector" if tensor == "bia" else "its own choice for [problem] " + tensor + ' = "any"'
+            issues.append(ConfigIssue(f"{tensor}_layout", f"{tensor}={written} is kept but not generated: kdd uses "
+                                                          f"{where}", "warning"))
+        elif not _same_layout(problem, tensor, compute, mine):
+            issues.append(ConfigIssue(f"{tensor}_layout", f"{tensor}={written} disagrees with [problem] {tensor} = "
+                                                          f'"{mine}"; write the same layout in both'))
+
+
+def _same_layout(problem, tensor: str, a: str, b: str) -> bool:
+    """Whether tags ``a`` and ``b`` lay ``tensor`` of ``problem`` out alike (unreadable tags differ)."""
+    dims = problem.tensor_dims(tensor)
+    dtype = getattr(problem.types, tensor)
+    try:
+        la, lb = (parse_layout(t, [n for _, n in dims], dtype, dim_names=[d for d, _ in dims]) for t in (a, b))
+    except ValueError:
+        return a == b
+    return la.is_equal(lb)
 
 
 def _check_fma(problem, config: KernelConfig, target: Target, issues: list[ConfigIssue]) -> FmaShape | None:

@@ -65,6 +65,23 @@ def test_m_per_thread_is_padded_to_the_instruction():
     assert not [i for i in issues if i.severity == "error"]
 
 
+def test_knobs_read_from_onednn_lines():
+    p = problem_from_text(CONV, types="f16", tags={"src": "axb"})
+    t = TARGETS["xehpg"]
+
+    def issues(line):
+        return [i for i in validate_config(p, resolve_config(p, t, parse_config_line(line)), t) if i.knob != "regs"]
+    assert issues("src=acdb") == []  # acdb is axb for a 2D convolution
+    _find(issues("src=abx"), "src_layout", 'src=abx disagrees with [problem] src = "axb"')
+    _find(issues("dst=aBx16b"), "dst_layout", "kept but not generated", "warning")
+    _find(issues("l=ic2 global-reduction=0 s=x0"), "global_reduction", "loop leaves K to the kernel grid")
+    for line, knob in (("walk-order=oc4,mb2,", "walk_order"), ("pad-slm=1", "pad_slm"),
+                       ("bwd-d-optimize=skip_strided_dh", "bwd_d_optimize"), ("s=x3.g0.v1", "slm")):
+        found = issues(line)
+        _find(found, knob, "kept but not generated", "warning")
+        assert not [i for i in found if i.severity == "error"]
+
+
 def test_unknown_dims_suggest_the_closest():
     issue = _find(_issues("i=mb32oc8ic16 l=icc4"), "loop", "'icc', which is not a dimension of this conv problem")
     assert "did you mean 'ic'" in issue.message
