@@ -220,13 +220,17 @@ def _check_split(problem, issues: list[ConfigIssue]) -> None:
     """A reduction split across thread groups adds partial sums into the destination with atomics:
     post-ops (which need the whole sum) and a destination narrower than the accumulator cannot follow."""
     ops = operands(problem)
+    # A deliberate limitation (docs/config.md, "Split K"): kdd builds one kernel, and finishing a split
+    # reduction in f32 before converting or applying post-ops takes a second pass (oneDNN's).
     if problem.post_ops and problem.prop != "bwd_w":
         issues.append(ConfigIssue("loop", "post-ops need the whole reduction in one thread group; loop splits K "
-                                          "across the grid (raise loop so that iter x loop covers K)"))
+                                          "across the grid, and kdd does not generate the second pass that would "
+                                          "apply them (raise loop so that iter x tg x loop covers K)"))
     if ops.c != ops.acc:
         issues.append(ConfigIssue("loop", f"loop splits K across the grid, so partial sums are added into the "
-                                          f"{ops.c} destination, which needs the accumulator type {ops.acc} "
-                                          f"(raise loop so that iter x loop covers K)"))
+                                          f"{ops.c} destination, which needs the accumulator type {ops.acc}; kdd "
+                                          f"does not generate the f32 buffer and second pass that would convert "
+                                          f"it (raise loop so that iter x tg x loop covers K)"))
 
 
 def _check_shape(tiling: Tiling, config: KernelConfig, shape: FmaShape, issues: list[ConfigIssue]) -> None:

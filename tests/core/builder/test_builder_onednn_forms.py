@@ -76,3 +76,35 @@ def test_m_per_thread_is_padded_to_the_instruction(prop, shape, types, hw, line,
     assert any(f"iter gives M={m} per thread, padded to" in d.message and d.severity == Severity.WARNING
                for d in diagnostics)
     _checked(text)
+
+
+# Shipped oneDNN lines at their production sizes, with the registers their tiles need at least:
+# C (accumulators, M padded to the instruction), A and B per thread, by hand.
+PRODUCTION = [
+    # xehpg f16 fwd, l=x and K slices T=ic8: C 16x16 f32, A 16x16 f16, B 16x16 f16 in 32-byte GRFs
+    ("xehpg dpas fwd x16:x16:any mb1 ic128iw32oc512ow32kw1pw0 simd=8 l=x T=ic8 i=ic16oc16ow16 bufs=0",
+     16 * 16 * 4 // 32 + 16 * 16 * 2 // 32 + 16 * 16 * 2 // 32),
+    # xehpc f16 fwd, M=ow7 padded to 8: C 8x32 f32, A 8x16, B 16x32 f16 in 64-byte GRFs
+    ("xehpc dpas fwd x16:x16:any mb1 ic1024iw196oc2048ow196kw1pw0 simd=16 l=ic64 T=oc4ow4 i=ic16oc32ow7 bufs=3",
+     8 * 32 * 4 // 64 + 8 * 16 * 2 // 64 + 16 * 32 * 2 // 64),
+    # xehpc f16 bwd_d 3D, T=x: C mb16 x ic32, K oc32
+    ("xehpc dpas bwd_d any:x16:x16 mb16 ic32id17ih33iw33oc32od17oh33ow33kd3kh3kw3pd1ph1pw1 simd=16 l=kd3kh3kw3 T=x "
+     "i=ic32mb16oc32 bufs=3", 16 * 32 * 4 // 64 + 16 * 32 * 2 // 64 + 32 * 32 * 2 // 64),
+    # xehpg int8 fwd, K slices T=ic4: C 8x16 s32, A 8x32 u8, B 32x16 s8
+    ("xehpg dpas fwd x8:x8:any mb1 ic128ih32oc64oh32kh3ph1 simd=8 l=kh3kw3 T=ic4 i=ic32oc16ow8 bufs=0",
+     8 * 16 * 4 // 32 + 8 * 32 // 32 + 32 * 16 // 32),
+]
+
+
+@pytest.mark.parametrize("line,least", PRODUCTION)
+def test_production_sized_lines_fit_the_allocator(line, least):
+    from kdd.core.engine import Engine
+    from kdd.core.engine.engine import Source
+    from kdd.core.problem.lookup_entry import LookupEntry
+
+    entry = LookupEntry.parse(line)
+    out = Engine().compile(Source(entry.document(entry.variants()[0])), emit="stats")
+    assert out["ok"], out.get("error")
+    regs = out["stats"]["registers"]
+    assert out["stats"]["codegen"]["ok"], out["stats"]["codegen"]
+    assert least <= regs["allocated"] <= regs["budget"], regs
