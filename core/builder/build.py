@@ -23,7 +23,7 @@ from kdd.core.config.kernel_config import KernelConfig
 from kdd.core.config.operands import operands
 from kdd.core.config.tiling import derive_tiling
 from kdd.core.ir.expr import Expr, Var, var
-from kdd.core.ir.funcs import Barrier, Fence, Reorder, SendKind, SendOp
+from kdd.core.ir.funcs import Barrier, Reorder, SendKind, SendOp
 from kdd.core.ir.stmt import Alloc, For, FuncCall, Group, If, Let, MemKind, Stmt, seq
 from kdd.core.ir.types import Type, u64
 from kdd.core.layout.layout import Layout
@@ -49,7 +49,7 @@ from .loop_nest import GROUP_IDS, THREAD_IDS, LoopNest, build_loop_nest
 from .loops import nest
 from .names import Names
 from .origin import Origin
-from .slm import SlmStage, read_tile, stage
+from .slm import SlmStage, read_tile, slm_barrier, stage
 from .tile import MatrixDim, RegTensor, TileAccess
 
 # Matrix dims of each operand, by GEMM role of the view dims flattened into them.
@@ -155,10 +155,8 @@ class _Builder:
             compute = seq(a_load(zero), b_load(zero), fma.emit(a_reg, b_reg, c_reg, names, fma_origin))
         if stages:
             barrier = Origin("slm.barrier", "slm")
-            # The SLM stores are completed by a fence before the barrier that orders them for the readers.
             compute = seq(*(s.load for s in stages.values()), FuncCall.make(Barrier(), origin=barrier),
-                          *(s.store for s in stages.values()), FuncCall.make(Fence("slm"), origin=barrier),
-                          FuncCall.make(Barrier(), origin=barrier), compute)
+                          *(s.store for s in stages.values()), slm_barrier(barrier), compute)
         k_loop = Group.make("k_loop", self._reduction(compute), origin=Origin("loop_nest.reduction", "loop"))
         # Two registers per piece: the receive buffer is live beside the whole C tile.
         slices = k_slices(c_reg, t, names, cfg.simd, 2 * self.reg_bytes)
