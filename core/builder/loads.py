@@ -103,14 +103,15 @@ def contiguous_role(view: View, roles) -> int:
 
 def memory_ordered(access: TileAccess, reg: RegTensor, rules: MessageRules, buf: Var) -> RegTensor | None:
     """``reg``'s matrix in ``buf``, row-major with the memory-contiguous matrix dim innermost, when
-    that moves the tile in fewer messages than ``reg``'s own layout (then a reorder pays)."""
+    that moves the tile in block messages where ``reg``'s own layout needs scattered ones or more
+    messages (then a reorder pays)."""
     order = (0, 1, 2) if contiguous_role(access.view, access.roles) == 2 else (0, 2, 1)
     layout = row_major(reg.dtype, reg.layout.dims, order)
     if layout.is_equal(reg.layout):
         return None
     candidate = RegTensor(buf, layout, 0, reg.roles)
-    plan = plan_messages(access, candidate, rules)
-    if plan.kind is not SendKind.BLOCK or plan.count >= plan_messages(access, reg, rules).count:
+    plan, own = plan_messages(access, candidate, rules), plan_messages(access, reg, rules)
+    if plan.kind is not SendKind.BLOCK or (own.kind is SendKind.BLOCK and plan.count >= own.count):
         return None
     return candidate
 
