@@ -1,5 +1,7 @@
 """Strength reduction: loop-linear address sums become induction variables held in a GRF, lets
 linear in the loop variable are seen through, and mixed-radix digits become wrapping counters."""
+from dataclasses import replace
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -11,7 +13,8 @@ from kdd.core.ir.expr import Binary, IntImm, Op
 from kdd.core.passes.kernel_pipeline import KERNEL_PIPELINE, run_pipeline
 from kdd.core.passes.metrics import kernel_metrics, reduction_iterations
 from kdd.core.passes.pipeline import Pipeline
-from kdd.core.passes.registers import RegisterModel
+from kdd.core.passes.options import kernel_options
+from kdd.core.passes.registers import RegisterModel, estimate_registers
 from kdd.core.passes.simplify_pass import simplify_kernel
 from kdd.core.passes.strength_reduce import reduce_strength
 from kdd.core.passes.unroll import unroll_loops
@@ -248,8 +251,13 @@ def test_the_pass_reduces_the_reduction_loop_arithmetic_of_shipped_examples(name
 
 
 def test_a_kernel_without_free_registers_gets_no_induction_register():
-    # resnet50_3x3 (128 GRFs) holds 112 GRFs of buffers at this point and the target reserves 16:
-    # the pass has nothing to spend.
+    # The same IR gets counters when the config leaves registers free, none when its buffers and the
+    # target's reserve take every register: the pass has nothing to spend.
     kernel = example_kernel("resnet50_3x3")
-    trace = run_pipeline(kernel)
-    assert not trace.entries[[e.name for e in trace.entries].index("strength-reduce")].changed
+    options = kernel_options(kernel)
+    ir = run_pipeline(kernel).before("strength-reduce")
+    target = options.target
+    peak = estimate_registers(ir, RegisterModel.of(target)).peak_bytes
+    full = -(-peak // options.reg_bytes) + target.registers.reserved
+    assert reduce_strength(ir, replace(options, regs=full + 32)) is not ir
+    assert reduce_strength(ir, replace(options, regs=full)) is ir
