@@ -52,15 +52,15 @@ def examples() -> list[dict]:
     return rows
 
 
-def batch(file: str, types: str, props: list[str], hws: list[str], limit: int) -> list[dict]:
-    """The first ``limit`` problems of a batch file for each prop and target, each checked at the size
-    ``[check]`` reduces it to, with default configs."""
+def batch(file: str, types: str, props: list[str], hws: list[str], start: int, limit: int) -> list[dict]:
+    """``limit`` problems of a batch file from the ``start``-th, for each prop and target, each checked
+    at the size ``[check]`` reduces it to, with default configs."""
     from dataclasses import replace
 
     from kdd.core.problem.batch_file import read_batch_file
 
     rows = []
-    for entry in read_batch_file(file)[:limit]:
+    for entry in read_batch_file(file)[start: start + limit]:
         p = entry.problem
         shape = replace(p.shape, name=None).canonical()
         for prop in props:
@@ -78,10 +78,12 @@ def main() -> None:
     ap.add_argument("--types", default="f16")
     ap.add_argument("--prop", default="fwd", help="comma-separated: fwd,bwd_d,bwd_w")
     ap.add_argument("--hw", default="xehpg,xehpc", help="comma-separated targets")
+    ap.add_argument("--start", type=int, default=0, help="the first problem of the batch file taken")
     ap.add_argument("--limit", type=int, default=6, help="problems taken from the batch file")
     ap.add_argument("--json", default=str(ROOT / "bench" / "results" / "xe_sim.json"))
     args = ap.parse_args()
-    rows = batch(args.batch, args.types, args.prop.split(","), args.hw.split(","), args.limit) if args.batch \
+    rows = batch(args.batch, args.types, args.prop.split(","), args.hw.split(","), args.start,
+                 args.limit) if args.batch \
         else examples()
     print(f"{'kernel':<34} {'hw':<6} {'ok':<5} {'check s':>8} {'sim ms':>8} {'instr':>7} {'thread-instr':>12} "
           f"{'instr/s':>9}")
