@@ -222,7 +222,7 @@ class Engine:
     def trace(self, kernel):
         """Stage ``passes``: the pass trace of a built kernel, reused for structurally equal IR."""
         options = kernel_options(kernel)
-        key = (hash(kernel.body), repr(sorted(options.items())))
+        key = (hash(kernel.body), options.key(tuple(options)))
         hit = self._traces.get(key)
         if hit is not None and hit[0].is_equal(kernel.body):
             return hit[1]
