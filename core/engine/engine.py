@@ -39,7 +39,7 @@ from kdd.core.passes.trace_view import BUILD, UnknownPassError, ir_after, ir_bef
 from kdd.core.problem import ProblemError, parse_shape
 from kdd.core.spec import (Diagnostic, KernelSpec, Position, Range, Severity, load_spec, parse_document,
                            read_file)
-from kdd.core.spec.schema import CHECK_STAGES
+from kdd.core.spec.schema import ASM_STAGE, CHECK_STAGES
 from kdd.core.targets import TARGETS
 
 from . import artifacts
@@ -329,6 +329,8 @@ class Engine:
             if stage not in CHECK_STAGES:
                 raise StageFailed(Failure("input", f"no stage named {stage!r} (stages: {', '.join(CHECK_STAGES)})",
                                           "bad-stage"))
+            if stage == ASM_STAGE:          # [check] stage = "asm": what --asm runs, on every save
+                asm, stage = True, FINAL
             if asm and r.target.isa == "ptx":
                 raise StageFailed(Failure("input", "--asm simulates Xe assembly; sm_90 kernels run on a GPU "
                                                    "(kdd check --device)", "bad-target"))
@@ -346,7 +348,7 @@ class Engine:
                     self.trace(kernel).final if stage == FINAL else self.trace(kernel).after(stage))
                 return self._timed("check", lambda: check.result(with_body(kernel, body)))
             out = dict(self._artifact("check", key, run))
-            out["stage"] = stage
+            out["stage"] = ASM_STAGE if asm else stage
             return out
         except StageFailed as exc:
             return failed(source.path, exc.failure, parsed)

@@ -18,7 +18,8 @@ from kdd.core.passes.trace_view import BUILD
 from kdd.core.targets import TARGETS
 
 # What [check] stage may name: the final IR, the builder's, or the IR after a pass.
-CHECK_STAGES = ("final", BUILD, *KERNEL_PIPELINE.names())
+ASM_STAGE = "asm"   # the assembled Xe kernel in the simulator (kdd check --asm)
+CHECK_STAGES = ("final", ASM_STAGE, BUILD, *KERNEL_PIPELINE.names())
 
 # Types a key can have, with the article used in messages ("must be an integer").
 TYPE_NAMES = {
@@ -127,7 +128,8 @@ CHECK = TableSpec("check", "The correctness check run on save: the generated ker
             example="1e-3"),
     KeySpec("stage", ("string",),
             "The IR the check runs: `final` (after every pass, what is compiled; the default), `build` (the "
-            "builder's IR) or the name of a pass (the IR after it).",
+            "builder's IR) or the name of a pass (the IR after it); `asm` (Xe targets) runs the assembled "
+            "kernel in kdd's instruction-level simulator instead.",
             allowed=CHECK_STAGES, example='"final"'),
 ))
 

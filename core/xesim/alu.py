@@ -56,6 +56,15 @@ def caster(t: str, wide_float: bool):
     return lambda x: x.astype(dt)
 
 
+def converter(t: str, sat: bool):
+    """:func:`convert` to ``t``, with the common case (an integer result into an integer type without
+    saturation: keep the low bits) decided once."""
+    if t in FLOAT or sat:
+        return lambda x: convert(x, t, sat)
+    dt = dtype(t)
+    return lambda x: x.astype(dt) if x.dtype.kind != "f" else convert(x, t, False)
+
+
 def convert(x: np.ndarray, t: str, sat: bool) -> np.ndarray:
     """A computed value stored as type ``t``."""
     if t in FLOAT:

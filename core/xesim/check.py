@@ -33,9 +33,8 @@ class _FirstWrongStore:
     """Watches global stores into outputs and remembers the first that wrote a wrong element: the
     expected bytes are the reference packed into the output's layout, compared within the tolerance."""
 
-    def __init__(self, kernel, problem, inputs, names, tol):
+    def __init__(self, kernel, problem, refs, names, tol):
         self.found: Instr | None = None
-        refs = reference(problem, inputs)
         self.checks = []
         for arg in kernel.outputs:
             limit = tol if tol is not None else default_tol(problem, arg.dtype)
@@ -81,7 +80,8 @@ def check_assembly(kernel, listing: dict, command: tuple[str, ...], problem=None
     problem = problem if problem is not None else kernel.problem
     buffers, inputs = check_buffers(kernel, seed)
     names = list(buffers)
-    watch = _FirstWrongStore(kernel, problem, inputs, names, tol)
+    refs = reference(problem, inputs)
+    watch = _FirstWrongStore(kernel, problem, refs, names, tol)
     program = None
     try:
         program, _ = load(listing["asm"], command)
@@ -96,7 +96,7 @@ def check_assembly(kernel, listing: dict, command: tuple[str, ...], problem=None
         return out
     outputs = {a.name: buffers[a.name] for a in kernel.outputs}
     written = {a.name: sim.written[a.name] for a in kernel.outputs}
-    result = verdict(kernel, problem, inputs, outputs, written, tol, start, sim.seconds * 1e3).to_dict()
+    result = verdict(kernel, problem, inputs, outputs, written, tol, start, sim.seconds * 1e3, refs).to_dict()
     result["asm"] = {"instructions": sim.instructions, "thread_instructions": sim.thread_instructions,
                      "sim_ms": round(sim.seconds * 1e3, 3),
                      "instructions_per_s": round(sim.thread_instructions / sim.seconds) if sim.seconds else None}

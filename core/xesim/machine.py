@@ -67,6 +67,7 @@ class Machine:
         self.on_store = on_store   # called (instr, flat byte indices, rows) after a global store
         self._index_cache: dict = {}
         self._plans: dict = {}
+        self._compiled: dict = {}
 
     # -- operands ----------------------------------------------------------------------------------
 
@@ -211,6 +212,43 @@ class Machine:
 # -- handlers --------------------------------------------------------------------------------------------
 
 def _alu(m: Machine, ins: Instr, rows) -> None:
+    run = m._compiled.get(id(ins))
+    if run is None:
+        run = m._compiled[id(ins)] = _compile_alu(m, ins)
+    run(rows)
+
+
+def _compile_alu(m: Machine, ins: Instr):
+    """The instruction as one function of the rows: operand readers, the operation, the conversion to
+    the destination and its write, chosen once (what most instructions are, run thousands of times)."""
+    op, n, dst = ins.op, ins.exec_size, ins.dst
+    if op in ("addc", "sel", "cmp") or ins.cmod is not None or dst.kind != "grf":
+        return lambda rows: _alu_general(m, ins, rows)
+    readers = m.readers(ins)
+    if op in ("shl", "shr", "asr"):
+        ta, td = ins.srcs[0].type, dst.type
+        compute = lambda vals: alu.shift(op, vals[0], ta, vals[1], td)      # noqa: E731
+    else:
+        fn = alu.TABLE.get(op)
+        if fn is None:
+            raise Unsupported(ins.line, ins.text, f"opcode {op}")
+        compute = lambda vals: fn(*vals)                                    # noqa: E731
+    convert = alu.converter(dst.type, ins.sat)
+    view, idx = m.views[dst.type], m._index(dst, n)
+    pc = m.pc
+
+    def run(rows):
+        out = convert(np.asarray(compute([read(rows) for read in readers])))
+        mask = m.channel_mask(ins, rows, n)
+        if mask is None and rows.__class__ is slice:
+            view[:, idx] = out
+        else:
+            m.write(dst, rows, n, out, mask)
+        pc[rows] += 1
+    return run
+
+
+def _alu_general(m: Machine, ins: Instr, rows) -> None:
     n = ins.exec_size
     op = ins.op
     vals = [read(rows) for read in m.readers(ins)]

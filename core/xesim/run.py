@@ -21,6 +21,7 @@ import shutil
 import subprocess
 import tempfile
 from dataclasses import dataclass
+from functools import lru_cache
 
 import numpy as np
 
@@ -98,8 +99,10 @@ def platform_of(command: tuple[str, ...]) -> str:
     raise ValueError(f"no -p=PLATFORM in {' '.join(command)}")
 
 
+@lru_cache(maxsize=8)
 def load(text: str, command: tuple[str, ...]) -> tuple[list[Instr], str]:
-    """The program the binary of ``text`` encodes, and its disassembly."""
+    """The program the binary of ``text`` encodes, and its disassembly (the last few kept: a check
+    rerun with another seed or tolerance assembles nothing again; a run never changes a program)."""
     dis = disassemble(assemble(text, command), platform_of(command), command[0])
     return parse(dis), dis
 

@@ -27,7 +27,7 @@ def test_keys_of_the_current_table_not_yet_written():
     ('fma = "', ["mad", "dp4a", "dpas", "dpasw", "fma", "mma"]),
     ('src = "a', list(LAYOUT_TAGS["src"])),
     ('post_ops = ["relu", "', None),
-    ('stage = "', ["final", "build", *KERNEL_PIPELINE.names()]),
+    ('stage = "', ["final", "asm", "build", *KERNEL_PIPELINE.names()]),
 ])
 def test_values_of_enums_layout_tags_post_ops_and_pass_names(line, expected):
     table = {"hw": "target", "fma": "config", "src": "problem", "post_ops": "problem", "stage": "check"}

@@ -141,3 +141,11 @@ def test_a_fault_names_the_instruction_and_its_ir_node(monkeypatch):
     validator("check.schema.json").validate(out)
     assert wrong["kind"] == "fault" and "send.ugm" in wrong["instruction"]
     assert wrong["ir"].startswith("send.load.block.global")
+
+
+def test_check_stage_asm_runs_the_simulator_on_every_check():
+    text = (EXAMPLES / "int8.kernel.toml").read_text()
+    assert text.rstrip().rsplit("\n[", 1)[-1].startswith("check]")     # the file ends in its [check] table
+    text += 'stage = "asm"\n'
+    out = Engine().check(Source(text, str(EXAMPLES / "int8.kernel.toml")))
+    assert out["ok"] and out["stage"] == "asm" and out["asm"]["thread_instructions"] > 0
