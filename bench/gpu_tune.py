@@ -211,7 +211,8 @@ def report(args) -> int:
     by_layer: dict[str, list[dict]] = {}
     for r in data["candidates"]:
         by_layer.setdefault(r["name"], []).append(r)
-    print(f"{'layer':28s} {'cuDNN us':>8} {'default':>9} {'ratio':>6} {'tuned':>9} {'ratio':>6} {'spill':>5} ok  config")
+    print(f"{'layer':28s} {'cuDNN us':>8} {'default':>9} {'ratio':>6} {'tuned':>9} {'ratio':>6} {'spill':>5} "
+          "ok  config")
     table = [_entry(t["name"], by_layer[t["name"]], t["torch_us"]) for t in data["layers"] if "torch_us" in t]
     for e in table:
         _print(e)

@@ -17,7 +17,8 @@ staged into shared memory become ``cp.async`` (16 bytes per lane where
 aligned). ``barrier`` is ``bar.sync 0`` after committing the copies issued
 since the last commit as a group and ``cp.async.wait_group K`` with the ``K``
 that :mod:`.asyncs` planned; a split barrier is ordered at its wait, so
-``barrier_wait`` is that and ``barrier_signal`` emits nothing. Expressions are :mod:`.expressions`, alignment facts :mod:`.align`.
+``barrier_wait`` is that and ``barrier_signal`` emits nothing. Expressions
+are :mod:`.expressions`, alignment facts :mod:`.align`.
 """
 from __future__ import annotations
 
