@@ -203,10 +203,10 @@ class _Plan:
             k: getattr(cfg, k) for k in ("fma", "simd", "regs", "loop", "tg", "iter", "unroll", "prefetch",
                                          "subtiles")})
 
-    def _group(self, iter_tile: Tile, loop: Tile) -> Tile:
-        """Rule 5."""
+    def _group(self, iter_tile: Tile, loop: Tile, shape: tuple[int, int] | None = None) -> Tile:
+        """Rule 5 (``shape``: threads along N and M to start from instead of the target's default)."""
         gemm = self.problem.gemm_dims()
-        x, y = GROUP_SHAPE[self.target.isa]
+        x, y = shape or GROUP_SHAPE[self.target.isa]
         m_thr, n_thr = iter_tile.product(d for d, _ in gemm.m), iter_tile.product(d for d, _ in gemm.n)
         while y > 1 and m_thr * (y // 2) >= gemm.M:
             y //= 2

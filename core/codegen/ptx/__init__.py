@@ -50,6 +50,7 @@ from dataclasses import dataclass, field
 
 from ..listing import AsmLine, Listing
 from ..xe import _estimate, _ir_nodes
+from .asyncs import plan_waits
 from .lower import PtxLowering, Redo
 from .tools import find_tool, ptxas, sass
 
@@ -141,17 +142,24 @@ def _module(kernel, cg: PtxLowering, name: str) -> tuple[list[str], list, list[i
 
 def _lower(kernel, body) -> PtxLowering:
     """Lowering with shared-memory loads deferred into the reorders that read them; a buffer whose
-    deferred bytes are read again after a barrier is lowered again without deferring."""
+    deferred bytes are read again after a barrier is lowered again without deferring. Where
+    ``cp.async`` copies were issued, lowered once more with the barriers' waits planned from the
+    first run's events (:mod:`.asyncs`)."""
     no_defer: frozenset = frozenset()
     while True:
         cg = PtxLowering(kernel, body, no_defer)
         try:
             cg.run()
-            return cg
+            break
         except Redo as exc:
             if exc.buf in no_defer:
                 raise
             no_defer = no_defer | {exc.buf}
+    if not cg.any_async:
+        return cg
+    planned = PtxLowering(kernel, body, no_defer, plan_waits(cg.events))
+    planned.run()
+    return planned
 
 
 def generate_ptx(kernel, body, target, check: bool = True) -> PtxListing:

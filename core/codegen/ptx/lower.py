@@ -11,11 +11,14 @@ fetched with ``shfl.sync.idx`` (:mod:`.words`). ``mma`` takes fragment rows
 directly (the IR's fragment rule is PTX's). Sends (:mod:`.memory`) become
 per-lane ``ld``/``st``/``red`` (``.global`` with 64-bit addresses,
 ``.shared`` with 32-bit ones into one dynamic shared array), shared-memory
-loads read by reorders become loads of the reorder's destination words, and
-global loads staged into shared memory become ``cp.async``. ``barrier`` is
-``bar.sync 0`` (after ``cp.async.wait_all``); a split barrier is ordered at
-its wait, so ``barrier_wait`` is ``bar.sync 0`` and ``barrier_signal`` emits
-nothing. Expressions are :mod:`.expressions`, alignment facts :mod:`.align`.
+loads read by reorders become loads of the reorder's destination words
+(``ldmatrix`` where they are 8x8 matrices, :mod:`.matrix`), and global loads
+staged into shared memory become ``cp.async`` (16 bytes per lane where
+aligned). ``barrier`` is ``bar.sync 0`` after committing the copies issued
+since the last commit as a group and ``cp.async.wait_group K`` with the ``K``
+that :mod:`.asyncs` planned; a split barrier is ordered at its wait, so
+``barrier_wait`` is that and ``barrier_signal`` emits nothing. Expressions
+are :mod:`.expressions`, alignment facts :mod:`.align`.
 """
 from __future__ import annotations
 
@@ -28,6 +31,7 @@ from kdd.core.ir.types import s32, u32
 
 from ..errors import CodegenUnsupported
 from .align import slot_multiples
+from .asyncs import MAX_QUEUE, Events, Plan, bounds
 from .emitter import Emitter, ptx_type, reg_class
 from .expressions import ExprLowering
 from .lanes import LANES, ROW, Slot, slots
@@ -48,16 +52,21 @@ def _staged_store(item) -> bool:
 
 
 class PtxLowering(LaneWords, ExprLowering, MemoryLowering):
-    def __init__(self, kernel, body, no_defer: frozenset = frozenset()):
+    def __init__(self, kernel, body, no_defer: frozenset = frozenset(), plan: Plan | None = None):
         self.kernel, self.body = kernel, body
+        self.plan = plan                    # cp.async waits from a first run's events (.asyncs)
+        self.events = Events()
+        self.any_async = False
+        self.ranges: dict[str, tuple[int, int]] = {}
         readers = readers_of(body)
         # shared-memory loads into buffers only reorders read become loads of the reorder's words;
         # global loads into buffers only sends store become cp.async (global -> shared, no registers)
         self.defer = {n for n, k in readers.items() if k == {"reorder"}} - set(no_defer)
         self.stage = {n for n, k in readers.items() if k == {"send"}} - set(no_defer)
         self.inputs = {a.var.name for a in kernel.args if a.role == "input"}
-        self.async_pending = False
+        self.async_pending = False          # copies issued since the last commit_group
         self.copies: list[tuple] = []       # 16-byte global -> shared copies not emitted yet
+        self.stashed: tuple | None = None   # (condition, deferred global loads) of a closed branch
         self.slot_m = slot_multiples(body, {a.var.name: 16 for a in kernel.args})
         self.deferred: dict[str, list[Deferred]] = {}
         self.constant: dict[int, tuple] = {}
@@ -83,6 +92,9 @@ class PtxLowering(LaneWords, ExprLowering, MemoryLowering):
         em.op(f"shr.u32 {warp}, {self.lane.text}, 5")
         em.op(f"and.b32 {self.lane.text}, {self.lane.text}, 31")
         self.bind("thread_id0", Value(warp, s32))
+        tg, grid = tuple(self.kernel.tg), tuple(self.kernel.grid)
+        self.ranges.update({f"thread_id{i}": (0, tg[i] - 1) for i in range(3)})
+        self.ranges.update({f"group_id{i}": (0, grid[i] - 1) for i in range(3)})
         for name, sreg in THREAD_IDS.items():
             r = em.new("r")
             em.op(f"mov.u32 {r}, {sreg}")
@@ -96,7 +108,10 @@ class PtxLowering(LaneWords, ExprLowering, MemoryLowering):
             self.globals[a.var.name] = g
             self.align[a.var.name] = 16
         self.stmt(self.body)
-        self.flush_copies()
+        self.unstash()
+        if self.any_async:          # no copy outlives the kernel
+            self.commit()
+            em.op("cp.async.wait_all")
         em.op("ret")
 
     # -- bindings -----------------------------------------------------------------------------
@@ -105,6 +120,10 @@ class PtxLowering(LaneWords, ExprLowering, MemoryLowering):
 
     def unbind(self, name: str) -> None:
         self.env[name].pop()
+
+    def bounds(self, e) -> tuple[int, int] | None:
+        """Bounds of integer expression ``e`` over every thread of the kernel (:func:`.asyncs.bounds`)."""
+        return bounds(e, self.ranges.get)
 
     def lookup(self, name: str):
         stack = self.env.get(name)
@@ -136,7 +155,7 @@ class PtxLowering(LaneWords, ExprLowering, MemoryLowering):
                 self._alloc(item, stack)
             elif isinstance(item, (For, If)):
                 self.em.node = item
-                self.flush()
+                self.flush(keep=item.cond if isinstance(item, If) else None)
                 (self._for if isinstance(item, For) else self._if)(item)
             elif isinstance(item, Store):
                 self.em.node = item
@@ -156,6 +175,7 @@ class PtxLowering(LaneWords, ExprLowering, MemoryLowering):
         self._mov(r, v)
         self.bind(s.var.name, Value(r, s.var.type))
         self.align[s.var.name] = self.multiple(s.value)
+        self.ranges[s.var.name] = self.bounds(s.value) if s.var.type.is_int else None
 
     def _mov(self, dst: str, v: Value) -> None:
         t = v.type
@@ -210,6 +230,9 @@ class PtxLowering(LaneWords, ExprLowering, MemoryLowering):
         if init.imm is not None and bound.imm is not None:
             trips = max(0, -(-(bound.imm - init.imm) // s.step))
         self.loops.append({"var": s.var.name, "trips": trips, "line": len(em.lines)})
+        lo, hi = self.bounds(s.init), self.bounds(s.bound)
+        self.ranges[s.var.name] = (lo[0], hi[1] - 1) if lo and hi else None
+        self.events.loop(trips)
         outer = em.weight
         em.weight = outer * (trips or 1)
         em.place(top)
@@ -220,6 +243,7 @@ class PtxLowering(LaneWords, ExprLowering, MemoryLowering):
         self.unbind(s.var.name)
         em.node = s
         self.flush()
+        self.events.close()
         em.op(f"add.{t} {var}, {var}, {s.step}")
         em.op(f"setp.lt.{t} {p}, {var}, {bnd}")
         em.op(f"bra.uni {top}", p)
@@ -233,17 +257,22 @@ class PtxLowering(LaneWords, ExprLowering, MemoryLowering):
         other, end = em.label("else"), em.label("endif")
         em.op(f"bra.uni {other if s.else_ is not None else end}", f"!{c}")
         self.lane_cache.clear()
+        self.events.branch()
+        self.take_stash(s.cond)
         self.stmt(s.then)
         em.node = s
-        self.flush()
+        self.flush(stash=s.cond if s.else_ is None else None, commit=False)
+        self.events.otherwise()
         if s.else_ is not None:
             em.op(f"bra.uni {end}")
             em.place(other)
             self.lane_cache.clear()
             self.stmt(s.else_)
             em.node = s
-            self.flush()
+            self.flush(commit=False)
+        self.events.close()
         em.place(end)
+        self.commit()           # on both paths: a skipped stage is an empty group, so K stays per stage
         self.lane_cache.clear()
 
     # -- stores to register buffers -----------------------------------------------------------
@@ -282,6 +311,10 @@ class PtxLowering(LaneWords, ExprLowering, MemoryLowering):
             self._eltwise(call)
         elif isinstance(f, (Barrier, BarrierWait)):
             self.flush()
+            n = self.events.barrier()
+            keep = self.plan.waits.get(n, 0) if self.plan is not None else 0
+            if self.any_async and keep < MAX_QUEUE:     # all but the newest `keep` groups complete
+                self.em.op(f"cp.async.wait_group {keep}")
             self.em.op("bar.sync 0")
         elif isinstance(f, (BarrierSignal, Fence)):
             pass                    # ordered by the barrier_wait / bar.sync that follows
@@ -333,7 +366,6 @@ class PtxLowering(LaneWords, ExprLowering, MemoryLowering):
         planned = self._word_slots(dfirst, ds, sfirst, ss, sl.dtype == dl.dtype)
         direct = self._direct(src.name, planned, sfirst, ss) if sl.dtype == dl.dtype else None
         if direct is not None and src.name != dst.name:
-            self.wait_async()
             inside_src = sfirst[sfirst >= 0]
             self.reads(src.name, int(inside_src.min()), int(inside_src.max()) + ss, reorder=True)
             self.writes(dst.name, int(dfirst.min()), int(dfirst.max()) + ds)

@@ -99,18 +99,57 @@ class MemoryLowering:
         raise CodegenUnsupported(f"{name} is not a global or shared buffer")
 
     # -- deferred shared-memory loads ---------------------------------------------------------
-    def flush(self) -> None:
+    def flush(self, keep=None, stash=None, commit: bool = True) -> None:
         """Before shared memory may change (a store, a barrier) or control flow: emit the deferred
         loads no reorder has read; forget the ones a reorder read (their buffer is read by
-        reorders only, so a later read of those bytes means lowering again without deferring)."""
-        self.wait_async()
+        reorders only, so a later read of those bytes means lowering again without deferring).
+        The copies issued so far are committed as one group.
+
+        A branch's global loads that only a shared-memory store reads are *stashed* at the end of its
+        then-part (``stash``: its condition) instead, and taken up by a following branch on the same
+        condition (``keep``) whose store copies them with ``cp.async`` (the buffering pass guards a
+        stage's loads and its store by two such branches); anywhere else they are loaded under that
+        condition (:meth:`unstash`). ``commit=False`` (a branch's end) leaves the group open: the
+        branch commits after both paths join, so every path commits the same number of groups."""
+        if commit:
+            self.commit()
+        else:
+            self.flush_copies()
+        if self.stashed is not None and (keep is None or str(keep) != str(self.stashed[0])):
+            self.unstash()
+        kept: dict[str, list[Deferred]] = {}
         for name, entries in list(self.deferred.items()):
             for d in entries:
                 if d.consumed:
                     self.dropped.setdefault(name, []).append((d.lo, d.hi))
+                elif stash is not None and d.mem in self.globals and name in self.stage:
+                    kept.setdefault(name, []).append(d)
                 else:
                     self._emit_send(d.call, d.off, True, d.mask)
         self.deferred.clear()
+        if kept:
+            self.stashed = (stash, kept)
+
+    def unstash(self) -> None:
+        """Load the stashed global loads into their registers, under the condition of their branch."""
+        if self.stashed is None:
+            return
+        cond, kept = self.stashed
+        self.stashed = None
+        p = self.pred(self.ev(cond))
+        skip = self.em.label("stash")
+        self.em.op(f"bra.uni {skip}", f"!{p}")
+        for entries in kept.values():
+            for d in entries:
+                self._emit_send(d.call, d.off, True, d.mask)
+        self.em.place(skip)
+
+    def take_stash(self, cond) -> None:
+        """A branch on the stash's condition begins: its deferred loads are pending again."""
+        if self.stashed is not None and str(self.stashed[0]) == str(cond):
+            for name, entries in self.stashed[1].items():
+                self.deferred.setdefault(name, []).extend(entries)
+            self.stashed = None
 
     def flush_shared(self) -> None:
         """Before a shared-memory store: the deferred shared-memory loads must read what was there."""
@@ -125,12 +164,31 @@ class MemoryLowering:
                     self._emit_send(d.call, d.off, True, d.mask)
             self.deferred[name] = keep
 
-    def wait_async(self) -> None:
-        """Shared memory written by cp.async is visible to this lane after ``cp.async.wait_all``."""
+    def commit(self) -> None:
+        """The copies issued since the last commit become one ``cp.async`` group (:mod:`.asyncs`)."""
         self.flush_copies()
         if self.async_pending:
-            self.em.op("cp.async.wait_all")
+            self.em.op("cp.async.commit_group")
+            self.events.add("commit")
             self.async_pending = False
+
+    def slm_access(self, name: str, base, const: int, n: int) -> None:
+        """A read (or plain store) of ``n`` bytes of shared buffer ``name`` at ``base + const``: recorded
+        for the wait plan; where the plan (or, in the first run, any copy) says this thread's own
+        copies may be in flight there, wait for all of them first. ``base`` None: anywhere."""
+        b = None if base is None else self.bounds(base)
+        lo, hi = (b[0] + const, b[1] + const + n) if b is not None else (-(1 << 40), 1 << 40)
+        k = self.events.read(self.slm[name] + lo, self.slm[name] + hi)
+        if self.any_async and (self.plan is None or k in self.plan.local):
+            self.commit()
+            self.em.op("cp.async.wait_all")
+
+    def slm_write(self, name: str, base, const: int, n: int) -> None:
+        """A copy into ``n`` bytes of shared buffer ``name`` at ``base + const`` joins the open group."""
+        b = self.bounds(base)
+        lo, hi = (b[0] + const, b[1] + const + n) if b is not None else (-(1 << 40), 1 << 40)
+        self.events.add("write", self.slm[name] + lo, self.slm[name] + hi)
+        self.any_async = True
 
     def _stage(self, call: FuncCall) -> bool:
         """A shared-memory store of bytes that deferred global loads hold: ``cp.async`` each lane's
@@ -160,6 +218,7 @@ class MemoryLowering:
                 return False
             plan.append((slot, hits[0], deltas))
         off = self.convert(self.ev(mem_off), s32)
+        self.slm_write(mem.name, mem_off, 0, f.elems * f.type.size)
         for slot, d, deltas in plan:
             d.consumed = True
             g, gk = self.lane_offset(deltas, slot.mask)
@@ -198,6 +257,7 @@ class MemoryLowering:
                 return False
             chunks.append((d, d.const + b - d.lo, self.slm[mem.name] + const + b - lo))
         sbase = self.convert(self.ev(base), s32)
+        self.slm_write(mem.name, base, const, n)
         for d, gconst, sconst in chunks:
             d.consumed = True
             self.copies.append(((d.mem, d.base.text, d.mask, sbase.text), d, gconst, sbase, sconst))
@@ -243,6 +303,8 @@ class MemoryLowering:
     def reads(self, name: str, lo: int, hi: int, reorder: bool = False) -> None:
         """Bytes ``[lo, hi)`` of ``name`` are read other than by a direct reorder load: their deferred
         loads are emitted now (nothing changed shared memory since)."""
+        if self.stashed is not None and name in self.stashed[1]:
+            self.unstash()
         if any(a < hi and lo < b for a, b in self.dropped.get(name, ())):
             raise Redo(name)
         keep = []
@@ -256,6 +318,8 @@ class MemoryLowering:
 
     def writes(self, name: str, lo: int, hi: int) -> None:
         """Bytes ``[lo, hi)`` of ``name`` get new contents: deferred loads and dropped ranges there end."""
+        if self.stashed is not None and name in self.stashed[1]:
+            self.unstash()
         keep = []
         for d in self.deferred.get(name, ()):
             if not (d.lo < hi and lo < d.hi):
@@ -287,6 +351,8 @@ class MemoryLowering:
                 and (mem.name in self.slm or mem.name in self.inputs)):
             return False
         base, const = _split_const(mem_off)
+        if mem.name in self.slm:
+            self.slm_access(mem.name, base, const, hi - lo)
         self.writes(reg.name, lo, hi)
         self.deferred.setdefault(reg.name, []).append(
             Deferred(mem.name, self.ev(base), self.multiple(base), const, lo, hi, call, self.ev(mem_off)))
@@ -342,8 +408,10 @@ class MemoryLowering:
                 if self._stage(call):
                     return
             self.reads(reg.name, lo, hi)
-        if f.space == "slm":        # ordered after this lane's cp.async copies
-            self.wait_async()
+        if f.space == "slm":        # ordered after the cp.async copies that write there
+            base, const = _split_const(mem_off)
+            scalar = f.kind.value == "block" and base.type.lanes == 1
+            self.slm_access(mem.name, base if scalar else None, const, f.elems * f.type.size)
         self._emit_send(call)
 
     def _emit_send(self, call: FuncCall, off: Value | None = None, deferred: bool = False,

@@ -2,7 +2,8 @@
 numpy arrays), with warps of a block interleaved at ``bar.sync``. It reads only the PTX text, so it is an
 oracle independent of the generator (the semantics follow the PTX ISA manual; ``cp.async`` reads global
 memory at once and writes shared memory only at the ``cp.async.wait_group`` / ``wait_all`` that
-completes it, so a read before the wait sees the old bytes). Registers hold raw bits in ``uint64`` arrays; predicates are bool arrays.
+completes it, so a read before the wait sees the old bytes). Registers hold raw bits in ``uint64``
+arrays; predicates are bool arrays.
 """
 from __future__ import annotations
 

@@ -1,0 +1,55 @@
+"""A small config space per problem for tuning runs on the device (``bench/gpu_tune.py``).
+
+:func:`search_space` takes the defaults heuristic's best per-thread tiles (rule 4's score,
+:mod:`.defaults`) and varies around each what the heuristic fixes: the group shape (rule 5,
+started from the target's default or from twice as many threads along N or M) and, for the best
+tile, the SLM buffer count (rule 7's, and one less). Every config is complete and within the
+register and SLM budget estimate; the device decides between them.
+"""
+from __future__ import annotations
+
+from dataclasses import replace
+
+from kdd.core.targets import Target
+
+from .budget import estimate_budget
+from .defaults import GROUP_SHAPE, _Plan
+from .kernel_config import KernelConfig
+from .values import Buffering
+
+
+def search_space(problem, target: Target, tiles: int = 3) -> list[KernelConfig]:
+    """Distinct complete configs: the ``tiles`` best per-thread tiles by the heuristic's score, each
+    with the default and the two doubled group shapes; the best tile also with one SLM buffer less.
+    The heuristic's own default comes first."""
+    plan = _Plan.make(problem, target, KernelConfig())
+    scored = []
+    for tile in filter(plan.may_fit, plan.iter_candidates()):
+        cfg = plan.complete(tile)
+        budget = estimate_budget(problem, cfg, target)
+        if budget.issues():
+            continue
+        t = budget.tiling
+        eff = t.efficiency
+        scored.append(((min(t.groups, target.device.cores // 2), t.m_group * t.n_group * eff,
+                        t.m_thread * t.n_thread * eff, t.k_iter * eff), tile))
+    scored.sort(key=lambda item: item[0], reverse=True)
+    x, y = GROUP_SHAPE[target.isa]
+    out: list[KernelConfig] = []
+    seen: set[str] = set()
+
+    def add(cfg: KernelConfig) -> None:
+        line = cfg.line()
+        if line not in seen and not estimate_budget(problem, cfg, target).issues():
+            seen.add(line)
+            out.append(cfg)
+
+    for rank, (_, tile) in enumerate(scored[:tiles]):
+        base = plan.complete(tile)
+        for shape in ((x, y), (2 * x, y), (x, 2 * y)):
+            tg = plan._group(tile, base.loop, shape)
+            cfg = replace(base, tg=tg, slm=plan._slm(replace(base, tg=tg)))
+            add(cfg)
+            if rank == 0 and shape == (x, y) and cfg.slm.bufs > 2:
+                add(replace(cfg, slm=Buffering(cfg.slm.bufs - 1, cfg.slm.a, cfg.slm.b, cfg.slm.gmem)))
+    return out
