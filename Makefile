@@ -21,5 +21,6 @@ bench: setup
 	.venv/bin/python bench/ir_scale.py
 	.venv/bin/python bench/check_examples.py
 	.venv/bin/python bench/pipeline.py
+	.venv/bin/python bench/loop_stats.py
 	.venv/bin/python bench/daemon.py
 	.venv/bin/python bench/startup.py

@@ -19,12 +19,14 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from functools import partial
+from math import prod
 
 from kdd.core.config.buildable import unbuilt_reason
 from kdd.core.ir.funcs import Dp4a, Dpas, Mad, Mma
 from kdd.core.ir.stmt import FuncCall, Stmt
 from kdd.core.ir.types import Type
 from kdd.core.layout.layout import Block, Layout
+from kdd.core.targets import FmaShape
 
 from .errors import BuildError
 from .loops import nest
@@ -200,49 +202,51 @@ class DpasKind(FmaKind):
 
 @dataclass(frozen=True)
 class MmaKind(FmaKind):
-    """sm_90 ``mma.sync.m16n8k{16,32}`` with PTX fragment layouts (4-byte registers, 32 lanes)."""
+    """sm_90 ``mma.sync.m16n8k{16,32}`` with the fragment layouts of the target's shape
+    (``FmaShape.fragments``: 4-byte registers, 32 lanes)."""
 
+    shape: FmaShape | None = None
     name = "mma"
 
     @property
     def kfrag(self) -> int:
-        return 32 // self.a.size  # 16 for 16-bit types, 32 for 8-bit
+        return self.shape.k  # 16 for 16-bit types, 32 for 8-bit
 
     @property
     def unit(self):
-        return 16, 8, self.kfrag
+        return self.shape.m, self.shape.n, self.kfrag
 
-    def _per_reg(self, t: Type) -> int:
-        return 4 // t.size
+    def _fragment(self, operand: str) -> tuple[list[tuple[int, int, int]], int]:
+        """The operand's fragment blocks over this kind's (row, column) dims and its element count."""
+        blocks = [(X if d == 0 else Y, size, stride) for d, size, stride in self.shape.fragment(operand)]
+        return blocks, prod(size for _, size, _ in blocks)
 
     def a_layout(self, bt, m, k, k_inner):
-        # a_i of lane l: row groupID (+8 in odd registers), col tig*e + i (+kfrag/2 in registers 2, 3).
-        e = self._per_reg(self.a)
-        frag = [(Y, e, 1), (Y, 4, e), (X, 8, 4 * e), (X, 2, 32 * e), (Y, 2, 64 * e)]
-        return Layout(self.a, (bt, m, k), tuple(_tiled(frag, 128 * e, [(Y, k // self.kfrag), (X, m // 16)], bt)))
+        frag, elems = self._fragment("a")
+        tiles = [(Y, k // self.kfrag), (X, m // self.shape.m)]
+        return Layout(self.a, (bt, m, k), tuple(_tiled(frag, elems, tiles, bt)))
 
     def b_layout(self, bt, k, n):
-        # b_i of lane l: row tig*e + i (+kfrag/2 in register 1), col groupID.
-        e = self._per_reg(self.b)
-        frag = [(X, e, 1), (X, 4, e), (Y, 8, 4 * e), (X, 2, 32 * e)]
-        return Layout(self.b, (bt, k, n), tuple(_tiled(frag, 64 * e, [(Y, n // 8), (X, k // self.kfrag)], bt)))
+        frag, elems = self._fragment("b")
+        tiles = [(Y, n // self.shape.n), (X, k // self.kfrag)]
+        return Layout(self.b, (bt, k, n), tuple(_tiled(frag, elems, tiles, bt)))
 
     def c_layout(self, bt, m, n):
-        # c0, c1: row groupID, cols 2*tig + 0/1; c2, c3: row groupID + 8.
-        frag = [(Y, 2, 32), (Y, 4, 1), (X, 8, 4), (X, 2, 64)]
-        return Layout(self.acc, (bt, m, n), tuple(_tiled(frag, 128, [(Y, n // 8), (X, m // 16)], bt)))
+        frag, elems = self._fragment("c")
+        tiles = [(Y, n // self.shape.n), (X, m // self.shape.m)]
+        return Layout(self.acc, (bt, m, n), tuple(_tiled(frag, elems, tiles, bt)))
 
     def emit(self, a, b, c, names, origin):
         bt, m, n = c.layout.dims
         k = a.layout.dims[Y]
-        mb, nb, kb = m // 16, n // 8, k // self.kfrag
-        func = Mma(16, 8, self.kfrag, self.a, self.b, self.acc)
-        kf = self.kfrag
+        fm, fn, kf = self.shape.m, self.shape.n, self.kfrag
+        mb, nb, kb = m // fm, n // fn, k // kf
+        func = Mma(fm, fn, kf, self.a, self.b, self.acc)
 
         def call(ib, im, jn, ik):
-            c_off = c.offset_of((ib, im, jn), (1, 16, 8))
-            return FuncCall.make(func, [c.buf, c_off, a.buf, a.offset_of((ib, im, ik), (1, 16, kf)),
-                                        b.buf, b.offset_of((ib, ik, jn), (1, kf, 8)), c.buf, c_off],
+            c_off = c.offset_of((ib, im, jn), (1, fm, fn))
+            return FuncCall.make(func, [c.buf, c_off, a.buf, a.offset_of((ib, im, ik), (1, fm, kf)),
+                                        b.buf, b.offset_of((ib, ik, jn), (1, kf, fn)), c.buf, c_off],
                                  origin=origin)
         return nest(names, [("b", bt), ("mb", mb), ("nb", nb), ("kb", kb)], call, origin)
 
@@ -276,5 +280,6 @@ def make_fma(fma: str, target, simd: int, a: Type, b: Type, acc: Type, m: int) -
             raise _fma_error(f"{target.name} has no mma for {a} x {b}")
         if unbuilt_reason(shapes[0]):
             raise _fma_error(f"{unbuilt_reason(shapes[0])}; use fma=fma")
-        return MmaKind(a, b, acc, 32)
+        shape = next((s for s in shapes if s.acc == acc), shapes[0])
+        return MmaKind(a, b, acc, shape.simd, shape)
     raise _fma_error(f"unknown fma '{fma}'")

@@ -173,11 +173,26 @@ XEHPC = Target(
 
 # -- NVIDIA Hopper --------------------------------------------------------------------------
 
+ROW, COL = 0, 1
+
+
+def _mma_fragments(a: Type, b: Type) -> tuple:
+    """PTX ISA, mma.m16n8k16 / m16n8k32 fragments (groupID = lane / 4, tig = lane % 4, e = 4 / size):
+    a_i of a lane: row groupID (+8 in odd registers), col tig*e + i (+k/2 in registers 2, 3);
+    b_i: row tig*e + i (+k/2 in register 1), col groupID; c0, c1: row groupID, cols 2*tig + 0/1,
+    c2, c3: row groupID + 8."""
+    ea, eb = 4 // a.size, 4 // b.size
+    return (("a", ((COL, ea, 1), (COL, 4, ea), (ROW, 8, 4 * ea), (ROW, 2, 32 * ea), (COL, 2, 64 * ea))),
+            ("b", ((ROW, eb, 1), (ROW, 4, eb), (COL, 8, 4 * eb), (ROW, 2, 32 * eb))),
+            ("c", ((COL, 2, 32), (COL, 4, 1), (ROW, 8, 4), (ROW, 2, 64))))
+
+
 def _mma(m: int, n: int, k: int, a: Type, b: Type, acc: Type, math: str = "") -> FmaShape:
     names = {f16: "f16", bf16: "bf16", s8: "s8", u8: "u8", f32: "f32", f64: "f64", s32: "s32"}
     ab = (math, math) if math else (names[a], names[b])
     spelling = f"mma.sync.aligned.m{m}n{n}k{k}.row.col.{names[acc]}.{ab[0]}.{ab[1]}.{names[acc]}"
-    return FmaShape("mma", a, b, acc, m, n, k, 32, spelling, math)
+    frags = _mma_fragments(a, b) if (m, n) == (16, 8) and not math else ()
+    return FmaShape("mma", a, b, acc, m, n, k, 32, spelling, math, fragments=frags)
 
 
 SM90_FMAS = (

@@ -51,7 +51,11 @@ class FmaShape:
     ``simd`` is the execution size the form requires (32 = a warp on sm_90).
     ``spelling`` is the mnemonic with its operand types (dst, src0, src1, src2 on Xe), for display.
     ``depth`` is the systolic depth of ``dpas`` (dwords of K per channel; ``m`` is its largest repeat
-    count), 1 for other forms.
+    count), 1 for other forms. ``fragments`` (warp-wide forms, sm_90 ``mma``): how operand ``a``
+    (m x k), ``b`` (k x n) and ``c`` (m x n) lie in the warp's registers, as blocks ``(dim, size,
+    stride)`` inner first, ``dim`` 0 the operand's rows and 1 its columns, strides counted in
+    elements of the fragment's storage (element ``i`` of 4-byte register ``r`` of lane ``l`` is at
+    ``(r * 32 + l) * (4 / size) + i``).
     """
 
     fma: str
@@ -65,6 +69,7 @@ class FmaShape:
     spelling: str
     math: str = ""
     depth: int = 1
+    fragments: tuple[tuple[str, tuple[tuple[int, int, int], ...]], ...] = ()
 
     def __post_init__(self):
         if self.fma not in FMA_KINDS:
@@ -88,6 +93,13 @@ class FmaShape:
             return sizes[operand]
         except KeyError:
             raise ValueError(f"operand must be one of a, b, c; got '{operand}'") from None
+
+    def fragment(self, operand: str) -> tuple[tuple[int, int, int], ...]:
+        """The register blocks of operand ``a``, ``b`` or ``c`` (see ``fragments``)."""
+        for name, blocks in self.fragments:
+            if name == operand:
+                return blocks
+        raise ValueError(f"{self.spelling} has no fragment layout for operand '{operand}'")
 
     def matches(self, a: Type, b: Type, acc: Type | None = None) -> bool:
         """Whether this form multiplies ``a`` by ``b`` (and accumulates in ``acc`` when given)."""

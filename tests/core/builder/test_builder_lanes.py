@@ -6,12 +6,13 @@ import pytest
 
 from builder_cases import problem
 from kdd.core.builder import build_kernel
-from kdd.core.builder.fma import MmaKind
+from kdd.core.builder.fma import make_fma
 from kdd.core.builder.lanes import nested_of
 from kdd.core.ir import Alloc, walk
 from kdd.core.ir.types import f16, f32, s8, s32
 from kdd.core.layout.nested import NestedLayout
 from kdd.core.problem import parse_shape
+from kdd.core.targets import SM90
 
 REG = 128  # bytes of one sm_90 register row: 32 lanes x 32 bits
 
@@ -35,7 +36,7 @@ def ptx_fragment(operand: str, a_type, i: int, lane: int) -> tuple[int, int]:
 @pytest.mark.parametrize("a_type, acc", [(f16, f32), (s8, s32)])
 @pytest.mark.parametrize("operand", ["a", "b", "c"])
 def test_mma_fragment_layouts_follow_the_ptx_tables(a_type, acc, operand):
-    kind = MmaKind(a_type, a_type, acc, 32)
+    kind = make_fma("mma", SM90, 32, a_type, a_type, acc, 16)  # fragments from the target's data
     k = kind.kfrag
     layout = {"a": lambda: kind.a_layout(1, 16, k, True), "b": lambda: kind.b_layout(1, k, 8),
               "c": lambda: kind.c_layout(1, 16, 8)}[operand]()
@@ -51,7 +52,7 @@ def test_mma_fragment_layouts_follow_the_ptx_tables(a_type, acc, operand):
 
 @pytest.mark.parametrize("a_type, acc", [(f16, f32), (s8, s32)])
 def test_mma_fragments_have_two_dimensional_lane_layouts(a_type, acc):
-    kind = MmaKind(a_type, a_type, acc, 32)
+    kind = make_fma("mma", SM90, 32, a_type, a_type, acc, 16)  # fragments from the target's data
     k = kind.kfrag
     for operand, layout in (("a", kind.a_layout(1, 16, k, True)), ("b", kind.b_layout(1, k, 8)),
                             ("c", kind.c_layout(1, 16, 8))):
