@@ -44,13 +44,13 @@ from .k_slices import k_slices
 from .kernel import Kernel, KernelArg
 from .lanes import flat_lanes, lanes_attrs
 from .layouts import tensor_layout, vector_layout
-from .loads import MessageRules, plan_messages, transfer, unit_stride_dim
+from .loads import MessageRules, contiguous_role, memory_ordered, plan_messages, transfer
 from .loop_nest import GROUP_IDS, THREAD_IDS, LoopNest, build_loop_nest
 from .loops import nest
 from .names import Names
 from .origin import Origin
-from .slm import SlmStage, stage
-from .tile import MatrixDim, RegTensor, TileAccess, row_major
+from .slm import SlmStage, read_tile, slm_barrier, stage
+from .tile import MatrixDim, RegTensor, TileAccess
 
 # Matrix dims of each operand, by GEMM role of the view dims flattened into them.
 ROLES = {"A": ("b", "m", "k"), "B": ("b", "k", "n"), "C": ("b", "m", "n")}
@@ -67,15 +67,6 @@ def build_kernel(problem, config: KernelConfig | None, target: Target | str) -> 
     if not config.is_complete:
         config = resolve_config(problem, target, config)
     return _Builder(problem, config, target).build()
-
-
-def contiguous_role(view: View, roles: tuple[MatrixDim, MatrixDim, MatrixDim]) -> int:
-    """The matrix dim (1 or 2) whose innermost view dim walks memory with unit stride (2 if none)."""
-    for role in (2, 1):
-        inner = roles[role].innermost()
-        if inner is not None and unit_stride_dim(view, inner[0]) is not None:
-            return role
-    return 2
 
 
 @dataclass(frozen=True)
@@ -96,7 +87,7 @@ class _Builder:
         self.names = Names(GROUP_IDS + THREAD_IDS + ("src", "wei", "dst"))
         self.reg_bytes = target.registers.reg_bytes
         self.rules = MessageRules(config.simd, target.max_message_bytes)
-        self.per_lane = target.isa == "ptx"
+        self.per_lane = target.lanes.fixed is not None
         self.types = {name: getattr(problem.types, name) for name in ("src", "wei", "dst")}
         self.layouts = {name: tensor_layout(problem, name, t) for name, t in self.types.items()}
         self.bounded = frozenset(d.name for d in self.tiling.dims if d.padded > d.size)
@@ -142,7 +133,9 @@ class _Builder:
         a_reg = RegTensor(names.fresh("a", u64), fma.a_layout(bt, ms, kp, a_inner == 2), 0, ROLES["A"])
         b_reg = RegTensor(names.fresh("b", u64), fma.b_layout(bt, kp, ns), 0, ROLES["B"])
 
-        stages = self._stages(operand)
+        fma_ready = {} if self.per_lane else {"A": a_reg.layout if sub_a == 1 else None,
+                                              "B": b_reg.layout if sub_b == 1 else None}
+        stages = self._stages(operand, fma_ready)
         a_load = self._loader(operand["A"], stages.get("A"), a_reg, 1, ms if sub_a > 1 else 0)
         b_load = self._loader(operand["B"], stages.get("B"), b_reg, 2, ns if sub_b > 1 else 0)
         grad = self._bias_gradient(operand["B"], b_reg, np_)
@@ -163,7 +156,7 @@ class _Builder:
         if stages:
             barrier = Origin("slm.barrier", "slm")
             compute = seq(*(s.load for s in stages.values()), FuncCall.make(Barrier(), origin=barrier),
-                          *(s.store for s in stages.values()), FuncCall.make(Barrier(), origin=barrier), compute)
+                          *(s.store for s in stages.values()), slm_barrier(barrier), compute)
         k_loop = Group.make("k_loop", self._reduction(compute), origin=Origin("loop_nest.reduction", "loop"))
         # Two registers per piece: the receive buffer is live beside the whole C tile.
         slices = k_slices(c_reg, t, names, cfg.simd, 2 * self.reg_bytes)
@@ -175,6 +168,7 @@ class _Builder:
 
         c_op = operand["C"]
         ctx = EpilogueContext(c_reg, self._access(c_op, self.nest.thread_start), self.ops.c, self.rules, names,
+                              not self.per_lane,
                               cfg.simd, self.reg_bytes, self._lanes, t.split_k)
         epi = Epilogue(ctx, lambda op, k, dt: self._rhs_view(op, k, dt, c_op.view))
         init_c = fill(c_reg, 0, names, cfg.simd, Origin("init_c", "iter"))
@@ -210,8 +204,9 @@ class _Builder:
                       sum(s.slm_bytes for s in stages.values()) + (slices.slm_bytes if slices else 0), p, cfg)
 
     # -- pieces ----------------------------------------------------------------------------------
-    def _stages(self, operand: dict) -> dict[str, SlmStage]:
-        """SLM staging of A and/or B (``slm`` knob), single-buffered."""
+    def _stages(self, operand: dict, fma_layouts: dict) -> dict[str, SlmStage]:
+        """SLM staging of A and/or B (``slm`` knob), single-buffered; FMA-ready where ``fma_layouts``
+        gives the operand's register layout."""
         slm, out = self.config.slm, {}
         for which in "AB":
             if slm is None or slm.bufs == 0 or not (slm.a if which == "A" else slm.b):
@@ -222,7 +217,7 @@ class _Builder:
                                self.nest.facts)
             out[which] = stage(which.lower(), group, op.roles, self.nest.local_start,
                                contiguous_role(op.view, op.group_roles), self.rules, self.names,
-                               self.nest.thread_linear, self.tiling.threads_per_group)
+                               self.nest.thread_linear, self.tiling.threads_per_group, fma_layouts.get(which))
         return out
 
     def _loader(self, op: _Operand, staged: SlmStage | None, reg: RegTensor, split_dim: int, part: int):
@@ -244,16 +239,15 @@ class _Builder:
             return TileAccess(acc.view, acc.mem, acc.space, acc.roles, acc.starts, acc.bounded, acc.facts,
                               tuple(base))
 
+        origin = Origin(f"loads.{which}", "iter")
+        if staged is not None and staged.tile_offset is not None:
+            return lambda s: read_tile(staged, reg, self.rules, names, origin)
         probe = source(arith.const(0))
         staging = None
         if plan_messages(probe, reg, self.rules).kind is not SendKind.BLOCK:
-            order = (0, 1, 2) if contiguous_role(probe.view, probe.roles) == 2 else (0, 2, 1)
-            layout = row_major(reg.dtype, reg.layout.dims, order)
-            candidate = RegTensor(names.fresh(f"{which}_ld", u64), layout, 0, reg.roles)
-            if not layout.is_equal(reg.layout) and plan_messages(probe, candidate, self.rules).kind is SendKind.BLOCK:
-                staging = candidate
+            staging = memory_ordered(probe, reg, self.rules, names.fresh(f"{which}_ld", u64))
+            if staging is not None:
                 self.allocs.append((staging, Origin(f"loads.{which}_reorder", "fma")))
-        origin = Origin(f"loads.{which}", "iter")
 
         def load(s: Expr) -> Stmt:
             if staging is None:

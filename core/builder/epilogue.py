@@ -25,7 +25,7 @@ from kdd.core.problem.post_ops import Bias, Binary, Eltwise, Scale, Sum
 
 from .elementwise import convert, elementwise
 from .errors import BuildError
-from .loads import MessageRules, transfer
+from .loads import MessageRules, memory_ordered, transfer
 from .names import Names
 from .origin import Origin
 from .tile import RegTensor, TileAccess
@@ -55,6 +55,7 @@ class EpilogueContext:
     dst_type: Type
     rules: MessageRules
     names: Names
+    reorder_for_blocks: bool  # the final conversion may change the layout (register-level tiles)
     simd: int
     reg_bytes: int
     alloc_attrs: Callable[[RegTensor], tuple]
@@ -90,7 +91,12 @@ class Epilogue:
             steps.append(self._post_op(k, op, work))
         out = work
         if work.dtype != ctx.dst_type:
+            # The conversion is a reorder anyway: into the memory order where that gives block stores.
             out = self._buffer("c_out", ctx.dst_type)
+            ordered = memory_ordered(ctx.access, out, ctx.rules, out.buf) if ctx.reorder_for_blocks else None
+            if ordered is not None:
+                out = ordered
+                self._allocs[-1] = (out, self._allocs[-1][1])
             steps.append(_convert(work, out))
         send = SendOp.ATOMIC_ADD if ctx.split_k else SendOp.STORE
         steps.append(transfer(send, ctx.access, out, ctx.rules, ctx.names,

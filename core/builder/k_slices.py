@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from math import prod
 
 from kdd.core.ir.expr import BoolImm, Expr, Var, var
-from kdd.core.ir.funcs import Barrier, Send, SendKind, SendOp
+from kdd.core.ir.funcs import Send, SendKind, SendOp
 from kdd.core.ir.stmt import FuncCall, If, Stmt, seq
 from kdd.core.ir.types import s32, u64
 
@@ -29,6 +29,7 @@ from .loop_nest import THREAD_IDS
 from .loops import nest
 from .names import Names
 from .origin import Origin
+from .slm import slm_barrier
 from .tile import RegTensor, row_major
 
 ORIGIN = Origin("k_slices.reduce", "tg")
@@ -81,7 +82,7 @@ def k_slices(c: RegTensor, tiling, names: Names, simd: int, max_message_bytes: i
     gather = nest(names, [("c_slice", count - 1), ("c_piece", pieces)],
                   lambda k, j: add_piece(arith.add(k, 1), j), ORIGIN)
     first = slice_.eq(0)
-    reduce = seq(If.make(slice_.gt(0), store, origin=ORIGIN), FuncCall.make(Barrier(), origin=ORIGIN),
+    reduce = seq(If.make(slice_.gt(0), store, origin=ORIGIN), slm_barrier(ORIGIN),
                  If.make(first, gather, origin=ORIGIN))
     return KSlices(count, slm, (count - 1) * x * y * c.bytes, reduce, first, part)
 

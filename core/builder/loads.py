@@ -14,6 +14,10 @@ that dim's unit-stride layout block, the run cannot cross a layout block or
 a tail, and no mask depends on that view dim. Otherwise it is a
 **scattered** message of up to ``simd`` lanes, one address and one mask per
 element (tails, padding, strides, blocked layouts).
+
+A masked-off load leaves its register bytes unchanged (as the hardware
+does), so a load whose mask is not always true is preceded by a zero fill of
+its destination: padding and out-of-bounds elements read as zeros.
 """
 from __future__ import annotations
 
@@ -22,14 +26,16 @@ from dataclasses import dataclass
 
 from kdd.core.ir.expr import Broadcast, BoolImm, Expr, Var
 from kdd.core.ir.funcs import Send, SendKind, SendOp
-from kdd.core.ir.stmt import For, FuncCall, If, Let, Stmt
+from kdd.core.ir.stmt import For, FuncCall, If, Let, Stmt, seq
+from kdd.core.ir.types import u32
 from kdd.core.ir.visitor import free_vars, substitute
 from kdd.core.layout.view import View, offset_expr
 
 from . import arith
+from .elementwise import fill
 from .names import Names
 from .origin import Origin
-from .tile import RegTensor, TileAccess
+from .tile import RegTensor, TileAccess, row_major
 
 
 @dataclass(frozen=True)
@@ -84,6 +90,29 @@ def unit_stride_dim(view: View, name: str) -> int | None:
         return None
     blocks = [b for b in view.layout.blocks if b.dim == t and b.size > 1]
     return t if blocks and blocks[0].stride == 1 else None
+
+
+def contiguous_role(view: View, roles) -> int:
+    """The matrix dim (1 or 2) whose innermost view dim walks memory with unit stride (2 if none)."""
+    for role in (2, 1):
+        inner = roles[role].innermost()
+        if inner is not None and unit_stride_dim(view, inner[0]) is not None:
+            return role
+    return 2
+
+
+def memory_ordered(access: TileAccess, reg: RegTensor, rules: MessageRules, buf: Var) -> RegTensor | None:
+    """``reg``'s matrix in ``buf``, row-major with the memory-contiguous matrix dim innermost, when
+    that moves the tile in fewer messages than ``reg``'s own layout (then a reorder pays)."""
+    order = (0, 1, 2) if contiguous_role(access.view, access.roles) == 2 else (0, 2, 1)
+    layout = row_major(reg.dtype, reg.layout.dims, order)
+    if layout.is_equal(reg.layout):
+        return None
+    candidate = RegTensor(buf, layout, 0, reg.roles)
+    plan = plan_messages(access, candidate, rules)
+    if plan.kind is not SendKind.BLOCK or plan.count >= plan_messages(access, reg, rules).count:
+        return None
+    return candidate
 
 
 def _contiguous_run(access: TileAccess, reg: RegTensor) -> int:
@@ -194,4 +223,19 @@ def transfer(op: SendOp, access: TileAccess, reg: RegTensor, rules: MessageRules
         body = If.make(r.lt(plan.count), body, origin=origin)
     if rounds > 1:
         body = For.make(j, 0, rounds, body, origin=origin)
+    if op is SendOp.LOAD and not _always(mask):
+        dst = reg if staging is None else RegTensor(staging, row_major(reg.dtype, (1, 1, rounds * plan.elems)))
+        body = seq(zero_fill(dst, rules.simd, names, origin), body)
     return body
+
+
+def _always(mask: Expr) -> bool:
+    return isinstance(mask, BoolImm) and mask.value or isinstance(mask, Broadcast) and _always(mask.a)
+
+
+def zero_fill(reg: RegTensor, lanes: int, names: Names, origin: Origin) -> Stmt:
+    """Every byte of ``reg`` set to zero, ``lanes`` dwords a step where the size allows."""
+    if reg.bytes % 4:
+        return fill(reg, 0, names, lanes, origin)
+    words = RegTensor(reg.buf, row_major(u32, (1, 1, reg.bytes // 4)), reg.offset)
+    return fill(words, 0, names, lanes, origin)

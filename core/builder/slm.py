@@ -6,23 +6,39 @@ last round guarded), written to SLM between two barriers, and every thread
 then reads its own tile from SLM. The SLM layout is the group tile as a
 dense matrix with the memory-contiguous matrix dim innermost; masked
 elements (tails, padding) are stored as zeros, so SLM reads need no masks.
+
+**FMA-ready layout.** When the thread's register layout (``fma_layout``, the
+FMA operand layout such as dpas's VNNI-packed B) differs from that dense
+order and the group tile is the thread tiles side by side along one view
+dim, the SLM holds the thread tiles one after another, each already in the
+register layout (oneDNN's FMA-ready SLM layout): the reorder happens once,
+as the cooperative stores scatter each element to its place, and every
+thread reads its tile with a few full-size block messages straight into its
+operand registers (no staging buffer, no reorder in the main loop).
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
-from kdd.core.ir.expr import BoolImm, Expr, Var
-from kdd.core.ir.funcs import Send, SendKind, SendOp
-from kdd.core.ir.stmt import For, FuncCall, If, Stmt
-from kdd.core.ir.types import u64
-from kdd.core.layout.layout import Layout
-from kdd.core.layout.view import View, ViewDim
+from kdd.core.ir.expr import Broadcast, BoolImm, Expr, Ramp, Var
+from kdd.core.ir.funcs import Barrier, Fence, Send, SendKind, SendOp
+from kdd.core.ir.stmt import For, FuncCall, If, Stmt, seq
+from kdd.core.ir.types import u32, u64
+from kdd.core.layout.layout import Block, Layout
+from kdd.core.layout.view import View, ViewDim, offset_expr
 
 from . import arith
 from .loads import MessageRules, plan_messages, transfer
 from .names import Names
 from .origin import Origin
 from .tile import MatrixDim, RegTensor, TileAccess, row_major
+
+
+def slm_barrier(origin: Origin) -> Stmt:
+    """A barrier that orders the SLM writes before it for the threads after it: the hardware's barrier
+    does not wait for outstanding SLM stores, so an SLM fence completes them first (as oneDNN lowers it)."""
+    return seq(FuncCall.make(Fence("slm"), origin=origin), FuncCall.make(Barrier(), origin=origin))
 
 
 @dataclass(frozen=True)
@@ -36,12 +52,17 @@ class SlmStage:
     load: Stmt      # global -> staging registers (before the first barrier)
     store: Stmt     # staging registers -> SLM (between the barriers)
     access: TileAccess  # the thread's own tile, read from SLM
+    tile_offset: Expr | None = None  # FMA-ready layout: byte offset of the thread's tile in SLM
 
 
 def stage(name: str, group: TileAccess, thread_roles: tuple[MatrixDim, MatrixDim, MatrixDim],
           local_start: dict, inner: int, rules: MessageRules, names: Names,
-          thread: Expr, threads: int) -> SlmStage:
-    """Stage ``group`` (the group's tile of an operand) in SLM; ``inner`` is the innermost matrix dim."""
+          thread: Expr, threads: int, fma_layout: Layout | None = None) -> SlmStage:
+    """Stage ``group`` (the group's tile of an operand) in SLM; ``inner`` is the innermost matrix dim.
+
+    ``fma_layout`` is the thread's register layout of the operand: given, the
+    SLM takes the FMA-ready layout where the tiles allow it (module doc).
+    """
     view = group.view
     dtype = view.layout.dtype
     sizes = group.real
@@ -53,10 +74,126 @@ def stage(name: str, group: TileAccess, thread_roles: tuple[MatrixDim, MatrixDim
     staging = names.fresh(f"{name}_g2s", u64)
     load = transfer(SendOp.LOAD, group, tile, rules, names, knob, split=(thread, threads), staging=staging)
     rounds = -(-plan.count // threads)
-    store = _store(tile, staging, plan.elems, plan.count, rounds, thread, threads, names, knob)
-    access = TileAccess(slm_view, tile.buf, "slm", thread_roles,
-                        {d.name: local_start.get(d.name, arith.const(0)) for d in view.dims}, frozenset(), group.facts)
-    return SlmStage(tile.buf, tile.bytes, staging, rounds * plan.elems * dtype.size, load, store, access)
+    starts = {d.name: local_start.get(d.name, arith.const(0)) for d in view.dims}
+    access = TileAccess(slm_view, tile.buf, "slm", thread_roles, starts, frozenset(), group.facts)
+    ready = _fma_ready(group, thread_roles, fma_layout, tile.layout)
+    if ready is None:
+        store = _store(tile, staging, plan.elems, plan.count, rounds, thread, threads, names, knob)
+        return SlmStage(tile.buf, tile.bytes, staging, rounds * plan.elems * dtype.size, load, store, access)
+    split, layout = ready
+    store = _scatter(tile, layout, staging, plan.elems, plan.count, rounds, thread, threads, names, knob)
+    index = [arith.const(0)] * 3
+    if split is not None:
+        index[split] = starts[group.roles[split].innermost()[0]]
+    tile_offset = arith.fold(arith.mul(offset_expr(layout, index), dtype.size))
+    return SlmStage(tile.buf, tile.bytes, staging, rounds * plan.elems * dtype.size, load, store, access,
+                    tile_offset)
+
+
+def _fma_ready(group: TileAccess, thread_roles, fma_layout: Layout | None,
+               dense: Layout) -> tuple[int | None, Layout] | None:
+    """``(split matrix dim, group layout)`` of the FMA-ready SLM layout (split None: every thread
+    reads the whole group tile), or None where it does not apply: the thread layout is the dense
+    one already, the tile is padded, or the threads split the group tile other than along one
+    view dim of one matrix dim."""
+    if fma_layout is None or fma_layout.dtype != dense.dtype:
+        return None
+    thread = tuple(r.size for r in thread_roles)
+    if tuple(fma_layout.dims) != thread or Layout(dense.dtype, thread, fma_layout.blocks).is_equal(
+            row_major(dense.dtype, thread, _order(dense))):
+        return None
+    split = [d for d in range(3) if group.real[d] != thread[d]]
+    if not split:
+        return None, fma_layout
+    if len(split) != 1:
+        return None
+    d = split[0]
+    wide = [(n, e) for n, e in group.roles[d].dims if e > 1]
+    if len(wide) != 1 or [n for n, e in thread_roles[d].dims if e > 1] not in ([], [wide[0][0]]):
+        return None
+    count = group.real[d] // thread[d]
+    blocks = tuple(fma_layout.blocks) + (Block(d, count, fma_layout.padded_elems()),)
+    return d, Layout(dense.dtype, group.real, blocks)
+
+
+def _order(dense: Layout) -> tuple[int, int, int]:
+    """The dims of a row-major layout, outer to inner (dims of size 1 first)."""
+    inner = [b.dim for b in sorted(dense.blocks, key=lambda b: -b.stride) if b.size > 1]
+    return tuple([d for d in range(3) if d not in inner] + inner)
+
+
+def _scatter(tile: RegTensor, layout: Layout, staging: Var, elems: int, count: int, rounds: int,
+             thread: Expr, threads: int, names: Names, origin: Origin) -> Stmt:
+    """SLM stores of the staged messages, each element to its place in ``layout``: the messages
+    and staging slots of the cooperative load (``transfer`` with ``split``), mirrored.
+
+    A staged message is a run along the tile's innermost dim. Where ``layout`` keeps a few of
+    its elements together in one dword (VNNI pairs or quads), the dword is the unit a lane
+    stores; a store takes as many units as the layout's next block of that dim holds, so its
+    addresses are one base plus a constant ramp (a block message where they are contiguous)."""
+    size, dim = tile.dtype.size, tile.inner_block().dim
+    blocks = [b for b in layout.blocks if b.dim == dim and b.size > 1]
+    unit, dtype = 1, tile.dtype
+    if len(blocks) > 1 and blocks[0].stride == 1 and blocks[0].size * size == 4 and elems % blocks[0].size == 0:
+        unit, dtype = blocks[0].size, u32
+    first = blocks[1] if unit > 1 else blocks[0]
+    lanes = math.gcd(elems // unit, first.size)
+    step = first.stride * size  # bytes between the units of one store
+    j, h = names.fresh(f"{tile.buf.name}_st"), names.fresh(f"{tile.buf.name}_part")
+    j_expr = j if rounds > 1 else arith.const(0)
+    parts = elems // (lanes * unit)
+    h_expr = h if parts > 1 else arith.const(0)
+    r = arith.add(arith.mul(j_expr, threads), thread)
+    e0 = arith.add(arith.mul(r, elems), arith.mul(h_expr, lanes * unit))
+    base = arith.fold(arith.mul(_coarse_offset(layout, dim, unit * lanes, tile.decode(e0, bound=tile.elems)), size))
+    block = lanes == 1 or step == unit * size
+    offset = base if block else Ramp.make(base, step, lanes)
+    func = Send(SendOp.STORE, SendKind.BLOCK if block else SendKind.SCATTERED, "slm", dtype, lanes)
+    mask = BoolImm.make(True) if block else Broadcast.make(BoolImm.make(True), lanes)
+    reg_off = arith.add(arith.mul(j_expr, elems * size), arith.mul(h_expr, lanes * unit * size))
+    body: Stmt = FuncCall.make(func, [tile.buf, offset, staging, reg_off, mask], origin=origin)
+    if parts > 1:
+        body = For.make(h, 0, parts, body, origin=origin)
+    if rounds * threads > count:
+        body = If.make(r.lt(count), body, origin=origin)
+    if rounds > 1:
+        body = For.make(j, 0, rounds, body, origin=origin)
+    return body
+
+
+def _coarse_offset(layout: Layout, dim: int, run: int, index) -> Expr:
+    """The offset of ``index`` whose index along ``dim`` is a multiple of ``run``, the product of
+    that dim's inner blocks: those blocks contribute nothing, so the offset is taken in the layout
+    without them (its bound then leaves room for the run)."""
+    blocks, inner = [], 1
+    for b in layout.blocks:
+        if b.dim == dim and inner < run:
+            inner *= b.size
+            continue
+        blocks.append(b)
+    if inner != run:
+        return offset_expr(layout, index)
+    dims = list(layout.dims)
+    dims[dim] = -(-dims[dim] // run)
+    coarse = list(index)
+    coarse[dim] = arith.fold(coarse[dim] / run) if not arith.is_const(coarse[dim]) else \
+        arith.const(arith.value_of(coarse[dim]) // run)
+    return offset_expr(Layout(layout.dtype, tuple(dims), tuple(blocks), layout.offset), coarse)
+
+
+def read_tile(stage_: SlmStage, reg: RegTensor, rules: MessageRules, names: Names, origin: Origin) -> Stmt:
+    """The thread's tile of an FMA-ready stage, read into ``reg`` with the largest block messages."""
+    nbytes, size = reg.bytes, reg.dtype.size
+    step = 4  # a power of two of dwords: a block size every message kind has
+    while step * 2 <= rules.max_block_bytes and nbytes % (step * 2) == 0:
+        step *= 2
+    j = names.fresh(f"{reg.buf.name}_blk")
+    j_expr = j if nbytes > step else arith.const(0)
+    func = Send(SendOp.LOAD, SendKind.BLOCK, "slm", reg.dtype, step // size)
+    body: Stmt = FuncCall.make(func, [stage_.slm, arith.add(stage_.tile_offset, arith.mul(j_expr, step)),
+                                      reg.buf, arith.add(reg.offset, arith.mul(j_expr, step)),
+                                      BoolImm.make(True)], origin=origin)
+    return For.make(j, 0, nbytes // step, body, origin=origin) if nbytes > step else body
 
 
 def _slm_view(view: View, roles, order, dtype) -> View:

@@ -75,7 +75,7 @@ def _sum(label: str, title: str, parts: list[tuple[str, int]], note: str = "") -
 def _addressing(streams: list[tuple[str, int, bool]], target: Target, reuse_headers: bool) -> BudgetLine:
     """Registers that address a thread's load/store streams, given as ``(name, bytes per
     iteration, in shared memory)``: message headers on Xe, address registers on sm_90."""
-    if target.isa != "xe":
+    if target.addressing.kind == "reg":
         return _sum("headers", "address registers", [(s, 1 if shared else 2) for s, _, shared in streams],
                     " (64-bit global, 32-bit shared)")
     if reuse_headers:

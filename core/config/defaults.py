@@ -98,9 +98,10 @@ def pick_fma(target: Target, ops: Operands) -> str:
 
 def default_regs(target: Target, fma: str) -> int:
     """Rule 3."""
-    if target.isa == "ptx":
-        return target.registers.max_regs
-    return 256 if target.name == "xehpc" and fma == "dpas" else target.registers.modes[0]
+    r = target.registers
+    if not r.modes:
+        return r.max_regs
+    return r.modes[-1] if fma in r.large_for else r.modes[0]
 
 
 def spread(total: int, dims: tuple[tuple[str, int], ...]) -> dict[str, int]:

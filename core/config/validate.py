@@ -59,7 +59,7 @@ def validate_config(problem, config: KernelConfig, target: Target, reduced: bool
     if shape is not None:
         _check_shape(tiling, config, shape, issues)
     _check_group(tiling, config, target, issues)
-    if config.prefetch.enabled and target.isa != "xe":
+    if config.prefetch.enabled and not target.messages.prefetch:
         issues.append(ConfigIssue("prefetch", f"prefetch is an Xe knob; on {target.name} buffer through shared "
                                               f"memory with slm bufs"))
     _check_onednn_only(problem, config, tiling, issues)

@@ -169,6 +169,20 @@ class SharedMemory(Memory):
         self._read = False           # the reader map has entries
         self._pending: list = []     # reads not yet folded into the reader map
         self._base = grid.group * self.size
+        # Per thread: it wrote SLM since its last ``fence.slm`` (a barrier does not order such writes).
+        self.unfenced = np.zeros(grid.threads, dtype=bool)
+
+    def fence(self, active) -> None:
+        """A ``fence.slm`` by the ``active`` threads (bool per thread; None: all) completes their writes."""
+        if active is None:
+            self.unfenced[:] = False
+        else:
+            self.unfenced[active] = False
+
+    def unfenced_thread(self, groups: np.ndarray) -> int | None:
+        """A thread of ``groups`` (bool per group) with SLM writes no fence completed, if any."""
+        bad = self.unfenced & groups[self.grid.group]
+        return int(np.argmax(bad)) if bad.any() else None
 
     def barrier(self, groups: np.ndarray) -> None:
         """Orders everything before against everything after in ``groups`` (bool per group)."""
@@ -245,6 +259,7 @@ class SharedMemory(Memory):
                 raise self._race(what, flat[i], rows[i], other[i] if other[i] >= 0 else -1)
         writer[flat] = lt
         self._written = True
+        self.unfenced[rows] = True
         clash = writer[flat] != lt
         if clash.any():
             i = int(np.argmax(clash))

@@ -5,8 +5,10 @@ Arguments ``(mem, mem_off, reg, reg_off, mask)``. Register data is dense
 consecutive elements from the byte offset ``mem_off``; scattered messages
 take one byte offset per element (an ``elems``-lane vector). ``mask`` is a
 bool scalar (whole message) or an ``elems``-lane vector (per element):
-masked-off elements are not accessed (no bounds check); loads write zero for
-them. Threads outside the current thread mask do nothing at all.
+masked-off elements are not accessed (no bounds check) and, as on hardware,
+a load leaves their register bytes unchanged (the builder zero-fills a
+destination first where padding needs zeros). Threads outside the current
+thread mask do nothing at all.
 """
 from __future__ import annotations
 
@@ -40,7 +42,6 @@ def compile_send(ctx, call: FuncCall):
     byte_steps = np.arange(size, dtype=np.int64)
     block_steps = np.arange(nbytes, dtype=np.int64)
     elem_starts = np.arange(n, dtype=np.int64) * size
-    zeros = np.zeros((1, nbytes), dtype=np.uint8)
 
     def activity(env):
         """Per element activity ``(rows, elems | 1)`` (None: everything), and whether any is active."""
@@ -67,12 +68,11 @@ def compile_send(ctx, call: FuncCall):
             else:
                 act, some = activity(env)
                 if not some:
-                    data = zeros  # every element masked off: no access at all
-                else:
-                    act_b = per_byte(act)
-                    data = mem.memory(env, space).read(byte_index(env), act_b)
-                    if act_b is not None:
-                        data = np.where(act_b, data, np.uint8(0))
+                    return  # every element masked off: no access, registers unchanged
+                act_b = per_byte(act)
+                data = mem.memory(env, space).read(byte_index(env), act_b)
+                if act_b is not None:
+                    data = np.where(act_b, data, read_bytes(regs, reg.off(env), nbytes, tm))
             write_bytes(regs, reg.off(env), data, tm)
         return load
 

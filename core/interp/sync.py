@@ -7,7 +7,13 @@ every SLM access of the group before it against every access after it (the
 race history of the group's SLM is cleared). ``barrier_signal`` then
 ``barrier_wait`` is the split form: a group may not signal twice without
 waiting, nor wait without having signalled; the wait is where accesses are
-ordered. Fences have no effect in the lockstep model.
+ordered.
+
+As on hardware, a barrier orders SLM *writes* only once a ``fence.slm`` of
+the writing thread completed them: a thread that wrote SLM and reaches a
+``barrier`` or ``barrier_signal`` without a fence after its writes is an
+error (oneDNN lowers a barrier as SLM fence, fence wait, barrier message,
+wait). Global fences have no effect in the lockstep model.
 """
 from __future__ import annotations
 
@@ -15,7 +21,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from kdd.core.ir.funcs import Barrier, BarrierSignal, BarrierWait
+from kdd.core.ir.funcs import Barrier, BarrierSignal, BarrierWait, Fence
 from kdd.core.ir.stmt import FuncCall
 
 from .errors import InterpError
@@ -59,14 +65,24 @@ def compile_sync(ctx, call: FuncCall):
         for slm in state.live_slm:
             slm.barrier(groups)
 
+    def fenced(state: SyncState, groups: np.ndarray, what: str) -> None:
+        for slm in state.live_slm:
+            t = slm.unfenced_thread(groups)
+            if t is not None:
+                raise InterpError(f"{grid.describe(t)} wrote SLM '{slm.name}' and reaches a {what} with no "
+                                  f"fence.slm after its writes: the barrier does not order them")
+
     if isinstance(func, Barrier):
         def barrier(env):
-            clear(env[slot], _groups_at_barrier(env, grid, "barrier"))
+            groups = _groups_at_barrier(env, grid, "barrier")
+            fenced(env[slot], groups, "barrier")
+            clear(env[slot], groups)
         return barrier
     if isinstance(func, BarrierSignal):
         def signal(env):
             state: SyncState = env[slot]
             groups = _groups_at_barrier(env, grid, "barrier_signal")
+            fenced(state, groups, "barrier_signal")
             again = groups & state.signaled
             if again.any():
                 raise InterpError(f"group {int(np.argmax(again))} signals a barrier twice without waiting")
@@ -82,4 +98,9 @@ def compile_sync(ctx, call: FuncCall):
             state.signaled &= ~groups
             clear(state, groups)
         return wait
-    return lambda env: None  # fence: lockstep execution already orders memory accesses
+    if isinstance(func, Fence) and func.scope == "slm":
+        def fence(env):
+            for slm in env[slot].live_slm:
+                slm.fence(env[MASK])
+        return fence
+    return lambda env: None  # a global fence: lockstep execution already orders global accesses

@@ -3,7 +3,7 @@
 The builder stages each operand through SLM once per iteration (seed 000,
 "single SLM buffering")::
 
-    for ... { g2s loads (global -> staging GRF); barrier; SLM stores; barrier; compute from SLM }
+    for ... { g2s loads (global -> staging GRF); barrier; SLM stores; fence.slm; barrier; compute from SLM }
 
 With ``N = options["slm_bufs"] >= 2`` SLM buffers the reduction nest is
 flattened (``reduction_nest``) and software-pipelined: SLM holds ``N``
@@ -116,12 +116,16 @@ class _Shift(IRMutator):
         return new.with_ops(mem_offset=self._moved(self.mem, ops.mem, ops.mem_offset),
                             reg_offset=self._moved(self.reg, ops.reg, ops.reg_offset))
 
+    def _any(self, buf: Expr, off: Expr) -> Expr:
+        """A plain load or store: SLM buffers and staging registers (the builder's zero fills) alike."""
+        return self._moved(self.reg, buf, self._moved(self.mem, buf, off))
+
     def mutate_Load(self, old: Load, new: Load):
-        off = self._moved(self.mem, new.buf, new.offset)
+        off = self._any(new.buf, new.offset)
         return new if off is new.offset else Load.make(new.type, new.buf, off, new.stride, origin=new.origin)
 
     def mutate_Store(self, old: Store, new: Store):
-        off = self._moved(self.mem, new.buf, new.offset)
+        off = self._any(new.buf, new.offset)
         return new if off is new.offset else Store.make(new.buf, off, new.value, new.stride, new.mask,
                                                         origin=new.origin)
 

@@ -40,8 +40,8 @@ from .reduction_nest import K_LOOP, find_reduction_nest
 from .tree import child_stmts, distinct_nodes, own_exprs, trip_count
 
 _FMAS = (Dpas, Mma, Mad, Dp4a)
-# Operand positions of a multiply's call that it reads as its A and B operands.
-_FMA_OPERANDS = {Dpas: (4, 6), Mad: (4, 6), Dp4a: (4, 6), Mma: (2, 4)}
+# The operands of a multiply's call that it reads as its A and B operands.
+_FMA_OPERANDS = {Dpas: ("src1", "src2"), Mad: ("src1", "src2"), Dp4a: ("src1", "src2"), Mma: ("a", "b")}
 
 
 @dataclass
@@ -176,9 +176,10 @@ def _operand_buffers(body: Stmt) -> set[str]:
     names = set()
     for n in distinct_nodes(body):
         if isinstance(n, FuncCall) and type(n.func) in _FMA_OPERANDS:
-            for i in _FMA_OPERANDS[type(n.func)]:
-                if isinstance(n.args[i], Var):
-                    names.add(n.args[i].name)
+            for name in _FMA_OPERANDS[type(n.func)]:
+                buf = getattr(n.ops, name)
+                if isinstance(buf, Var):
+                    names.add(buf.name)
     return names
 
 
@@ -236,7 +237,7 @@ class _Counter:
             dst = f.dst_layout
             nbytes = dst.elems() * dst.dtype.size
             self.moves += times * ceil(nbytes / (self.target.lanes.alu * 4))
-            dst_buf = s.args[2]
+            dst_buf = s.ops.dst
             if isinstance(f, Reorder) and isinstance(dst_buf, Var) and dst_buf.name in self.operands:
                 self.reorders += times
         elif isinstance(f, Eltwise):

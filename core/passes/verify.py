@@ -103,26 +103,29 @@ def verify_trace(kernel, trace) -> list[tuple[str, list[Problem]]]:
     return out
 
 
-# Buffer operands of calls: (buffer argument, offset argument, bytes accessed from the offset).
-def _operands(call: FuncCall) -> list[tuple[int, int, int]]:
+# Buffer operands of calls: (buffer operand, its offset operand, bytes accessed from the offset).
+def _operands(call: FuncCall) -> list[tuple[str, str, int]]:
     f = call.func
     if isinstance(f, Send):
-        return [(2, 3, f.elems * f.type.size)]
+        return [("reg", "reg_offset", f.elems * f.type.size)]
     if isinstance(f, Dpas):
         c = f.rcount * f.simd * f.dst_type.size
-        return [(0, 1, c), (2, 3, c), (4, 5, f.sdepth * 4 * f.simd), (6, 7, f.rcount * f.sdepth * 4)]
+        return [("dst", "dst_offset", c), ("src0", "src0_offset", c),
+                ("src1", "src1_offset", f.sdepth * 4 * f.simd), ("src2", "src2_offset", f.rcount * f.sdepth * 4)]
     if isinstance(f, Mma):
         c = f.m * f.n * f.c_type.size
-        return [(0, 1, c), (2, 3, f.m * f.k * f.a_type.size), (4, 5, f.k * f.n * f.b_type.size), (6, 7, c)]
+        return [("d", "d_offset", c), ("a", "a_offset", f.m * f.k * f.a_type.size),
+                ("b", "b_offset", f.k * f.n * f.b_type.size), ("c", "c_offset", c)]
     if isinstance(f, (Mad, Dp4a)):
         dst = f.simd * (f.dst_type.size if isinstance(f, Mad) else 4)
         k = 1 if isinstance(f, Mad) else 4
         src2 = (f.simd if f.src2_stride else 1) * k * f.src2_type.size
-        return [(0, 1, dst), (2, 3, dst), (4, 5, f.simd * k * f.src1_type.size), (6, 7, src2)]
+        return [("dst", "dst_offset", dst), ("src0", "src0_offset", dst),
+                ("src1", "src1_offset", f.simd * k * f.src1_type.size), ("src2", "src2_offset", src2)]
     if isinstance(f, (Reorder, Reduce)):
-        return [(0, 1, f.src_layout.size_bytes()), (2, 3, f.dst_layout.size_bytes())]
+        return [("src", "src_offset", f.src_layout.size_bytes()), ("dst", "dst_offset", f.dst_layout.size_bytes())]
     if isinstance(f, Eltwise):
-        return [(0, 1, f.elems * f.dtype.size)]
+        return [("buf", "offset", f.elems * f.dtype.size)]
     return []
 
 
@@ -218,15 +221,17 @@ class _Verifier:
     def call(self, s: FuncCall) -> None:
         if isinstance(s.func, Send):
             self.send(s)
+        ops = s.ops
+        masked = isinstance(s.func, Send) and not _always(ops.mask)
         for buf, off, nbytes in _operands(s):
-            masked = isinstance(s.func, Send) and not _always(s.args[4])
-            if isinstance(s.args[buf], Var):
-                self.access(s.args[buf], s.args[off], nbytes, masked)
+            if isinstance(getattr(ops, buf), Var):
+                self.access(getattr(ops, buf), getattr(ops, off), nbytes, masked)
             else:
                 self.fail("types", f"operand {buf} of {s.func} is not a buffer")
 
     def send(self, s: FuncCall) -> None:
-        f, (mem, offset, reg, reg_offset, mask) = s.func, s.args
+        f, ops = s.func, s.ops
+        mem, offset, reg, reg_offset, mask = ops.mem, ops.mem_offset, ops.reg, ops.reg_offset, ops.mask
         limits = self.target.messages
         nbytes = f.elems * f.type.size
         if f.kind is SendKind.BLOCK:

@@ -387,7 +387,7 @@ class XeLowering:
         self.em.raw("(W) sync.bar null", "control")
 
     def barrier(self, x=None):
-        self.fence("slm")
+        # SLM writes are completed by the fence.slm the IR places before the barrier.
         self.barrier_signal()
         self.barrier_wait()
 

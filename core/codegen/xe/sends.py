@@ -7,8 +7,9 @@ the 64-bit address ``argument + offset`` (``addc``/``add`` on Xe-HPG, one
 ``add`` where 64-bit integers are native), for SLM the 32-bit offset plus the
 buffer's place in SLM. Block messages move ``d32 x N`` transposed dwords from
 one address; scattered ones one element per lane (16- and 8-bit data in
-32-bit slots, packed or unpacked with a ``mov``). Masked-off loads return
-zeros, as the IR says: the destination is cleared before a predicated load.
+32-bit slots, packed or unpacked with a ``mov``). A masked-off load leaves its
+destination unchanged, on the hardware as in the IR (the builder zero-fills
+where padding needs zeros).
 """
 from __future__ import annotations
 
@@ -90,8 +91,6 @@ def lower_send(cg, x) -> None:
     lanes = f.elems if f.kind is SendKind.SCATTERED else 1
     pred = _pred(cg, mask, lanes)
     if pred == "never":
-        if f.op is SendOp.LOAD:
-            _zero(cg, data, f.elems * f.type.size)
         return
     if f.op is SendOp.ATOMIC_ADD:
         _atomic_add(cg, f, sfid, addr, hdr, data, pred)
@@ -99,13 +98,6 @@ def lower_send(cg, x) -> None:
         _block(cg, f, sfid, addr, hdr, data, pred)
     else:
         _scattered(cg, f, sfid, addr, hdr, data, pred)
-
-
-def _zero(cg, dst: Reg, nbytes: int) -> None:
-    if nbytes % 4:
-        isa.alu(cg, "mov", nbytes, dst.retype(u8), [Imm(0, u16)])
-    else:
-        isa.alu(cg, "mov", nbytes // 4, dst.retype(u32), [Imm(0, u32)])
 
 
 def _head(pred):
@@ -132,8 +124,8 @@ def _block(cg, f, sfid, addr, hdr: Reg, data: Reg, pred) -> None:
     where = data if direct else cg.temp(u32, nregs * rb // 4, whole=True)
     h = hdr.byte // rb
     if f.op is SendOp.LOAD:
-        if pred:
-            _zero(cg, where, nbytes)
+        if pred and not direct:
+            _copy(cg, where, data, nbytes)  # the masked-off bytes keep the destination's contents
         cg.em.raw(f"{_head(pred)} load.{sfid}.{data_size}.{addr} (1|M0) r{where.byte // rb}:{nregs} [r{h}:1]", "send")
         if not direct:
             _copy(cg, data, where, nbytes)
@@ -155,8 +147,9 @@ def _scattered(cg, f, sfid, addr, hdr: Reg, data: Reg, pred) -> None:
     direct = size == 4 and data.byte % rb == 0
     where = data if direct else cg.temp(u32, slots * rb // 4, whole=True)
     if f.op is SendOp.LOAD:
-        if pred:
-            _zero(cg, where, lanes * 4)
+        if pred and not direct:
+            t = NARROW.get(size, u32)  # the masked-off lanes keep the destination's contents
+            isa.alu(cg, "mov", lanes, Reg(where.byte, t, 4 // size), [Reg(data.byte, t, 1)])
         cg.em.raw(f"{_head(pred)} load.{sfid}.{kind}.{addr} ({lanes}|M0) r{where.byte // rb}:{slots} "
                   f"[r{h}:{aregs}]", "send")
         if not direct:

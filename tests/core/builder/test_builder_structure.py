@@ -9,6 +9,7 @@ from kdd.core.config.kernel_config import KernelConfig
 from kdd.core.config.line import parse_config_line
 from kdd.core.config.tiling import derive_tiling
 from kdd.core.ir import Alloc, For, FuncCall, Group, If, Let, Seq, count_nodes, walk
+from kdd.core.interp.check import check_kernel
 from kdd.core.ir.funcs import Barrier, Dpas, Mad, Mma, Reorder, Send, SendKind, SendOp
 from kdd.core.problem import parse_post_ops, parse_shape
 
@@ -73,10 +74,10 @@ def test_padding_and_tails_use_masked_scattered_messages():
     k = build("ic16ih6oc17oh6kh3ph1", line="fma=mad simd=16 i=ow4oc16ic16 l=kh3kw3 s=x0", tags={"src": "abx"})
     a_loads = [s for s in sends(group(k, "k_loop"), SendOp.LOAD) if s.ops.mem.name == "src"]
     assert a_loads and all(s.func.kind is SendKind.SCATTERED for s in a_loads)
-    mask = str(a_loads[0].args[4])
+    mask = str(a_loads[0].ops.mask)
     assert ">= 0" in mask and "< 6" in mask  # 0 <= ih, iw < 6: padding
     stores = sends(group(k, "epilogue"), SendOp.STORE)
-    assert "(c_acc_oc < 17)" in str(stores[0].args[4])  # the oc tail
+    assert "(c_acc_oc < 17)" in str(stores[0].ops.mask)  # the oc tail
 
 
 def test_backward_by_data_masks_the_stride_condition():
@@ -197,6 +198,37 @@ def test_every_statement_has_an_origin_naming_a_knob():
 def test_unbuildable_configs_raise_a_build_error_naming_the_knob(line, message):
     with pytest.raises(BuildError, match=message):
         build("ic16ih6oc16oh6kh3ph1", target="sm_90" if "dpas" in line else "xehpg", line=line)
+
+
+@pytest.mark.parametrize("tg", ["oc2ow4", "oc1ow4"])  # B split between the threads, and shared whole
+def test_dpas_operands_come_from_an_fma_ready_slm_layout(tg):
+    """B sits in SLM in dpas's VNNI layout, thread tiles one after another: the threads read their
+    tile with full-size block messages straight into ``b`` (no staging buffer, no reorder in the
+    loop), the cooperative stores scatter VNNI dword pairs, and the result is right."""
+    k = build("mb8ic32ih4oc64oh4kh3ph1", types="f16", tags={"wei": "axcb"},
+              line=f"fma=dpas simd=8 i=mb8oc32ic16 T={tg} l=kh3kw3ic2 s=x1")
+    body = group(k, "k_loop")
+    assert not calls_in(body, Reorder)
+    b_reads = [s for s in sends(body, SendOp.LOAD, "slm") if s.ops.reg.name == "b"]
+    assert b_reads and all(s.func.kind is SendKind.BLOCK and s.func.elems * 2 == 256 for s in b_reads)
+    b_stores = [s for s in sends(body, SendOp.STORE, "slm") if s.ops.mem.name == "b_slm"]
+    assert b_stores and all(s.func.kind is SendKind.SCATTERED and str(s.func.type) == "u32" for s in b_stores)
+    assert not [a for a in walk(k.body) if isinstance(a, Alloc) and a.buf.name.startswith("b_ld")]
+    result = check_kernel(k)
+    assert result.ok, result
+
+
+def test_c_is_converted_into_memory_order_and_stored_with_block_messages():
+    """dpas leaves C in 8-wide N blocks; the f32 -> f16 conversion reorders it into the destination's
+    order (oc contiguous), so each row of the tile is one block store instead of 16-byte scatters."""
+    k = build("mb8ic32ih4oc64oh4kh3ph1", types="f16", tags={"wei": "axcb"},
+              line="fma=dpas simd=8 i=mb8oc32ic16 T=oc2ow4 l=kh3kw3ic2 s=x1")
+    stores = sends(group(k, "epilogue"), SendOp.STORE)
+    assert stores and all(s.func.kind is SendKind.BLOCK and s.func.elems * 2 == 64 for s in stores)
+    convert = calls_in(group(k, "epilogue"), Reorder)[-1]
+    assert convert.ops.dst.name == "c_out" and not convert.func.dst_layout.is_equal(convert.func.src_layout)
+    result = check_kernel(k)
+    assert result.ok, result
 
 
 def test_k_slices_and_a_bias_gradient_are_refused_on_tg():

@@ -5,12 +5,13 @@ import pytest
 from kdd.core.interp import InterpError, Launch, run_ir
 from kdd.core.ir import (Alloc, Broadcast, For, FuncCall, Group, If, Let, Load, MemKind, Ramp, Store,
                          const, seq, var)
-from kdd.core.ir.funcs import (Barrier, BarrierSignal, BarrierWait, Dp4a, Dpas, Eltwise, Mad, Mma,
+from kdd.core.ir.funcs import (Barrier, BarrierSignal, BarrierWait, Dp4a, Dpas, Eltwise, Fence, Mad, Mma,
                                Reduce, Reorder, Send, SendKind, SendOp)
 from kdd.core.ir.types import Type, bf16, f16, f32, s8, s32, u32, u64
 from kdd.core.layout.layout import Layout
 
 TRUE = const(True)
+FENCE = FuncCall.make(Fence("slm"))
 XE = dict(simd=8, reg_bytes=32)
 rng = np.random.default_rng(1)
 
@@ -45,9 +46,10 @@ def slm_gemm(first_barrier=True):
         For.make(r, 0, 2, send(SendOp.LOAD, "global", f32, 8, B_, ((k0 + t1 * 2 + r) * N + n0) * 4,
                                tmp, r * 32, TRUE)),
         send(SendOp.STORE, "slm", f32, 16, bs, t1 * 64, tmp, 0, TRUE),
+        FENCE,
         FuncCall.make(Barrier()),
         send(SendOp.LOAD, "slm", f32, 32, bs, 0, b_reg, 0, TRUE),
-        # Row 3 does not exist: its A load is masked off (zeros) and its store skipped below.
+        # Row 3 does not exist: its A load is masked off (a_reg unchanged) and its store skipped below.
         send(SendOp.LOAD, "global", f32, 4, A_, (m * K + k0) * 4, a_reg, 0, m.lt(M)),
         For.make(kk, 0, 4, FuncCall.make(Mad(8, f32, f32, f32, 0),
                                          [acc, 0, acc, 0, b_reg, kk * 32, a_reg, kk * 4])),
@@ -290,6 +292,7 @@ def test_global_and_slm_atomics_accumulate_every_thread():
         send(SendOp.ATOMIC_ADD, "global", f32, 4, out_f, 0, reg, 0, TRUE),
         # SLM: per group sum of (group + 1) over its threads, then thread 0 stores it.
         If.make(t0.eq(0), Store.make(slm, 0, Broadcast.make(const(0), 4))),
+        FENCE,
         FuncCall.make(Barrier()),
         send(SendOp.ATOMIC_ADD, "slm", s32, 4, slm, 0, reg, 16, TRUE),
         FuncCall.make(Barrier()),
@@ -374,8 +377,38 @@ def test_reading_another_threads_slm_write_needs_a_barrier():
     racy, *_ = _slm_kernel(*steps(None))
     with pytest.raises(InterpError, match="reads a byte written by thread"):
         run_ir(racy, Launch((1, 1, 1), (2, 1, 1), **XE), {})
-    split, *_ = _slm_kernel(*steps(seq(FuncCall.make(BarrierSignal()), FuncCall.make(BarrierWait()))))
+    split, *_ = _slm_kernel(*steps(seq(FENCE, FuncCall.make(BarrierSignal()), FuncCall.make(BarrierWait()))))
     run_ir(split, Launch((1, 1, 1), (2, 1, 1), **XE), {})
+
+
+@pytest.mark.parametrize("barrier", [(Barrier(),), (BarrierSignal(), BarrierWait())])
+def test_a_barrier_orders_slm_writes_only_after_a_fence(barrier):
+    slm, reg, t = buf("slm"), buf("reg"), var("thread_id0")
+    sync = [FuncCall.make(f) for f in barrier]
+
+    def kernel(*between):
+        k, *_ = _slm_kernel(send(SendOp.STORE, "slm", s32, 8, slm, t * 32, reg, 0, TRUE), *between, *sync,
+                            send(SendOp.LOAD, "slm", s32, 8, slm, (1 - t) * 32, reg, 0, TRUE))
+        return k
+    with pytest.raises(InterpError, match="no fence.slm after its writes"):
+        run_ir(kernel(), Launch((1, 1, 1), (2, 1, 1), **XE), {})
+    with pytest.raises(InterpError, match="no fence.slm"):  # a global fence does not complete SLM writes
+        run_ir(kernel(FuncCall.make(Fence("global"))), Launch((1, 1, 1), (2, 1, 1), **XE), {})
+    run_ir(kernel(FENCE), Launch((1, 1, 1), (2, 1, 1), **XE), {})
+
+
+@pytest.mark.parametrize("kind", [SendKind.BLOCK, SendKind.SCATTERED])
+def test_masked_off_load_elements_keep_the_destination(kind):
+    src, out, reg = buf("src"), buf("out"), buf("reg")
+    lane = Ramp.make(const(0), 1, 4)
+    offset, mask = (const(0), const(False)) if kind is SendKind.BLOCK else (lane * 4, lane.lt(2))
+    body = seq(Store.make(reg, 0, Broadcast.make(const(-7), 4)),
+               send(SendOp.LOAD, "global", s32, 4, src, offset, reg, 0, mask, kind=kind),
+               send(SendOp.STORE, "global", s32, 4, out, 0, reg, 0, TRUE))
+    src_arr, out_arr = np.arange(1, 5, dtype=np.int32), np.zeros(4, np.int32)
+    run_ir(allocs(body, (reg, 32)), Launch((1, 1, 1), (1, 1, 1), **XE), {"src": src_arr, "out": out_arr})
+    expect = [-7] * 4 if kind is SendKind.BLOCK else [1, 2, -7, -7]
+    assert out_arr.tolist() == expect
 
 
 def test_two_threads_writing_the_same_slm_bytes_race():
