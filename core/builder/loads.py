@@ -103,16 +103,13 @@ def contiguous_role(view: View, roles) -> int:
 
 def memory_ordered(access: TileAccess, reg: RegTensor, rules: MessageRules, buf: Var) -> RegTensor | None:
     """``reg``'s matrix in ``buf``, row-major with the memory-contiguous matrix dim innermost, when
-    that moves the tile in fewer messages than ``reg``'s own layout (then a reorder pays)."""
+    that layout differs from ``reg``'s and moves the tile in block messages (None otherwise)."""
     order = (0, 1, 2) if contiguous_role(access.view, access.roles) == 2 else (0, 2, 1)
     layout = row_major(reg.dtype, reg.layout.dims, order)
     if layout.is_equal(reg.layout):
         return None
     candidate = RegTensor(buf, layout, 0, reg.roles)
-    plan = plan_messages(access, candidate, rules)
-    if plan.kind is not SendKind.BLOCK or plan.count >= plan_messages(access, reg, rules).count:
-        return None
-    return candidate
+    return candidate if plan_messages(access, candidate, rules).kind is SendKind.BLOCK else None
 
 
 def _contiguous_run(access: TileAccess, reg: RegTensor) -> int:
