@@ -25,7 +25,7 @@ import math
 from dataclasses import dataclass
 
 from kdd.core.ir.expr import Broadcast, BoolImm, Expr, Var
-from kdd.core.ir.funcs import Send, SendKind, SendOp
+from kdd.core.ir.funcs import Send, SendKind, SendOp, always_enabled
 from kdd.core.ir.stmt import For, FuncCall, If, Let, Stmt, seq
 from kdd.core.ir.types import u32
 from kdd.core.ir.visitor import free_vars, substitute
@@ -220,14 +220,10 @@ def transfer(op: SendOp, access: TileAccess, reg: RegTensor, rules: MessageRules
         body = If.make(r.lt(plan.count), body, origin=origin)
     if rounds > 1:
         body = For.make(j, 0, rounds, body, origin=origin)
-    if op is SendOp.LOAD and not _always(mask):
+    if op is SendOp.LOAD and not always_enabled(mask):
         dst = reg if staging is None else RegTensor(staging, row_major(reg.dtype, (1, 1, rounds * plan.elems)))
         body = seq(zero_fill(dst, rules.simd, names, origin), body)
     return body
-
-
-def _always(mask: Expr) -> bool:
-    return isinstance(mask, BoolImm) and mask.value or isinstance(mask, Broadcast) and _always(mask.a)
 
 
 def zero_fill(reg: RegTensor, lanes: int, names: Names, origin: Origin) -> Stmt:

@@ -22,7 +22,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from kdd.core.ir.expr import IntImm, Load, Var
-from kdd.core.ir.funcs import Dp4a, Dpas, Eltwise, Mad, Reduce, Reorder, Send, SendOp
+from kdd.core.ir.funcs import Dp4a, Dpas, Eltwise, Mad, Reduce, Reorder, Send, SendOp, always_enabled
 from kdd.core.ir.stmt import Alloc, For, FuncCall, Group, If, Let, MemKind, Seq, Store
 
 
@@ -76,6 +76,8 @@ def call_buffers(call: FuncCall) -> tuple[list[tuple], list]:
         if f.op is SendOp.LOAD:
             off = _const(a.reg_offset)
             rng = None if off is None else (off, off + f.elems * f.type.size)
+            if not always_enabled(a.mask):  # masked-off elements keep the destination's bytes: it is read too
+                return [(a.reg.name, "r", None), (a.reg.name, "w", rng)], values
             return [(a.reg.name, "w", rng)], values
         return [(a.reg.name, "r", None)], values
     if isinstance(f, (Dpas, Mad, Dp4a)):
