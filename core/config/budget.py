@@ -14,8 +14,8 @@ Registers, for a thread tile ``m x n`` of C and ``k`` per iteration:
 - ``slm_load``: with SLM buffering, this thread's share of the group's
   global→SLM copy, ``(m_group*k*a + k*n_group*b) / threads`` times the
   staging buffers (``gmem``, at least 1);
-- ``headers`` (Xe): one GRF per load/store stream (headers sit at their
-  send and are reused, oneDNN's ``P=r``); ``addresses`` (sm_90): a 64-bit address per global stream, a
+- ``headers`` (Xe): one GRF per message header, one per load/store stream
+  with ``P=r``; ``addresses`` (sm_90): a 64-bit address per global stream, a
   32-bit one per shared-memory stream;
 - ``temps``: the block of C converted to the destination type before a store
   when it differs from the accumulator type;
@@ -71,14 +71,17 @@ def _sum(label: str, title: str, parts: list[tuple[str, int]], note: str = "") -
     return BudgetLine(label, title, total, f"{expr}{note} = {total}")
 
 
-def _addressing(streams: list[tuple[str, int, bool]], target: Target) -> BudgetLine:
+def _addressing(streams: list[tuple[str, int, bool]], target: Target, reuse_headers: bool) -> BudgetLine:
     """Registers that address a thread's load/store streams, given as ``(name, bytes per
-    iteration, in shared memory)``: message headers on Xe (one per stream: a header lives around
-    its send, so the sends of a stream reuse it), address registers on sm_90."""
+    iteration, in shared memory)``: message headers on Xe, address registers on sm_90."""
     if target.isa != "xe":
         return _sum("headers", "address registers", [(s, 1 if shared else 2) for s, _, shared in streams],
                     " (64-bit global, 32-bit shared)")
-    return _sum("headers", "message headers", [(s, 1) for s, _, _ in streams], " (reused)")
+    if reuse_headers:
+        return _sum("headers", "message headers", [(s, 1) for s, _, _ in streams], " (P=r)")
+    msg = target.max_message_bytes
+    return _sum("headers", "message headers", [(s, ceil(nbytes / msg)) for s, nbytes, _ in streams],
+                f" (1 per {msg}-B message)")
 
 
 @dataclass(frozen=True)
@@ -169,7 +172,7 @@ def estimate_budget(problem, config: KernelConfig, target: Target) -> Budget:
     for name, on in (("A", pf.enabled and pf.a), ("B", pf.enabled and pf.b)):
         if on:
             streams.append((f"prefetch {name}", per_thread_copy[name], False))
-    regs.append(_addressing(streams, target))
+    regs.append(_addressing(streams, target, config.pipeline.reuse_headers))
 
     if ops.c != ops.acc:
         block = min(m * n * sc, target.max_message_bytes)

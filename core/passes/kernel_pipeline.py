@@ -47,7 +47,7 @@ KERNEL_PASSES: tuple[Pass, ...] = (
     Pass("simplify", simplify_kernel, reads=("var_ranges",), doc="expression simplification"),
     Pass("overflow", widen_overflowing_offsets, reads=("var_ranges",),
          doc="32-bit address arithmetic that can wrap is redone in 64 bits"),
-    Pass("send-lowering", lower_sends, reads=("target", "reg_bytes"),
+    Pass("send-lowering", lower_sends, reads=("target", "reg_bytes", "reuse_headers"),
          doc="byte offsets to message headers (Xe) or address registers (sm_90)"),
     Pass("cse", eliminate_common_subexprs, reads=("target", "regs"),
          doc="common subexpressions named once, within the free registers"),

@@ -29,6 +29,7 @@ def kernel_options(kernel) -> dict[str, Any]:
         "prefetch_bufs": prefetch.bufs if prefetch is not None else 0,
         "prefetch_buffers": fetched,
         "pipeline_unroll": bool(pipeline and pipeline.unroll),
+        "reuse_headers": bool(pipeline and pipeline.reuse_headers),
     }
 
 

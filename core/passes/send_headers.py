@@ -9,10 +9,11 @@ memory differently (``Target.addressing``):
   ``T`` is the offset's type: an ``s32`` offset is a 32-bit surface-relative
   (A32 stateful) address, an ``s64`` one (widened by the overflow pass) a
   64-bit (A64) one. A scattered send's header holds one address per element.
-  The header occupies whole registers and is allocated around its send, its
-  tightest scope: the register model and the allocator see its true live
-  range, and sends that are not in flight together share header registers
-  (oneDNN's header reuse, the config's ``P=r``, always on).
+  The header occupies whole registers. With ``options["reuse_headers"]``
+  (the config's ``P=r``) each header is allocated around its send, so the
+  allocator can reuse header registers (more header writes, fewer
+  registers); without it the header allocations are lifted to the top of the
+  kernel body, one register range per send for the whole kernel.
 - **sm_90**: PTX addresses are ``[reg + imm]``. The offset is split into its
   variable part, bound to an *address register* (a ``let <buf>_addr``), and
   its constant part, left as an immediate: ``send(<buf>, <buf>_addr + 96, ...)``.
@@ -46,8 +47,9 @@ def _lowered(call: FuncCall) -> bool:
 
 
 class _Headers(IRMutator):
-    def __init__(self, names: NameSource, reg_bytes: int):
-        self.names, self.reg_bytes = names, reg_bytes
+    def __init__(self, names: NameSource, reg_bytes: int, local: bool):
+        self.names, self.reg_bytes, self.local = names, reg_bytes, local
+        self.lifted: list[tuple[Var, int]] = []
 
     def mutate_FuncCall(self, old: FuncCall, new: FuncCall):
         if not isinstance(new.func, Send) or _lowered(new):
@@ -57,6 +59,9 @@ class _Headers(IRMutator):
         size = self.reg_bytes * ceil(off.type.size / self.reg_bytes)
         call = new.with_ops(attrs=new.attrs + ((ADDR_ATTR, "header"),), mem_offset=Load.make(off.type, hdr, 0))
         body = seq(Store.make(hdr, 0, off, origin=new.origin), call)
+        if not self.local:
+            self.lifted.append((hdr, size))
+            return body
         return Alloc.make(hdr, size, MemKind.GRF, body, origin=new.origin)
 
 
@@ -92,5 +97,17 @@ def lower_sends(ir: Node, options: Mapping[str, Any] | None = None) -> Node:
     names = NameSource(ir)
     if form.kind == "reg":
         return _Registers(names).mutate(ir)
-    return _Headers(names, int(options.get("reg_bytes") or 32)).mutate(ir)
+    headers = _Headers(names, int(options.get("reg_bytes") or 32), bool(options.get("reuse_headers")))
+    out = headers.mutate(ir)
+    if not headers.lifted:
+        return out
+    if isinstance(out, Group):  # keep the kernel's labelled group outermost
+        return Group.make(out.label, _alloc_all(headers.lifted, out.body), origin=out.origin)
+    return _alloc_all(headers.lifted, out)
+
+
+def _alloc_all(allocs: list[tuple[Var, int]], body: Stmt) -> Stmt:
+    for buf, size in reversed(allocs):
+        body = Alloc.make(buf, size, MemKind.GRF, body)
+    return body
 

@@ -416,6 +416,9 @@ def repairs(cg: XeLowering, live: list[LiveBuffer]) -> list[dict]:
     if "A/B operands" in cats:
         out.append({"repair": "split A/B", "knob": "subtiles",
                     "how": "S=a2 or S=b2 loads and multiplies A or B in two halves"})
+    if "headers" in cats:
+        out.append({"repair": "reuse headers", "knob": "pipeline",
+                    "how": "P=r keeps one message header per stream"})
     if "SLM load buffers" in cats:
         out.append({"repair": "fewer staging buffers", "knob": "slm",
                     "how": "fewer global-to-SLM buffers (g=) or SLM buffers (s=)"})

@@ -25,7 +25,7 @@ def calls(s):
 
 def test_xe_sends_read_their_address_from_a_header_register():
     s = kernel((K * 512 + X) * 2)
-    out = lower_sends(s, {"target": "xehpg", "reg_bytes": 32})
+    out = lower_sends(s, {"target": "xehpg", "reg_bytes": 32, "reuse_headers": True})
     (call,) = calls(out)
     assert dict(call.attrs) == {"addr": "header"}
     hdr = call.ops.mem_offset
@@ -37,19 +37,17 @@ def test_xe_sends_read_their_address_from_a_header_register():
     assert lower_sends(out, {"target": "xehpg", "reg_bytes": 32}) is out  # already lowered
 
 
-def test_a_header_is_allocated_around_its_send_at_its_tightest_scope():
+def test_without_header_reuse_header_registers_are_allocated_for_the_whole_kernel():
     s = kernel(K * 64)
-    out = lower_sends(s, {"target": "xehpc", "reg_bytes": 64})
-    (alloc,) = [n for n in walk(out) if isinstance(n, Alloc) and n.buf.name == "src_hdr"]
-    assert [n for n in walk(alloc.body) if isinstance(n, FuncCall)] == calls(out)  # nothing else inside
-    assert not (isinstance(out, Group) and isinstance(out.body, Alloc) and out.body.buf.name == "src_hdr")
+    out = lower_sends(s, {"target": "xehpc", "reg_bytes": 64, "reuse_headers": False})
+    assert isinstance(out, Group) and isinstance(out.body, Alloc) and out.body.buf.name == "src_hdr"
     assert effects(out, env={}) == effects(s, env={})
 
 
 def test_a_scattered_header_holds_one_wide_address_per_element():
     off = Ramp.make((K * 4096).cast(s64), 64, 8)
     s = kernel(off, GATHER, Ramp.make(K, 1, 8).lt(6))
-    out = lower_sends(s, {"target": "xehpg", "reg_bytes": 32})
+    out = lower_sends(s, {"target": "xehpg", "reg_bytes": 32, "reuse_headers": True})
     (alloc,) = [n for n in walk(out) if isinstance(n, Alloc) and n.buf.name == "src_hdr"]
     assert alloc.size == 64  # 8 lanes x 8 bytes: two GRFs
     assert effects(out, env={}) == effects(s, env={})
