@@ -7,11 +7,12 @@ config a user would (the problem, ``hw``, and ``line`` = the entry's config
 line with its ``fma``), then runs it through the engine as ``kdd compile
 --emit stats`` does: the config's diagnostics (a refusal is its first error),
 the build, the passes and the code generator's register allocation (``fits``:
-the allocator placed every register within ``regs``). Prints a table per
+the allocator placed every register within ``regs``); ``--stage check`` also
+runs ``kdd check --bisect`` on the reduced shape the document gets. Prints a table per
 target, prop and type and the refusals grouped by diagnostic, and writes JSON
 to ``bench/results/onednn_lines.json``.
 
-    .venv/bin/python tools/onednn_lines.py [--stage config|build|codegen] [--jobs N] [--only xehpg/fwd]
+    .venv/bin/python tools/onednn_lines.py [--stage config|build|codegen|check] [--jobs N] [--only xehpg/fwd]
 """
 from __future__ import annotations
 
@@ -27,16 +28,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 TABLE = ROOT / "tests/data/onednn/conv_lookup_table.txt"
 OUT = ROOT / "bench/results/onednn_lines.json"
-STAGES = ("config", "build", "codegen")
-
-
-def kernel_toml(entry, variant) -> str:
-    """The kernel config of one concrete problem of ``entry``: its problem, target and config line."""
-    p = variant.problem
-    tags = "".join(f'{t} = "{p.tags[t]}"\n' for t in ("src", "wei", "dst") if p.tags[t] != "any")
-    return (f'[problem]\nop = "conv"\nprop = "{p.prop}"\nshape = "{p.shape.canonical()}"\n'
-            f'types = "{p.types.canonical()}"\n{tags}'
-            f'[target]\nhw = "{entry.target}"\n[config]\nline = "fma={entry.fma} {entry.line}"\n')
+STAGES = ("config", "build", "codegen", "check")
 
 
 def reason(message: str) -> str:
@@ -57,7 +49,7 @@ def run_one(item: tuple[str, str, str]) -> dict:
     variant = next(v for v in entry.variants() if v.label == label)
     row = {"entry": line, "target": entry.target, "prop": entry.prop, "type": label}
     engine = _ENGINE.setdefault("engine", Engine())
-    source = Source(kernel_toml(entry, variant))
+    source = Source(entry.document(variant))
     parsed = engine.parse(source)
     errors = [d for d in parsed.diagnostics if d.severity.name == "ERROR"]
     if errors:
@@ -65,7 +57,7 @@ def run_one(item: tuple[str, str, str]) -> dict:
                       "reason": reason(errors[0].message), "reasons": sorted({reason(e.message) for e in errors})}
     if stage == "config":
         return row | {"outcome": "accepted"}
-    out = engine.compile(source, emit="stats" if stage == "codegen" else "ir")
+    out = engine.compile(source, emit="ir" if stage == "build" else "stats")
     if not out["ok"]:
         f = out["failure"]
         return row | {"outcome": "refused", "stage": f["stage"], "message": f["message"],
@@ -79,7 +71,17 @@ def run_one(item: tuple[str, str, str]) -> dict:
         f = codegen["failure"]
         return row | {"outcome": "refused", "stage": f["stage"], "message": f["message"],
                       "reason": reason(f["message"])}
-    return row | {"outcome": "accepted", "allocated": codegen["allocated"]}
+    row["allocated"] = codegen["allocated"]
+    if stage == "check":  # kdd check --bisect on the reduced shape the document gets
+        checked = engine.check(source, bisect_passes=True)
+        if "first_bad" not in checked:
+            f = checked["failure"]
+            return row | {"outcome": "refused", "stage": "check", "message": f["message"],
+                          "reason": reason(f["message"])}
+        if checked["first_bad"] is not None:
+            message = f"wrong result after {checked['first_bad']}"
+            return row | {"outcome": "refused", "stage": "check", "message": message, "reason": message}
+    return row | {"outcome": "accepted"}
 
 
 _ENGINE: dict = {}
@@ -116,8 +118,8 @@ def table(rows: list[dict]) -> list[dict]:
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--stage", choices=STAGES, default="codegen",
-                    help="how far to take each line: its config diagnostics, the build, or the register "
-                         "allocation (default)")
+                    help="how far to take each line: its config diagnostics, the build, the register "
+                         "allocation (default), or that and kdd check --bisect on its reduced shape (slow)")
     ap.add_argument("--jobs", type=int, default=1, help="worker processes")
     ap.add_argument("--only", help="one target (xehpg) or target/prop (xehpc/bwd_w)")
     ap.add_argument("--json", type=Path, default=OUT, help=f"where to write the rows (default {OUT})")
@@ -131,7 +133,7 @@ def main(argv=None) -> int:
         rows = [run_one(w) for w in work]
     seconds = time.perf_counter() - start
     summary = table(rows)
-    accepted_word = {"config": "accepted", "build": "built", "codegen": "build+fit"}[args.stage]
+    accepted_word = {"config": "accepted", "build": "built", "codegen": "build+fit", "check": "checked"}[args.stage]
     print(f"{'target':7} {'prop':6} {'type':9} {'lines':>5} {accepted_word:>9}  refused (reason: count)")
     for g in summary:
         reasons = "; ".join(f"{k}: {v}" for k, v in g["refused"].items())

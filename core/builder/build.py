@@ -7,6 +7,7 @@ The kernel, top to bottom::
       alloc: C accumulator, A/B operand tiles, SLM stages            (fma, slm)
       init_c { c_acc = 0 [; bias_acc = 0] }
       k_loop { for K loops: [SLM stage, barriers]; loads [+ reorders] [+ bias sums]; FMA calls }
+      [k_slices { partial C tiles of the group's K slices added through SLM }]  (k_slices)
       epilogue { convert, post-ops, convert, stores [; bias store] } (epilogue, bias_grad)
     }
 
@@ -22,8 +23,8 @@ from kdd.core.config.kernel_config import KernelConfig
 from kdd.core.config.operands import operands
 from kdd.core.config.tiling import derive_tiling
 from kdd.core.ir.expr import Expr, Var, var
-from kdd.core.ir.funcs import Barrier, Fence, Reorder, SendKind, SendOp
-from kdd.core.ir.stmt import Alloc, For, FuncCall, Group, Let, MemKind, Stmt, seq
+from kdd.core.ir.funcs import Barrier, Reorder, SendKind, SendOp
+from kdd.core.ir.stmt import Alloc, For, FuncCall, Group, If, Let, MemKind, Stmt, seq
 from kdd.core.ir.types import Type, u64
 from kdd.core.layout.layout import Layout
 from kdd.core.layout.view import View
@@ -38,6 +39,8 @@ from .elementwise import fill
 from .epilogue import Epilogue, EpilogueContext, PostOpArg
 from .errors import BuildError
 from .fma import make_fma
+from .k_slices import ORIGIN as K_SLICES_ORIGIN
+from .k_slices import k_slices
 from .kernel import Kernel, KernelArg
 from .lanes import flat_lanes, lanes_attrs
 from .layouts import tensor_layout, vector_layout
@@ -46,7 +49,7 @@ from .loop_nest import GROUP_IDS, THREAD_IDS, LoopNest, build_loop_nest
 from .loops import nest
 from .names import Names
 from .origin import Origin
-from .slm import SlmStage, read_tile, stage
+from .slm import SlmStage, read_tile, slm_barrier, stage
 from .tile import MatrixDim, RegTensor, TileAccess
 
 # Matrix dims of each operand, by GEMM role of the view dims flattened into them.
@@ -84,7 +87,7 @@ class _Builder:
         self.names = Names(GROUP_IDS + THREAD_IDS + ("src", "wei", "dst"))
         self.reg_bytes = target.registers.reg_bytes
         self.rules = MessageRules(config.simd, target.max_message_bytes)
-        self.per_lane = target.isa == "ptx"
+        self.per_lane = target.lanes.fixed is not None
         self.types = {name: getattr(problem.types, name) for name in ("src", "wei", "dst")}
         self.layouts = {name: tensor_layout(problem, name, t) for name, t in self.types.items()}
         self.bounded = frozenset(d.name for d in self.tiling.dims if d.padded > d.size)
@@ -93,7 +96,7 @@ class _Builder:
     # -- helpers ---------------------------------------------------------------------------------
     def _roles(self, which: str, group: bool) -> tuple[MatrixDim, MatrixDim, MatrixDim]:
         def extent(d):
-            return d.iter * d.tg if group and d.role != "k" else d.iter
+            return d.iter * d.tg if group else d.iter
         return tuple(MatrixDim(tuple((d.name, extent(d)) for d in self.tiling.role(r))) for r in ROLES[which])
 
     def _grf(self, nbytes: int) -> int:
@@ -152,11 +155,16 @@ class _Builder:
             compute = seq(a_load(zero), b_load(zero), fma.emit(a_reg, b_reg, c_reg, names, fma_origin))
         if stages:
             barrier = Origin("slm.barrier", "slm")
-            # The SLM stores are completed by a fence before the barrier that orders them for the readers.
             compute = seq(*(s.load for s in stages.values()), FuncCall.make(Barrier(), origin=barrier),
-                          *(s.store for s in stages.values()), FuncCall.make(Fence("slm"), origin=barrier),
-                          FuncCall.make(Barrier(), origin=barrier), compute)
+                          *(s.store for s in stages.values()), slm_barrier(barrier), compute)
         k_loop = Group.make("k_loop", self._reduction(compute), origin=Origin("loop_nest.reduction", "loop"))
+        # Two registers per piece: the receive buffer is live beside the whole C tile.
+        slices = k_slices(c_reg, t, names, cfg.simd, 2 * self.reg_bytes)
+        if slices is not None:
+            if grad is not None:
+                raise BuildError("tg splits K across the threads of a group, and the bias gradient of bwd_w "
+                                 "is not summed across them; drop the bias or tg over K dims", knob="tg")
+            self.allocs.append((slices.part, Origin("k_slices.part", "tg")))
 
         c_op = operand["C"]
         ctx = EpilogueContext(c_reg, self._access(c_op, self.nest.thread_start), self.ops.c, self.rules, names,
@@ -171,7 +179,11 @@ class _Builder:
             init_c = seq(init_c, grad.init())
         init = Group.make("init_c", init_c, origin=Origin("init_c", "iter"))
 
-        body = seq(init, k_loop, epilogue)
+        if slices is None:
+            body = seq(init, k_loop, epilogue)
+        else:
+            body = seq(init, k_loop, Group.make("k_slices", slices.reduce, origin=K_SLICES_ORIGIN),
+                       If.make(slices.first, epilogue, origin=K_SLICES_ORIGIN))
         for reg, origin in reversed(self.allocs):
             body = Alloc.make(reg.buf, self._grf(reg.bytes), MemKind.GRF, body, self._lanes(reg), origin=origin)
         for which, st in reversed(list(stages.items())):
@@ -179,6 +191,8 @@ class _Builder:
             words = flat_lanes(self._grf(st.staging_bytes), self.reg_bytes) if self.per_lane else ()
             body = Alloc.make(st.staging, self._grf(st.staging_bytes), MemKind.GRF, body, words, origin=origin)
             body = Alloc.make(st.slm, st.slm_bytes, MemKind.SLM, body, origin=origin)
+        if slices is not None:
+            body = Alloc.make(slices.slm, slices.slm_bytes, MemKind.SLM, body, origin=K_SLICES_ORIGIN)
         for reg, step in ((b_reg, "fma.b_tile"), (a_reg, "fma.a_tile"), (c_reg, "fma.c_tile")):
             body = Alloc.make(reg.buf, self._grf(reg.bytes), MemKind.GRF, body, self._lanes(reg),
                               origin=Origin(step, "iter"))
@@ -187,7 +201,7 @@ class _Builder:
         body = Group.make("kernel", arith.fold(body), origin=Origin("build"))
         args = self._args(epi.args) + ((grad.arg,) if grad else ())
         return Kernel(body, args, t.kernel_grid, t.tg_grid, cfg.simd, self.target.name, self.reg_bytes,
-                      sum(s.slm_bytes for s in stages.values()), p, cfg)
+                      sum(s.slm_bytes for s in stages.values()) + (slices.slm_bytes if slices else 0), p, cfg)
 
     # -- pieces ----------------------------------------------------------------------------------
     def _stages(self, operand: dict, fma_layouts: dict) -> dict[str, SlmStage]:

@@ -153,9 +153,11 @@ class Dp4aKind(FmaKind):
 
 @dataclass(frozen=True)
 class DpasKind(FmaKind):
-    """``dpas.8xR``: systolic depth 8, ``ops = 4 / sizeof(A)`` K elements per dword."""
+    """``dpas.DxR``: systolic depth ``depth`` (the target's ``FmaShape.depth``), repeat count ``rcount``,
+    ``ops = 4 / sizeof(A)`` K elements per dword."""
 
     rcount: int = 8
+    depth: int = 8
     name = "dpas"
 
     @property
@@ -164,17 +166,17 @@ class DpasKind(FmaKind):
 
     @property
     def unit(self):
-        return self.rcount, self.simd, 8 * self.ops
+        return self.rcount, self.simd, self.depth * self.ops
 
     def a_layout(self, bt, m, k, k_inner):
-        kd, r = 8 * self.ops, self.rcount
+        kd, r = self.depth * self.ops, self.rcount
         return Layout(self.a, (bt, m, k), tuple(_tiled(
             [(Y, kd, 1), (X, r, kd)], r * kd, [(Y, k // kd), (X, m // r)], bt)))
 
     def b_layout(self, bt, k, n):
-        kd, s, ops = 8 * self.ops, self.simd, self.ops
+        kd, s, ops = self.depth * self.ops, self.simd, self.ops
         return Layout(self.b, (bt, k, n), tuple(_tiled(
-            [(X, ops, 1), (Y, s, ops), (X, 8, ops * s)],
+            [(X, ops, 1), (Y, s, ops), (X, self.depth, ops * s)],
             kd * s, [(Y, n // s), (X, k // kd)], bt)))
 
     def c_layout(self, bt, m, n):
@@ -185,9 +187,9 @@ class DpasKind(FmaKind):
     def emit(self, a, b, c, names, origin):
         bt, m, n = c.layout.dims
         k = a.layout.dims[Y]
-        r, s, kd = self.rcount, self.simd, 8 * self.ops
+        r, s, kd = self.rcount, self.simd, self.depth * self.ops
         mb, nb, kb = m // r, n // s, k // kd
-        func = Dpas(8, r, s, self.acc, self.b, self.a)
+        func = Dpas(self.depth, r, s, self.acc, self.b, self.a)
 
         def call(ib, im, jn, ik):
             c_off = c.offset_of((ib, im, jn), (1, r, s))
@@ -254,7 +256,7 @@ def make_fma(fma: str, target, simd: int, a: Type, b: Type, acc: Type, m: int) -
             raise _fma_error(f"fma=dp4a multiplies 8-bit integers, not {a} x {b}; use fma=mad or dpas")
         return Dp4aKind(a, b, acc, simd)
     if fma in ("dpas", "dpasw"):
-        if target.isa != "xe":
+        if not target.shapes(fma="dpas"):
             raise _fma_error(f"fma={fma} is an Xe instruction; {target.name} has {', '.join(target.fma_kinds)}")
         shapes = target.shapes(fma="dpas", a=a, b=b)
         if not shapes:
@@ -263,10 +265,11 @@ def make_fma(fma: str, target, simd: int, a: Type, b: Type, acc: Type, m: int) -
             raise _fma_error(unbuilt_reason(shapes[0]))
         if simd != shapes[0].simd:
             raise _fma_error(f"fma={fma} on {target.name} needs simd={shapes[0].simd}, config has simd={simd}")
-        rcount = 8 if m >= 8 else 1 << (max(m, 1) - 1).bit_length()
-        return DpasKind(a, b, acc, simd, rcount)
+        shape = shapes[0]  # its m is the largest repeat count; a smaller tile takes the next power of two
+        rcount = shape.m if m >= shape.m else 1 << (max(m, 1) - 1).bit_length()
+        return DpasKind(a, b, acc, simd, rcount, shape.depth)
     if fma == "mma":
-        if target.isa != "ptx":
+        if not target.shapes(fma="mma"):
             raise _fma_error(f"fma=mma is an sm_90 instruction; {target.name} has {', '.join(target.fma_kinds)}")
         shapes = target.shapes(fma="mma", a=a, b=b)
         if not shapes:

@@ -18,14 +18,10 @@ from __future__ import annotations
 import itertools
 import math
 
-import numpy as np
-
 from kdd.core.layout.layout import Block, Layout
 from kdd.core.layout.nested import NestedLayout
 
 from .tile import RegTensor
-
-LANES = 32
 
 
 def lanes_attrs(reg: RegTensor, reg_bytes: int) -> tuple:
@@ -110,6 +106,7 @@ def _candidate(picks, cuts) -> NestedLayout | None:
 
 
 def _agrees(nested: NestedLayout, order, layout: Layout, per_reg: int, reg_bytes: int) -> bool:
+    import numpy as np
     if nested.shape != tuple(layout.dims[d] for d in order):
         return False
     idx = np.moveaxis(np.indices(layout.dims, dtype=np.int64), 0, -1).reshape(-1, len(layout.dims))

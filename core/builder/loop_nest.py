@@ -6,9 +6,12 @@ threads' worth, and the reduction loop runs ``loop`` iterations over a K dim.
 The kernel grid axes hold N dims (``group_id0``), M dims (``group_id1``) and
 B and K dims (``group_id2``); several dims packed on one axis are unpacked
 with division and modulus, the last dim fastest. Threads of a group split M
-over ``thread_id1`` and N over ``thread_id0`` (B over ``thread_id2``); the
-group has no loop over M or N, only over K. A K dim with more than one
-group along it splits the reduction across the grid.
+over ``thread_id1`` and N over ``thread_id0``, and K over ``thread_id2`` (K
+slicing: each iteration of the group covers ``iter x tg`` of a K dim, one
+``iter`` slice per thread, and the slices' partial sums are added before the
+epilogue, see :mod:`.k_slices`); the group has no loop over M or N, only
+over K. A K dim with more than one group along it splits the reduction
+across the grid.
 """
 from __future__ import annotations
 
@@ -87,9 +90,6 @@ def build_loop_nest(tiling, names: Names, unroll) -> LoopNest:
         if d.role != "k" and d.loop > 1:
             raise BuildError(f"loop={d.name}{d.loop}: loops run over K dims only "
                              f"({d.name} is a {d.role.upper()} dim); grow iter or tg instead", knob="loop")
-        if d.role == "k" and d.tg > 1:
-            raise BuildError(f"tg={d.name}{d.tg}: threads of a group split M and N only; "
-                             f"{d.name} is a K dim (use loop or the kernel grid)", knob="tg")
     grid_org, tg_org = Origin("loop_nest.grid", "iter"), Origin("loop_nest.thread_group", "tg")
     bindings: list[Binding] = []
     grp: dict[str, Expr] = {}
@@ -125,23 +125,30 @@ def build_loop_nest(tiling, names: Names, unroll) -> LoopNest:
 
     k_loops: list[tuple[Var, int, int]] = []
     k_bindings: list[Binding] = []
+
+    def k_origin(name: str, value: Expr, multiple: int) -> Expr:
+        if not (arith.is_const(value) or isinstance(value, Var)):
+            v = names.fresh(name)
+            k_bindings.append(Binding(v, value, Origin("loop_nest.reduction", "loop")))
+            value = v
+        if isinstance(value, Var):
+            facts[value] = multiple
+        return value
+
     for d in tiling.role("k"):
         loop_idx: Expr = arith.const(0)
         if d.loop > 1:
             lv = names.fresh(f"{d.name}_loop")
             k_loops.append((lv, d.loop, unroll.get(d.name) if unroll is not None else 1))
             loop_idx = lv
-        start = arith.add(arith.mul(grp[d.name], d.block), arith.mul(loop_idx, d.iter))
-        if not (arith.is_const(start) or isinstance(start, Var)):
-            v = names.fresh(f"{d.name}0")
-            k_bindings.append(Binding(v, start, Origin("loop_nest.reduction", "loop")))
-            facts[v] = d.iter
-            start = v
-        elif isinstance(start, Var):
-            facts[start] = d.iter
-        thread_start[d.name] = start
-        group_start[d.name] = start
-        local_start[d.name] = arith.const(0)
+        # An iteration of the group covers iter x tg of a K dim: one K slice of iter per thread along it.
+        group = k_origin(f"{d.name}0", arith.add(arith.mul(grp[d.name], d.block),
+                                                 arith.mul(loop_idx, d.iter * d.tg)), d.iter * d.tg)
+        local = arith.mul(thr[d.name], d.iter)
+        group_start[d.name] = group
+        local_start[d.name] = local
+        thread_start[d.name] = group if arith.is_const(local, 0) else k_origin(
+            f"{d.name}0_slice", arith.add(group, local), d.iter)
 
     x, y, _ = tiling.tg_grid
     tid = [var(n, s32) for n in THREAD_IDS]

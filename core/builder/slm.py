@@ -22,8 +22,8 @@ import math
 from dataclasses import dataclass
 
 from kdd.core.ir.expr import Broadcast, BoolImm, Expr, Ramp, Var
-from kdd.core.ir.funcs import Send, SendKind, SendOp
-from kdd.core.ir.stmt import For, FuncCall, If, Stmt
+from kdd.core.ir.funcs import Barrier, Fence, Send, SendKind, SendOp
+from kdd.core.ir.stmt import For, FuncCall, If, Stmt, seq
 from kdd.core.ir.types import u32, u64
 from kdd.core.layout.layout import Block, Layout
 from kdd.core.layout.view import View, ViewDim, offset_expr
@@ -33,6 +33,12 @@ from .loads import MessageRules, plan_messages, transfer
 from .names import Names
 from .origin import Origin
 from .tile import MatrixDim, RegTensor, TileAccess, row_major
+
+
+def slm_barrier(origin: Origin) -> Stmt:
+    """A barrier that orders the SLM writes before it for the threads after it: the hardware's barrier
+    does not wait for outstanding SLM stores, so an SLM fence completes them first (as oneDNN lowers it)."""
+    return seq(FuncCall.make(Fence("slm"), origin=origin), FuncCall.make(Barrier(), origin=origin))
 
 
 @dataclass(frozen=True)

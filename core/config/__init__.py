@@ -24,11 +24,11 @@ from .operands import Operands, operands
 from .tiles import Tile
 from .tiling import DimTiling, Tiling, derive_tiling
 from .validate import validate_config
-from .values import Buffering, Pipeline, Subtiles
+from .values import Buffering, Pipeline, Subtiles, WalkOrder
 
 __all__ = [
     "Budget", "BudgetLine", "Buffering", "ConfigError", "ConfigIssue", "DimTiling", "KNOBS", "KNOB_BY_KEY",
-    "KernelConfig", "Knob", "LINE_KEYS", "Operands", "Pipeline", "Subtiles", "TOML_KEYS", "Tile", "Tiling",
+    "KernelConfig", "Knob", "LINE_KEYS", "Operands", "Pipeline", "Subtiles", "TOML_KEYS", "Tile", "Tiling", "WalkOrder",
     "config_from_mapping", "default_config", "derive_tiling", "estimate_budget", "operands",
     "parse_config_line", "resolve_config", "validate_config",
 ]

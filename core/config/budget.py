@@ -22,8 +22,9 @@ Registers, for a thread tile ``m x n`` of C and ``k`` per iteration:
 - ``reserved``: the target's fixed reserve (kernel arguments, IDs, ...).
 
 SLM: each buffer holds the group's A (``m_group*k``) and B (``k*n_group``)
-tiles of the tensors buffered in SLM; ``bufs`` of them must fit the target's
-per-group SLM. These are estimates: the generator's register allocation (Xe)
+tiles of the tensors buffered in SLM (``k`` times the K slices with ``tg``
+over K); ``bufs`` of them must fit the target's per-group SLM. K slicing
+adds one C tile per thread of every slice but the first (``slm_c``). These are estimates: the generator's register allocation (Xe)
 and ptxas (sm_90) give the measured numbers.
 """
 from __future__ import annotations
@@ -74,7 +75,7 @@ def _sum(label: str, title: str, parts: list[tuple[str, int]], note: str = "") -
 def _addressing(streams: list[tuple[str, int, bool]], target: Target, reuse_headers: bool) -> BudgetLine:
     """Registers that address a thread's load/store streams, given as ``(name, bytes per
     iteration, in shared memory)``: message headers on Xe, address registers on sm_90."""
-    if target.isa != "xe":
+    if target.addressing.kind == "reg":
         return _sum("headers", "address registers", [(s, 1 if shared else 2) for s, _, shared in streams],
                     " (64-bit global, 32-bit shared)")
     if reuse_headers:
@@ -145,8 +146,9 @@ def estimate_budget(problem, config: KernelConfig, target: Target) -> Budget:
     sub = config.subtiles
     threads = t.threads_per_group
     slm, pf = config.slm, config.prefetch
-    group_a = t.m_group * k * sa
-    group_b = k * t.n_group * sb
+    group_k = k * t.k_slices  # a group's K block per iteration: one slice per thread along K
+    group_a = t.m_group * group_k * sa
+    group_b = group_k * t.n_group * sb
 
     regs = [_quotient("c", "C accumulators", [m, n, sacc], [unit])]
     a_dens = [unit] + ([sub.a] if sub.a > 1 else []) + ([2] if config.fma == "dpasw" else [])
@@ -155,7 +157,7 @@ def estimate_budget(problem, config: KernelConfig, target: Target) -> Budget:
 
     slm_a = slm.enabled and slm.a
     slm_b = slm.enabled and slm.b
-    copy_terms = [f"{t.m_group}*{k}*{sa}"] * slm_a + [f"{k}*{t.n_group}*{sb}"] * slm_b
+    copy_terms = [f"{t.m_group}*{group_k}*{sa}"] * slm_a + [f"{group_k}*{t.n_group}*{sb}"] * slm_b
     copy_bytes = group_a * slm_a + group_b * slm_b
     if copy_terms:
         staging = max(slm.gmem, 1)
@@ -185,9 +187,12 @@ def estimate_budget(problem, config: KernelConfig, target: Target) -> Budget:
 
     slm_lines = []
     if slm_a:
-        slm_lines.append(_quotient("slm_a", "SLM A tile", [t.m_group, k, sa, slm.bufs], []))
+        slm_lines.append(_quotient("slm_a", "SLM A tile", [t.m_group, group_k, sa, slm.bufs], []))
     if slm_b:
-        slm_lines.append(_quotient("slm_b", "SLM B tile", [k, t.n_group, sb, slm.bufs], []))
+        slm_lines.append(_quotient("slm_b", "SLM B tile", [group_k, t.n_group, sb, slm.bufs], []))
+    if t.k_slices > 1:
+        x, y, _ = t.tg_grid
+        slm_lines.append(_quotient("slm_c", "partial C tiles of K slices", [t.k_slices - 1, x * y, m, n, sacc], []))
 
     reg_unit = (f"GRFs ({unit} B) per thread" if target.registers.lane_bytes is None
                 else f"{8 * target.registers.lane_bytes}-bit registers per lane")

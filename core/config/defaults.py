@@ -27,12 +27,16 @@ user knobs. The rules, in order:
    row or column lies wholly outside the problem, capped by the target's
    group size, then halved (larger side first) while there are fewer groups
    than half the cores.
-6. **loop**: the whole reduction inside one group (no split K).
+6. **loop**: the whole reduction inside one group (no split K; K blocks of
+   ``iter x tg`` when the user's ``tg`` slices K).
 7. **slm**: A is buffered when several threads share it (X > 1), B when
    Y > 1; 3 buffers when the loop runs 3+ iterations, else 1; 0 when nothing
    is shared; reduced until it fits the group's SLM. No prefetch. **pipeline**
    unrolls when buffers rotate (``bufs > 1``) and reuses headers otherwise.
    No unroll, no subtiles.
+8. **oneDNN-only knobs** (read from oneDNN's lines): global reduction
+   allowed, kdd's own walk order, no SLM padding, no bwd_d skipping,
+   layouts ``any`` (the problem's).
 """
 from __future__ import annotations
 
@@ -47,9 +51,12 @@ from .kernel_config import KernelConfig
 from .operands import Operands, operands
 from .tiles import Tile
 from .tiling import derive_tiling
-from .values import MAX_BUFS, Buffering, Pipeline, Subtiles
+from .values import MAX_BUFS, Buffering, Pipeline, Subtiles, WalkOrder
 
 MAX_THREAD_TILE = 128
+# The knobs kdd reads from oneDNN's lines without a choice of its own: their defaults (rule 8).
+ONEDNN_ONLY = KernelConfig(global_reduction=True, walk_order=WalkOrder(), pad_slm=False, bwd_d_optimize="none",
+                           src_layout="any", wei_layout="any", dst_layout="any", bia_layout="any")
 K_BYTES = (16, 64)
 GROUP_SHAPE = {"xe": (4, 4), "ptx": (2, 2)}
 
@@ -91,9 +98,10 @@ def pick_fma(target: Target, ops: Operands) -> str:
 
 def default_regs(target: Target, fma: str) -> int:
     """Rule 3."""
-    if target.isa == "ptx":
-        return target.registers.max_regs
-    return 256 if target.name == "xehpc" and fma == "dpas" else target.registers.modes[0]
+    r = target.registers
+    if not r.modes:
+        return r.max_regs
+    return r.modes[-1] if fma in r.large_for else r.modes[0]
 
 
 def spread(total: int, dims: tuple[tuple[str, int], ...]) -> dict[str, int]:
@@ -180,8 +188,9 @@ class _Plan:
         """Rules 5-7 around ``iter_tile``, keeping every knob the user set."""
         user = self.user
         gemm = self.problem.gemm_dims()
+        slices = user.tg or Tile()  # a user's tg over K dims (K slicing) covers part of each K block
         loop = user.loop if user.loop is not None else _tile(
-            {name: ceil(size / iter_tile.get(name)) for name, size in gemm.k})
+            {name: ceil(size / (iter_tile.get(name) * slices.get(name))) for name, size in gemm.k})
         tg = user.tg if user.tg is not None else self._group(iter_tile, loop)
         cfg = KernelConfig(fma=self.fma, simd=self.simd, regs=self.regs, loop=loop, tg=tg, iter=iter_tile,
                            unroll=user.unroll if user.unroll is not None else Tile(),
@@ -190,7 +199,9 @@ class _Plan:
         slm = user.slm if user.slm is not None else self._slm(cfg)
         unroll = slm.bufs > 1 or cfg.prefetch.enabled
         pipeline = user.pipeline if user.pipeline is not None else Pipeline(unroll, not unroll)
-        return replace(cfg, slm=slm, pipeline=pipeline)
+        return replace(user.over(ONEDNN_ONLY), slm=slm, pipeline=pipeline, **{
+            k: getattr(cfg, k) for k in ("fma", "simd", "regs", "loop", "tg", "iter", "unroll", "prefetch",
+                                         "subtiles")})
 
     def _group(self, iter_tile: Tile, loop: Tile) -> Tile:
         """Rule 5."""

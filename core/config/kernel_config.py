@@ -12,7 +12,7 @@ from typing import Any
 
 from .knobs import KNOB_BY_KEY, KNOBS
 from .tiles import Tile
-from .values import Buffering, Pipeline, Subtiles
+from .values import Buffering, Pipeline, Subtiles, WalkOrder
 
 
 @dataclass(frozen=True)
@@ -30,6 +30,14 @@ class KernelConfig:
     prefetch: Buffering | None = None
     pipeline: Pipeline | None = None
     subtiles: Subtiles | None = None
+    global_reduction: bool | None = None
+    walk_order: WalkOrder | None = None
+    pad_slm: bool | None = None
+    bwd_d_optimize: str | None = None
+    src_layout: str | None = None
+    wei_layout: str | None = None
+    dst_layout: str | None = None
+    bia_layout: str | None = None
 
     def set_keys(self) -> tuple[str, ...]:
         """Names of the fields that are set, in ``KNOBS`` order."""

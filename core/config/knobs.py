@@ -7,6 +7,7 @@ reads and writes the value in both forms.
 """
 from __future__ import annotations
 
+import re
 from abc import ABC, abstractmethod
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -17,7 +18,7 @@ from kdd.core.targets import FMA_KINDS
 
 from .errors import ConfigError
 from .tiles import EMPTY, Tile
-from .values import MAX_BUFS, Buffering, Pipeline, Subtiles, toml_int
+from .values import MAX_BUFS, Buffering, Pipeline, Subtiles, WalkOrder, toml_int
 
 
 def did_you_mean(word: str, known: Iterable[str]) -> str:
@@ -133,13 +134,54 @@ class SubtilesCodec(Codec):
         return Subtiles.from_toml(value, key)
 
 
+class BoolCodec(Codec):
+    """oneDNN's flags: ``0``/``1`` in a line (``true``/``false`` read too), a boolean in TOML."""
+
+    WORDS = {"0": False, "1": True, "false": False, "true": True}
+
+    def parse(self, text, dims=()):
+        if text not in self.WORDS:
+            raise ConfigError(f"expected 0 or 1, got '{text}'", 0, max(1, len(text)))
+        return self.WORDS[text]
+
+    def format(self, value):
+        return str(int(value))
+
+    def from_toml(self, value, key, dims=()):
+        if isinstance(value, bool):
+            return value
+        if isinstance(value, int) and value in (0, 1):
+            return bool(value)
+        return super().from_toml(value, key, dims)
+
+    def to_toml(self, value):
+        return value
+
+
+class WalkOrderCodec(Codec):
+    def parse(self, text, dims=()):
+        return WalkOrder.parse(text)
+
+
+class LayoutCodec(Codec):
+    """A oneDNN layout tag as its config line prints it: ``axb``, ``aBx16b``, or ``compute.user``."""
+
+    def parse(self, text, dims=()):
+        m = re.fullmatch(r"[A-Za-z0-9]+(\.[A-Za-z0-9]+)?", text)
+        if m is None:
+            raise ConfigError(f"expected a layout tag like 'axb' or 'aBx16b.axb', got '{text}'", 0,
+                              max(1, len(text)))
+        return text
+
+
 @dataclass(frozen=True)
 class Knob:
     """One kernel parameter.
 
     ``key``: the ``[config]`` TOML key and :class:`KernelConfig` field.
     ``onednn``: the key in a oneDNN config line (``i`` for ``iter``).
-    ``kind``: ``choice``, ``int``, ``tile``, ``buffering``, ``flags`` or ``subtiles``.
+    ``kind``: ``choice``, ``int``, ``tile``, ``buffering``, ``flags``, ``subtiles``, ``bool``, ``walk`` or
+    ``layout``.
     ``allowed``: the values the knob takes in words (targets narrow them further).
     """
 
@@ -157,6 +199,7 @@ class Knob:
         return tuple(dict.fromkeys((self.onednn, self.key)))
 
 
+BWD_D_OPTIMIZE = ("none", "skip_out_of_bound_w", "skip_strided_dh", "skip_strided_dhw")
 _TILE_DIMS = ("Dimension names come from the problem: conv `g mb ic oc id ih iw od oh ow kd kh kw`, "
               "GEMM `m n k b0 b1..`.")
 
@@ -178,13 +221,16 @@ KNOBS: tuple[Knob, ...] = (
          "Loop-level blocks: how many iterations of the reduction loop a thread group runs over each "
          "K dimension, each iteration covering one `iter` block. K left over after `iter x loop` is "
          "split across the kernel grid (partial sums, atomic stores). " + _TILE_DIMS, TileCodec()),
-    Knob("tg", "T", "tile", "M and N dims, sizes >= 1", "T=oc4ow4",
-         "Thread-group blocks: threads of a group along each M/N dimension. N dims form the X axis of "
-         "the thread-group grid and M dims the Y axis; the group computes `iter x tg` of each. "
+    Knob("tg", "T", "tile", "M, N and K dims, sizes >= 1", "T=oc4ow4",
+         "Thread-group blocks: threads of a group along each dimension. N dims form the X axis of "
+         "the thread-group grid and M dims the Y axis; the group computes `iter x tg` of each. K dims "
+         "form the Z axis (K slicing): each thread reduces one `iter` slice of the group's K block and "
+         "the partial C tiles are summed through SLM before the epilogue. "
          + _TILE_DIMS, TileCodec()),
     Knob("iter", "i", "tile", "M, N and K dims, sizes >= 1", "i=mb32oc32ic16",
          "Iteration-level blocks: the tile one thread computes in one iteration, M x N of C "
-         "accumulated over the K block. Must be a multiple of the FMA instruction's shape. "
+         "accumulated over the K block. N and K must be multiples of the FMA instruction's shape; an M "
+         "that is not is padded to one (loads read zeros there, stores skip it). "
          + _TILE_DIMS, TileCodec()),
     Knob("unroll", "u", "tile", "K dims, sizes >= 1", "u=ic2",
          "Per-dimension unroll factors of the reduction loop. " + _TILE_DIMS, TileCodec()),
@@ -206,6 +252,27 @@ KNOBS: tuple[Knob, ...] = (
          "Split the per-thread multiplication into A subtiles (`a<n>`: load A in n parts against one "
          "B) or B subtiles (`b<n>`), so only one subtile's buffer is live: fewer registers for the "
          "split operand. A bare number splits B.", SubtilesCodec()),
+    Knob("global_reduction", "global-reduction", "bool", "0 | 1", "global-reduction=0",
+         "Whether K may be split across the kernel grid (partial sums added atomically). With 0, a `loop` "
+         "that leaves K to the grid is an error. Default 1.", BoolCodec()),
+    Knob("walk_order", "walk-order", "walk", "up to 3 comma-separated axes of <dim><size> blocks, or x",
+         "walk-order=oc4ow2,mb8,",
+         "oneDNN's kernel-grid walk order: per grid axis X, Y, Z the blocks its thread-group index walks, "
+         "innermost first. Read and printed; kdd walks its own order (N dims on X, M on Y, B and K on Z), "
+         "so a non-empty walk order is a warning. `x` (the default) is kdd's order.", WalkOrderCodec()),
+    Knob("pad_slm", "pad-slm", "bool", "0 | 1", "pad-slm=1",
+         "oneDNN pads SLM rows against bank conflicts. Read and printed; kdd lays SLM tiles out dense, so 1 is "
+         "a warning. Default 0.", BoolCodec()),
+    Knob("bwd_d_optimize", "bwd-d-optimize", "choice", " | ".join(BWD_D_OPTIMIZE), "bwd-d-optimize=none",
+         "oneDNN's skip conditions for backward-by-data taps that fall outside the output or between strides. "
+         "Read and printed; kdd's bwd_d kernels mask those taps instead of skipping them, so any value but "
+         "`none` (the default) is a warning.", ChoiceCodec(BWD_D_OPTIMIZE)),
+    *(Knob(f"{t}_layout", t, "layout", "a layout tag, or compute.user", f"{t}={example}",
+           f"The {what} layout oneDNN's line names (its compute layout, then `.user` when that differs). It "
+           f"must agree with `[problem] {t}` when that is set; with `{t} = \"any\"` kdd uses its own choice "
+           f"and warns. Default `any`.", LayoutCodec())
+      for t, what, example in (("src", "source", "axb"), ("wei", "weights", "axcb"), ("dst", "destination", "axb"),
+                               ("bia", "bias", "a"))),
 )
 
 KNOB_BY_KEY: dict[str, Knob] = {k.key: k for k in KNOBS}

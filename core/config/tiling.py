@@ -9,7 +9,8 @@ Per dimension ``d`` of the problem (in B, M, N, K order), with ``iter``,
   ``padded = grid * block`` elements are computed (the excess is masked).
 
 The thread-group grid is ``X x Y x Z`` = (product of ``tg`` over N dims) x
-(over M dims) x (over B and K dims); the kernel grid likewise multiplies
+(over M dims) x (over B and K dims: ``tg`` over K slices the reduction
+among the group's threads); the kernel grid likewise multiplies
 ``grid`` over N, M, and B+K dims. A K dim with ``grid > 1`` splits the
 reduction across groups (partial sums, atomic stores).
 """
@@ -92,7 +93,13 @@ class Tiling:
     @property
     def k_group(self) -> int:
         """K elements one thread group reduces over (all its loop iterations)."""
-        return prod(d.iter * d.loop for d in self.role("k"))
+        return prod(d.iter * d.tg * d.loop for d in self.role("k"))
+
+    @property
+    def k_slices(self) -> int:
+        """Threads of a group that split each K block (``tg`` over K dims); their partial C tiles
+        are summed through SLM."""
+        return self._prod("k", "tg")
 
     @property
     def k_iters(self) -> int:

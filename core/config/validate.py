@@ -8,14 +8,16 @@ instruction's shape; a thread group larger than the target allows; dpasw
 with an odd X; subtiles that do not split evenly; register or SLM overflow;
 a matrix instruction form the builder does not generate (:mod:`.buildable`);
 a loop with whole iterations of padding; a reduction split across the grid
-with post-ops or into a destination narrower than the accumulator.
-Warnings: padding (blocks that exceed or do not divide a dim), reduced
-precision. Info: a reduction split across thread groups.
+with post-ops or into a destination narrower than the accumulator; K
+slicing (``tg`` over K) with bwd_w's bias gradient.
+Warnings: padding (blocks that exceed or do not divide a dim, an M per
+thread padded to the instruction's M), reduced precision. Info: a reduction split across thread groups.
 """
 from __future__ import annotations
 
 from math import ceil, prod
 
+from kdd.core.layout.layout import parse_layout
 from kdd.core.targets import FmaShape, Target
 
 from .budget import estimate_budget
@@ -27,7 +29,7 @@ from .operands import operands
 from .tiling import Tiling, derive_tiling
 
 # Which GEMM roles each tile knob may block.
-TILE_ROLES = {"iter": "mnk", "tg": "mn", "loop": "k", "unroll": "k"}
+TILE_ROLES = {"iter": "mnk", "tg": "mnk", "loop": "k", "unroll": "k"}
 _ROLE_WORDS = {"m": "M", "n": "N", "k": "K", "b": "batch"}
 
 
@@ -51,15 +53,65 @@ def validate_config(problem, config: KernelConfig, target: Target, reduced: bool
         _check_padding(tiling, issues, reduced)
     if tiles_ok and tiling.split_k:
         _check_split(problem, issues)
+    if tiles_ok and tiling.k_slices > 1 and problem.prop == "bwd_w" and problem.post_ops:
+        issues.append(ConfigIssue("tg", "tg splits K across the threads of a group, and the bias gradient of bwd_w "
+                                        "is not summed across them; drop the bias or tg over K dims"))
     if shape is not None:
         _check_shape(tiling, config, shape, issues)
     _check_group(tiling, config, target, issues)
-    if config.prefetch.enabled and target.isa != "xe":
+    if config.prefetch.enabled and not target.messages.prefetch:
         issues.append(ConfigIssue("prefetch", f"prefetch is an Xe knob; on {target.name} buffer through shared "
                                               f"memory with slm bufs"))
+    _check_onednn_only(problem, config, tiling, issues)
     if target.registers.allows(config.regs):
         issues += estimate_budget(problem, config, target).issues()
     return issues
+
+
+def _check_onednn_only(problem, config: KernelConfig, tiling: Tiling, issues: list[ConfigIssue]) -> None:
+    """The knobs kdd reads from oneDNN's lines: the one it obeys (``global_reduction``), the layouts it
+    compares with the problem's, and those it keeps without generating (warnings, see docs/config.md)."""
+    if not config.global_reduction and tiling.split_k:
+        issues.append(ConfigIssue("global_reduction", "global-reduction=0, but loop leaves K to the kernel grid "
+                                                      "(raise loop so that iter x tg x loop covers K)"))
+    if not config.walk_order.is_empty:
+        issues.append(ConfigIssue("walk_order", f"walk-order={config.walk_order} is kept but not generated: kdd "
+                                                f"walks the kernel grid in its own order (N dims on X, M on Y, B "
+                                                f"and K on Z)", "warning"))
+    if config.slm.sync >= 0:
+        issues.append(ConfigIssue("slm", f"s=...v{config.slm.sync} (oneDNN's SLM sync scheme) is kept but not "
+                                         f"generated: kdd places its own barriers", "warning"))
+    if config.pad_slm:
+        issues.append(ConfigIssue("pad_slm", "pad-slm=1 is kept but not generated: kdd lays SLM tiles out dense",
+                                  "warning"))
+    if config.bwd_d_optimize != "none":
+        issues.append(ConfigIssue("bwd_d_optimize", f"bwd-d-optimize={config.bwd_d_optimize} is kept but not "
+                                                    f"generated: kdd's bwd_d kernels mask the taps it would skip",
+                                  "warning"))
+    for tensor in ("src", "wei", "dst", "bia"):
+        written = getattr(config, f"{tensor}_layout")
+        if written == "any":
+            continue
+        compute = written.split(".")[0]
+        mine = problem.tags.get(tensor, "any")
+        if tensor == "bia" or mine == "any":
+            where = "a vector" if tensor == "bia" else "its own choice for [problem] " + tensor + ' = "any"'
+            issues.append(ConfigIssue(f"{tensor}_layout", f"{tensor}={written} is kept but not generated: kdd uses "
+                                                          f"{where}", "warning"))
+        elif not _same_layout(problem, tensor, compute, mine):
+            issues.append(ConfigIssue(f"{tensor}_layout", f"{tensor}={written} disagrees with [problem] {tensor} = "
+                                                          f'"{mine}"; write the same layout in both'))
+
+
+def _same_layout(problem, tensor: str, a: str, b: str) -> bool:
+    """Whether tags ``a`` and ``b`` lay ``tensor`` of ``problem`` out alike (unreadable tags differ)."""
+    dims = problem.tensor_dims(tensor)
+    dtype = getattr(problem.types, tensor)
+    try:
+        la, lb = (parse_layout(t, [n for _, n in dims], dtype, dim_names=[d for d, _ in dims]) for t in (a, b))
+    except ValueError:
+        return a == b
+    return la.is_equal(lb)
 
 
 def _check_fma(problem, config: KernelConfig, target: Target, issues: list[ConfigIssue]) -> FmaShape | None:
@@ -168,13 +220,17 @@ def _check_split(problem, issues: list[ConfigIssue]) -> None:
     """A reduction split across thread groups adds partial sums into the destination with atomics:
     post-ops (which need the whole sum) and a destination narrower than the accumulator cannot follow."""
     ops = operands(problem)
+    # A deliberate limitation (docs/config.md, "Split K"): kdd builds one kernel, and finishing a split
+    # reduction in f32 before converting or applying post-ops takes a second pass (oneDNN's).
     if problem.post_ops and problem.prop != "bwd_w":
         issues.append(ConfigIssue("loop", "post-ops need the whole reduction in one thread group; loop splits K "
-                                          "across the grid (raise loop so that iter x loop covers K)"))
+                                          "across the grid, and kdd does not generate the second pass that would "
+                                          "apply them (raise loop so that iter x tg x loop covers K)"))
     if ops.c != ops.acc:
         issues.append(ConfigIssue("loop", f"loop splits K across the grid, so partial sums are added into the "
-                                          f"{ops.c} destination, which needs the accumulator type {ops.acc} "
-                                          f"(raise loop so that iter x loop covers K)"))
+                                          f"{ops.c} destination, which needs the accumulator type {ops.acc}; kdd "
+                                          f"does not generate the f32 buffer and second pass that would convert "
+                                          f"it (raise loop so that iter x tg x loop covers K)"))
 
 
 def _check_shape(tiling: Tiling, config: KernelConfig, shape: FmaShape, issues: list[ConfigIssue]) -> None:
@@ -184,7 +240,13 @@ def _check_shape(tiling: Tiling, config: KernelConfig, shape: FmaShape, issues: 
         issues.append(ConfigIssue("subtiles", f"split A or B, not both (got S={sub})"))
     for role, size, inst, split in (("M", tiling.m_thread, shape.m, sub.a), ("N", tiling.n_thread, shape.n, sub.b),
                                     ("K", tiling.k_iter, shape.k, 1)):
-        if size % inst:
+        if size % inst and role == "M" and split == 1:
+            # As oneDNN does: the multiplication's M block is padded; loads read zeros there, stores skip it.
+            padded = -(-size // inst) * inst
+            issues.append(ConfigIssue("iter", f"iter gives M={size} per thread, padded to {padded} for "
+                                              f"{shape.fma}'s M={inst}: {padded - size} of {padded} rows of each "
+                                              f"multiplication are padding", "warning"))
+        elif size % inst:
             issues.append(ConfigIssue("iter", f"iter gives {role}={size} per thread, not a multiple of "
                                               f"{shape.fma}'s {role}={inst} ({shape.spelling})"))
         elif split > 1 and (size % split or (size // split) % inst):

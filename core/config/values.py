@@ -15,6 +15,7 @@ from .errors import ConfigError
 
 MAX_BUFS = 3
 MAX_GMEM_BUFS = 2
+MAX_SYNC = 3
 _AB = {"a": (True, False), "b": (False, True), "ab": (True, True), "ba": (True, True)}
 
 
@@ -55,12 +56,15 @@ class Buffering:
     number of GRF buffers staging the global→SLM copy; 0 and 1 both stage
     through one buffer, 2 double-buffers it. ``.a`` / ``.b`` restrict the
     buffering to one tensor; without them both A and B are buffered.
+    ``sync`` (SLM only, ``s=x3.v1``) is oneDNN's SLM synchronization scheme,
+    -1 when not given; kdd reads it and places its own barriers.
     """
 
     bufs: int
     a: bool = True
     b: bool = True
     gmem: int = 0
+    sync: int = -1
 
     def __post_init__(self):
         if not 0 <= self.bufs <= MAX_BUFS:
@@ -69,6 +73,8 @@ class Buffering:
             raise ValueError(f"gmem must be 0..{MAX_GMEM_BUFS}, got {self.gmem}")
         if not (self.a or self.b):
             raise ValueError("buffering must apply to A, B or both")
+        if not -1 <= self.sync <= MAX_SYNC:
+            raise ValueError(f"sync must be 0..{MAX_SYNC} (or -1: not given), got {self.sync}")
 
     @property
     def enabled(self) -> bool:
@@ -76,35 +82,42 @@ class Buffering:
 
     @staticmethod
     def parse(text: str, allow_gmem: bool) -> "Buffering":
-        """Parse ``x3``, ``x3.g1``, ``x2.a`` (``g`` only when ``allow_gmem``)."""
-        bufs = gmem = None
+        """Parse ``x3``, ``x3.g1``, ``x3.g0.v1``, ``x2.a`` (``g`` and ``v`` only when ``allow_gmem``)."""
+        bufs = gmem = sync = None
         a = b = True
         for piece, start in _spans(text, "."):
             span = (start, start + max(1, len(piece)))
             if piece in _AB:
                 a, b = _AB[piece]
                 continue
-            m = re.fullmatch(r"([xg])(\d+)", piece)
-            if not m or (m.group(1) == "g" and not allow_gmem):
-                expected = "x<bufs>, g<gmem bufs>, a, b or ab" if allow_gmem else "x<bufs>, a, b or ab"
+            m = re.fullmatch(r"([xgv])(\d+)", piece)
+            if not m or (m.group(1) in "gv" and not allow_gmem):
+                expected = ("x<bufs>, g<gmem bufs>, v<sync version>, a, b or ab" if allow_gmem
+                            else "x<bufs>, a, b or ab")
                 raise ConfigError(f"unexpected '{piece}' in buffering '{text}' (expected {expected})", *span)
             value = int(m.group(2))
             if m.group(1) == "x":
                 if bufs is not None or not 0 <= value <= MAX_BUFS:
                     raise ConfigError(f"'{piece}': give the buffer count once, 0..{MAX_BUFS}", *span)
                 bufs = value
+            elif m.group(1) == "v":
+                if sync is not None or value > MAX_SYNC:
+                    raise ConfigError(f"'{piece}': give the SLM sync version once, 0..{MAX_SYNC}", *span)
+                sync = value
             else:
                 if gmem is not None or value > MAX_GMEM_BUFS:
                     raise ConfigError(f"'{piece}': give the gmem buffer count once, 0..{MAX_GMEM_BUFS}", *span)
                 gmem = value
         if bufs is None:
             raise ConfigError(f"buffering '{text}' needs a buffer count like 'x3'", 0, max(1, len(text)))
-        return Buffering(bufs, a, b, gmem or 0)
+        return Buffering(bufs, a, b, gmem or 0, -1 if sync is None else sync)
 
     def __str__(self) -> str:
         text = f"x{self.bufs}"
         if self.gmem:
             text += f".g{self.gmem}"
+        if self.sync >= 0:
+            text += f".v{self.sync}"
         if self.a != self.b:
             text += ".a" if self.a else ".b"
         return text
@@ -114,8 +127,9 @@ class Buffering:
         """``3`` or ``{ bufs = 3, a = true, b = true, gmem = 1 }`` (missing keys take their defaults)."""
         if isinstance(value, Mapping):
             table = _toml_table(value, Buffering, what)
-            if "gmem" in table and not allow_gmem:
-                raise ConfigError(f"'gmem' applies to SLM buffering only, not to {what}")
+            for slm_only in ("gmem", "sync"):
+                if slm_only in table and not allow_gmem:
+                    raise ConfigError(f"'{slm_only}' applies to SLM buffering only, not to {what}")
             if "bufs" not in table:
                 raise ConfigError(f"{what} needs 'bufs'")
             for flag in ("a", "b"):
@@ -124,14 +138,15 @@ class Buffering:
             if not (table.get("a", True) or table.get("b", True)):
                 raise ConfigError(f"{what} must buffer A, B or both (a and b are both false)")
             return Buffering(toml_int(table["bufs"], f"{what}.bufs", 0, MAX_BUFS), table.get("a", True),
-                             table.get("b", True), toml_int(table.get("gmem", 0), f"{what}.gmem", 0, MAX_GMEM_BUFS))
+                             table.get("b", True), toml_int(table.get("gmem", 0), f"{what}.gmem", 0, MAX_GMEM_BUFS),
+                             toml_int(table.get("sync", -1), f"{what}.sync", -1, MAX_SYNC))
         return Buffering(toml_int(value, what, 0, MAX_BUFS))
 
     def to_toml(self) -> Any:
-        if self.a and self.b and not self.gmem:
+        if self.a and self.b and not self.gmem and self.sync < 0:
             return self.bufs
         table = {"bufs": self.bufs, "a": self.a, "b": self.b}
-        return table | ({"gmem": self.gmem} if self.gmem else {})
+        return table | ({"gmem": self.gmem} if self.gmem else {}) | ({"sync": self.sync} if self.sync >= 0 else {})
 
 
 @dataclass(frozen=True)
@@ -225,3 +240,51 @@ class Subtiles:
 
     def to_toml(self) -> Any:
         return str(self)
+
+
+@dataclass(frozen=True)
+class WalkOrder:
+    """oneDNN's kernel-grid walk order (``walk-order=oc4ow2,mb8,``): per grid axis X, Y, Z, the
+    blocks ``(dim, size)`` its thread-group index walks, innermost first.
+
+    kdd reads and prints it; its own grid walk (N dims on X, M on Y, B and K
+    on Z, each axis last dim fastest) does not change with it. The empty
+    walk order, written ``x``, is kdd's own.
+    """
+
+    axes: tuple[tuple[tuple[str, int], ...], ...] = ((), (), ())
+
+    def __post_init__(self):
+        if len(self.axes) != 3:
+            raise ValueError(f"a walk order has 3 axes, got {len(self.axes)}")
+
+    @property
+    def is_empty(self) -> bool:
+        return not any(self.axes)
+
+    @staticmethod
+    def parse(text: str) -> "WalkOrder":
+        """Parse up to three comma-separated axes of ``<dim><size>`` blocks; ``x`` is the empty order."""
+        if text == "x":
+            return WalkOrder()
+        parts = _spans(text, ",")
+        if len(parts) > 3:
+            start = parts[3][1] - 1
+            raise ConfigError(f"walk order '{text}' has {len(parts)} axes; the grid has 3 (X,Y,Z)", start,
+                              start + 1)
+        axes = []
+        for piece, start in parts:
+            blocks, pos = [], 0
+            for m in re.finditer(r"([a-z]+)(\d+)|.", piece):
+                if m.start() != pos or not m.group(1) or int(m.group(2)) < 1:
+                    raise ConfigError(f"unexpected '{m.group()}' in walk order '{text}' (write blocks like oc4ow2, "
+                                      f"axes separated by commas)", start + m.start(), start + m.end())
+                blocks.append((m.group(1), int(m.group(2))))
+                pos = m.end()
+            axes.append(tuple(blocks))
+        return WalkOrder(tuple(axes) + ((),) * (3 - len(axes)))
+
+    def __str__(self) -> str:
+        if self.is_empty:
+            return "x"
+        return ",".join("".join(f"{d}{n}" for d, n in axis) for axis in self.axes)

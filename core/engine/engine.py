@@ -222,7 +222,7 @@ class Engine:
     def trace(self, kernel):
         """Stage ``passes``: the pass trace of a built kernel, reused for structurally equal IR."""
         options = kernel_options(kernel)
-        key = (hash(kernel.body), repr(sorted(options.items())))
+        key = (hash(kernel.body), options.key(tuple(options)))
         hit = self._traces.get(key)
         if hit is not None and hit[0].is_equal(kernel.body):
             return hit[1]
@@ -318,7 +318,8 @@ class Engine:
         With ``asm`` (Xe targets) the assembled kernel runs in the instruction-level simulator
         (:mod:`kdd.core.xesim`) instead, against the same reference; with ``bisect_passes`` too, the
         assembly is the last stage of the bisection, so an IR that checks right and an assembly
-        that does not is "IR right, assembly wrong" with the first wrong store's IR node."""
+        that does not is "IR right, assembly wrong" with the first wrong instruction (the first store of a
+        wrong value, or the faulting one) and its IR node."""
         parsed = None
         try:
             parsed = self.parse(source)
@@ -356,14 +357,14 @@ class Engine:
         from kdd.core.xesim.check import check_assembly
 
         listing = self.assembly(r, sources)
-        if not listing["assembler"].get("ok"):
+        if listing["assembler"].get("binary_bytes") is None:      # warnings still give a binary to run
             raise StageFailed(Failure("codegen", "the assembler rejected the listing: "
                                       + "; ".join(listing["assembler"].get("messages", [])), "assembler-error"))
         spec_seed, spec_tol = check.seed, check.tol
         simulated = self._timed("check", lambda: check_assembly(kernel, listing, r.target.assembler, r.problem,
                                                                 seed=spec_seed, tol=spec_tol))
-        wrong = simulated.get("asm", {}).get("first_wrong_store")
-        if wrong is not None:
+        wrong = simulated.get("asm", {}).get("first_wrong")
+        if wrong is not None and wrong.get("index") is not None:
             wrong["listing"] = artifacts.instruction_node(listing["lines"], wrong["index"])
             node = (wrong["listing"] or {}).get("ir_node")
             if node is not None:
@@ -377,8 +378,7 @@ class Engine:
         out["stages"].append({"name": ASSEMBLY, "ok": ok, "checked": True, "detail": detail})
         if out["first_bad"] is None and not ok:
             out["first_bad"] = ASSEMBLY
-            out["assembly"] = {"verdict": "IR right, assembly wrong", "check": simulated,
-                               "first_wrong_store": wrong}
+            out["assembly"] = {"verdict": "IR right, assembly wrong", "check": simulated, "first_wrong": wrong}
         return out
 
     def assembly(self, r: Resolved, sources: dict[str, Range]) -> dict:

@@ -8,8 +8,6 @@ all divide through these functions, so they cannot disagree.
 """
 from __future__ import annotations
 
-import numpy as np
-
 
 def c_div(a: int, b: int) -> int:
     """``a / b`` truncated toward zero; 0 when ``b`` is 0."""
@@ -28,6 +26,7 @@ def c_mod(a: int, b: int) -> int:
 
 def c_div_array(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """Element-wise :func:`c_div` of integer arrays (exact for every int64)."""
+    import numpy as np
     zero = b == 0
     safe = np.where(zero, np.ones_like(b), b)
     q = (a - np.fmod(a, safe)) // safe  # exact: the remainder is removed first
@@ -36,6 +35,7 @@ def c_div_array(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 
 def c_mod_array(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """Element-wise :func:`c_mod` of integer arrays."""
+    import numpy as np
     zero = b == 0
     r = np.fmod(a, np.where(zero, np.ones_like(b), b))
     return np.where(zero, np.zeros_like(r), r)
@@ -43,4 +43,5 @@ def c_mod_array(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 
 def div_up_array(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """Element-wise ``c_div(a + b - 1, b)``, the IR's ``div_up``."""
+    import numpy as np
     return c_div_array(a + b - np.ones_like(b), b)

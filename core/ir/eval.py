@@ -17,8 +17,6 @@ from __future__ import annotations
 import math
 from typing import Any, Callable, Mapping
 
-import numpy as np
-
 from .c_arith import c_div, c_mod
 from .expr import (Binary, BoolImm, Broadcast, Cast, Expr, FloatImm, IntImm, Load, Op, Ramp,
                    Shuffle, Ternary, Unary, Var, common_type, value_operands, wrap_int)
@@ -32,6 +30,7 @@ class EvalError(ValueError):
 
 def round_float(value: float, t: Type) -> float:
     """``value`` rounded to the precision of float type ``t``."""
+    import numpy as np
     if t.scalar is Scalar.F64:
         return float(value)
     if t.scalar is Scalar.F32:
@@ -179,6 +178,7 @@ def _ternary(e: Ternary, a: Any, b: Any, c: Any) -> Any:
 
 
 def _load(e: Load, offset: Any, buffers: Mapping[str, Any]) -> Any:
+    import numpy as np
     try:
         mem = buffers[e.buf.name]
     except KeyError:

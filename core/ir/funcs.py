@@ -219,7 +219,7 @@ class Reorder(Func):
     OPERANDS = ("src", "src_offset", "dst", "dst_offset")
 
     def __str__(self) -> str:
-        return "reorder"
+        return f"reorder[{_layouts(self.src_layout, self.dst_layout)}]"
 
 
 @dataclass(frozen=True)
@@ -232,7 +232,15 @@ class Reduce(Func):
     OPERANDS = ("src", "src_offset", "dst", "dst_offset")
 
     def __str__(self) -> str:
-        return "reduce"
+        return f"reduce[{_layouts(self.src_layout, self.dst_layout)} over {','.join(map(str, self.dims))}]"
+
+
+def _layouts(src, dst) -> str:
+    """``512 f16 (16,32):(32,1) -> f16 ((8,2),32):((1,256),8)``: the element count and both layouts
+    (type and CuTe shape:stride per logical dim), so a printed reorder says what it moves where."""
+    from kdd.core.layout.render import cute  # layouts import IR types: imported when printed
+
+    return f"{src.elems()} {src.dtype} {cute(src)} -> {dst.dtype} {cute(dst)}"
 
 
 @dataclass(frozen=True)
@@ -252,4 +260,5 @@ class Eltwise(Func):
     OPERANDS = ("buf", "offset")
 
     def __str__(self) -> str:
-        return f"eltwise.{self.alg}" + ("" if self.dtype == f32 else f".{self.dtype}")
+        dtype = "" if self.dtype == f32 else f".{self.dtype}"
+        return f"eltwise.{self.alg}{dtype}[{self.elems}, alpha={self.alpha:g}, beta={self.beta:g}]"

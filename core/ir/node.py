@@ -13,9 +13,10 @@ The structural hash and the tree size (nodes counted at every occurrence of a
 shared subtree) are computed once, at construction, from the children's cached
 values, so they cost O(1) per node and never recurse. Each class gets a
 constructor generated from its ``FIELDS`` (straight-line code: no loop over
-the fields on the hot path of every pass). Equality is generated per class too. ``==`` is structural equality and ``hash()`` is the
-structural hash, so IR objects are safe dict and set keys; IR is built with
-explicit builders (``a.eq(b)``, ``a.lt(b)``) instead of overloaded comparisons.
+the fields on the hot path of every pass), and so does its equality test.
+``==`` is structural equality and ``hash()`` is the structural hash, so IR
+objects are safe dict and set keys; IR is built with explicit builders
+(``a.eq(b)``, ``a.lt(b)``) instead of overloaded comparisons.
 """
 from __future__ import annotations
 

@@ -7,8 +7,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from enum import Enum
-
-import numpy as np
+from functools import cache
 
 
 class Scalar(Enum):
@@ -53,13 +52,19 @@ class Scalar(Enum):
 
 
 _BY_NAME = {s.short: s for s in Scalar}
-# bf16 has no numpy dtype; it is stored as its f32 value rounded to bf16 precision.
-_NUMPY = {
-    Scalar.S8: np.int8, Scalar.S16: np.int16, Scalar.S32: np.int32, Scalar.S64: np.int64,
-    Scalar.U8: np.uint8, Scalar.U16: np.uint16, Scalar.U32: np.uint32, Scalar.U64: np.uint64,
-    Scalar.F16: np.float16, Scalar.BF16: np.float32, Scalar.F32: np.float32,
-    Scalar.F64: np.float64, Scalar.BOOL: np.bool_,
-}
+
+
+@cache
+def _numpy_types() -> dict:
+    """Each scalar kind's numpy type; bf16 has none and is stored as its f32 value rounded to
+    bf16 precision. numpy is imported here, on first use: most compiles never need it."""
+    import numpy as np
+    return {
+        Scalar.S8: np.int8, Scalar.S16: np.int16, Scalar.S32: np.int32, Scalar.S64: np.int64,
+        Scalar.U8: np.uint8, Scalar.U16: np.uint16, Scalar.U32: np.uint32, Scalar.U64: np.uint64,
+        Scalar.F16: np.float16, Scalar.BF16: np.float32, Scalar.F32: np.float32,
+        Scalar.F64: np.float64, Scalar.BOOL: np.bool_,
+    }
 
 
 @dataclass(frozen=True, slots=True)
@@ -119,7 +124,7 @@ class Type:
     @property
     def numpy(self) -> type:
         """The numpy dtype holding values of this scalar kind (bf16 is kept as f32)."""
-        return _NUMPY[self.scalar]
+        return _numpy_types()[self.scalar]
 
     def __str__(self) -> str:
         return self.scalar.short if self.lanes == 1 else f"{self.scalar.short}x{self.lanes}"

@@ -8,7 +8,9 @@ on the way out, so visitors can keep scopes.
 replacement and stop the descent; ``mutate_<Class>(old, new)`` receives the
 node rebuilt over its mutated children (``new is old`` when no child changed)
 and returns the result. Nodes are rebuilt only when a child changed, so an
-unchanged tree comes back as the *same object*.
+unchanged tree comes back as the *same object*. A mutator with no hook for any
+expression class returns expressions as they are without walking them (nothing
+under an expression could change), so statement passes cost per statement.
 """
 from __future__ import annotations
 
@@ -68,6 +70,23 @@ class IRMutator:
     memoize = True
 
     @classmethod
+    def _unvisited(cls) -> frozenset:
+        """The node classes this mutator class returns as they are without walking them: every
+        expression class when it has no hook for any (nothing under an expression can then
+        change: statement passes skip all expressions), else none."""
+        found = _UNVISITED.get(cls)
+        if found is None:
+            from .expr import Expr  # local import: expr builds on node, not on the visitor
+            stack, classes = [Expr], []
+            while stack:
+                k = stack.pop()
+                classes.append(k)
+                stack.extend(k.__subclasses__())
+            found = _UNVISITED[cls] = (frozenset(classes) if not any(
+                hook is not None for k in classes for hook in cls._hooks(k)) else frozenset())
+        return found
+
+    @classmethod
     def _hooks(cls, node_cls: type) -> tuple[Callable | None, Callable | None]:
         """The ``pre_`` and ``mutate_`` hooks (plain functions, called with the mutator first)
         of this mutator class for node class ``node_cls``, looked up once per pair of classes."""
@@ -83,6 +102,7 @@ class IRMutator:
         mine = type(self)
         hooks = _HOOKS.setdefault(mine, {})
         memoize = self.memoize
+        as_is = mine._unvisited()
         memo: dict[int, Node] = {}
         out: list[Node] = []
         # Frames: (node, sink, None) on the way in; (node, sink, child results) on the way out.
@@ -91,6 +111,9 @@ class IRMutator:
         while stack:
             node, sink, results = pop()
             cls = node.__class__
+            if cls in as_is:
+                sink.append(node)
+                continue
             pre, post = hooks.get(cls) or mine._hooks(cls)
             if results is None:
                 if memoize:
@@ -122,6 +145,8 @@ class IRMutator:
 
 # mutator class -> node class -> its pre_ and mutate_ hooks (None where it has none)
 _HOOKS: dict[type, dict[type, tuple[Callable | None, Callable | None]]] = {}
+# mutator class -> the node classes it returns without walking them (see IRMutator._unvisited)
+_UNVISITED: dict[type, frozenset] = {}
 
 
 def walk(root: Node) -> Iterator[Node]:

@@ -19,8 +19,6 @@ import math
 from dataclasses import dataclass, replace
 from typing import Sequence
 
-import numpy as np
-
 from kdd.core.ir.types import Type
 from kdd.core.layout import tags
 
@@ -102,6 +100,7 @@ class Layout:
 
     def offset_of(self, idx: Sequence[int]) -> int:
         """Element offset of logical index ``idx`` (padded positions are valid indices)."""
+        import numpy as np
         if len(idx) != self.ndims:
             raise ValueError(f"index {tuple(idx)} has {len(idx)} dims, layout has {self.ndims}")
         for i, p in zip(idx, self.padded_dims):
@@ -111,6 +110,7 @@ class Layout:
 
     def offsets_of(self, indices: np.ndarray) -> np.ndarray:
         """Vectorized :meth:`offset_of` without bounds checks: ``(..., ndims)`` indices to ``(...)`` offsets."""
+        import numpy as np
         indices = np.asarray(indices, dtype=np.int64)
         rest = [indices[..., d] for d in range(self.ndims)]
         out = np.full(indices.shape[:-1], self.offset, dtype=np.int64)
@@ -165,6 +165,7 @@ class Layout:
         Along each dim the tile must be a product of whole blocks, innermost
         first, times a divisor of the next block.
         """
+        import numpy as np
         tile = tuple(tile)
         if len(tile) != self.ndims or any(t < 1 for t in tile):
             raise ValueError(f"tile {tile} does not fit a {self.ndims}-dim layout")

@@ -33,8 +33,6 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, fields
 
-import numpy as np
-
 
 @dataclass(frozen=True)
 class NestedLayout:
@@ -130,6 +128,7 @@ class NestedLayout:
 
     def element_of(self, indices: np.ndarray | None = None, num_subgroups: int | None = None) -> np.ndarray:
         """Register (element) id of each index within its owning thread, in register order."""
+        import numpy as np
         s, b, o, _, e = self._digits(indices)
         levels = (self.batch_tile, self.outer_tile, self.element_tile)
         elem = np.zeros(s[0].shape, dtype=np.int64)
@@ -148,6 +147,7 @@ class NestedLayout:
         indices. With ``num_subgroups`` below the subgroup span, ``subgroup``
         is physical and the result covers every fold round.
         """
+        import numpy as np
         rounds, num = self._fold(num_subgroups)
         if rounds > 1 and not 0 <= subgroup < num:
             raise ValueError(f"subgroup {subgroup} out of range for {num} subgroups")
@@ -172,6 +172,7 @@ class NestedLayout:
         Covers ``num_subgroups`` (default :attr:`subgroup_count`) by
         ``num_threads`` (default :attr:`thread_count`) lanes; extra lanes hold replicas.
         """
+        import numpy as np
         n_sg = num_subgroups or self.subgroup_count
         n_thr = num_threads or self.thread_count
         return np.stack([
@@ -183,6 +184,7 @@ class NestedLayout:
         self, values: np.ndarray, num_subgroups: int | None = None, num_threads: int | None = None
     ) -> np.ndarray:
         """Per-lane registers ``(subgroups, threads, n_elements)`` of a full vector ``values``."""
+        import numpy as np
         values = np.asarray(values)
         if values.shape != self.shape:
             raise ValueError(f"values of shape {values.shape} for a layout of shape {self.shape}")
@@ -191,6 +193,7 @@ class NestedLayout:
 
     def collect(self, registers: np.ndarray, num_subgroups: int | None = None) -> np.ndarray:
         """The full vector from per-lane registers, each element read from its canonical owner."""
+        import numpy as np
         sg, thr = self.lane_of(None, num_subgroups)
         return np.asarray(registers)[sg, thr, self.element_of(None, num_subgroups)]
 
@@ -199,6 +202,7 @@ class NestedLayout:
 
     def _digits(self, indices):
         """Per level, per dim, the digit arrays of ``indices`` (all of :attr:`shape` when None)."""
+        import numpy as np
         if indices is None:
             idx = list(np.indices(self.shape, dtype=np.int64))
         else:
@@ -219,6 +223,7 @@ class NestedLayout:
 
     def _compose(self, s, b, o, t, e):
         """Logical indices from digits (``b``, ``o``, ``e`` are ``(n, rank)``; ``s``, ``t`` per dim)."""
+        import numpy as np
         idx = s
         for digits, tile in zip((b, o, t, e), self._levels()[1:]):
             idx = idx * np.asarray(tile) + digits
@@ -260,9 +265,11 @@ def _virtual(ident: int, tile, strides) -> tuple[int, ...]:
 
 
 def _id_grid(tile, strides) -> np.ndarray:
+    import numpy as np
     grid = np.indices(tile, dtype=np.int64)
     return np.tensordot(np.asarray(strides, dtype=np.int64), grid, axes=1)
 
 
 def _dot(digits, strides) -> np.ndarray:
+    import numpy as np
     return sum((d * s for d, s in zip(digits, strides)), np.zeros_like(digits[0]))

@@ -10,8 +10,6 @@ from __future__ import annotations
 
 from typing import Sequence
 
-import numpy as np
-
 from kdd.core.layout.layout import Layout
 from kdd.core.layout.nested import NestedLayout
 from kdd.core.layout.tags import POSITIONAL
@@ -141,6 +139,7 @@ def outer_grids(layout: NestedLayout) -> str:
         [0 1 2 3 4]
         [5 6 7 8 9]
     """
+    import numpy as np
     threads = _grid_text(layout.thread_grid(), None)
     blocks = []
     for outer in np.ndindex(*layout.outer_tile):

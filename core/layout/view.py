@@ -17,9 +17,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from enum import Enum
+from functools import cache
 from typing import Mapping, Sequence
-
-import numpy as np
 
 from kdd.core.ir.expr import (Binary, BoolImm, Expr, IntImm, Op, Ternary, Unary, Var, land,
                               var)
@@ -154,6 +153,7 @@ class View:
         Returns ``(index, mask)``: ``index`` has shape ``self.shape + (len(tensor_dims),)``
         and ``mask`` has shape ``self.shape`` (true where the element is real).
         """
+        import numpy as np
         grids = np.indices(self.shape, dtype=np.int64)
         env = {d.var: grids[i] for i, d in enumerate(self.dims)}
         index = np.stack([np.broadcast_to(eval_numpy(e, env), self.shape) for e in self.mapping], axis=-1) \
@@ -191,15 +191,19 @@ def mul(a: Expr, c: int) -> Expr:
 
 # -- numpy evaluation ---------------------------------------------------------------------------
 
-_NUMPY_BINARY = {
-    Op.ADD: np.add, Op.SUB: np.subtract, Op.MUL: np.multiply,
-    Op.DIV: c_div_array, Op.MOD: c_mod_array, Op.DIV_UP: div_up_array,
-    Op.MIN: np.minimum, Op.MAX: np.maximum,
-    Op.EQ: np.equal, Op.NE: np.not_equal, Op.LT: np.less, Op.LE: np.less_equal,
-    Op.GT: np.greater, Op.GE: np.greater_equal,
-    Op.AND: np.logical_and, Op.OR: np.logical_or,
-    Op.BIT_AND: np.bitwise_and, Op.BIT_OR: np.bitwise_or, Op.BIT_XOR: np.bitwise_xor,
-}
+@cache
+def _numpy_binary() -> dict:
+    """Each binary operator's numpy function (numpy imported on first use: start-up)."""
+    import numpy as np
+    return {
+        Op.ADD: np.add, Op.SUB: np.subtract, Op.MUL: np.multiply,
+        Op.DIV: c_div_array, Op.MOD: c_mod_array, Op.DIV_UP: div_up_array,
+        Op.MIN: np.minimum, Op.MAX: np.maximum,
+        Op.EQ: np.equal, Op.NE: np.not_equal, Op.LT: np.less, Op.LE: np.less_equal,
+        Op.GT: np.greater, Op.GE: np.greater_equal,
+        Op.AND: np.logical_and, Op.OR: np.logical_or,
+        Op.BIT_AND: np.bitwise_and, Op.BIT_OR: np.bitwise_or, Op.BIT_XOR: np.bitwise_xor,
+    }
 
 
 def eval_numpy(e: Expr, env: Mapping[Var, np.ndarray]) -> np.ndarray:
@@ -209,6 +213,8 @@ def eval_numpy(e: Expr, env: Mapping[Var, np.ndarray]) -> np.ndarray:
     immediates, arithmetic, comparisons, logic and ``iif``. Values are not
     wrapped to 32 bits; index expressions of small problems never overflow.
     """
+    import numpy as np
+    binary = _numpy_binary()
     values: dict[int, np.ndarray] = {}
     for node in post_order(e, done=values):
         if isinstance(node, Var):
@@ -220,8 +226,8 @@ def eval_numpy(e: Expr, env: Mapping[Var, np.ndarray]) -> np.ndarray:
             out = np.int64(node.value)
         elif isinstance(node, BoolImm):
             out = np.bool_(node.value)
-        elif isinstance(node, Binary) and node.op in _NUMPY_BINARY:
-            out = _NUMPY_BINARY[node.op](values[id(node.a)], values[id(node.b)])
+        elif isinstance(node, Binary) and node.op in binary:
+            out = binary[node.op](values[id(node.a)], values[id(node.b)])
         elif isinstance(node, Unary) and node.op in (Op.NEG, Op.NOT):
             a = values[id(node.a)]
             out = np.logical_not(a) if node.op is Op.NOT else -a

@@ -33,6 +33,7 @@ from ..ir.visitor import IRMutator, Substitute
 from .forms import Forms
 from .naming import NameSource
 from .opcount import is_int_op
+from .options import target_of
 from .registers import RegisterModel, estimate_registers
 from .tree import child_stmts, own_exprs, unshare_statements
 
@@ -70,12 +71,9 @@ class CseReport:
 
 def register_budget(ir: Stmt, options: Mapping[str, Any]) -> tuple[RegisterModel | None, int | None]:
     """The register model and the free register bytes for new values (None: no target given)."""
-    from kdd.core.targets import get_target
-
-    name = options.get("target")
-    if not name:
+    target = target_of(options)
+    if target is None:
         return None, None
-    target = get_target(name)
     model = RegisterModel.of(target)
     regs = options.get("regs") or target.registers.min_regs
     total = (regs - target.registers.reserved) * model.reg_bytes

@@ -52,7 +52,7 @@ KERNEL_PASSES: tuple[Pass, ...] = (
     Pass("cse", eliminate_common_subexprs, reads=("target", "regs"),
          doc="common subexpressions named once, within the free registers"),
     Pass("hoist", hoist_invariants, version=2, doc="loop-invariant lets and sums moved in front of their loop"),
-    Pass("strength-reduce", reduce_strength, reads=("reg_bytes",), version=2,
+    Pass("strength-reduce", reduce_strength, reads=("target", "regs", "reg_bytes"), version=3,
          doc="loop-linear address sums become induction variables"),
     Pass("let-opt", optimize_lets, doc="trivial and redundant lets inlined, unused lets removed"),
     Pass("unroll", unroll_loops, doc="loops unrolled as marked (config unroll knobs, register loops)"),

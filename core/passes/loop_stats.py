@@ -40,7 +40,7 @@ from .reduction_nest import K_LOOP, find_reduction_nest
 from .tree import child_stmts, distinct_nodes, own_exprs, trip_count
 
 _FMAS = (Dpas, Mma, Mad, Dp4a)
-# Operand positions of a multiply's call that it reads as its A and B operands.
+# The operands of a multiply's call that it reads as its A and B operands.
 _FMA_OPERANDS = {Dpas: ("src1", "src2"), Mad: ("src1", "src2"), Dp4a: ("src1", "src2"), Mma: ("a", "b")}
 
 
@@ -177,8 +177,9 @@ def _operand_buffers(body: Stmt) -> set[str]:
     for n in distinct_nodes(body):
         if isinstance(n, FuncCall) and type(n.func) in _FMA_OPERANDS:
             for name in _FMA_OPERANDS[type(n.func)]:
-                if isinstance(getattr(n.ops, name), Var):
-                    names.add(getattr(n.ops, name).name)
+                buf = getattr(n.ops, name)
+                if isinstance(buf, Var):
+                    names.add(buf.name)
     return names
 
 

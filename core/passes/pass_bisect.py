@@ -53,11 +53,11 @@ def render_bisect(data: dict) -> str:
     asm = data.get("assembly")
     if asm is not None:
         lines.append(asm["verdict"])
-        store = asm.get("first_wrong_store")
-        if store is not None:
-            lines.append(f"first wrong store: {store['instruction']} (disassembly line {store['line']})")
-            if store.get("ir"):
-                lines.append(f"  from IR: {store['ir']}")
+        wrong = asm.get("first_wrong")
+        if wrong is not None:
+            lines.append(f"first wrong {wrong['kind']}: {wrong['instruction']} (disassembly line {wrong['line']})")
+            if wrong.get("ir"):
+                lines.append(f"  from IR: {wrong['ir']}")
     return "\n".join(lines) + "\n"
 
 

@@ -21,7 +21,8 @@ from typing import Any, Mapping
 from ..ir.expr import Binary, Expr, IntImm, Op, Ternary
 from ..ir.node import Node
 from ..ir.visitor import IRMutator
-from ..targets import TARGETS, FusedIntOps
+from ..targets import FusedIntOps
+from .options import target_of
 
 
 def fused_problem(fused: FusedIntOps, e: Ternary) -> str | None:
@@ -62,7 +63,7 @@ class _Fuse(IRMutator):
 
 def fuse_arith(ir: Node, options: Mapping[str, Any] | None = None) -> Node:
     """``ir`` with add+add fused to ``add3`` and mul+add to ``mad`` where ``options["target"]`` encodes them."""
-    name = (options or {}).get("target")
-    if name not in TARGETS or not TARGETS[name].fused_int_ops.ops:
+    target = target_of(options or {})
+    if target is None or not target.fused_int_ops.ops:
         return ir
-    return _Fuse(TARGETS[name].fused_int_ops).mutate(ir)
+    return _Fuse(target.fused_int_ops).mutate(ir)

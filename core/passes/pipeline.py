@@ -1,8 +1,9 @@
 """Pass pipelines: an ordered, declarative list of named IR passes, traced and memoized.
 
 A ``Pass`` names a pure function ``fn(ir, options) -> ir``, the option keys it
-reads, a version (bump it when the pass's behaviour changes) and an
-``enabled`` predicate over the options. ``Pipeline.run`` applies the enabled
+reads (the only ones it is handed: ``options.restricted``), a version (bump it
+when the pass's behaviour changes) and an ``enabled`` predicate over the
+options. ``Pipeline.run`` applies the enabled
 passes in order and records a ``Trace``: after every pass, its name, the IR
 object, whether it changed (identity: passes return the same object when they
 change nothing), wall time and node count. The trace is what the daemon serves
@@ -21,6 +22,7 @@ from typing import Any, Callable, Mapping
 from ..ir.gc_pause import gc_paused
 from ..ir.node import Node
 from ..ir.visitor import count_nodes
+from .options import options_key, restricted
 
 PassFn = Callable[[Node, Mapping[str, Any]], Node]
 
@@ -42,15 +44,7 @@ class Pass:
 
     def key(self, ir: Node, options: Mapping[str, Any]) -> tuple:
         """The memoization key of running this pass on ``ir`` under ``options``."""
-        return (self.name, self.version, hash(ir), tuple((k, _freeze(options.get(k))) for k in self.reads))
-
-
-def _freeze(value: Any) -> Any:
-    if isinstance(value, dict):
-        return tuple(sorted((k, _freeze(v)) for k, v in value.items()))
-    if isinstance(value, list):
-        return tuple(_freeze(v) for v in value)
-    return value
+        return (self.name, self.version, hash(ir), options_key(options, self.reads))
 
 
 @dataclass(frozen=True)
@@ -163,7 +157,7 @@ class Pipeline:
                 out = current if out is None else out
             else:
                 try:
-                    out = p.fn(current, options)
+                    out = p.fn(current, restricted(options, p.reads, p.name))
                 except Exception as exc:  # noqa: BLE001 - any bug in a pass is reported with its name
                     raise PassError(p.name, exc) from exc
                 if not isinstance(out, Node):

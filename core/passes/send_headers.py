@@ -35,7 +35,7 @@ from ..ir.node import Node
 from ..ir.stmt import Alloc, FuncCall, Group, Let, MemKind, Stmt, Store, seq
 from ..ir.types import u64
 from ..ir.visitor import IRMutator
-from ..targets import TARGETS
+from .options import target_of
 from .forms import Forms
 from .naming import NameSource
 
@@ -90,7 +90,7 @@ class _Registers(IRMutator):
 def lower_sends(ir: Node, options: Mapping[str, Any] | None = None) -> Node:
     """``ir`` with every send addressed the way ``options["target"]`` reads addresses."""
     options = options or {}
-    target = TARGETS.get(options.get("target", ""))
+    target = target_of(options)
     if target is None or not isinstance(ir, Stmt):
         return ir
     form = target.addressing

@@ -55,6 +55,7 @@ from ..ir.node import Node
 from ..ir.stmt import Alloc, For, Let, MemKind, Seq, Stmt, Store, seq
 from ..ir.types import Type
 from ..ir.visitor import IRMutator, post_order
+from .cse import register_budget
 from .forms import Forms
 from .loop_level import LoopLevel
 from .mixed_radix import Chain, Digit, digit_of, fits, plan_chain
@@ -64,10 +65,8 @@ from .tree import DropLets, ReplaceNodes, binder, distinct_nodes, expr_vars, has
 
 # Up to this many candidates every subset is priced; beyond, they are added greedily.
 _EXHAUSTIVE = 6
-# Registers (one GRF row each) the pass adds per loop at most. The pass is not given the
-# kernel's register count, so it cannot price its values against the free registers as CSE
-# does; this keeps a loop with many cheap candidates from trading registers for single adds.
-MAX_REGISTERS = 8
+# Without a target there is no register file to run out of.
+_UNLIMITED = 1 << 20
 # Lets whose expansion has more terms are not seen through (a long chain of sums would make
 # expanding quadratic; such a sum is no induction variable anyone writes).
 _MAX_TERMS = 16
@@ -152,9 +151,10 @@ def _choose(level: LoopLevel, candidates: list, k: Var, forms: Forms, registers:
 
 
 class _Reduce(IRMutator):
-    def __init__(self, ir: Node, reg_bytes: int):
+    def __init__(self, ir: Node, reg_bytes: int, max_registers: int):
         self.root = ir
         self.reg_bytes = reg_bytes
+        self.max_registers = max_registers  # registers (one GRF row each) the pass adds per loop at most
         self.forms = Forms()
         self.names = NameSource(ir)
 
@@ -273,7 +273,7 @@ class _Reduce(IRMutator):
         k = loop.var
         inner = {k.name} | {v.name for v in (binder(n) for n in distinct_nodes(loop.body)) if v is not None}
         level = LoopLevel(loop.body)
-        chains = _choose(level, self.digit_counters(loop, level, inner), k, self.forms, MAX_REGISTERS)
+        chains = _choose(level, self.digit_counters(loop, level, inner), k, self.forms, self.max_registers)
         counters = []  # (chain, ((value var, register buffer), ...))
         replace: dict[int, Expr] = {}
         for c in chains:
@@ -284,7 +284,7 @@ class _Reduce(IRMutator):
         body = ReplaceNodes(replace).mutate(loop.body) if replace else loop.body
         inner |= {v.name for _, pairs in counters for v, _ in pairs}
         level = LoopLevel(body) if replace else level
-        left = MAX_REGISTERS - sum(c.registers for c in chains)
+        left = self.max_registers - sum(c.registers for c in chains)
         chosen = _choose(level, self.inductions(loop, level, inner), k, self.forms, left)
         ivs = []  # (register buffer, value var, start, step)
         replace = {}
@@ -398,8 +398,12 @@ def split_induction(body: Stmt) -> InductionBody | None:
 
 def reduce_strength(ir: Node, options: Mapping[str, Any] | None = None) -> Node:
     """``ir`` with loop-linear address sums turned into induction variables and digits of counting
-    loops into counters; the same object when none."""
+    loops into counters, within the registers the kernel leaves free (``cse.register_budget``: the
+    config's ``regs`` less the target's reserve and the IR's peak; without a target, no limit);
+    the same object when none."""
     options = options or {}
     reg_bytes = int(options.get("reg_bytes") or 4)
-    return _Reduce(ir, reg_bytes).mutate(ir)
+    _, free = register_budget(ir, options)
+    max_registers = _UNLIMITED if free is None else max(0, free // reg_bytes)
+    return _Reduce(ir, reg_bytes, max_registers).mutate(ir)
 

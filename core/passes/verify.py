@@ -103,9 +103,8 @@ def verify_trace(kernel, trace) -> list[tuple[str, list[Problem]]]:
     return out
 
 
-# Buffer operands of calls: (buffer argument, offset argument, bytes accessed from the offset).
+# Buffer operands of calls: (buffer operand, its offset operand, bytes accessed from the offset).
 def _operands(call: FuncCall) -> list[tuple[str, str, int]]:
-    """``(buffer operand, offset operand, bytes)`` of each register (or memory) range a call accesses."""
     f = call.func
     if isinstance(f, Send):
         return [("reg", "reg_offset", f.elems * f.type.size)]
@@ -223,15 +222,16 @@ class _Verifier:
         if isinstance(s.func, Send):
             self.send(s)
         ops = s.ops
+        masked = isinstance(s.func, Send) and not _always(ops.mask)
         for buf, off, nbytes in _operands(s):
-            masked = isinstance(s.func, Send) and not _always(ops.mask)
             if isinstance(getattr(ops, buf), Var):
                 self.access(getattr(ops, buf), getattr(ops, off), nbytes, masked)
             else:
                 self.fail("types", f"operand {buf} of {s.func} is not a buffer")
 
     def send(self, s: FuncCall) -> None:
-        f, (mem, offset, reg, reg_offset, mask) = s.func, s.ops
+        f, ops = s.func, s.ops
+        mem, offset, reg, reg_offset, mask = ops.mem, ops.mem_offset, ops.reg, ops.reg_offset, ops.mask
         limits = self.target.messages
         nbytes = f.elems * f.type.size
         if f.kind is SendKind.BLOCK:

@@ -123,6 +123,16 @@ class LookupEntry:
         return tuple(out)
 
 
+    def document(self, variant: Variant) -> str:
+        """The kernel config (``*.kernel.toml`` text) a user writes for ``variant``: its problem, the
+        target, and the entry's config line with the entry's ``fma``."""
+        p = variant.problem
+        tags = "".join(f'{t} = "{p.tags[t]}"\n' for t in ("src", "wei", "dst") if p.tags[t] != "any")
+        return (f'[problem]\nop = "conv"\nprop = "{p.prop}"\nshape = "{p.shape.canonical()}"\n'
+                f'types = "{p.types.canonical()}"\n{tags}'
+                f'[target]\nhw = "{self.target}"\n[config]\nline = "fma={self.fma} {self.line}"\n')
+
+
 def _mb_blocked_tag(dtype: str) -> str:
     """A minibatch-blocked activation layout (32 minibatch x one GRF row of channels), oneDNN's
     ``NCx32n16c`` for 16-bit, ``NCx32n32c`` for 8-bit and ``NCx32n16c`` for 32-bit types."""

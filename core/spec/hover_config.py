@@ -53,7 +53,7 @@ def _problems(ctx, key: str) -> str:
 
 
 def _worker(ctx) -> str:
-    return "warps" if ctx.target.isa == "ptx" else "threads"
+    return "warps" if ctx.target.lanes.fixed else "threads"  # a thread of fixed lanes is a warp
 
 
 def _role_dims(tiling: Tiling, role: str, attr: str) -> str:
@@ -122,7 +122,7 @@ def budget_section(budget: Budget) -> str:
 
 def _lanes(ctx, key: str) -> str:
     """On sm_90: the mma fragment (``fma``) or the warp's C tile (``iter``) as lane grids."""
-    if ctx.target.name != "sm_90" or key not in ("fma", "iter"):
+    if not ctx.target.lanes.fixed or key not in ("fma", "iter"):
         return ""
     shape = fma_form(ctx.target, ctx.config, ctx.problem)
     if shape is None:

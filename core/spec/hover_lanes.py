@@ -20,7 +20,6 @@ from kdd.core.targets import FmaShape, Target
 
 from .hover_text import block, code, join, section
 
-WARP = 32
 GRID_LIMIT = 16
 
 
@@ -30,8 +29,8 @@ def fragment_layout(shape: FmaShape) -> NestedLayout | None:
         return NestedLayout(subgroup_tile=(1, 1), batch_tile=(1, 1), outer_tile=(shape.m // 8, 1),
                             thread_tile=(8, 4), element_tile=(1, 2), subgroup_strides=(0, 0),
                             thread_strides=(4, 1))
-    if shape.fma == "fma" and (shape.m, shape.n) == (1, WARP):
-        return NestedLayout(subgroup_tile=(1, 1), batch_tile=(1, 1), outer_tile=(1, 1), thread_tile=(1, WARP),
+    if shape.fma == "fma" and (shape.m, shape.n) == (1, shape.simd):  # one lane per column of the warp
+        return NestedLayout(subgroup_tile=(1, 1), batch_tile=(1, 1), outer_tile=(1, 1), thread_tile=(1, shape.simd),
                             element_tile=(1, 1), subgroup_strides=(0, 0), thread_strides=(0, 1))
     return None
 

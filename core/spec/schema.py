@@ -140,6 +140,9 @@ _KNOB_FORMS: dict[str, tuple[tuple[str, ...], type | None]] = {
     "buffering": (("integer", "table"), Buffering),
     "flags": (("string", "table"), Pipeline),
     "subtiles": (("string", "integer", "table"), Subtiles),
+    "bool": (("boolean", "integer"), None),
+    "walk": (("string",), None),
+    "layout": (("string",), None),
 }
 _FIELD_TYPES = {"int": "integer", "bool": "boolean"}
 
@@ -150,8 +153,9 @@ def knob_key(knob: Knob) -> KeySpec:
     sub_keys = ()
     if table_form is not None:
         hints = typing.get_type_hints(table_form)
-        # Prefetching has no GRF staging buffers; its codec says so.
-        names = [f.name for f in fields(table_form) if f.name != "gmem" or getattr(knob.codec, "allow_gmem", True)]
+        # Prefetching has no GRF staging buffers nor SLM sync; its codec says so.
+        names = [f.name for f in fields(table_form)
+                 if f.name not in ("gmem", "sync") or getattr(knob.codec, "allow_gmem", True)]
         sub_keys = tuple(KeySpec(name, (_FIELD_TYPES[hints[name].__name__],),
                                  f"Field `{name}` of the table form of `{knob.key}`.") for name in names)
     line_value = knob.example.split("=", 1)[1]

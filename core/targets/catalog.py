@@ -30,14 +30,19 @@ _XE_FUSED_INT_OPS = FusedIntOps(
 _IGA = {f16: "hf", bf16: "bf", s8: "b", u8: "ub", f32: "f", f64: "df", s32: "d"}
 
 
+# Xe-HPG and Xe-HPC dpas: systolic depth 8 (each stage consumes one dword per channel), repeat count
+# up to 8 (rows of src2).
+DPAS_DEPTH, DPAS_REPEAT = 8, 8
+
+
 def _dpas(fma: str, exec_size: int, a: Type, b: Type, acc: Type, math: str = "") -> FmaShape:
-    # Systolic depth 8, each stage consumes one dword per channel: k = 8 * (4 bytes / element).
-    depth, rcount = 8, 8
+    # k = depth * (4 bytes / element).
+    depth, rcount = DPAS_DEPTH, DPAS_REPEAT
     elem = 4 if math == "tf32" else a.size
     src = {a: "tf32"} if math == "tf32" else _IGA
     spelling = f"{fma}.{depth}x{rcount} ({exec_size}|M0) :{_IGA[acc]} :{_IGA[acc]} :{src[b]} :{src[a]}"
     return FmaShape(fma, a, b, acc, m=rcount, n=exec_size, k=depth * 4 // elem, simd=exec_size,
-                    spelling=spelling, math=math)
+                    spelling=spelling, math=math, depth=depth)
 
 
 def _xe_vector(fma: str, simd: int, a: Type, b: Type, acc: Type) -> FmaShape:
@@ -90,7 +95,7 @@ XEHPG = Target(
     max_group_items=1024,
     large_grf_halves_group=True,
     messages=MessageLimits(block=8 * 32, scattered_lanes=16, global_address_bits=64, shared_address_bits=32,
-                           source="LSC on Xe-HPG: transposed block messages up to d32x64t (256 B); scattered "
+                           prefetch=True, source="LSC on Xe-HPG: transposed block messages up to d32x64t (256 B); scattered "
                                   "messages of up to SIMD16 addresses; A64 global, A32 SLM addresses"),
     lanes=Lanes(fixed=None, alu=16, source="Xe-HPG: the simd knob picks 8 or 16 lanes; SIMD16 dword ALU"),
     int64=Int64(native=False, emulated=("ADD",),
@@ -127,8 +132,8 @@ XEHPC = Target(
         reg_bytes=64, lane_bytes=None, modes=(128, 256), min_regs=128, max_regs=256, granularity=1,
         core_bytes=8 * 8 * 128 * 64, reserved=16,
         source="64-byte GRF; 128 GRFs per thread, 256 in large-GRF mode (4 threads per XVE); "
-               "8 XVE per Xe-core x 8 threads x 128 GRF x 64 B",
-        reserved_source=_ONEDNN_RESERVED,
+               "8 XVE per Xe-core x 8 threads x 128 GRF x 64 B; dpas kernels default to large GRF",
+        reserved_source=_ONEDNN_RESERVED, large_for=("dpas",),
     ),
     simd_widths=(16, 32),
     default_simd=16,
@@ -139,7 +144,7 @@ XEHPC = Target(
     max_group_items=1024,
     large_grf_halves_group=True,
     messages=MessageLimits(block=8 * 64, scattered_lanes=32, global_address_bits=64, shared_address_bits=32,
-                           source="LSC on Xe-HPC: block messages up to 512 B; scattered messages of up to "
+                           prefetch=True, source="LSC on Xe-HPC: block messages up to 512 B; scattered messages of up to "
                                   "SIMD32 addresses; A64 global, A32 SLM addresses"),
     lanes=Lanes(fixed=None, alu=32, source="Xe-HPC: the simd knob picks 16 or 32 lanes; SIMD32 dword ALU"),
     int64=Int64(native=True, emulated=(), source="Xe-HPC has a 64-bit integer ALU"),
@@ -225,8 +230,9 @@ SM90 = Target(
     max_group_items=1024,
     large_grf_halves_group=False,
     messages=MessageLimits(block=32 * 16, scattered_lanes=32, global_address_bits=64, shared_address_bits=32,
-                           source="PTX: ld/st.v4.b32 per lane, 16 B x 32 lanes per warp; 64-bit generic/global "
-                                  "and 32-bit shared-window addresses"),
+                           prefetch=False, source="PTX: ld/st.v4.b32 per lane, 16 B x 32 lanes per warp; 64-bit generic/global "
+                                  "and 32-bit shared-window addresses; kdd stages through shared memory "
+                                  "(cp.async) instead of prefetching"),
     lanes=Lanes(fixed=32, alu=32, source="a warp is 32 lanes; one instruction covers the warp"),
     int64=Int64(native=True, emulated=(), source="PTX has 64-bit integer arithmetic (.s64/.u64)"),
     addressing=Addressing("reg", "PTX ld/st/cp.async address operands are [reg], [reg+imm] or [imm]"),

@@ -50,6 +50,8 @@ class FmaShape:
     instruction does not compute in the operand type (``tf32`` for f32 data).
     ``simd`` is the execution size the form requires (32 = a warp on sm_90).
     ``spelling`` is the mnemonic with its operand types (dst, src0, src1, src2 on Xe), for display.
+    ``depth`` is the systolic depth of ``dpas`` (dwords of K per channel; ``m`` is its largest repeat
+    count), 1 for other forms.
     """
 
     fma: str
@@ -62,6 +64,7 @@ class FmaShape:
     simd: int
     spelling: str
     math: str = ""
+    depth: int = 1
 
     def __post_init__(self):
         if self.fma not in FMA_KINDS:
@@ -107,6 +110,8 @@ class RegisterFile:
     many threads of a group can be resident at once.
     ``reserved``: registers kdd sets aside for kernel arguments, thread
     payload, indices and temporaries before any buffer is placed.
+    ``large_for``: the FMA kinds whose kernels default to the largest mode
+    (large GRF) rather than the smallest.
     """
 
     reg_bytes: int
@@ -119,6 +124,7 @@ class RegisterFile:
     reserved: int
     source: str
     reserved_source: str
+    large_for: tuple[str, ...] = ()
 
     @property
     def allocation_unit(self) -> int:
@@ -262,13 +268,15 @@ class MessageLimits:
     ``block``: the largest block message (one address, contiguous bytes);
     ``scattered_lanes``: the most addresses of one scattered message;
     ``address_bits``: the widths of a message's address, global and shared
-    (``A64``/``A32`` on Xe, 64- and 32-bit registers in PTX).
+    (``A64``/``A32`` on Xe, 64- and 32-bit registers in PTX); ``prefetch``:
+    whether kdd's code generator has cache-prefetch messages (the ``prefetch`` knob).
     """
 
     block: int
     scattered_lanes: int
     global_address_bits: int
     shared_address_bits: int
+    prefetch: bool
     source: str
 
 

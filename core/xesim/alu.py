@@ -45,11 +45,22 @@ def as_compute(x: np.ndarray, t: str, wide_float: bool) -> np.ndarray:
     return x.astype(np.int64)
 
 
+def caster(t: str, wide_float: bool):
+    """:func:`as_compute` for operands of type ``t``, as a function chosen once per operand."""
+    if t == "bf":
+        return (lambda x: bf_to_f32(x)) if wide_float else (lambda x: x.astype(np.int64))
+    if wide_float:
+        dt = np.float64 if t == "df" else np.float32
+        return lambda x: x.astype(dt, copy=False)
+    dt = np.uint64 if t == "uq" else np.int64
+    return lambda x: x.astype(dt)
+
+
 def convert(x: np.ndarray, t: str, sat: bool) -> np.ndarray:
     """A computed value stored as type ``t``."""
     if t in FLOAT:
         x = np.asarray(x)
-        if not np.issubdtype(x.dtype, np.floating):
+        if x.dtype.kind != "f":
             x = x.astype(np.float64)
         if sat:
             x = np.clip(np.nan_to_num(x, nan=0.0), 0.0, 1.0)
@@ -58,7 +69,7 @@ def convert(x: np.ndarray, t: str, sat: bool) -> np.ndarray:
         return x.astype(dtype(t))
     dt = dtype(t)
     info = np.iinfo(dt)
-    if np.issubdtype(x.dtype, np.floating):
+    if x.dtype.kind == "f":
         with np.errstate(invalid="ignore"):
             x = np.trunc(np.nan_to_num(x.astype(np.float64), nan=0.0))
             return np.clip(x, info.min, info.max).astype(dt)
@@ -68,14 +79,6 @@ def convert(x: np.ndarray, t: str, sat: bool) -> np.ndarray:
         else:
             x = np.clip(x, max(info.min, -(1 << 63)), min(info.max, (1 << 63) - 1))
     return x.astype(dt)
-
-
-def _shift_count(s, bits: int):
-    return s & (bits - 1)
-
-
-def _mask(values, t):
-    return values.astype(np.uint64) if t == "uq" else values
 
 
 def op_mov(a):
@@ -95,7 +98,7 @@ def op_add3(a, b, c):
 
 
 def op_mad(a, b, c):
-    if np.issubdtype(np.asarray(a).dtype, np.floating):   # fused: one rounding
+    if np.asarray(a).dtype.kind == "f":   # fused: one rounding
         wide = np.float64(0).dtype if a.dtype == np.float32 else a.dtype
         return (a.astype(wide) + b.astype(wide) * c.astype(wide)).astype(a.dtype)
     return a + b * c
@@ -121,7 +124,7 @@ def op_mach(a, b):
     return (a * b) >> 32
 
 
-# name -> (function, whether float sources are allowed)
+# the ALU operations computed by one numpy expression (shifts, addc, cmp and sel have their own handlers)
 TABLE = {"mov": op_mov, "add": op_add, "mul": op_mul, "add3": op_add3, "mad": op_mad, "and": op_and,
          "or": op_or, "xor": op_xor, "not": op_not, "mach": op_mach}
 INT_ONLY = {"and", "or", "xor", "not", "mach", "add3", "shl", "shr", "asr", "addc"}
@@ -131,7 +134,7 @@ def shift(op: str, a: np.ndarray, ta: str, b: np.ndarray, td: str) -> np.ndarray
     """``shl``/``shr``/``asr``: the count is the low 5 bits (6 for 64-bit operands); ``shr`` is
     logical on the source's bits, ``asr`` arithmetic."""
     wide = TYPES[ta][1] == 8 or TYPES[td][1] == 8
-    n = _shift_count(b.astype(np.int64), 64 if wide else 32)
+    n = b.astype(np.int64) & (63 if wide else 31)
     if op == "shl":
         return (a.astype(np.uint64) << n.astype(np.uint64)).astype(np.int64) if not wide else \
             a.astype(np.uint64) << n.astype(np.uint64)

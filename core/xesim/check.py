@@ -2,10 +2,11 @@
 
 Inputs, poisoning, reference and tolerances are the interpreter check's
 (:mod:`kdd.core.interp.check`), so the verdicts compare. The JSON object is
-the same plus ``asm``: the simulator's figures, and on a wrong output the
-first global store that wrote a wrong element (``first_wrong_store``: the
-disassembly line and instruction, and the index of the instruction among the
-listing's instructions, which the engine maps to the IR node it came from).
+the same plus ``asm``: the simulator's figures, and ``first_wrong``: on a
+wrong output the first global store that wrote a wrong element (``kind``
+``store``), on a fault or an unsupported instruction that instruction; with
+its disassembly line and its index among the listing's instructions, which
+the engine maps to the IR node it came from.
 """
 from __future__ import annotations
 
@@ -41,7 +42,6 @@ class _FirstWrongStore:
             ref = np.nan_to_num(refs[arg.name])
             want = pack(ref, arg.dtype, arg.layout)
             self.checks.append((names.index(arg.name), arg, want, limit, float(np.sqrt(np.mean(ref ** 2))) or 1.0))
-        self.sums = [a.name for a in kernel.outputs if a.zero_init]
 
     def __call__(self, ins: Instr, idx: np.ndarray, rows, memory) -> None:
         if self.found is not None:
@@ -82,6 +82,7 @@ def check_assembly(kernel, listing: dict, command: tuple[str, ...], problem=None
     buffers, inputs = check_buffers(kernel, seed)
     names = list(buffers)
     watch = _FirstWrongStore(kernel, problem, inputs, names, tol)
+    program = None
     try:
         program, _ = load(listing["asm"], command)
         sim = simulate(program, launch_of(kernel, listing), listing["abi"], buffers, on_store=watch)
@@ -89,7 +90,9 @@ def check_assembly(kernel, listing: dict, command: tuple[str, ...], problem=None
         out = CheckResult(False, math.inf, math.nan, None, problem.shape.canonical(),
                           (time.perf_counter() - start) * 1e3).to_dict()
         out["error"] = str(exc)
-        out["asm"] = {"unsupported": isinstance(exc, Unsupported), "line": exc.line, "instruction": exc.text}
+        kind = "unsupported" if isinstance(exc, Unsupported) else "fault"
+        out["asm"] = {"unsupported": kind == "unsupported",
+                      "first_wrong": _where(program, kind, exc.line, exc.text) if exc.line is not None else None}
         return out
     outputs = {a.name: buffers[a.name] for a in kernel.outputs}
     written = {a.name: sim.written[a.name] for a in kernel.outputs}
@@ -98,12 +101,14 @@ def check_assembly(kernel, listing: dict, command: tuple[str, ...], problem=None
                      "sim_ms": round(sim.seconds * 1e3, 3),
                      "instructions_per_s": round(sim.thread_instructions / sim.seconds) if sim.seconds else None}
     if not result["ok"] and watch.found is not None:
-        result["asm"]["first_wrong_store"] = {"line": watch.found.line, "instruction": watch.found.text,
-                                              "index": _instruction_index(program, watch.found)}
+        result["asm"]["first_wrong"] = _where(program, "store", watch.found.line, watch.found.text)
     return result
 
 
-def _instruction_index(program: list[Instr], ins: Instr) -> int:
-    """The instruction's position among the program's instructions other than ``sync`` (which the
-    assembler's dependency pass inserts): the same position in the listing the assembler read."""
-    return sum(1 for p in program if (p.op != "sync" or p.sub == "bar") and p.line < ins.line)
+def _where(program: list[Instr] | None, kind: str, line: int, text: str) -> dict:
+    """An instruction to blame: its disassembly line and text, and its position among the listing's
+    instructions (``index``: the instructions other than the ``sync`` the assembler's dependency
+    pass inserts; None when the program was never read)."""
+    index = None if program is None else \
+        sum(1 for p in program if (p.op != "sync" or p.sub == "bar") and p.line < line)
+    return {"kind": kind, "line": line, "instruction": text, "index": index}

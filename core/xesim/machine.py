@@ -16,13 +16,14 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from . import alu, messages
+from . import alu
 from .errors import Fault, SimError, Unsupported
 from .memory import Global, Slm
 from .program import TYPES, Imm, Instr, Operand
 
 ACC_REGS = 4          # acc0..acc3 after the GRFs, two register rows each
 FLAG_BITS = 32
+CONTROL = {"jmpi", "sync", "send", "sendc"}    # what can stop a thread or move threads apart
 STEP_LIMIT = 20_000_000
 
 
@@ -55,7 +56,8 @@ class Machine:
         self.pc = np.zeros(T, dtype=np.int64)
         self.done = np.zeros(T, dtype=bool)
         self.waiting = np.zeros(T, dtype=bool)
-        self.group = np.arange(T) // geo.group_size
+        self.everyone = np.arange(T)
+        self.group = self.everyone // geo.group_size
         self.sig = np.zeros(T, dtype=np.int64)       # barrier signals issued
         self.passed = np.zeros(T, dtype=np.int64)    # barrier generations waited for
         self.generation = np.zeros(geo.groups, dtype=np.int64)
@@ -64,11 +66,12 @@ class Machine:
         self.thread_steps = 0      # instructions times the threads that ran them
         self.on_store = on_store   # called (instr, flat byte indices, rows) after a global store
         self._index_cache: dict = {}
+        self._plans: dict = {}
 
     # -- operands ----------------------------------------------------------------------------------
 
     def _index(self, op: Operand, n: int) -> np.ndarray:
-        key = (op, n)
+        key = (id(op), n)              # operands live as long as the program
         idx = self._index_cache.get(key)
         if idx is None:
             size = TYPES[op.type][1]
@@ -78,19 +81,6 @@ class Machine:
             idx = start // size + op.sub + (i // w) * v + (i % w) * h
             self._index_cache[key] = idx
         return idx
-
-    def read(self, ins: Instr, op, rows, n: int) -> np.ndarray:
-        if isinstance(op, Imm):
-            return self._imm(ins, op, n)
-        if op.kind == "null":
-            raise Unsupported(ins.line, ins.text, "null source")
-        x = self.views[op.type][rows, self._index(op, n)] if isinstance(rows, slice) else \
-            self.views[op.type][rows[:, None], self._index(op, n)[None, :]]
-        if op.abs or op.neg:
-            x = alu.as_compute(x, op.type, op.type in alu.FLOAT)
-            x = np.abs(x) if op.abs else x
-            x = -x if op.neg else x
-        return x
 
     def _imm(self, ins: Instr, imm: Imm, n: int) -> np.ndarray:
         if imm.type in ("uv", "v"):
@@ -103,6 +93,33 @@ class Machine:
             raw = np.array([imm.value], dtype=np.dtype(f"uint{8 * size}"))
             return raw.view(np.dtype(TYPES[imm.type][0]))[None, :]
         return np.array([imm.value], dtype=np.dtype(TYPES[imm.type][0]))[None, :]
+
+    def readers(self, ins: Instr) -> list:
+        """Per source of an ALU instruction, a function of the rows giving its values in the type the
+        operation computes in (index arrays, immediates and casts chosen once per instruction)."""
+        plan = self._plans.get(id(ins))
+        if plan is None:
+            if ins.op in alu.INT_ONLY and any(s.type in alu.FLOAT for s in ins.srcs):
+                raise Unsupported(ins.line, ins.text, f"{ins.op} of float operands")
+            plan = self._plans[id(ins)] = [self._reader(ins, s) for s in ins.srcs]
+        return plan
+
+    def _reader(self, ins: Instr, src):
+        n = ins.exec_size
+        wide = any(s.type in alu.FLOAT for s in ins.srcs)
+        if isinstance(src, Imm):
+            const = alu.as_compute(self._imm(ins, src, n), src.type, wide)
+            return lambda rows: const
+        if src.kind == "null":
+            raise Unsupported(ins.line, ins.text, "null source")
+        view, idx, cast = self.views[src.type], self._index(src, n), alu.caster(src.type, wide)
+
+        def read(rows):
+            x = cast(view[:, idx] if rows.__class__ is slice else view[rows[:, None], idx])
+            if src.abs:
+                x = np.abs(x)
+            return -x if src.neg else x
+        return read
 
     def write(self, op: Operand, rows, n: int, value: np.ndarray, mask) -> None:
         view, idx = self.views[op.type], self._index(op, n)
@@ -132,31 +149,37 @@ class Machine:
 
     def run(self) -> None:
         """Runs every thread to its end of thread; raises :class:`SimError`."""
+        with np.errstate(over="ignore", invalid="ignore", divide="ignore"):   # wrapping is the semantics
+            self._run()
+
+    def _run(self) -> None:
         T = self.geo.threads
         everyone = np.arange(T)
+        lockstep = True          # every thread live and at one program counter: no reductions needed
         while True:
-            live = ~self.done & ~self.waiting
-            if not live.any():
-                if self.done.all():
-                    return
-                self._deadlock()
-            if live.all():
-                pc = int(self.pc.min())
-                at = self.pc == pc
-                rows = slice(None) if at.all() else everyone[at]
+            if lockstep:
+                pc, rows, count = int(self.pc[0]), slice(None), T
             else:
+                live = ~self.done & ~self.waiting
+                if not live.any():
+                    if self.done.all():
+                        return
+                    self._deadlock()
                 pcs = np.where(live, self.pc, np.iinfo(np.int64).max)
                 pc = int(pcs.min())
-                rows = everyone[live & (self.pc == pc)]
+                at = live & (self.pc == pc)
+                count = int(at.sum())
+                rows = slice(None) if count == T else everyone[at]
             if pc >= len(self.program):
                 raise Fault(None, "", "a thread ran past the last instruction without an end of thread")
             ins = self.program[pc]
-            count = T if isinstance(rows, slice) else len(rows)
             self.executed += 1
             self.thread_steps += count
             if self.thread_steps > STEP_LIMIT * 8:
                 raise Fault(ins.line, ins.text, f"ran past {STEP_LIMIT * 8} thread-instructions (an endless loop?)")
             self.step(ins, rows, pc)
+            if ins.op in CONTROL or not lockstep:
+                lockstep = bool(not self.done.any() and not self.waiting.any() and (self.pc == self.pc[0]).all())
 
     def _deadlock(self) -> None:
         t = int(np.flatnonzero(self.waiting)[0])
@@ -182,22 +205,17 @@ class Machine:
             raise Unsupported(ins.line, ins.text, str(exc)) from None
 
     def rows_array(self, rows) -> np.ndarray:
-        return np.arange(self.geo.threads) if isinstance(rows, slice) else rows
+        return self.everyone if isinstance(rows, slice) else rows
 
 
 # -- handlers --------------------------------------------------------------------------------------------
 
 def _alu(m: Machine, ins: Instr, rows) -> None:
     n = ins.exec_size
-    srcs = ins.srcs
-    types = [s.type for s in srcs]
-    wide_float = any(t in alu.FLOAT for t in types)
     op = ins.op
-    if wide_float and op in alu.INT_ONLY:
-        raise Unsupported(ins.line, ins.text, f"{op} of float operands")
-    vals = [alu.as_compute(m.read(ins, s, rows, n), s.type, wide_float) for s in srcs]
+    vals = [read(rows) for read in m.readers(ins)]
     if op in ("shl", "shr", "asr"):
-        res = alu.shift(op, vals[0], types[0], vals[1], ins.dst.type)
+        res = alu.shift(op, vals[0], ins.srcs[0].type, vals[1], ins.dst.type)
     elif op == "addc":
         total = (vals[0] & 0xFFFFFFFF) + (vals[1] & 0xFFFFFFFF)
         res = total
@@ -211,8 +229,7 @@ def _alu(m: Machine, ins: Instr, rows) -> None:
         fn = alu.TABLE.get(op)
         if fn is None:
             raise Unsupported(ins.line, ins.text, f"opcode {op}")
-        with np.errstate(over="ignore", invalid="ignore"):
-            res = fn(*vals)
+        res = fn(*vals)
     _store(m, ins, rows, res)
 
 
@@ -220,13 +237,12 @@ def _store(m: Machine, ins: Instr, rows, res) -> None:
     n = ins.exec_size
     mask = m.channel_mask(ins, rows, n)
     dst = ins.dst
-    with np.errstate(over="ignore", invalid="ignore"):
-        out = alu.convert(np.asarray(res), dst.type, ins.sat)
+    out = alu.convert(np.asarray(res), dst.type, ins.sat)
     if ins.cmod is not None:
         flag = alu.CMP[ins.cmod](alu.as_compute(out, dst.type, dst.type in alu.FLOAT), 0)
-        _set_flag(m, ins, rows, np.broadcast_to(flag, (_nrows(m, rows), n)), mask)
+        _set_flag(m, ins, rows, flag, mask)
     if dst.kind != "null":
-        m.write(dst, rows, n, np.broadcast_to(out, (_nrows(m, rows), n)), mask)
+        m.write(dst, rows, n, out, mask)          # assignment broadcasts a uniform result
     m._advance(rows)
 
 
@@ -335,14 +351,14 @@ def _dpas(m: Machine, ins: Instr, rows) -> None:
         size = TYPES[op.type][1]
         start = (op.reg * rb) // size + op.sub
         view = m.views[op.type]
-        x = view[rows, start: start + count] if isinstance(rows, slice) else view[rows, start: start + count]
+        x = view[rows, start: start + count]
         if op.type == "bf":
             return alu.bf_to_f32(x).astype(np.float64)
         return x.astype(np.float64 if op.type in alu.FLOAT else np.int64)
 
     bm = elems(b, sd * n * opc).reshape(T, sd, n, opc)
     am = elems(a, rc * sd * opc).reshape(T, rc, sd, opc)
-    prod = np.einsum("trdj,tdnj->trn", am, bm)
+    prod = am.reshape(T, rc, sd * opc) @ bm.transpose(0, 1, 3, 2).reshape(T, sd * opc, n)
     acc = np.zeros((T, rc, n)) if c.kind == "null" else elems(c, rc * n).reshape(T, rc, n)
     res = (acc + prod).reshape(T, rc * n)
     size = TYPES[dst.type][1]
@@ -371,4 +387,4 @@ HANDLERS = {op: _alu for op in ("mov", "add", "mul", "add3", "mad", "and", "or",
                                 "shr", "asr", "addc", "sel", "cmp")}
 HANDLERS.update({"jmpi": _jmpi, "sync": _sync, "dpas": _dpas, "dpasw": _dpas, "send": _send, "sendc": _send})
 
-__all__ = ["Geometry", "Machine", "messages"]
+__all__ = ["Geometry", "Machine"]

@@ -60,10 +60,10 @@ class Slm:
         self.size = size
         total = groups * size
         self.data = np.zeros(total, dtype=np.uint8)
-        self.w_thread = np.full(total, -1, dtype=np.int64)
-        self.w_sig = np.zeros(total, dtype=np.int64)
-        self.r_thread = np.full(total, -1, dtype=np.int64)   # -2: read by several threads
-        self.r_sig = np.zeros(total, dtype=np.int64)
+        self.w_thread = np.full(total, -1, dtype=np.int32)
+        self.w_sig = np.zeros(total, dtype=np.int32)
+        self.r_thread = np.full(total, -1, dtype=np.int32)   # -2: read by several threads
+        self.r_sig = np.zeros(total, dtype=np.int32)
 
     def flat(self, group: np.ndarray, addr: np.ndarray, nbytes: int) -> np.ndarray | None:
         a = addr.astype(np.int64)
@@ -71,34 +71,35 @@ class Slm:
             return None
         return (group * self.size)[..., None] + (a[..., None] + np.arange(nbytes))
 
+    @staticmethod
+    def _per_byte(idx: np.ndarray, *per_row: np.ndarray):
+        """``idx`` (rows of byte indices, one row per access) flattened, and each per-row array
+        repeated for the bytes of its row."""
+        k = idx.shape[-1]
+        return (idx.reshape(-1),) + tuple(np.repeat(a.astype(np.int32), k) for a in per_row)
+
     def read_race(self, idx: np.ndarray, thread: np.ndarray, sig: np.ndarray, passed: np.ndarray) -> bool:
-        """Record a read of ``idx`` (rows: threads) and whether it races with an earlier write."""
-        t = np.broadcast_to(thread.reshape((-1,) + (1,) * (idx.ndim - 1)), idx.shape)
-        w = self.w_thread[idx]
-        p = np.broadcast_to(passed.reshape(t.shape[:1] + (1,) * (idx.ndim - 1)), idx.shape)
-        race = bool(((w >= 0) & (w != t) & (self.w_sig[idx] >= p)).any())
-        s = np.broadcast_to(sig.reshape(t.shape[:1] + (1,) * (idx.ndim - 1)), idx.shape)
-        flat, tf = idx.reshape(-1), t.reshape(-1)
+        """Record a read of ``idx`` (one row per accessing thread) and whether it races with an
+        earlier write by another thread."""
+        flat, t, s, p = self._per_byte(idx, thread, sig, passed)
+        w = self.w_thread[flat]
+        race = bool(((w >= 0) & (w != t) & (self.w_sig[flat] >= p)).any())
         prev = self.r_thread[flat]
-        many = (prev == -2) | ((prev >= 0) & (prev != tf))
-        order = np.lexsort((tf, flat))
-        fs, ts = flat[order], tf[order]
-        multi = fs[1:][(fs[1:] == fs[:-1]) & (ts[1:] != ts[:-1])]   # bytes several threads read at once
-        shared = np.isin(flat, multi) if multi.size else np.zeros(flat.shape, dtype=bool)
-        self.r_thread[flat] = np.where(many | shared, -2, tf)
-        self.r_sig[flat] = np.maximum(self.r_sig[flat], s.reshape(-1))
+        many = (prev == -2) | ((prev >= 0) & (prev != t))
+        self.r_thread[flat] = t
+        many |= self.r_thread[flat] != t            # another thread of this access read it too
+        self.r_thread[flat[many]] = -2
+        self.r_sig[flat] = np.maximum(self.r_sig[flat], s)
         return race
 
     def write_race(self, idx: np.ndarray, thread: np.ndarray, sig: np.ndarray, passed: np.ndarray) -> bool:
         """Record a write of ``idx`` and whether it races with an earlier read or write by another thread."""
-        shape = (-1,) + (1,) * (idx.ndim - 1)
-        t = np.broadcast_to(thread.reshape(shape), idx.shape)
-        p = np.broadcast_to(passed.reshape(shape), idx.shape)
-        r = self.r_thread[idx]
-        w = self.w_thread[idx]
-        race = bool((((r == -2) | ((r >= 0) & (r != t))) & (self.r_sig[idx] >= p)).any()
-                    or ((w >= 0) & (w != t) & (self.w_sig[idx] >= p)).any())
-        self.w_thread[idx] = t
-        self.w_sig[idx] = np.broadcast_to(sig.reshape(shape), idx.shape)
-        self.r_thread[idx] = -1
+        flat, t, s, p = self._per_byte(idx, thread, sig, passed)
+        r = self.r_thread[flat]
+        w = self.w_thread[flat]
+        race = bool((((r == -2) | ((r >= 0) & (r != t))) & (self.r_sig[flat] >= p)).any()
+                    or ((w >= 0) & (w != t) & (self.w_sig[flat] >= p)).any())
+        self.w_thread[flat] = t
+        self.w_sig[flat] = s
+        self.r_thread[flat] = -1
         return race

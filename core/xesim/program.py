@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from functools import lru_cache
 
 from .errors import Unsupported
 
@@ -85,6 +86,7 @@ _SEND_REG = re.compile(r"^(r\d+|null)(?::(\d+))?$")
 _LABEL = re.compile(r"^(\w+):$")
 
 
+@lru_cache(maxsize=None)
 def _region(text: str | None, dst: bool, ternary_src2: bool, exec_size: int) -> tuple[int, int, int]:
     if text is None:
         return (1, 1, 0) if dst or exec_size > 1 else (0, 1, 0)

@@ -11,7 +11,9 @@ Payload layouts (what the descriptor's fields say, :mod:`.messages`):
   and ``d8u32`` move 16/8-bit memory elements through 32-bit slots, the
   loaded slots' upper bits being undefined (the simulator fills them with
   a pattern, so a program that reads them fails);
-- ``mlen``/``rlen`` and the ``src1`` length must match these sizes.
+- ``mlen``/``rlen`` and the ``src1`` length must match these sizes, a scattered
+  message's payloads being sized for at least 8 channels (fewer channels
+  still send a SIMD8 payload, as IGA's message decoder expects).
 
 A predicated message skips disabled channels (loads leave their registers
 as they were).
@@ -25,6 +27,7 @@ from .errors import Fault, Unsupported
 from .program import Instr
 
 UNDEFINED_HIGH = 0xA5A5
+MIN_PAYLOAD_LANES = 8   # a scattered payload covers at least SIMD8 (IGA: "Src0.Length: should be 2" for a64 SIMD4)
 
 
 def gateway(m, ins: Instr, rows) -> None:
@@ -65,14 +68,15 @@ def lsc(m, ins: Instr, rows) -> None:
     if d.transposed and ins.exec_size != 1:
         raise Fault(ins.line, ins.text, "a transposed LSC message must be SIMD1")
     abytes = d.addr_bytes
-    _expect(ins, "message length", d.mlen, _regs(n * abytes, rb))
+    width = 1 if d.transposed else max(n, MIN_PAYLOAD_LANES)
+    _expect(ins, "message length", d.mlen, _regs(width * abytes, rb))
     slot = d.reg_bytes
     if d.transposed:
         data_regs = _regs(d.vector * d.mem_bytes, rb)
         if d.mem_bytes != d.reg_bytes:
             raise Unsupported(ins.line, ins.text, f"transposed {d.name}")
     else:
-        data_regs = d.vector * _regs(n * slot, rb)
+        data_regs = d.vector * _regs(width * slot, rb)
     is_load = d.op == messages.LOAD
     is_atomic = d.op in (messages.ATOMIC_IADD, messages.ATOMIC_FADD)
     if is_load or (is_atomic and ins.dst.kind != "null"):
@@ -108,7 +112,7 @@ def _expect(ins: Instr, what: str, got: int, want: int) -> None:
         raise Fault(ins.line, ins.text, f"the descriptor's {what} is {got}; the payload needs {want}")
 
 
-def _flat(m, ins: Instr, r: np.ndarray, addr: np.ndarray, nbytes: int, write: bool) -> np.ndarray:
+def _flat(m, ins: Instr, r: np.ndarray, addr: np.ndarray, nbytes: int) -> np.ndarray:
     """Flat byte indices of ``nbytes`` at each address of threads ``r`` (addr: (k,) per access row)."""
     if ins.sub == "ugm":
         idx = m.memory.flat(addr, nbytes)
@@ -126,7 +130,7 @@ def _flat(m, ins: Instr, r: np.ndarray, addr: np.ndarray, nbytes: int, write: bo
 
 
 def _check_race(m, ins: Instr, r: np.ndarray, idx: np.ndarray, write: bool) -> None:
-    if ins.sub != "slm":
+    if ins.sub != "slm" or m.geo.group_size == 1:      # a thread alone in its group races with no one
         return
     fn = m.slm.write_race if write else m.slm.read_race
     if fn(idx, r, m.sig[r], m.passed[r]):
@@ -142,7 +146,7 @@ def _mem(m, ins: Instr):
 def _block(m, ins: Instr, d, r: np.ndarray, addr: np.ndarray, enabled: np.ndarray, is_load: bool) -> None:
     r, addr = r[enabled], addr[enabled]
     nbytes = d.vector * d.mem_bytes
-    idx = _flat(m, ins, r, addr, nbytes, not is_load)
+    idx = _flat(m, ins, r, addr, nbytes)
     _check_race(m, ins, r, idx, not is_load)
     rb = m.geo.reg_bytes
     mem = _mem(m, ins)
@@ -175,7 +179,7 @@ def _scattered(m, ins: Instr, d, r: np.ndarray, addr: np.ndarray, enabled: np.nd
     n = addr.shape[1]
     nbytes = d.vector * d.mem_bytes
     rows, chans = np.nonzero(enabled)
-    idx = _flat(m, ins, r[rows], addr[rows, chans], nbytes, not is_load)      # (k, nbytes)
+    idx = _flat(m, ins, r[rows], addr[rows, chans], nbytes)      # (k, nbytes)
     _check_race(m, ins, r[rows], idx, not is_load)
     mem = _mem(m, ins)
     reg = (ins.dst if is_load else ins.srcs[1]).reg
@@ -201,8 +205,7 @@ def _atomic(m, ins: Instr, d, r: np.ndarray, addr: np.ndarray, enabled: np.ndarr
         raise Unsupported(ins.line, ins.text, f"atomic {d.name}")
     n = addr.shape[1]
     rows, chans = np.nonzero(enabled)
-    idx = _flat(m, ins, r[rows], addr[rows, chans], 4, True)
-    _check_race(m, ins, r[rows], idx, True)
+    idx = _flat(m, ins, r[rows], addr[rows, chans], 4)      # atomics do not race with each other
     mem = _mem(m, ins)
     slots = _slots(m, ins, d, ins.srcs[1].reg, n)[0]                          # (n, 4)
     src = m.file[r[rows][:, None], slots[chans]]                              # (k, 4)

@@ -10,7 +10,6 @@ from __future__ import annotations
 import argparse
 import importlib
 import sys
-from importlib.metadata import PackageNotFoundError, version
 
 SUBCOMMANDS = (
     "ir_demo",
@@ -26,16 +25,30 @@ SUBCOMMANDS = (
 
 
 def kdd_version() -> str:
+    # importlib.metadata is imported here, not at start-up: it costs more than some commands.
+    from importlib.metadata import PackageNotFoundError, version
+
     try:
         return version("kdd")
     except PackageNotFoundError:  # running from a source tree without install
         return "0+unknown"
 
 
+class _VersionAction(argparse.Action):
+    """``--version``: prints kdd's version (looked up only when asked) and exits."""
+
+    def __init__(self, option_strings, dest=argparse.SUPPRESS, help="show the version and exit"):
+        super().__init__(option_strings, dest=dest, default=argparse.SUPPRESS, nargs=0, help=help)
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        print(f"kdd {kdd_version()}")
+        parser.exit()
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="kdd", description="kernel development daemon: compile, inspect and check GPU kernel configs")
-    parser.add_argument("--version", action="version", version=f"kdd {kdd_version()}")
+    parser.add_argument("--version", action=_VersionAction)
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name in SUBCOMMANDS:
         importlib.import_module(f"{__name__}.{name}").register(sub)

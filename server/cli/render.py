@@ -107,9 +107,11 @@ def check_text(result: dict) -> str:
     if "stages" in result:
         return render_bisect(result)
     if "error" in result:
-        what = "the assembled kernel failed in the simulator" if "asm" in result else \
-            "the kernel broke the IR semantics while running"
-        return f"FAIL {result['shape']}: {what}:\n{result['error']}\n"
+        if "asm" in result:
+            ir = (result["asm"].get("first_wrong") or {}).get("ir")
+            return f"FAIL {result['shape']}: the assembled kernel failed in the simulator:\n{result['error']}\n" + \
+                (f"  from IR: {ir}\n" if ir else "")
+        return f"FAIL {result['shape']}: the kernel broke the IR semantics while running:\n{result['error']}\n"
     rel = "nan" if result["rel_err"] is None else f"{result['rel_err']:.3g}"
     line = f"{'ok' if result['ok'] else 'FAIL'} {result['shape']}: rel_err {rel} (tol {result['tol']:g}), " \
            f"{result['ms']:.0f} ms"
@@ -120,9 +122,12 @@ def check_text(result: dict) -> str:
     sim = result.get("asm")
     if sim is not None:
         line += f"; simulated {sim['thread_instructions']} thread-instructions"
-        store = sim.get("first_wrong_store")
-        if store is not None:
-            line += f"\nfirst wrong store: {store['instruction']}"
-            if store.get("ir"):
-                line += f"\n  from IR: {store['ir']}"
+        line += _first_wrong(sim.get("first_wrong"))
     return line + "\n"
+
+
+def _first_wrong(wrong: dict | None) -> str:
+    if wrong is None:
+        return ""
+    out = f"\nfirst wrong {wrong['kind']}: {wrong['instruction']}"
+    return out + (f"\n  from IR: {wrong['ir']}" if wrong.get("ir") else "")

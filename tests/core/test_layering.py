@@ -14,3 +14,14 @@ def test_core_imports_no_adapter_package():
                 [node.module or ""] if isinstance(node, ast.ImportFrom) and node.level == 0 else []
             found += [f"{path.relative_to(CORE)}: {n}" for n in names if n.startswith(FORBIDDEN)]
     assert found == []
+
+
+def test_the_xe_simulator_imports_nothing_from_the_code_generator_it_checks():
+    found = []
+    for path in (CORE / "xesim").rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            names = [a.name for a in node.names] if isinstance(node, ast.Import) else \
+                [node.module or ""] if isinstance(node, ast.ImportFrom) and node.level == 0 else []
+            found += [f"{path.name}: {n}" for n in names if n.startswith("kdd.core.codegen")]
+    assert found == []
+    assert (CORE / "xesim" / "machine.py").exists()

@@ -105,9 +105,9 @@ def test_invalid_config_exits_2_with_diagnostics(tmp_path, capsys):
 
 def test_unbuildable_config_exits_2(tmp_path, capsys):
     path = tmp_path / "k.kernel.toml"
-    path.write_text(CONFIG.replace('tg = "oc2"', 'tg = "ic2"'))
+    path.write_text(CONFIG.replace('tg = "oc2"', 'tg = "g2"'))
     code, _, err = run(capsys, path)
-    assert code == 2 and "ic" in err
+    assert code == 2 and "'g', a batch dim" in err
 
 
 def test_bad_shape_and_unknown_emit_exit_2(config_file, capsys):

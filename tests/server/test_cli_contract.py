@@ -86,3 +86,16 @@ def test_the_shape_commands_op_choices_are_the_problem_ops():
     sub = build_parser()._subparsers._group_actions[0].choices["shape"]
     op = next(a for a in sub._actions if a.dest == "op")
     assert tuple(op.choices) == OPS
+
+
+def test_compiling_an_xe_kernel_imports_neither_numpy_nor_package_metadata():
+    # What start-up pays for: numpy serves layouts of sm_90 kernels and checks, package metadata
+    # serves --version; neither is imported to print an Xe kernel's passes.
+    probe = ("import sys, io, contextlib; from kdd.server.cli import main\n"
+             "with contextlib.redirect_stdout(io.StringIO()):\n"
+             f"    code = main(['compile', {str(EXAMPLES / 'resnet50_3x3.kernel.toml')!r}, '--emit', 'passes'])\n"
+             "print(code, sorted(m for m in ('numpy', 'importlib.metadata') if m in sys.modules))")
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120)
+    assert done.stdout.split() == ["0", "[]"], done.stderr
+    version = subprocess.run([KDD, "--version"], capture_output=True, text=True, timeout=60)
+    assert version.returncode == 0 and version.stdout.startswith("kdd ")

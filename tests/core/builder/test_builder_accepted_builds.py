@@ -61,7 +61,8 @@ def documents(draw):
         knobs.append(f'loop = "{k_dim}{draw(st.integers(1, 4))}"')
     if draw(st.booleans()):
         n_dim = "n" if op == "gemm" else ("oc" if prop != "bwd_d" else "ic")
-        knobs.append(f'tg = "{n_dim}{draw(st.sampled_from([1, 2]))}"')
+        tg_dim = draw(st.sampled_from([n_dim, n_dim, k_dim]))  # K dims: K slicing through SLM
+        knobs.append(f'tg = "{tg_dim}{draw(st.sampled_from([1, 2]))}"')
     ops = ", ".join(f'"{o}"' for o in post_ops)
     text = (f'[problem]\nop = "{op}"\nprop = "{prop}"\nshape = "{shape}"\ntypes = "{types}"\n'
             f'post_ops = [{ops}]\n[target]\nhw = "{hw}"\n[config]\n' + "\n".join(knobs) + "\n")

@@ -192,7 +192,6 @@ def test_every_statement_has_an_origin_naming_a_knob():
 
 
 @pytest.mark.parametrize("line, message", [
-    ("fma=mad simd=16 i=ow4oc16 T=ic2", "K dim"),
     ("fma=mad simd=16 i=ow4oc16 l=ow2", "loops run over K dims only"),
     ("fma=dpas simd=8 i=ow4oc16", "Xe instruction"),
 ])
@@ -230,3 +229,9 @@ def test_c_is_converted_into_memory_order_and_stored_with_block_messages():
     assert convert.ops.dst.name == "c_out" and not convert.func.dst_layout.is_equal(convert.func.src_layout)
     result = check_kernel(k)
     assert result.ok, result
+
+
+def test_k_slices_and_a_bias_gradient_are_refused_on_tg():
+    with pytest.raises(BuildError, match="bias gradient of bwd_w is not summed across them") as err:
+        build("mb4ic16ih6oc16oh6kh3ph1", prop="bwd_w", line="fma=mad simd=16 i=ic16oc16 T=mb2", post_ops="bias")
+    assert err.value.knob == "tg"

@@ -1,7 +1,8 @@
 """Hypothesis strategies for kernel-config values, shared by the config tests."""
 from hypothesis import strategies as st
 
-from kdd.core.config import Buffering, KernelConfig, Pipeline, Subtiles, Tile
+from kdd.core.config import Buffering, KernelConfig, Pipeline, Subtiles, Tile, WalkOrder
+from kdd.core.config.knobs import BWD_D_OPTIMIZE
 from kdd.core.problem import problem_from_text
 from kdd.core.targets import FMA_KINDS
 
@@ -14,7 +15,11 @@ tiles = st.lists(st.tuples(names, st.integers(1, 4096)), max_size=6, unique_by=l
 @st.composite
 def bufferings(draw, gmem: bool):
     a, b = draw(st.sampled_from([(True, True), (True, False), (False, True)]))
-    return Buffering(draw(st.integers(0, 3)), a, b, draw(st.integers(0, 2)) if gmem else 0)
+    return Buffering(draw(st.integers(0, 3)), a, b, draw(st.integers(0, 2)) if gmem else 0,
+                     draw(st.integers(-1, 3)) if gmem else -1)
+
+
+layouts = st.sampled_from(["any", "axb", "abx", "aBx16b", "ABx32a16b", "axcb", "aBx16b.axb", "a"])
 
 
 def optional(strategy):
@@ -30,6 +35,12 @@ configs = st.builds(
     slm=optional(bufferings(True)), prefetch=optional(bufferings(False)),
     pipeline=optional(st.builds(Pipeline, st.booleans(), st.booleans())),
     subtiles=optional(st.builds(Subtiles, st.integers(1, 8), st.integers(1, 8))),
+    global_reduction=optional(st.booleans()), pad_slm=optional(st.booleans()),
+    walk_order=optional(st.lists(st.lists(st.tuples(st.sampled_from(CONV_DIMS), st.integers(1, 64)), max_size=3)
+                                 .map(tuple), min_size=3, max_size=3).map(lambda axes: WalkOrder(tuple(axes)))),
+    bwd_d_optimize=optional(st.sampled_from(BWD_D_OPTIMIZE)),
+    src_layout=optional(layouts), wei_layout=optional(layouts), dst_layout=optional(layouts),
+    bia_layout=optional(layouts),
 )
 
 TYPES = ("f32", "f16", "bf16", "f16:f16:f32", "s8:s8:s32", "u8:s8:s32", "s8:s8:f32")

@@ -56,6 +56,14 @@ def test_slm_lines_and_overflow():
     assert "all:" in str(big) and "slm:" in str(big)
 
 
+def test_k_slices_widen_the_group_tile_and_add_partial_c_tiles():
+    # T=k4: four threads split each K block of 4*32; three of them park a 32x32 f32 C tile in SLM.
+    b = _budget("m4096n4096k4096", "i=m32n32k32 T=m2n2k4 s=x2", XEHPC)
+    assert str(b.line("slm_a")) == "slm_a: 64*128*2*2 = 32768"
+    assert str(b.line("slm_c")) == "slm_c: 3*4*32*32*4 = 49152"
+    assert b.tiling.k_slices == 4 and b.tiling.tg_grid == (2, 2, 4) and b.tiling.k_group == 4096
+
+
 def test_needs_a_complete_config():
     p = problem_from_text("m64n64k64")
     with pytest.raises(ValueError, match="unset: fma"):

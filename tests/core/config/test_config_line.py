@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kdd.core.config import (KNOBS, Buffering, ConfigError, KernelConfig, Pipeline, Subtiles, Tile,
+from kdd.core.config import (KNOBS, Buffering, ConfigError, KernelConfig, Pipeline, Subtiles, Tile, WalkOrder,
                              parse_config_line)
 from kdd_config_strategies import configs
 
@@ -20,13 +20,19 @@ def test_brief_example():
 
 def test_every_knob_by_short_and_long_name():
     c = parse_config_line("fma=dpasw simd=16 regs=256 l=kh3 T=oc4ow4 i=mb32oc32ic16 u=ic2 "
-                          "s=x3.g2.a p=x2.b P=ur S=a2")
+                          "s=x3.g2.v1.a p=x2.b P=ur S=a2 global-reduction=0 walk-order=oc4ow2,mb8, pad-slm=1 "
+                          "bwd-d-optimize=skip_strided_dh src=axb wei=axcb dst=aBx16b.axb bia=a")
     assert c.is_complete
     assert (c.fma, c.simd, c.regs) == ("dpasw", 16, 256)
-    assert c.slm == Buffering(3, a=True, b=False, gmem=2) and c.prefetch == Buffering(2, a=False, b=True)
+    assert c.slm == Buffering(3, a=True, b=False, gmem=2, sync=1) and c.prefetch == Buffering(2, a=False, b=True)
+    assert (c.global_reduction, c.pad_slm, c.bwd_d_optimize) == (False, True, "skip_strided_dh")
+    assert c.walk_order == WalkOrder(((("oc", 4), ("ow", 2)), (("mb", 8),), ()))
+    assert (c.src_layout, c.wei_layout, c.dst_layout, c.bia_layout) == ("axb", "axcb", "aBx16b.axb", "a")
     assert c.pipeline == Pipeline(True, True) and c.subtiles == Subtiles(2, 1)
     long = parse_config_line("fma=dpasw simd=16 regs=256 loop=kh3 tg=oc4ow4 iter=mb32oc32ic16 unroll=ic2 "
-                             "slm=x3.g2.a prefetch=x2.b pipeline=ur subtiles=a2")
+                             "slm=x3.g2.v1.a prefetch=x2.b pipeline=ur subtiles=a2 global_reduction=0 "
+                             "walk_order=oc4ow2,mb8, pad_slm=1 bwd_d_optimize=skip_strided_dh src_layout=axb "
+                             "wei_layout=axcb dst_layout=aBx16b.axb bia_layout=a")
     assert long == c
     assert parse_config_line("S=2").subtiles == Subtiles(1, 2)
 
@@ -44,6 +50,30 @@ def test_empty_values_where_they_mean_something():
     c = parse_config_line("u= P=")
     assert c.unroll == Tile() and c.pipeline == Pipeline()
     assert parse_config_line(c.line()) == c
+
+
+def test_a_line_as_onednn_prints_it_round_trips():
+    # oneDNN's "Configuration line:" prints every overridable knob that is not at its default.
+    printed = ("regs=256 simd=16 fma=dpas l=kh3kw3ic4 T=oc4ow4 i=mb32oc32ic16 P= p=x3 s=x3.g0.v1 src=axb "
+               "wei=axcb dst=axb bia=a global-reduction=0 walk-order=ow8oc2,mb4, S=b2 u=ic2")
+    c = parse_config_line(printed)
+    assert parse_config_line(c.line()) == c and c.pipeline == Pipeline() and c.subtiles == Subtiles(1, 2)
+
+
+@pytest.mark.parametrize("line,span,words", [
+    ("walk-order=oc4,mb2,g1,ow2", (21, 22), "has 4 axes"),
+    ("walk-order=oc4,m-2", (15, 16), "unexpected 'm'"),
+    ("pad-slm=yes", (8, 11), "expected 0 or 1"),
+    ("bwd-d-optimize=skip", (15, 19), "skip_strided_dh"),
+    ("src=ax-b", (4, 8), "expected a layout tag"),
+    ("s=x3.v9", (5, 7), "sync version once, 0..3"),
+    ("p=x3.v1", (5, 7), "unexpected 'v1'"),
+])
+def test_onednn_only_knob_errors_carry_spans(line, span, words):
+    with pytest.raises(ConfigError) as err:
+        parse_config_line(line)
+    assert (err.value.start, err.value.end) == span, err.value.message
+    assert words in err.value.message
 
 
 def test_x_is_the_empty_tile_and_prints_back():

@@ -34,19 +34,52 @@ def test_default_config_has_no_issues():
     ("regs=300", "sm_90", "f16", "regs", "allowed: 16..255"),
     ("i=mb32oc32ic16 T=oc8ow8", "xehpc", "f16", "tg", "thread group 8x8x1 = 64 threads; xehpc allows 32"),
     ("fma=dpasw i=mb16oc8ic16 T=oc1ow4", "xehpg", "f16", "tg", "X=1 must be even"),
-    ("i=mb12oc8ic16", "xehpg", "f16", "iter", "M=12 per thread, not a multiple of dpas's M=8"),
+    ("i=mb16oc12ic16", "xehpg", "f16", "iter", "N=12 per thread, not a multiple of dpas's N=8"),
+    ("i=mb12oc16ic16 S=a2", "xehpg", "f16", "iter", "M=12 per thread, not a multiple of dpas's M=8"),
     ("i=mb32oc8ic8", "xehpg", "f16", "iter", "K=8 per thread, not a multiple of dpas's K=16"),
     ("i=mb32oc8ic16 S=a2b2", "xehpg", "f16", "subtiles", "split A or B, not both"),
     ("i=mb32oc8ic16 S=b2", "xehpg", "f16", "subtiles", "not multiples of dpas's N=8"),
     ("i=mb32oc8ic16 T=oc4ow4 p=x2", "sm_90", "f16", "prefetch", "prefetch is an Xe knob"),
-    ("i=mb32oc8ic16 T=oc4kh2", "xehpg", "f16", "tg", "tg blocks 'kh', a K dim; tg blocks M and N dims only"),
+    ("i=mb32oc8ic16 T=oc4kh2 l=kh3", "xehpg", "f16", "loop", "loop runs 3 iterations of 2 'kh'"),
     ("i=mb32oc8ic16 l=ow2", "xehpg", "f16", "loop", "loop blocks 'ow', a M dim"),
     ("i=mb32oc8ic16 T=oc4ow4 u=ic3", "xehpg", "f16", "unroll", "unroll ic3 does not divide loop ic4"),
-    ("i= T=oc4ow4", "xehpg", "f16", "iter", "M=1 per thread, not a multiple"),
+    ("i= T=oc4ow4", "xehpg", "f16", "iter", "N=1 per thread, not a multiple"),
     ("i=mb64ow8oc8ic64 T=oc8ow8 s=x3", "xehpg", "f16", "slm", "SLM overflow: 1597440 > 65536 bytes per thread group (slm_a: 4096*64*2*3"),
 ])
 def test_errors(line, target, types, knob, words):
     _find(_issues(line, target, types=types), knob, words)
+
+
+def test_k_slices_with_a_bias_gradient_are_refused():
+    issues = _issues("fma=mad simd=16 i=ic16oc16 T=mb2", shape="mb4ic16ih6oc16oh6kh3ph1", types="f32", prop="bwd_w")
+    assert not [i for i in issues if i.severity == "error"]
+    p = problem_from_text("mb4ic16ih6oc16oh6kh3ph1", types="f32", prop="bwd_w", post_ops="bias")
+    t = TARGETS["xehpg"]
+    found = validate_config(p, resolve_config(p, t, parse_config_line("fma=mad simd=16 i=ic16oc16 T=mb2")), t)
+    _find(found, "tg", "bias gradient of bwd_w is not summed")
+
+
+def test_m_per_thread_is_padded_to_the_instruction():
+    issues = _issues("i=mb12oc8ic16")
+    _find(issues, "iter", "M=12 per thread, padded to 16 for dpas's M=8: 4 of 16 rows", "warning")
+    assert not [i for i in issues if i.severity == "error"]
+
+
+def test_knobs_read_from_onednn_lines():
+    p = problem_from_text(CONV, types="f16", tags={"src": "axb"})
+    t = TARGETS["xehpg"]
+
+    def issues(line):
+        return [i for i in validate_config(p, resolve_config(p, t, parse_config_line(line)), t) if i.knob != "regs"]
+    assert issues("src=acdb") == []  # acdb is axb for a 2D convolution
+    _find(issues("src=abx"), "src_layout", 'src=abx disagrees with [problem] src = "axb"')
+    _find(issues("dst=aBx16b"), "dst_layout", "kept but not generated", "warning")
+    _find(issues("l=ic2 global-reduction=0 s=x0"), "global_reduction", "loop leaves K to the kernel grid")
+    for line, knob in (("walk-order=oc4,mb2,", "walk_order"), ("pad-slm=1", "pad_slm"),
+                       ("bwd-d-optimize=skip_strided_dh", "bwd_d_optimize"), ("s=x3.g0.v1", "slm")):
+        found = issues(line)
+        _find(found, knob, "kept but not generated", "warning")
+        assert not [i for i in found if i.severity == "error"]
 
 
 def test_unknown_dims_suggest_the_closest():

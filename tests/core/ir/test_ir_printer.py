@@ -52,3 +52,22 @@ def test_line_map_points_at_the_statement_of_each_line():
     assert printed.nodes[1] is loop and printed.nodes[3] is loop
     assert printed.nodes[2] is store
     assert printed.lines_of(store) == [2]
+
+
+def test_reorders_and_eltwise_print_what_they_do():
+    """A printed reorder says how many elements it moves from which layout to which (type and CuTe
+    shape:stride); an element-wise op its count and parameters: the IR text stands on its own."""
+    from kdd.core.ir.funcs import Eltwise, Reduce, Reorder
+    from kdd.core.ir.types import f16
+    from kdd.core.layout.layout import Layout
+
+    src = Layout.dense(f16, (16, 32), [(0, 16), (1, 32)])
+    dst = Layout.dense(f32, (16, 32), [(1, 2), (0, 16), (1, 16)])
+    a, b = var("a"), var("b")
+    text = print_ir(FuncCall.make(Reorder(src, dst), [a, 0, b, 0])).text
+    assert text.strip() == "reorder[512 f16 (16,32):(32,1) -> f32 (16,(16,2)):(16,(1,256))](a, 0, b, 0)"
+    one = Layout.dense(f32, (1, 32), [(1, 32)])
+    assert "reduce[512 f16 (16,32):(32,1) -> f32 (1,32):(0,1) over 0]" in print_ir(
+        FuncCall.make(Reduce(src, one, (0,)), [a, 0, b, 0])).text
+    assert "eltwise.swish[64, alpha=1, beta=0](a, 0)" in print_ir(
+        FuncCall.make(Eltwise("swish", 64, alpha=1.0), [a, 0])).text

@@ -1,6 +1,6 @@
 """Visitor and mutator: traversal order, identity preservation, scopes."""
-from kdd.core.ir import (IRMutator, IRVisitor, Let, Op, Store, count_nodes, free_vars, seq,
-                         substitute, var, walk)
+from kdd.core.ir import (IRMutator, IRVisitor, Let, Load, Op, Store, const, count_nodes, free_vars,
+                         seq, substitute, var, walk)
 from kdd.core.ir.expr import Binary
 from kdd.core.ir.types import s32
 from kdd.core.ir.visitor import post_order
@@ -64,6 +64,30 @@ def test_mutator_rebuilds_only_the_changed_path():
     out = MulToAdd().mutate(e)
     assert out == (a + b) - (b + c)
     assert out.a is left  # untouched subtree is shared, not copied
+
+
+def test_statement_and_expression_hooks_both_rewrite_under_large_expressions():
+    a, buf = var("a"), var("buf", s32)
+    deep = a
+    for i in range(200):  # an expression larger than the mutator's small-subtree size
+        deep = deep * 3 + i
+    load = Load.make(s32, buf, 4)
+    tree = seq(Let.make(var("x"), deep, Store.make(buf, deep, load + 1)), Store.make(buf, 8, a))
+
+    class Restride(IRMutator):  # statements only: every expression comes back as it was
+        def mutate_Store(self, old, new):
+            return Store.make(new.buf, new.offset, new.value, stride=8)
+
+    class Reload(IRMutator):  # an expression hook: loads deep inside statements are reached
+        def pre_Load(self, node):
+            return Load.make(s32, node.buf, node.offset + 4)
+
+    out = Restride().mutate(tree)
+    assert [s.stride for s in (out.stmts[0].body, out.stmts[1])] == [8, 8]
+    assert out.stmts[0].value is deep and out.stmts[0].body.offset is deep
+    out = Reload().mutate(tree)
+    assert out.stmts[0].body.value.a == Load.make(s32, buf, const(4) + 4)
+    assert out.stmts[0].value is deep and out.stmts[1] is tree.stmts[1]
 
 
 def test_substitute_and_free_vars():

@@ -108,3 +108,39 @@ def test_a_pass_that_raises_is_named_in_a_pass_error():
     with pytest.raises(PassError) as info:
         pipeline.run(var("a") + 1)
     assert info.value.name == "boom" and "pass 'boom' failed: KeyError" in str(info.value)
+
+
+def test_a_pass_is_handed_only_the_options_it_declares():
+    from kdd.core.passes.options import PassOptions, UndeclaredOption
+    from kdd.core.targets import XEHPG
+
+    seen = {}
+
+    def reads_regs(ir, options):
+        seen["regs"] = options["regs"]
+        return ir
+
+    def sneaks(ir, options):
+        return ir if options.get("regs") else ir
+
+    options = PassOptions(target=XEHPG, regs=128)
+    Pipeline((Pass("ok", reads_regs, reads=("regs",)),)).run(kernel(), options)
+    assert seen == {"regs": 128}
+    with pytest.raises(PassError) as err:
+        Pipeline((Pass("sneaks", sneaks, reads=("target",)),)).run(kernel(), options)
+    assert isinstance(err.value.__cause__, UndeclaredOption) and "'regs'" in str(err.value)
+
+
+def test_typed_options_hold_the_target_and_key_it_by_name():
+    from kdd.core.passes.options import PassOptions
+    from kdd.core.targets import XEHPC, XEHPG
+
+    a, b = PassOptions(target=XEHPG, regs=128), PassOptions(target=XEHPC, regs=128)
+    assert a["reg_bytes"] == 32 and b["reg_bytes"] == 64 and a["target"] is XEHPG
+    assert a.key(("target", "regs")) == (("target", "xehpg"), ("regs", 128))
+    p = Pass("p", lambda ir, options: ir, reads=("target",))
+    assert p.key(kernel(), a) != p.key(kernel(), b)
+    q = Pass("q", lambda ir, options: ir, reads=("regs",))
+    assert q.key(kernel(), a) == q.key(kernel(), b)  # what a pass does not read cannot tell them apart
+    with pytest.raises(AttributeError):
+        a.regs = 256  # frozen

@@ -55,3 +55,14 @@ def test_the_shipped_table_reads_whole():
         assert config.iter and config.iter != Tile()
         for v in e.variants():
             assert v.problem.prop == e.prop
+
+
+def test_the_document_of_a_variant_reads_back_as_that_problem_and_line():
+    from kdd.core.spec import load_spec
+
+    e = LookupEntry.parse("xehpc dpas fwd x16:x16:any mb32b ic64ih56oc64oh56kh3ph1 simd=16 l=ic2kh3kw3 T=ic2ow4 "
+                          "i=mb32oc32ic16 bufs=3")
+    v = e.variants()[1]
+    spec, _ = load_spec(e.document(v))
+    assert spec.problem == v.problem and spec.target.name == "xehpc"
+    assert spec.user_config == parse_config_line("fma=dpas " + e.line)

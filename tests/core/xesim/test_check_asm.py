@@ -6,6 +6,7 @@ import shutil
 from pathlib import Path
 
 import pytest
+from protocol_schemas import validator
 
 from kdd.core.engine import Engine
 from kdd.core.engine.engine import Source
@@ -82,7 +83,7 @@ def test_examples_pass_in_the_simulator(name, target):
     ("int8", "xehpg", swap_dpas_operands),
     ("int8", "xehpg", off_by_one_offset),
     ("resnet50_strided", "xehpg", wrong_region),
-    ("tails", "xehpg", drop_barrier_waits),
+    ("resnet50_3x3", "xehpg", drop_barrier_waits),
     ("int8", "xehpg", wrong_repeat_count),
 ])
 def test_wrong_generator_output_fails(name, target, mutate):
@@ -102,11 +103,13 @@ def test_bisect_says_ir_right_assembly_wrong_and_names_the_ir_node(monkeypatch):
     text = (EXAMPLES / "int8.kernel.toml").read_text()
     out = engine.check(Source(text, str(EXAMPLES / "int8.kernel.toml")), bisect_passes=True, asm=True)
     assert out["first_bad"] == "assembly"
+    validator("check.schema.json").validate(out)
     assert out["stages"][-1]["name"] == "assembly" and not out["stages"][-1]["ok"]
     assert all(stage["ok"] for stage in out["stages"][:-1])
     assembly = out["assembly"]
     assert assembly["verdict"] == "IR right, assembly wrong"
-    store = assembly["first_wrong_store"]
+    store = assembly["first_wrong"]
+    assert store["kind"] == "store"
     assert "send.ugm" in store["instruction"] and store["ir"].startswith("send.store")
 
 
@@ -117,5 +120,24 @@ def test_check_asm_matches_the_interpreter_checks_json_shape():
     assert asm["ok"] and ir["ok"]
     assert set(ir) <= set(asm) and set(asm) - set(ir) == {"asm"}
     assert asm["shape"] == ir["shape"] and asm["tol"] == ir["tol"]
+    validator("check.schema.json").validate(asm)
     refused = engine.check(source, target="sm_90", asm=True)
     assert not refused["ok"] and refused["failure"]["code"] == "bad-target"
+
+
+def test_a_fault_names_the_instruction_and_its_ir_node(monkeypatch):
+    """A load from a register holding no address (the thread header) faults; the check names it."""
+    real = Engine.assembly
+
+    def mutated(self, r, sources):
+        listing = real(self, r, sources)
+        lines = _first(listing["asm"].splitlines(), r"load\.ugm\.d32x8t\.a64", lambda line: re.sub(r"\[r\d+:1\]", "[r0:1]", line))
+        return {**listing, "asm": "\n".join(lines) + "\n"}
+    monkeypatch.setattr(Engine, "assembly", mutated)
+    out = Engine().check(Source((EXAMPLES / "int8.kernel.toml").read_text(), str(EXAMPLES / "int8.kernel.toml")),
+                         asm=True)
+    wrong = out["asm"]["first_wrong"]
+    assert not out["ok"] and "outside every buffer" in out["error"]
+    validator("check.schema.json").validate(out)
+    assert wrong["kind"] == "fault" and "send.ugm" in wrong["instruction"]
+    assert wrong["ir"].startswith("send.load.block.global")

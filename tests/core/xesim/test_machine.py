@@ -141,3 +141,17 @@ def test_barriers_order_slm_and_a_missing_one_is_a_race_or_a_hang():
     skip = ["(W) cmp (1|M0) (eq)f0.0 null<1>:d r1.0<0;1,0>:d 1:d", "(W&f0.0) jmpi L_END"]
     with pytest.raises(Fault, match="barrier never completes"):
         run(header + skip + [signal, wait, "L_END:"], setup, threads=2)
+
+
+def test_atomic_fadd_adds_every_threads_lanes_and_marks_the_bytes_written():
+    from kdd.core.xesim.memory import base
+
+    buf = np.zeros(32, dtype=np.uint8)
+    buf.view(np.float32)[:] = 0.5
+
+    def setup(m):
+        m.views["uq"][:, 8:16] = np.uint64(base(0)) + np.arange(8, dtype=np.uint64) * np.uint64(4)   # r2, r3
+        m.views["f"][:, 32:40] = (np.arange(2)[:, None] + 1) * np.arange(8)                          # r4
+    m = run(["(W) send.ugm (8|M0) null r2 r4:1 0x0 0x04000593"], setup, threads=2, buffers=[buf])
+    assert m.memory.buffer(0).view(np.float32).tolist() == [0.5 + 3 * i for i in range(8)]
+    assert m.memory.written.all()
