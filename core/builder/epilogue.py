@@ -25,7 +25,7 @@ from kdd.core.problem.post_ops import Bias, Binary, Eltwise, Scale, Sum
 
 from .elementwise import convert, elementwise
 from .errors import BuildError
-from .loads import MessageRules, memory_ordered, transfer
+from .loads import MessageRules, memory_ordered, plan_messages, transfer
 from .names import Names
 from .origin import Origin
 from .tile import RegTensor, TileAccess
@@ -94,7 +94,8 @@ class Epilogue:
             # The conversion is a reorder anyway: into the memory order where that gives block stores.
             out = self._buffer("c_out", ctx.dst_type)
             ordered = memory_ordered(ctx.access, out, ctx.rules, out.buf) if ctx.reorder_for_blocks else None
-            if ordered is not None:
+            if ordered is not None and plan_messages(ctx.access, ordered, ctx.rules).count < \
+                    plan_messages(ctx.access, out, ctx.rules).count:
                 out = ordered
                 self._allocs[-1] = (out, self._allocs[-1][1])
             steps.append(_convert(work, out))

@@ -25,7 +25,7 @@ import math
 from dataclasses import dataclass
 
 from kdd.core.ir.expr import Broadcast, BoolImm, Expr, Var
-from kdd.core.ir.funcs import Send, SendKind, SendOp
+from kdd.core.ir.funcs import Send, SendKind, SendOp, always_enabled
 from kdd.core.ir.stmt import For, FuncCall, If, Let, Stmt, seq
 from kdd.core.ir.types import u32
 from kdd.core.ir.visitor import free_vars, substitute
@@ -103,17 +103,13 @@ def contiguous_role(view: View, roles) -> int:
 
 def memory_ordered(access: TileAccess, reg: RegTensor, rules: MessageRules, buf: Var) -> RegTensor | None:
     """``reg``'s matrix in ``buf``, row-major with the memory-contiguous matrix dim innermost, when
-    that moves the tile in block messages where ``reg``'s own layout needs scattered ones or more
-    messages (then a reorder pays)."""
+    that layout differs from ``reg``'s and moves the tile in block messages (None otherwise)."""
     order = (0, 1, 2) if contiguous_role(access.view, access.roles) == 2 else (0, 2, 1)
     layout = row_major(reg.dtype, reg.layout.dims, order)
     if layout.is_equal(reg.layout):
         return None
     candidate = RegTensor(buf, layout, 0, reg.roles)
-    plan, own = plan_messages(access, candidate, rules), plan_messages(access, reg, rules)
-    if plan.kind is not SendKind.BLOCK or (own.kind is SendKind.BLOCK and plan.count >= own.count):
-        return None
-    return candidate
+    return candidate if plan_messages(access, candidate, rules).kind is SendKind.BLOCK else None
 
 
 def _contiguous_run(access: TileAccess, reg: RegTensor) -> int:
@@ -224,14 +220,10 @@ def transfer(op: SendOp, access: TileAccess, reg: RegTensor, rules: MessageRules
         body = If.make(r.lt(plan.count), body, origin=origin)
     if rounds > 1:
         body = For.make(j, 0, rounds, body, origin=origin)
-    if op is SendOp.LOAD and not _always(mask):
+    if op is SendOp.LOAD and not always_enabled(mask):
         dst = reg if staging is None else RegTensor(staging, row_major(reg.dtype, (1, 1, rounds * plan.elems)))
         body = seq(zero_fill(dst, rules.simd, names, origin), body)
     return body
-
-
-def _always(mask: Expr) -> bool:
-    return isinstance(mask, BoolImm) and mask.value or isinstance(mask, Broadcast) and _always(mask.a)
 
 
 def zero_fill(reg: RegTensor, lanes: int, names: Names, origin: Origin) -> Stmt:

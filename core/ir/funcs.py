@@ -12,6 +12,7 @@ from collections import namedtuple
 from dataclasses import dataclass
 from enum import Enum
 
+from .expr import Broadcast, BoolImm
 from .types import Type, f32
 
 
@@ -113,6 +114,13 @@ class Send(Func):
 
     def __str__(self) -> str:
         return f"send.{self.op.value}.{self.kind.value}.{self.space}.{self.type}x{self.elems}"
+
+
+def always_enabled(mask) -> bool:
+    """Whether a send's ``mask`` is true for every element (``true`` or a broadcast of it)."""
+    while isinstance(mask, Broadcast):
+        mask = mask.a
+    return isinstance(mask, BoolImm) and mask.value
 
 
 # -- multiply-accumulate -------------------------------------------------------------------

@@ -21,8 +21,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from kdd.core.ir.expr import BoolImm, Broadcast, IntImm, Load, Var
-from kdd.core.ir.funcs import Dp4a, Dpas, Eltwise, Mad, Reduce, Reorder, Send, SendOp
+from kdd.core.ir.expr import IntImm, Load, Var
+from kdd.core.ir.funcs import Dp4a, Dpas, Eltwise, Mad, Reduce, Reorder, Send, SendOp, always_enabled
 from kdd.core.ir.stmt import Alloc, For, FuncCall, Group, If, Let, MemKind, Seq, Store
 
 
@@ -67,13 +67,6 @@ def _const(e):
     return e.value if isinstance(e, IntImm) else None
 
 
-def _always(mask) -> bool:
-    """Whether a send's mask is true in every lane (a constant)."""
-    if isinstance(mask, Broadcast):
-        mask = mask.a
-    return isinstance(mask, BoolImm) and bool(mask.value)
-
-
 def call_buffers(call: FuncCall) -> tuple[list[tuple], list]:
     """``([(buffer name, 'r'|'w', written byte range or None), ...], value expressions read)`` of one
     function call. A write's range is given where it is known exactly (reads count as whole-buffer)."""
@@ -82,8 +75,9 @@ def call_buffers(call: FuncCall) -> tuple[list[tuple], list]:
         values = [a.mem_offset, a.reg_offset, a.mask]
         if f.op is SendOp.LOAD:
             off = _const(a.reg_offset)
-            # A masked load leaves its masked-off lanes as they were: it kills nothing written before.
-            rng = None if off is None or not _always(a.mask) else (off, off + f.elems * f.type.size)
+            rng = None if off is None else (off, off + f.elems * f.type.size)
+            if not always_enabled(a.mask):  # masked-off elements keep the destination's bytes: it is read too
+                return [(a.reg.name, "r", None), (a.reg.name, "w", rng)], values
             return [(a.reg.name, "w", rng)], values
         return [(a.reg.name, "r", None)], values
     if isinstance(f, (Dpas, Mad, Dp4a)):

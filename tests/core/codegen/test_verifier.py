@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import copy
-import re
 
 from kdd.core.codegen import generate_asm
 from kdd.core.codegen.xe.verify import access, verify
@@ -49,26 +48,18 @@ def test_access_of_regions_and_messages():
     assert kind == "store" and reads == set(range(128, 192)) | set(range(192, 256))
 
 
-def _label_at(allocs: list[dict], reg: int, line: int, rb: int) -> str | None:
-    """The label of the value that owns register ``reg`` at ``line`` (None: no value)."""
-    return next((a["label"] for a in allocs if a["first_line"] <= line <= a["last_line"]
-                 and a["start"] <= reg * rb < a["start"] + a["bytes"]), None)
-
-
 def test_a_message_reading_past_its_value_is_found():
-    """A block load widened past the end of the value it fills writes a register another value (or
-    none) owns there."""
     out = copy.deepcopy(_listing())
-    rb, allocs = out["registers"]["reg_bytes"], out["registers"]["allocations"]
+    rb = out["registers"]["reg_bytes"]
+    allocs = [a for a in out["registers"]["allocations"] if a["bytes"] >= rb]
     for i, ln in enumerate(out["lines"]):
-        found = re.match(r"\(W\) load\.slm\.d32x(\d+)t\.a32 \(1\|M0\) r(\d+):(\d+) ", ln["text"])
-        if found:
-            first, regs = int(found[2]), int(found[3])
-            if _label_at(allocs, first + regs, i, rb) != _label_at(allocs, first, i, rb):
-                break
+        text = ln["text"]
+        # a one-register block load into the last register of the value live there
+        if text.startswith("(W) load.slm.d32x8t") and any(
+                (a["start"] + a["bytes"]) // rb - 1 == int(text.split()[3][1:].split(":")[0])
+                and a["first_line"] <= i + 1 <= a["last_line"] for a in allocs):
+            break
     else:
         raise AssertionError("no block load into the last register of a value")
-    width = int(found[1])
-    out["lines"][i]["text"] = ln["text"].replace(f"d32x{width}t", f"d32x{2 * width}t").replace(
-        f":{regs} [", f":{2 * regs} [")
+    out["lines"][i]["text"] = text.replace("d32x8t", "d32x16t").replace(":1 [", ":2 [")
     assert any(f"line {i + 1}:" in p for p in verify(out))
