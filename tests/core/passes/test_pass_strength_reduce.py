@@ -246,10 +246,3 @@ def test_the_pass_reduces_the_reduction_loop_arithmetic_of_shipped_examples(name
     reduced = trace.after("strength-reduce")
     assert reduce_strength(reduced, {"reg_bytes": kernel.reg_bytes}) is reduced
 
-
-def test_a_kernel_without_free_registers_gets_no_induction_register():
-    # resnet50_3x3 (128 GRFs) holds 112 GRFs of buffers at this point and the target reserves 16:
-    # the pass has nothing to spend.
-    kernel = example_kernel("resnet50_3x3")
-    trace = run_pipeline(kernel)
-    assert not trace.entries[[e.name for e in trace.entries].index("strength-reduce")].changed
