@@ -222,12 +222,7 @@ def run(args) -> int:
         if r:
             summary[group] = {"kernels": len(r), "geomean_vs_torch": math.exp(sum(map(math.log, r)) / len(r))}
     out = {"bench": "gpu_resnet50", "summary": summary, "rows": rows}
-    path = Path(args.json)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(out, indent=1, default=str))
-    print(json.dumps(summary, indent=1))
-    print(f"wrote {path}")
-    return 0
+    return write_results(args.json, out, summary)
 
 
 def main() -> int:
@@ -244,6 +239,16 @@ def main() -> int:
     r.add_argument("--json", default=str(ROOT / "bench" / "results" / "gpu_resnet50.json"))
     args = ap.parse_args()
     return prepare(args) if args.cmd == "prepare" else run(args)
+
+
+def write_results(json_path: str, out: dict, summary: dict) -> int:
+    """Writes ``out`` as JSON to ``json_path``, prints ``summary`` and where it went (exit code 0)."""
+    path = Path(json_path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(out, indent=1, default=str))
+    print(json.dumps(summary, indent=1))
+    print(f"wrote {path}")
+    return 0
 
 
 if __name__ == "__main__":

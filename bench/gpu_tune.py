@@ -162,12 +162,7 @@ def run(args, rows: list[dict] | None = None) -> int:
         _print(table[-1])
     summary = _summary(table)
     out = {"bench": "gpu_tune", "summary": summary, "layers": table, "candidates": rows}
-    path = Path(args.json)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(out, indent=1, default=str))
-    print(json.dumps(summary, indent=1))
-    print(f"wrote {path}")
-    return 0
+    return base.write_results(args.json, out, summary)
 
 
 def _entry(name: str, cands: list[dict], torch_us: float) -> dict:

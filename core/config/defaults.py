@@ -71,9 +71,17 @@ def resolve_config(problem, target: Target, user: KernelConfig | None = None) ->
     plan = _Plan.make(problem, target, user or KernelConfig())
     if user is not None and user.iter is not None:
         return plan.complete(user.iter)
+    ranked = ranked_tiles(plan, problem, target)
+    if not ranked:  # nothing fits: the smallest tile, and validation reports the overflow
+        return plan.complete(plan.iter_candidates()[-1])
+    return ranked[0][1]
+
+
+def ranked_tiles(plan: _Plan, problem, target: Target) -> list[tuple[tuple, KernelConfig, object]]:
+    """``(score, complete config, tile)`` of every per-thread tile within the budget estimate, best
+    first by rule 4's score (ties in candidate order)."""
     scored = []
-    candidates = plan.iter_candidates()
-    for tile in filter(plan.may_fit, candidates):
+    for tile in filter(plan.may_fit, plan.iter_candidates()):
         cfg = plan.complete(tile)
         budget = estimate_budget(problem, cfg, target)
         if budget.issues():
@@ -82,10 +90,9 @@ def resolve_config(problem, target: Target, user: KernelConfig | None = None) ->
         eff = t.efficiency
         score = (min(t.groups, target.device.cores // 2), t.m_group * t.n_group * eff,
                  t.m_thread * t.n_thread * eff, t.k_iter * eff)
-        scored.append((score, cfg))
-    if not scored:  # nothing fits: the smallest tile, and validation reports the overflow
-        return plan.complete(candidates[-1])
-    return max(scored, key=lambda item: item[0])[1]
+        scored.append((score, cfg, tile))
+    scored.sort(key=lambda item: item[0], reverse=True)
+    return scored
 
 
 def pick_fma(target: Target, ops: Operands) -> str:

@@ -13,7 +13,7 @@ from dataclasses import replace
 from kdd.core.targets import Target
 
 from .budget import estimate_budget
-from .defaults import GROUP_SHAPE, _Plan
+from .defaults import GROUP_SHAPE, _Plan, ranked_tiles
 from .kernel_config import KernelConfig
 from .values import Buffering
 
@@ -23,17 +23,7 @@ def search_space(problem, target: Target, tiles: int = 3) -> list[KernelConfig]:
     with the default and the two doubled group shapes; the best tile also with one SLM buffer less.
     The heuristic's own default comes first."""
     plan = _Plan.make(problem, target, KernelConfig())
-    scored = []
-    for tile in filter(plan.may_fit, plan.iter_candidates()):
-        cfg = plan.complete(tile)
-        budget = estimate_budget(problem, cfg, target)
-        if budget.issues():
-            continue
-        t = budget.tiling
-        eff = t.efficiency
-        scored.append(((min(t.groups, target.device.cores // 2), t.m_group * t.n_group * eff,
-                        t.m_thread * t.n_thread * eff, t.k_iter * eff), tile))
-    scored.sort(key=lambda item: item[0], reverse=True)
+    scored = [(score, tile) for score, _, tile in ranked_tiles(plan, problem, target)]
     x, y = GROUP_SHAPE[target.isa]
     out: list[KernelConfig] = []
     seen: set[str] = set()
