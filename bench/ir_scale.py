@@ -3,8 +3,10 @@
 Builds a fully-unrolled-kernel-sized statement tree (about 10^5 nodes: a
 deep let chain of address arithmetic feeding many stores), then times
 structural hashing (a rebuild, since hashes are computed at construction),
-equality, printing, an identity mutation, node counting and simplification,
-each the best of ``--repeat`` runs (the machine is shared: the best run is the
+equality, printing, an identity mutation (a mutator without hooks: it walks
+the statements only, since nothing under an expression can change), a
+substitution that matches nowhere (a hook on every node: the mutator's cost
+per node), node counting and simplification, each the best of ``--repeat`` runs (the machine is shared: the best run is the
 one least disturbed). Prints a table and writes JSON to
 bench/results/ir_scale.json. No asserts on time.
 
@@ -18,7 +20,7 @@ import platform
 import time
 from pathlib import Path
 
-from kdd.core.ir import IRMutator, Let, Store, count_nodes, print_ir, seq, var
+from kdd.core.ir import IRMutator, Let, Store, count_nodes, print_ir, seq, substitute, var
 from kdd.core.ir.simplify import simplify
 from kdd.core.ir.types import s32
 
@@ -62,16 +64,19 @@ def main() -> int:
     _, eq_ms = timed(lambda: tree.is_equal(twin), r)
     printed, print_ms = timed(lambda: print_ir(tree), r)
     _, mutate_ms = timed(lambda: IRMutator().mutate(tree), r)
+    nowhere = {var("nowhere"): var("elsewhere")}
+    _, substitute_ms = timed(lambda: substitute(tree, nowhere), r)
     simplified, simplify_ms = timed(lambda: simplify(tree), r)
     rows = [
         ("build + hash", build_ms), ("count nodes", count_ms), ("is_equal (twin)", eq_ms),
-        ("print", print_ms), ("identity mutate", mutate_ms), ("simplify", simplify_ms),
+        ("print", print_ms), ("identity mutate", mutate_ms), ("substitute (no match)", substitute_ms),
+        ("simplify", simplify_ms),
     ]
     print(f"IR scale benchmark: {nodes} nodes, let depth {args.lets}, {len(printed.lines)} printed lines, "
           f"best of {r}")
-    print(f"{'step':<18} {'ms':>10} {'ns/node':>10}")
+    print(f"{'step':<22} {'ms':>10} {'ns/node':>10}")
     for name, ms in rows:
-        print(f"{name:<18} {ms:10.1f} {ms * 1e6 / nodes:10.0f}")
+        print(f"{name:<22} {ms:10.1f} {ms * 1e6 / nodes:10.0f}")
     print(f"simplified: {count_nodes(simplified)} nodes")
     out = {"nodes": nodes, "let_depth": args.lets, "python": platform.python_version(),
            "machine": platform.machine(), "repeat": r, "ms": dict(rows),
