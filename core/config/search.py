@@ -23,7 +23,6 @@ def search_space(problem, target: Target, tiles: int = 3) -> list[KernelConfig]:
     with the default and the two doubled group shapes; the best tile also with one SLM buffer less.
     The heuristic's own default comes first."""
     plan = _Plan.make(problem, target, KernelConfig())
-    scored = [(score, tile) for score, _, tile in ranked_tiles(plan, problem, target)]
     x, y = GROUP_SHAPE[target.isa]
     out: list[KernelConfig] = []
     seen: set[str] = set()
@@ -34,8 +33,7 @@ def search_space(problem, target: Target, tiles: int = 3) -> list[KernelConfig]:
             seen.add(line)
             out.append(cfg)
 
-    for rank, (_, tile) in enumerate(scored[:tiles]):
-        base = plan.complete(tile)
+    for rank, (_, base, tile) in enumerate(ranked_tiles(plan, problem, target)[:tiles]):
         for shape in ((x, y), (2 * x, y), (x, 2 * y)):
             tg = plan._group(tile, base.loop, shape)
             cfg = replace(base, tg=tg, slm=plan._slm(replace(base, tg=tg)))

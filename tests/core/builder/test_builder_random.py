@@ -57,20 +57,29 @@ def configs(draw, p):
                         slm=Buffering(slm, *ab), subtiles=sub)
 
 
+@st.composite
+def problems(draw, types: list[str], tagged: bool = True):
+    """A random problem: a shape, a prop of its op, types from ``types``, and random layout tags
+    (``tagged``) or ``any``."""
+    shape = draw(shapes())
+    op_is_gemm = isinstance(shape, GemmShape)
+    prop = "fwd" if op_is_gemm else draw(st.sampled_from(["fwd", "bwd_d", "bwd_w"]))
+    dtypes = draw(st.sampled_from(types))
+    tags = {t: "any" for t in ("src", "wei", "dst")}
+    if tagged:
+        tags = {t: draw(st.sampled_from(("any", "ab", "ba") if op_is_gemm else ("any", "axb", "abx", "aBx16b")))
+                for t in tags}
+        if op_is_gemm and shape.batch:
+            tags = {t: "abc" if tag == "ab" else ("acb" if tag == "ba" else tag) for t, tag in tags.items()}
+    return problem(shape, prop, dtypes, tags)
+
+
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.filter_too_much,
                                                                   HealthCheck.too_slow])
 @given(st.data())
 def test_random_configs_pass_the_check(data):
-    shape = data.draw(shapes())
-    op_is_gemm = isinstance(shape, GemmShape)
-    prop = "fwd" if op_is_gemm else data.draw(st.sampled_from(["fwd", "bwd_d", "bwd_w"]))
-    types = data.draw(st.sampled_from(["f32", "f16", "s8", "bf16", "f16:f16:f32", "s8:s8:s32", "bf16:f32:bf16"]))
+    p = data.draw(problems(["f32", "f16", "s8", "bf16", "f16:f16:f32", "s8:s8:s32", "bf16:f32:bf16"]))
     target = data.draw(st.sampled_from(["xehpg", "xehpc", "sm_90"]))
-    tags = {t: data.draw(st.sampled_from(("any", "ab", "ba") if op_is_gemm else ("any", "axb", "abx", "aBx16b")))
-            for t in ("src", "wei", "dst")}
-    if op_is_gemm and shape.batch:
-        tags = {t: "abc" if tag == "ab" else ("acb" if tag == "ba" else tag) for t, tag in tags.items()}
-    p = problem(shape, prop, types, tags)
     assert_checks_if_built(p, data.draw(configs(p)), target)
 
 
@@ -82,12 +91,8 @@ def test_random_configs_verify_after_every_pass(data):
     from kdd.core.passes.kernel_pipeline import run_pipeline
     from kdd.core.passes.verify import verify_problems_text, verify_trace
 
-    shape = data.draw(shapes())
-    op_is_gemm = isinstance(shape, GemmShape)
-    prop = "fwd" if op_is_gemm else data.draw(st.sampled_from(["fwd", "bwd_d", "bwd_w"]))
-    types = data.draw(st.sampled_from(["f32", "f16", "s8", "f16:f16:f32", "bf16:f32:bf16"]))
+    p = data.draw(problems(["f32", "f16", "s8", "f16:f16:f32", "bf16:f32:bf16"], tagged=False))
     target = data.draw(st.sampled_from(["xehpg", "xehpc", "sm_90"]))
-    p = problem(shape, prop, types, {t: "any" for t in ("src", "wei", "dst")})
     config = data.draw(configs(p))
     try:
         kernel = build_kernel(p, config, target)
