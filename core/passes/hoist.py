@@ -19,7 +19,7 @@ For each ``for`` loop, inner loops first:
 Linear forms are exact modulo ``2**bits``, so reassociating a sum never
 changes its value. Expressions are pure and total, so computing a value
 before a loop that might not run is harmless; a loop known to run zero
-times is left alone (hoisting would only add work).
+times, and everything inside it, is left alone (hoisting would only add work).
 """
 from __future__ import annotations
 
@@ -107,6 +107,23 @@ class _Hoist(IRMutator):
         return hoist_loop(new, self)
 
 
+def _running_stmts(body: Stmt) -> list[Stmt]:
+    """The statements of ``body`` in program order, less those inside loops known to run zero times
+    (moving their work in front of the loop would make it run)."""
+    out: list[Stmt] = []
+    seen: set[int] = set()
+    stack: list[Stmt] = [body]
+    while stack:
+        s = stack.pop()
+        if id(s) in seen:
+            continue
+        seen.add(id(s))
+        out.append(s)
+        if not (isinstance(s, For) and trip_count(s) == 0):
+            stack.extend(reversed(child_stmts(s)))
+    return out
+
+
 def _invariant_lets(loop: For) -> tuple[list[Let], set[str]]:
     """The lets of ``loop``'s body that can move out, in program order, and the names that stay inside."""
     inner = {loop.var.name}
@@ -115,13 +132,10 @@ def _invariant_lets(loop: For) -> tuple[list[Let], set[str]]:
         if v is not None:
             inner.add(v.name)
     hoisted: list[Let] = []
-    stack: list[Stmt] = [loop.body]
-    while stack:
-        s = stack.pop()
+    for s in _running_stmts(loop.body):
         if isinstance(s, Let) and not has_load(s.value) and not any(v.name in inner for v in expr_vars(s.value)):
             hoisted.append(s)
             inner.discard(s.var.name)
-        stack.extend(reversed(child_stmts(s)))
     return hoisted, inner
 
 
@@ -130,7 +144,7 @@ def hoist_loop(loop: For, ctx: _Hoist) -> Stmt:
     hoisted, inner = _invariant_lets(loop)
     moved = {id(s) for s in hoisted}
     body = DropLets(lambda let: id(let) in moved).mutate(loop.body) if hoisted else loop.body
-    roots = [e for n in distinct_nodes(body) if isinstance(n, Stmt) for e in own_exprs(n)]
+    roots = [e for s in _running_stmts(body) for e in own_exprs(s)]
     split = _SplitSums(maximal_sums(roots), inner, ctx.forms, ctx.names, f"{loop.var.name}_inv",
                        trip_count(loop))
     body = split.mutate(body)

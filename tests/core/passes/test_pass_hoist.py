@@ -55,6 +55,15 @@ def test_nested_loops_hoist_to_the_outermost_loop_possible():
     assert effects(out, env={"i": 5}) == effects(nest, env={"i": 5})
 
 
+def test_nothing_leaves_a_loop_that_never_runs():
+    t = var("t")
+    never = For.make(J, 0, 0, Let.make(t, K * 3, Store.make(OUT, t, t)))
+    nest = For.make(K, 0, 1, For.make(I, 0, 1, never))
+    out = hoist_invariants(nest)
+    assert kernel_metrics(out, MODEL).loop_ops == kernel_metrics(nest, MODEL).loop_ops == 0
+    assert effects(out) == effects(nest)
+
+
 @settings(max_examples=250, deadline=None)
 @given(programs(), st.integers(-50, 50), st.integers(-50, 50))
 def test_hoisted_program_has_the_same_effects(p, x, y):
