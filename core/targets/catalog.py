@@ -106,10 +106,11 @@ XEHPG = Target(
     fused_int_ops=_XE_FUSED_INT_OPS,
     assembler=("iga64", "-a", "-p=12p71", "-Xauto-deps", "-Wall"),
     xe=XeIsa(iga_platform="12p71", flags=("f0.0", "f0.1", "f1.0", "f1.1"), native_int64=False, block2d=False,
-             max_exec=16, grf_banks=2, eot_regs=16,
+             max_exec=16, grf_banks=2, eot_regs=16, min_message_lanes=8,
              source="Xe-HPG (DG2): two 32-bit flag registers; no 64-bit integer ALU and no 2D block "
                     "messages (oneDNN nGEN: emulation and block 2D from XeHPC); SIMD16 dword ALU over two "
-                    "32-byte GRFs; EOT payload in r112-r127"),
+                    "32-byte GRFs; EOT payload in r112-r127; a scattered message's address payload is "
+                    "SIMD8 at least (iga64 -Wall: a SIMD4 A64 address takes 2 GRFs)"),
     devices=(
         Device(
             name="Arc A770 16GB", cores=32, core_name="Xe-core",
@@ -152,9 +153,10 @@ XEHPC = Target(
     fused_int_ops=_XE_FUSED_INT_OPS,
     assembler=("iga64", "-a", "-p=12p72", "-Xauto-deps", "-Wall"),
     xe=XeIsa(iga_platform="12p72", flags=("f0.0", "f0.1", "f1.0", "f1.1"), native_int64=True, block2d=True,
-             max_exec=32, grf_banks=2, eot_regs=16,
+             max_exec=32, grf_banks=2, eot_regs=16, min_message_lanes=8,
              source="Xe-HPC (PVC): 64-bit integer ALU and 2D block messages (oneDNN nGEN hw >= XeHPC); "
-                    "SIMD32 dword ALU over two 64-byte GRFs; EOT payload in the last 16 GRFs"),
+                    "SIMD32 dword ALU over two 64-byte GRFs; EOT payload in the last 16 GRFs; a scattered "
+                    "message's address payload is SIMD8 at least"),
     devices=(
         Device(
             name="Data Center GPU Max 1550", cores=128, core_name="Xe-core",

@@ -302,7 +302,9 @@ class XeIsa:
     execution size of a dword ALU instruction; ``grf_banks``: register banks
     that operand reads alternate between (dpas operand buffers are placed on
     different banks); ``eot_regs``: how many of the last GRFs an end-of-thread
-    message may use as its payload.
+    message may use as its payload; ``min_message_lanes``: a scattered LSC
+    message's address payload (and the header holding it) covers at least
+    this many lanes, whatever its execution size.
     """
 
     iga_platform: str
@@ -312,6 +314,7 @@ class XeIsa:
     max_exec: int
     grf_banks: int
     eot_regs: int
+    min_message_lanes: int
     source: str
 
 

@@ -171,8 +171,8 @@ class XeLowering:
         node = self.live.allocs[name]
         size = node.size
         hdr = self.live.headers.get(name)
-        if hdr is not None and hdr[0] == "global" and hdr[2] == "scattered":
-            size *= 2       # 64-bit addresses, one per lane
+        if hdr is not None and hdr[2] == "scattered":
+            size = sends.address_bytes(self, size // 4, 8 if hdr[0] == "global" else 4)
         category = next((CATEGORY[r] for r in ("acc", "a", "b", "header", "reorder") if r in roles), None)
         if category is None:
             category = "SLM load buffers" if {"load_global", "store_slm"} <= roles else "buffers"

@@ -56,6 +56,13 @@ def store_header(cg, x) -> None:
     isa.add64(cg, Reg(hdr.start, u32, 2), arg, off, lanes)
 
 
+def address_bytes(cg, lanes: int, abytes: int) -> int:
+    """Bytes of the address payload of ``lanes`` addresses: whole groups of the target's fewest message
+    lanes (a SIMD4 A64 message still reads SIMD8 addresses; the lanes past ``lanes`` are disabled)."""
+    least = cg.xe.min_message_lanes
+    return -(-lanes // least) * least * abytes
+
+
 def _pred(cg, mask, lanes: int) -> str | None:
     if isinstance(mask, BoolImm) or (isinstance(mask, Broadcast) and isinstance(mask.a, BoolImm)):
         value = mask.value if isinstance(mask, BoolImm) else mask.a.value
@@ -142,7 +149,7 @@ def _scattered(cg, f, sfid, addr, hdr: Reg, data: Reg, pred) -> None:
     if kind is None or lanes > cg.xe.max_exec:
         raise CodegenUnsupported(f"{f}: no scattered LSC message for it")
     slots = -(-lanes * 4 // rb)
-    aregs = -(-lanes * (8 if addr == "a64" else 4) // rb)
+    aregs = -(-address_bytes(cg, lanes, 8 if addr == "a64" else 4) // rb)
     h = hdr.byte // rb
     direct = size == 4 and data.byte % rb == 0
     where = data if direct else cg.temp(u32, slots * rb // 4, whole=True)
@@ -179,7 +186,7 @@ def _atomic_add(cg, f, sfid, addr, hdr: Reg, data: Reg, pred) -> None:
     for c in range(0, f.elems, top):
         lanes = min(top, f.elems - c)
         if f.kind is SendKind.BLOCK:
-            where = cg.temp(u32, max(lanes * abytes, rb) // 4, whole=True)
+            where = cg.temp(u32, max(address_bytes(cg, lanes, abytes), rb) // 4, whole=True)
             offs = cg.temp(s32, lanes)
             isa.evaluate(cg, Ramp.make(IntImm.make(s32, c * size), size, lanes), offs)
             if addr == "a64":
@@ -194,7 +201,8 @@ def _atomic_add(cg, f, sfid, addr, hdr: Reg, data: Reg, pred) -> None:
             moved = cg.temp(u32, max(lanes * 4, rb) // 4, whole=True)
             _copy(cg, moved, src, lanes * 4)
             src = moved
-        cg.em.raw(f"{_head(pred)} {op}.{sfid}.d32.{addr} ({lanes}|M0) null:0 [r{areg}:{-(-lanes * abytes // rb)}] "
+        aregs = -(-address_bytes(cg, lanes, abytes) // rb)
+        cg.em.raw(f"{_head(pred)} {op}.{sfid}.d32.{addr} ({lanes}|M0) null:0 [r{areg}:{aregs}] "
                   f"r{src.byte // rb}:{-(-lanes * 4 // rb)}", "send")
 
 
