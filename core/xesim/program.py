@@ -214,6 +214,8 @@ def _instruction(lineno: int, code: str, eot: bool) -> Instr:
         ins.dst = _dpas_operand(toks[0])
         ins.srcs = [_dpas_operand(t) for t in toks[1:4]]
         return ins
+    if toks[0].startswith("(sat)"):   # how iga64 -d spells the saturate modifier
+        ins.sat, toks[0] = True, toks[0][len("(sat)"):]
     ins.dst = _operand(toks[0], dst=True)
     ternary = len(toks) == 4
     ins.srcs = [_operand(t, ternary_src2=ternary and i == 2, exec_size=ins.exec_size)

@@ -155,3 +155,27 @@ def test_check_stage_asm_runs_the_simulator_on_every_check():
     text += 'stage = "asm"\n'
     out = Engine().check(Source(text, str(EXAMPLES / "int8.kernel.toml")))
     assert out["ok"] and out["stage"] == "asm" and out["asm"]["thread_instructions"] > 0
+
+
+def _benchdnn_sample():
+    """Two benchdnn problems per data type (one ResNet-50 layer, one tail shape, a different pair per type),
+    reduced as the tests reduce shapes, for every prop and Xe target."""
+    from benchdnn_data import reduce_conv, shape_lines
+
+    resnet, tails = shape_lines("conv/shapes_resnet_50"), shape_lines("conv/shapes_tails")
+    for i, types in enumerate(("f32", "f16", "bf16", "s8")):
+        for line in (resnet[3 * i + 1], tails[2 * i]):
+            shape = reduce_conv(line)
+            for prop in ("fwd", "bwd_d", "bwd_w"):
+                for hw in ("xehpg", "xehpc"):
+                    name = shape.canonical()
+                    yield pytest.param(name, types, prop, hw, id=f"{prop}-{types}-{hw}-{name}")
+
+
+@pytest.mark.parametrize("shape,types,prop,hw", list(_benchdnn_sample()))
+def test_benchdnn_sample_passes_in_the_simulator(shape, types, prop, hw):
+    text = (f'[problem]\nop = "conv"\nprop = "{prop}"\nshape = "{shape}"\ntypes = "{types}"\n'
+            f'[target]\nhw = "{hw}"\n')
+    out = Engine().check(Source(text, "sample.kernel.toml"), asm=True)
+    assert out["ok"], out.get("error") or out.get("failure")
+    assert out["asm"]["thread_instructions"] > 0
