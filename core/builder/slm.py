@@ -129,9 +129,9 @@ def _contiguous_thread_tile(group: TileAccess, thread_roles, order, fma_layout: 
     order (``fma_layout`` row-major over the same dims): then a thread reads it with full-size block
     messages straight into its operand registers."""
     thread = tuple(r.size for r in thread_roles)
-    if tuple(fma_layout.dims) != thread or not Layout(dense.dtype, thread, fma_layout.blocks).is_equal(
-            row_major(dense.dtype, thread, _order(dense))):
-        return False
+    if tuple(fma_layout.dims) != thread or fma_layout.size_bytes() % 4 or not Layout(
+            dense.dtype, thread, fma_layout.blocks).is_equal(row_major(dense.dtype, thread, _order(dense))):
+        return False  # (block messages move whole dwords)
     extent = {n: e for r in thread_roles for n, e in r.dims}
     # Outer to inner over the dense tile: dims the thread holds one index of, then at most one it
     # holds part of, then dims it holds whole.
