@@ -15,10 +15,11 @@ For each ``for`` loop, inner loops first:
    iterations exceed those of computing the invariant once;
    constants stay in place (they become immediates). Equal invariant sums in
    one loop share one variable;
-3. a send's scalar mask that is invariant (a padding condition of the
-   iteration's pixel, the same for every message of a message loop) is
-   computed once before the loop into ``<k>_mask``: the loop's unrolled
-   copies then test one value instead of each recomputing the comparisons.
+3. the invariant terms of a send's scalar mask (a conjunction: the padding
+   condition of the iteration's pixel, the same for every message of a
+   message loop, beside a message's own tail test) are computed once before
+   the loop into ``<k>_mask``: the loop's unrolled copies then test one value
+   (and their own terms) instead of each recomputing the comparisons.
 
 Linear forms are exact modulo ``2**bits``, so reassociating a sum never
 changes its value. Expressions are pure and total, so computing a value
@@ -108,17 +109,42 @@ class _NameMasks(IRMutator):
         self.inner, self.names, self.prefix = inner, names, prefix
         self.lifted: dict[Expr, Var] = {}
 
+    def _invariant(self, e: Expr) -> bool:
+        return not has_load(e) and not any(v.name in self.inner for v in expr_vars(e))
+
     def mutate_FuncCall(self, old: FuncCall, new: FuncCall):
         if not isinstance(new.func, Send):
             return new
         mask = new.ops.mask
-        if isinstance(mask, (BoolImm, Var)) or mask.type.lanes != 1 or has_load(mask) \
-                or any(v.name in self.inner for v in expr_vars(mask)):
+        if isinstance(mask, (BoolImm, Var)) or mask.type.lanes != 1:
             return new
-        var = self.lifted.get(mask)
+        terms = _conjuncts(mask)
+        fixed = [t for t in terms if self._invariant(t)]
+        if not fixed or (len(fixed) == 1 and isinstance(fixed[0], (BoolImm, Var))):
+            return new
+        value = fixed[0]
+        for t in fixed[1:]:
+            value = Binary.make(Op.AND, value, t)
+        var = self.lifted.get(value)
         if var is None:
-            var = self.lifted[mask] = self.names.fresh(self.prefix, mask.type)
-        return new.with_ops(mask=var)
+            var = self.lifted[value] = self.names.fresh(self.prefix, value.type)
+        out: Expr = var
+        for t in terms:
+            if t not in fixed:
+                out = Binary.make(Op.AND, out, t)
+        return new.with_ops(mask=out)
+
+
+def _conjuncts(e: Expr) -> list[Expr]:
+    """The terms of a tree of ``&&``, left to right."""
+    out, stack = [], [e]
+    while stack:
+        x = stack.pop()
+        if isinstance(x, Binary) and x.op is Op.AND and x.type.lanes == 1:
+            stack.extend((x.b, x.a))
+        else:
+            out.append(x)
+    return out
 
 
 class _Hoist(IRMutator):

@@ -83,6 +83,21 @@ def test_an_invariant_send_mask_is_computed_once_before_the_message_loop():
     assert not [n for n in walk(hoist_invariants(own)) if isinstance(n, Let)]
 
 
+def test_the_invariant_terms_of_a_send_mask_are_computed_once():
+    """A message's own tail test stays with it; the pixel's padding test beside it is named once."""
+    src, reg = var("src", u64), var("a_g2s", u64)
+    load = Send(SendOp.LOAD, SendKind.BLOCK, "global", f16, 16)
+    pad = I.gt(0).land(I.lt(56))
+    loop = For.make(J, 0, 4, FuncCall.make(load, [src, J * 512, reg, J * 32, pad.land((K + J).lt(50))]))
+    out = hoist_invariants(loop)
+    (let,) = [n for n in walk(out) if isinstance(n, Let)]
+    assert let.value == pad
+    (call,) = [n for n in walk(out) if isinstance(n, FuncCall)]
+    assert call.ops.mask == let.var.land((K + J).lt(50))
+    for i, k in ((-1, 0), (3, 46), (3, 40), (56, 0)):
+        assert effects(out, env={"i": i, "k": k}) == effects(loop, env={"i": i, "k": k})
+
+
 @settings(max_examples=250, deadline=None)
 @given(programs(), st.integers(-50, 50), st.integers(-50, 50))
 def test_hoisted_program_has_the_same_effects(p, x, y):
