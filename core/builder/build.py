@@ -86,8 +86,9 @@ class _Builder:
         self.ops = operands(problem)
         self.names = Names(GROUP_IDS + THREAD_IDS + ("src", "wei", "dst"))
         self.reg_bytes = target.registers.reg_bytes
-        self.rules = MessageRules(config.simd, target.max_message_bytes)
         self.per_lane = target.lanes.fixed is not None
+        self.rules = MessageRules(config.simd, target.max_message_bytes,
+                                  fill_lanes=0 if self.per_lane else max(config.simd, target.lanes.alu))
         self.types = {name: getattr(problem.types, name) for name in ("src", "wei", "dst")}
         self.layouts = {name: tensor_layout(problem, name, t) for name, t in self.types.items()}
         self.bounded = frozenset(d.name for d in self.tiling.dims if d.padded > d.size)
@@ -190,6 +191,8 @@ class _Builder:
             origin = Origin(f"slm.{which.lower()}", "slm")
             words = flat_lanes(self._grf(st.staging_bytes), self.reg_bytes) if self.per_lane else ()
             body = Alloc.make(st.staging, self._grf(st.staging_bytes), MemKind.GRF, body, words, origin=origin)
+            if st.pack is not None:
+                body = Alloc.make(st.pack, self._grf(st.staging_bytes), MemKind.GRF, body, words, origin=origin)
             body = Alloc.make(st.slm, st.slm_bytes, MemKind.SLM, body, origin=origin)
         if slices is not None:
             body = Alloc.make(slices.slm, slices.slm_bytes, MemKind.SLM, body, origin=K_SLICES_ORIGIN)

@@ -45,6 +45,7 @@ class MessageRules:
     simd: int
     max_block_bytes: int
     min_block_bytes: int = 32
+    fill_lanes: int = 0  # dwords one zero-fill step writes (the ALU's width; 0: simd)
 
 
 @dataclass(frozen=True)
@@ -150,9 +151,11 @@ def transfer(op: SendOp, access: TileAccess, reg: RegTensor, rules: MessageRules
     """Send messages moving the tile ``access`` to (load) or from (store, atomic add) ``reg``.
 
     With ``split = (thread, threads)`` the messages are shared by the threads
-    of a group (cooperative loads): thread ``t`` moves messages ``t``,
-    ``t + threads``, ... into consecutive slots of its ``staging`` buffer,
-    guarded where the last round has fewer messages than threads.
+    of a group (cooperative loads): with ``rounds`` messages each, thread ``t``
+    moves messages ``t*rounds``, ``t*rounds + 1``, ... (consecutive pieces of
+    the tile, so the SLM stores that follow merge into large block messages)
+    into consecutive slots of its ``staging`` buffer, guarded where the
+    messages run out before the last threads.
     """
     view = access.view
     if view.layout is None:
@@ -169,7 +172,7 @@ def transfer(op: SendOp, access: TileAccess, reg: RegTensor, rules: MessageRules
     label = (reg.buf if staging is None else staging).name
     j = names.fresh(f"{label}_msg")
     j_expr = j if rounds > 1 else arith.const(0)
-    r = arith.add(arith.mul(j_expr, threads), split[0]) if split is not None else j_expr
+    r = arith.add(arith.mul(split[0], rounds), j_expr) if split is not None else j_expr
     e0 = arith.mul(r, plan.elems)
     lanes = plan.elems if plan.kind is SendKind.SCATTERED else 1
     e = arith.ramp(e0, lanes)
@@ -222,7 +225,8 @@ def transfer(op: SendOp, access: TileAccess, reg: RegTensor, rules: MessageRules
         body = For.make(j, 0, rounds, body, origin=origin)
     if op is SendOp.LOAD and not always_enabled(mask):
         dst = reg if staging is None else RegTensor(staging, row_major(reg.dtype, (1, 1, rounds * plan.elems)))
-        body = seq(zero_fill(dst, rules.simd, names, origin), body)
+        lanes = rules.fill_lanes if rules.fill_lanes and (dst.bytes // 4) % rules.fill_lanes == 0 else rules.simd
+        body = seq(zero_fill(dst, lanes, names, origin), body)
     return body
 
 

@@ -1,11 +1,16 @@
 """Single SLM buffering (seed 000): a thread group stages an operand's group tile in SLM.
 
 Per reduction iteration the group tile is loaded from global memory
-cooperatively (its messages dealt round-robin to the group's threads, the
-last round guarded), written to SLM between two barriers, and every thread
-then reads its own tile from SLM. The SLM layout is the group tile as a
-dense matrix with the memory-contiguous matrix dim innermost; masked
-elements (tails, padding) are stored as zeros, so SLM reads need no masks.
+cooperatively (each thread takes a run of consecutive messages, the last
+threads guarded where the messages run out), written to SLM between two
+barriers, and every thread then reads its own tile from SLM. The SLM layout
+is the group tile as a dense matrix with the memory-contiguous matrix dim
+innermost and, inside each matrix dim, the view dims the threads split
+outermost; masked elements (tails, padding) are stored as zeros, so SLM
+reads need no masks. So a thread's staged messages are one contiguous piece
+of SLM (stored with the largest block messages), and where its own tile is
+one contiguous piece in its register order too, it reads it with
+full-size block messages.
 
 **FMA-ready layout.** When the thread's register layout (``fma_layout``, the
 FMA operand layout such as dpas's VNNI-packed B) differs from that dense
@@ -22,7 +27,7 @@ import math
 from dataclasses import dataclass
 
 from kdd.core.ir.expr import Broadcast, BoolImm, Expr, Ramp, Var
-from kdd.core.ir.funcs import Barrier, Fence, Send, SendKind, SendOp
+from kdd.core.ir.funcs import Barrier, Fence, Reorder, Send, SendKind, SendOp
 from kdd.core.ir.stmt import For, FuncCall, If, Stmt, seq
 from kdd.core.ir.types import u32, u64
 from kdd.core.layout.layout import Block, Layout
@@ -53,6 +58,7 @@ class SlmStage:
     store: Stmt     # staging registers -> SLM (between the barriers)
     access: TileAccess  # the thread's own tile, read from SLM
     tile_offset: Expr | None = None  # FMA-ready layout: byte offset of the thread's tile in SLM
+    pack: Var | None = None  # registers (staging_bytes) holding the staged piece in the SLM layout
 
 
 def stage(name: str, group: TileAccess, thread_roles: tuple[MatrixDim, MatrixDim, MatrixDim],
@@ -63,6 +69,7 @@ def stage(name: str, group: TileAccess, thread_roles: tuple[MatrixDim, MatrixDim
     ``fma_layout`` is the thread's register layout of the operand: given, the
     SLM takes the FMA-ready layout where the tiles allow it (module doc).
     """
+    group = _threads_outer(group, thread_roles, inner)
     view = group.view
     dtype = view.layout.dtype
     sizes = group.real
@@ -78,16 +85,67 @@ def stage(name: str, group: TileAccess, thread_roles: tuple[MatrixDim, MatrixDim
     access = TileAccess(slm_view, tile.buf, "slm", thread_roles, starts, frozenset(), group.facts)
     ready = _fma_ready(group, thread_roles, fma_layout, tile.layout)
     if ready is None:
-        store = _store(tile, staging, plan.elems, plan.count, rounds, thread, threads, names, knob)
-        return SlmStage(tile.buf, tile.bytes, staging, rounds * plan.elems * dtype.size, load, store, access)
+        store = _store(tile, staging, plan.elems, plan.count, rounds, thread, threads, rules, names, knob)
+        offset = None
+        if fma_layout is not None and _contiguous_thread_tile(group, thread_roles, order, fma_layout, tile.layout):
+            index = [starts[d.name] for d in slm_view.dims]
+            offset = arith.fold(arith.mul(offset_expr(slm_view.layout, index), dtype.size))
+        return SlmStage(tile.buf, tile.bytes, staging, rounds * plan.elems * dtype.size, load, store, access,
+                        offset)
     split, layout = ready
-    store = _scatter(tile, layout, staging, plan.elems, plan.count, rounds, thread, threads, names, knob)
+    store, pack = None, None
+    if not _scatter_shape(tile, layout, plan.elems).block and rounds * threads == plan.count:
+        pack = names.fresh(f"{name}_pack", u64)
+        store = _pack(tile, layout, order, staging, pack, rounds * plan.elems, thread, rules, knob)
+    if store is None:
+        pack = None
+        store = _scatter(tile, layout, staging, plan.elems, plan.count, rounds, thread, threads, names, knob)
     index = [arith.const(0)] * 3
     if split is not None:
         index[split] = starts[group.roles[split].innermost()[0]]
     tile_offset = arith.fold(arith.mul(offset_expr(layout, index), dtype.size))
     return SlmStage(tile.buf, tile.bytes, staging, rounds * plan.elems * dtype.size, load, store, access,
-                    tile_offset)
+                    tile_offset, pack)
+
+
+def _threads_outer(group: TileAccess, thread_roles, inner: int) -> TileAccess:
+    """``group`` with the view dims that the threads split moved outermost in each matrix dim (keeping
+    the innermost dim of the contiguous one): in the dense SLM tile each thread's tile then lies in
+    one piece, and a thread's consecutive cooperative messages land next to each other."""
+    thread = {n: e for r in thread_roles for n, e in r.dims}
+    roles = []
+    for d, role in enumerate(group.roles):
+        split = [(n, e) for n, e in role.dims if thread.get(n, 1) < e]
+        moved = MatrixDim(tuple(split + [(n, e) for n, e in role.dims if (n, e) not in split]))
+        roles.append(role if d == inner and moved.innermost() != role.innermost() else moved)
+    if tuple(roles) == tuple(group.roles):
+        return group
+    return TileAccess(group.view, group.mem, group.space, tuple(roles), group.starts, group.bounded, group.facts,
+                      group.base)
+
+
+def _contiguous_thread_tile(group: TileAccess, thread_roles, order, fma_layout: Layout, dense: Layout) -> bool:
+    """Whether each thread's tile is one contiguous piece of the dense SLM tile, in the thread's register
+    order (``fma_layout`` row-major over the same dims): then a thread reads it with full-size block
+    messages straight into its operand registers."""
+    thread = tuple(r.size for r in thread_roles)
+    if tuple(fma_layout.dims) != thread or fma_layout.size_bytes() % 4 or not Layout(
+            dense.dtype, thread, fma_layout.blocks).is_equal(row_major(dense.dtype, thread, _order(dense))):
+        return False  # (block messages move whole dwords)
+    extent = {n: e for r in thread_roles for n, e in r.dims}
+    # Outer to inner over the dense tile: dims the thread holds one index of, then at most one it
+    # holds part of, then dims it holds whole.
+    dims = [(n, e, extent.get(n, 1)) for k in order for n, e in group.roles[k].dims if e > 1]
+    k = 0
+    while k < len(dims) and dims[k][2] == 1:
+        k += 1
+    if k < len(dims) and dims[k][2] < dims[k][1]:
+        k += 1
+    if any(t != e for _, e, t in dims[k:]):
+        return False
+    held = [n for n, e, t in dims if t > 1]
+    mine = [n for k in order for n, e in thread_roles[k].dims if e > 1]
+    return held == mine
 
 
 def _fma_ready(group: TileAccess, thread_roles, fma_layout: Layout | None,
@@ -122,6 +180,84 @@ def _order(dense: Layout) -> tuple[int, int, int]:
     return tuple([d for d in range(3) if d not in inner] + inner)
 
 
+@dataclass(frozen=True)
+class _ScatterShape:
+    """How ``_scatter`` stores one staged message: ``unit`` elements (one dword of VNNI pairs or quads,
+    or one element) of type ``dtype`` per lane, ``lanes`` lanes ``step`` bytes apart; ``block``
+    when those are contiguous."""
+
+    unit: int
+    dtype: object
+    lanes: int
+    step: int
+    first: Block
+
+    @property
+    def block(self) -> bool:
+        return self.lanes == 1 or self.step == self.unit * self.dtype.size
+
+
+def _scatter_shape(tile: RegTensor, layout: Layout, elems: int) -> _ScatterShape:
+    size, dim = tile.dtype.size, tile.inner_block().dim
+    blocks = [b for b in layout.blocks if b.dim == dim and b.size > 1]
+    unit, dtype = 1, tile.dtype
+    if len(blocks) > 1 and blocks[0].stride == 1 and blocks[0].size * size == 4 and elems % blocks[0].size == 0:
+        unit, dtype = blocks[0].size, u32
+    first = blocks[1] if unit > 1 else blocks[0]
+    return _ScatterShape(unit, dtype, math.gcd(elems // unit, first.size), first.stride * size, first)
+
+
+def _pack(tile: RegTensor, layout: Layout, order, staging: Var, pack: Var, n: int, thread: Expr,
+          rules: MessageRules, origin: Origin) -> Stmt | None:
+    """The SLM stores of a thread's ``n`` staged elements as one register reorder into ``pack`` and the
+    largest block messages, where those elements (a run of the dense tile, the thread's messages) are
+    one box of the matrix whose place in ``layout`` is one contiguous piece; None where they are not
+    (then ``_scatter`` stores them element group by element group).
+
+    This is the FMA-ready layout's reorder done once per tile on the global -> SLM path: dpas's VNNI B
+    from rows of K, 8 scattered stores -> one reorder and one 256-byte block store."""
+    sizes, size = tile.layout.dims, tile.dtype.size
+    inner, p = 1, None
+    for d in reversed(order):
+        if sizes[d] == 1:
+            continue
+        if n % (inner * sizes[d]) == 0:
+            inner *= sizes[d]
+            continue
+        p = d
+        break
+    if p is None or n % inner or sizes[p] % (n // inner):
+        return None
+    if any(sizes[d] > 1 for d in order[:order.index(p)]):
+        return None
+    try:
+        piece = RegTensor(tile.buf, layout).rows(p, thread, n // inner)
+    except ValueError:
+        return None
+    if not _dense(piece.layout.blocks, n):
+        return None
+    nbytes = n * size
+    step = max((b for b in (1 << i for i in range(nbytes.bit_length()))
+                if nbytes % b == 0 and b <= rules.max_block_bytes), default=0)
+    if step < 4:
+        return None
+    box = piece.layout.dims
+    move = FuncCall.make(Reorder(row_major(tile.dtype, box, order), Layout(tile.dtype, box, piece.layout.blocks)),
+                         [staging, arith.const(0), pack, arith.const(0)], origin=origin)
+    func = Send(SendOp.STORE, SendKind.BLOCK, "slm", tile.dtype, step // size)
+    stores = [FuncCall.make(func, [tile.buf, arith.add(piece.offset, k * step), pack, arith.const(k * step),
+                                   BoolImm.make(True)], origin=origin) for k in range(nbytes // step)]
+    return seq(move, *stores)
+
+
+def _dense(blocks, n: int) -> bool:
+    """Whether ``blocks`` place their ``n`` elements at offsets ``0 .. n-1``, each once."""
+    offsets = [0]
+    for b in blocks:
+        offsets = [o + i * b.stride for o in offsets for i in range(b.size)]
+    return len(offsets) == n and sorted(offsets) == list(range(n))
+
+
 def _scatter(tile: RegTensor, layout: Layout, staging: Var, elems: int, count: int, rounds: int,
              thread: Expr, threads: int, names: Names, origin: Origin) -> Stmt:
     """SLM stores of the staged messages, each element to its place in ``layout``: the messages
@@ -132,21 +268,16 @@ def _scatter(tile: RegTensor, layout: Layout, staging: Var, elems: int, count: i
     stores; a store takes as many units as the layout's next block of that dim holds, so its
     addresses are one base plus a constant ramp (a block message where they are contiguous)."""
     size, dim = tile.dtype.size, tile.inner_block().dim
-    blocks = [b for b in layout.blocks if b.dim == dim and b.size > 1]
-    unit, dtype = 1, tile.dtype
-    if len(blocks) > 1 and blocks[0].stride == 1 and blocks[0].size * size == 4 and elems % blocks[0].size == 0:
-        unit, dtype = blocks[0].size, u32
-    first = blocks[1] if unit > 1 else blocks[0]
-    lanes = math.gcd(elems // unit, first.size)
-    step = first.stride * size  # bytes between the units of one store
+    shape = _scatter_shape(tile, layout, elems)
+    unit, dtype, lanes, step = shape.unit, shape.dtype, shape.lanes, shape.step
     j, h = names.fresh(f"{tile.buf.name}_st"), names.fresh(f"{tile.buf.name}_part")
     j_expr = j if rounds > 1 else arith.const(0)
     parts = elems // (lanes * unit)
     h_expr = h if parts > 1 else arith.const(0)
-    r = arith.add(arith.mul(j_expr, threads), thread)
+    r = arith.add(arith.mul(thread, rounds), j_expr)
     e0 = arith.add(arith.mul(r, elems), arith.mul(h_expr, lanes * unit))
     base = arith.fold(arith.mul(_coarse_offset(layout, dim, unit * lanes, tile.decode(e0, bound=tile.elems)), size))
-    block = lanes == 1 or step == unit * size
+    block = shape.block
     offset = base if block else Ramp.make(base, step, lanes)
     func = Send(SendOp.STORE, SendKind.BLOCK if block else SendKind.SCATTERED, "slm", dtype, lanes)
     mask = BoolImm.make(True) if block else Broadcast.make(BoolImm.make(True), lanes)
@@ -208,11 +339,21 @@ def _slm_view(view: View, roles, order, dtype) -> View:
 
 
 def _store(tile: RegTensor, staging: Var, elems: int, count: int, rounds: int, thread: Expr,
-           threads: int, names: Names, origin: Origin) -> Stmt:
+           threads: int, rules: MessageRules, names: Names, origin: Origin) -> Stmt:
+    """SLM stores of the staged messages. A thread's messages are consecutive pieces of the dense tile
+    (``transfer``'s split), so where every thread has all its rounds they go out as the largest block
+    messages over the whole staging buffer."""
     size = tile.dtype.size
+    if rounds > 1 and rounds * threads == count:
+        total = rounds * elems * size
+        step = max(b for b in (1 << i for i in range(total.bit_length()))
+                   if total % b == 0 and b <= rules.max_block_bytes)
+        if step >= max(4, elems * size):
+            elems, rounds = step // size, total // step
+            count, threads = rounds * threads, 1
     j = names.fresh(f"{tile.buf.name}_st")
     j_expr = j if rounds > 1 else arith.const(0)
-    r = arith.add(arith.mul(j_expr, threads), thread)
+    r = arith.add(arith.mul(thread, rounds), j_expr)
     func = Send(SendOp.STORE, SendKind.BLOCK, "slm", tile.dtype, elems)
     body: Stmt = FuncCall.make(func, [tile.buf, arith.mul(r, elems * size), staging,
                                       arith.mul(j_expr, elems * size), BoolImm.make(True)], origin=origin)

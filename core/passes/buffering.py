@@ -49,7 +49,7 @@ from math import lcm
 from typing import Any, Callable, Mapping
 
 from ..ir.expr import Expr, IntImm, Load, Var
-from ..ir.funcs import Barrier, BarrierSignal, BarrierWait, Send
+from ..ir.funcs import Barrier, BarrierSignal, BarrierWait, Reorder, Send
 from ..ir.node import Node
 from ..ir.stmt import Alloc, For, FuncCall, Group, If, Let, MemKind, Seq, Stmt, Store, seq
 from ..ir.types import s32
@@ -110,6 +110,10 @@ class _Shift(IRMutator):
         return off + slot * IntImm.make(slot.type, size)
 
     def mutate_FuncCall(self, old: FuncCall, new: FuncCall):
+        if isinstance(new.func, Reorder):  # the builder's reorder of staged tiles into the SLM layout
+            ops = new.ops
+            return new.with_ops(src_offset=self._moved(self.reg, ops.src, ops.src_offset),
+                                dst_offset=self._moved(self.reg, ops.dst, ops.dst_offset))
         if not isinstance(new.func, Send):
             return new
         ops = new.ops

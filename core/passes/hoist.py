@@ -14,7 +14,12 @@ For each ``for`` loop, inner loops first:
    and, for a loop of known trip count, the operations it saves over all
    iterations exceed those of computing the invariant once;
    constants stay in place (they become immediates). Equal invariant sums in
-   one loop share one variable.
+   one loop share one variable;
+3. the invariant terms of a send's scalar mask (a conjunction: the padding
+   condition of the iteration's pixel, the same for every message of a
+   message loop, beside a message's own tail test) are computed once before
+   the loop into ``<k>_mask``: the loop's unrolled copies then test one value
+   (and their own terms) instead of each recomputing the comparisons.
 
 Linear forms are exact modulo ``2**bits``, so reassociating a sum never
 changes its value. Expressions are pure and total, so computing a value
@@ -25,9 +30,10 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
-from ..ir.expr import Binary, Expr, Op, Unary, Var
+from ..ir.expr import Binary, BoolImm, Expr, Op, Unary, Var
+from ..ir.funcs import Send
 from ..ir.node import Node
-from ..ir.stmt import For, Let, Stmt
+from ..ir.stmt import For, FuncCall, Let, Stmt
 from ..ir.visitor import IRMutator
 from .forms import Forms
 from .naming import NameSource
@@ -95,6 +101,52 @@ class _SplitSums(IRMutator):
         return self.forms.build(lf.type, {**keep, var: 1}, lf.const)
 
 
+class _NameMasks(IRMutator):
+    """Names the loop-invariant masks of the sends in one loop body: each distinct one becomes a
+    variable computed before the loop (the unrolled copies of a message loop then share it)."""
+
+    def __init__(self, inner: set[str], names: NameSource, prefix: str):
+        self.inner, self.names, self.prefix = inner, names, prefix
+        self.lifted: dict[Expr, Var] = {}
+
+    def _invariant(self, e: Expr) -> bool:
+        return not has_load(e) and not any(v.name in self.inner for v in expr_vars(e))
+
+    def mutate_FuncCall(self, old: FuncCall, new: FuncCall):
+        if not isinstance(new.func, Send):
+            return new
+        mask = new.ops.mask
+        if isinstance(mask, (BoolImm, Var)) or mask.type.lanes != 1:
+            return new
+        terms = _conjuncts(mask)
+        fixed = [t for t in terms if self._invariant(t)]
+        if not fixed or (len(fixed) == 1 and isinstance(fixed[0], (BoolImm, Var))):
+            return new
+        value = fixed[0]
+        for t in fixed[1:]:
+            value = Binary.make(Op.AND, value, t)
+        var = self.lifted.get(value)
+        if var is None:
+            var = self.lifted[value] = self.names.fresh(self.prefix, value.type)
+        out: Expr = var
+        for t in terms:
+            if t not in fixed:
+                out = Binary.make(Op.AND, out, t)
+        return new.with_ops(mask=out)
+
+
+def _conjuncts(e: Expr) -> list[Expr]:
+    """The terms of a tree of ``&&``, left to right."""
+    out, stack = [], [e]
+    while stack:
+        x = stack.pop()
+        if isinstance(x, Binary) and x.op is Op.AND and x.type.lanes == 1:
+            stack.extend((x.b, x.a))
+        else:
+            out.append(x)
+    return out
+
+
 class _Hoist(IRMutator):
     def __init__(self, ir: Node):
         self.root = ir
@@ -148,9 +200,13 @@ def hoist_loop(loop: For, ctx: _Hoist) -> Stmt:
     split = _SplitSums(maximal_sums(roots), inner, ctx.forms, ctx.names, f"{loop.var.name}_inv",
                        trip_count(loop))
     body = split.mutate(body)
+    masks = _NameMasks(inner, ctx.names, f"{loop.var.name}_mask")
+    body = masks.mutate(body)
     if body is loop.body:
         return loop
     out: Stmt = For.make(loop.var, loop.init, loop.bound, body, loop.step, loop.unroll, origin=loop.origin)
+    for value, var in reversed(masks.lifted.items()):
+        out = Let.make(var, value, out)
     for value, var in reversed(split.lifted.items()):
         out = Let.make(var, value, out)
     for s in reversed(hoisted):

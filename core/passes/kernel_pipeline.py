@@ -7,11 +7,12 @@ Passes"):
 build -> buffering -> simplify -> send lowering -> CSE / hoisting ->
 strength reduction -> let optimization -> unrolling -> peephole -> barriers
 
-with three additions: ``register-loops`` marks the loops that must be
+with four additions: ``register-loops`` marks the loops that must be
 unrolled for register operands to be constants (before anything decides
 what stays a loop), ``overflow`` widens 32-bit addresses that could wrap
-(before send lowering picks the address width), and ``simplify-unrolled``
-folds the constants that unrolling exposes. ``buffering`` (SLM) and
+(before send lowering picks the address width), ``simplify-unrolled``
+folds the constants that unrolling exposes, and ``hoist-unrolled`` moves
+out of the remaining loops what the folded copies left invariant. ``buffering`` (SLM) and
 ``prefetch`` (no SLM) are alternatives; the one the config does not ask for
 leaves the IR unchanged.
 """
@@ -58,6 +59,8 @@ KERNEL_PASSES: tuple[Pass, ...] = (
     Pass("unroll", unroll_loops, doc="loops unrolled as marked (config unroll knobs, register loops)"),
     Pass("simplify-unrolled", simplify_kernel, reads=("var_ranges",),
          doc="fold the constants unrolled copies expose"),
+    Pass("hoist-unrolled", hoist_invariants, version=2,
+         doc="hoist what the unrolled copies leave invariant in the loops that stay"),
     Pass("peephole", fuse_arith, reads=("target",), version=2, doc="add + add -> add3, mul + add -> mad"),
     Pass("barrier-opt", remove_redundant_barriers, doc="remove barriers that order no SLM access"),
 )

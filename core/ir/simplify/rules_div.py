@@ -23,11 +23,24 @@ modulus by a power of two the overflow condition is not needed (wrap-around
 keeps residues modulo ``2**bits``). With ``0 <= y < 16`` and ``x >= 0``
 bounded this gives ``(x*16 + y) / 16 -> x`` and ``(x*16 + y) % 16 -> y``.
 
+Where no term's coefficient is a multiple of ``k``, the *aligned split* by a
+divisor ``g`` of ``k`` (a gcd of ``k`` and the coefficients) writes the
+dividend as ``g*Q + R`` (``Q`` the terms whose coefficients ``g`` divides, over
+``g``, ``R`` the rest): with the dividend and ``Q`` non-negative and
+``0 <= R < g``,
+
+    (g*Q + R) / k -> Q / (k/g)              (g*Q + R) % k -> (Q % (k/g))*g + R
+
+(``(t*8 + j) / 32 -> t / 4`` for ``0 <= j < 8``: a thread's run of
+consecutive messages stays inside one block).
+
 Results decided by bounds or alignment (``x / k`` with ``|x| < k``,
 ``(x*8) % 4``, ``(x*4 + 2) % 4`` for ``x >= 0``) come from the analysis: the
 engine replaces any expression whose bounds are a single value by it.
 """
 from __future__ import annotations
+
+import math
 
 from ..c_arith import c_div
 from ..expr import Expr, IntImm, Op
@@ -102,7 +115,7 @@ def _split(s, e: Expr, k: int) -> Expr | None:
         return None
     quotient = {term: c // k for term, c in lf.terms if c % k == 0}
     if not quotient and r0 == lf.const:
-        return None
+        return _aligned_split(s, e, k) if ia.lo >= 0 else None
     rest = s.make_form(t, {term: c for term, c in lf.terms if c % k}, r0)
     exact = s.fits(lf) and s.fits(rest)
     if not exact and not (e.op is Op.MOD and k & (k - 1) == 0):
@@ -115,3 +128,28 @@ def _split(s, e: Expr, k: int) -> Expr | None:
         return s.binary(Op.MOD, s.form(rest), divisor)
     q = s.form(s.make_form(t, quotient, (lf.const - r0) // k))
     return s.binary(Op.ADD, q, s.binary(Op.DIV, s.form(rest), divisor))
+
+
+def _aligned_split(s, e: Expr, k: int) -> Expr | None:
+    """The split by a divisor ``g`` of ``k``: with the dividend ``g*Q + R``, ``Q >= 0`` and ``0 <= R < g``,
+    ``(g*Q + R) / k -> Q / (k/g)`` and ``(g*Q + R) % k -> (Q % (k/g))*g + R`` (see the module docstring)."""
+    t = e.type
+    lf = s.lf(e.a)
+    coeffs = [c for _, c in lf.terms]
+    for g in sorted({math.gcd(k, c) for c in coeffs} | {math.gcd(k, *coeffs)}, reverse=True):
+        if not 1 < g < k:
+            continue
+        q = s.make_form(t, {term: c // g for term, c in lf.terms if c % g == 0}, lf.const // g)
+        rest = s.make_form(t, {term: c for term, c in lf.terms if c % g}, lf.const % g)
+        if not q.terms or not rest.terms or not (s.fits(lf) and s.fits(q) and s.fits(rest)):
+            continue
+        q_lo, _ = s.form_range(q)
+        r_lo, r_hi = s.form_range(rest)
+        if q_lo < 0 or r_lo < 0 or r_hi >= g:
+            continue
+        quotient = s.binary(Op.DIV, s.form(q), IntImm.make(t, k // g)) if k > g else s.form(q)
+        if e.op is Op.DIV:
+            return quotient
+        low = s.binary(Op.MUL, s.binary(Op.MOD, s.form(q), IntImm.make(t, k // g)), IntImm.make(t, g))
+        return s.binary(Op.ADD, low, s.form(rest))
+    return None

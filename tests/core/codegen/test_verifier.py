@@ -55,7 +55,7 @@ def test_a_message_reading_past_its_value_is_found():
     for i, ln in enumerate(out["lines"]):
         text = ln["text"]
         # a one-register block load into the last register of the value live there
-        if text.startswith("(W) load.slm.d32x8t") and any(
+        if text.startswith("(W) load.") and ".d32x8t." in text and any(
                 (a["start"] + a["bytes"]) // rb - 1 == int(text.split()[3][1:].split(":")[0])
                 and a["first_line"] <= i + 1 <= a["last_line"] for a in allocs):
             break

@@ -160,6 +160,31 @@ def test_simplify_linear_rules_preserve_value(case):
     assert evaluate(simplify(e, r), env) == evaluate(e, env)
 
 
+@st.composite
+def aligned_cases(draw):
+    """``(g*Q + R) / k`` and ``% k`` with ``g`` a divisor of ``k``: the dividend's terms are multiples
+    of ``g`` (an outer index) or small (an inner index), the ranges drawn so that the aligned split
+    sometimes applies (R in ``[0, g)``) and sometimes not (R reaching past ``g``, negative parts)."""
+    g = draw(st.sampled_from((2, 4, 8, 16)))
+    k = g * draw(st.sampled_from((1, 2, 3, 4, 8)))
+    outer, inner, other = VARS[0], VARS[1], VARS[2]
+    r = {outer.name: (draw(st.integers(-4, 0)), draw(st.integers(0, 200))),
+         inner.name: (draw(st.integers(-1, 0)), draw(st.integers(0, g))),
+         other.name: (0, draw(st.integers(0, 50)))}
+    e = outer * (g * draw(st.sampled_from((1, 2, 3)))) + inner + other * (g * draw(st.sampled_from((1, 4)))) \
+        + g * draw(st.integers(-2, 3)) + draw(st.integers(0, 1))
+    e = e // k if draw(st.booleans()) else e % k
+    env = {v.name: draw(st.integers(*r.get(v.name, v.type.scalar.int_range()))) for v in VARS}
+    return e, r, env
+
+
+@settings(max_examples=500, deadline=None)
+@given(aligned_cases())
+def test_aligned_split_preserves_value(case):
+    e, r, env = case
+    assert evaluate(simplify(e, r), env) == evaluate(e, env)
+
+
 @settings(max_examples=500, deadline=None)
 @given(cases())
 def test_simplify_preserves_value(case):

@@ -91,6 +91,10 @@ def test_linear_form_api_orders_terms():
     ((x * 6) % 3, "0"),
     ((x * 4 + 2) % 4, "2"),
     ((x * 12 + 8) // 4, "((x * 3) + 2)"),
+    ((x * 8 + y % 8) // 32, "(x / 4)"),
+    ((x * 8 + y % 8 + 16) // 32, "((x + 2) / 4)"),
+    ((x * 8 + y % 8) % 32, "(((x % 4) * 8) + (y % 8))"),
+    ((x * 8 + y) // 32, "(((x * 8) + y) / 32)"),      # y reaches past 8
 ])
 def test_div_mod_use_ranges(expr, expected):
     assert text(expr, SMALL) == expected

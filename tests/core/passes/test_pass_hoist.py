@@ -3,8 +3,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from passes_oracle import OUT, effects, programs
 
-from kdd.core.ir import For, Let, Load, Store, seq, var, walk
-from kdd.core.ir.types import s32
+from kdd.core.ir import For, FuncCall, Let, Load, Store, seq, var, walk
+from kdd.core.ir.funcs import Send, SendKind, SendOp
+from kdd.core.ir.types import f16, s32, u64
 from kdd.core.passes.hoist import hoist_invariants
 from kdd.core.passes.metrics import kernel_metrics
 from kdd.core.passes.registers import RegisterModel
@@ -62,6 +63,39 @@ def test_nothing_leaves_a_loop_that_never_runs():
     out = hoist_invariants(nest)
     assert kernel_metrics(out, MODEL).loop_ops == kernel_metrics(nest, MODEL).loop_ops == 0
     assert effects(out) == effects(nest)
+
+
+def test_an_invariant_send_mask_is_computed_once_before_the_message_loop():
+    """A padding condition of the iteration's pixel, the same for all of a loop's messages, becomes one
+    variable the messages share; a mask that depends on the message stays with it."""
+    src, reg = var("src", u64), var("a_g2s", u64)
+    load = Send(SendOp.LOAD, SendKind.BLOCK, "global", f16, 16)
+    pad = I.gt(0).land(I.lt(56))
+    shared = For.make(J, 0, 4, FuncCall.make(load, [src, J * 512 + I * 64, reg, J * 32, pad]))
+    out = hoist_invariants(shared)
+    lets = [n for n in walk(out) if isinstance(n, Let) and n.value == pad]
+    assert len(lets) == 1 and lets[0].var.name == "j_mask"
+    calls = [n for n in walk(out) if isinstance(n, FuncCall)]
+    assert calls and all(c.ops.mask == lets[0].var for c in calls)
+    for i in (-1, 0, 3, 56):
+        assert effects(out, env={"i": i}) == effects(shared, env={"i": i})
+    own = For.make(J, 0, 4, FuncCall.make(load, [src, J * 512, reg, J * 32, (I + J).lt(56)]))
+    assert not [n for n in walk(hoist_invariants(own)) if isinstance(n, Let)]
+
+
+def test_the_invariant_terms_of_a_send_mask_are_computed_once():
+    """A message's own tail test stays with it; the pixel's padding test beside it is named once."""
+    src, reg = var("src", u64), var("a_g2s", u64)
+    load = Send(SendOp.LOAD, SendKind.BLOCK, "global", f16, 16)
+    pad = I.gt(0).land(I.lt(56))
+    loop = For.make(J, 0, 4, FuncCall.make(load, [src, J * 512, reg, J * 32, pad.land((K + J).lt(50))]))
+    out = hoist_invariants(loop)
+    (let,) = [n for n in walk(out) if isinstance(n, Let)]
+    assert let.value == pad
+    (call,) = [n for n in walk(out) if isinstance(n, FuncCall)]
+    assert call.ops.mask == let.var.land((K + J).lt(50))
+    for i, k in ((-1, 0), (3, 46), (3, 40), (56, 0)):
+        assert effects(out, env={"i": i, "k": k}) == effects(loop, env={"i": i, "k": k})
 
 
 @settings(max_examples=250, deadline=None)
