@@ -7,12 +7,13 @@ Passes"):
 build -> buffering -> simplify -> send lowering -> CSE / hoisting ->
 strength reduction -> let optimization -> unrolling -> peephole -> barriers
 
-with four additions: ``register-loops`` marks the loops that must be
+with five additions: ``register-loops`` marks the loops that must be
 unrolled for register operands to be constants (before anything decides
 what stays a loop), ``overflow`` widens 32-bit addresses that could wrap
 (before send lowering picks the address width), ``simplify-unrolled``
-folds the constants that unrolling exposes, and ``hoist-unrolled`` moves
-out of the remaining loops what the folded copies left invariant. ``buffering`` (SLM) and
+folds the constants that unrolling exposes, ``cse-unrolled`` computes once
+what the folded copies repeat, and ``hoist-unrolled`` moves out of the
+remaining loops what they left invariant. ``buffering`` (SLM) and
 ``prefetch`` (no SLM) are alternatives; the one the config does not ask for
 leaves the IR unchanged.
 """
@@ -59,6 +60,8 @@ KERNEL_PASSES: tuple[Pass, ...] = (
     Pass("unroll", unroll_loops, doc="loops unrolled as marked (config unroll knobs, register loops)"),
     Pass("simplify-unrolled", simplify_kernel, reads=("var_ranges",),
          doc="fold the constants unrolled copies expose"),
+    Pass("cse-unrolled", eliminate_common_subexprs, reads=("target", "regs"),
+         doc="what the unrolled copies repeat, computed once"),
     Pass("hoist-unrolled", hoist_invariants, version=2,
          doc="hoist what the unrolled copies leave invariant in the loops that stay"),
     Pass("peephole", fuse_arith, reads=("target",), version=2, doc="add + add -> add3, mul + add -> mad"),
@@ -68,9 +71,11 @@ KERNEL_PASSES: tuple[Pass, ...] = (
 KERNEL_PIPELINE = Pipeline(KERNEL_PASSES)
 
 # Passes that can say more than their output IR: ``notes(ir_before, options) -> JSON-ready data``.
-PASS_NOTES: Mapping[str, Callable[[Node, Mapping[str, Any]], Any]] = {
-    "cse": lambda ir, options: plan_cse(ir, options).to_dict(),
-}
+def _cse_notes(ir: Node, options: Mapping[str, Any]) -> Any:
+    return plan_cse(ir, options).to_dict()
+
+
+PASS_NOTES: Mapping[str, Callable[[Node, Mapping[str, Any]], Any]] = {"cse": _cse_notes, "cse-unrolled": _cse_notes}
 
 
 def run_pipeline(kernel, pipeline: Pipeline = KERNEL_PIPELINE, cache: PassCache | None = None) -> Trace:
