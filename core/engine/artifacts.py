@@ -106,19 +106,38 @@ def pass_items(items, traced: dict) -> dict:
 
 
 def stats_artifact(r, kernel, trace) -> dict:
-    """Registers (config-time estimate by label, the IR's register model, the budget), the steady-state
-    main loop per reduction iteration (None without one) and the kernel figures of the built and the
-    final IR."""
+    """Registers, the steady-state main loop per reduction iteration (None without one) and the kernel
+    figures of the built and the final IR.
+
+    The registers' ``estimate`` is the IR register model's peak of the final IR (one register model:
+    the config-time budget only guesses what the builder allocates, its staging buffers and shared
+    headers); ``config`` and ``by_label`` keep the config-time estimate that hover explains line by
+    line and the defaults heuristic ranks tiles with, before any IR exists."""
     model = RegisterModel.of(r.target)
     budget = estimate_budget(r.problem, r.config, r.target)
     iterations = reduction_iterations(trace.input)
     loop = loop_stats(trace.input, trace.final, r.target)
-    return {"registers": {"estimate": budget.reg_total, "by_label": {x.label: x.amount for x in budget.regs},
-                          "ir": estimate_registers(trace.final, model).regs, "budget": budget.reg_capacity,
-                          "unit": budget.reg_unit},
+    ir_regs = estimate_registers(trace.final, model).regs
+    return {"registers": {"estimate": ir_regs, "config": budget.reg_total,
+                          "by_label": {x.label: x.amount for x in budget.regs},
+                          "ir": ir_regs, "budget": budget.reg_capacity, "unit": budget.reg_unit},
             "loop": None if loop is None else loop.to_dict(),
             "metrics": {"build": kernel_metrics(trace.input, model, iterations).to_dict(),
                         "final": kernel_metrics(trace.final, model, iterations).to_dict()}}
+
+
+def register_overflow(registers: dict, where: Range) -> list[dict]:
+    """A warning at ``where`` when the IR register model's figure (``stats_artifact``'s ``registers``)
+    exceeds the register budget, else none. The config-time estimate gates the build (and ranks the
+    defaults' tiles) before any IR exists; once built, the IR's model is the figure reported. It is a
+    warning, not an error: the register allocator (Xe) or ptxas (sm_90) has the last word, and its
+    failure is the code generator's error."""
+    if registers["estimate"] <= registers["budget"]:
+        return []
+    return [{"range": range_dict(where), "severity": "warning", "code": "regs", "source": BUDGET_SOURCE,
+             "message": f"register budget overflow by the IR register model: {registers['estimate']} > "
+                        f"{registers['budget']} {registers['unit']} (config-time estimate "
+                        f"{registers['config']}; the allocator may still fit it)"}]
 
 
 def verify_artifact(kernel, trace) -> dict:

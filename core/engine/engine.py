@@ -286,6 +286,8 @@ class Engine:
                 codegen = self._codegen_summary(r, sources)
                 out["stats"] = {**stats, "codegen": codegen,
                                 "registers": {**stats["registers"], "allocated": codegen.get("allocated")}}
+                where = sources.get("iter") or parsed.anchor("config")
+                out["diagnostics"] += artifacts.register_overflow(stats["registers"], where)
             if "verify" in items:
                 out["verify"] = self._artifact("verify", r.key("verify"),
                                                lambda: artifacts.verify_artifact(kernel(), self.trace(kernel())))

@@ -49,15 +49,18 @@ INTERNAL_ERROR = "internal error"
 
 
 def hover(document: Document | str, line: int, character: int, *, path: str | None = None,
-          read_text: ReadText = read_file) -> str | None:
+          read_text: ReadText = read_file, registers: dict | None = None) -> str | None:
     """Markdown describing what is at (``line``, ``character``) of ``document``, or None.
 
     ``document`` is a parsed document or its text; ``path`` is its file (for
-    ``extends``, whose parents are read with ``read_text``).
+    ``extends``, whose parents are read with ``read_text``). ``registers``, the
+    ``stats.registers`` of a compile of this text when there is one, makes the
+    register total the IR register model's figure (the config-time lines stay
+    as its explanation).
     """
     doc = document if isinstance(document, Document) else parse_document(document)
     pos = Position(line, character)
-    ctx = HoverContext(doc, path, read_text)
+    ctx = HoverContext(doc, path, read_text, registers)
     hit = doc.node_at(pos)
     try:
         body = _topic(ctx, hit, pos) if hit is not None else ""

@@ -103,13 +103,23 @@ def _what(line: BudgetLine) -> str:
     return f"{line.title} ({line.note})" if line.note else line.title
 
 
-def budget_section(budget: Budget) -> str:
-    """Registers and SLM, line by line with formulas, against the target's capacity."""
+def _verdict(total: int, capacity: int) -> str:
+    return f"over by {total - capacity}" if total > capacity else f"{capacity - total} free"
+
+
+def budget_section(budget: Budget, registers: dict | None = None) -> str:
+    """Registers and SLM, line by line with formulas, against the target's capacity. With ``registers``
+    (a compile's ``stats.registers``) the total shown is the IR register model's, the lines below it
+    the config-time estimate."""
     regs = table(("label", "what", "formula", "amount"),
                  [(code(b.label), _what(b), code(b.formula), b.amount) for b in budget.regs])
-    over = budget.reg_total - budget.reg_capacity
-    verdict = f"over by {over}" if over > 0 else f"{-over} free"
-    reg_total = f"**Total: {budget.reg_total} of {budget.reg_capacity}** {budget.reg_unit} ({verdict})"
+    reg_total = (f"**Total: {budget.reg_total} of {budget.reg_capacity}** {budget.reg_unit} "
+                 f"({_verdict(budget.reg_total, budget.reg_capacity)})")
+    if registers is not None:
+        ir = registers["estimate"]
+        reg_total = (f"**Total by the IR register model: {ir} of {budget.reg_capacity}** {budget.reg_unit} "
+                     f"({_verdict(ir, budget.reg_capacity)}); the config-time lines above sum to "
+                     f"{budget.reg_total}")
     slm_rows = [(code(b.label), _what(b), code(b.formula), b.amount) for b in budget.slm]
     slm = table(("label", "what", "formula", "bytes"), slm_rows) if slm_rows else "No SLM buffers."
     slm_over = budget.slm_total - budget.slm_capacity
@@ -138,7 +148,7 @@ def config_effects(ctx, key: str | None = None) -> str:
     if ctx.config is None:
         return NEEDS_PROBLEM
     return join(tiling_section(ctx), group_picture(ctx) if key == "tg" else "", _lanes(ctx, key),
-                budget_section(ctx.budget))
+                budget_section(ctx.budget, ctx.registers))
 
 
 def knob_hover(ctx, key: str, via_line: str = "") -> str:

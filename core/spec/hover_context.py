@@ -61,6 +61,7 @@ class HoverContext:
     doc: Document
     path: str | None = None
     read_text: ReadText = read_file
+    registers: dict | None = None  # the ``registers`` of a compile of this very text (its IR model's figure)
 
     @cached_property
     def chain(self) -> Chain:

@@ -67,8 +67,11 @@ def register(server: KddLanguageServer) -> None:  # noqa: C901 - one flat list o
     @server.feature(lsp.TEXT_DOCUMENT_HOVER)
     def on_hover(ls: KddLanguageServer, params: lsp.HoverParams):
         doc = ls.workspace.get_text_document(params.text_document.uri)
+        state = ls.docs.get(params.text_document.uri)
+        compiled = state.compiled if state is not None and state.compiled_version == state.version else None
+        registers = (compiled or {}).get("stats", {}).get("registers") if (compiled or {}).get("ok") else None
         markdown = hover(doc.source, params.position.line, params.position.character,
-                         path=uri_path(doc.uri), read_text=ls.read_text)
+                         path=uri_path(doc.uri), read_text=ls.read_text, registers=registers)
         if markdown is None:
             return None
         return lsp.Hover(lsp.MarkupContent(lsp.MarkupKind.Markdown, markdown))

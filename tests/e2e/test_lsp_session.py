@@ -45,6 +45,10 @@ async def _session(tmp_path: Path):
         hover = await client.text_document_hover_async(lsp.HoverParams(
             lsp.TextDocumentIdentifier(uri), _pos(text, '"axcb"', 2)))
         assert hover is not None and "axcb" in hover.contents.value
+        hover = await client.text_document_hover_async(lsp.HoverParams(
+            lsp.TextDocumentIdentifier(uri), _pos(text, 'iter =', 1)))
+        ir_total = _plain(first)["registers"]["estimate"]
+        assert f"**Total by the IR register model: {ir_total} of 128**" in hover.contents.value
 
         ir = await client.request("kdd/irAfterPass", {"textDocument": {"uri": uri}, "pass": "unroll", "diff": True})
         validator("lsp.schema.json", "irAfterPass").validate(ir)

@@ -167,3 +167,18 @@ def test_iter_on_sm90_draws_the_warps_c_tile_as_fragments():
 
 def test_xe_fma_hovers_draw_no_lanes():
     assert "Lanes of" not in hover_on(DESIGN, "fma =")
+
+
+def test_with_a_compiles_registers_the_total_is_the_ir_register_models():
+    from kdd.core.engine import Engine, Source
+    path = EXAMPLES / "resnet50_3x3.kernel.toml"
+    text = path.read_text()
+    registers = Engine().compile(Source(text, str(path)), "stats")["stats"]["registers"]
+    pos = parse_document(text).lines.position(text.index("iter =") + 1)
+    md = hover(text, pos.line, pos.character, path=str(path), registers=registers)
+    free = registers["budget"] - registers["estimate"]
+    assert (f"**Total by the IR register model: {registers['estimate']} of {registers['budget']}** "
+            f"GRFs (32 B) per thread ({free} free); the config-time lines above sum to {registers['config']}") in md
+    assert "**Total: " not in md  # no second total beside the IR's
+    # without a compile, the config-time total
+    assert f"**Total: {registers['config']} of 128**" in hover(text, pos.line, pos.character, path=str(path))
