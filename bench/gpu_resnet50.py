@@ -6,8 +6,9 @@ Two steps, so the GPU machine needs neither ptxas nor kdd's parser:
    (their [check] shape and full shape), every ResNet-50 forward layer of
    ``../shared/data/benchdnn/conv/shapes_resnet_50`` (mb 32, f16, NHWC, the
    layouts and config of ``examples/sm90_conv.kernel.toml`` with the
-   default tiles) and the GEMMs m=n=k=4096 and 8192 (f16 in, f32 out, as
-   ``examples/sm90_gemm.kernel.toml``): build, run the passes, generate PTX,
+   default tiles, or with ``--tuned`` the config of
+   ``examples/sm90_tuned/<layer>.kernel.toml``) and the GEMMs m=n=k=4096 and
+   8192 (f16 in, f32 out, as ``examples/sm90_gemm.kernel.toml``, or tuned): build, run the passes, generate PTX,
    run ptxas and nvdisasm; write the cubin, the gzipped PTX and the ABI
    (pickled problem, arguments, launch) under ``--bundle``
    (``bench/results/gpu_bundle``).
@@ -20,7 +21,7 @@ Two steps, so the GPU machine needs neither ptxas nor kdd's parser:
    ``cudnn.benchmark``) or matmul (cuBLAS). Prints a table and writes
    ``bench/results/gpu_resnet50.json``.
 
-    .venv/bin/python bench/gpu_resnet50.py prepare [--limit N]
+    .venv/bin/python bench/gpu_resnet50.py prepare [--limit N] [--tuned] [--bundle DIR]
     python bench/gpu_resnet50.py run [--only REGEX] [--json $OUT/gpu_resnet50.json]   # on the GPU machine
 
 ``run`` imports kdd from the repository's ``core/`` when kdd is not
@@ -78,6 +79,15 @@ def _spec_text(template: str, shape: str) -> str:
     return re.sub(r"\[check\][^\[]*", "", text)
 
 
+def _layer_text(template: str, name: str, shape: str, tuned: bool) -> str:
+    """The layer's spec: ``examples/sm90_tuned/<name>.kernel.toml`` with ``tuned`` (its shape must be
+    ``shape``), else ``template`` at ``shape`` with the template's default tiles."""
+    path = ROOT / "examples" / "sm90_tuned" / f"{name}.kernel.toml"
+    if tuned and path.exists():
+        return _spec_text(path.read_text(), shape)
+    return _spec_text(template, shape)
+
+
 def prepare(args) -> int:
     from kdd.core.builder import build_kernel
     from kdd.core.codegen.ptx import generate_ptx
@@ -92,8 +102,9 @@ def prepare(args) -> int:
     for ex in sorted((ROOT / "examples").glob("sm90_*.kernel.toml")):
         jobs.append((f"{ex.stem.split('.')[0]}:check", ex.read_text(), True, "example"))
         jobs.append((f"{ex.stem.split('.')[0]}:full", ex.read_text(), False, "example"))
-    jobs += [(f"resnet50:{name}", _spec_text(conv, shape), False, "resnet50") for name, shape in _resnet_shapes(args.mb)]
-    jobs += [(f"gemm:{shape}", _spec_text(gemm, shape), False, "gemm") for shape in GEMMS]
+    jobs += [(f"resnet50:{name}", _layer_text(conv, name, shape, args.tuned), False, "resnet50")
+             for name, shape in _resnet_shapes(args.mb)]
+    jobs += [(f"gemm:{shape}", _layer_text(gemm, shape, shape, args.tuned), False, "gemm") for shape in GEMMS]
     if args.limit:
         jobs = jobs[: args.limit]
     index = []
@@ -232,6 +243,8 @@ def main() -> int:
     p.add_argument("--bundle", default=str(BUNDLE))
     p.add_argument("--mb", type=int, default=32)
     p.add_argument("--limit", type=int, default=0)
+    p.add_argument("--tuned", action="store_true",
+                   help="layers with a file in examples/sm90_tuned/ take its config instead of the default tiles")
     r = sub.add_parser("run")
     r.add_argument("--bundle", default=str(BUNDLE))
     r.add_argument("--runs", type=int, default=30)
