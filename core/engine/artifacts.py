@@ -129,15 +129,38 @@ def verify_artifact(kernel, trace) -> dict:
     return {"ok": not problems, "stages": len(stages), "problems": problems}
 
 
+def _is_instruction(line: dict) -> bool:
+    text = line["text"].strip()
+    return bool(text) and not text.startswith("//") and not text.endswith(":")
+
+
 def instruction_node(lines: list[dict], index: int) -> dict | None:
     """The listing line of the ``index``-th instruction (comments and labels not counted) with the IR
     node it came from: ``{"asm_line", "text", "ir_node"}``, or None past the end."""
     count = 0
     for i, line in enumerate(lines):
-        text = line["text"].strip()
-        if not text or text.startswith("//") or text.endswith(":"):
+        if not _is_instruction(line):
             continue
         if count == index:
             return {"asm_line": i, "text": line["text"], "ir_node": line.get("ir_node")}
         count += 1
     return None
+
+
+def register_checkpoints(listing: dict) -> list[dict]:
+    """The register buffers of a Xe listing as checkpoints for the register comparison of
+    ``kdd check --asm --bisect``: each buffer's last placement (``start`` byte, ``bytes``) and the index of
+    the last instruction it is live at. Headers (64-bit addresses where the IR holds offsets) and
+    temporaries are left out: their registers do not hold an IR buffer's bytes."""
+    index, count = [], 0
+    for line in listing["lines"]:
+        index.append(count - 1 if not _is_instruction(line) else count)
+        count += _is_instruction(line)
+    last: dict[str, dict] = {}
+    for a in listing["registers"]["allocations"]:
+        if a["category"] in ("headers", "temporaries") or a["last_line"] >= len(index):
+            continue
+        if a["label"] not in last or a["last_line"] >= last[a["label"]]["last_line"]:
+            last[a["label"]] = a
+    return [{"name": a["label"], "start": a["start"], "bytes": a["bytes"], "index": index[a["last_line"]]}
+            for a in last.values() if index[a["last_line"]] >= 0]

@@ -356,9 +356,18 @@ class Engine:
     def _asm_check(self, r: Resolved, sources: dict[str, Range], kernel, check: InterpreterCheck,
                    bisect_passes: bool) -> dict:
         """``check --asm`` (see :meth:`check`): the simulator's verdict, or the bisection ending in it."""
-        from kdd.core.xesim.check import check_assembly
+        from kdd.core.xesim.check import check_assembly, first_wrong_registers
 
         listing = self.assembly(r, sources)
+        final = self.trace(kernel).final
+
+        def blame(wrong: dict) -> dict:
+            """``wrong`` with its listing line and the final-IR line its instruction came from."""
+            wrong["listing"] = artifacts.instruction_node(listing["lines"], wrong["index"])
+            node = (wrong["listing"] or {}).get("ir_node")
+            if node is not None:
+                wrong["ir"] = print_ir(final).text.splitlines()[node["line"]].strip()
+            return wrong
         if listing["assembler"].get("binary_bytes") is None:      # warnings still give a binary to run
             raise StageFailed(Failure("codegen", "the assembler rejected the listing: "
                                       + "; ".join(listing["assembler"].get("messages", [])), "assembler-error"))
@@ -367,10 +376,7 @@ class Engine:
                                                                 seed=spec_seed, tol=spec_tol))
         wrong = simulated.get("asm", {}).get("first_wrong")
         if wrong is not None and wrong.get("index") is not None:
-            wrong["listing"] = artifacts.instruction_node(listing["lines"], wrong["index"])
-            node = (wrong["listing"] or {}).get("ir_node")
-            if node is not None:
-                wrong["ir"] = print_ir(self.trace(kernel).final).text.splitlines()[node["line"]].strip()
+            blame(wrong)
         if not bisect_passes:
             return simulated
         trace = self.trace(kernel)
@@ -381,6 +387,14 @@ class Engine:
         if out["first_bad"] is None and not ok:
             out["first_bad"] = ASSEMBLY
             out["assembly"] = {"verdict": "IR right, assembly wrong", "check": simulated, "first_wrong": wrong}
+            if "error" not in simulated:    # ran to the end: every register buffer reached its last use
+                # Register buffers compared with the interpreter's as their scopes end: the first that
+                # disagrees is nearer the wrong instruction than the first wrong store.
+                registers = self._timed("check", lambda: first_wrong_registers(
+                    final, kernel, listing, r.target.assembler, artifacts.register_checkpoints(listing),
+                    seed=spec_seed))
+                if registers is not None:
+                    out["assembly"]["first_wrong_registers"] = blame(registers)
         return out
 
     def assembly(self, r: Resolved, sources: dict[str, Range]) -> dict:

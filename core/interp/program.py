@@ -83,6 +83,7 @@ class Program:
         self.sync_slot = self.slots.fresh()
         self.id_slots: dict[int, np.ndarray] = {}
         self.buffers: dict[str, int] = {}
+        self.scope_end: Callable[[str, Registers], None] | None = None   # set for one run, see run()
         for v in sorted(free_vars(body), key=lambda v: v.name):
             slot = self._bind(v)
             if v.name in ID_NAMES:
@@ -231,6 +232,8 @@ class Program:
             body(env)
             if is_slm:
                 env[sync].live_slm.remove(mem)
+            elif self.scope_end is not None:
+                self.scope_end(name, mem)
             env[slot] = None
         return alloc
 
@@ -258,8 +261,11 @@ class Program:
         return store
 
     # -- running ------------------------------------------------------------------------------------
-    def run(self, buffers: Mapping[str, np.ndarray]) -> RunResult:
-        """Runs the kernel once over ``buffers`` (name -> C-contiguous array, written in place)."""
+    def run(self, buffers: Mapping[str, np.ndarray],
+            scope_end: Callable[[str, Registers], None] | None = None) -> RunResult:
+        """Runs the kernel once over ``buffers`` (name -> C-contiguous array, written in place);
+        ``scope_end(name, registers)`` sees every register buffer as its scope ends (its contents for
+        every SIMD thread), so a caller can keep a buffer's final values."""
         missing = sorted(set(self.buffers) - set(buffers))
         if missing:
             raise InterpError(f"no global buffer given for {', '.join(repr(m) for m in missing)}")
@@ -272,8 +278,12 @@ class Program:
         for name, slot in self.buffers.items():
             env[slot] = globals_[name]
         start = time.perf_counter()
-        with np.errstate(all="ignore"):
-            self.main(env)
+        self.scope_end = scope_end
+        try:
+            with np.errstate(all="ignore"):
+                self.main(env)
+        finally:
+            self.scope_end = None
         ms = (time.perf_counter() - start) * 1e3
         return RunResult({name: g.written for name, g in globals_.items()}, ms)
 
@@ -334,6 +344,8 @@ def compile_program(body: Stmt, launch: Launch) -> Program:
     return Program(body, launch)
 
 
-def run_ir(body: Stmt, launch: Launch, buffers: Mapping[str, np.ndarray]) -> RunResult:
-    """Compiles (once) and runs ``body`` over ``buffers``; see ``docs/ir-semantics.md``."""
-    return compile_program(body, launch).run(buffers)
+def run_ir(body: Stmt, launch: Launch, buffers: Mapping[str, np.ndarray],
+           scope_end: Callable[[str, Registers], None] | None = None) -> RunResult:
+    """Compiles (once) and runs ``body`` over ``buffers``; see ``docs/ir-semantics.md`` and
+    :meth:`Program.run` for ``scope_end``."""
+    return compile_program(body, launch).run(buffers, scope_end)

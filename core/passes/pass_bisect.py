@@ -53,6 +53,13 @@ def render_bisect(data: dict) -> str:
     asm = data.get("assembly")
     if asm is not None:
         lines.append(asm["verdict"])
+        registers = asm.get("first_wrong_registers")
+        if registers is not None:
+            lines.append(f"first wrong registers: {registers['buffer']} in {registers['registers']} disagree with "
+                         f"the IR interpreter's (checkpoint {registers['compared']}); last written by "
+                         f"{registers['instruction']} (disassembly line {registers['line']})")
+            if registers.get("ir"):
+                lines.append(f"  from IR: {registers['ir']}")
         wrong = asm.get("first_wrong")
         if wrong is not None:
             lines.append(f"first wrong {wrong['kind']}: {wrong['instruction']} (disassembly line {wrong['line']})")

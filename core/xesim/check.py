@@ -112,3 +112,79 @@ def _where(program: list[Instr] | None, kind: str, line: int, text: str) -> dict
     index = None if program is None else \
         sum(1 for p in program if (p.op != "sync" or p.sub == "bar") and p.line < line)
     return {"kind": kind, "line": line, "instruction": text, "index": index}
+
+
+def first_wrong_registers(body, kernel, listing: dict, command: tuple[str, ...], checkpoints: list[dict], *,
+                          seed: int = 0, tol: float = 4e-3) -> dict | None:
+    """The earliest register checkpoint at which the assembly's registers disagree with the IR's.
+
+    ``body`` is the final IR the listing was generated from; ``checkpoints`` are register buffers of
+    that IR as the listing placed them: ``{"name", "start"`` (byte in the register file) ``, "bytes",
+    "index"`` (the listing instruction after which the buffer is last live) ``}``. The IR interpreter
+    keeps each buffer's contents as its scope last ends, the simulator each buffer's registers as that
+    instruction last runs, for every thread; both run the same inputs. Bytes the IR never wrote
+    (poison) are not compared, and float data compares within ``tol`` (summation order may differ).
+    Returns the first disagreeing checkpoint (in listing order) with the instruction that last wrote its
+    registers before it, as ``{"kind": "registers", "buffer", "registers", "line", "instruction",
+    "index", "compared"}``, or None when all agree."""
+    from kdd.core.interp.grid import Launch as IrLaunch
+    from kdd.core.interp.program import run_ir
+
+    buffers, _ = check_buffers(kernel, seed)
+    ir_values: dict[str, np.ndarray] = {}
+    run_ir(body, IrLaunch(tuple(kernel.grid), tuple(kernel.tg), kernel.simd, kernel.reg_bytes),
+           {k: v.copy() for k, v in buffers.items()}, scope_end=lambda name, mem: ir_values.__setitem__(
+               name, mem.data.copy()))
+    program, _ = load(listing["asm"], command)
+    pcs = [pc for pc, p in enumerate(program) if p.op != "sync" or p.sub == "bar"]
+    wanted = [c for c in checkpoints if c["name"] in ir_values and c["index"] < len(pcs)]
+    seen: dict[str, np.ndarray] = {}
+    after: dict[int, list] = {}
+    for c in wanted:
+        lo, hi = c["start"], c["start"] + min(c["bytes"], ir_values[c["name"]].shape[1])
+
+        def keep(m, rows, name=c["name"], lo=lo, hi=hi):
+            if name not in seen:
+                seen[name] = np.zeros((m.geo.threads, hi - lo), dtype=np.uint8)
+            seen[name][rows] = m.file[rows, lo:hi]
+        after.setdefault(pcs[c["index"]], []).append(keep)
+    simulate(program, launch_of(kernel, listing), listing["abi"], check_buffers(kernel, seed)[0],
+             after={pc: (lambda m, rows, fs=fs: [f(m, rows) for f in fs]) for pc, fs in after.items()})
+    rb = kernel.reg_bytes
+    for n, c in enumerate(sorted(wanted, key=lambda c: c["index"])):
+        got = seen.get(c["name"])
+        if got is None or _agree(got, ir_values[c["name"]][:, : got.shape[1]], tol):
+            continue
+        lo, hi = c["start"], c["start"] + got.shape[1]
+        writer = max((i for i, pc in enumerate(pcs[: c["index"] + 1])
+                      if _writes(program[pc], lo, hi, rb)), default=c["index"])
+        ins = program[pcs[writer]]
+        return {"kind": "registers", "buffer": c["name"], "registers": f"r{lo // rb}-r{(hi - 1) // rb}",
+                "line": ins.line, "instruction": ins.text, "index": writer, "compared": n + 1}
+    return None
+
+
+def _agree(asm: np.ndarray, ir: np.ndarray, tol: float) -> bool:
+    """Whether per-thread register bytes agree wherever the IR wrote them: equal, or equal within
+    ``tol`` (relative to the value and the buffer's RMS) read as f32 or as f16 data. Poison (all ones)
+    marks what the IR never wrote."""
+    if (asm == ir).all():
+        return True
+    for dt, poison in ((np.float32, 0xFFFFFFFF), (np.float16, 0xFFFF)):
+        width = np.dtype(dt).itemsize
+        if ir.shape[1] % width:
+            continue
+        a, b = asm.view(dt).astype(np.float64), ir.view(dt).astype(np.float64)
+        written = ir.view(np.uint32 if width == 4 else np.uint16) != poison
+        with np.errstate(invalid="ignore", over="ignore"):
+            rms = float(np.sqrt(np.nanmean(np.where(np.isfinite(b) & written, b, 0.0) ** 2)))
+            close = (a == b) | (np.abs(a - b) <= tol * (np.abs(b) + rms)) | (np.isnan(a) & np.isnan(b))
+        if close[written].all():
+            return True
+    return bool((asm == ir)[ir != 0xFF].all())
+
+
+def _writes(ins: Instr, lo: int, hi: int, rb: int) -> bool:
+    """Whether ``ins`` writes a register of the byte range [lo, hi) (its destination's first register)."""
+    dst = ins.dst
+    return dst is not None and dst.kind == "grf" and lo // rb <= dst.reg <= (hi - 1) // rb

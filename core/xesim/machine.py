@@ -65,6 +65,7 @@ class Machine:
         self.executed = 0          # instructions, counting a lock-step batch once
         self.thread_steps = 0      # instructions times the threads that ran them
         self.on_store = on_store   # called (instr, flat byte indices, rows) after a global store
+        self.after: dict = {}      # program index -> called (machine, rows) once the instruction ran
         self._index_cache: dict = {}
         self._plans: dict = {}
         self._compiled: dict = {}
@@ -179,6 +180,10 @@ class Machine:
             if self.thread_steps > STEP_LIMIT * 8:
                 raise Fault(ins.line, ins.text, f"ran past {STEP_LIMIT * 8} thread-instructions (an endless loop?)")
             self.step(ins, rows, pc)
+            if self.after:
+                seen = self.after.get(pc)
+                if seen is not None:
+                    seen(self, rows)
             if ins.op in CONTROL or not lockstep:
                 lockstep = bool(not self.done.any() and not self.waiting.any() and (self.pc == self.pc[0]).all())
 

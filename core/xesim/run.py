@@ -144,10 +144,11 @@ def payload(m: Machine, launch: Launch, abi: list[dict], arg_index: dict[str, in
 
 
 def simulate(program: list[Instr], launch: Launch, abi: list[dict], buffers: dict[str, np.ndarray],
-             on_store=None) -> SimResult:
+             on_store=None, after: dict | None = None) -> SimResult:
     """Runs ``program`` over the whole launch; ``buffers`` (argument name -> uint8 array, in ABI
     order of appearance) are updated in place. ``on_store(instr, flat_indices, threads, memory)`` sees
-    every global store. Raises :class:`~.errors.SimError`."""
+    every global store; ``after[i](machine, threads)`` runs each time program instruction ``i`` has run.
+    Raises :class:`~.errors.SimError`."""
     import time
 
     start = time.perf_counter()
@@ -157,6 +158,7 @@ def simulate(program: list[Instr], launch: Launch, abi: list[dict], buffers: dic
                    max(launch.slm_bytes, 0))
     hook = None if on_store is None else (lambda ins, idx, rows: on_store(ins, idx, rows, memory))
     m = Machine(program, geo, memory, hook)
+    m.after = after or {}
     payload(m, launch, abi, {n: i for i, n in enumerate(names)})
     m.run()
     written = {}

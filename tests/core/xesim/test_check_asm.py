@@ -10,7 +10,9 @@ from protocol_schemas import validator
 
 from kdd.core.engine import Engine
 from kdd.core.engine.engine import Source
-from kdd.core.xesim.check import check_assembly
+from kdd.core.engine.artifacts import register_checkpoints
+from kdd.core.passes.pass_bisect import render_bisect
+from kdd.core.xesim.check import check_assembly, first_wrong_registers
 
 pytestmark = pytest.mark.skipif(shutil.which("iga64") is None, reason="iga64 (Debian libigc-tools) is not installed")
 EXAMPLES = Path(__file__).resolve().parents[3] / "examples"
@@ -117,6 +119,40 @@ def test_bisect_says_ir_right_assembly_wrong_and_names_the_ir_node(monkeypatch):
     store = assembly["first_wrong"]
     assert store["kind"] == "store"
     assert "send.ugm" in store["instruction"] and store["ir"].startswith("send.store")
+    # The A operand, loaded from the address one dword off, is the first register buffer that disagrees
+    # with the interpreter's; the instruction that wrote it is the global load of A.
+    registers = assembly["first_wrong_registers"]
+    assert registers["kind"] == "registers" and registers["buffer"] == "a"
+    assert "send.ugm" in registers["instruction"] and registers["ir"].startswith("send.load")
+    assert "first wrong registers: a in r" in render_bisect(out)
+
+
+@pytest.mark.parametrize("name,target,mutate,buffer", [
+    ("int8", "xehpg", swap_dpas_operands, "c_acc"),
+    ("int8", "xehpg", wrong_repeat_count, "c_acc"),
+    ("resnet50_strided", "xehpg", wrong_region, "c_out"),
+])
+def test_register_comparison_names_the_buffer_the_wrong_instruction_wrote(name, target, mutate, buffer):
+    engine = Engine()
+    parsed = engine.parse(engine.read(str(EXAMPLES / f"{name}.kernel.toml")))
+    r = engine.resolve(parsed, None, target, for_check=True)
+    kernel, listing = engine.kernel(r, parsed.sources()), engine.assembly(r, parsed.sources())
+    final, checkpoints = engine.trace(kernel).final, register_checkpoints(listing)
+    assert first_wrong_registers(final, kernel, listing, r.target.assembler, checkpoints) is None
+    wrong = {**listing, "asm": "\n".join(mutate(listing["asm"].splitlines())) + "\n"}
+    found = first_wrong_registers(final, kernel, wrong, r.target.assembler, checkpoints)
+    assert found is not None and found["buffer"] == buffer
+
+
+@pytest.mark.parametrize("name,target", [(n, "xehpg") for n in XEHPG_ONLY + BOTH] + [(n, "xehpc") for n in BOTH])
+def test_right_assembly_agrees_with_the_interpreter_at_every_register_checkpoint(name, target):
+    engine = Engine()
+    parsed = engine.parse(engine.read(str(EXAMPLES / f"{name}.kernel.toml")))
+    r = engine.resolve(parsed, None, target, for_check=True)
+    kernel, listing = engine.kernel(r, parsed.sources()), engine.assembly(r, parsed.sources())
+    checkpoints = register_checkpoints(listing)
+    assert len(checkpoints) >= 3 and {"c_acc", "a", "b"} & {c["name"] for c in checkpoints}
+    assert first_wrong_registers(engine.trace(kernel).final, kernel, listing, r.target.assembler, checkpoints) is None
 
 
 def test_check_asm_matches_the_interpreter_checks_json_shape():
