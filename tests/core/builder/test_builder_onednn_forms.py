@@ -87,6 +87,8 @@ DEPTHWISE = [
     ("mb4g16ic16ih6oc16oh3kh3sh2ph0", "bf16", "xehpg", "fma=mad simd=8 l=kh3 T=x i=g16kw3mb4 bufs=0"),
     # g beside padding: two thread tiles of groups, ow tail
     ("mb1g16ic16iw7oc16ow7kw3pw1", "f16", "xehpg", "fma=mad simd=8 l=x T=ow2 i=g8kw3ow4 bufs=0"),
+    # the xehpg lines' T=ow4 with SLM: the weights' lone f16 elements stored one lane at a time
+    ("mb1g16ic16iw32oc16ow32kw3pw1", "f16", "xehpg", "fma=mad simd=8 l=x T=ow4 i=g8kw3ow8"),
 ]
 
 
