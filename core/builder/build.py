@@ -21,7 +21,7 @@ from math import prod
 from kdd.core.config.defaults import resolve_config
 from kdd.core.config.kernel_config import KernelConfig
 from kdd.core.config.operands import operands
-from kdd.core.config.tiling import derive_tiling
+from kdd.core.config.tiling import derive_tiling, mad_over_batch
 from kdd.core.ir.expr import Expr, Var, var
 from kdd.core.ir.funcs import Barrier, Reorder, SendKind, SendOp
 from kdd.core.ir.stmt import Alloc, For, FuncCall, Group, If, Let, MemKind, Stmt, seq
@@ -119,7 +119,8 @@ class _Builder:
                    for w, v in zip("ABC", views)}
 
         bt, m_thr, n_thr, k_thr = (prod(d.iter for d in t.role(r)) for r in "bmnk")
-        fma = make_fma(cfg.fma, self.target, cfg.simd, self.ops.a, self.ops.b, self.ops.acc, m_thr)
+        fma = make_fma(cfg.fma, self.target, cfg.simd, self.ops.a, self.ops.b, self.ops.acc, m_thr,
+                       mad_over_batch(cfg.fma, cfg.simd, t))
         sub_a, sub_b = (cfg.subtiles.a, cfg.subtiles.b) if cfg.subtiles else (1, 1)
         if sub_a > 1 and sub_b > 1:
             raise BuildError("subtiles: split A or B, not both", knob="subtiles")

@@ -6,6 +6,7 @@ need (``docs/ir-semantics.md`` gives the operand forms):
 
 - ``mad`` (Xe ``mad``, sm_90 ``fma``): ``simd`` lanes along N; B and C rows
   are N-contiguous, A elements are broadcast scalars (any A layout).
+  With the lanes along the batch instead (depthwise), A, B and C are batch-innermost vectors.
 - ``dp4a``: as ``mad`` over K quads: B packs 4 consecutive K per lane (VNNI).
 - ``dpas.8xR``: C blocks of ``R x simd``, A blocks of ``R x K`` row-major,
   B blocks of ``K x simd`` packed as 8 rows of ``simd`` dwords (VNNI).
@@ -119,6 +120,40 @@ class MadKind(FmaKind):
             return FuncCall.make(func, [c.buf, dst, c.buf, dst, b.buf, b.offset_of((ib, ik, jn), (1, 1, s)),
                                         a.buf, a.offset_of((ib, im, ik))], origin=origin)
         return nest(names, [("b", bt), ("k", k), ("m", m), ("nb", n // self.simd)], call, origin)
+
+
+@dataclass(frozen=True)
+class MadBatchKind(FmaKind):
+    """``mad`` with its lanes along the batch (oneDNN's depthwise form): lane ``i`` computes
+    ``C(b+i, m, n) += A(b+i, m, k) * B(b+i, k, n)``, so A, B and C are all batch-innermost
+    and A is read as a vector, not broadcast."""
+
+    name = "mad"
+
+    @property
+    def unit(self):
+        return 1, 1, 1
+
+    def a_layout(self, bt, m, k, k_inner):
+        return row_major(self.a, (bt, m, k), (X, Y, B))
+
+    def b_layout(self, bt, k, n):
+        return row_major(self.b, (bt, k, n), (X, Y, B))
+
+    def c_layout(self, bt, m, n):
+        return row_major(self.acc, (bt, m, n), (X, Y, B))
+
+    def emit(self, a, b, c, names, origin):
+        bt, m, n = c.layout.dims
+        k = a.layout.dims[Y]
+        s = self.simd
+        func = Mad(s, self.acc, self.b, self.a, self.a.size)
+
+        def call(ib, ik, im, jn):
+            dst = c.offset_of((ib, im, jn), (s, 1, 1))
+            return FuncCall.make(func, [c.buf, dst, c.buf, dst, b.buf, b.offset_of((ib, ik, jn), (s, 1, 1)),
+                                        a.buf, a.offset_of((ib, im, ik), (s, 1, 1))], origin=origin)
+        return nest(names, [("bb", bt // s), ("k", k), ("m", m), ("n", n)], call, origin)
 
 
 @dataclass(frozen=True)
@@ -251,8 +286,11 @@ class MmaKind(FmaKind):
         return nest(names, [("b", bt), ("mb", mb), ("nb", nb), ("kb", kb)], call, origin)
 
 
-def make_fma(fma: str, target, simd: int, a: Type, b: Type, acc: Type, m: int) -> FmaKind:
-    """The instruction kind for config knob ``fma`` on ``target`` (``m``: rows of the thread tile)."""
+def make_fma(fma: str, target, simd: int, a: Type, b: Type, acc: Type, m: int, over_batch: bool = False) -> FmaKind:
+    """The instruction kind for config knob ``fma`` on ``target`` (``m``: rows of the thread tile;
+    ``over_batch``: a ``mad`` puts its lanes along the batch dims, see ``mad_over_batch``)."""
+    if fma == "mad" and over_batch:
+        return MadBatchKind(a, b, acc, simd)
     if fma in ("mad", "fma"):
         return MadKind(a, b, acc, simd)
     if fma == "dp4a":

@@ -94,18 +94,24 @@ def unit_stride_dim(view: View, name: str) -> int | None:
 
 
 def contiguous_role(view: View, roles) -> int:
-    """The matrix dim (1 or 2) whose innermost view dim walks memory with unit stride (2 if none)."""
-    for role in (2, 1):
+    """The matrix dim whose innermost view dim walks memory with unit stride: 2, else 1, else the
+    batch 0 (a depthwise tile, whose groups are the channels), and 2 if none."""
+    for role in (2, 1, 0):
         inner = roles[role].innermost()
         if inner is not None and unit_stride_dim(view, inner[0]) is not None:
             return role
     return 2
 
 
+def inner_last(inner: int) -> tuple[int, int, int]:
+    """The matrix dims outer to inner with ``inner`` innermost, the others in ``(b, x, y)`` order."""
+    return tuple(d for d in range(3) if d != inner) + (inner,)
+
+
 def memory_ordered(access: TileAccess, reg: RegTensor, rules: MessageRules, buf: Var) -> RegTensor | None:
     """``reg``'s matrix in ``buf``, row-major with the memory-contiguous matrix dim innermost, when
     that layout differs from ``reg``'s and moves the tile in block messages (None otherwise)."""
-    order = (0, 1, 2) if contiguous_role(access.view, access.roles) == 2 else (0, 2, 1)
+    order = inner_last(contiguous_role(access.view, access.roles))
     layout = row_major(reg.dtype, reg.layout.dims, order)
     if layout.is_equal(reg.layout):
         return None

@@ -34,7 +34,7 @@ from kdd.core.layout.layout import Block, Layout
 from kdd.core.layout.view import View, ViewDim, offset_expr
 
 from . import arith
-from .loads import MessageRules, plan_messages, transfer
+from .loads import MessageRules, inner_last, plan_messages, transfer
 from .names import Names
 from .origin import Origin
 from .tile import MatrixDim, RegTensor, TileAccess, row_major
@@ -73,7 +73,7 @@ def stage(name: str, group: TileAccess, thread_roles: tuple[MatrixDim, MatrixDim
     view = group.view
     dtype = view.layout.dtype
     sizes = group.real
-    order = (0, 1, 2) if inner == 2 else (0, 2, 1)
+    order = inner_last(inner)
     tile = RegTensor(names.fresh(f"{name}_slm", u64), row_major(dtype, sizes, order))
     slm_view = _slm_view(view, group.roles, order, dtype)
     knob = Origin(f"slm.{name}", "slm")
@@ -184,7 +184,8 @@ def _order(dense: Layout) -> tuple[int, int, int]:
 class _ScatterShape:
     """How ``_scatter`` stores one staged message: ``unit`` elements (one dword of VNNI pairs or quads,
     or one element) of type ``dtype`` per lane, ``lanes`` lanes ``step`` bytes apart; ``block``
-    when those are contiguous."""
+    when those are contiguous whole dwords (block messages move dwords: a lone f16 of a depthwise
+    tile is a one-lane scattered store)."""
 
     unit: int
     dtype: object
@@ -194,7 +195,8 @@ class _ScatterShape:
 
     @property
     def block(self) -> bool:
-        return self.lanes == 1 or self.step == self.unit * self.dtype.size
+        contiguous = self.lanes == 1 or self.step == self.unit * self.dtype.size
+        return contiguous and self.lanes * self.unit * self.dtype.size % 4 == 0
 
 
 def _scatter_shape(tile: RegTensor, layout: Layout, elems: int) -> _ScatterShape:
@@ -278,9 +280,10 @@ def _scatter(tile: RegTensor, layout: Layout, staging: Var, elems: int, count: i
     e0 = arith.add(arith.mul(r, elems), arith.mul(h_expr, lanes * unit))
     base = arith.fold(arith.mul(_coarse_offset(layout, dim, unit * lanes, tile.decode(e0, bound=tile.elems)), size))
     block = shape.block
-    offset = base if block else Ramp.make(base, step, lanes)
+    scalar = block or lanes == 1  # one address (a one-lane scattered store takes a scalar one, as loads do)
+    offset = base if scalar else Ramp.make(base, step, lanes)
     func = Send(SendOp.STORE, SendKind.BLOCK if block else SendKind.SCATTERED, "slm", dtype, lanes)
-    mask = BoolImm.make(True) if block else Broadcast.make(BoolImm.make(True), lanes)
+    mask = BoolImm.make(True) if scalar else Broadcast.make(BoolImm.make(True), lanes)
     reg_off = arith.add(arith.mul(j_expr, elems * size), arith.mul(h_expr, lanes * unit * size))
     body: Stmt = FuncCall.make(func, [tile.buf, offset, staging, reg_off, mask], origin=origin)
     if parts > 1:

@@ -66,6 +66,11 @@ class Tiling:
         return prod(getattr(d, attr) for d in self.dims if d.role in roles)
 
     @property
+    def b_thread(self) -> int:
+        """Batch elements (groups, GEMM batch) one thread computes."""
+        return self._prod("b", "iter")
+
+    @property
     def m_thread(self) -> int:
         """M elements of C one thread computes."""
         return self._prod("m", "iter")
@@ -148,3 +153,15 @@ def derive_tiling(problem, config: KernelConfig) -> Tiling:
         DimTiling(name, role, size, iter_.get(name), tg.get(name), loop.get(name))
         for role in ROLES for name, size in getattr(gemm, role)
     ))
+
+
+def mad_over_batch(fma: str, simd: int, tiling: Tiling) -> bool:
+    """Whether a ``mad`` thread tile puts its SIMD lanes along the batch dims, not along N.
+
+    oneDNN's depthwise form (``i=g16kw3ow8``): each group is its own GEMM
+    with N = 1, so the lanes take ``simd`` groups and ``mad`` multiplies a
+    vector of A by a vector of B, lane by lane. It applies where N per thread
+    is not whole SIMD chunks and the batch per thread is.
+    """
+    return fma == "mad" and tiling.n_thread % simd != 0 and tiling.b_thread % simd == 0
+

@@ -26,10 +26,10 @@ from .issues import ConfigIssue
 from .kernel_config import KernelConfig
 from .knobs import did_you_mean
 from .operands import operands
-from .tiling import Tiling, derive_tiling
+from .tiling import Tiling, derive_tiling, mad_over_batch
 
 # Which GEMM roles each tile knob may block.
-TILE_ROLES = {"iter": "mnk", "tg": "mnk", "loop": "k", "unroll": "k"}
+TILE_ROLES = {"iter": "bmnk", "tg": "mnk", "loop": "k", "unroll": "k"}
 _ROLE_WORDS = {"m": "M", "n": "N", "k": "K", "b": "batch"}
 
 
@@ -238,7 +238,9 @@ def _check_shape(tiling: Tiling, config: KernelConfig, shape: FmaShape, issues: 
     sub = config.subtiles
     if sub.a > 1 and sub.b > 1:
         issues.append(ConfigIssue("subtiles", f"split A or B, not both (got S={sub})"))
-    for role, size, inst, split in (("M", tiling.m_thread, shape.m, sub.a), ("N", tiling.n_thread, shape.n, sub.b),
+    # Lanes along the batch (depthwise) leave N free of the instruction's width.
+    n_inst = 1 if mad_over_batch(config.fma, config.simd, tiling) else shape.n
+    for role, size, inst, split in (("M", tiling.m_thread, shape.m, sub.a), ("N", tiling.n_thread, n_inst, sub.b),
                                     ("K", tiling.k_iter, shape.k, 1)):
         if size % inst and role == "M" and split == 1:
             # As oneDNN does: the multiplication's M block is padded; loads read zeros there, stores skip it.

@@ -14,6 +14,8 @@ import pytest
 
 from kdd.core.builder import build_kernel
 from kdd.core.engine import InterpreterCheck
+from kdd.core.ir.funcs import Mad
+from kdd.core.ir.visitor import walk
 from kdd.core.passes.pass_bisect import bisect, render_bisect
 from kdd.core.spec import Severity, load_spec
 
@@ -76,6 +78,33 @@ def test_m_per_thread_is_padded_to_the_instruction(prop, shape, types, hw, line,
     assert any(f"iter gives M={m} per thread, padded to" in d.message and d.severity == Severity.WARNING
                for d in diagnostics)
     _checked(text)
+
+
+DEPTHWISE = [
+    # xehpc: i=g16kw3ow8's form, T=ow2, lanes over 16 groups
+    ("mb1g32ic32ih4oc32oh4kh3ph1", "f16", "xehpc", "fma=mad simd=16 l=kh3 T=ow2 i=g16kw3ow2 bufs=0"),
+    # xehpg: i=g64kw3mb8's form (M is the minibatch, strided ow), 16 groups as two SIMD8 chunks
+    ("mb4g16ic16ih6oc16oh3kh3sh2ph0", "bf16", "xehpg", "fma=mad simd=8 l=kh3 T=x i=g16kw3mb4 bufs=0"),
+    # g beside padding: two thread tiles of groups, ow tail
+    ("mb1g16ic16iw7oc16ow7kw3pw1", "f16", "xehpg", "fma=mad simd=8 l=x T=ow2 i=g8kw3ow4 bufs=0"),
+    # the xehpg lines' T=ow4 with SLM: the weights' lone f16 elements stored one lane at a time
+    ("mb1g16ic16iw32oc16ow32kw3pw1", "f16", "xehpg", "fma=mad simd=8 l=x T=ow4 i=g8kw3ow8"),
+]
+
+
+@pytest.mark.parametrize("shape,types,hw,line", DEPTHWISE)
+def test_depthwise_mad_runs_its_lanes_over_groups(shape, types, hw, line):
+    kernel = _checked(_document("fwd", shape, types, hw, line))
+    mads = {str(c.func): c.func for c in walk(kernel.body) if isinstance(getattr(c, "func", None), Mad)}
+    # every mad reads A as a vector (one group per lane), none broadcasts it
+    assert mads and all(f.src2_stride == f.src2_type.size for f in mads.values()), mads
+
+
+def test_depthwise_needs_whole_simd_chunks_of_groups():
+    spec, diagnostics = load_spec(_document("fwd", "mb1g16ic16iw8oc16ow8kw3pw1", "f16", "xehpg",
+                                            "fma=mad simd=8 l=x T=x i=g4kw3ow8 bufs=0"))
+    assert any("iter gives N=1 per thread, not a multiple of mad's N=8" in d.message
+               and d.severity == Severity.ERROR for d in diagnostics), [d.message for d in diagnostics]
 
 
 # Shipped oneDNN lines at their production sizes, with the registers their tiles need at least:
