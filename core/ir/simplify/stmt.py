@@ -116,6 +116,10 @@ class VarUses:
         hit = memo.get(id(e))
         if hit is not None:
             return hit[1]
+        if isinstance(e, Var):  # the most common miss: no walk to set up
+            uses = {e: 1}
+            memo[id(e)] = (e, uses)
+            return uses
         for node in post_order(e, memo):
             if isinstance(node, Var):
                 memo[id(node)] = (node, {node: 1})
@@ -142,7 +146,21 @@ def _scan(root: Stmt, uses_of: VarUses) -> tuple[dict[int, _Binding], frozenset,
     active: dict[Var, list] = {}  # variable -> its open bindings (None for loops and allocations)
     times_bound: dict[Var, int] = {}
     free: set = set()
-    # Events: ("visit", node, loop depth), ("open", var, binding), ("close", var, None).
+
+    def count(e: Expr, depth: int) -> None:
+        """The uses in ``e`` (no expression binds a variable: counted at once, per distinct object)."""
+        for var, n in uses_of(e).items():
+            binders = active.get(var)
+            if not binders:
+                free.add(var)
+            elif binders[-1] is not None:
+                binding = binders[-1]
+                binding.count += n
+                binding.in_loop |= depth > binding.loop_depth
+
+    # Events: ("visit", statement, loop depth), ("open", var, binding), ("close", var, None). A
+    # statement's own expressions are counted when it is visited: none of them is inside a scope
+    # it opens, and the scopes its child statements open are closed again before any sibling.
     stack: list[tuple[str, Any, Any]] = [("visit", root, 0)]
     while stack:
         event, node, depth = stack.pop()
@@ -150,29 +168,24 @@ def _scan(root: Stmt, uses_of: VarUses) -> tuple[dict[int, _Binding], frozenset,
             active.setdefault(node, []).append(depth)
         elif event == "close":
             active[node].pop()
-        elif isinstance(node, Expr):  # no expression binds a variable: count its uses at once
-            for var, n in uses_of(node).items():
-                binders = active.get(var)
-                if not binders:
-                    free.add(var)
-                elif binders[-1] is not None:
-                    binding = binders[-1]
-                    binding.count += n
-                    binding.in_loop |= depth > binding.loop_depth
         elif isinstance(node, (Let, For, Alloc)):
             var = node.buf if isinstance(node, Alloc) else node.var
             times_bound[var] = times_bound.get(var, 0) + 1
-            binding, outside = None, []
+            binding = None
             if isinstance(node, Let):
                 binding = lets[id(node)] = _Binding(depth)
-                outside = [node.value]
+                count(node.value, depth)
             elif isinstance(node, For):
-                outside = [node.init, node.bound]
+                count(node.init, depth)
+                count(node.bound, depth)
             stack += [("close", var, None), ("visit", node.body, depth + isinstance(node, For)),
                       ("open", var, binding)]
-            stack += [("visit", e, depth) for e in outside]
         else:
-            stack += [("visit", k, depth) for k in reversed(list(node.children()))]
+            kids = node._children_of(node)
+            for k in kids:
+                if isinstance(k, Expr):
+                    count(k, depth)
+            stack += [("visit", k, depth) for k in reversed(kids) if not isinstance(k, Expr)]
     once = frozenset(v for v, n in times_bound.items() if n == 1 and v not in free)
     twice = frozenset(v for v, n in times_bound.items() if n > 1)
     return lets, once, twice
