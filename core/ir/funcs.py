@@ -100,8 +100,8 @@ class Send(Func):
     Operands: ``(mem, mem_offset, reg, reg_offset, mask)``.
     ``mem_offset`` is a byte offset; for ``SCATTERED`` it is a vector (one byte
     offset per element). ``mask`` is a bool (vector for scattered) selecting
-    the elements that are accessed: masked-off loads write zero, masked-off
-    stores write nothing. Register data is dense: element i at
+    the elements that are accessed: as on the hardware, masked-off loads leave
+    their register bytes unchanged and masked-off stores write nothing. Register data is dense: element i at
     ``reg_offset + i * type.size``. ``space`` is ``"global"`` or ``"slm"``.
     """
 
