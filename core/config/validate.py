@@ -82,6 +82,9 @@ def _check_onednn_only(problem, config: KernelConfig, tiling: Tiling, issues: li
     if config.slm.sync >= 0:
         issues.append(ConfigIssue("slm", f"s=...v{config.slm.sync} (oneDNN's SLM sync scheme) is kept but not "
                                          f"generated: kdd places its own barriers", "warning"))
+    if config.vec != config.simd:
+        issues.append(ConfigIssue("vec", f"vec={config.vec} is kept but not generated: kdd's multiply-add vectors "
+                                         f"are simd={config.simd} lanes", "warning"))
     if config.pad_slm:
         issues.append(ConfigIssue("pad_slm", "pad-slm=1 is kept but not generated: kdd lays SLM tiles out dense",
                                   "warning"))
