@@ -222,7 +222,8 @@ class _Plan:
         slm = user.slm if user.slm is not None else self._slm(cfg)
         unroll = slm.bufs > 1 or cfg.prefetch.enabled
         pipeline = user.pipeline if user.pipeline is not None else Pipeline(unroll, not unroll)
-        return replace(user.over(ONEDNN_ONLY), slm=slm, pipeline=pipeline, **{
+        vec = user.vec if user.vec is not None else self.simd  # oneDNN's default vector: one SIMD
+        return replace(user.over(ONEDNN_ONLY), slm=slm, pipeline=pipeline, vec=vec, **{
             k: getattr(cfg, k) for k in ("fma", "simd", "regs", "loop", "tg", "iter", "unroll", "prefetch",
                                          "subtiles")})
 

@@ -1,4 +1,4 @@
-"""``send``: block and scattered loads, stores and atomic adds between memory and registers.
+"""``send``: block and scattered loads, stores and atomic (fetch-)adds between memory and registers.
 
 Arguments ``(mem, mem_off, reg, reg_off, mask)``. Register data is dense
 (element ``i`` at ``reg_off + i * size``). Block messages address ``elems``
@@ -19,7 +19,7 @@ from kdd.core.ir.stmt import FuncCall, MemKind
 
 from .errors import InterpError
 from .operands import combine_masks, is_true, read_bytes, write_bytes
-from .values import from_bytes
+from .values import from_bytes, to_bytes
 from .vexpr import MASK
 
 _SPACES = {"global": MemKind.GLOBAL, "slm": MemKind.SLM}
@@ -89,15 +89,23 @@ def compile_send(ctx, call: FuncCall):
                 mem.memory(env, space).write(byte_index(env), data, per_byte(act))
         return store
 
-    if f.op is SendOp.ATOMIC_ADD:
+    if f.op in (SendOp.ATOMIC_ADD, SendOp.ATOMIC_FETCH_ADD):
+        fetch = f.op is SendOp.ATOMIC_FETCH_ADD
+
         def atomic_add(env):
             act, some = activity(env)
             if not some:
                 return
-            raw = read_bytes(reg.memory(env, MemKind.GRF), reg.off(env), nbytes, env[MASK])
+            tm = env[MASK]
+            regs = reg.memory(env, MemKind.GRF)
+            raw = read_bytes(regs, reg.off(env), nbytes, tm)
             o = mem.off(env)
             offs = (o if o.ndim == 2 else o[:, None] + np.zeros(n, dtype=np.int64)) if scattered \
                 else o[:, None] + elem_starts
-            mem.memory(env, space).atomic_add(offs, from_bytes(raw, t), t, act)
+            old = mem.memory(env, space).atomic_add(offs, from_bytes(raw, t), t, act, fetch)
+            if fetch:  # the old values land where the added ones were (masked-off elements keep theirs)
+                act_b = per_byte(act)
+                data = to_bytes(old, t)
+                write_bytes(regs, reg.off(env), data if act_b is None else np.where(act_b, data, raw), tm)
         return atomic_add
     raise InterpError(f"unknown send operation {f.op}")

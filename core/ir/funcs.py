@@ -85,6 +85,7 @@ class SendOp(Enum):
     LOAD = "load"
     STORE = "store"
     ATOMIC_ADD = "atomic_add"
+    ATOMIC_FETCH_ADD = "atomic_fetch_add"  # integers: adds the register values, returns the old memory values
     PREFETCH = "prefetch"
 
 
@@ -102,7 +103,10 @@ class Send(Func):
     offset per element). ``mask`` is a bool (vector for scattered) selecting
     the elements that are accessed: as on the hardware, masked-off loads leave
     their register bytes unchanged and masked-off stores write nothing. Register data is dense: element i at
-    ``reg_offset + i * type.size``. ``space`` is ``"global"`` or ``"slm"``.
+    ``reg_offset + i * type.size``. ``space`` is ``"global"`` or ``"slm"``. ``ATOMIC_ADD`` adds the
+    register elements into memory; ``ATOMIC_FETCH_ADD`` (32-bit integers) does the same and replaces each
+    register element by the memory value it found (threads that add to one element see each other's adds
+    in some order, one at a time: a counter gives each a different old value).
     """
 
     op: SendOp

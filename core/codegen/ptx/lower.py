@@ -316,6 +316,9 @@ class PtxLowering(LaneWords, ExprLowering, MemoryLowering):
             if self.any_async and keep < MAX_QUEUE:     # all but the newest `keep` groups complete
                 self.em.op(f"cp.async.wait_group {keep}")
             self.em.op("bar.sync 0")
+        elif isinstance(f, Fence) and f.scope == "global":
+            self.flush()
+            self.em.op("fence.acq_rel.gpu")   # a split reduction's adds before its count, its count before the loads
         elif isinstance(f, (BarrierSignal, Fence)):
             pass                    # ordered by the barrier_wait / bar.sync that follows
         else:

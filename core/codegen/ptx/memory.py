@@ -1,4 +1,4 @@
-"""Sends to PTX: per-lane global and shared loads and stores, atomic ``red``, and the deferred loads
+"""Sends to PTX: per-lane global and shared loads and stores, atomic ``red`` and ``atom``, and the deferred loads
 (a shared-memory load becomes loads of the words a reorder needs; a global load whose only reader is a
 shared-memory store becomes ``cp.async``)."""
 from __future__ import annotations
@@ -485,6 +485,13 @@ class MemoryLowering:
             em.op(f"st.{space}.{bits} [{addr}], {word}", both)
             return
         t = f.type
+        if op == "atomic_fetch_add":  # the old value comes back into the lane's word
+            if size != 4 or not t.is_int:
+                raise CodegenUnsupported(f"atomic fetch-add of {t} has no PTX atom form")
+            v = em.new("r")
+            em.op(f"atom.{space}.add.u32 {v}, [{addr}], {word}", both)
+            self.write_word(buf, slot.row, slot.byte, size, v, both)
+            return
         kinds = {"f32": ("f32", "f"), "s32": ("s32", "r"), "u32": ("u32", "r"), "f16": ("noftz.f16", "h"),
                  "bf16": ("noftz.bf16", "h"), "f64": ("f64", "fd"), "s64": ("u64", "rd"), "u64": ("u64", "rd")}
         if t.scalar.short not in kinds:

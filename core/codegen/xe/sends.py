@@ -99,7 +99,7 @@ def lower_send(cg, x) -> None:
     pred = _pred(cg, mask, lanes)
     if pred == "never":
         return
-    if f.op is SendOp.ATOMIC_ADD:
+    if f.op in (SendOp.ATOMIC_ADD, SendOp.ATOMIC_FETCH_ADD):
         _atomic_add(cg, f, sfid, addr, hdr, data, pred)
     elif f.kind is SendKind.BLOCK:
         _block(cg, f, sfid, addr, hdr, data, pred)
@@ -175,12 +175,14 @@ ATOMIC_ADD = {"f32": "atomic_fadd", "s32": "atomic_iadd", "u32": "atomic_iadd"}
 
 def _atomic_add(cg, f, sfid, addr, hdr: Reg, data: Reg, pred) -> None:
     """Atomic adds are per-lane messages: a block atomic gets one address per element
-    (the header's address plus the element's offset), ``max_exec`` lanes per message."""
+    (the header's address plus the element's offset), ``max_exec`` lanes per message. A fetch-add
+    receives the old values into a whole-register temporary and copies them over the added ones."""
     op = ATOMIC_ADD.get(str(f.type))
-    if op is None:
+    fetch = f.op is SendOp.ATOMIC_FETCH_ADD
+    if op is None or (fetch and op != "atomic_iadd"):
         raise CodegenUnsupported(f"{f}: no LSC atomic add of {f.type}")
-    if pred is not None and f.kind is SendKind.BLOCK:
-        raise CodegenUnsupported(f"{f}: a masked block atomic")
+    if pred is not None and (f.kind is SendKind.BLOCK or fetch):
+        raise CodegenUnsupported(f"{f}: a masked {'fetch-add' if fetch else 'block atomic'}")
     rb, size, top = cg.rb, f.type.size, cg.xe.max_exec
     abytes = 8 if addr == "a64" else 4
     for c in range(0, f.elems, top):
@@ -202,8 +204,13 @@ def _atomic_add(cg, f, sfid, addr, hdr: Reg, data: Reg, pred) -> None:
             _copy(cg, moved, src, lanes * 4)
             src = moved
         aregs = -(-address_bytes(cg, lanes, abytes) // rb)
-        cg.em.raw(f"{_head(pred)} {op}.{sfid}.d32.{addr} ({lanes}|M0) null:0 [r{areg}:{aregs}] "
-                  f"r{src.byte // rb}:{-(-lanes * 4 // rb)}", "send")
+        dregs = -(-lanes * 4 // rb)
+        back = cg.temp(u32, dregs * rb // 4, whole=True) if fetch else None
+        dst = f"r{back.byte // rb}:{dregs}" if fetch else "null:0"
+        cg.em.raw(f"{_head(pred)} {op}.{sfid}.d32.{addr} ({lanes}|M0) {dst} [r{areg}:{aregs}] "
+                  f"r{src.byte // rb}:{dregs}", "send")
+        if fetch:
+            _copy(cg, data.at(c), back, lanes * 4)
 
 
 def _prefetch(cg, f, mem_off) -> None:

@@ -152,9 +152,14 @@ def test_split_reduction_stores_with_atomic_adds_into_a_zeroed_output():
     assert k.arg("dst").zero_init and not k.arg("src").zero_init
 
 
-def test_split_reduction_refuses_post_ops():
-    with pytest.raises(BuildError, match="post-ops"):
-        build("ic32ih6oc16oh6kh3ph1", line="fma=mad simd=16 i=ow4oc16ic8 l=ic2kh3kw3", post_ops="relu")
+def test_split_reduction_with_post_ops_finishes_in_the_last_group_to_arrive():
+    k = build("ic32ih6oc16oh6kh3ph1", line="fma=mad simd=16 i=ow4oc16ic8 l=ic2kh3kw3", post_ops="relu")
+    ops = [s.func.op for s in sends(group(k, "epilogue"))]
+    # partial sums into the scratch, the count, then (last arrival) the sums back and plain stores
+    assert ops.index(SendOp.ATOMIC_FETCH_ADD) > ops.index(SendOp.ATOMIC_ADD)
+    assert ops[ops.index(SendOp.ATOMIC_FETCH_ADD) + 1:].count(SendOp.ATOMIC_ADD) == 0
+    assert SendOp.STORE in ops and not k.arg("dst").zero_init
+    assert k.arg("dst_partial").zero_init and k.arg("dst_partial").role == "scratch"
 
 
 def test_subtiles_loop_over_parts_of_one_operand():

@@ -75,7 +75,8 @@ def test_knobs_read_from_onednn_lines():
     _find(issues("src=abx"), "src_layout", 'src=abx disagrees with [problem] src = "axb"')
     _find(issues("dst=aBx16b"), "dst_layout", "kept but not generated", "warning")
     _find(issues("l=ic2 global-reduction=0 s=x0"), "global_reduction", "loop leaves K to the kernel grid")
-    for line, knob in (("walk-order=oc4,mb2,", "walk_order"), ("pad-slm=1", "pad_slm"),
+    assert issues("simd=8 vec=8") == [] and issues("simd=8") == []  # vec defaults to simd
+    for line, knob in (("walk-order=oc4,mb2,", "walk_order"), ("pad-slm=1", "pad_slm"), ("simd=8 vec=16", "vec"),
                        ("bwd-d-optimize=skip_strided_dh", "bwd_d_optimize"), ("s=x3.g0.v1", "slm")):
         found = issues(line)
         _find(found, knob, "kept but not generated", "warning")

@@ -79,7 +79,7 @@ def test_the_config_header_lists_the_defaults_in_effect():
     md = hover_on(DESIGN, "[config]", offset=2)
     section = md.split("**Defaults in effect**")[1].split("\n\n")[1]
     defaults = re.findall(r"^- `(\w+)`", section, flags=re.M)
-    assert defaults == ["regs", "unroll", "prefetch", "pipeline", "subtiles", "global_reduction", "walk_order",
+    assert defaults == ["regs", "vec", "unroll", "prefetch", "pipeline", "subtiles", "global_reduction", "walk_order",
                         "pad_slm", "bwd_d_optimize", "src_layout", "wei_layout", "dst_layout",
                         "bia_layout"]  # the knobs not written
     assert "| `tg` | `T=oc2ow4` | written |" in md
