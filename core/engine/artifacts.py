@@ -9,10 +9,8 @@ from __future__ import annotations
 
 from kdd.core.config.budget import estimate_budget
 from kdd.core.ir.printer import print_ir
-from kdd.core.passes.kernel_pipeline import PASS_NOTES
 from kdd.core.passes.loop_stats import loop_stats
 from kdd.core.passes.metrics import kernel_metrics, reduction_iterations
-from kdd.core.passes.options import kernel_options
 from kdd.core.passes.registers import RegisterModel, estimate_registers
 from kdd.core.passes.trace_view import BUILD, text_diff, trace_to_json
 from kdd.core.passes.verify import verify_trace
@@ -83,9 +81,9 @@ def build_artifact(kernel) -> dict:
     return {"kernel": kernel.to_dict(), "ir": {"text": printed.text, "lines": line_map(printed)}}
 
 
-def trace_artifact(kernel, trace) -> dict:
+def trace_artifact(trace) -> dict:
     """The pass trace with every pass's IR text and CSE's notes."""
-    return trace_to_json(trace, kernel_options(kernel), PASS_NOTES)
+    return trace_to_json(trace)
 
 
 def pass_items(items, traced: dict) -> dict:

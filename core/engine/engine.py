@@ -278,7 +278,7 @@ class Engine:
                              "lines": artifacts.with_ranges(built["ir"]["lines"], sources)}
             if needs_trace(items):
                 traced = self._artifact("passes", r.key("passes"),
-                                        lambda: artifacts.trace_artifact(kernel(), self.trace(kernel())))
+                                        lambda: artifacts.trace_artifact(self.trace(kernel())))
                 out.update(artifacts.pass_items(items, traced))
             if "stats" in items:
                 stats = self._artifact("stats", r.key("stats"),
