@@ -24,16 +24,22 @@ pass pipeline (``kdd.core.passes.kernel_pipeline``) runs:
   daemon that compiled each of them would hold them: resident now and at its
   peak.
 
+``--profile N`` also runs cProfile over every example's cold text ->
+assembly path (the engine with nothing memoized) and prints the ``N``
+functions with the most time of their own, with the total call count.
+
 Prints two tables and writes everything as JSON (default
 ``bench/results/pipeline.json``). No asserts on time.
 
-    .venv/bin/python bench/pipeline.py [--repeat 3] [--check-shapes] [--json PATH]
+    .venv/bin/python bench/pipeline.py [--repeat 3] [--check-shapes] [--profile N] [--json PATH]
 """
 from __future__ import annotations
 
 import argparse
+import cProfile
 import json
 import platform
+import pstats
 import resource
 import statistics
 import time
@@ -120,10 +126,31 @@ def measure(path: Path, repeat: int, check_shape: bool, keep: list) -> dict:
             "before": before, "after": after}
 
 
+def _compile_to_asm(path: Path, check_shape: bool) -> None:
+    spec, _ = load_spec(path.read_text(), str(path))
+    Engine().compile(Source(path.read_text(), str(path)), "asm", spec.check.shape.canonical() if check_shape else None)
+
+
+def profile(paths: list[Path], check_shape: bool, top: int) -> dict:
+    """cProfile over every example's cold text -> assembly: the ``top`` functions by own time."""
+    profiler = cProfile.Profile()
+    profiler.enable()
+    for path in paths:
+        _compile_to_asm(path, check_shape)
+    profiler.disable()
+    stats = pstats.Stats(profiler)
+    rows = sorted(stats.stats.items(), key=lambda kv: kv[1][2], reverse=True)[:top]
+    entries = [{"function": f"{Path(file).name}:{line}({name})", "calls": calls,
+                "own_ms": round(own * 1e3, 1), "cumulative_ms": round(cum * 1e3, 1)}
+               for (file, line, name), (_, calls, own, cum, _) in rows]
+    return {"calls": stats.total_calls, "seconds": round(stats.total_tt, 2), "top": entries}
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--check-shapes", action="store_true", help="use each example's [check] shape")
+    ap.add_argument("--profile", type=int, default=0, metavar="N", help="print cProfile's top N functions")
     ap.add_argument("--json", default="bench/results/pipeline.json")
     args = ap.parse_args()
     held: list = []  # what a daemon keeps of every compile: traces and pass caches
@@ -161,6 +188,13 @@ def main() -> int:
               f"wall median {summary[path + '_wall_median_ms']} ms, max {summary[path + '_wall_max_ms']} ms")
     print(f"memory after compiling every example: {summary['rss_mb']} MB resident, "
           f"{summary['peak_rss_mb']} MB at the peak")
+    if args.profile:
+        summary["profile"] = profile(sorted(EXAMPLES.glob("*.kernel.toml")), args.check_shapes, args.profile)
+        print(f"\ncProfile, cold text -> assembly of every example: {summary['profile']['calls']} calls, "
+              f"{summary['profile']['seconds']} s")
+        print(f"{'own ms':>9} {'cum ms':>9} {'calls':>9}  function")
+        for e in summary["profile"]["top"]:
+            print(f"{e['own_ms']:9.1f} {e['cumulative_ms']:9.1f} {e['calls']:9d}  {e['function']}")
     out = {"python": platform.python_version(), "machine": platform.machine(),
            "shapes": "check" if args.check_shapes else "problem", "repeat": args.repeat,
            "summary": summary, "examples": rows}

@@ -12,8 +12,9 @@ kernel gets it from the B tiles it loads anyway, as oneDNN's bwd_w kernels do:
   M tile loads the same B tile, and each diff_dst element must count once;
 - after the reduction those threads convert the sums to the bias type and
   store them. When K is split across the grid each group adds its partial
-  sums atomically into a zeroed bias, which must then have the accumulator
-  type (as C must).
+  sums atomically into a zeroed bias when that has the accumulator type;
+  otherwise into an f32 scratch that the last group to arrive converts and
+  stores (:mod:`.split_k`).
 """
 from __future__ import annotations
 
@@ -58,12 +59,12 @@ class BiasGradient:
     """
 
     def __init__(self, op: Bias, b: TileAccess, b_tile: RegTensor, n_tile: int, m_starts: list[Expr],
-                 acc_type: Type, names: Names, simd: int, rules: MessageRules, split_k: bool):
-        if split_k and op.dt != acc_type:
-            raise BuildError(f"the config splits K across the grid, so partial bias sums are added into the "
-                             f"{op.dt} bias, which needs the accumulator type {acc_type} "
-                             f"(post_ops: use bias:{acc_type}, or raise loop so that iter x loop covers K)", knob="loop")
-        self.names, self.simd, self.rules, self.split_k = names, simd, rules, split_k
+                 acc_type: Type, names: Names, simd: int, rules: MessageRules, atomic: bool):
+        if atomic and op.dt != acc_type:
+            raise BuildError(f"partial bias sums are added atomically into the bias, so it must hold the "
+                             f"accumulator type {acc_type}, not {op.dt} (split_k.SplitFinish finishes the "
+                             f"others)", knob="loop")
+        self.names, self.simd, self.rules, self.atomic = names, simd, rules, atomic
         bt, _, n_sub = b_tile.layout.dims
         self.b_tile = b_tile
         self.acc = RegTensor(names.fresh("bias_acc", u64), row_major(acc_type, (bt, 1, n_tile)), 0, _ROLES)
@@ -75,7 +76,7 @@ class BiasGradient:
         # The first M tile owns the bias: its thread starts at 0 along every M dim.
         self.owner = arith.conj(s.eq(0) for s in m_starts if not arith.is_const(s, 0))
         self.arg = KernelArg(NAME, var(NAME, u64), op.dt, view.layout, view.tensor_dims, "output",
-                             zero_init=split_k)
+                             zero_init=atomic)
 
     @property
     def allocs(self) -> list[tuple[RegTensor, Origin]]:
@@ -107,9 +108,9 @@ class BiasGradient:
         return lambda s: seq(load(s), self.accumulate(s))
 
     def store(self) -> Stmt:
-        """The sums converted to the bias type and stored (added atomically under split K)."""
+        """The sums converted to the bias type and stored (added atomically under ``atomic``)."""
         origin = Origin("bias_grad.store", "post_ops")
         steps = [] if self.out is self.acc else [convert(self.acc, self.out, origin)]
-        send = SendOp.ATOMIC_ADD if self.split_k else SendOp.STORE
+        send = SendOp.ATOMIC_ADD if self.atomic else SendOp.STORE
         steps.append(transfer(send, self.access, self.out, self.rules, self.names, origin))
         return self._owned(seq(*steps), origin)

@@ -8,7 +8,8 @@ The kernel, top to bottom::
       init_c { c_acc = 0 [; bias_acc = 0] }
       k_loop { for K loops: [SLM stage, barriers]; loads [+ reorders] [+ bias sums]; FMA calls }
       [k_slices { partial C tiles of the group's K slices added through SLM }]  (k_slices)
-      epilogue { convert, post-ops, convert, stores [; bias store] } (epilogue, bias_grad)
+      epilogue { [partial sums into f32 scratch, count; if last:] convert, post-ops, convert, stores
+                 [; bias store] }                                  (split_k, epilogue, bias_grad)
     }
 
 The bracketed bias steps are bwd_w's bias gradient (``bias_grad``).
@@ -50,6 +51,8 @@ from .loops import nest
 from .names import Names
 from .origin import Origin
 from .slm import SlmStage, read_tile, slm_barrier, stage
+from .split_k import ORIGIN as ORIGIN_SPLIT_K
+from .split_k import SplitFinish, needs_finish
 from .tile import MatrixDim, RegTensor, TileAccess
 
 # Matrix dims of each operand, by GEMM role of the view dims flattened into them.
@@ -88,7 +91,9 @@ class _Builder:
         self.reg_bytes = target.registers.reg_bytes
         self.per_lane = target.lanes.fixed is not None
         self.rules = MessageRules(config.simd, target.max_message_bytes,
-                                  fill_lanes=0 if self.per_lane else max(config.simd, target.lanes.alu))
+                                  fill_lanes=0 if self.per_lane else max(config.simd, target.lanes.alu),
+                                  vectors=target.messages.vectors,
+                                  vector_lanes=0 if self.per_lane else self.reg_bytes // 4)
         self.types = {name: getattr(problem.types, name) for name in ("src", "wei", "dst")}
         self.layouts = {name: tensor_layout(problem, name, t) for name, t in self.types.items()}
         self.bounded = frozenset(d.name for d in self.tiling.dims if d.padded > d.size)
@@ -140,7 +145,13 @@ class _Builder:
         stages = self._stages(operand, fma_ready)
         a_load = self._loader(operand["A"], stages.get("A"), a_reg, 1, ms if sub_a > 1 else 0)
         b_load = self._loader(operand["B"], stages.get("B"), b_reg, 2, ns if sub_b > 1 else 0)
-        grad = self._bias_gradient(operand["B"], b_reg, np_)
+        biases = [op for op in p.post_ops if isinstance(op, Bias)] if p.prop == "bwd_w" else []
+        c_post_ops = () if biases else p.post_ops  # bwd_w's bias is an output of the reduction, not a post-op
+        finish = SplitFinish(t, self.nest.thread_linear, names, cfg.simd, self.rules) \
+            if needs_finish(t.split_k, self.ops.acc, self.ops.c, c_post_ops, biases[0].dt if biases else None) \
+            else None
+        atomic_out = t.split_k and finish is None  # partial sums added straight into the outputs
+        grad = self._bias_gradient(operand["B"], b_reg, np_, atomic_out)
         if grad is not None:
             b_load = grad.after(b_load)
             self.allocs += grad.allocs
@@ -171,14 +182,20 @@ class _Builder:
         c_op = operand["C"]
         ctx = EpilogueContext(c_reg, self._access(c_op, self.nest.thread_start), self.ops.c, self.rules, names,
                               not self.per_lane,
-                              cfg.simd, self.reg_bytes, self._lanes, t.split_k)
+                              cfg.simd, self.reg_bytes, self._lanes, atomic_out)
         epi = Epilogue(ctx, lambda op, k, dt: self._rhs_view(op, k, dt, c_op.view))
         init_c = fill(c_reg, 0, names, cfg.simd, Origin("init_c", "iter"))
-        if grad is None:
-            epilogue = Group.make("epilogue", epi.build(p.post_ops), origin=Origin("epilogue", "post_ops"))
-        else:  # the bias of bwd_w is an output of the reduction, not a post-op of C
-            epilogue = Group.make("epilogue", seq(epi.build(()), grad.store()), origin=Origin("epilogue", "post_ops"))
+        finished = epi.build(c_post_ops)
+        if grad is not None:
+            finished = seq(finished, grad.store())
             init_c = seq(init_c, grad.init())
+        if finish is not None:
+            finish.scratch(ctx.access, c_reg)
+            if grad is not None:
+                finish.scratch(grad.access, grad.acc, grad.owner)
+            finished = finish.wrap(finished)
+            self.allocs.append((finish.arrived, ORIGIN_SPLIT_K))
+        epilogue = Group.make("epilogue", finished, origin=Origin("epilogue", "post_ops"))
         init = Group.make("init_c", init_c, origin=Origin("init_c", "iter"))
 
         if slices is None:
@@ -203,7 +220,8 @@ class _Builder:
         for b in reversed(self.nest.bindings):
             body = Let.make(b.var, b.value, body, origin=b.origin)
         body = Group.make("kernel", arith.fold(body), origin=Origin("build"))
-        args = self._args(epi.args) + ((grad.arg,) if grad else ())
+        args = self._args(epi.args, atomic_out) + ((grad.arg,) if grad else ()) + \
+            (tuple(finish.args) if finish else ())
         return Kernel(body, args, t.kernel_grid, t.tg_grid, cfg.simd, self.target.name, self.reg_bytes,
                       sum(s.slm_bytes for s in stages.values()) + (slices.slm_bytes if slices else 0), p, cfg)
 
@@ -271,7 +289,7 @@ class _Builder:
                             origin=Origin("loop_nest.reduction", "unroll" if u > 1 else "loop"))
         return body
 
-    def _bias_gradient(self, b: _Operand, b_reg: RegTensor, n_tile: int) -> BiasGradient | None:
+    def _bias_gradient(self, b: _Operand, b_reg: RegTensor, n_tile: int, atomic: bool) -> BiasGradient | None:
         """The bias gradient of a bwd_w problem with a ``bias`` post-op (``bias_grad``), else None."""
         p = self.problem
         biases = [op for op in p.post_ops if isinstance(op, Bias)]
@@ -282,7 +300,7 @@ class _Builder:
                              knob="post_ops")
         m_starts = [self.nest.thread_start[d.name] for d in self.tiling.role("m")]
         return BiasGradient(biases[0], self._access(b, self.nest.thread_start), b_reg, n_tile, m_starts,
-                            self.ops.acc, self.names, self.config.simd, self.rules, self.tiling.split_k)
+                            self.ops.acc, self.names, self.config.simd, self.rules, atomic)
 
     def _rhs_view(self, op, k: int, dtype: Type, c_view: View) -> tuple[View, PostOpArg | None]:
         """The view over C's dims of post-op ``k``'s right-hand tensor, and its new kernel argument."""
@@ -305,7 +323,7 @@ class _Builder:
             view = View(name, name, c_view.dims, (("x", 1),), (arith.const(0),), (None,), vector_layout(1, dtype))
         return view, PostOpArg(name, dtype, view.tensor_dims, view.layout)
 
-    def _args(self, post_args) -> tuple[KernelArg, ...]:
+    def _args(self, post_args, atomic: bool) -> tuple[KernelArg, ...]:
         p = self.problem
         c_tensor = self.ops.tensors[2]
         reads_c = any(isinstance(op, Sum) for op in p.post_ops)
@@ -313,7 +331,7 @@ class _Builder:
         for name in ("src", "wei", "dst"):
             role = ("inout" if reads_c else "output") if name == c_tensor else "input"
             out.append(KernelArg(name, var(name, u64), self.types[name], self.layouts[name], p.tensor_dims(name),
-                                 role, zero_init=name == c_tensor and self.tiling.split_k))
+                                 role, zero_init=name == c_tensor and atomic))
         for a in post_args:
             out.append(KernelArg(a.name, var(a.name, u64), a.dtype, a.layout, a.dims, "input"))
         return tuple(out)

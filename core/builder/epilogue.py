@@ -3,7 +3,9 @@
 C is converted to ``f32`` (``f64`` for an f64 accumulator; a reorder), each post-op is applied in the order
 written, and the result is converted to the destination type (a reorder:
 round to nearest even, saturate) and stored (atomically added
-when the reduction is split across the grid). Right-hand sides of post-ops
+when the reduction is split across the grid into an accumulator-typed
+destination with no post-ops; :mod:`.split_k` finishes the other split
+reductions before this epilogue runs). Right-hand sides of post-ops
 (bias, binary tensors, the previous destination for ``sum``) are loaded
 through views over C's dims into buffers with C's register layout, so every
 step is element-wise over the same register order, ``simd`` lanes at a time.
@@ -59,7 +61,7 @@ class EpilogueContext:
     simd: int
     reg_bytes: int
     alloc_attrs: Callable[[RegTensor], tuple]
-    split_k: bool
+    atomic: bool              # partial sums of a split K added atomically into the destination
 
 
 class Epilogue:
@@ -75,13 +77,10 @@ class Epilogue:
     def build(self, post_ops) -> Stmt:
         ctx = self.ctx
         c = ctx.c
-        if ctx.split_k and post_ops:
-            raise BuildError("post-ops need the whole reduction in one thread group; the config splits "
-                             "K across the grid (raise loop so that iter x loop covers K)", knob="loop")
-        if ctx.split_k and c.dtype != ctx.dst_type:
-            raise BuildError(f"the config splits K across the grid, so partial sums are added into the "
-                             f"{ctx.dst_type} destination, which needs the accumulator type {c.dtype} "
-                             f"(raise loop so that iter x loop covers K)", knob="loop")
+        if ctx.atomic and (post_ops or c.dtype != ctx.dst_type):
+            raise BuildError("partial sums are added atomically into the destination, so it must hold the "
+                             "accumulator type with no post-ops (split_k.SplitFinish finishes the others)",
+                             knob="loop")
         steps: list[Stmt] = []
         work = c
         if post_ops and c.dtype != self.work_type:
@@ -99,9 +98,9 @@ class Epilogue:
                 out = ordered
                 self._allocs[-1] = (out, self._allocs[-1][1])
             steps.append(_convert(work, out))
-        send = SendOp.ATOMIC_ADD if ctx.split_k else SendOp.STORE
+        send = SendOp.ATOMIC_ADD if ctx.atomic else SendOp.STORE
         steps.append(transfer(send, ctx.access, out, ctx.rules, ctx.names,
-                              Origin("epilogue.store", "loop" if ctx.split_k else None)))
+                              Origin("epilogue.store", "loop" if ctx.atomic else None)))
         stmt = seq(*steps)
         for reg, origin in reversed(self._allocs):
             stmt = Alloc.make(reg.buf, _round(reg.bytes, ctx.reg_bytes), MemKind.GRF, stmt,

@@ -21,10 +21,12 @@ class KernelArg:
     ``var`` is the ``u64`` IR variable naming the buffer in sends; ``dtype``
     and ``layout`` say how its bytes hold the tensor whose logical dims are
     ``dims`` (``(name, size)`` pairs, ``Problem.tensor_dims`` order for
-    src/wei/dst). ``role`` is ``"input"``, ``"output"`` or ``"inout"`` (an
-    output also read, e.g. by the ``sum`` post-op). ``zero_init``: the kernel
-    accumulates into the buffer with atomic adds (split reduction), so the
-    runtime must zero it before the launch.
+    src/wei/dst). ``role`` is ``"input"``, ``"output"``, ``"inout"`` (an
+    output also read, e.g. by the ``sum`` post-op) or ``"scratch"`` (working
+    memory of the kernel, not a result: a split reduction's partial sums and
+    arrival counters). ``zero_init``: the kernel accumulates into the buffer
+    with atomic adds (split reduction), so the runtime must zero it before the
+    launch.
     """
 
     name: str

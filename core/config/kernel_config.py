@@ -22,6 +22,7 @@ class KernelConfig:
     fma: str | None = None
     simd: int | None = None
     regs: int | None = None
+    vec: int | None = None
     loop: Tile | None = None
     tg: Tile | None = None
     iter: Tile | None = None

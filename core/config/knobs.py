@@ -217,10 +217,16 @@ KNOBS: tuple[Knob, ...] = (
          "Registers per thread: the GRF mode on Xe (256 = large-GRF mode, half as many threads per "
          "vector engine), the per-thread register cap on sm_90 (`.maxnreg`). The register budget is "
          "checked against it.", IntCodec(1)),
+    Knob("vec", "vec", "int", "lanes >= 1", "vec=16",
+         "oneDNN's vector size (the `vec` of its execution config, printed when it differs from `simd`): "
+         "the N lanes one multiply-add vector covers. Read and printed; kdd's vectors are `simd` lanes, so a "
+         "value other than `simd` is a warning. Default: `simd`.", IntCodec(1)),
     Knob("loop", "l", "tile", "K dims, sizes >= 1", "l=kh3kw3ic4",
          "Loop-level blocks: how many iterations of the reduction loop a thread group runs over each "
          "K dimension, each iteration covering one `iter` block. K left over after `iter x loop` is "
-         "split across the kernel grid (partial sums, atomic stores). " + _TILE_DIMS, TileCodec()),
+         "split across the kernel grid (partial sums added atomically; where the destination is narrower than "
+         "the accumulator or post-ops follow, into an f32 scratch that the last group to arrive finishes). "
+         + _TILE_DIMS, TileCodec()),
     Knob("tg", "T", "tile", "M, N and K dims, sizes >= 1", "T=oc4ow4",
          "Thread-group blocks: threads of a group along each dimension. N dims form the X axis of "
          "the thread-group grid and M dims the Y axis; the group computes `iter x tg` of each. K dims "

@@ -18,6 +18,7 @@ from __future__ import annotations
 from math import ceil, prod
 
 from kdd.core.layout.layout import parse_layout
+from kdd.core.problem.post_ops import Bias
 from kdd.core.targets import FmaShape, Target
 
 from .budget import estimate_budget
@@ -81,6 +82,9 @@ def _check_onednn_only(problem, config: KernelConfig, tiling: Tiling, issues: li
     if config.slm.sync >= 0:
         issues.append(ConfigIssue("slm", f"s=...v{config.slm.sync} (oneDNN's SLM sync scheme) is kept but not "
                                          f"generated: kdd places its own barriers", "warning"))
+    if config.vec != config.simd:
+        issues.append(ConfigIssue("vec", f"vec={config.vec} is kept but not generated: kdd's multiply-add vectors "
+                                         f"are simd={config.simd} lanes", "warning"))
     if config.pad_slm:
         issues.append(ConfigIssue("pad_slm", "pad-slm=1 is kept but not generated: kdd lays SLM tiles out dense",
                                   "warning"))
@@ -217,20 +221,18 @@ def _empty_blocks(d) -> tuple[str, str] | None:
 
 
 def _check_split(problem, issues: list[ConfigIssue]) -> None:
-    """A reduction split across thread groups adds partial sums into the destination with atomics:
-    post-ops (which need the whole sum) and a destination narrower than the accumulator cannot follow."""
+    """A reduction split across thread groups whose sum atomics cannot finish (a destination narrower than
+    the accumulator, post-ops, a narrow bias gradient) is finished by the last group to arrive
+    (``kdd.core.builder.split_k``): say so, as oneDNN's reduction buffer is worth knowing about."""
     ops = operands(problem)
-    # A deliberate limitation (docs/config.md, "Split K"): kdd builds one kernel, and finishing a split
-    # reduction in f32 before converting or applying post-ops takes a second pass (oneDNN's).
-    if problem.post_ops and problem.prop != "bwd_w":
-        issues.append(ConfigIssue("loop", "post-ops need the whole reduction in one thread group; loop splits K "
-                                          "across the grid, and kdd does not generate the second pass that would "
-                                          "apply them (raise loop so that iter x tg x loop covers K)"))
-    if ops.c != ops.acc:
-        issues.append(ConfigIssue("loop", f"loop splits K across the grid, so partial sums are added into the "
-                                          f"{ops.c} destination, which needs the accumulator type {ops.acc}; kdd "
-                                          f"does not generate the f32 buffer and second pass that would convert "
-                                          f"it (raise loop so that iter x tg x loop covers K)"))
+    biases = [op.dt for op in problem.post_ops if problem.prop == "bwd_w" and isinstance(op, Bias)]
+    narrow = [t for t in (ops.c, *biases) if t != ops.acc]
+    if narrow or (problem.post_ops and problem.prop != "bwd_w"):
+        what = " and ".join(filter(None, [f"converts them to {narrow[0]}" if narrow else "",
+                                          "applies the post-ops" if problem.post_ops and problem.prop != "bwd_w"
+                                          else ""]))
+        issues.append(ConfigIssue("loop", f"the partial sums are added into an {ops.acc} scratch buffer, and the "
+                                          f"last thread group to arrive at each tile {what}", "info"))
 
 
 def _check_shape(tiling: Tiling, config: KernelConfig, shape: FmaShape, issues: list[ConfigIssue]) -> None:

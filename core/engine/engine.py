@@ -284,10 +284,10 @@ class Engine:
                 stats = self._artifact("stats", r.key("stats"),
                                        lambda: artifacts.stats_artifact(r, kernel(), self.trace(kernel())))
                 codegen = self._codegen_summary(r, sources)
-                out["stats"] = {**stats, "codegen": codegen,
-                                "registers": {**stats["registers"], "allocated": codegen.get("allocated")}}
+                registers = artifacts.reported_registers(stats["registers"], codegen, r.target)
+                out["stats"] = {**stats, "codegen": codegen, "registers": registers}
                 where = sources.get("iter") or parsed.anchor("config")
-                out["diagnostics"] += artifacts.register_overflow(stats["registers"], where)
+                out["diagnostics"] += artifacts.register_diagnostics(registers, codegen, where)
             if "verify" in items:
                 out["verify"] = self._artifact("verify", r.key("verify"),
                                                lambda: artifacts.verify_artifact(kernel(), self.trace(kernel())))

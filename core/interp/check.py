@@ -251,7 +251,7 @@ def check_buffers(kernel, seed: int = 0) -> tuple[dict[str, np.ndarray], dict[st
     mantissa = all(arg.dtype.is_float for arg in kernel.outputs)
     for arg in kernel.args:
         dims = tuple(size for _, size in arg.dims)
-        if arg.role == "output":
+        if arg.role in ("output", "scratch"):  # the kernel writes them before reading
             fill = 0 if arg.zero_init else 0xFF
             buffers[arg.name] = np.full(arg.layout.size_bytes(), fill, dtype=np.uint8)
             continue

@@ -99,7 +99,10 @@ class Memory:
         idx = np.arange(start, start + data.shape[-1], dtype=np.int64)[None, :]
         self.write(idx, data, None if rows is None else rows[:, None])
 
-    def atomic_add(self, offs: np.ndarray, values: np.ndarray, t: Type, active=None) -> None:
+    def atomic_add(self, offs: np.ndarray, values: np.ndarray, t: Type, active=None,
+                   fetch: bool = False) -> np.ndarray | None:
+        """``memory[offs] += values`` per element (``(rows, elems)`` byte offsets); with ``fetch``, the
+        memory value each element found, ``(rows, elems)`` (0 where inactive)."""
         raise InterpError(f"atomic add on {self.kind.value} buffer '{self.name}' is not supported")
 
 
@@ -274,13 +277,13 @@ class SharedMemory(Memory):
             values = src[rr, kk]
         self.data.reshape(-1)[flat] = values
 
-    def atomic_add(self, offs, values, t, active=None):
+    def atomic_add(self, offs, values, t, active=None, fetch=False):
         G = self.grid.launch.groups
         T = self.grid.threads
         shape = (T, offs.shape[1])
         rows = np.broadcast_to(self.grid.group[:, None], shape)
-        _atomic_add(self, self.data.reshape(-1), np.broadcast_to(offs, shape) + rows * self.size,
-                    np.broadcast_to(values, shape), t, active, G * self.size)
+        return _atomic_add(self, self.data.reshape(-1), np.broadcast_to(offs, shape) + rows * self.size,
+                           np.broadcast_to(values, shape), t, active, G * self.size, fetch)
 
 
 class GlobalMemory(Memory):
@@ -313,24 +316,30 @@ class GlobalMemory(Memory):
         self.data[full[act]] = src[act]
         self.written[full[act]] = True
 
-    def atomic_add(self, offs, values, t, active=None):
+    def atomic_add(self, offs, values, t, active=None, fetch=False):
         rows = self._rows(offs, values, active)
         shape = (rows, offs.shape[1])
-        _atomic_add(self, self.data, np.broadcast_to(offs, shape), np.broadcast_to(values, shape),
-                    t, active, self.size)
+        return _atomic_add(self, self.data, np.broadcast_to(offs, shape), np.broadcast_to(values, shape),
+                           t, active, self.size, fetch)
 
 
-def _atomic_add(mem: Memory, flat: np.ndarray, offs, values, t: Type, active, total: int) -> None:
+def _atomic_add(mem: Memory, flat: np.ndarray, offs, values, t: Type, active, total: int,
+                fetch: bool = False) -> np.ndarray | None:
     """``flat[offs] += values`` element-wise in type ``t``, duplicates accumulating (np.add.at).
 
     ``offs`` are byte offsets into ``flat`` (already per row); they must be aligned to the type.
-    bf16 sums are accumulated in float32 and rounded once per call.
+    bf16 sums are accumulated in float32 and rounded once per call. With ``fetch`` (integers only) the
+    adds to one element happen one at a time in thread (row) order, and each element gets the value
+    it found: ``(rows, elems)``, 0 where inactive.
     """
     es = t.size
     act = np.ones(offs.shape, bool) if active is None else np.broadcast_to(active, offs.shape)
+    found = np.zeros(offs.shape, dtype=storage_dtype(t)) if fetch else None
+    if fetch and not t.is_int:
+        raise InterpError(f"atomic fetch-add of {t} on '{mem.name}': only integers return their old values")
     offs, values = offs[act], values[act]
     if offs.size == 0:
-        return
+        return found
     local = offs % mem.size if isinstance(mem, SharedMemory) else offs
     mem._checked(np.concatenate([local, local + es - 1])[None, :], None, "atomically adds to")
     if (offs % es).any():
@@ -338,6 +347,14 @@ def _atomic_add(mem: Memory, flat: np.ndarray, offs, values, t: Type, active, to
         raise InterpError(f"atomic add of {t} at byte {bad} of '{mem.name}' is not {es}-byte aligned")
     view = flat[: (total // es) * es].view(storage_dtype(t))
     elems = offs // es
+    if fetch:
+        order = np.argsort(elems, kind="stable")   # row-major: thread order within each element
+        ordered, adds = elems[order], values[order].astype(np.int64)
+        before = np.cumsum(adds) - adds
+        before -= before[np.searchsorted(ordered, ordered, side="left")]  # adds of earlier threads only
+        old = np.empty(elems.shape, dtype=np.int64)
+        old[order] = view[ordered].astype(np.int64) + before
+        found[act] = old.astype(found.dtype)      # wraps around, as the hardware's adds do
     if t.scalar is Scalar.BF16:
         touched, inv = np.unique(elems, return_inverse=True)
         acc = bf16_value(view[touched]).astype(np.float32)
@@ -347,3 +364,4 @@ def _atomic_add(mem: Memory, flat: np.ndarray, offs, values, t: Type, active, to
         np.add.at(view, elems, values.astype(view.dtype))
     if isinstance(mem, GlobalMemory):
         mem.written[(offs[:, None] + np.arange(es)).reshape(-1)] = True
+    return found

@@ -1,10 +1,12 @@
-"""``send``: block and scattered loads, stores and atomic adds between memory and registers.
+"""``send``: block and scattered loads, stores and atomic (fetch-)adds between memory and registers.
 
 Arguments ``(mem, mem_off, reg, reg_off, mask)``. Register data is dense
 (element ``i`` at ``reg_off + i * size``). Block messages address ``elems``
 consecutive elements from the byte offset ``mem_off``; scattered messages
-take one byte offset per element (an ``elems``-lane vector). ``mask`` is a
-bool scalar (whole message) or an ``elems``-lane vector (per element):
+take one byte offset per lane (a ``lanes``-lane vector), each lane moving
+``vec`` consecutive elements, element ``v`` of lane ``l`` being register
+element ``v * lanes + l`` (as the hardware orders a vector message's
+payload). ``mask`` is a bool scalar (whole message) or a ``lanes``-lane vector (per lane):
 masked-off elements are not accessed (no bounds check) and, as on hardware,
 a load leaves their register bytes unchanged (the builder zero-fills a
 destination first where padding needs zeros). Threads outside the current
@@ -19,7 +21,7 @@ from kdd.core.ir.stmt import FuncCall, MemKind
 
 from .errors import InterpError
 from .operands import combine_masks, is_true, read_bytes, write_bytes
-from .values import from_bytes
+from .values import from_bytes, to_bytes
 from .vexpr import MASK
 
 _SPACES = {"global": MemKind.GLOBAL, "slm": MemKind.SLM}
@@ -36,28 +38,35 @@ def compile_send(ctx, call: FuncCall):
     mem = ctx.operand(ops.mem, ops.mem_offset, "send memory")
     reg = ctx.operand(ops.reg, ops.reg_offset, "send register")
     mask = None if is_true(ops.mask) else ctx.expr(ops.mask)
-    t, n = f.type, f.elems
+    t, n, vec = f.type, f.lanes, f.vec
     size, nbytes = t.size, f.elems * f.type.size
     scattered = f.kind is SendKind.SCATTERED
-    byte_steps = np.arange(size, dtype=np.int64)
+    if vec > 1 and f.op is SendOp.ATOMIC_ADD:
+        raise InterpError(f"{f}: atomics move one element per lane")
+    # Register order (vector element, lane, byte) -> the byte's distance from its lane's address.
+    vec_steps = (np.arange(vec, dtype=np.int64)[:, None, None] * size
+                 + np.zeros((1, n, 1), dtype=np.int64) + np.arange(size, dtype=np.int64))
     block_steps = np.arange(nbytes, dtype=np.int64)
-    elem_starts = np.arange(n, dtype=np.int64) * size
+    elem_starts = np.arange(f.elems, dtype=np.int64) * size
 
     def activity(env):
-        """Per element activity ``(rows, elems | 1)`` (None: everything), and whether any is active."""
+        """Per lane activity ``(rows, lanes | 1)`` (None: everything), and whether any is active."""
         act = combine_masks(env[MASK], None if mask is None else mask(env))
         return act, act is None or bool(act.any())
 
     def byte_index(env) -> np.ndarray:
-        """Memory byte index of every message byte: ``(rows, nbytes)``."""
+        """Memory byte index of every message byte, in register order: ``(rows, nbytes)``."""
         o = mem.off(env)
         if not scattered:
             return o[:, None] + block_steps
         offs = o if o.ndim == 2 else o[:, None] + np.zeros(n, dtype=np.int64)
-        return (offs[:, :, None] + byte_steps).reshape(offs.shape[0], -1)
+        return (offs[:, None, :, None] + vec_steps[None]).reshape(offs.shape[0], -1)
 
     def per_byte(act):
-        return act if act is None or act.shape[1] == 1 else np.repeat(act, size, axis=1)
+        """Lane activity as register-order byte activity (every vector element of a lane alike)."""
+        if act is None or act.shape[1] == 1:
+            return act
+        return np.repeat(np.tile(act, (1, vec)), size, axis=1)
 
     if f.op is SendOp.LOAD:
         def load(env):
@@ -89,15 +98,23 @@ def compile_send(ctx, call: FuncCall):
                 mem.memory(env, space).write(byte_index(env), data, per_byte(act))
         return store
 
-    if f.op is SendOp.ATOMIC_ADD:
+    if f.op in (SendOp.ATOMIC_ADD, SendOp.ATOMIC_FETCH_ADD):
+        fetch = f.op is SendOp.ATOMIC_FETCH_ADD
+
         def atomic_add(env):
             act, some = activity(env)
             if not some:
                 return
-            raw = read_bytes(reg.memory(env, MemKind.GRF), reg.off(env), nbytes, env[MASK])
+            tm = env[MASK]
+            regs = reg.memory(env, MemKind.GRF)
+            raw = read_bytes(regs, reg.off(env), nbytes, tm)
             o = mem.off(env)
             offs = (o if o.ndim == 2 else o[:, None] + np.zeros(n, dtype=np.int64)) if scattered \
                 else o[:, None] + elem_starts
-            mem.memory(env, space).atomic_add(offs, from_bytes(raw, t), t, act)
+            old = mem.memory(env, space).atomic_add(offs, from_bytes(raw, t), t, act, fetch)
+            if fetch:  # the old values land where the added ones were (masked-off elements keep theirs)
+                act_b = per_byte(act)
+                data = to_bytes(old, t)
+                write_bytes(regs, reg.off(env), data if act_b is None else np.where(act_b, data, raw), tm)
         return atomic_add
     raise InterpError(f"unknown send operation {f.op}")

@@ -81,7 +81,7 @@ def device_buffers(kernel, seed: int = 0) -> tuple[dict, dict]:
     buffers, inputs = {}, {}
     for arg in kernel.args:
         dims = tuple(size for _, size in arg.dims)
-        if arg.role == "output":
+        if arg.role in ("output", "scratch"):  # the kernel writes them before reading
             buffers[arg.name] = np.full(arg.layout.size_bytes(), 0 if arg.zero_init else 0xFF, dtype=np.uint8)
             continue
         values = random_values(arg.dtype, dims, rng, mantissa)

@@ -79,6 +79,10 @@ def call_buffers(call: FuncCall) -> tuple[list[tuple], list]:
             if not always_enabled(a.mask):  # masked-off elements keep the destination's bytes: it is read too
                 return [(a.reg.name, "r", None), (a.reg.name, "w", rng)], values
             return [(a.reg.name, "w", rng)], values
+        if f.op is SendOp.ATOMIC_FETCH_ADD:  # adds the register's values and returns the old ones there
+            off = _const(a.reg_offset)
+            rng = None if off is None else (off, off + f.elems * f.type.size)
+            return [(a.reg.name, "r", None), (a.reg.name, "w", rng)], values
         return [(a.reg.name, "r", None)], values
     if isinstance(f, (Dpas, Mad, Dp4a)):
         off = _const(a.dst_offset)

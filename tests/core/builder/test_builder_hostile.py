@@ -112,21 +112,24 @@ def test_their_defaults_pick_an_instruction_that_builds(hw, types):
 
 
 @pytest.mark.parametrize("types, post_ops, words", [
-    ("f32", ["relu"], "post-ops need the whole reduction"),
-    ("f16", [], "partial sums are added into the f16 destination"),
+    ("f32", ["relu"], "applies the post-ops"),
+    ("f16", [], "converts them to f16"),
 ])
-def test_split_k_that_cannot_build_is_an_error_on_loop(types, post_ops, words):
+def test_split_k_that_atomics_cannot_finish_is_finished_by_the_last_group(types, post_ops, words):
     text = doc("m16n16k256", types, post_ops=post_ops, config='iter = "m8n16k16"\nloop = "k2"')
-    _, errors, _ = spec_of(text)
-    assert any(words in e.message and e.range.start.line == 9 for e in errors), errors
+    spec, errors, diagnostics = spec_of(text)
+    assert not errors
+    assert any(words in d.message and d.range.start.line == 9 and d.severity == Severity.INFORMATION
+               for d in diagnostics), diagnostics
+    assert checked(spec)[1].ok
 
 
 def test_knobs_that_fail_only_the_check_shape_say_so():
-    text = doc("mb2ic32ih8oc16oh8kh3ph1", "f16:f16:f32", op="conv", post_ops=["relu"],
-               config='loop = "kh3kw3ic2"', check='shape = "mb2ic64ih8oc16oh8kh3ph1"')
+    text = doc("mb2ic32ih8oc16oh8kh3ph1", "f16:f16:f32", op="conv",
+               config='loop = "kh3kw3ic2"\nglobal_reduction = false', check='shape = "mb2ic64ih8oc16oh8kh3ph1"')
     _, errors, _ = spec_of(text)
-    assert len(errors) == 1 and errors[0].range.start.line == 8
-    assert "post-ops need the whole reduction" in errors[0].message and "[check] shape" in errors[0].message
+    assert len(errors) == 1 and errors[0].range.start.line == 9
+    assert "global-reduction=0" in errors[0].message and "[check] shape" in errors[0].message
 
 
 def test_layout_tags_are_validated_against_the_check_shape():

@@ -30,7 +30,7 @@ configs = st.builds(
     KernelConfig,
     fma=optional(st.sampled_from(FMA_KINDS)),
     simd=optional(st.sampled_from([8, 16, 32])),
-    regs=optional(st.integers(1, 512)),
+    regs=optional(st.integers(1, 512)), vec=optional(st.sampled_from([8, 16, 32])),
     loop=optional(tiles), tg=optional(tiles), iter=optional(tiles), unroll=optional(tiles),
     slm=optional(bufferings(True)), prefetch=optional(bufferings(False)),
     pipeline=optional(st.builds(Pipeline, st.booleans(), st.booleans())),

@@ -19,17 +19,17 @@ def test_brief_example():
 
 
 def test_every_knob_by_short_and_long_name():
-    c = parse_config_line("fma=dpasw simd=16 regs=256 l=kh3 T=oc4ow4 i=mb32oc32ic16 u=ic2 "
+    c = parse_config_line("fma=dpasw simd=16 regs=256 vec=8 l=kh3 T=oc4ow4 i=mb32oc32ic16 u=ic2 "
                           "s=x3.g2.v1.a p=x2.b P=ur S=a2 global-reduction=0 walk-order=oc4ow2,mb8, pad-slm=1 "
                           "bwd-d-optimize=skip_strided_dh src=axb wei=axcb dst=aBx16b.axb bia=a")
     assert c.is_complete
-    assert (c.fma, c.simd, c.regs) == ("dpasw", 16, 256)
+    assert (c.fma, c.simd, c.regs, c.vec) == ("dpasw", 16, 256, 8)
     assert c.slm == Buffering(3, a=True, b=False, gmem=2, sync=1) and c.prefetch == Buffering(2, a=False, b=True)
     assert (c.global_reduction, c.pad_slm, c.bwd_d_optimize) == (False, True, "skip_strided_dh")
     assert c.walk_order == WalkOrder(((("oc", 4), ("ow", 2)), (("mb", 8),), ()))
     assert (c.src_layout, c.wei_layout, c.dst_layout, c.bia_layout) == ("axb", "axcb", "aBx16b.axb", "a")
     assert c.pipeline == Pipeline(True, True) and c.subtiles == Subtiles(2, 1)
-    long = parse_config_line("fma=dpasw simd=16 regs=256 loop=kh3 tg=oc4ow4 iter=mb32oc32ic16 unroll=ic2 "
+    long = parse_config_line("fma=dpasw simd=16 regs=256 vec=8 loop=kh3 tg=oc4ow4 iter=mb32oc32ic16 unroll=ic2 "
                              "slm=x3.g2.v1.a prefetch=x2.b pipeline=ur subtiles=a2 global_reduction=0 "
                              "walk_order=oc4ow2,mb8, pad_slm=1 bwd_d_optimize=skip_strided_dh src_layout=axb "
                              "wei_layout=axcb dst_layout=aBx16b.axb bia_layout=a")
@@ -54,7 +54,7 @@ def test_empty_values_where_they_mean_something():
 
 def test_a_line_as_onednn_prints_it_round_trips():
     # oneDNN's "Configuration line:" prints every overridable knob that is not at its default.
-    printed = ("regs=256 simd=16 fma=dpas l=kh3kw3ic4 T=oc4ow4 i=mb32oc32ic16 P= p=x3 s=x3.g0.v1 src=axb "
+    printed = ("regs=256 simd=16 vec=32 fma=dpas l=kh3kw3ic4 T=oc4ow4 i=mb32oc32ic16 P= p=x3 s=x3.g0.v1 src=axb "
                "wei=axcb dst=axb bia=a global-reduction=0 walk-order=ow8oc2,mb4, S=b2 u=ic2")
     c = parse_config_line(printed)
     assert parse_config_line(c.line()) == c and c.pipeline == Pipeline() and c.subtiles == Subtiles(1, 2)

@@ -75,7 +75,8 @@ def test_knobs_read_from_onednn_lines():
     _find(issues("src=abx"), "src_layout", 'src=abx disagrees with [problem] src = "axb"')
     _find(issues("dst=aBx16b"), "dst_layout", "kept but not generated", "warning")
     _find(issues("l=ic2 global-reduction=0 s=x0"), "global_reduction", "loop leaves K to the kernel grid")
-    for line, knob in (("walk-order=oc4,mb2,", "walk_order"), ("pad-slm=1", "pad_slm"),
+    assert issues("simd=8 vec=8") == [] and issues("simd=8") == []  # vec defaults to simd
+    for line, knob in (("walk-order=oc4,mb2,", "walk_order"), ("pad-slm=1", "pad_slm"), ("simd=8 vec=16", "vec"),
                        ("bwd-d-optimize=skip_strided_dh", "bwd_d_optimize"), ("s=x3.g0.v1", "slm")):
         found = issues(line)
         _find(found, knob, "kept but not generated", "warning")
@@ -88,7 +89,16 @@ def test_unknown_dims_suggest_the_closest():
 
 
 def test_register_overflow_is_an_error():
-    _find(_issues("i=mb32oc32ic16 T=oc4ow4"), "regs", "register budget overflow")
+    # the floor: C 128 + A 32 + B 32 GRFs > 128
+    _find(_issues("i=mb32oc32ic16 T=oc4ow4 regs=128"), "regs", "alone need 192 > 128")
+
+
+def test_a_written_iter_over_the_default_registers_takes_large_grf_mode():
+    p = problem_from_text(CONV, types="f16", prop="fwd")
+    t = TARGETS["xehpg"]
+    assert resolve_config(p, t, parse_config_line("i=mb32oc32ic16 T=oc4ow4")).regs == 256
+    assert resolve_config(p, t, parse_config_line("i=mb8oc32ic16 T=oc4ow4")).regs == 128  # its estimate fits
+    assert [i for i in _issues("i=mb32oc32ic16 T=oc4ow4") if i.knob == "regs"] == []
 
 
 def test_padding_and_split_k_are_not_errors():

@@ -1,10 +1,13 @@
 """Hand-written IR kernels run by the interpreter and compared with numpy."""
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from kdd.core.interp import InterpError, Launch, run_ir
 from kdd.core.ir import (Alloc, Broadcast, For, FuncCall, Group, If, Let, Load, MemKind, Ramp, Store,
                          const, seq, var)
+from kdd.core.ir.expr import FloatImm
 from kdd.core.ir.funcs import (Barrier, BarrierSignal, BarrierWait, Dp4a, Dpas, Eltwise, Fence, Mad, Mma,
                                Reduce, Reorder, Send, SendKind, SendOp)
 from kdd.core.ir.types import Type, bf16, f16, f32, s8, s32, u32, u64
@@ -306,6 +309,41 @@ def test_global_and_slm_atomics_accumulate_every_thread():
     assert out_f_arr.tolist() == [sum(range(1, 13))] * 4
     assert out_i_arr.tolist() == [[4 * (g + 1)] * 4 for g in range(3)]
     assert res.written["out_f"].all()
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.integers(1, 3), st.integers(1, 4), st.integers(1, 5), st.integers(0, 2**32 - 1), st.sampled_from([s32, u32]))
+def test_atomic_fetch_add_returns_what_each_thread_found(groups, threads, counters, seed, t):
+    """Every thread adds its value into a counter it picks and gets the counter's value before its add:
+    the adds to one counter happen one at a time in flat thread order (sequential oracle), wrapping."""
+    g = np.random.default_rng(seed)
+    total = groups * threads
+    pick = g.integers(0, counters, total).astype(np.int32)
+    adds = g.integers(-2**31 if t is s32 else 0, 2**31, total).astype(np.int64)
+    start = g.integers(0, 2**31, counters).astype(np.int64)
+    cnt, idx, val, out, reg = buf("cnt"), buf("idx"), buf("val"), buf("out"), buf("reg")
+    flat = var("group_id0") * threads + var("thread_id0")
+    body = allocs(seq(
+        Store.make(reg, 0, Load.make(t, val, flat * 4)),
+        send(SendOp.ATOMIC_FETCH_ADD, "global", t, 1, cnt, Load.make(s32, idx, flat * 4) * 4, reg, 0, TRUE),
+        send(SendOp.STORE, "global", t, 1, out, flat * 4, reg, 0, TRUE)), (reg, 32))
+    dtype = np.int32 if t is s32 else np.uint32
+    arrays = {"cnt": start.astype(dtype), "idx": pick, "val": adds.astype(dtype), "out": np.zeros(total, dtype)}
+    run_ir(body, Launch((groups, 1, 1), (threads, 1, 1), **XE), arrays)
+    memory, found = start.copy(), np.zeros(total, np.int64)
+    for k in range(total):
+        found[k] = memory[pick[k]]
+        memory[pick[k]] += adds[k]
+    assert arrays["out"].tolist() == found.astype(dtype).tolist()
+    assert arrays["cnt"].tolist() == memory.astype(dtype).tolist()
+
+
+def test_atomic_fetch_add_of_floats_is_an_error():
+    cnt, reg = buf("cnt"), buf("reg")
+    body = allocs(seq(Store.make(reg, 0, FloatImm.make(f32, 1.0)),
+                      send(SendOp.ATOMIC_FETCH_ADD, "global", f32, 1, cnt, 0, reg, 0, TRUE)), (reg, 32))
+    with pytest.raises(InterpError, match="only integers return their old values"):
+        run_ir(body, Launch((1, 1, 1), (1, 1, 1), **XE), {"cnt": np.zeros(1, np.float32)})
 
 
 def test_dp4a_dot_products():

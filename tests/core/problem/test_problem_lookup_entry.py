@@ -53,6 +53,7 @@ def test_the_shipped_table_reads_whole():
     for e in entries:
         config = parse_config_line(e.line)
         assert config.iter and config.iter != Tile()
+        assert parse_config_line(config.line()) == config  # parse, print, parse: the same config
         for v in e.variants():
             assert v.problem.prop == e.prop
 
