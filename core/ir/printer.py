@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from .expr import (Binary, BoolImm, Broadcast, Cast, Expr, FloatImm, IntImm, Load, Ramp,
                    Shuffle, Ternary, Unary, Var)
 from .node import SMALL_TREE, Node
-from .stmt import Alloc, For, FuncCall, Group, If, Let, Seq, Stmt, Store
+from .stmt import Alloc, For, FuncCall, Group, If, Let, Seq, Store
 from .types import s32
 
 INDENT = "  "
