@@ -22,7 +22,7 @@ from . import isa
 from .operand import Imm, Reg
 
 BLOCK_DWORDS = (1, 2, 3, 4, 8, 16, 32, 64)
-SCATTERED_DATA = {4: "d32", 2: "d16u32", 1: "d8u32"}
+SCATTERED_DATA = {8: "d64", 4: "d32", 2: "d16u32", 1: "d8u32"}
 NARROW = {2: u16, 1: u8}
 
 
@@ -148,29 +148,37 @@ def _scattered(cg, f, sfid, addr, hdr: Reg, data: Reg, pred) -> None:
     kind = SCATTERED_DATA.get(size)
     if kind is None or lanes > cg.xe.max_exec:
         raise CodegenUnsupported(f"{f}: no scattered LSC message for it")
-    slots = -(-lanes * 4 // rb)
+    slot = max(size, 4)  # a lane's data: its qword, its dword, or 8/16 bits in a dword
+    slots = -(-lanes * slot // rb)
     aregs = -(-address_bytes(cg, lanes, 8 if addr == "a64" else 4) // rb)
     h = hdr.byte // rb
-    direct = size == 4 and data.byte % rb == 0
+    direct = size >= 4 and data.byte % rb == 0
     where = data if direct else cg.temp(u32, slots * rb // 4, whole=True)
+
+    def move(dst: Reg, src: Reg, into_slots: bool) -> None:
+        """Dense data to or from the message's lane slots (a plain copy where the lane is its slot)."""
+        if size >= 4:
+            _copy(cg, dst, src, lanes * size)
+            return
+        t, spread = NARROW[size], 4 // size
+        isa.alu(cg, "mov", lanes, Reg(dst.byte, t, spread if into_slots else 1),
+                [Reg(src.byte, t, 1 if into_slots else spread)])
     if f.op is SendOp.LOAD:
         if pred and not direct:
-            t = NARROW.get(size, u32)  # the masked-off lanes keep the destination's contents
-            isa.alu(cg, "mov", lanes, Reg(where.byte, t, 4 // size), [Reg(data.byte, t, 1)])
+            move(where, data, True)  # the masked-off lanes keep the destination's contents
         cg.em.raw(f"{_head(pred)} load.{sfid}.{kind}.{addr} ({lanes}|M0) r{where.byte // rb}:{slots} "
                   f"[r{h}:{aregs}]", "send")
         if not direct:
-            t = NARROW.get(size, u32)
-            isa.alu(cg, "mov", lanes, Reg(data.byte, t, 1), [Reg(where.byte, t, 4 // size)])
+            move(data, where, False)
     else:
         if not direct:
-            t = NARROW.get(size, u32)
-            isa.alu(cg, "mov", lanes, Reg(where.byte, t, 4 // size), [Reg(data.byte, t, 1)])
+            move(where, data, True)
         cg.em.raw(f"{_head(pred)} store.{sfid}.{kind}.{addr} ({lanes}|M0) [r{h}:{aregs}] r{where.byte // rb}:{slots}",
                   "send")
 
 
-ATOMIC_ADD = {"f32": "atomic_fadd", "s32": "atomic_iadd", "u32": "atomic_iadd"}
+ATOMIC_ADD = {"f32": "atomic_fadd", "s32": "atomic_iadd", "u32": "atomic_iadd", "f64": "atomic_fadd",
+              "s64": "atomic_iadd", "u64": "atomic_iadd"}
 
 
 def _atomic_add(cg, f, sfid, addr, hdr: Reg, data: Reg, pred) -> None:
@@ -185,6 +193,7 @@ def _atomic_add(cg, f, sfid, addr, hdr: Reg, data: Reg, pred) -> None:
         raise CodegenUnsupported(f"{f}: a masked {'fetch-add' if fetch else 'block atomic'}")
     rb, size, top = cg.rb, f.type.size, cg.xe.max_exec
     abytes = 8 if addr == "a64" else 4
+    kind = SCATTERED_DATA[size]
     for c in range(0, f.elems, top):
         lanes = min(top, f.elems - c)
         if f.kind is SendKind.BLOCK:
@@ -198,19 +207,19 @@ def _atomic_add(cg, f, sfid, addr, hdr: Reg, data: Reg, pred) -> None:
             areg = where.byte // rb
         else:
             areg = hdr.byte // rb + c * abytes // rb
-        src = data.at(c)
+        src = Reg(data.byte + c * size, u32, 1)  # element c of the data
         if src.byte % rb:
-            moved = cg.temp(u32, max(lanes * 4, rb) // 4, whole=True)
-            _copy(cg, moved, src, lanes * 4)
+            moved = cg.temp(u32, max(lanes * size, rb) // 4, whole=True)
+            _copy(cg, moved, src, lanes * size)
             src = moved
         aregs = -(-address_bytes(cg, lanes, abytes) // rb)
-        dregs = -(-lanes * 4 // rb)
+        dregs = -(-lanes * size // rb)
         back = cg.temp(u32, dregs * rb // 4, whole=True) if fetch else None
         dst = f"r{back.byte // rb}:{dregs}" if fetch else "null:0"
-        cg.em.raw(f"{_head(pred)} {op}.{sfid}.d32.{addr} ({lanes}|M0) {dst} [r{areg}:{aregs}] "
+        cg.em.raw(f"{_head(pred)} {op}.{sfid}.{kind}.{addr} ({lanes}|M0) {dst} [r{areg}:{aregs}] "
                   f"r{src.byte // rb}:{dregs}", "send")
         if fetch:
-            _copy(cg, data.at(c), back, lanes * 4)
+            _copy(cg, Reg(data.byte + c * size, u32, 1), back, lanes * size)
 
 
 def _prefetch(cg, f, mem_off) -> None:
