@@ -120,17 +120,44 @@ def _block_data(nbytes: int) -> str | None:
     return None
 
 
+def _pieces(nbytes: int) -> list[tuple[int, int]]:
+    """``(offset, bytes)`` of the LSC block messages that move ``nbytes``: one where a data size fits,
+    else the largest dword vectors first (a 40-byte block is 32 + 8)."""
+    if _block_data(nbytes) is not None:
+        return [(0, nbytes)]
+    if nbytes % 4:
+        return []
+    out, off = [], 0
+    while off < nbytes:
+        n = max(d for d in BLOCK_DWORDS if d * 4 <= nbytes - off)
+        out.append((off, n * 4))
+        off += n * 4
+    return out
+
+
 def _block(cg, f, sfid, addr, hdr: Reg, data: Reg, pred) -> None:
-    rb = cg.rb
     nbytes = f.elems * f.type.size
-    data_size = _block_data(nbytes)
-    if data_size is None:
+    pieces = _pieces(nbytes)
+    if not pieces:
         raise CodegenUnsupported(f"{f}: a block of {nbytes} bytes is not one LSC message")
+    for off, size in pieces:
+        where = hdr
+        if off:  # the piece's address: the header's plus its offset
+            where = cg.temp(u32, cg.rb // 4, whole=True)
+            if addr == "a64":
+                isa.add64(cg, Reg(where.byte, u32, 2), Reg(hdr.byte, u32, 0), Imm(off, s32), 1)
+            else:
+                isa.alu(cg, "add", 1, Reg(where.byte, u32, 1), [Reg(hdr.byte, u32, 0), Imm(off, s32)])
+        _block_message(cg, f.op, _block_data(size), size, sfid, addr, where, Reg(data.byte + off, u32, 1), pred)
+
+
+def _block_message(cg, op, data_size: str, nbytes: int, sfid, addr, hdr: Reg, data: Reg, pred) -> None:
+    rb = cg.rb
     nregs = -(-nbytes // rb)
     direct = data.byte % rb == 0
     where = data if direct else cg.temp(u32, nregs * rb // 4, whole=True)
     h = hdr.byte // rb
-    if f.op is SendOp.LOAD:
+    if op is SendOp.LOAD:
         if pred and not direct:
             _copy(cg, where, data, nbytes)  # the masked-off bytes keep the destination's contents
         cg.em.raw(f"{_head(pred)} load.{sfid}.{data_size}.{addr} (1|M0) r{where.byte // rb}:{nregs} [r{h}:1]", "send")

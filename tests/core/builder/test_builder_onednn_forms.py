@@ -121,17 +121,29 @@ F64_SIMD8 = [
 
 @pytest.mark.parametrize("prop,shape,line,form", F64_SIMD8)
 def test_simd8_f64_lines_of_xehpc_check_in_the_interpreter_and_the_simulator(prop, shape, line, form):
+    kernel = _assembles_and_checks(_document(prop, shape, "f64", "xehpc", line), form)
+    assert kernel.simd == 8
+
+
+def test_a_block_no_lsc_message_holds_is_moved_in_legal_pieces():
+    """oneDNN's i=kw10mb10oc16 reads ten f32 taps (40 bytes) in one block: a d32x8 and a d32x2 message."""
+    _assembles_and_checks(_document("fwd", "mb12ic1iw52oc10ow9kw10sw5pw0", "f32", "xehpc",
+                                    "fma=mad simd=16 l=x T=x i=kw10mb10oc16 bufs=0"), "d32x2t")
+
+
+def _assembles_and_checks(text, form):
+    """The kernel of ``text`` after checking every pass; its assembly holds ``form`` and (with iga64)
+    runs right in the simulator."""
     from kdd.core.engine import Engine
     from kdd.core.engine.engine import Source
 
-    text = _document(prop, shape, "f64", "xehpc", line)
     kernel = _checked(text)
-    assert kernel.simd == 8
     engine = Engine()
     listing = engine.compile(Source(text), emit="asm")
     assert listing["ok"] and form in listing["asm"]["asm"], listing.get("error")
     if shutil.which("iga64") is not None:
         assert engine.check(Source(text), asm=True)["ok"]
+    return kernel
 
 
 # Shipped oneDNN lines at their production sizes, with the registers their tiles need at least:
