@@ -142,9 +142,9 @@ XEHPC = Target(
                "8 XVE per Xe-core x 8 threads x 128 GRF x 64 B; dpas kernels default to large GRF",
         reserved_source=_ONEDNN_RESERVED, large_for=("dpas",),
     ),
-    simd_widths=(16, 32),
+    simd_widths=(8, 16, 32),
     default_simd=16,
-    fma_shapes=_xe_fmas(dpas_simd=16, simds=(16, 32), dpasw=False, tf32=True, fp64=True),
+    fma_shapes=_xe_fmas(dpas_simd=16, simds=(8, 16, 32), dpasw=False, tf32=True, fp64=True),
     fma_preference=("dpas", "dp4a", "mad"),
     slm=SharedMemory(per_group=128 * KIB, per_core=128 * KIB,
                      source="oneDNN device_info: 128 KiB SLM per Xe-core, all of it available to one work-group"),
@@ -155,7 +155,8 @@ XEHPC = Target(
                            source="LSC on Xe-HPC: block messages up to 512 B; scattered messages of up to "
                                   "SIMD32 addresses, each moving a vector of 1, 2, 3, 4 or 8 d32/d64 elements; "
                                   "A64 global, A32 SLM addresses"),
-    lanes=Lanes(fixed=None, alu=32, source="Xe-HPC: the simd knob picks 16 or 32 lanes; SIMD32 dword ALU"),
+    lanes=Lanes(fixed=None, alu=32, source="Xe-HPC: the simd knob picks 8, 16 or 32 lanes (oneDNN's f64 lines run "
+                                           "SIMD8: 8 doubles are one 64-byte GRF); SIMD32 dword ALU"),
     int64=Int64(native=True, emulated=(), source="Xe-HPC has a 64-bit integer ALU"),
     addressing=Addressing("header", "Xe-HPC send messages read their address payload from GRF"),
     fused_int_ops=_XE_FUSED_INT_OPS,

@@ -206,24 +206,26 @@ def _scattered(m, ins: Instr, d, r: np.ndarray, addr: np.ndarray, enabled: np.nd
 
 
 def _atomic(m, ins: Instr, d, r: np.ndarray, addr: np.ndarray, enabled: np.ndarray) -> None:
-    if d.vector != 1 or d.mem_bytes != 4:
+    if d.vector != 1 or d.mem_bytes not in (4, 8):
         raise Unsupported(ins.line, ins.text, f"atomic {d.name}")
+    size = d.mem_bytes
     n = addr.shape[1]
     rows, chans = np.nonzero(enabled)
-    idx = _flat(m, ins, r[rows], addr[rows, chans], 4)      # atomics do not race with each other
+    idx = _flat(m, ins, r[rows], addr[rows, chans], size)   # atomics do not race with each other
     mem = _mem(m, ins)
-    slots = _slots(m, ins, d, ins.srcs[1].reg, n)[0]                          # (n, 4)
-    src = m.file[r[rows][:, None], slots[chans]]                              # (k, 4)
-    if (idx[:, 0] % 4).any():
-        raise Fault(ins.line, ins.text, "an atomic address is not dword aligned")
-    kind = np.float32 if d.op == messages.ATOMIC_FADD else np.int32
+    slots = _slots(m, ins, d, ins.srcs[1].reg, n)[0]                          # (n, size)
+    src = m.file[r[rows][:, None], slots[chans]]                              # (k, size)
+    if (idx[:, 0] % size).any():
+        raise Fault(ins.line, ins.text, f"an atomic address is not {size}-byte aligned")
+    floats, ints = {4: (np.float32, np.int32), 8: (np.float64, np.int64)}[size]
+    kind = floats if d.op == messages.ATOMIC_FADD else ints
     values = src.copy().view(kind).reshape(-1)
-    old = np.empty((len(rows), 4), dtype=np.uint8)
-    for i in range(len(rows)):       # in channel order, one rounding per add
+    old = np.empty((len(rows), size), dtype=np.uint8)
+    for i in range(len(rows)):       # in channel order, one rounding per add; integer adds wrap
         old[i] = mem.data[idx[i]]
         cur = old[i].view(kind)[0]
-        new = kind(cur + values[i]) if kind is np.float32 else \
-            np.array([int(cur) + int(values[i])], dtype=np.int64).astype(np.int32)[0]
+        new = kind(cur + values[i]) if kind is floats else \
+            np.array([(int(cur) + int(values[i])) % (1 << 8 * size)], dtype=np.uint64).astype(kind)[0]
         mem.data[idx[i]] = np.array([new], dtype=kind).view(np.uint8)
     if ins.dst.kind != "null":
         dst = _slots(m, ins, d, ins.dst.reg, n)[0]

@@ -22,7 +22,7 @@ from . import isa
 from .operand import Imm, Reg
 
 BLOCK_DWORDS = (1, 2, 3, 4, 8, 16, 32, 64)
-SCATTERED_DATA = {4: "d32", 2: "d16u32", 1: "d8u32"}
+SCATTERED_DATA = {8: "d64", 4: "d32", 2: "d16u32", 1: "d8u32"}
 VECTOR_DATA = {4: "d32", 8: "d64"}  # vectors of 8- and 16-bit data are not messages (target data)
 NARROW = {2: u16, 1: u8}
 
@@ -120,17 +120,44 @@ def _block_data(nbytes: int) -> str | None:
     return None
 
 
+def _pieces(nbytes: int) -> list[tuple[int, int]]:
+    """``(offset, bytes)`` of the LSC block messages that move ``nbytes``: one where a data size fits,
+    else the largest dword vectors first (a 40-byte block is 32 + 8)."""
+    if _block_data(nbytes) is not None:
+        return [(0, nbytes)]
+    if nbytes % 4:
+        return []
+    out, off = [], 0
+    while off < nbytes:
+        n = max(d for d in BLOCK_DWORDS if d * 4 <= nbytes - off)
+        out.append((off, n * 4))
+        off += n * 4
+    return out
+
+
 def _block(cg, f, sfid, addr, hdr: Reg, data: Reg, pred) -> None:
-    rb = cg.rb
     nbytes = f.elems * f.type.size
-    data_size = _block_data(nbytes)
-    if data_size is None:
+    pieces = _pieces(nbytes)
+    if not pieces:
         raise CodegenUnsupported(f"{f}: a block of {nbytes} bytes is not one LSC message")
+    for off, size in pieces:
+        where = hdr
+        if off:  # the piece's address: the header's plus its offset
+            where = cg.temp(u32, cg.rb // 4, whole=True)
+            if addr == "a64":
+                isa.add64(cg, Reg(where.byte, u32, 2), Reg(hdr.byte, u32, 0), Imm(off, s32), 1)
+            else:
+                isa.alu(cg, "add", 1, Reg(where.byte, u32, 1), [Reg(hdr.byte, u32, 0), Imm(off, s32)])
+        _block_message(cg, f.op, _block_data(size), size, sfid, addr, where, Reg(data.byte + off, u32, 1), pred)
+
+
+def _block_message(cg, op, data_size: str, nbytes: int, sfid, addr, hdr: Reg, data: Reg, pred) -> None:
+    rb = cg.rb
     nregs = -(-nbytes // rb)
     direct = data.byte % rb == 0
     where = data if direct else cg.temp(u32, nregs * rb // 4, whole=True)
     h = hdr.byte // rb
-    if f.op is SendOp.LOAD:
+    if op is SendOp.LOAD:
         if pred and not direct:
             _copy(cg, where, data, nbytes)  # the masked-off bytes keep the destination's contents
         cg.em.raw(f"{_head(pred)} load.{sfid}.{data_size}.{addr} (1|M0) r{where.byte // rb}:{nregs} [r{h}:1]", "send")
@@ -182,7 +209,8 @@ def _scattered(cg, f, sfid, addr, hdr: Reg, data: Reg, pred) -> None:
         cg.em.raw(f"{_head(pred)} store.{message} [r{h}:{aregs}] r{where.byte // rb}:{vec * per}", "send")
 
 
-ATOMIC_ADD = {"f32": "atomic_fadd", "s32": "atomic_iadd", "u32": "atomic_iadd"}
+ATOMIC_ADD = {"f32": "atomic_fadd", "s32": "atomic_iadd", "u32": "atomic_iadd", "f64": "atomic_fadd",
+              "s64": "atomic_iadd", "u64": "atomic_iadd"}
 
 
 def _atomic_add(cg, f, sfid, addr, hdr: Reg, data: Reg, pred) -> None:
@@ -197,6 +225,7 @@ def _atomic_add(cg, f, sfid, addr, hdr: Reg, data: Reg, pred) -> None:
         raise CodegenUnsupported(f"{f}: a masked {'fetch-add' if fetch else 'block atomic'}")
     rb, size, top = cg.rb, f.type.size, cg.xe.max_exec
     abytes = 8 if addr == "a64" else 4
+    kind = SCATTERED_DATA[size]
     for c in range(0, f.elems, top):
         lanes = min(top, f.elems - c)
         if f.kind is SendKind.BLOCK:
@@ -210,19 +239,19 @@ def _atomic_add(cg, f, sfid, addr, hdr: Reg, data: Reg, pred) -> None:
             areg = where.byte // rb
         else:
             areg = hdr.byte // rb + c * abytes // rb
-        src = data.at(c)
+        src = Reg(data.byte + c * size, u32, 1)  # element c of the data
         if src.byte % rb:
-            moved = cg.temp(u32, max(lanes * 4, rb) // 4, whole=True)
-            _copy(cg, moved, src, lanes * 4)
+            moved = cg.temp(u32, max(lanes * size, rb) // 4, whole=True)
+            _copy(cg, moved, src, lanes * size)
             src = moved
         aregs = -(-address_bytes(cg, lanes, abytes) // rb)
-        dregs = -(-lanes * 4 // rb)
+        dregs = -(-lanes * size // rb)
         back = cg.temp(u32, dregs * rb // 4, whole=True) if fetch else None
         dst = f"r{back.byte // rb}:{dregs}" if fetch else "null:0"
-        cg.em.raw(f"{_head(pred)} {op}.{sfid}.d32.{addr} ({lanes}|M0) {dst} [r{areg}:{aregs}] "
+        cg.em.raw(f"{_head(pred)} {op}.{sfid}.{kind}.{addr} ({lanes}|M0) {dst} [r{areg}:{aregs}] "
                   f"r{src.byte // rb}:{dregs}", "send")
         if fetch:
-            _copy(cg, data.at(c), back, lanes * 4)
+            _copy(cg, Reg(data.byte + c * size, u32, 1), back, lanes * size)
 
 
 def _prefetch(cg, f, mem_off) -> None:

@@ -10,6 +10,8 @@ reference's result after the build and after every pass (``kdd check
 """
 from __future__ import annotations
 
+import shutil
+
 import pytest
 
 from kdd.core.builder import build_kernel
@@ -105,6 +107,43 @@ def test_depthwise_needs_whole_simd_chunks_of_groups():
                                             "fma=mad simd=8 l=x T=x i=g4kw3ow8 bufs=0"))
     assert any("iter gives N=1 per thread, not a multiple of mad's N=8" in d.message
                and d.severity == Severity.ERROR for d in diagnostics), [d.message for d in diagnostics]
+
+
+# oneDNN's f64 lines for xehpc run SIMD8 mad (8 doubles fill one 64-byte GRF): scattered qword loads
+# (d64) where the taps are strided, and qword atomics where bwd_w splits K across the grid.
+F64_SIMD8 = [
+    ("fwd", "mb16ic2ih10oc8oh8kh3ph0", "fma=mad simd=8 l=kh3 T=x i=ic2kw3oc8ow8 bufs=0", "load.ugm.d64.a64"),
+    ("bwd_d", "mb16ic8ih10oc10oh8kh3ph0", "fma=mad simd=8 l=kh3kw3 T=oc2 i=ic8mb16oc8 bufs=0", "mad (8|M0)"),
+    ("bwd_w", "mb16ic2ih10oc8oh8kh3ph0", "fma=mad simd=8 l=oh4ow8 T=x i=ic2kw3mb8oc8 bufs=0",
+     "atomic_fadd.ugm.d64.a64"),
+]
+
+
+@pytest.mark.parametrize("prop,shape,line,form", F64_SIMD8)
+def test_simd8_f64_lines_of_xehpc_check_in_the_interpreter_and_the_simulator(prop, shape, line, form):
+    kernel = _assembles_and_checks(_document(prop, shape, "f64", "xehpc", line), form)
+    assert kernel.simd == 8
+
+
+def test_a_block_no_lsc_message_holds_is_moved_in_legal_pieces():
+    """oneDNN's i=kw10mb10oc16 reads ten f32 taps (40 bytes) in one block: a d32x8 and a d32x2 message."""
+    _assembles_and_checks(_document("fwd", "mb12ic1iw52oc10ow9kw10sw5pw0", "f32", "xehpc",
+                                    "fma=mad simd=16 l=x T=x i=kw10mb10oc16 bufs=0"), "d32x2t")
+
+
+def _assembles_and_checks(text, form):
+    """The kernel of ``text`` after checking every pass; its assembly holds ``form`` and (with iga64)
+    runs right in the simulator."""
+    from kdd.core.engine import Engine
+    from kdd.core.engine.engine import Source
+
+    kernel = _checked(text)
+    engine = Engine()
+    listing = engine.compile(Source(text), emit="asm")
+    assert listing["ok"] and form in listing["asm"]["asm"], listing.get("error")
+    if shutil.which("iga64") is not None:
+        assert engine.check(Source(text), asm=True)["ok"]
+    return kernel
 
 
 # Shipped oneDNN lines at their production sizes, with the registers their tiles need at least:
