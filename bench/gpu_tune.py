@@ -232,11 +232,18 @@ def examples(args) -> int:
         line = " ".join(kv for kv in b["config"].split() if kv.split("=")[0] in LINE_KNOBS)
         text = re.sub(r"\[config\]\n(?:[^\[\n][^\n]*\n)*", "", text)
         text = re.sub(r"^(#[^\n]*\n)+", "", text).rstrip() + "\n"     # the template's own comment
-        head = (f"# {t['name']}: the fastest correct config without spills of {t['candidates']} that "
+        spill = b.get("spill_stores")
+        kind = (f"correct config of {t['candidates']} (every one spills; this one {spill} bytes)" if spill
+                else f"correct config without spills of {t['candidates']}")
+        head = (f"# {t['name']}: the fastest {kind} that "
                 f"bench/gpu_tune.py tried on\n# {t.get('device', 'a Hopper GPU')}: {b['ours_us']:.1f} us against "
                 f"{t['torch_us']:.1f} us for cuDNN/cuBLAS (ratio {b['ratio']:.3f}); the default config ran "
                 f"{t.get('default', {}).get('ours_us', float('nan')):.1f} us.\n")
-        (TUNED / f"{t['name'].split(':')[1]}.kernel.toml").write_text(f'{head}{text}\n[config]\nline = "{line}"\n')
+        path = TUNED / f"{t['name'].split(':')[1]}.kernel.toml"
+        check = re.search(r"^\[check\]\n(?:[^\[\n][^\n]*\n)*", path.read_text(), re.M) if path.exists() else None
+        if check:           # a [check] shape written by hand (the interpreter's bound) stays
+            text = re.sub(r"\n\[target\]", f"\n{check.group(0).rstrip()}\n\n[target]", text, count=1)
+        path.write_text(f'{head}{text}\n[config]\nline = "{line}"\n')
     print(f"wrote {TUNED}")
     return 0
 

@@ -25,6 +25,9 @@ if ! .venv/bin/python -c "import kdd.core, pytest, hypothesis, pygls" >/dev/null
   touch .venv/.kdd-installed
 fi
 .venv/bin/python -c "import kdd.core, kdd.server" 
+# kdd's bytecode, written once here: with PYTHONDONTWRITEBYTECODE set (as on our machines) Python would
+# otherwise recompile every module on every command's start (120-160 ms of CPU; docs/passes.md).
+.venv/bin/python -m compileall -q core server >/dev/null
 
 # The editor clients' test tools (node packages, chromium + Playwright, Neovim 0.10): tools/setup_editors.sh.
 tools/setup_editors.sh

@@ -91,7 +91,9 @@ class _Builder:
         self.reg_bytes = target.registers.reg_bytes
         self.per_lane = target.lanes.fixed is not None
         self.rules = MessageRules(config.simd, target.max_message_bytes,
-                                  fill_lanes=0 if self.per_lane else max(config.simd, target.lanes.alu))
+                                  fill_lanes=0 if self.per_lane else max(config.simd, target.lanes.alu),
+                                  vectors=target.messages.vectors,
+                                  vector_lanes=0 if self.per_lane else self.reg_bytes // 4)
         self.types = {name: getattr(problem.types, name) for name in ("src", "wei", "dst")}
         self.layouts = {name: tensor_layout(problem, name, t) for name, t in self.types.items()}
         self.bounded = frozenset(d.name for d in self.tiling.dims if d.padded > d.size)

@@ -24,11 +24,12 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from kdd.core.ir.expr import Broadcast, BoolImm, Expr, Var
+from kdd.core.ir.expr import Broadcast, BoolImm, Expr, Ramp, Var
 from kdd.core.ir.funcs import Send, SendKind, SendOp, always_enabled
 from kdd.core.ir.stmt import For, FuncCall, If, Let, Stmt, seq
-from kdd.core.ir.types import u32
+from kdd.core.ir.types import Type, u32
 from kdd.core.ir.visitor import free_vars, substitute
+from kdd.core.layout.layout import Block, Layout
 from kdd.core.layout.view import View, offset_expr
 
 from . import arith
@@ -40,12 +41,15 @@ from .tile import RegTensor, TileAccess, row_major
 
 @dataclass(frozen=True)
 class MessageRules:
-    """Target limits on messages: scattered lanes, largest block, smallest block worth using."""
+    """Target limits on messages: scattered lanes, largest block, smallest block worth using; the
+    vector sizes of scattered messages and the lanes one register holds a dword of (0: no vectors)."""
 
     simd: int
     max_block_bytes: int
     min_block_bytes: int = 32
     fill_lanes: int = 0  # dwords one zero-fill step writes (the ALU's width; 0: simd)
+    vectors: tuple[int, ...] = (1,)
+    vector_lanes: int = 0
 
 
 @dataclass(frozen=True)
@@ -53,6 +57,68 @@ class MessagePlan:
     kind: SendKind
     elems: int   # elements per message
     count: int   # messages
+
+
+@dataclass(frozen=True)
+class VectorPlan:
+    """A thread's run of short block messages (rows) regrouped as vector scattered messages: each of
+    ``lanes`` lanes moves ``vec`` dwords (a row, or a piece of one), ``count`` messages a thread.
+    Lane ``l`` of message ``q`` moves piece ``q * lanes + l`` of the thread's run, so a lane's address
+    is the run's start plus a constant ramp, and its data lands in the hardware's order: dword ``v``
+    of lane ``l`` at dword ``(q * vec + v) * lanes + l`` of the staging registers."""
+
+    lanes: int
+    vec: int
+    count: int
+
+    def layout(self, dtype: Type, box: tuple[int, int, int], order: tuple[int, int, int]) -> Layout:
+        """Where the staging registers hold the thread's run, the ``box`` matrix row-major in ``order``."""
+        pe = 4 // dtype.size
+        flat = [(pe, 1), (self.vec, self.lanes * pe), (self.lanes, pe), (self.count, self.lanes * self.vec * pe)]
+        digits = [(d, box[d]) for d in reversed(order) if box[d] > 1]
+        return Layout(dtype, box, tuple(_mixed_radix_blocks(flat, digits)))
+
+
+def _mixed_radix_blocks(flat: list[tuple[int, int]], digits: list[tuple[int, int]]) -> list[Block]:
+    """Blocks of a layout whose flat (row-major) index has the ``(size, stride)`` digits ``flat`` and
+    whose dims are the ``(dim, size)`` digits ``digits`` of the same index (both inner first)."""
+    flat = [f for f in flat if f[0] > 1]
+    blocks, k = [], 0
+    for dim, size in digits:
+        while size > 1:
+            fsize, fstride = flat[k]
+            take = math.gcd(fsize, size)
+            if take not in (fsize, size):
+                raise ValueError(f"digits {flat} do not split dims {digits}")
+            blocks.append(Block(dim, take, fstride))
+            size //= take
+            if take == fsize:
+                k += 1
+            else:
+                flat[k] = (fsize // take, fstride * take)
+    return blocks
+
+
+def plan_vectors(plan: MessagePlan, rounds: int, size: int, rules: MessageRules) -> VectorPlan | None:
+    """Vector messages for a thread's ``rounds`` block messages of ``plan`` (rows of ``size``-byte
+    elements), where they take fewer messages: rows shorter than the largest block, whole dwords,
+    lanes filling whole registers (so the data needs no move), at most ``simd`` lanes. Largest
+    messages first, then the longest vectors (fewer addresses)."""
+    row = plan.elems * size
+    if plan.kind is not SendKind.BLOCK or not rules.vector_lanes or row % 4 or 4 % size \
+            or row >= rules.max_block_bytes:
+        return None
+    dwords, best = row // 4, None
+    for vec in rules.vectors:
+        if vec == 1 or dwords % vec:
+            continue
+        pieces = rounds * (dwords // vec)
+        for lanes in range(rules.vector_lanes, min(rules.simd, pieces) + 1, rules.vector_lanes):
+            if pieces % lanes == 0:
+                cand = VectorPlan(lanes, vec, pieces // lanes)
+                if best is None or (cand.count, -cand.vec) < (best.count, -best.vec):
+                    best = cand
+    return best if best is not None and best.count < rounds else None
 
 
 def plan_messages(access: TileAccess, reg: RegTensor, rules: MessageRules) -> MessagePlan:
@@ -153,7 +219,8 @@ def tail_masks(view, index: dict, bounded) -> list[Expr]:
 
 
 def transfer(op: SendOp, access: TileAccess, reg: RegTensor, rules: MessageRules, names: Names,
-             origin: Origin, split: tuple[Expr, int] | None = None, staging: Var | None = None) -> Stmt:
+             origin: Origin, split: tuple[Expr, int] | None = None, staging: Var | None = None,
+             vectors: VectorPlan | None = None) -> Stmt:
     """Send messages moving the tile ``access`` to (load) or from (store, atomic add) ``reg``.
 
     With ``split = (thread, threads)`` the messages are shared by the threads
@@ -161,7 +228,9 @@ def transfer(op: SendOp, access: TileAccess, reg: RegTensor, rules: MessageRules
     moves messages ``t*rounds``, ``t*rounds + 1``, ... (consecutive pieces of
     the tile, so the SLM stores that follow merge into large block messages)
     into consecutive slots of its ``staging`` buffer, guarded where the
-    messages run out before the last threads.
+    messages run out before the last threads. ``vectors`` (with ``split``,
+    every thread having all its rounds) moves a thread's run as the vector
+    messages of ``plan_vectors`` instead, the staging registers in their order.
     """
     view = access.view
     if view.layout is None:
@@ -177,11 +246,22 @@ def transfer(op: SendOp, access: TileAccess, reg: RegTensor, rules: MessageRules
         rounds = -(-plan.count // threads)
     label = (reg.buf if staging is None else staging).name
     j = names.fresh(f"{label}_msg")
-    j_expr = j if rounds > 1 else arith.const(0)
-    r = arith.add(arith.mul(split[0], rounds), j_expr) if split is not None else j_expr
-    e0 = arith.mul(r, plan.elems)
-    lanes = plan.elems if plan.kind is SendKind.SCATTERED else 1
-    e = arith.ramp(e0, lanes)
+    if vectors is not None:
+        if split is None or staging is None or rounds * threads != plan.count:
+            raise ValueError("vector messages move a thread's whole run of a cooperative load")
+        piece, lanes = vectors.vec * 4 // size, vectors.lanes  # elements a lane moves
+        msgs = vectors.count
+        j_expr = j if msgs > 1 else arith.const(0)
+        e0 = arith.add(arith.mul(split[0], rounds * plan.elems), arith.mul(j_expr, lanes * piece))
+        e = arith.fold(Ramp.make(e0, piece, lanes))
+        r = None
+    else:
+        msgs = rounds
+        j_expr = j if rounds > 1 else arith.const(0)
+        r = arith.add(arith.mul(split[0], rounds), j_expr) if split is not None else j_expr
+        e0 = arith.mul(r, plan.elems)
+        lanes = plan.elems if plan.kind is SendKind.SCATTERED else 1
+        e = arith.ramp(e0, lanes)
     bxy = reg.decode(e, bound=reg.elems)
     padded = reg.layout.dims
     bxy = tuple(arith.add(base, x) for base, x in zip(access.base, bxy))
@@ -217,18 +297,23 @@ def transfer(op: SendOp, access: TileAccess, reg: RegTensor, rules: MessageRules
     offset = arith.fold(arith.mul(offset_expr(view.layout, view.tensor_index(bound_idx)), size))
     if lanes > 1 and offset.type.lanes == 1:
         offset = Broadcast.make(offset, lanes)
-    func = Send(op, plan.kind, access.space, reg.dtype, plan.elems)
-    if staging is not None:
+    if vectors is not None:
+        word = reg.dtype if size == 4 else u32  # narrower data moves as dwords
+        func = Send(op, SendKind.SCATTERED, access.space, word, lanes * vectors.vec, vectors.vec)
+        target, reg_off = staging, arith.mul(j_expr, lanes * vectors.vec * 4)
+    elif staging is not None:
+        func = Send(op, plan.kind, access.space, reg.dtype, plan.elems)
         target, reg_off = staging, arith.mul(j_expr, plan.elems * size)
     else:
+        func = Send(op, plan.kind, access.space, reg.dtype, plan.elems)
         target, reg_off = reg.buf, arith.add(reg.offset, arith.mul(e0, size))
     body: Stmt = FuncCall.make(func, [access.mem, offset, target, reg_off, mask], origin=origin)
     for x, value in reversed(lets):
         body = Let.make(x, value, body, origin=origin)
-    if split is not None and rounds * threads > plan.count:
+    if r is not None and split is not None and rounds * threads > plan.count:
         body = If.make(r.lt(plan.count), body, origin=origin)
-    if rounds > 1:
-        body = For.make(j, 0, rounds, body, origin=origin)
+    if msgs > 1:
+        body = For.make(j, 0, msgs, body, origin=origin)
     if op is SendOp.LOAD and not always_enabled(mask):
         dst = reg if staging is None else RegTensor(staging, row_major(reg.dtype, (1, 1, rounds * plan.elems)))
         lanes = rules.fill_lanes if rules.fill_lanes and (dst.bytes // 4) % rules.fill_lanes == 0 else rules.simd

@@ -34,7 +34,7 @@ from kdd.core.layout.layout import Block, Layout
 from kdd.core.layout.view import View, ViewDim, offset_expr
 
 from . import arith
-from .loads import MessageRules, inner_last, plan_messages, transfer
+from .loads import MessageRules, VectorPlan, inner_last, plan_messages, plan_vectors, transfer
 from .names import Names
 from .origin import Origin
 from .tile import MatrixDim, RegTensor, TileAccess, row_major
@@ -79,32 +79,44 @@ def stage(name: str, group: TileAccess, thread_roles: tuple[MatrixDim, MatrixDim
     knob = Origin(f"slm.{name}", "slm")
     plan = plan_messages(group, tile, rules)
     staging = names.fresh(f"{name}_g2s", u64)
-    load = transfer(SendOp.LOAD, group, tile, rules, names, knob, split=(thread, threads), staging=staging)
     rounds = -(-plan.count // threads)
+    whole = rounds * threads == plan.count  # every thread has all its rounds
+    vectors = plan_vectors(plan, rounds, dtype.size, rules) if whole else None
+
+    def load(vectors):
+        return transfer(SendOp.LOAD, group, tile, rules, names, knob, split=(thread, threads), staging=staging,
+                        vectors=vectors)
+
     starts = {d.name: local_start.get(d.name, arith.const(0)) for d in view.dims}
     access = TileAccess(slm_view, tile.buf, "slm", thread_roles, starts, frozenset(), group.facts)
     ready = _fma_ready(group, thread_roles, fma_layout, tile.layout)
     if ready is None:
-        store = _store(tile, staging, plan.elems, plan.count, rounds, thread, threads, rules, names, knob)
+        if vectors is not None:
+            store = _vector_store(tile, staging, vectors, rounds * plan.elems, thread, names, knob)
+        else:
+            store = _store(tile, staging, plan.elems, plan.count, rounds, thread, threads, rules, names, knob)
         offset = None
         if fma_layout is not None and _contiguous_thread_tile(group, thread_roles, order, fma_layout, tile.layout):
             index = [starts[d.name] for d in slm_view.dims]
             offset = arith.fold(arith.mul(offset_expr(slm_view.layout, index), dtype.size))
-        return SlmStage(tile.buf, tile.bytes, staging, rounds * plan.elems * dtype.size, load, store, access,
-                        offset)
+        return SlmStage(tile.buf, tile.bytes, staging, rounds * plan.elems * dtype.size, load(vectors), store,
+                        access, offset)
     split, layout = ready
     store, pack = None, None
-    if not _scatter_shape(tile, layout, plan.elems).block and rounds * threads == plan.count:
+    if not _scatter_shape(tile, layout, plan.elems).block and whole:
         pack = names.fresh(f"{name}_pack", u64)
-        store = _pack(tile, layout, order, staging, pack, rounds * plan.elems, thread, rules, knob)
+        packed = _pack(tile, layout, order, staging, pack, rounds * plan.elems, thread, rules, knob, vectors)
+        if packed is not None:
+            store, moved = packed
+            pack = pack if moved else None
     if store is None:
-        pack = None
+        pack, vectors = None, None
         store = _scatter(tile, layout, staging, plan.elems, plan.count, rounds, thread, threads, names, knob)
     index = [arith.const(0)] * 3
     if split is not None:
         index[split] = starts[group.roles[split].innermost()[0]]
     tile_offset = arith.fold(arith.mul(offset_expr(layout, index), dtype.size))
-    return SlmStage(tile.buf, tile.bytes, staging, rounds * plan.elems * dtype.size, load, store, access,
+    return SlmStage(tile.buf, tile.bytes, staging, rounds * plan.elems * dtype.size, load(vectors), store, access,
                     tile_offset, pack)
 
 
@@ -210,11 +222,14 @@ def _scatter_shape(tile: RegTensor, layout: Layout, elems: int) -> _ScatterShape
 
 
 def _pack(tile: RegTensor, layout: Layout, order, staging: Var, pack: Var, n: int, thread: Expr,
-          rules: MessageRules, origin: Origin) -> Stmt | None:
+          rules: MessageRules, origin: Origin, vectors: VectorPlan | None = None) -> tuple[Stmt, bool] | None:
     """The SLM stores of a thread's ``n`` staged elements as one register reorder into ``pack`` and the
     largest block messages, where those elements (a run of the dense tile, the thread's messages) are
     one box of the matrix whose place in ``layout`` is one contiguous piece; None where they are not
-    (then ``_scatter`` stores them element group by element group).
+    (then ``_scatter`` stores them element group by element group). The flag says whether ``pack`` is
+    used: vector messages (``vectors``) may have staged the box in ``layout``'s order already (a VNNI
+    gather: lane ``n`` a row of K, vector element ``v`` its ``v``-th pair), and then the stores read
+    the staging registers with no reorder.
 
     This is the FMA-ready layout's reorder done once per tile on the global -> SLM path: dpas's VNNI B
     from rows of K, 8 scattered stores -> one reorder and one 256-byte block store."""
@@ -244,12 +259,34 @@ def _pack(tile: RegTensor, layout: Layout, order, staging: Var, pack: Var, n: in
     if step < 4:
         return None
     box = piece.layout.dims
-    move = FuncCall.make(Reorder(row_major(tile.dtype, box, order), Layout(tile.dtype, box, piece.layout.blocks)),
-                         [staging, arith.const(0), pack, arith.const(0)], origin=origin)
+    src = row_major(tile.dtype, box, order) if vectors is None else vectors.layout(tile.dtype, box, order)
+    dst = Layout(tile.dtype, box, piece.layout.blocks)
+    moved = _per_dim(src) != _per_dim(dst)
+    move = FuncCall.make(Reorder(src, dst), [staging, arith.const(0), pack, arith.const(0)], origin=origin) \
+        if moved else None
     func = Send(SendOp.STORE, SendKind.BLOCK, "slm", tile.dtype, step // size)
-    stores = [FuncCall.make(func, [tile.buf, arith.add(piece.offset, k * step), pack, arith.const(k * step),
-                                   BoolImm.make(True)], origin=origin) for k in range(nbytes // step)]
-    return seq(move, *stores)
+    stores = [FuncCall.make(func, [tile.buf, arith.add(piece.offset, k * step), pack if moved else staging,
+                                   arith.const(k * step), BoolImm.make(True)], origin=origin)
+              for k in range(nbytes // step)]
+    return seq(move, *stores), moved
+
+
+def _per_dim(layout: Layout) -> list[list[tuple[int, int]]]:
+    """Each dim's ``(size, stride)`` blocks inner to outer, size-1 blocks dropped and continuing ones
+    merged: two layouts place every element alike exactly when these agree (whatever order the
+    blocks of different dims are listed in)."""
+    out = []
+    for d in range(len(layout.dims)):
+        merged: list[tuple[int, int]] = []
+        for b in layout.blocks:
+            if b.dim != d or b.size == 1:
+                continue
+            if merged and b.stride == merged[-1][0] * merged[-1][1]:
+                merged[-1] = (merged[-1][0] * b.size, merged[-1][1])
+            else:
+                merged.append((b.size, b.stride))
+        out.append(merged)
+    return out
 
 
 def _dense(blocks, n: int) -> bool:
@@ -339,6 +376,24 @@ def _slm_view(view: View, roles, order, dtype) -> View:
     layout = Layout.dense(dtype, [d.size for d in dims], outer_to_inner)
     return View(f"{view.name}_slm", f"{view.tensor}_slm", dims, tuple((d.name, d.size) for d in dims),
                 tuple(d.var for d in dims), (None,) * len(dims), layout)
+
+
+def _vector_store(tile: RegTensor, staging: Var, vectors: VectorPlan, n: int, thread: Expr, names: Names,
+                  origin: Origin) -> Stmt:
+    """SLM stores of a thread's ``n`` staged elements that vector messages loaded: the same messages
+    mirrored (lane ``l`` of message ``q`` stores its piece back in place in the thread's run of the
+    dense tile, whose addresses are one base plus a constant ramp), as many as a block store takes."""
+    size = tile.dtype.size
+    word = tile.dtype if size == 4 else u32
+    lanes, piece = vectors.lanes, vectors.vec * 4
+    j = names.fresh(f"{tile.buf.name}_st")
+    j_expr = j if vectors.count > 1 else arith.const(0)
+    base = arith.add(arith.mul(thread, n * size), arith.mul(j_expr, lanes * piece))
+    func = Send(SendOp.STORE, SendKind.SCATTERED, "slm", word, lanes * vectors.vec, vectors.vec)
+    body: Stmt = FuncCall.make(func, [tile.buf, Ramp.make(base, piece, lanes), staging,
+                                      arith.mul(j_expr, lanes * piece), Broadcast.make(BoolImm.make(True), lanes)],
+                               origin=origin)
+    return For.make(j, 0, vectors.count, body, origin=origin) if vectors.count > 1 else body
 
 
 def _store(tile: RegTensor, staging: Var, elems: int, count: int, rounds: int, thread: Expr,

@@ -21,6 +21,11 @@ Registers, for a thread tile ``m x n`` of C and ``k`` per iteration:
   when it differs from the accumulator type;
 - ``reserved``: the target's fixed reserve (kernel arguments, IDs, ...).
 
+Only the registers every build must hold at once (``c``, ``a``, ``b``: the
+floor) refuse a config here; whether the rest fits is the built kernel's
+register model and allocation to say (one register model, reported by the
+compile), and the defaults keep tiles whose whole estimate fits.
+
 SLM: each buffer holds the group's A (``m_group*k``) and B (``k*n_group``)
 tiles of the tensors buffered in SLM (``k`` times the K slices with ``tg``
 over K); ``bufs`` of them must fit the target's per-group SLM. K slicing
@@ -41,6 +46,7 @@ from .operands import operands
 from .tiling import Tiling, derive_tiling
 
 Term = tuple[str, int]
+FLOOR = ("c", "a", "b")  # the budget lines every build of the config holds in registers at once
 
 
 @dataclass(frozen=True)
@@ -111,13 +117,27 @@ class Budget:
                 return line
         raise KeyError(f"no budget line '{label}' (have: {', '.join(x.label for x in (*self.regs, *self.slm))})")
 
+    @property
+    def reg_floor(self) -> int:
+        """The registers no builder can do without: the C accumulators and the A and B buffers a
+        multiplication reads at once. Staging buffers, headers, temporaries and the reserve depend on
+        how the kernel is built, so only the built kernel's allocation says whether they fit."""
+        return sum(line.amount for line in self.regs if line.label in FLOOR)
+
+    @property
+    def within_estimate(self) -> bool:
+        """Whether the whole estimate fits: how the defaults keep a margin when they pick tiles."""
+        return self.reg_total <= self.reg_capacity and not self.issues()
+
     def issues(self) -> tuple[ConfigIssue, ...]:
-        """Errors for a register or SLM overflow."""
+        """Errors for what cannot fit whatever the builder does: a register floor over the capacity,
+        or an SLM overflow. (The estimate beyond the floor is checked on the built kernel.)"""
         out = []
-        if self.reg_total > self.reg_capacity:
-            parts = ", ".join(f"{x.label} {x.amount}" for x in self.regs if x.amount)
-            out.append(ConfigIssue("regs", f"register budget overflow: {self.reg_total} > {self.reg_capacity} "
-                                           f"{self.reg_unit} ({parts})"))
+        if self.reg_floor > self.reg_capacity:
+            parts = ", ".join(f"{x.label} {x.amount}" for x in self.regs if x.label in FLOOR)
+            out.append(ConfigIssue("regs", f"register budget overflow: the C accumulators and the A and B buffers "
+                                           f"alone need {self.reg_floor} > {self.reg_capacity} {self.reg_unit} "
+                                           f"({parts})"))
         if self.slm_total > self.slm_capacity:
             parts = ", ".join(str(x) for x in self.slm)
             out.append(ConfigIssue("slm", f"SLM overflow: {self.slm_total} > {self.slm_capacity} bytes per "

@@ -14,6 +14,9 @@ user knobs. The rules, in order:
    on xehpc; otherwise 16 on Xe; 32 on sm_90).
 3. **regs**: 256 (large GRF) for dpas on xehpc, 128 on other Xe
    configurations, 255 on sm_90 (the architectural cap; ptxas decides).
+   A user's ``iter`` whose budget estimate exceeds that gets the smallest
+   larger mode that holds it (the largest if none does), as oneDNN retries
+   a kernel that runs out of registers in large-GRF mode.
 4. **iter** (per-thread tile): candidates are the instruction shape times
    powers of two, M and N up to 128 and not more than twice the problem, K
    moving 16..64 bytes of A per iteration. Each candidate is completed with
@@ -70,11 +73,24 @@ def resolve_config(problem, target: Target, user: KernelConfig | None = None) ->
     """``user``'s knobs completed by the heuristic (see the module doc)."""
     plan = _Plan.make(problem, target, user or KernelConfig())
     if user is not None and user.iter is not None:
-        return plan.complete(user.iter)
+        return _fitting_mode(plan, plan.complete(user.iter), problem, target)
     ranked = ranked_tiles(plan, problem, target)
     if not ranked:  # nothing fits: the smallest tile, and validation reports the overflow
         return plan.complete(plan.iter_candidates()[-1])
     return ranked[0][1]
+
+
+def _fitting_mode(plan: "_Plan", cfg: KernelConfig, problem, target: Target) -> KernelConfig:
+    """A user's tile with no ``regs``: the smallest register mode that holds its estimate (the largest
+    if none does), as oneDNN retries a kernel that runs out of registers in large-GRF mode."""
+    if plan.user.regs is not None or estimate_budget(problem, cfg, target).reg_total <= cfg.regs:
+        return cfg
+    for regs in target.registers.modes:
+        if regs > cfg.regs:
+            cfg = replace(plan, regs=regs).complete(plan.user.iter)
+            if estimate_budget(problem, cfg, target).reg_total <= regs:
+                break
+    return cfg
 
 
 def ranked_tiles(plan: _Plan, problem, target: Target) -> list[tuple[tuple, KernelConfig, object]]:
@@ -84,7 +100,7 @@ def ranked_tiles(plan: _Plan, problem, target: Target) -> list[tuple[tuple, Kern
     for tile in filter(plan.may_fit, plan.iter_candidates()):
         cfg = plan.complete(tile)
         budget = estimate_budget(problem, cfg, target)
-        if budget.issues():
+        if not budget.within_estimate:
             continue
         t = budget.tiling
         eff = t.efficiency

@@ -29,7 +29,7 @@ def search_space(problem, target: Target, tiles: int = 3) -> list[KernelConfig]:
 
     def add(cfg: KernelConfig) -> None:
         line = cfg.line()
-        if line not in seen and not estimate_budget(problem, cfg, target).issues():
+        if line not in seen and estimate_budget(problem, cfg, target).within_estimate:
             seen.add(line)
             out.append(cfg)
 

@@ -9,10 +9,8 @@ from __future__ import annotations
 
 from kdd.core.config.budget import estimate_budget
 from kdd.core.ir.printer import print_ir
-from kdd.core.passes.kernel_pipeline import PASS_NOTES
 from kdd.core.passes.loop_stats import loop_stats
 from kdd.core.passes.metrics import kernel_metrics, reduction_iterations
-from kdd.core.passes.options import kernel_options
 from kdd.core.passes.registers import RegisterModel, estimate_registers
 from kdd.core.passes.trace_view import BUILD, text_diff, trace_to_json
 from kdd.core.passes.verify import verify_trace
@@ -83,9 +81,9 @@ def build_artifact(kernel) -> dict:
     return {"kernel": kernel.to_dict(), "ir": {"text": printed.text, "lines": line_map(printed)}}
 
 
-def trace_artifact(kernel, trace) -> dict:
+def trace_artifact(trace) -> dict:
     """The pass trace with every pass's IR text and CSE's notes."""
-    return trace_to_json(trace, kernel_options(kernel), PASS_NOTES)
+    return trace_to_json(trace)
 
 
 def pass_items(items, traced: dict) -> dict:
@@ -109,10 +107,11 @@ def stats_artifact(r, kernel, trace) -> dict:
     """Registers, the steady-state main loop per reduction iteration (None without one) and the kernel
     figures of the built and the final IR.
 
-    The registers' ``estimate`` is the IR register model's peak of the final IR (one register model:
-    the config-time budget only guesses what the builder allocates, its staging buffers and shared
-    headers); ``config`` and ``by_label`` keep the config-time estimate that hover explains line by
-    line and the defaults heuristic ranks tiles with, before any IR exists."""
+    The registers' ``estimate`` is the IR register model's peak of the final IR (the config-time
+    budget only guesses what the builder allocates, its staging buffers and shared headers; a compile
+    replaces it with the code generator's allocation, see :func:`reported_registers`); ``config`` and
+    ``by_label`` keep the config-time estimate that hover explains line by line and the defaults
+    heuristic ranks tiles with, before any IR exists."""
     model = RegisterModel.of(r.target)
     budget = estimate_budget(r.problem, r.config, r.target)
     iterations = reduction_iterations(trace.input)
@@ -126,18 +125,34 @@ def stats_artifact(r, kernel, trace) -> dict:
                         "final": kernel_metrics(trace.final, model, iterations).to_dict()}}
 
 
-def register_overflow(registers: dict, where: Range) -> list[dict]:
-    """A warning at ``where`` when the IR register model's figure (``stats_artifact``'s ``registers``)
-    exceeds the register budget, else none. The config-time estimate gates the build (and ranks the
-    defaults' tiles) before any IR exists; once built, the IR's model is the figure reported. It is a
-    warning, not an error: the register allocator (Xe) or ptxas (sm_90) has the last word, and its
-    failure is the code generator's error."""
-    if registers["estimate"] <= registers["budget"]:
+ALLOCATOR = {"xe": "allocator", "ptx": "ptxas"}  # who allocates the registers of each ISA's code
+
+
+def reported_registers(registers: dict, codegen: dict, target) -> dict:
+    """``stats_artifact``'s registers as a compile reports them: the figure (``estimate``) is the
+    allocation the code generator made (kdd's allocator on Xe, ptxas on sm_90) whenever it ran, and the
+    IR register model's only where none did; ``source`` says which, ``allocated`` keeps the allocation
+    (None without one) and ``ir`` the model."""
+    allocated = codegen.get("allocated") if codegen.get("ok") else None
+    if allocated is None:
+        return {**registers, "allocated": None, "source": "IR model"}
+    return {**registers, "estimate": allocated, "allocated": allocated, "source": ALLOCATOR[target.isa]}
+
+
+def register_diagnostics(registers: dict, codegen: dict, where: Range) -> list[dict]:
+    """The register verdict of a compile: the code generator's ``out-of-registers`` error (at the knob
+    it names) when the kernel does not fit, nothing when the allocation fits, and without a code
+    generator a warning at ``where`` when the IR register model's figure exceeds the budget."""
+    failure = codegen.get("failure") or {}
+    if failure.get("code") == "out-of-registers":
+        return [{"range": failure.get("range", range_dict(where)), "severity": "error", "code": "regs",
+                 "source": BUDGET_SOURCE, "message": failure["message"]}]
+    if registers["allocated"] is not None or registers["estimate"] <= registers["budget"]:
         return []
     return [{"range": range_dict(where), "severity": "warning", "code": "regs", "source": BUDGET_SOURCE,
              "message": f"register budget overflow by the IR register model: {registers['estimate']} > "
                         f"{registers['budget']} {registers['unit']} (config-time estimate "
-                        f"{registers['config']}; the allocator may still fit it)"}]
+                        f"{registers['config']}; no register allocation to say whether it fits)"}]
 
 
 def verify_artifact(kernel, trace) -> dict:

@@ -278,16 +278,16 @@ class Engine:
                              "lines": artifacts.with_ranges(built["ir"]["lines"], sources)}
             if needs_trace(items):
                 traced = self._artifact("passes", r.key("passes"),
-                                        lambda: artifacts.trace_artifact(kernel(), self.trace(kernel())))
+                                        lambda: artifacts.trace_artifact(self.trace(kernel())))
                 out.update(artifacts.pass_items(items, traced))
             if "stats" in items:
                 stats = self._artifact("stats", r.key("stats"),
                                        lambda: artifacts.stats_artifact(r, kernel(), self.trace(kernel())))
                 codegen = self._codegen_summary(r, sources)
-                out["stats"] = {**stats, "codegen": codegen,
-                                "registers": {**stats["registers"], "allocated": codegen.get("allocated")}}
+                registers = artifacts.reported_registers(stats["registers"], codegen, r.target)
+                out["stats"] = {**stats, "codegen": codegen, "registers": registers}
                 where = sources.get("iter") or parsed.anchor("config")
-                out["diagnostics"] += artifacts.register_overflow(stats["registers"], where)
+                out["diagnostics"] += artifacts.register_diagnostics(registers, codegen, where)
             if "verify" in items:
                 out["verify"] = self._artifact("verify", r.key("verify"),
                                                lambda: artifacts.verify_artifact(kernel(), self.trace(kernel())))

@@ -3,8 +3,10 @@
 Arguments ``(mem, mem_off, reg, reg_off, mask)``. Register data is dense
 (element ``i`` at ``reg_off + i * size``). Block messages address ``elems``
 consecutive elements from the byte offset ``mem_off``; scattered messages
-take one byte offset per element (an ``elems``-lane vector). ``mask`` is a
-bool scalar (whole message) or an ``elems``-lane vector (per element):
+take one byte offset per lane (a ``lanes``-lane vector), each lane moving
+``vec`` consecutive elements, element ``v`` of lane ``l`` being register
+element ``v * lanes + l`` (as the hardware orders a vector message's
+payload). ``mask`` is a bool scalar (whole message) or a ``lanes``-lane vector (per lane):
 masked-off elements are not accessed (no bounds check) and, as on hardware,
 a load leaves their register bytes unchanged (the builder zero-fills a
 destination first where padding needs zeros). Threads outside the current
@@ -36,28 +38,35 @@ def compile_send(ctx, call: FuncCall):
     mem = ctx.operand(ops.mem, ops.mem_offset, "send memory")
     reg = ctx.operand(ops.reg, ops.reg_offset, "send register")
     mask = None if is_true(ops.mask) else ctx.expr(ops.mask)
-    t, n = f.type, f.elems
+    t, n, vec = f.type, f.lanes, f.vec
     size, nbytes = t.size, f.elems * f.type.size
     scattered = f.kind is SendKind.SCATTERED
-    byte_steps = np.arange(size, dtype=np.int64)
+    if vec > 1 and f.op in (SendOp.ATOMIC_ADD, SendOp.ATOMIC_FETCH_ADD):
+        raise InterpError(f"{f}: atomics move one element per lane")
+    # Register order (vector element, lane, byte) -> the byte's distance from its lane's address.
+    vec_steps = (np.arange(vec, dtype=np.int64)[:, None, None] * size
+                 + np.zeros((1, n, 1), dtype=np.int64) + np.arange(size, dtype=np.int64))
     block_steps = np.arange(nbytes, dtype=np.int64)
-    elem_starts = np.arange(n, dtype=np.int64) * size
+    elem_starts = np.arange(f.elems, dtype=np.int64) * size
 
     def activity(env):
-        """Per element activity ``(rows, elems | 1)`` (None: everything), and whether any is active."""
+        """Per lane activity ``(rows, lanes | 1)`` (None: everything), and whether any is active."""
         act = combine_masks(env[MASK], None if mask is None else mask(env))
         return act, act is None or bool(act.any())
 
     def byte_index(env) -> np.ndarray:
-        """Memory byte index of every message byte: ``(rows, nbytes)``."""
+        """Memory byte index of every message byte, in register order: ``(rows, nbytes)``."""
         o = mem.off(env)
         if not scattered:
             return o[:, None] + block_steps
         offs = o if o.ndim == 2 else o[:, None] + np.zeros(n, dtype=np.int64)
-        return (offs[:, :, None] + byte_steps).reshape(offs.shape[0], -1)
+        return (offs[:, None, :, None] + vec_steps[None]).reshape(offs.shape[0], -1)
 
     def per_byte(act):
-        return act if act is None or act.shape[1] == 1 else np.repeat(act, size, axis=1)
+        """Lane activity as register-order byte activity (every vector element of a lane alike)."""
+        if act is None or act.shape[1] == 1:
+            return act
+        return np.repeat(np.tile(act, (1, vec)), size, axis=1)
 
     if f.op is SendOp.LOAD:
         def load(env):

@@ -100,13 +100,18 @@ class Send(Func):
 
     Operands: ``(mem, mem_offset, reg, reg_offset, mask)``.
     ``mem_offset`` is a byte offset; for ``SCATTERED`` it is a vector (one byte
-    offset per element). ``mask`` is a bool (vector for scattered) selecting
+    offset per lane). ``mask`` is a bool (vector for scattered: one per lane) selecting
     the elements that are accessed: as on the hardware, masked-off loads leave
     their register bytes unchanged and masked-off stores write nothing. Register data is dense: element i at
     ``reg_offset + i * type.size``. ``space`` is ``"global"`` or ``"slm"``. ``ATOMIC_ADD`` adds the
     register elements into memory; ``ATOMIC_FETCH_ADD`` (32-bit integers) does the same and replaces each
     register element by the memory value it found (threads that add to one element see each other's adds
     in some order, one at a time: a counter gives each a different old value).
+
+    ``vec`` (scattered only) is the vector size of the message (LSC ``d32x8``): each of the
+    ``lanes = elems // vec`` lanes moves ``vec`` consecutive elements from its address, element
+    ``v`` of lane ``l`` at memory ``mem_offset[l] + v * type.size`` and at register element
+    ``v * lanes + l`` (the hardware's order: one register block per vector element).
     """
 
     op: SendOp
@@ -114,10 +119,22 @@ class Send(Func):
     space: str
     type: Type
     elems: int
+    vec: int = 1
     OPERANDS = ("mem", "mem_offset", "reg", "reg_offset", "mask")
 
+    def __post_init__(self):
+        if self.vec < 1 or self.elems % self.vec or (self.vec > 1 and self.kind is not SendKind.SCATTERED):
+            raise ValueError(f"a send of {self.elems} elements cannot have vector size {self.vec} "
+                             "(vectors: scattered messages, a divisor of the elements)")
+
+    @property
+    def lanes(self) -> int:
+        """Addresses of the message: one for a block, ``elems // vec`` for a scattered one."""
+        return self.elems // self.vec if self.kind is SendKind.SCATTERED else 1
+
     def __str__(self) -> str:
-        return f"send.{self.op.value}.{self.kind.value}.{self.space}.{self.type}x{self.elems}"
+        vec = f".vec{self.vec}" if self.vec > 1 else ""
+        return f"send.{self.op.value}.{self.kind.value}.{self.space}.{self.type}x{self.elems}{vec}"
 
 
 def always_enabled(mask) -> bool:

@@ -21,7 +21,7 @@ objects are safe dict and set keys; IR is built with explicit builders
 from __future__ import annotations
 
 import struct
-from operator import attrgetter
+from operator import attrgetter, is_
 from typing import Any, ClassVar
 
 FieldKinds = tuple[tuple[str, str], ...]
@@ -238,6 +238,9 @@ class Node:
         Returns ``self`` when every child is the same object, so a mutation that
         changes nothing is visible as an identity check.
         """
+        old_children = self._children_of(self)
+        if len(new_children) == len(old_children) and all(map(is_, new_children, old_children)):
+            return self  # the common case for mutators: checked at C speed
         it = iter(new_children)
         values = []
         changed = False

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from .expr import (Binary, BoolImm, Broadcast, Cast, Expr, FloatImm, IntImm, Load, Ramp,
                    Shuffle, Ternary, Unary, Var)
 from .node import SMALL_TREE, Node
-from .stmt import Alloc, For, FuncCall, Group, If, Let, Seq, Stmt, Store
+from .stmt import Alloc, For, FuncCall, Group, If, Let, Seq, Store
 from .types import s32
 
 INDENT = "  "
@@ -135,13 +135,17 @@ def _attrs(attrs: tuple) -> str:
     return "".join(f" {k}={v}" for k, v in attrs)
 
 
-def print_ir(root: Node) -> PrintedIR:
-    """Print a statement (or expression) and keep, for each line, the node it came from."""
+def print_ir(root: Node, texts: dict[int, str] | None = None) -> PrintedIR:
+    """Print a statement (or expression) and keep, for each line, the node it came from.
+
+    ``texts`` (id -> text) may be shared by the prints of trees that share subtrees and all stay
+    alive meanwhile (a pass trace): an expression object is then printed once for all of them.
+    """
     if isinstance(root, Expr):
         return PrintedIR((expr_to_text(root),), (root,))
     lines: list[str] = []
     nodes: list[Node] = []
-    texts: dict[int, str] = {}  # id -> text of the expressions printed so far (they stay alive)
+    texts = {} if texts is None else texts  # id -> text of the expressions printed so far (alive)
 
     def expr_to_text(e: Expr) -> str:
         return _expr_text(e, texts)
@@ -202,8 +206,9 @@ def print_ir(root: Node) -> PrintedIR:
     return PrintedIR(tuple(lines), tuple(nodes))
 
 
-def to_text(node: Node) -> str:
-    """The printed form of ``node`` as one string (no trailing newline for expressions)."""
+def to_text(node: Node, texts: dict[int, str] | None = None) -> str:
+    """The printed form of ``node`` as one string (no trailing newline for expressions); ``texts`` as
+    for :func:`print_ir`."""
     if isinstance(node, Expr):
         return expr_to_text(node)
-    return print_ir(node).text
+    return print_ir(node, texts).text

@@ -101,17 +101,16 @@ class _Layout:
                 self.parent[id(k)] = s
                 stack.append((k, False))
 
-    def common_ancestor(self, stmts: list[Stmt]) -> tuple[Stmt, tuple[int, int] | None]:
-        """The innermost statement containing all of ``stmts``; for a sequence, the child range too."""
-        first = min(stmts, key=lambda s: self.pre[id(s)])
-        last_pre = max(self.pre[id(s)] for s in stmts)
-        a = first
+    def common_ancestor(self, first_pre: int, last_pre: int) -> tuple[Stmt, tuple[int, int] | None]:
+        """The innermost statement containing the statements numbered ``first_pre`` to ``last_pre``
+        (pre-order); for a sequence, the range of its children that holds them too."""
+        first = a = self.order[first_pre]
         while self.end[id(a)] < last_pre:
             a = self.parent[id(a)]
         if not isinstance(a, Seq) or a is first:
             return a, None
         starts = [self.pre[id(k)] for k in a.stmts]
-        return a, (bisect_right(starts, self.pre[id(first)]) - 1, bisect_right(starts, last_pre) - 1)
+        return a, (bisect_right(starts, first_pre) - 1, bisect_right(starts, last_pre) - 1)
 
 
 def _weighted_nodes(roots) -> list[tuple[Node, int]]:
@@ -150,24 +149,69 @@ class _Choice:
     bytes: int
 
 
+def _occurrences(layout: _Layout) -> tuple[list[Expr], dict[int, int], dict[int, int], dict[int, int]]:
+    """Every distinct expression object the statements evaluate, parents before children, with how
+    many times it occurs in the whole tree and the first and last statement (pre-order number) whose
+    own expressions contain it.
+
+    Counted once per object over the whole DAG: the copies of an unrolled loop share most of their
+    subtrees (each object occurs three to four times), so this costs the distinct nodes, not the
+    occurrences, and not one walk per statement."""
+    weight: dict[int, int] = {}
+    first: dict[int, int] = {}
+    last: dict[int, int] = {}
+    post: list[Expr] = []
+    for pre, s in enumerate(layout.order):
+        for root in own_exprs(s):
+            key = id(root)
+            if key in weight:
+                weight[key] += 1
+                first[key] = min(first[key], pre)  # statements come in pre-order: ``first`` holds
+                last[key] = pre
+                continue
+            weight[key], first[key], last[key] = 1, pre, pre
+            stack: list[tuple[Expr, bool]] = [(root, False)]
+            while stack:
+                node, ready = stack.pop()
+                if ready:
+                    post.append(node)
+                    continue
+                if id(node) in first and node is not root:
+                    continue
+                if node is not root:
+                    weight[id(node)], first[id(node)], last[id(node)] = 0, pre, pre
+                stack.append((node, True))
+                stack.extend((k, False) for k in node._children_of(node) if id(k) not in first)
+    post.reverse()  # a topological order of the DAG: every node before its children
+    for node in post:
+        key = id(node)
+        w, lo, hi = weight[key], first[key], last[key]
+        for k in node._children_of(node):
+            kid = id(k)
+            weight[kid] += w
+            if lo < first[kid]:
+                first[kid] = lo
+            if hi > last[kid]:
+                last[kid] = hi
+    return post, weight, first, last
+
+
 def _plan(tree: Stmt, options: Mapping[str, Any]) -> tuple[list[_Choice], list[Skipped], int | None]:
     """The expressions to name (largest first), those skipped, and the register budget."""
     forms = Forms()
     layout = _Layout(tree)
+    nodes, weight, first, last = _occurrences(layout)
     costs: dict[int, bool] = {}  # id -> contains an integer operation
+    for node in reversed(nodes):  # children first: cost flags flow up
+        costs[id(node)] = is_int_op(node) or any(costs[id(k)] for k in node._children_of(node))
     counts: dict[Expr, int] = {}
-    owners: dict[Expr, list[Stmt]] = {}
-    for s in layout.order:
-        roots = own_exprs(s)
-        if not roots:
-            continue
-        nodes = _weighted_nodes(roots)
-        for node, _ in reversed(nodes):  # children first: cost flags flow up
-            costs[id(node)] = is_int_op(node) or any(costs[id(k)] for k in node.children())
-        for node, w in nodes:
-            if costs[id(node)] and not forms.reads_memory(node):
-                counts[node] = counts.get(node, 0) + w
-                owners.setdefault(node, []).append(s)
+    spans: dict[Expr, tuple[int, int]] = {}  # first and last statement holding an equal expression
+    for node in nodes:
+        key = id(node)
+        if costs[key] and not forms.reads_memory(node):
+            counts[node] = counts.get(node, 0) + weight[key]
+            lo, hi = spans.get(node, (first[key], last[key]))
+            spans[node] = (min(lo, first[key]), max(hi, last[key]))
     model, budget = register_budget(tree, options)
     chosen: list[_Choice] = []
     skipped: list[Skipped] = []
@@ -183,7 +227,7 @@ def _plan(tree: Stmt, options: Mapping[str, Any]) -> tuple[list[_Choice], list[S
             continue
         if left is not None:
             left -= nbytes
-        where, span = layout.common_ancestor(owners[e])
+        where, span = layout.common_ancestor(*spans[e])
         chosen.append(_Choice(e, where, span, n, nbytes))
         for sub, w in _weighted_nodes([e])[1:]:
             if sub in counts:

@@ -20,12 +20,12 @@ leaves the IR unchanged.
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import Any, Callable, Mapping
+from typing import Any, Mapping
 
 from ..ir.node import Node
 from .barrier_opt import remove_redundant_barriers
 from .buffering import multi_buffer, slm_bytes
-from .cse import plan_cse, eliminate_common_subexprs
+from .cse import eliminate
 from .hoist import hoist_invariants
 from .let_opt import optimize_lets
 from .options import kernel_options
@@ -39,6 +39,14 @@ from .simplify_pass import simplify_kernel
 from .strength_reduce import reduce_strength
 from .unroll import unroll_loops
 
+
+
+def _cse_with_notes(ir: Node, options: Mapping[str, Any]) -> tuple[Node, dict]:
+    """CSE's output and its report (what it named, what it skipped and why) as the pass's notes."""
+    out, report = eliminate(ir, options)
+    return out, report.to_dict()
+
+
 KERNEL_PASSES: tuple[Pass, ...] = (
     Pass("buffering", multi_buffer, reads=("slm_bufs", "gmem_bufs", "pipeline_unroll"),
          doc="single SLM buffering to double/triple buffering with a split barrier; GRF staging buffers"),
@@ -51,7 +59,7 @@ KERNEL_PASSES: tuple[Pass, ...] = (
          doc="32-bit address arithmetic that can wrap is redone in 64 bits"),
     Pass("send-lowering", lower_sends, reads=("target", "reg_bytes", "reuse_headers"),
          doc="byte offsets to message headers (Xe) or address registers (sm_90)"),
-    Pass("cse", eliminate_common_subexprs, reads=("target", "regs"),
+    Pass("cse", _cse_with_notes, reads=("target", "regs"), notes=True,
          doc="common subexpressions named once, within the free registers"),
     Pass("hoist", hoist_invariants, version=2, doc="loop-invariant lets and sums moved in front of their loop"),
     Pass("strength-reduce", reduce_strength, reads=("target", "regs", "reg_bytes"), version=3,
@@ -60,7 +68,7 @@ KERNEL_PASSES: tuple[Pass, ...] = (
     Pass("unroll", unroll_loops, doc="loops unrolled as marked (config unroll knobs, register loops)"),
     Pass("simplify-unrolled", simplify_kernel, reads=("var_ranges",),
          doc="fold the constants unrolled copies expose"),
-    Pass("cse-unrolled", eliminate_common_subexprs, reads=("target", "regs"),
+    Pass("cse-unrolled", _cse_with_notes, reads=("target", "regs"), notes=True,
          doc="what the unrolled copies repeat, computed once"),
     Pass("hoist-unrolled", hoist_invariants, version=2,
          doc="hoist what the unrolled copies leave invariant in the loops that stay"),
@@ -69,13 +77,6 @@ KERNEL_PASSES: tuple[Pass, ...] = (
 )
 
 KERNEL_PIPELINE = Pipeline(KERNEL_PASSES)
-
-# Passes that can say more than their output IR: ``notes(ir_before, options) -> JSON-ready data``.
-def _cse_notes(ir: Node, options: Mapping[str, Any]) -> Any:
-    return plan_cse(ir, options).to_dict()
-
-
-PASS_NOTES: Mapping[str, Callable[[Node, Mapping[str, Any]], Any]] = {"cse": _cse_notes, "cse-unrolled": _cse_notes}
 
 
 def run_pipeline(kernel, pipeline: Pipeline = KERNEL_PIPELINE, cache: PassCache | None = None) -> Trace:

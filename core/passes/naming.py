@@ -13,7 +13,7 @@ from ..ir.node import Node
 from ..ir.simplify.engine import fold_immediates
 from ..ir.stmt import Stmt
 from ..ir.types import Type
-from ..ir.visitor import IRMutator, post_order
+from ..ir.visitor import post_order
 from .tree import binder, var_names
 
 
@@ -71,11 +71,12 @@ class Copies:
     """Many copies of one statement, each with some free variables replaced (``rename_bound`` for each).
 
     The nodes that mention a variable a copy may replace (one of ``replaced`` or
-    a variable bound inside the statement) are found once; every copy then
-    rebuilds only those and shares the rest with the original, instead of
-    walking the whole statement per copy (unrolling makes up to 64 copies).
-    A rebuilt operation whose operands all became immediates is folded on the
-    spot (``(8 % 2) * 32`` is ``0`` in the copy where ``k`` is 8), so the
+    a variable bound inside the statement) are found once, children before
+    parents, with where each one's rebuilt children come from; every copy then
+    rebuilds only those, in that order, and shares the rest with the original,
+    instead of walking the whole statement per copy (unrolling makes up to 64
+    copies). A rebuilt operation whose operands all became immediates is folded
+    on the spot (``(8 % 2) * 32`` is ``0`` in the copy where ``k`` is 8), so the
     copies are no bigger than they need to be when the simplifier meets them.
     """
 
@@ -84,30 +85,40 @@ class Copies:
         self.bound = bound_vars(s)
         keys = set(replaced) | set(self.bound)
         touched: dict[int, bool] = {}
+        # (node, None) for a variable; else (node, per child its position in the plan or -1 when it is
+        # shared as is, whether the node is an expression)
+        self._plan: list[tuple[Node, tuple[int, ...] | None, bool]] = []
+        at: dict[int, int] = {}
         for node in post_order(s, done=touched):
-            touched[id(node)] = (node in keys if isinstance(node, Var)
-                                 else any(touched[id(k)] for k in node.children()))
-        self._touched = {k for k, hit in touched.items() if hit}
+            if isinstance(node, Var):
+                hit = touched[id(node)] = node in keys
+                if hit:
+                    at[id(node)] = len(self._plan)
+                    self._plan.append((node, None, True))
+                continue
+            slots = tuple(at.get(id(k), -1) for k in node._children_of(node))
+            hit = touched[id(node)] = any(i >= 0 for i in slots)
+            if hit:
+                at[id(node)] = len(self._plan)
+                self._plan.append((node, slots, isinstance(node, Expr)))
+        self._root_touched = id(s) in at
 
     def copy(self, mapping: Mapping[Var, Expr], names: NameSource | None = None) -> Stmt:
         """The statement with ``mapping`` applied (keys among ``replaced``) and, with ``names``,
         every variable bound inside it renamed to a fresh name."""
+        if not self._root_touched:
+            return self.stmt
         subst = dict(mapping)
         if names is not None:
             for v in self.bound:
                 if v not in subst:
                     subst[v] = names.fresh(v.name, v.type)
-        return _Replace(subst, self._touched).mutate(self.stmt)
-
-
-class _Replace(IRMutator):
-    def __init__(self, mapping: Mapping[Var, Expr], touched: set[int]):
-        self.mapping, self.touched = mapping, touched
-
-    def pre_Node(self, node: Node) -> Node | None:
-        if id(node) not in self.touched:
-            return node  # mentions no replaced variable: shared with the original
-        return self.mapping.get(node) if isinstance(node, Var) else None
-
-    def mutate_Expr(self, old: Expr, new: Expr) -> Expr:
-        return new if new is old else fold_immediates(new)
+        built: list[Node] = []
+        for node, slots, is_expr in self._plan:
+            if slots is None:
+                built.append(subst.get(node, node))
+                continue
+            kids = [built[i] if i >= 0 else k for i, k in zip(slots, node._children_of(node))]
+            new = node.with_children(kids)
+            built.append(fold_immediates(new) if is_expr and new is not node else new)
+        return built[-1]

@@ -3,7 +3,10 @@
 A ``Pass`` names a pure function ``fn(ir, options) -> ir``, the option keys it
 reads (the only ones it is handed: ``options.restricted``), a version (bump it
 when the pass's behaviour changes) and an ``enabled`` predicate over the
-options. ``Pipeline.run`` applies the enabled
+options. A pass that can say more than its output IR (CSE: what it named and
+what it skipped) is declared with ``notes=True`` and returns ``(ir, notes)``,
+notes being JSON-ready data; the trace keeps them, so nothing re-runs the
+pass's analysis to explain it. ``Pipeline.run`` applies the enabled
 passes in order and records a ``Trace``: after every pass, its name, the IR
 object, whether it changed (identity: passes return the same object when they
 change nothing), wall time and node count. The trace is what the daemon serves
@@ -41,6 +44,7 @@ class Pass:
     enabled: Callable[[Mapping[str, Any]], bool] = _always
     version: int = 1
     doc: str = ""
+    notes: bool = False  # fn returns (ir, JSON-ready notes)
 
     def key(self, ir: Node, options: Mapping[str, Any]) -> tuple:
         """The memoization key of running this pass on ``ir`` under ``options``."""
@@ -57,6 +61,7 @@ class TraceEntry:
     ms: float
     nodes: int
     cached: bool = False
+    notes: Any = None  # what a pass declared with ``notes`` said besides its IR
 
 
 @dataclass(frozen=True)
@@ -95,21 +100,21 @@ class PassCache:
     hit on equal (not identical) input hands back the caller's own object.
     """
 
-    entries: dict[tuple, tuple[Node, Node | None]] = field(default_factory=dict)
+    entries: dict[tuple, tuple[Node, Node | None, Any]] = field(default_factory=dict)
     hits: int = 0
     misses: int = 0
 
-    def get(self, key: tuple, ir: Node) -> tuple[bool, Node | None]:
-        """``(found, output)``; ``output`` is None when the pass changes nothing."""
+    def get(self, key: tuple, ir: Node) -> tuple[bool, Node | None, Any]:
+        """``(found, output, notes)``; ``output`` is None when the pass changes nothing."""
         hit = self.entries.get(key)
         if hit is not None and (hit[0] is ir or hit[0].is_equal(ir)):
             self.hits += 1
-            return True, hit[1]
+            return True, hit[1], hit[2]
         self.misses += 1
-        return False, None
+        return False, None, None
 
-    def put(self, key: tuple, ir: Node, out: Node) -> None:
-        self.entries[key] = (ir, None if out is ir else out)
+    def put(self, key: tuple, ir: Node, out: Node, notes: Any = None) -> None:
+        self.entries[key] = (ir, None if out is ir else out, notes)
 
 
 class PassError(Exception):
@@ -152,7 +157,7 @@ class Pipeline:
                 continue
             start = time.perf_counter()
             key = p.key(current, options) if cache is not None else None
-            cached, out = cache.get(key, current) if cache is not None else (False, None)
+            cached, out, notes = cache.get(key, current) if cache is not None else (False, None, None)
             if cached:
                 out = current if out is None else out
             else:
@@ -160,11 +165,13 @@ class Pipeline:
                     out = p.fn(current, restricted(options, p.reads, p.name))
                 except Exception as exc:  # noqa: BLE001 - any bug in a pass is reported with its name
                     raise PassError(p.name, exc) from exc
+                if p.notes:
+                    out, notes = out
                 if not isinstance(out, Node):
                     raise TypeError(f"pass '{p.name}' returned {type(out).__name__}, not IR")
                 if cache is not None:
-                    cache.put(key, current, out)
+                    cache.put(key, current, out, notes)
             ms = (time.perf_counter() - start) * 1e3
             changed = out is not current
-            yield TraceEntry(p.name, out, changed, ms, count_nodes(out), cached)
+            yield TraceEntry(p.name, out, changed, ms, count_nodes(out), cached, notes)
             current = out

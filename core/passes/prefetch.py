@@ -43,7 +43,7 @@ class _PrefetchOnly(IRMutator):
         f = new.func
         if isinstance(f, Send) and f.op is SendOp.LOAD and f.space == "global" \
                 and isinstance(new.ops.mem, Var) and new.ops.mem.name in self.buffers:
-            return new.with_ops(Send(SendOp.PREFETCH, f.kind, f.space, f.type, f.elems))
+            return new.with_ops(Send(SendOp.PREFETCH, f.kind, f.space, f.type, f.elems, f.vec))
         return empty()
 
     def mutate_Store(self, old: Store, new: Store):

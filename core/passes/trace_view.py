@@ -7,7 +7,7 @@ pass received with the IR it returned.
 from __future__ import annotations
 
 import difflib
-from typing import Any, Callable, Mapping
+from typing import Any
 
 from ..ir.node import Node
 from ..ir.printer import to_text
@@ -79,25 +79,23 @@ def render_trace_table(traced: dict) -> str:
     return "\n".join(rows) + "\n"
 
 
-def trace_to_json(trace: Trace, options: Mapping[str, Any] | None = None,
-                  notes: Mapping[str, Callable[[Node, Mapping[str, Any]], Any]] | None = None,
-                  with_ir: bool = True) -> dict:
-    """The trace as JSON-ready data: per pass its name, changed, ms, nodes, cached and IR text.
-
-    ``notes`` maps pass names to functions of the pass's input IR and the
-    options that say more than the IR (CSE: what it named and what it
-    skipped); their result is the entry's ``notes``.
-    """
+def trace_to_json(trace: Trace, with_ir: bool = True) -> dict:
+    """The trace as JSON-ready data: per pass its name, changed, ms, nodes, cached and IR text, and
+    ``notes`` where the pass said more than its IR (CSE: what it named and what it skipped)."""
+    # Consecutive IRs share most subtrees: one memo of expression texts serves every print, and a
+    # pass that changed nothing has its input's text.
+    texts: dict[int, str] = {}
+    build = {"name": BUILD, "nodes": count_nodes(trace.input)}
+    text = None
+    if with_ir:
+        text = build["ir"] = to_text(trace.input, texts)
     passes = []
     for e in trace.entries:
         entry: dict[str, Any] = {"name": e.name, "changed": e.changed, "ms": round(e.ms, 3), "nodes": e.nodes,
                                  "cached": e.cached}
         if with_ir:
-            entry["ir"] = to_text(e.ir)
-        if notes and e.name in notes:
-            entry["notes"] = notes[e.name](trace.before(e.name), options or {})
+            text = entry["ir"] = to_text(e.ir, texts) if e.changed else text
+        if e.notes is not None:
+            entry["notes"] = e.notes
         passes.append(entry)
-    build = {"name": BUILD, "nodes": count_nodes(trace.input)}
-    if with_ir:
-        build["ir"] = to_text(trace.input)
     return {"build": build, "passes": passes}

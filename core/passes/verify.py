@@ -18,7 +18,8 @@ the IR after every pass. The rules:
 - **sends** follow the target's message rules (``Target.messages``): a
   block message moves at most ``messages.block`` bytes from one scalar
   address, a scattered one at most ``messages.scattered_lanes`` addresses
-  with one offset per element; SLM messages address an SLM buffer, global
+  with one offset per lane, each moving a vector of one of
+  ``messages.vectors`` elements; SLM messages address an SLM buffer, global
   ones a kernel buffer; the register operand is a register buffer;
 - **fused operations** (``add3``, ``mad``) are instructions the target
   encodes (``Target.fused_int_ops``: operand widths, immediate positions
@@ -32,7 +33,7 @@ from dataclasses import dataclass
 from typing import Iterable, Mapping
 
 from ..ir.expr import Binary, BoolImm, Broadcast, Cast, Expr, Load, Op, Ternary, Unary, Var
-from ..ir.funcs import Dp4a, Dpas, Eltwise, Mad, Mma, Reduce, Reorder, Send, SendKind
+from ..ir.funcs import Dp4a, Dpas, Eltwise, Mad, Mma, Reduce, Reorder, Send, SendKind, SendOp
 from ..ir.node import Node
 from ..ir.printer import print_ir
 from ..ir.stmt import Alloc, For, FuncCall, If, Let, MemKind, Stmt, Store
@@ -241,11 +242,17 @@ class _Verifier:
             if offset.type.lanes != 1 or mask.type.lanes != 1:
                 self.fail("send", "a block message takes one address and one mask")
         else:
-            if f.elems > limits.scattered_lanes:
-                self.fail("send", f"a scattered message of {f.elems} addresses; {self.target.name} takes at "
+            lanes = f.lanes
+            if lanes > limits.scattered_lanes:
+                self.fail("send", f"a scattered message of {lanes} addresses; {self.target.name} takes at "
                                   f"most {limits.scattered_lanes}")
-            if offset.type.lanes != f.elems or mask.type.lanes not in (1, f.elems):
-                self.fail("send", f"a scattered message of {f.elems} elements with {offset.type.lanes} offsets "
+            vector = limits.vector_problem(f.vec, f.type.size)
+            if vector is not None:
+                self.fail("send", f"a scattered message with {vector} on {self.target.name}")
+            if f.vec > 1 and f.op is SendOp.ATOMIC_ADD:
+                self.fail("send", "an atomic message moves one element per lane")
+            if offset.type.lanes != lanes or mask.type.lanes not in (1, lanes):
+                self.fail("send", f"a scattered message of {lanes} addresses with {offset.type.lanes} offsets "
                                   f"and {mask.type.lanes} mask lanes")
         if not offset.type.is_int or not reg_offset.type.is_int or not mask.type.is_bool:
             self.fail("types", "a send's offsets are integers and its mask bool")
@@ -255,7 +262,7 @@ class _Verifier:
             where = "an SLM buffer" if want is MemKind.SLM else "a kernel buffer"
             self.fail("send", f"a {f.space} message addresses '{mem.name}', which is not {where}")
         if isinstance(mem, Var):
-            self.access(mem, offset, nbytes if f.kind is SendKind.BLOCK else f.type.size, not _always(mask))
+            self.access(mem, offset, nbytes if f.kind is SendKind.BLOCK else f.vec * f.type.size, not _always(mask))
         register = self.scope.get(reg.name) if isinstance(reg, Var) else None
         if register is not None and register.kind is not MemKind.GRF:
             self.fail("send", f"the register operand '{reg.name}' is not a register buffer")

@@ -109,17 +109,17 @@ def _verdict(total: int, capacity: int) -> str:
 
 def budget_section(budget: Budget, registers: dict | None = None) -> str:
     """Registers and SLM, line by line with formulas, against the target's capacity. With ``registers``
-    (a compile's ``stats.registers``) the total shown is the IR register model's, the lines below it
-    the config-time estimate."""
+    (a compile's ``stats.registers``) the total shown is the compile's figure (the code generator's
+    allocation, or the IR register model where none ran), the lines above it the config-time estimate."""
     regs = table(("label", "what", "formula", "amount"),
                  [(code(b.label), _what(b), code(b.formula), b.amount) for b in budget.regs])
     reg_total = (f"**Total: {budget.reg_total} of {budget.reg_capacity}** {budget.reg_unit} "
                  f"({_verdict(budget.reg_total, budget.reg_capacity)})")
     if registers is not None:
-        ir = registers["estimate"]
-        reg_total = (f"**Total by the IR register model: {ir} of {budget.reg_capacity}** {budget.reg_unit} "
-                     f"({_verdict(ir, budget.reg_capacity)}); the config-time lines above sum to "
-                     f"{budget.reg_total}")
+        figure = registers["estimate"]
+        reg_total = (f"**Total by the {registers.get('source', 'IR model')}: {figure} of {budget.reg_capacity}** "
+                     f"{budget.reg_unit} ({_verdict(figure, budget.reg_capacity)}); the config-time lines above "
+                     f"sum to {budget.reg_total}")
     slm_rows = [(code(b.label), _what(b), code(b.formula), b.amount) for b in budget.slm]
     slm = table(("label", "what", "formula", "bytes"), slm_rows) if slm_rows else "No SLM buffers."
     slm_over = budget.slm_total - budget.slm_capacity

@@ -19,6 +19,10 @@ _ONEDNN_RESERVED = (
     "oneDNN conv generator reserved_regs_default = 16: kernel arguments, local work IDs/sizes, "
     "signal header, temporary expressions"
 )
+# LSC vector sizes of non-transposed (scattered) messages: the descriptor encodes 1-4, 8, 16, 32, 64, but
+# 16 and more are transposed-only (IGC's LSC legalization: "Non-transposed LSC instruction vector size is
+# too large"); d8/d16 data is moved as d8u32/d16u32 one element per lane.
+_LSC_VECTORS = (1, 2, 3, 4, 8)
 _XE_FUSED_INT_OPS = FusedIntOps(
     ("add3", "mad"), max_bits=32, imm_bits=16, imm_operands=(0, 2),
     source="Xe ISA: add3 (three-source add) and integer mad on Xe-HP and later, on dwords; a ternary "
@@ -95,8 +99,10 @@ XEHPG = Target(
     max_group_items=1024,
     large_grf_halves_group=True,
     messages=MessageLimits(block=8 * 32, scattered_lanes=16, global_address_bits=64, shared_address_bits=32,
-                           prefetch=True, source="LSC on Xe-HPG: transposed block messages up to d32x64t (256 B); scattered "
-                                  "messages of up to SIMD16 addresses; A64 global, A32 SLM addresses"),
+                           prefetch=True, vectors=_LSC_VECTORS, vector_bytes=(4, 8),
+                           source="LSC on Xe-HPG: transposed block messages up to d32x64t (256 B); scattered "
+                                  "messages of up to SIMD16 addresses, each moving a vector of 1, 2, 3, 4 or 8 "
+                                  "d32/d64 elements (16 and more only transposed); A64 global, A32 SLM addresses"),
     lanes=Lanes(fixed=None, alu=16, source="Xe-HPG: the simd knob picks 8 or 16 lanes; SIMD16 dword ALU"),
     int64=Int64(native=False, emulated=("ADD",),
                 source="Xe-HPG has no 64-bit integer ALU: kdd's Xe generator emulates a 64-bit add of a "
@@ -145,8 +151,10 @@ XEHPC = Target(
     max_group_items=1024,
     large_grf_halves_group=True,
     messages=MessageLimits(block=8 * 64, scattered_lanes=32, global_address_bits=64, shared_address_bits=32,
-                           prefetch=True, source="LSC on Xe-HPC: block messages up to 512 B; scattered messages of up to "
-                                  "SIMD32 addresses; A64 global, A32 SLM addresses"),
+                           prefetch=True, vectors=_LSC_VECTORS, vector_bytes=(4, 8),
+                           source="LSC on Xe-HPC: block messages up to 512 B; scattered messages of up to "
+                                  "SIMD32 addresses, each moving a vector of 1, 2, 3, 4 or 8 d32/d64 elements; "
+                                  "A64 global, A32 SLM addresses"),
     lanes=Lanes(fixed=None, alu=32, source="Xe-HPC: the simd knob picks 8, 16 or 32 lanes (oneDNN's f64 lines run "
                                            "SIMD8: 8 doubles are one 64-byte GRF); SIMD32 dword ALU"),
     int64=Int64(native=True, emulated=(), source="Xe-HPC has a 64-bit integer ALU"),

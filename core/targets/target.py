@@ -281,7 +281,9 @@ class MessageLimits:
     ``scattered_lanes``: the most addresses of one scattered message;
     ``address_bits``: the widths of a message's address, global and shared
     (``A64``/``A32`` on Xe, 64- and 32-bit registers in PTX); ``prefetch``:
-    whether kdd's code generator has cache-prefetch messages (the ``prefetch`` knob).
+    whether kdd's code generator has cache-prefetch messages (the ``prefetch`` knob);
+    ``vectors``: the vector sizes of a scattered message (elements per address, LSC ``d32x8``),
+    for elements of ``vector_bytes`` (1 alone everywhere else).
     """
 
     block: int
@@ -290,6 +292,17 @@ class MessageLimits:
     shared_address_bits: int
     prefetch: bool
     source: str
+    vectors: tuple[int, ...] = (1,)
+    vector_bytes: tuple[int, ...] = ()
+
+    def vector_problem(self, vec: int, size: int) -> str | None:
+        """Why a scattered message of ``vec`` elements of ``size`` bytes per address is not one of this
+        target's messages; None when it is."""
+        if vec not in self.vectors:
+            return f"vector size {vec} (a scattered message takes {', '.join(map(str, self.vectors))})"
+        if vec > 1 and size not in self.vector_bytes:
+            return f"vectors of {size}-byte elements (vectors move {', '.join(map(str, self.vector_bytes))}-byte ones)"
+        return None
 
 
 @dataclass(frozen=True)

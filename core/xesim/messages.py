@@ -19,6 +19,7 @@ ADDR_BYTES = {1: 2, 2: 4, 3: 8}
 DATA = {0: (1, 1), 1: (2, 2), 2: (4, 4), 3: (8, 8), 4: (1, 4), 5: (2, 4)}
 DATA_NAMES = {0: "d8", 1: "d16", 2: "d32", 3: "d64", 4: "d8u32", 5: "d16u32"}
 VECTOR = (1, 2, 3, 4, 8, 16, 32, 64)
+SCATTERED_VECTOR = 8      # non-transposed messages: vectors of at most 8 elements (16 and more transposed only)
 
 GATEWAY_EOT, GATEWAY_BARRIER = 0x0, 0x4
 

@@ -67,6 +67,11 @@ def lsc(m, ins: Instr, rows) -> None:
     n = 1 if d.transposed else ins.exec_size
     if d.transposed and ins.exec_size != 1:
         raise Fault(ins.line, ins.text, "a transposed LSC message must be SIMD1")
+    if not d.transposed and d.vector > messages.SCATTERED_VECTOR:
+        raise Fault(ins.line, ins.text, f"a scattered {d.name} message: the hardware's non-transposed vectors "
+                                        f"hold at most {messages.SCATTERED_VECTOR} elements")
+    if not d.transposed and d.vector > 1 and d.mem_bytes != d.reg_bytes:
+        raise Fault(ins.line, ins.text, f"{d.name}: 8- and 16-bit data in 32-bit slots is not a vector")
     abytes = d.addr_bytes
     width = 1 if d.transposed else max(n, MIN_PAYLOAD_LANES)
     _expect(ins, "message length", d.mlen, _regs(width * abytes, rb))

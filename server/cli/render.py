@@ -61,9 +61,8 @@ def compile_text(result: dict, items: list[str]) -> str:
 def stats_text(stats: dict) -> str:
     regs = stats["registers"]
     labels = ", ".join(f"{k} {v}" for k, v in regs["by_label"].items() if v)
-    allocated = "" if regs["allocated"] is None else f", allocator {regs['allocated']}"
-    lines = [f"registers: estimate {regs['estimate']} by the IR model (config-time {regs['config']}: {labels})"
-             f"{allocated}, budget {regs['budget']} {regs['unit']}"]
+    lines = [f"registers: {regs['estimate']} by the {regs['source']} (IR model {regs['ir']}; config-time "
+             f"{regs['config']}: {labels}), budget {regs['budget']} {regs['unit']}"]
     loop = stats.get("loop")
     if loop is not None:
         kinds = ", ".join(f"{k} {v['count']:g} ({v['bytes']:g} B)" for k, v in loop["by_kind"].items())

@@ -1,5 +1,5 @@
-"""Editor features answered from the document alone (no compile): inlay hints, symbols, code lenses,
-go-to-definition. The figures come from ``kdd.core``; this module only places them."""
+"""Editor features answered from the document (inlay hints also from its finished compile): inlay
+hints, symbols, code lenses, go-to-definition. The figures come from ``kdd.core``; this module only places them."""
 from __future__ import annotations
 
 import os
@@ -17,8 +17,10 @@ _CONV_DIMS = ("g", "mb", "ic", "id", "ih", "iw", "oc", "od", "oh", "ow", "kd", "
               "pd", "ph", "pw")
 
 
-def inlay_hints(parsed, visible: lsp.Range) -> list[lsp.InlayHint]:
-    """The register budget beside each tile knob, the deduced problem dims beside ``shape``."""
+def inlay_hints(parsed, visible: lsp.Range, registers: dict | None = None) -> list[lsp.InlayHint]:
+    """The registers beside the first tile knob, the deduced problem dims beside ``shape``. With
+    ``registers`` (the current text's compile, ``stats.registers``) the figure is the compile's (the
+    allocation where a code generator ran), else the config-time estimate, labelled ``est``."""
     spec = parsed.spec
     if spec is None:
         return []
@@ -30,8 +32,12 @@ def inlay_hints(parsed, visible: lsp.Range) -> list[lsp.InlayHint]:
         budget = estimate_budget(spec.problem, spec.config, spec.target)
     except Exception:  # noqa: BLE001 - a config the estimate cannot read gets no hint, never an error
         return hints
-    parts = " + ".join(f"{x.label} {x.amount}" for x in budget.regs if x.amount)
-    label = f"  regs {parts} = {budget.reg_total}/{budget.reg_capacity} {budget.reg_unit}"
+    if registers is not None:
+        label = (f"  regs {registers['estimate']}/{registers['budget']} by the {registers['source']} "
+                 f"(config-time est {budget.reg_total})")
+    else:
+        parts = " + ".join(f"{x.label} {x.amount}" for x in budget.regs if x.amount)
+        label = f"  regs est {parts} = {budget.reg_total}/{budget.reg_capacity} {budget.reg_unit}"
     for knob, source in spec.knob_sources.items():
         if knob in TILE_KNOBS and not source.inherited:
             hints.append(_hint(source.range.end, label))

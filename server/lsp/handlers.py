@@ -15,6 +15,13 @@ from .server import REQUEST_FAILED, KddLanguageServer, uri_path
 COMMANDS = ("kdd.runCheck",)
 
 
+def _compiled_registers(ls: KddLanguageServer, uri: str) -> dict | None:
+    """The register figures of the compile of the document's current text, if one has finished."""
+    state = ls.docs.get(uri)
+    compiled = state.compiled if state is not None and state.compiled_version == state.version else None
+    return compiled["stats"].get("registers") if compiled and compiled.get("ok") and "stats" in compiled else None
+
+
 def register(server: KddLanguageServer) -> None:  # noqa: C901 - one flat list of handlers reads best
     @server.feature(lsp.INITIALIZED)
     async def initialized(ls: KddLanguageServer, params):
@@ -67,11 +74,9 @@ def register(server: KddLanguageServer) -> None:  # noqa: C901 - one flat list o
     @server.feature(lsp.TEXT_DOCUMENT_HOVER)
     def on_hover(ls: KddLanguageServer, params: lsp.HoverParams):
         doc = ls.workspace.get_text_document(params.text_document.uri)
-        state = ls.docs.get(params.text_document.uri)
-        compiled = state.compiled if state is not None and state.compiled_version == state.version else None
-        registers = (compiled or {}).get("stats", {}).get("registers") if (compiled or {}).get("ok") else None
         markdown = hover(doc.source, params.position.line, params.position.character,
-                         path=uri_path(doc.uri), read_text=ls.read_text, registers=registers)
+                         path=uri_path(doc.uri), read_text=ls.read_text,
+                         registers=_compiled_registers(ls, params.text_document.uri))
         if markdown is None:
             return None
         return lsp.Hover(lsp.MarkupContent(lsp.MarkupKind.Markdown, markdown))
@@ -86,7 +91,7 @@ def register(server: KddLanguageServer) -> None:  # noqa: C901 - one flat list o
     @server.feature(lsp.TEXT_DOCUMENT_INLAY_HINT)
     def on_inlay_hint(ls: KddLanguageServer, params: lsp.InlayHintParams):
         parsed = ls.engine.parse(ls.source(params.text_document.uri))
-        return features.inlay_hints(parsed, params.range)
+        return features.inlay_hints(parsed, params.range, _compiled_registers(ls, params.text_document.uri))
 
     @server.feature(lsp.TEXT_DOCUMENT_DOCUMENT_SYMBOL)
     def on_symbols(ls: KddLanguageServer, params: lsp.DocumentSymbolParams):

@@ -52,6 +52,7 @@ from ..listing import AsmLine, Listing
 from ..xe import _estimate, _ir_nodes
 from .asyncs import plan_waits
 from .lower import PtxLowering, Redo
+from .swizzle import shift_for
 from .tools import find_tool, ptxas, sass
 
 PTX_VERSION = "8.0"     # CUDA 12.0: any CUDA 12 driver can JIT it
@@ -143,8 +144,9 @@ def _module(kernel, cg: PtxLowering, name: str) -> tuple[list[str], list, list[i
 def _lower(kernel, body) -> PtxLowering:
     """Lowering with shared-memory loads deferred into the reorders that read them; a buffer whose
     deferred bytes are read again after a barrier is lowered again without deferring. Where
-    ``cp.async`` copies were issued, lowered once more with the barriers' waits planned from the
-    first run's events (:mod:`.asyncs`)."""
+    ``cp.async`` copies were issued or ``ldmatrix`` read a tile with conflicting rows, lowered once
+    more with the barriers' waits planned from the first run's events (:mod:`.asyncs`) and those
+    tiles swizzled (:mod:`.swizzle`)."""
     no_defer: frozenset = frozenset()
     while True:
         cg = PtxLowering(kernel, body, no_defer)
@@ -155,9 +157,12 @@ def _lower(kernel, body) -> PtxLowering:
             if exc.buf in no_defer:
                 raise
             no_defer = no_defer | {exc.buf}
-    if not cg.any_async:
+    swizzles = {name: s for name, pitches in cg.pitches.items()
+                if (s := shift_for(pitches, cg.slm_sizes[name])) is not None}
+    if not cg.any_async and not swizzles:
         return cg
-    planned = PtxLowering(kernel, body, no_defer, plan_waits(cg.events))
+    plan = plan_waits(cg.events) if cg.any_async else None
+    planned = PtxLowering(kernel, body, no_defer, plan, swizzles)
     planned.run()
     return planned
 

@@ -37,6 +37,7 @@ from .expressions import ExprLowering
 from .lanes import LANES, ROW, Slot, slots
 from .matrix import lane_addresses, matrix_rows
 from .memory import Deferred, MemoryLowering, Redo, readers_of
+from .swizzle import LINE
 from .values import THREAD_IDS, Ctx, GrfBuf, Value, imm_text, pow2
 from .words import LaneWords
 
@@ -52,9 +53,14 @@ def _staged_store(item) -> bool:
 
 
 class PtxLowering(LaneWords, ExprLowering, MemoryLowering):
-    def __init__(self, kernel, body, no_defer: frozenset = frozenset(), plan: Plan | None = None):
+    def __init__(self, kernel, body, no_defer: frozenset = frozenset(), plan: Plan | None = None,
+                 swizzles: dict[str, int] | None = None):
         self.kernel, self.body = kernel, body
         self.plan = plan                    # cp.async waits from a first run's events (.asyncs)
+        self.swizzle = dict(swizzles or {})  # shared buffer -> shift of its XOR swizzle (.swizzle)
+        self.pitches: dict[str, set[int]] = {}   # shared buffer -> row pitches of its ldmatrix loads
+        self.slm_sizes: dict[str, int] = {}
+        self.branches = 0                   # branches the lowering is inside
         self.events = Events()
         self.any_async = False
         self.ranges: dict[str, tuple[int, int]] = {}
@@ -205,7 +211,9 @@ class PtxLowering(LaneWords, ExprLowering, MemoryLowering):
                 del self.grf[name]
             stack.append(close)
         elif s.kind is MemKind.SLM:
-            base = -(-self.slm_bytes // 16) * 16
+            align = LINE if name in self.swizzle else 16     # a swizzled buffer's lines are bank lines
+            base = -(-self.slm_bytes // align) * align
+            self.slm_sizes[name] = s.size
             self.slm[name] = base
             self.slm_bytes = base + s.size
             self.align[name] = 16
@@ -259,6 +267,7 @@ class PtxLowering(LaneWords, ExprLowering, MemoryLowering):
         self.lane_cache.clear()
         self.events.branch()
         self.take_stash(s.cond)
+        self.branches += 1
         self.stmt(s.then)
         em.node = s
         self.flush(stash=s.cond if s.else_ is None else None, commit=False)
@@ -270,6 +279,7 @@ class PtxLowering(LaneWords, ExprLowering, MemoryLowering):
             self.stmt(s.else_)
             em.node = s
             self.flush(commit=False)
+        self.branches -= 1
         self.events.close()
         em.place(end)
         self.commit()           # on both paths: a skipped stage is an empty group, so K stays per stage
@@ -319,6 +329,8 @@ class PtxLowering(LaneWords, ExprLowering, MemoryLowering):
         elif isinstance(f, Fence) and f.scope == "global":
             self.flush()
             self.em.op("fence.acq_rel.gpu")   # a split reduction's adds before its count, its count before the loads
+        elif isinstance(f, Fence) and f.scope == "slm" and not self.branches:
+            self.commit()           # a stage's copies end at its fence: one group per stage
         elif isinstance(f, (BarrierSignal, Fence)):
             pass                    # ordered by the barrier_wait / bar.sync that follows
         else:
@@ -443,6 +455,9 @@ class PtxLowering(LaneWords, ExprLowering, MemoryLowering):
                 n = next(c for c in (4, 2, 1) if i + c <= len(rows))     # ldmatrix has .x1, .x2, .x4
                 chunk, i = rows[i:i + n], i + n
                 d = chunk[0][1]
+                for _, _, r in chunk:
+                    steps = {b - a for a, b in zip(r, r[1:])}
+                    self.pitches.setdefault(d.mem, set()).add(steps.pop() if len(steps) == 1 else -1)
                 lanes = lane_addresses([r for _, _, r in chunk])
                 used = (1 << (8 * len(chunk))) - 1
                 delta, k = self.lane_offset([lanes[ln] if used >> ln & 1 else 0 for ln in range(LANES)], used)

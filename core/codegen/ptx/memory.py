@@ -16,6 +16,7 @@ from kdd.core.ir.visitor import walk
 from ..errors import CodegenUnsupported
 from .emitter import ptx_type, reg_class
 from .lanes import LANES, ROW, Slot, slots
+from .swizzle import split, swizzle
 from .values import BITS, Ctx, GrfBuf, Value
 
 class Redo(Exception):
@@ -92,11 +93,28 @@ class MemoryLowering:
                 self.em.op(f"mad.wide.{signed}32 {r}, {self.reg(off)}, 1, {self.globals[name]}")
             return "global", f"{r}+{extra}" if extra else r
         if name in self.slm:
-            r = self.em.new("r")
-            off32 = self.convert(off, s32)
-            self.em.op(f"add.s32 {r}, {self.reg(off32)}, {self.smem}")
-            return "shared", f"{r}+{self.slm[name] + extra}"
+            return "shared", self.shared_operand(name, self.convert(off, s32), extra)
         raise CodegenUnsupported(f"{name} is not a global or shared buffer")
+
+    def shared_operand(self, name: str, off: Value, k: int) -> str:
+        """The ``[reg+imm]`` operand of byte ``off + k`` of shared buffer ``name`` (``off`` an s32
+        value), through the buffer's swizzle where it has one (:mod:`.swizzle`)."""
+        s = self.swizzle.get(name)
+        base = self.slm[name]
+        if s is not None and off.imm is not None:
+            return f"{self.smem}+{base + swizzle(off.imm + k, s)}"
+        r = self.em.new("r")
+        if s is None:
+            self.em.op(f"add.s32 {r}, {self.reg(off)}, {self.smem}")
+            return f"{r}+{base + k}"
+        low, high = split(k, s)
+        y = self.reg(self._add_off(off, Value(str(low), s32, low)) if low else off)
+        self.em.op(f"shr.u32 {r}, {y}, {s}")
+        self.em.op(f"and.b32 {r}, {r}, 7")
+        self.em.op(f"shl.b32 {r}, {r}, 4")
+        self.em.op(f"xor.b32 {r}, {r}, {y}")
+        self.em.op(f"add.s32 {r}, {r}, {self.smem}")
+        return f"{r}+{base + high}"
 
     # -- deferred shared-memory loads ---------------------------------------------------------
     def flush(self, keep=None, stash=None, commit: bool = True) -> None:
@@ -229,14 +247,12 @@ class MemoryLowering:
             else:
                 self.em.op(f"add.s64 {gaddr}, {self.globals[d.mem]}, {goff.text}")
             sd, sk = self.lane_offset([slot.row * ROW + 4 * ln - lo for ln in range(LANES)], slot.mask)
-            saddr = self.em.new("r")
-            self.em.op(f"add.s32 {saddr}, {self.reg(off)}, {sd.text}")
-            self.em.op(f"add.s32 {saddr}, {saddr}, {self.smem}")
+            where = self.shared_operand(mem.name, self._add_off(off, sd), sk)
             size = "4"
             if d.mask is not None:
                 size = self.em.new("r")
                 self.em.op(f"selp.u32 {size}, 4, 0, {d.mask}")
-            self.em.op(f"cp.async.ca.shared.global [{saddr}+{self.slm[mem.name] + sk}], [{gaddr}+{gk}], 4, {size}",
+            self.em.op(f"cp.async.ca.shared.global [{where}], [{gaddr}+{gk}], 4, {size}",
                        self.lane_pred(slot.mask))
         self.async_pending = True
         return True
@@ -255,12 +271,12 @@ class MemoryLowering:
             d = next((d for d in reversed(entries) if d.lo <= b and b + 16 <= d.hi), None)
             if d is None or d.base_multiple < 16 or (d.const + b - d.lo) % 16:
                 return False
-            chunks.append((d, d.const + b - d.lo, self.slm[mem.name] + const + b - lo))
+            chunks.append((d, d.const + b - d.lo, const + b - lo))
         sbase = self.convert(self.ev(base), s32)
         self.slm_write(mem.name, base, const, n)
         for d, gconst, sconst in chunks:
             d.consumed = True
-            self.copies.append(((d.mem, d.base.text, d.mask, sbase.text), d, gconst, sbase, sconst))
+            self.copies.append(((d.mem, d.base.text, d.mask, sbase.text, mem.name), d, gconst, sbase, sconst))
         return True
 
     def flush_copies(self) -> None:
@@ -287,17 +303,16 @@ class MemoryLowering:
             else:
                 em.op(f"add.s64 {gaddr}, {self.globals[d.mem]}, {goff.text}")
             sd, sk = self.lane_offset([c[4] for c in r] + pad, active)
-            saddr = em.new("r")
-            em.op(f"add.s32 {saddr}, {self.reg(sbase)}, {self.smem}")
             if sd.imm is None:
-                em.op(f"add.s32 {saddr}, {saddr}, {sd.text}")
+                soff = self._add_off(sbase, sd)
             else:
-                sk += sd.imm
+                soff, sk = sbase, sk + sd.imm
+            where = self.shared_operand(key[4], soff, sk)
             size = "16"
             if d.mask is not None:          # masked off: zero-filled (src-size 0)
                 size = em.new("r")
                 em.op(f"selp.u32 {size}, 16, 0, {d.mask}")
-            em.op(f"cp.async.cg.shared.global [{saddr}+{sk}], [{gaddr}+{gk}], 16, {size}", self.lane_pred(active))
+            em.op(f"cp.async.cg.shared.global [{where}], [{gaddr}+{gk}], 16, {size}", self.lane_pred(active))
             self.async_pending = True
 
     def reads(self, name: str, lo: int, hi: int, reorder: bool = False) -> None:

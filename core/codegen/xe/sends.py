@@ -23,6 +23,7 @@ from .operand import Imm, Reg
 
 BLOCK_DWORDS = (1, 2, 3, 4, 8, 16, 32, 64)
 SCATTERED_DATA = {8: "d64", 4: "d32", 2: "d16u32", 1: "d8u32"}
+VECTOR_DATA = {4: "d32", 8: "d64"}  # vectors of 8- and 16-bit data are not messages (target data)
 NARROW = {2: u16, 1: u8}
 
 
@@ -95,8 +96,7 @@ def lower_send(cg, x) -> None:
     addr = "a64" if f.space == "global" else "a32"
     data = Reg(cg.buf(reg.name).start + reg_off.value, u32, 1)
     hdr = _header(cg, mem_off)
-    lanes = f.elems if f.kind is SendKind.SCATTERED else 1
-    pred = _pred(cg, mask, lanes)
+    pred = _pred(cg, mask, f.lanes)
     if pred == "never":
         return
     if f.op in (SendOp.ATOMIC_ADD, SendOp.ATOMIC_FETCH_ADD):
@@ -170,38 +170,43 @@ def _block_message(cg, op, data_size: str, nbytes: int, sfid, addr, hdr: Reg, da
 
 
 def _scattered(cg, f, sfid, addr, hdr: Reg, data: Reg, pred) -> None:
+    """One address per lane. Vector element ``v`` of every lane fills its own whole registers (the
+    IR's element ``v * lanes + l``): where those blocks are not the IR's dense order (a narrow type,
+    fewer lanes than a register holds, an unaligned buffer), the data goes through a bounce buffer,
+    one ``mov`` per vector element."""
     rb = cg.rb
-    lanes, size = f.elems, f.type.size
-    kind = SCATTERED_DATA.get(size)
+    lanes, size, vec = f.lanes, f.type.size, f.vec
+    kind = SCATTERED_DATA.get(size) if vec == 1 else VECTOR_DATA.get(size)
     if kind is None or lanes > cg.xe.max_exec:
         raise CodegenUnsupported(f"{f}: no scattered LSC message for it")
-    slot = max(size, 4)  # a lane's data: its qword, its dword, or 8/16 bits in a dword
-    slots = -(-lanes * slot // rb)
+    slot = max(size, 4)
+    per = -(-lanes * slot // rb)  # registers of one vector element
     aregs = -(-address_bytes(cg, lanes, 8 if addr == "a64" else 4) // rb)
     h = hdr.byte // rb
-    direct = size >= 4 and data.byte % rb == 0
-    where = data if direct else cg.temp(u32, slots * rb // 4, whole=True)
+    direct = size == slot and data.byte % rb == 0 and (vec == 1 or lanes * slot % rb == 0)
+    where = data if direct else cg.temp(u32, vec * per * rb // 4, whole=True)
+    data_size = kind if vec == 1 else f"{kind}x{vec}"
+    message = f"{sfid}.{data_size}.{addr} ({lanes}|M0)"
 
-    def move(dst: Reg, src: Reg, into_slots: bool) -> None:
-        """Dense data to or from the message's lane slots (a plain copy where the lane is its slot)."""
-        if size >= 4:
-            _copy(cg, dst, src, lanes * size)
-            return
-        t, spread = NARROW[size], 4 // size
-        isa.alu(cg, "mov", lanes, Reg(dst.byte, t, spread if into_slots else 1),
-                [Reg(src.byte, t, 1 if into_slots else spread)])
+    def bounce(to_where: bool) -> None:
+        t = NARROW.get(size, u32)
+        units = slot // t.size  # register units of ``t`` in one lane's slot
+        for v in range(vec):
+            packed = Reg(data.byte + v * lanes * size, t, 1)
+            spread = Reg(where.byte + v * per * rb, t, 4 // size if size < 4 else 1)
+            dst, src = (spread, packed) if to_where else (packed, spread)
+            isa.alu(cg, "mov", lanes * units if size > 4 else lanes, dst, [src])
+
     if f.op is SendOp.LOAD:
         if pred and not direct:
-            move(where, data, True)  # the masked-off lanes keep the destination's contents
-        cg.em.raw(f"{_head(pred)} load.{sfid}.{kind}.{addr} ({lanes}|M0) r{where.byte // rb}:{slots} "
-                  f"[r{h}:{aregs}]", "send")
+            bounce(True)  # the masked-off lanes keep the destination's contents
+        cg.em.raw(f"{_head(pred)} load.{message} r{where.byte // rb}:{vec * per} [r{h}:{aregs}]", "send")
         if not direct:
-            move(data, where, False)
+            bounce(False)
     else:
         if not direct:
-            move(where, data, True)
-        cg.em.raw(f"{_head(pred)} store.{sfid}.{kind}.{addr} ({lanes}|M0) [r{h}:{aregs}] r{where.byte // rb}:{slots}",
-                  "send")
+            bounce(True)
+        cg.em.raw(f"{_head(pred)} store.{message} [r{h}:{aregs}] r{where.byte // rb}:{vec * per}", "send")
 
 
 ATOMIC_ADD = {"f32": "atomic_fadd", "s32": "atomic_iadd", "u32": "atomic_iadd", "f64": "atomic_fadd",

@@ -46,7 +46,6 @@ from typing import Any, Generator, Mapping
 
 from ..expr import Binary, BoolImm, Expr, FloatImm, IntImm, Op, Unary, Var, common_type
 from ..stmt import Alloc, For, FuncCall, Group, If, Let, Seq, Stmt, Store, empty
-from ..visitor import walk
 from .bounds import Info
 from .engine import Simplifier
 from .facts import Facts
@@ -74,8 +73,9 @@ def simplify_stmt(root: Stmt, ranges: Mapping[Any, tuple] | None = None) -> Stmt
     facts, already at the fixed point.
     """
     dirty = None
+    uses_of = VarUses()  # intrinsic to each expression object: shared by the rounds
     for _ in range(MAX_ROUNDS):
-        walker = _StmtSimplifier(root, ranges, dirty)
+        walker = _StmtSimplifier(root, ranges, dirty, uses_of)
         out = walker.run(root)
         if out is root or not walker.unsettled:
             return out
@@ -96,13 +96,71 @@ class _Binding:
         self.count, self.in_loop, self.loop_depth = 0, False, loop_depth
 
 
-def _scan(root: Stmt) -> tuple[dict[int, _Binding], frozenset, frozenset]:
+_NO_USES: dict = {}  # the uses of an expression without variables (shared: never mutated)
+
+
+class VarUses:
+    """Occurrences of each variable in expressions, memoised by node identity.
+
+    Unrolled kernels share most expression subtrees between their copies (an
+    expression object occurs three to four times on average), so counting
+    per distinct object and adding the counts up is cheaper than walking
+    every occurrence. The mappings are shared between nodes: never mutate one.
+    """
+
+    def __init__(self):
+        self._memo: dict[int, tuple[Expr, dict]] = {}  # id -> (node, {var: occurrences})
+
+    def __call__(self, e: Expr) -> Mapping[Var, int]:
+        memo = self._memo
+        hit = memo.get(id(e))
+        if hit is not None:
+            return hit[1]
+        if isinstance(e, Var):  # the most common miss: no walk to set up
+            uses = {e: 1}
+            memo[id(e)] = (e, uses)
+            return uses
+        for node in post_order(e, memo):
+            if isinstance(node, Var):
+                memo[id(node)] = (node, {node: 1})
+                continue
+            uses, owned = _NO_USES, False
+            for k in node._children_of(node):
+                more = memo[id(k)][1]
+                if not more:
+                    continue
+                if not uses:
+                    uses = more  # borrowed until a second child adds to it
+                    continue
+                if not owned:
+                    uses, owned = dict(uses), True
+                for v, n in more.items():
+                    uses[v] = uses.get(v, 0) + n
+            memo[id(node)] = (node, uses)
+        return memo[id(e)][1]
+
+
+def _scan(root: Stmt, uses_of: VarUses) -> tuple[dict[int, _Binding], frozenset, frozenset]:
     """Per let (by id): its uses; the variables bound once and never used free; those bound twice."""
     lets: dict[int, _Binding] = {}
     active: dict[Var, list] = {}  # variable -> its open bindings (None for loops and allocations)
     times_bound: dict[Var, int] = {}
     free: set = set()
-    # Events: ("visit", node, loop depth), ("open", var, binding), ("close", var, None).
+
+    def count(e: Expr, depth: int) -> None:
+        """The uses in ``e`` (no expression binds a variable: counted at once, per distinct object)."""
+        for var, n in uses_of(e).items():
+            binders = active.get(var)
+            if not binders:
+                free.add(var)
+            elif binders[-1] is not None:
+                binding = binders[-1]
+                binding.count += n
+                binding.in_loop |= depth > binding.loop_depth
+
+    # Events: ("visit", statement, loop depth), ("open", var, binding), ("close", var, None). A
+    # statement's own expressions are counted when it is visited: none of them is inside a scope
+    # it opens, and the scopes its child statements open are closed again before any sibling.
     stack: list[tuple[str, Any, Any]] = [("visit", root, 0)]
     while stack:
         event, node, depth = stack.pop()
@@ -110,36 +168,33 @@ def _scan(root: Stmt) -> tuple[dict[int, _Binding], frozenset, frozenset]:
             active.setdefault(node, []).append(depth)
         elif event == "close":
             active[node].pop()
-        elif isinstance(node, Var):
-            binders = active.get(node)
-            if not binders:
-                free.add(node)
-            elif binders[-1] is not None:
-                binding = binders[-1]
-                binding.count += 1
-                binding.in_loop |= depth > binding.loop_depth
         elif isinstance(node, (Let, For, Alloc)):
             var = node.buf if isinstance(node, Alloc) else node.var
             times_bound[var] = times_bound.get(var, 0) + 1
-            binding, outside = None, []
+            binding = None
             if isinstance(node, Let):
                 binding = lets[id(node)] = _Binding(depth)
-                outside = [node.value]
+                count(node.value, depth)
             elif isinstance(node, For):
-                outside = [node.init, node.bound]
+                count(node.init, depth)
+                count(node.bound, depth)
             stack += [("close", var, None), ("visit", node.body, depth + isinstance(node, For)),
                       ("open", var, binding)]
-            stack += [("visit", e, depth) for e in outside]
         else:
-            stack += [("visit", k, depth) for k in reversed(list(node.children()))]
+            kids = node._children_of(node)
+            for k in kids:
+                if isinstance(k, Expr):
+                    count(k, depth)
+            stack += [("visit", k, depth) for k in reversed(kids) if not isinstance(k, Expr)]
     once = frozenset(v for v, n in times_bound.items() if n == 1 and v not in free)
     twice = frozenset(v for v, n in times_bound.items() if n > 1)
     return lets, once, twice
 
 
 class _StmtSimplifier:
-    def __init__(self, root: Stmt, ranges, dirty: set[Var] | None = None):
-        self.lets, fresh, self.rebound = _scan(root)
+    def __init__(self, root: Stmt, ranges, dirty: set[Var] | None, uses_of: VarUses):
+        self.uses_of = uses_of
+        self.lets, fresh, self.rebound = _scan(root, uses_of)
         self.facts = Facts(ranges, fresh)
         self.s = Simplifier(self.facts)
         self.live: dict[Var, int] = {}  # occurrences of each variable in the output so far
@@ -148,7 +203,6 @@ class _StmtSimplifier:
         self.unsettled: set[Var] = set()  # kept lets left with one use that another round propagates
         # None: simplify every expression; else only those that mention one of these variables
         self.dirty = None if dirty is None else set(dirty)
-        self._vars_memo: dict[int, tuple[Expr, frozenset]] = {}
         self._rebound_memo: dict[int, tuple[Expr, bool]] = {}
 
     def run(self, root: Stmt) -> Stmt:
@@ -183,25 +237,17 @@ class _StmtSimplifier:
 
     def _dirty(self, e: Expr) -> bool:
         """In a later round: ``e`` mentions a variable whose value or facts this round changes."""
-        return self.dirty is not None and not self._vars(e).isdisjoint(self.dirty)
-
-    def _vars(self, e: Expr) -> frozenset:
-        memo = self._vars_memo
-        for node in post_order(e, memo):
-            memo[id(node)] = (node, frozenset((node,)) if isinstance(node, Var)
-                              else frozenset().union(*(memo[id(k)][1] for k in node.children())))
-        return memo[id(e)][1]
+        return self.dirty is not None and not self.dirty.isdisjoint(self.uses_of(e))
 
     def emit(self, *exprs: Expr | None) -> None:
         """Count variable uses of expressions that end up in the output."""
         live, deepest, depth = self.live, self.deepest, self.loop_depth
         for e in exprs:
             if e is not None:
-                for node in walk(e):
-                    if isinstance(node, Var):
-                        live[node] = live.get(node, 0) + 1
-                        if deepest.get(node, -1) < depth:
-                            deepest[node] = depth
+                for var, n in self.uses_of(e).items():
+                    live[var] = live.get(var, 0) + n
+                    if deepest.get(var, -1) < depth:
+                        deepest[var] = depth
 
     # -- statements -----------------------------------------------------------------------------
     def _let(self, st: Let) -> _Step:
@@ -277,7 +323,7 @@ class _StmtSimplifier:
 
     def _if(self, st: If) -> _Step:
         if self._dirty(st.cond):
-            self.dirty |= self._vars(st.cond)  # the branches learn other facts of its variables
+            self.dirty.update(self.uses_of(st.cond))  # the branches learn other facts of its variables
         cond = self.expr(st.cond)
         if isinstance(cond, BoolImm):
             branch = st.then if cond.value else st.else_

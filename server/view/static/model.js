@@ -34,17 +34,19 @@
     };
   }
 
-  /** Peak, budget and estimate of a registers object: the compile's stats ({ir, estimate, budget,
-   * by_label, unit}) or the allocator's ({peak, budget, estimate, by_label}). */
+  /** Peak, budget and estimate of a registers object: the compile's stats ({estimate, source, ir,
+   * budget, by_label, unit}: estimate is the allocation where a code generator ran, source says so)
+   * or the allocator's ({peak, budget, estimate, by_label}). */
   function registerSummary(registers) {
     if (!registers) return null;
-    const peak = typeof registers.peak === "number" ? registers.peak : registers.ir;
+    const compiled = typeof registers.source === "string" ? registers.estimate : registers.ir;
+    const peak = typeof registers.peak === "number" ? registers.peak : compiled;
     return {
       peak: typeof peak === "number" ? peak : null,
       budget: typeof registers.budget === "number" ? registers.budget : null,
       estimate: typeof registers.estimate === "number" ? registers.estimate : null,
       byLabel: registers.by_label || {},
-      source: typeof registers.peak === "number" ? "allocator" : "IR model",
+      source: typeof registers.peak === "number" ? "allocator" : registers.source || "IR model",
       unit: registers.unit || "registers",
     };
   }
@@ -89,7 +91,8 @@
     const s = registerSummary(registers);
     if (!s) return null;
     const bars = Object.entries(s.byLabel).filter(([, v]) => v > 0).map(([label, amount]) => ({ label, amount }));
-    return { bars, total: bars.reduce((t, b) => t + b.amount, 0), budget: s.budget, peak: s.peak, unit: s.unit };
+    return { bars, total: bars.reduce((t, b) => t + b.amount, 0), budget: s.budget, peak: s.peak, unit: s.unit,
+             source: s.source };
   }
 
   /** Does a source range (0-based lines, exclusive end) cover a config line? */

@@ -190,7 +190,7 @@
       $("asm").append(row);
     });
     const r = M.registerSummary(lst.registers);
-    const est = r.estimate !== null ? `, estimate ${r.estimate}` : "";
+    const est = r.estimate !== null ? `, config-time est ${r.estimate}` : "";
     $("asm-summary").textContent = `peak ${r.peak}/${r.budget} registers${est}`;
   }
 
@@ -239,7 +239,7 @@
       x += w;
     });
     if (est.budget) plot.append(svg("line", { x1: (W * est.budget) / top, x2: (W * est.budget) / top, y1: 0, y2: 26, stroke: "#d11f1f" }));
-    plot.append(svg("text", { x: 2, y: 38 }, `estimate ${est.total} · IR model peak ${est.peak ?? "?"} · budget ${est.budget ?? "?"}`));
+    plot.append(svg("text", { x: 2, y: 38 }, `config-time est ${est.total} · ${est.source} ${est.peak ?? "?"} · budget ${est.budget ?? "?"}`));
     box.append(plot);
   }
 

@@ -89,7 +89,16 @@ def test_unknown_dims_suggest_the_closest():
 
 
 def test_register_overflow_is_an_error():
-    _find(_issues("i=mb32oc32ic16 T=oc4ow4"), "regs", "register budget overflow")
+    # the floor: C 128 + A 32 + B 32 GRFs > 128
+    _find(_issues("i=mb32oc32ic16 T=oc4ow4 regs=128"), "regs", "alone need 192 > 128")
+
+
+def test_a_written_iter_over_the_default_registers_takes_large_grf_mode():
+    p = problem_from_text(CONV, types="f16", prop="fwd")
+    t = TARGETS["xehpg"]
+    assert resolve_config(p, t, parse_config_line("i=mb32oc32ic16 T=oc4ow4")).regs == 256
+    assert resolve_config(p, t, parse_config_line("i=mb8oc32ic16 T=oc4ow4")).regs == 128  # its estimate fits
+    assert [i for i in _issues("i=mb32oc32ic16 T=oc4ow4") if i.knob == "regs"] == []
 
 
 def test_padding_and_split_k_are_not_errors():

@@ -12,7 +12,8 @@ GEMM = Path(__file__).parents[3] / "examples" / "gemm_bert.kernel.toml"
 def test_items_parse_from_a_string_or_a_list():
     assert parse_emit("ir, passes,diff:hoist,ir:build") == ("ir", "passes", "diff:hoist", "ir:build")
     assert parse_emit(["stats", "check"]) == ("stats", "check")
-    assert needs_trace(("ir:cse",)) and not needs_trace(("ir", "check"))
+    assert needs_trace(("ir:cse",)) and needs_trace(("passes",)) and needs_trace(("diff:hoist",))
+    assert not needs_trace(("ir", "check")) and not needs_trace(("asm", "stats", "verify"))
 
 
 @pytest.mark.parametrize("emit, words", [

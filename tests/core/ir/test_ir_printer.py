@@ -71,3 +71,14 @@ def test_reorders_and_eltwise_print_what_they_do():
         FuncCall.make(Reduce(src, one, (0,)), [a, 0, b, 0])).text
     assert "eltwise.swish[64, alpha=1, beta=0](a, 0)" in print_ir(
         FuncCall.make(Eltwise("swish", 64, alpha=1.0), [a, 0])).text
+
+
+def test_prints_sharing_one_memo_print_what_separate_prints_do():
+    x, y = var("x"), var("y")
+    shared = (x * 4 + y) // 16
+    first = Let.make(y, x + 1, Store.make(var("out", s32), shared, shared + 1))
+    second = Let.make(y, x + 2, Store.make(var("out", s32), shared * 2, shared))
+    texts: dict = {}
+    assert print_ir(first, texts).text == print_ir(first).text
+    assert print_ir(second, texts).text == print_ir(second).text
+    assert to_text(second, texts) == to_text(second)

@@ -4,11 +4,15 @@ Random expression trees of depth >= 6 over s32 variables (plus one u8 and one
 s64 variable) with + - * / % min max iif, comparisons, && || ! and constants;
 ranges for the variables are drawn first and the environment inside them.
 """
+from collections import Counter
+
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kdd.core.ir import Op, binary, const, count_nodes, evaluate, iif, max_, min_, unary, var
+from kdd.core.ir import Op, binary, const, count_nodes, evaluate, iif, max_, min_, unary, var, walk
+from kdd.core.ir.expr import Var
 from kdd.core.ir.simplify import alignment_of, bounds_of, linear_form, simplify
+from kdd.core.ir.simplify.stmt import VarUses
 from kdd.core.ir.types import s64, u8
 
 VARS = (var("a"), var("b"), var("c"), var("d"), var("u", u8), var("w", s64))
@@ -226,3 +230,11 @@ def test_bounds_and_alignment_hold(case):
 def test_linear_form_keeps_value(case):
     e, _, env = case
     assert evaluate(linear_form(e).to_expr(), env) == evaluate(e, env)
+
+
+@given(expressions(), expressions())
+def test_variable_uses_count_every_occurrence_of_shared_subtrees(a, b):
+    uses = VarUses()
+    both = binary(Op.EQ, a, b) if a.type == b.type else a + a  # ``a`` under two parents
+    for e in (a, b, both, both):  # in turn, so later ones reuse what earlier ones memoised
+        assert dict(uses(e)) == Counter(n for n in walk(e) if isinstance(n, Var))

@@ -1,13 +1,15 @@
 """CSE: repeated pure expressions named once where all their uses see them, within the register budget."""
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from passes_kernels import example_kernel
 from passes_oracle import OUT, effects, programs
 
 from kdd.core.ir import Alloc, For, If, Let, Load, MemKind, Stmt, Store, seq, var, walk
 from kdd.core.ir.types import s32
-from kdd.core.passes.cse import eliminate_common_subexprs, plan_cse
+from kdd.core.passes.cse import _Layout, _occurrences, eliminate_common_subexprs, plan_cse
+from kdd.core.passes.kernel_pipeline import run_pipeline
 from kdd.core.passes.opcount import int_ops
-from kdd.core.passes.tree import own_exprs
+from kdd.core.passes.tree import own_exprs, unshare_statements
 
 X, Y, K = var("x"), var("y"), var("k")
 
@@ -102,3 +104,20 @@ def test_program_after_cse_has_the_same_effects_and_no_more_operations(p, x, y):
 def static_ops(s) -> int:
     """Integer operations written in the program text."""
     return sum(int_ops(e) for n in walk(s) if isinstance(n, Stmt) for e in own_exprs(n))
+
+
+def test_occurrences_count_every_use_of_shared_subtrees_like_a_walk_per_statement():
+    tree = unshare_statements(run_pipeline(example_kernel("gemm_bert")).before("cse-unrolled"))
+    layout = _Layout(tree)
+    nodes, weight, first, last = _occurrences(layout)
+    walked: dict[int, list] = {}  # id -> [occurrences, first statement, last statement]
+    for pre, s in enumerate(layout.order):
+        for root in own_exprs(s):
+            for n in walk(root):
+                seen = walked.setdefault(id(n), [0, pre, pre])
+                seen[0] += 1
+                seen[2] = pre
+    assert len(nodes) == len(walked) and {id(n) for n in nodes} == set(walked)
+    assert all([weight[k], first[k], last[k]] == v for k, v in walked.items())
+    position = {id(n): i for i, n in enumerate(nodes)}
+    assert all(position[id(k)] > position[id(n)] for n in nodes for k in n.children())  # parents first

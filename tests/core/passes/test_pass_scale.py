@@ -35,7 +35,7 @@ def test_pass_handles_a_deep_let_chain_in_about_linear_time(p):
     def timed(ir):
         start = time.perf_counter()
         out = p.fn(ir, OPTIONS)
-        return out, time.perf_counter() - start
+        return out[0] if p.notes else out, time.perf_counter() - start
 
     big = chain_kernel(DEPTH)
     out, t_big = timed(big)

@@ -6,8 +6,7 @@ from passes_kernels import example_kernel
 
 from kdd.core.ir import to_text
 from kdd.core.passes import PassCache
-from kdd.core.passes.kernel_pipeline import KERNEL_PIPELINE, PASS_NOTES, run_pipeline
-from kdd.core.passes.options import kernel_options
+from kdd.core.passes.kernel_pipeline import KERNEL_PIPELINE, run_pipeline
 from kdd.core.passes.trace_view import (UnknownPassError, diff_after, ir_after, render_trace_table,
                                         trace_to_json)
 
@@ -34,7 +33,7 @@ def _filled_cache():
 
 def test_json_has_per_pass_name_changed_ms_nodes_and_ir_text():
     trace = run_pipeline(KERNEL)
-    data = json.loads(json.dumps(trace_to_json(trace, kernel_options(KERNEL), PASS_NOTES)))
+    data = json.loads(json.dumps(trace_to_json(trace)))
     assert data["build"]["ir"] == to_text(KERNEL.body)
     assert [p["name"] for p in data["passes"]] == KERNEL_PIPELINE.names()
     for p, e in zip(data["passes"], trace.entries):

@@ -1,7 +1,7 @@
 """The pass manager: ordered passes, traces, identity-based change detection, memoization."""
 import pytest
 
-from kdd.core.ir import IRMutator, Let, Store, count_nodes, seq, var
+from kdd.core.ir import IRMutator, Let, Store, count_nodes, seq, var, walk
 from kdd.core.ir.expr import IntImm
 from kdd.core.ir.types import s32
 from kdd.core.passes import Pass, PassCache, PassError, Pipeline
@@ -144,3 +144,16 @@ def test_typed_options_hold_the_target_and_key_it_by_name():
     assert q.key(kernel(), a) == q.key(kernel(), b)  # what a pass does not read cannot tell them apart
     with pytest.raises(AttributeError):
         a.regs = 256  # frozen
+
+
+def test_a_pass_with_notes_keeps_them_in_the_trace_and_in_the_cache():
+    def count_lets(ir, options):
+        return ir, {"lets": sum(isinstance(n, Let) for n in walk(ir))}
+
+    pipe = Pipeline((Pass("count", count_lets, notes=True), Pass("let-opt", remove_unused_lets)))
+    cache = PassCache()
+    first = pipe.run(kernel(), cache=cache)
+    assert first.entries[0].notes == {"lets": 1} and first.entries[0].ir is first.input
+    assert first.entries[1].notes is None
+    second = pipe.run(kernel(), cache=cache)
+    assert second.entries[0].cached and second.entries[0].notes == {"lets": 1}

@@ -80,6 +80,23 @@ def test_message_rules_come_from_the_target():
     assert rules(Alloc.make(SLM, 64, MemKind.SLM, in_regs(load(mem=SLM)))) == ["send"]
 
 
+def test_vector_sizes_of_scattered_messages_come_from_the_target():
+    def vector(vec, lanes=8, t=s32, op=SendOp.LOAD):
+        offset = Ramp.make(const(0), 4 * vec, lanes)
+        call = FuncCall.make(Send(op, SendKind.SCATTERED, "global", t, lanes * vec, vec),
+                             [SRC, offset, REG, 0, Broadcast.make(const(True), lanes)])
+        return in_regs(call, size=1024)
+
+    assert rules(vector(8)) == [] and rules(vector(3)) == []
+    assert rules(vector(16)) == ["send"]                           # 16 and more: transposed blocks only
+    assert rules(vector(4, t=f16)) == ["send"]                     # 16-bit data: one element per lane
+    assert rules(vector(2, op=SendOp.ATOMIC_ADD)) == ["send"]
+    assert rules(vector(8), SM90) == ["send"]                      # PTX: kdd has no vector gathers
+    wrong = FuncCall.make(Send(SendOp.LOAD, SendKind.SCATTERED, "global", s32, 64, 8),  # 64 offsets, 8 lanes
+                          [SRC, Ramp.make(const(0), 4, 64), REG, 0, const(True)])
+    assert rules(in_regs(wrong, size=512)) == ["send"]
+
+
 def test_slm_accesses_out_of_bounds():
     far = Alloc.make(SLM, 32, MemKind.SLM, in_regs(load(space="slm", mem=SLM, offset=const(16))))
     assert rules(far) == ["bounds"]

@@ -155,3 +155,33 @@ def test_atomic_fadd_adds_every_threads_lanes_and_marks_the_bytes_written():
     m = run(["(W) send.ugm (8|M0) null r2 r4:1 0x0 0x04000593"], setup, threads=2, buffers=[buf])
     assert m.memory.buffer(0).view(np.float32).tolist() == [0.5 + 3 * i for i in range(8)]
     assert m.memory.written.all()
+
+
+@settings(max_examples=30, deadline=None)
+@given(rows=st.lists(st.integers(0, 7), min_size=8, max_size=8), off=st.lists(st.booleans(), min_size=8, max_size=8))
+def test_vector_gather_and_scatter_put_element_v_of_lane_l_in_register_block_v(rows, off):
+    """``load.ugm.d32x8.a64 (8|M0)``: lane ``l`` reads 8 dwords from its address into slot ``l`` of
+    registers ``r20 + v``; predicated-off lanes keep their registers. The store writes them back."""
+    from kdd.core.xesim.memory import base
+
+    src = np.arange(64, dtype=np.int32)
+    buffers = [src.view(np.uint8).copy(), np.full(64 * 4, 0xFF, np.uint8)]
+
+    def setup(m):
+        m.views["uq"][0, 8:16] = np.uint64(base(0)) + np.array(rows, dtype=np.uint64) * np.uint64(32)  # r2, r3
+        m.views["uq"][0, 16:24] = np.uint64(base(1)) + np.arange(8, dtype=np.uint64) * np.uint64(32)   # r4, r5
+        m.views["d"][0, 64:128] = -1                                                                     # r8..r15
+        m.flags[0, 0, 0:8] = ~np.array(off)
+    m = run(["(W&f0.0) send.ugm (8|M0) r8 r2 null:0 0x0 0x04804580",
+             "(W) send.ugm (8|M0) null r4 r8:8 0x0 0x04004584"], setup, buffers=buffers)
+    regs = m.views["d"][0, 64:128].reshape(8, 8)           # [v, l]
+    for lane in range(8):
+        want = [-1] * 8 if off[lane] else list(range(8 * rows[lane], 8 * rows[lane] + 8))
+        assert regs[:, lane].tolist() == want
+    out = m.memory.buffer(1).view(np.int32).reshape(8, 8)  # lane l's 8 dwords at 32 * l
+    assert out.tolist() == regs.T.tolist()
+
+
+def test_a_scattered_vector_of_16_is_refused():
+    with pytest.raises(Fault, match="at most 8"):
+        run(["(W) send.ugm (8|M0) r8 r2 null:0 0x0 0x05005580"], lambda m: None, buffers=[np.zeros(64, np.uint8)])

@@ -104,6 +104,18 @@ test("config line <-> IR and assembly lines through the origin ranges", () => {
   assert.equal(model.covers({ start: { line: 3, character: 0 }, end: { line: 4, character: 0 } }, 4), false);
 });
 
+test("a compile's registers: the allocation where a code generator ran, named by its source", () => {
+  const M = require("../../media/model.js");
+  const allocated = { estimate: 105, allocated: 105, source: "allocator", ir: 103, budget: 128, by_label: { c: 32, a: 8 } };
+  const r = M.registerSummary(allocated);
+  assert.equal(r.peak, 105);
+  assert.equal(r.source, "allocator");
+  const bars = M.estimateBars(allocated);
+  assert.deepEqual([bars.total, bars.peak, bars.source], [40, 105, "allocator"]);
+  const modelOnly = M.registerSummary({ estimate: 140, allocated: null, source: "IR model", ir: 140, budget: 128, by_label: {} });
+  assert.deepEqual([modelOnly.peak, modelOnly.source], [140, "IR model"]);
+});
+
 test("status line: target, peak/budget, compile time, check verdict; the error when the compile failed", () => {
   const compiled = { uri: "u", version: 1, ok: true, target: "xehpg", compile_ms: 212.4,
     registers: { estimate: 119, ir: 127, budget: 128, by_label: {} } };

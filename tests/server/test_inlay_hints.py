@@ -1,0 +1,33 @@
+"""The register inlay hint: the config-time estimate, labelled ``est``, until a compile of the text
+exists; then the compile's figure (the allocation) and its source."""
+from pathlib import Path
+
+from lsprotocol import types as lsp
+
+from kdd.core.engine import Engine, Source
+from kdd.server.lsp.features import inlay_hints
+
+EXAMPLE = Path(__file__).parents[2] / "examples" / "resnet50_3x3.kernel.toml"
+WHOLE = lsp.Range(lsp.Position(0, 0), lsp.Position(100, 0))
+
+
+def _regs_hints(hints):
+    return [h for h in hints if h.label.startswith("  regs ")]
+
+
+def test_before_a_compile_the_hint_is_the_labelled_config_estimate():
+    engine = Engine()
+    parsed = engine.parse(Source(EXAMPLE.read_text(), str(EXAMPLE)))
+    [hint] = _regs_hints(inlay_hints(parsed, WHOLE))
+    config = engine.compile(Source(EXAMPLE.read_text(), str(EXAMPLE)), "stats")["stats"]["registers"]["config"]
+    assert hint.label.startswith("  regs est c ") and hint.label.endswith(f"= {config}/128 GRFs (32 B) per thread")
+    line = EXAMPLE.read_text().splitlines()[hint.position.line]
+    assert line.startswith("iter =")
+
+
+def test_with_a_compile_the_hint_is_the_allocation():
+    engine = Engine()
+    source = Source(EXAMPLE.read_text(), str(EXAMPLE))
+    registers = engine.compile(source, "stats")["stats"]["registers"]
+    [hint] = _regs_hints(inlay_hints(engine.parse(source), WHOLE, registers))
+    assert hint.label == f"  regs {registers['allocated']}/128 by the allocator (config-time est {registers['config']})"
