@@ -41,7 +41,7 @@ def compile_send(ctx, call: FuncCall):
     t, n, vec = f.type, f.lanes, f.vec
     size, nbytes = t.size, f.elems * f.type.size
     scattered = f.kind is SendKind.SCATTERED
-    if vec > 1 and f.op is SendOp.ATOMIC_ADD:
+    if vec > 1 and f.op in (SendOp.ATOMIC_ADD, SendOp.ATOMIC_FETCH_ADD):
         raise InterpError(f"{f}: atomics move one element per lane")
     # Register order (vector element, lane, byte) -> the byte's distance from its lane's address.
     vec_steps = (np.arange(vec, dtype=np.int64)[:, None, None] * size

@@ -100,7 +100,7 @@ def lower_send(cg, x) -> None:
     if pred == "never":
         return
     if f.op in (SendOp.ATOMIC_ADD, SendOp.ATOMIC_FETCH_ADD):
-        _atomic_add(cg, f, sfid, addr, hdr, data, pred)
+        _atomic_add(cg, f, sfid, addr, hdr, data, pred, mask)
     elif f.kind is SendKind.BLOCK:
         _block(cg, f, sfid, addr, hdr, data, pred)
     else:
@@ -213,7 +213,7 @@ ATOMIC_ADD = {"f32": "atomic_fadd", "s32": "atomic_iadd", "u32": "atomic_iadd", 
               "s64": "atomic_iadd", "u64": "atomic_iadd"}
 
 
-def _atomic_add(cg, f, sfid, addr, hdr: Reg, data: Reg, pred) -> None:
+def _atomic_add(cg, f, sfid, addr, hdr: Reg, data: Reg, pred, mask) -> None:
     """Atomic adds are per-lane messages: a block atomic gets one address per element
     (the header's address plus the element's offset), ``max_exec`` lanes per message. A fetch-add
     receives the old values into a whole-register temporary and copies them over the added ones."""
@@ -221,8 +221,8 @@ def _atomic_add(cg, f, sfid, addr, hdr: Reg, data: Reg, pred) -> None:
     fetch = f.op is SendOp.ATOMIC_FETCH_ADD
     if op is None or (fetch and op != "atomic_iadd"):
         raise CodegenUnsupported(f"{f}: no LSC atomic add of {f.type}")
-    if pred is not None and (f.kind is SendKind.BLOCK or fetch):
-        raise CodegenUnsupported(f"{f}: a masked {'fetch-add' if fetch else 'block atomic'}")
+    if pred is not None and fetch:
+        raise CodegenUnsupported(f"{f}: a masked fetch-add")
     rb, size, top = cg.rb, f.type.size, cg.xe.max_exec
     abytes = 8 if addr == "a64" else 4
     kind = SCATTERED_DATA[size]
@@ -246,6 +246,8 @@ def _atomic_add(cg, f, sfid, addr, hdr: Reg, data: Reg, pred) -> None:
             src = moved
         aregs = -(-address_bytes(cg, lanes, abytes) // rb)
         dregs = -(-lanes * size // rb)
+        if pred is not None and f.kind is SendKind.BLOCK:  # the block's one mask, on every lane's add
+            pred = isa.flag_of(cg, Broadcast.make(mask, lanes), lanes)
         back = cg.temp(u32, dregs * rb // 4, whole=True) if fetch else None
         dst = f"r{back.byte // rb}:{dregs}" if fetch else "null:0"
         cg.em.raw(f"{_head(pred)} {op}.{sfid}.{kind}.{addr} ({lanes}|M0) {dst} [r{areg}:{aregs}] "

@@ -70,6 +70,19 @@ def test_split_k_finish_runs_in_the_xe_simulator(case):
     assert out["ok"], out
 
 
+@pytest.mark.skipif(shutil.which("iga64") is None, reason="iga64 (Debian libigc-tools) is not installed")
+def test_a_masked_block_of_partial_sums_adds_only_its_live_lanes():
+    """An oc tail inside a thread's tile: the block atomics into the scratch carry the block's mask on
+    every lane's add, and the simulator's result is right."""
+    text = _document("bwd_w", "mb16ic24iw12oc20ow12kw1pw0", "f16", "xehpg",
+                     "fma=dpas simd=8 l=ow2 T=oc2 i=ic8mb16oc8 bufs=0")
+    _checked(text)
+    engine = Engine()
+    asm = engine.compile(Source(text), emit="asm")["asm"]["asm"]
+    assert any(line.lstrip().startswith("(W&") and "atomic_fadd" in line for line in asm.splitlines())
+    assert engine.check(Source(text), asm=True)["ok"]
+
+
 def test_every_tile_is_counted_once_per_part():
     """After the run every tile's counter holds the number of parts: each part arrived exactly once,
     so exactly one of them saw ``parts - 1`` and finished the tile."""
