@@ -45,7 +45,7 @@ from .k_slices import k_slices
 from .kernel import Kernel, KernelArg
 from .lanes import flat_lanes, lanes_attrs
 from .layouts import tensor_layout, vector_layout
-from .loads import MessageRules, contiguous_role, memory_ordered, plan_messages, transfer
+from .loads import MessageRules, contiguous_role, memory_ordered, plan_messages, transfer, vector_gather
 from .loop_nest import GROUP_IDS, THREAD_IDS, LoopNest, build_loop_nest
 from .loops import nest
 from .names import Names
@@ -268,6 +268,10 @@ class _Builder:
         staging = None
         if plan_messages(probe, reg, self.rules).kind is not SendKind.BLOCK:
             staging = memory_ordered(probe, reg, self.rules, names.fresh(f"{which}_ld", u64))
+            gather = None if staging is None or part else vector_gather(probe, staging, reg, self.rules)
+            if gather is not None:  # vector messages land in reg's layout: no staging, no reorder
+                return lambda s: transfer(SendOp.LOAD, source(s), staging, self.rules, names, origin,
+                                          staging=reg.buf, vectors=gather)
             if staging is not None:
                 self.allocs.append((staging, Origin(f"loads.{which}_reorder", "fma")))
 

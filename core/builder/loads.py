@@ -65,16 +65,25 @@ class VectorPlan:
     ``lanes`` lanes moves ``vec`` dwords (a row, or a piece of one), ``count`` messages a thread.
     Lane ``l`` of message ``q`` moves piece ``q * lanes + l`` of the thread's run, so a lane's address
     is the run's start plus a constant ramp, and its data lands in the hardware's order: dword ``v``
-    of lane ``l`` at dword ``(q * vec + v) * lanes + l`` of the staging registers."""
+    of lane ``l`` at dword ``(q * vec + v) * lanes + l`` of the staging registers. With ``rows`` (the
+    run's rows) the lanes walk rows instead: message ``h * (rows / lanes) + b`` moves piece ``h`` of
+    rows ``b * lanes + l`` (dpas's VNNI B from rows of 32 K: lane ``l`` is column ``l``)."""
 
     lanes: int
     vec: int
     count: int
+    rows: int = 0  # with ``rows`` given, lanes walk the rows instead (below)
 
     def layout(self, dtype: Type, box: tuple[int, int, int], order: tuple[int, int, int]) -> Layout:
         """Where the staging registers hold the thread's run, the ``box`` matrix row-major in ``order``."""
         pe = 4 // dtype.size
-        flat = [(pe, 1), (self.vec, self.lanes * pe), (self.lanes, pe), (self.count, self.lanes * self.vec * pe)]
+        msg = self.lanes * self.vec * pe
+        if self.rows:  # piece h of row r: lane r % lanes of message h * (rows / lanes) + r // lanes
+            blocks = self.rows // self.lanes
+            flat = [(pe, 1), (self.vec, self.lanes * pe), (self.count // blocks, msg * blocks), (self.lanes, pe),
+                    (blocks, msg)]
+        else:
+            flat = [(pe, 1), (self.vec, self.lanes * pe), (self.lanes, pe), (self.count, msg)]
         digits = [(d, box[d]) for d in reversed(order) if box[d] > 1]
         return Layout(dtype, box, tuple(_mixed_radix_blocks(flat, digits)))
 
@@ -99,11 +108,12 @@ def _mixed_radix_blocks(flat: list[tuple[int, int]], digits: list[tuple[int, int
     return blocks
 
 
-def plan_vectors(plan: MessagePlan, rounds: int, size: int, rules: MessageRules) -> VectorPlan | None:
+def plan_vectors(plan: MessagePlan, rounds: int, size: int, rules: MessageRules,
+                 by_rows: bool = False) -> VectorPlan | None:
     """Vector messages for a thread's ``rounds`` block messages of ``plan`` (rows of ``size``-byte
     elements), where they take fewer messages: rows shorter than the largest block, whole dwords,
     lanes filling whole registers (so the data needs no move), at most ``simd`` lanes. Largest
-    messages first, then the longest vectors (fewer addresses)."""
+    messages first, then the longest vectors (fewer addresses). ``by_rows``: lanes walk rows."""
     row = plan.elems * size
     if plan.kind is not SendKind.BLOCK or not rules.vector_lanes or row % 4 or 4 % size \
             or row >= rules.max_block_bytes:
@@ -113,9 +123,10 @@ def plan_vectors(plan: MessagePlan, rounds: int, size: int, rules: MessageRules)
         if vec == 1 or dwords % vec:
             continue
         pieces = rounds * (dwords // vec)
-        for lanes in range(rules.vector_lanes, min(rules.simd, pieces) + 1, rules.vector_lanes):
-            if pieces % lanes == 0:
-                cand = VectorPlan(lanes, vec, pieces // lanes)
+        walked = rounds if by_rows else pieces  # what the lanes of one message walk
+        for lanes in range(rules.vector_lanes, min(rules.simd, walked) + 1, rules.vector_lanes):
+            if walked % lanes == 0:
+                cand = VectorPlan(lanes, vec, pieces // lanes, rounds if by_rows else 0)
                 if best is None or (cand.count, -cand.vec) < (best.count, -best.vec):
                     best = cand
     return best if best is not None and best.count < rounds else None
@@ -185,6 +196,44 @@ def memory_ordered(access: TileAccess, reg: RegTensor, rules: MessageRules, buf:
     return candidate if plan_messages(access, candidate, rules).kind is SendKind.BLOCK else None
 
 
+def vector_gather(access: TileAccess, rows: RegTensor, reg: RegTensor, rules: MessageRules) -> VectorPlan | None:
+    """Vector messages that load the tile straight into ``reg``'s layout: ``rows`` is the tile in
+    memory order (``memory_ordered``), and the messages' register order of its run (lane ``l`` a row,
+    vector element ``v`` its ``v``-th dword) is ``reg``'s layout, as for dpas's VNNI B from rows of K:
+    no staging buffer, no reorder. None where no such messages exist."""
+    if not arith.is_const(reg.offset, 0) or not arith.is_const(rows.offset, 0):
+        return None
+    plan = plan_messages(access, rows, rules)
+    order = inner_last(contiguous_role(access.view, access.roles))
+    for by_rows in (False, True):
+        vectors = plan_vectors(plan, plan.count, rows.dtype.size, rules, by_rows)
+        if vectors is not None and same_placement(vectors.layout(rows.dtype, rows.layout.dims, order), reg.layout):
+            return vectors
+    return None
+
+
+def same_placement(a: Layout, b: Layout) -> bool:
+    """Whether two layouts put every element at the same offset (whatever order the blocks of different
+    dims are listed in): each dim's blocks, inner to outer, size-1 ones dropped and continuing ones
+    merged, agree."""
+    return a.dtype == b.dtype and tuple(a.dims) == tuple(b.dims) and _per_dim(a) == _per_dim(b)
+
+
+def _per_dim(layout: Layout) -> list[list[tuple[int, int]]]:
+    out = []
+    for d in range(len(layout.dims)):
+        merged: list[tuple[int, int]] = []
+        for b in layout.blocks:
+            if b.dim != d or b.size == 1:
+                continue
+            if merged and b.stride == merged[-1][0] * merged[-1][1]:
+                merged[-1] = (merged[-1][0] * b.size, merged[-1][1])
+            else:
+                merged.append((b.size, b.stride))
+        out.append(merged)
+    return out
+
+
 def _contiguous_run(access: TileAccess, reg: RegTensor) -> int:
     """Length of the runs of register elements that are contiguous in memory (1: none)."""
     blk = reg.inner_block()
@@ -228,9 +277,10 @@ def transfer(op: SendOp, access: TileAccess, reg: RegTensor, rules: MessageRules
     moves messages ``t*rounds``, ``t*rounds + 1``, ... (consecutive pieces of
     the tile, so the SLM stores that follow merge into large block messages)
     into consecutive slots of its ``staging`` buffer, guarded where the
-    messages run out before the last threads. ``vectors`` (with ``split``,
-    every thread having all its rounds) moves a thread's run as the vector
-    messages of ``plan_vectors`` instead, the staging registers in their order.
+    messages run out before the last threads. ``vectors`` (every thread
+    having all its rounds) moves a thread's run (``reg`` in memory order) as
+    the vector messages of ``plan_vectors`` instead, into the ``staging``
+    registers in the messages' order (``vector_gather``: a layout that order is).
     """
     view = access.view
     if view.layout is None:
@@ -247,13 +297,20 @@ def transfer(op: SendOp, access: TileAccess, reg: RegTensor, rules: MessageRules
     label = (reg.buf if staging is None else staging).name
     j = names.fresh(f"{label}_msg")
     if vectors is not None:
-        if split is None or staging is None or rounds * threads != plan.count:
-            raise ValueError("vector messages move a thread's whole run of a cooperative load")
+        if staging is None or rounds * threads != plan.count:
+            raise ValueError("vector messages move a thread's whole run into registers in their own order")
         piece, lanes = vectors.vec * 4 // size, vectors.lanes  # elements a lane moves
         msgs = vectors.count
         j_expr = j if msgs > 1 else arith.const(0)
-        e0 = arith.add(arith.mul(split[0], rounds * plan.elems), arith.mul(j_expr, lanes * piece))
-        e = arith.fold(Ramp.make(e0, piece, lanes))
+        first = arith.mul(split[0], rounds * plan.elems) if split is not None else arith.const(0)
+        if vectors.rows:  # message j: piece j // blocks of rows (j % blocks) * lanes + l
+            blocks = vectors.rows // lanes
+            e0 = arith.add(first, arith.mul(arith.mod(j_expr, blocks, msgs), lanes * plan.elems),
+                           arith.mul(arith.div(j_expr, blocks, msgs), piece))
+            e = arith.fold(Ramp.make(e0, plan.elems, lanes))
+        else:
+            e0 = arith.add(first, arith.mul(j_expr, lanes * piece))
+            e = arith.fold(Ramp.make(e0, piece, lanes))
         r = None
     else:
         msgs = rounds

@@ -34,7 +34,7 @@ from kdd.core.layout.layout import Block, Layout
 from kdd.core.layout.view import View, ViewDim, offset_expr
 
 from . import arith
-from .loads import MessageRules, VectorPlan, inner_last, plan_messages, plan_vectors, transfer
+from .loads import MessageRules, VectorPlan, inner_last, plan_messages, plan_vectors, same_placement, transfer
 from .names import Names
 from .origin import Origin
 from .tile import MatrixDim, RegTensor, TileAccess, row_major
@@ -261,7 +261,7 @@ def _pack(tile: RegTensor, layout: Layout, order, staging: Var, pack: Var, n: in
     box = piece.layout.dims
     src = row_major(tile.dtype, box, order) if vectors is None else vectors.layout(tile.dtype, box, order)
     dst = Layout(tile.dtype, box, piece.layout.blocks)
-    moved = _per_dim(src) != _per_dim(dst)
+    moved = not same_placement(src, dst)
     move = FuncCall.make(Reorder(src, dst), [staging, arith.const(0), pack, arith.const(0)], origin=origin) \
         if moved else None
     func = Send(SendOp.STORE, SendKind.BLOCK, "slm", tile.dtype, step // size)
@@ -269,24 +269,6 @@ def _pack(tile: RegTensor, layout: Layout, order, staging: Var, pack: Var, n: in
                                    arith.const(k * step), BoolImm.make(True)], origin=origin)
               for k in range(nbytes // step)]
     return seq(move, *stores), moved
-
-
-def _per_dim(layout: Layout) -> list[list[tuple[int, int]]]:
-    """Each dim's ``(size, stride)`` blocks inner to outer, size-1 blocks dropped and continuing ones
-    merged: two layouts place every element alike exactly when these agree (whatever order the
-    blocks of different dims are listed in)."""
-    out = []
-    for d in range(len(layout.dims)):
-        merged: list[tuple[int, int]] = []
-        for b in layout.blocks:
-            if b.dim != d or b.size == 1:
-                continue
-            if merged and b.stride == merged[-1][0] * merged[-1][1]:
-                merged[-1] = (merged[-1][0] * b.size, merged[-1][1])
-            else:
-                merged.append((b.size, b.stride))
-        out.append(merged)
-    return out
 
 
 def _dense(blocks, n: int) -> bool:

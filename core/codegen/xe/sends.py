@@ -257,9 +257,14 @@ def _atomic_add(cg, f, sfid, addr, hdr: Reg, data: Reg, pred, mask) -> None:
 
 
 def _prefetch(cg, f, mem_off) -> None:
-    if f.space != "global" or f.kind is not SendKind.BLOCK:
-        raise CodegenUnsupported(f"{f}: only global block prefetches are lowered")
+    if f.space != "global" or (f.kind is not SendKind.BLOCK and (f.vec == 1 or f.type.size not in VECTOR_DATA)):
+        raise CodegenUnsupported(f"{f}: only global block and vector prefetches are lowered")
     hdr = _header(cg, mem_off)
+    if f.kind is SendKind.SCATTERED:  # a vector gather to null: one address per lane, cached
+        aregs = -(-address_bytes(cg, f.lanes, 8) // cg.rb)
+        cg.em.raw(f"(W) load.ugm.{VECTOR_DATA[f.type.size]}x{f.vec}.a64.ca.ca ({f.lanes}|M0) null:0 "
+                  f"[r{hdr.byte // cg.rb}:{aregs}]", "send")
+        return
     data_size = _block_data(f.elems * f.type.size)
     if data_size is None:
         raise CodegenUnsupported(f"{f}: a prefetch of {f.elems * f.type.size} bytes is not one LSC message")

@@ -253,3 +253,15 @@ def test_k_slices_and_a_bias_gradient_are_refused_on_tg():
     with pytest.raises(BuildError, match="bias gradient of bwd_w is not summed across them") as err:
         build("mb4ic16ih6oc16oh6kh3ph1", prop="bwd_w", line="fma=mad simd=16 i=ic16oc16 T=mb2", post_ops="bias")
     assert err.value.knob == "tg"
+
+
+def test_b_with_k_contiguous_is_gathered_straight_into_its_vnni_registers():
+    """GEMM B with rows of K (``wei=acb``) on Xe-HPC: 16-lane ``d32x8`` gathers, lane ``n`` a row of K,
+    fill dpas's VNNI ``b`` directly (4 messages for 32 x 32 bf16, where rows of 64 bytes took 32 and a
+    reorder followed), and the result is right."""
+    k = build("2x32x64:2x64x32", prop="fwd", types="bf16:bf16:f32", target="xehpc", tags={"src": "abc", "wei": "acb"})
+    loads = [s for s in sends(k.body, SendOp.LOAD) if s.ops.reg.name == "b"]
+    assert [(s.func.kind, s.func.lanes, s.func.vec) for s in loads] == [(SendKind.SCATTERED, 16, 8)]
+    assert not [r for r in calls(k, Reorder) if r.ops.dst.name == "b"]
+    result = check_kernel(k)
+    assert result.ok, result

@@ -237,7 +237,7 @@ def _without(name: str) -> Pipeline:
     return Pipeline(tuple(p for p in KERNEL_PIPELINE.passes if p.name != name))
 
 
-@pytest.mark.parametrize("name", ["gemm_bert", "resnet50_1x1"])
+@pytest.mark.parametrize("name", ["bwd_d"])  # the vector messages left the others no message-loop arithmetic
 def test_the_pass_reduces_the_reduction_loop_arithmetic_of_shipped_examples(name):
     kernel = example_kernel(name)
     iterations = reduction_iterations(kernel.body)
