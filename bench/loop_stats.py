@@ -8,7 +8,7 @@ and the table shows the ``loop`` object of ``kdd compile FILE --emit stats
 ``mad``/``dp4a``), sends and the fewest sends their bytes need at the
 target's largest block message (and the ratio), integer, float and move
 operations and their sum against the multiplies, operand reorders; and the
-registers: the estimate the compile reports (the IR register model of the final IR), the
+registers: the IR register model of the final IR (a compile reports the allocation beside it), the
 config-time estimate, the budget.
 
 Prints the table and writes the rows as JSON (default
