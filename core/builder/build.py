@@ -50,7 +50,7 @@ from .loop_nest import GROUP_IDS, THREAD_IDS, LoopNest, build_loop_nest
 from .loops import nest
 from .names import Names
 from .origin import Origin
-from .slm import SlmStage, read_tile, slm_barrier, stage
+from .slm import SlmStage, read_tile, slm_barrier, stage, subtile_chunks
 from .split_k import ORIGIN as ORIGIN_SPLIT_K
 from .split_k import SplitFinish, needs_finish
 from .tile import MatrixDim, RegTensor, TileAccess
@@ -140,8 +140,9 @@ class _Builder:
         a_reg = RegTensor(names.fresh("a", u64), fma.a_layout(bt, ms, kp, a_inner == 2), 0, ROLES["A"])
         b_reg = RegTensor(names.fresh("b", u64), fma.b_layout(bt, kp, ns), 0, ROLES["B"])
 
-        fma_ready = {} if self.per_lane else {"A": a_reg.layout if sub_a == 1 else None,
-                                              "B": b_reg.layout if sub_b == 1 else None}
+        fma_ready = {} if self.per_lane else {
+            "A": subtile_chunks(fma.a_layout(bt, mp, kp, a_inner == 2), a_reg.layout, 1, sub_a),
+            "B": subtile_chunks(fma.b_layout(bt, kp, np_), b_reg.layout, 2, sub_b)}
         stages = self._stages(operand, fma_ready)
         a_load = self._loader(operand["A"], stages.get("A"), a_reg, 1, ms if sub_a > 1 else 0)
         b_load = self._loader(operand["B"], stages.get("B"), b_reg, 2, ns if sub_b > 1 else 0)
@@ -262,8 +263,8 @@ class _Builder:
                               tuple(base))
 
         origin = Origin(f"loads.{which}", "iter")
-        if staged is not None and staged.tile_offset is not None:
-            return lambda s: read_tile(staged, reg, self.rules, names, origin)
+        if staged is not None and staged.tile_offset is not None:  # subtile s: the tile's s-th chunk
+            return lambda s: read_tile(staged, reg, self.rules, names, origin, arith.mul(s, reg.bytes))
         probe = source(arith.const(0))
         staging = None
         if plan_messages(probe, reg, self.rules).kind is not SendKind.BLOCK:

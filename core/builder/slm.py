@@ -334,8 +334,10 @@ def _coarse_offset(layout: Layout, dim: int, run: int, index) -> Expr:
     return offset_expr(Layout(layout.dtype, tuple(dims), tuple(blocks), layout.offset), coarse)
 
 
-def read_tile(stage_: SlmStage, reg: RegTensor, rules: MessageRules, names: Names, origin: Origin) -> Stmt:
-    """The thread's tile of an FMA-ready stage, read into ``reg`` with the largest block messages."""
+def read_tile(stage_: SlmStage, reg: RegTensor, rules: MessageRules, names: Names, origin: Origin,
+              start: Expr | None = None) -> Stmt:
+    """The thread's tile of an FMA-ready stage, read into ``reg`` with the largest block messages;
+    ``start``: the byte offset of ``reg``'s part in the tile (a subtile, see :func:`subtile_chunks`)."""
     nbytes, size = reg.bytes, reg.dtype.size
     step = 4  # a power of two of dwords: a block size every message kind has
     while step * 2 <= rules.max_block_bytes and nbytes % (step * 2) == 0:
@@ -343,10 +345,32 @@ def read_tile(stage_: SlmStage, reg: RegTensor, rules: MessageRules, names: Name
     j = names.fresh(f"{reg.buf.name}_blk")
     j_expr = j if nbytes > step else arith.const(0)
     func = Send(SendOp.LOAD, SendKind.BLOCK, "slm", reg.dtype, step // size)
-    body: Stmt = FuncCall.make(func, [stage_.slm, arith.add(stage_.tile_offset, arith.mul(j_expr, step)),
+    base = stage_.tile_offset if start is None else arith.add(stage_.tile_offset, start)
+    body: Stmt = FuncCall.make(func, [stage_.slm, arith.add(base, arith.mul(j_expr, step)),
                                       reg.buf, arith.add(reg.offset, arith.mul(j_expr, step)),
                                       BoolImm.make(True)], origin=origin)
     return For.make(j, 0, nbytes // step, body, origin=origin) if nbytes > step else body
+
+
+def subtile_chunks(full: Layout, sub: Layout, dim: int, parts: int) -> Layout | None:
+    """``full`` (a thread's whole operand tile in its register layout) when its ``parts`` subtiles along
+    ``dim``, each in layout ``sub``, are its consecutive chunks: then the FMA-ready SLM tile is the
+    whole tile and a subtile is read from its chunk straight into the operand registers, with no
+    staging buffer (oneDNN's A/B sub-tiles). None when they are not (``sub`` itself when ``parts`` is 1)."""
+    if parts == 1:
+        return sub
+    import numpy as np
+    span = sub.size_bytes() // sub.dtype.size
+    if full.size_bytes() != parts * sub.size_bytes() or full.padded_dims[dim] != parts * sub.padded_dims[dim]:
+        return None
+    idx = np.stack(np.meshgrid(*(np.arange(n) for n in sub.padded_dims), indexing="ij"), -1).reshape(-1, sub.ndims)
+    own = sub.offsets_of(idx)
+    for s in range(parts):
+        shifted = idx.copy()
+        shifted[:, dim] += s * sub.padded_dims[dim]
+        if not np.array_equal(full.offsets_of(shifted), own + s * span):
+            return None
+    return full
 
 
 def _slm_view(view: View, roles, order, dtype) -> View:

@@ -58,6 +58,8 @@ FEATURES = [
     ("ic32ih6oc32oh6kh3ph1", "fwd", "f16", "xehpg", {}, "", "fma=dpas simd=8 i=mb2ow8oc8ic16 l=ic2kh3kw3 S=a2"),
     ("ic32ih6oc32oh6kh3ph1", "fwd", "f32", "xehpg", {}, "", "fma=mad simd=16 i=ow4oc32ic8 l=ic4kh3kw3 S=b2"),
     ("ic32ih6oc32oh6kh3ph1", "fwd", "f16", "sm_90", {}, "", "fma=mma i=mb2ow8oc16ic16 l=ic2kh3kw3 S=b2"),
+    # B subtiles read from the FMA-ready SLM tile, each its chunk, straight into the operand registers
+    ("ic32ih6oc64oh6kh3ph1", "fwd", "f16", "xehpg", {}, "", "fma=dpas simd=8 i=ow8oc32ic16 T=ow2oc2 l=ic2kh3kw3 s=x3 S=b2"),
     # blocked layouts (loads through several blocks per dim), reorders into dpas layouts
     ("ic32ih6oc32oh6kh3ph1", "fwd", "f32", "xehpg",
      {"src": "NChw16n16c", "wei": "OIhw16i16o", "dst": "nChw16c"}, "", "fma=mad simd=16 i=ow2oc16ic8 l=ic4kh3kw3"),
