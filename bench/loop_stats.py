@@ -65,20 +65,19 @@ def row(engine: Engine, name: str, source: Source) -> dict:
         return {"name": name, "ok": False, "error": exc.failure.message}
     regs = stats["registers"]
     return {"name": name, "ok": True, "config": r.config.line(), "target": r.target.name, "loop": stats["loop"],
-            "registers": {"estimate": regs["estimate"], "config": regs["config"], "ir": regs["ir"],
-                          "budget": regs["budget"]}}
+            "registers": {"config": regs["config"], "ir": regs["ir"], "budget": regs["budget"]}}
 
 
 def table(rows: list[dict]) -> str:
     head = (f"{'kernel':<22}{'fma':>6}{'mul':>7}{'sends':>8}{'min':>5}{'x':>6}{'bytes':>8}{'int':>8}"
-            f"{'float':>7}{'moves':>7}{'alu/mul':>8}{'reord':>6}   regs est/config/budget")
+            f"{'float':>7}{'moves':>7}{'alu/mul':>8}{'reord':>6}   regs IR/config/budget")
     lines = [head]
     for r in rows:
         if not r["ok"]:
             lines.append(f"{r['name']:<22}  failed: {r['error'][:90]}")
             continue
         loop, regs = r["loop"], r["registers"]
-        reg_text = f"{regs['estimate']}/{regs['config']}/{regs['budget']}"
+        reg_text = f"{regs['ir']}/{regs['config']}/{regs['budget']}"
         if loop is None:
             lines.append(f"{r['name']:<22}{'(no main loop)':>40}   {reg_text}")
             continue

@@ -127,7 +127,7 @@ class Budget:
     @property
     def within_estimate(self) -> bool:
         """Whether the whole estimate fits: how the defaults keep a margin when they pick tiles."""
-        return self.reg_total <= self.reg_capacity and not self.issues()
+        return self.reg_total <= self.reg_capacity and self.slm_total <= self.slm_capacity
 
     def issues(self) -> tuple[ConfigIssue, ...]:
         """Errors for what cannot fit whatever the builder does: a register floor over the capacity,

@@ -107,19 +107,18 @@ def stats_artifact(r, kernel, trace) -> dict:
     """Registers, the steady-state main loop per reduction iteration (None without one) and the kernel
     figures of the built and the final IR.
 
-    The registers' ``estimate`` is the IR register model's peak of the final IR (the config-time
-    budget only guesses what the builder allocates, its staging buffers and shared headers; a compile
-    replaces it with the code generator's allocation, see :func:`reported_registers`); ``config`` and
-    ``by_label`` keep the config-time estimate that hover explains line by line and the defaults
-    heuristic ranks tiles with, before any IR exists."""
+    The registers' ``ir`` is the IR register model's peak of the final IR (the config-time budget only
+    guesses what the builder allocates, its staging buffers and shared headers; the figure a compile
+    reports is chosen by :func:`reported_registers`); ``config`` and ``by_label`` keep the config-time
+    estimate that hover explains line by line and the defaults heuristic ranks tiles with, before any
+    IR exists."""
     model = RegisterModel.of(r.target)
     budget = estimate_budget(r.problem, r.config, r.target)
     iterations = reduction_iterations(trace.input)
     loop = loop_stats(trace.input, trace.final, r.target)
-    ir_regs = estimate_registers(trace.final, model).regs
-    return {"registers": {"estimate": ir_regs, "config": budget.reg_total,
+    return {"registers": {"ir": estimate_registers(trace.final, model).regs, "config": budget.reg_total,
                           "by_label": {x.label: x.amount for x in budget.regs},
-                          "ir": ir_regs, "budget": budget.reg_capacity, "unit": budget.reg_unit},
+                          "budget": budget.reg_capacity, "unit": budget.reg_unit},
             "loop": None if loop is None else loop.to_dict(),
             "metrics": {"build": kernel_metrics(trace.input, model, iterations).to_dict(),
                         "final": kernel_metrics(trace.final, model, iterations).to_dict()}}
@@ -135,7 +134,7 @@ def reported_registers(registers: dict, codegen: dict, target) -> dict:
     (None without one) and ``ir`` the model."""
     allocated = codegen.get("allocated") if codegen.get("ok") else None
     if allocated is None:
-        return {**registers, "allocated": None, "source": "IR model"}
+        return {**registers, "estimate": registers["ir"], "allocated": None, "source": "IR model"}
     return {**registers, "estimate": allocated, "allocated": allocated, "source": ALLOCATOR[target.isa]}
 
 

@@ -117,7 +117,7 @@ def budget_section(budget: Budget, registers: dict | None = None) -> str:
                  f"({_verdict(budget.reg_total, budget.reg_capacity)})")
     if registers is not None:
         figure = registers["estimate"]
-        reg_total = (f"**Total by the {registers.get('source', 'IR model')}: {figure} of {budget.reg_capacity}** "
+        reg_total = (f"**Total by the {registers['source']}: {figure} of {budget.reg_capacity}** "
                      f"{budget.reg_unit} ({_verdict(figure, budget.reg_capacity)}); the config-time lines above "
                      f"sum to {budget.reg_total}")
     slm_rows = [(code(b.label), _what(b), code(b.formula), b.amount) for b in budget.slm]
