@@ -11,6 +11,7 @@ from kdd.core.ir.visitor import walk
 
 from ..errors import CodegenUnsupported
 from .align import multiple_of
+from .divide import magic
 from .emitter import ptx_type, reg_class
 from .lanes import LANES
 from .values import ARITH, BITS, CMP, FCMP, Ctx, Value, imm_text
@@ -231,6 +232,10 @@ class ExprLowering:
                 em.op(f"setp.eq.{pt} {zero}, {bt}, 0")
                 em.op(f"selp.{pt} {safe}, 1, {bt}, {zero}")
                 bt = safe
+            if op is not Op.DIV_UP and t.size == 4 and b.imm is not None and b.imm > 0:
+                fast = self._divide_constant(op, e.a, at, int(b.imm), r)
+                if fast is not None:
+                    return Value(fast, t)
             if op is Op.DIV_UP:
                 num = em.new(reg_class(t))
                 em.op(f"add.{pt} {num}, {at}, {bt}")
@@ -243,6 +248,36 @@ class ExprLowering:
         else:
             raise CodegenUnsupported(f"operator {op.symbol} has no PTX rule")
         return Value(r, t)
+
+    def _divide_constant(self, op, a_expr, at: str, d: int, r: str) -> str | None:
+        """``a / d`` or ``a % d`` into ``r`` for a 32-bit ``a`` known in ``[0, hi]`` (scalars with
+        bounds, unsigned values): a shift and mask for powers of two, else a multiply-high and a
+        shift (:func:`.divide.magic`); None where the bounds are unknown or no multiplier fits."""
+        t = a_expr.type.base
+        if a_expr.type.lanes > 1:
+            return None
+        b = self.bounds(a_expr)
+        if b is None and not t.is_signed:
+            b = (0, (1 << 32) - 1)
+        if b is None or b[0] < 0 or b[1] >= 1 << 32:
+            return None
+        em = self.em
+        if d & (d - 1) == 0:
+            if op is Op.DIV:
+                em.op(f"shr.u32 {r}, {at}, {d.bit_length() - 1}")
+            else:
+                em.op(f"and.b32 {r}, {at}, {d - 1}")
+            return r
+        ms = magic(d, b[1])
+        if ms is None:
+            return None
+        q = r if op is Op.DIV else em.new("r")
+        em.op(f"mul.hi.u32 {q}, {at}, {ms[0]}")
+        if ms[1]:
+            em.op(f"shr.u32 {q}, {q}, {ms[1]}")
+        if op is Op.MOD:
+            em.op(f"mad.lo.s32 {r}, {q}, {-d}, {at}")
+        return r
 
     def _ternary(self, e: Ternary, ctx) -> Value:
         em = self.em

@@ -124,8 +124,11 @@ class PtxLowering(LaneWords, ExprLowering, MemoryLowering):
     def bind(self, name: str, v) -> None:
         self.env.setdefault(name, []).append(v)
 
-    def unbind(self, name: str) -> None:
+    def unbind(self, name: str, outer_range: tuple[int, int] | None = None) -> None:
+        """End ``name``'s innermost binding; its bounds become the enclosing binding's again
+        (division by constants relies on them, :meth:`ExprLowering._divide_constant`)."""
         self.env[name].pop()
+        self.ranges[name] = outer_range
 
     def bounds(self, e) -> tuple[int, int] | None:
         """Bounds of integer expression ``e`` over every thread of the kernel (:func:`.asyncs.bounds`)."""
@@ -153,8 +156,9 @@ class PtxLowering(LaneWords, ExprLowering, MemoryLowering):
                 stack.append(item.body)
             elif isinstance(item, Let):
                 self.em.node = item
+                outer = self.ranges.get(item.var.name)
                 self._let(item)
-                stack.append(lambda name=item.var.name: self.unbind(name))
+                stack.append(lambda name=item.var.name, outer=outer: self.unbind(name, outer))
                 stack.append(item.body)
             elif isinstance(item, Alloc):
                 self.em.node = item
@@ -239,6 +243,7 @@ class PtxLowering(LaneWords, ExprLowering, MemoryLowering):
             trips = max(0, -(-(bound.imm - init.imm) // s.step))
         self.loops.append({"var": s.var.name, "trips": trips, "line": len(em.lines)})
         lo, hi = self.bounds(s.init), self.bounds(s.bound)
+        outer_range = self.ranges.get(s.var.name)
         self.ranges[s.var.name] = (lo[0], hi[1] - 1) if lo and hi else None
         self.events.loop(trips)
         outer = em.weight
@@ -248,7 +253,7 @@ class PtxLowering(LaneWords, ExprLowering, MemoryLowering):
         self.bind(s.var.name, Value(var, s.var.type))
         self.align[s.var.name] = min(self.multiple(s.init), pow2(s.step))
         self.stmt(s.body)
-        self.unbind(s.var.name)
+        self.unbind(s.var.name, outer_range)
         em.node = s
         self.flush()
         self.events.close()

@@ -300,6 +300,9 @@ class Machine:
             return ((v[1] & ~m) | ((v[0] << v[2]) & m)) & np.uint64(MASK[32])
         if base == "mad" and name[1] == "wide":
             return _u(_signed(v[0], 32) * _signed(v[1], 32) + _signed(v[2], 64), 64)
+        if base == "mul" and name[1] == "hi" and t == "u32":     # u32 x u32 fits in 64 bits
+            m = np.uint64(MASK[32])
+            return ((v[0] & m) * (v[1] & m)) >> np.uint64(32)
         signed = t.startswith("s")
         x = [_signed(a, bits) if signed else (a & np.uint64(MASK[bits])).astype(np.int64) for a in v]
         if base in ("shl", "shr"):
