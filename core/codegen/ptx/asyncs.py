@@ -174,8 +174,9 @@ def _step(event, s: _State, plan: Plan) -> _State:
             plan.local.add(n)
         return s
     if newest is None:
-        if s.lost:
-            plan.waits[s.barrier] = 0
+        if s.lost:                  # a dropped group is older than every queued one: waiting for the
+            # oldest queued group's predecessors covers it (groups complete in commit order)
+            plan.waits[s.barrier] = min(plan.waits[s.barrier], s.at_barrier)
         return s
     plan.waits[s.barrier] = min(plan.waits[s.barrier], s.at_barrier - 1 - newest)
     return s

@@ -91,3 +91,41 @@ def test_bounds_contain_every_value(lo, width, k, tg, c):
     for v in range(lo, lo + width + 1):
         assert b[0] <= (v + c) + v * k * tg <= b[1]
     assert bounds(Var.make(s32, "u"), lambda name: None) is None
+
+
+def test_a_dropped_group_is_waited_for_as_the_oldest():
+    """Seven groups, the first one (the bytes read) past the tracked queue of six: it is the seventh
+    newest, so at most six groups may stay in flight, and six may."""
+    ev = Events()
+    for g in range(7):
+        ev.add("write", g * 64, (g + 1) * 64)
+        ev.add("commit")
+    b = ev.barrier()
+    ev.read(0, 64)
+    assert plan_waits(ev).waits[b] == 6
+
+
+def test_prefetches_under_a_loop_bound_branch_keep_one_copy_in_flight():
+    """The convolution's main loop: unrolled by three, the copies of the last two iterations under
+    ``if (k < trips - n)``; paths that skip them (infeasible before the loop's end, not known here)
+    must not drain the pipeline at every barrier."""
+    ev = Events()
+    for s in range(2):
+        ev.add("write", s * BUF, (s + 1) * BUF)
+        ev.add("commit")
+    ev.loop(12)
+    barriers = []
+    for i in range(3):
+        barriers.append(ev.barrier())
+        ev.read(i * BUF, (i + 1) * BUF)
+        nxt = (i + 2) % 3
+        if i:
+            ev.branch()
+        ev.add("write", nxt * BUF, (nxt + 1) * BUF)
+        if i:
+            ev.otherwise()
+            ev.close()
+        ev.add("commit")
+    ev.close()
+    plan = plan_waits(ev)
+    assert [plan.waits[b] for b in barriers] == [1, 1, 1]
