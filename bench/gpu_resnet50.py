@@ -19,10 +19,13 @@ Two steps, so the GPU machine needs neither ptxas nor kdd's parser:
    CUDA events (median of ``--runs``, inputs rotated over copies larger than
    the L2 cache) beside torch's f16 conv2d (cuDNN, channels_last,
    ``cudnn.benchmark``) or matmul (cuBLAS). Prints a table and writes
-   ``bench/results/gpu_resnet50.json``.
+   ``bench/results/gpu_resnet50.json``. With ``--reps N`` each kernel and
+   cuDNN are timed N times, alternated: the ratio is of the medians, and
+   ``ratio_vs_fastest`` takes cuDNN's fastest rep (cuDNN's pick and time
+   vary between runs more than ours).
 
     .venv/bin/python bench/gpu_resnet50.py prepare [--limit N] [--tuned] [--bundle DIR]
-    python bench/gpu_resnet50.py run [--only REGEX] [--json $OUT/gpu_resnet50.json]   # on the GPU machine
+    python bench/gpu_resnet50.py run [--only REGEX] [--reps N] [--json $OUT/gpu_resnet50.json]   # on the GPU machine
 
 ``run`` imports kdd from the repository's ``core/`` when kdd is not
 installed (a ``kdd`` package shim in a temporary folder), so it needs only
@@ -194,6 +197,15 @@ def _time_torch(problem, torch, runs: int) -> float:
     return times[len(times) // 2]
 
 
+def _median(xs: list[float]) -> float:
+    xs = sorted(xs)
+    return xs[len(xs) // 2] if len(xs) % 2 else (xs[len(xs) // 2 - 1] + xs[len(xs) // 2]) / 2
+
+
+def _geomean(xs: list[float]) -> float:
+    return math.exp(sum(map(math.log, xs)) / len(xs))
+
+
 def run(args) -> int:
     _import_kdd()
     import torch
@@ -217,21 +229,28 @@ def run(args) -> int:
             row.update(ok=chk["ok"], rel_err=chk["rel_err"], tol=chk["tol"], loaded_from=chk["loaded_from"],
                        device=chk["device"])
             flops = abi["flops"]() if callable(abi["flops"]) else abi["flops"]
-            t = time_on_device(listing, kernel, runs=args.runs, flops=flops)
-            row.update(ours_us=t["median_us"], tflops=t["tflops"])
-            base = _time_torch(abi["problem"], torch, args.runs)
-            row.update(torch_us=base, ratio=base / t["median_us"])
+            ours, theirs = [], []
+            for _ in range(args.reps):      # alternated, so drifts of clocks or of cuDNN's pick show in both
+                ours.append(time_on_device(listing, kernel, runs=args.runs, flops=flops)["median_us"])
+                theirs.append(_time_torch(abi["problem"], torch, args.runs))
+            mine, base = _median(ours), _median(theirs)
+            row.update(ours_us=mine, tflops=flops / (mine * 1e-6) / 1e12, torch_us=base, ratio=base / mine,
+                       ours_reps_us=ours, torch_reps_us=theirs, ratio_fastest_torch=min(theirs) / mine)
         except Exception as exc:          # one failing kernel does not stop the sweep
             row["run_error"] = f"{type(exc).__name__}: {exc}"[:500]
         rows.append(row)
+        spread = (f" torch {min(row['torch_reps_us']):.1f}..{max(row['torch_reps_us']):.1f}us"
+                  f" ratio_vs_fastest={row['ratio_fastest_torch']:.3f}" if args.reps > 1 and "torch_reps_us" in row else "")
         print(f"{row['name']:40s} ok={row.get('ok')} rel_err={row.get('rel_err')} ours={row.get('ours_us', 0):.1f}us "
-              f"torch={row.get('torch_us', 0):.1f}us ratio={row.get('ratio', 0):.3f} {row.get('run_error', '')}",
+              f"torch={row.get('torch_us', 0):.1f}us ratio={row.get('ratio', 0):.3f}{spread} {row.get('run_error', '')}",
               flush=True)
     summary = {}
     for group in ("resnet50", "gemm"):
-        r = [x["ratio"] for x in rows if x.get("group") == group and x.get("ratio") and x.get("ok")]
-        if r:
-            summary[group] = {"kernels": len(r), "geomean_vs_torch": math.exp(sum(map(math.log, r)) / len(r))}
+        ok = [x for x in rows if x.get("group") == group and x.get("ratio") and x.get("ok")]
+        if ok:
+            summary[group] = {"kernels": len(ok), "reps": args.reps,
+                              "geomean_vs_torch": _geomean([x["ratio"] for x in ok]),
+                              "geomean_vs_fastest_torch": _geomean([x["ratio_fastest_torch"] for x in ok])}
     out = {"bench": "gpu_resnet50", "summary": summary, "rows": rows}
     return write_results(args.json, out, summary)
 
@@ -249,6 +268,9 @@ def main() -> int:
     r.add_argument("--bundle", default=str(BUNDLE))
     r.add_argument("--runs", type=int, default=30)
     r.add_argument("--only", default="")
+    r.add_argument("--reps", type=int, default=1,
+                   help="times each kernel and cuDNN/cuBLAS are timed, alternated; medians of the reps and "
+                        "the ratio against the fastest cuDNN time are reported")
     r.add_argument("--json", default=str(ROOT / "bench" / "results" / "gpu_resnet50.json"))
     args = ap.parse_args()
     return prepare(args) if args.cmd == "prepare" else run(args)

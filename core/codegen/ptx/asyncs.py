@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from kdd.core.ir.expr import Binary, Cast, IntImm, Op, Ternary, Var
+from kdd.core.ir.expr import Binary, Broadcast, Cast, IntImm, Op, Ramp, Ternary, Var
 
 Interval = tuple[int, int]          # bytes [lo, hi) of shared memory
 MAX_QUEUE = 6                       # pending groups tracked per state (stages < 6); older ones count as unknown
@@ -37,6 +37,12 @@ def bounds(e, var) -> Interval | None:
         return var(e.name)
     if isinstance(e, Cast) and e.type.is_int:
         return bounds(e.a, var)
+    if isinstance(e, Broadcast):
+        return bounds(e.a, var)
+    if isinstance(e, Ramp):             # base + i * stride, 0 <= i < lanes
+        b = bounds(e.base, var)
+        span = e.stride * (e.lanes - 1)
+        return None if b is None else (b[0] + min(0, span), b[1] + max(0, span))
     if isinstance(e, Ternary) and e.op in (Op.MAD, Op.ADD3):
         a, b, c = (bounds(x, var) for x in (e.a, e.b, e.c))
         if None in (a, b, c):

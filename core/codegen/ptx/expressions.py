@@ -250,13 +250,11 @@ class ExprLowering:
         return Value(r, t)
 
     def _divide_constant(self, op, a_expr, at: str, d: int, r: str) -> str | None:
-        """``a / d`` or ``a % d`` into ``r`` for a 32-bit ``a`` known in ``[0, hi]`` (scalars with
+        """``a / d`` or ``a % d`` into ``r`` for a 32-bit ``a`` known in ``[0, hi]`` (expressions with
         bounds, unsigned values): a shift and mask for powers of two, else a multiply-high and a
         shift (:func:`.divide.magic`); None where the bounds are unknown or no multiplier fits."""
         t = a_expr.type.base
-        if a_expr.type.lanes > 1:
-            return None
-        b = self.bounds(a_expr)
+        b = self.bounds(a_expr)             # of every element, for a vector evaluated per lane
         if b is None and not t.is_signed:
             b = (0, (1 << 32) - 1)
         if b is None or b[0] < 0 or b[1] >= 1 << 32:

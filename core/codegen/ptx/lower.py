@@ -179,6 +179,7 @@ class PtxLowering(LaneWords, ExprLowering, MemoryLowering):
     def _let(self, s: Let) -> None:
         if s.var.type.lanes > 1:
             self.bind(s.var.name, s.value)          # a vector: evaluated per lane where it is used
+            self.ranges[s.var.name] = self.bounds(s.value) if s.var.type.is_int else None
             return
         v = self.ev(s.value)
         r = self.em.new(reg_class(s.var.type))

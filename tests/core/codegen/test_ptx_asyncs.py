@@ -129,3 +129,22 @@ def test_prefetches_under_a_loop_bound_branch_keep_one_copy_in_flight():
     ev.close()
     plan = plan_waits(ev)
     assert [plan.waits[b] for b in barriers] == [1, 1, 1]
+
+
+@given(st.integers(-50, 50), st.integers(0, 20), st.integers(-9, 9), st.sampled_from([2, 4, 8, 16, 32]),
+       st.integers(-100, 100))
+def test_bounds_of_a_vector_contain_every_element(lo, width, stride, lanes, c):
+    """Ramps and broadcasts (vectors a lane evaluates element by element): every element of every
+    value of the scalar inside lies within the bounds, checked with the IR's own evaluator."""
+    import numpy as np
+
+    from kdd.core.ir.eval import evaluate
+    from kdd.core.ir.expr import Broadcast, Ramp
+
+    t = Var.make(s32, "t")
+    e = Binary.make(Op.ADD, Ramp.make(Binary.make(Op.MUL, t, IntImm.make(s32, 3)), stride, lanes),
+                    Broadcast.make(IntImm.make(s32, c), lanes))
+    b = bounds(e, lambda name: (lo, lo + width))
+    for v in range(lo, lo + width + 1):
+        vals = np.asarray(evaluate(e, {"t": v}))
+        assert b[0] <= vals.min() and vals.max() <= b[1]
