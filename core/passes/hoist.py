@@ -48,7 +48,7 @@ from typing import Any, Mapping
 from ..ir.expr import Binary, Broadcast, BoolImm, Expr, IntImm, Load, Op, Ramp, Ternary, Unary, Var, wrap_int
 from ..ir.funcs import Send
 from ..ir.node import Node
-from ..ir.stmt import Alloc, For, FuncCall, Let, MemKind, Stmt, Store, seq
+from ..ir.stmt import Alloc, For, FuncCall, Let, MemKind, Seq, Stmt, Store, seq
 from ..ir.types import Type, s32
 from ..ir.visitor import IRMutator
 from .cse import register_budget
@@ -356,9 +356,11 @@ class _Hoist(IRMutator):
         self.names = NameSource(ir)
         self.free_bytes = free_bytes  # None: no register file to run out of
         self.reg_bytes = reg_bytes
-        # The send headers' allocations: name -> bytes.
+        # The send headers' allocations (name -> bytes) whose every read is the send right after
+        # the header's store (as send lowering writes them): such a store can move with its send.
+        headers = _header_names(ir) - _unpaired_headers(ir)
         self.header_bytes = {n.buf.name: n.size for n in distinct_nodes(ir)
-                             if isinstance(n, Alloc) and n.kind is MemKind.GRF and n.buf.name in _header_names(ir)}
+                             if isinstance(n, Alloc) and n.kind is MemKind.GRF and n.buf.name in headers}
         self.detached: set[str] = set()
 
     def take(self, t: Type) -> bool:
@@ -453,8 +455,30 @@ def hoist_invariants(ir: Node, options: Mapping[str, Any] | None = None) -> Node
     return _DropAllocs(ctx.detached).mutate(out) if ctx.detached else out
 
 
+def _unpaired_headers(ir: Node) -> set[str]:
+    """Names of the headers some send reads without the header's store right before it (checked at
+    every place a send occurs: one object may sit in several)."""
+    out: set[str] = set()
+    for n in distinct_nodes(ir):
+        kids = child_stmts(n)
+        for i, k in enumerate(kids):
+            h = _header_of(k)
+            if h is None:
+                continue
+            before = kids[i - 1] if isinstance(n, Seq) and i else None
+            if not (isinstance(before, Store) and before.buf.name == h):
+                out.add(h)
+    return out
+
+
+def _header_of(s: Node) -> str | None:
+    """The header buffer that send ``s`` reads its address from (None: not such a send)."""
+    if isinstance(s, FuncCall) and isinstance(s.func, Send) and (ADDR_ATTR, "header") in s.attrs \
+            and isinstance(s.ops.mem_offset, Load):
+        return s.ops.mem_offset.buf.name
+    return None
+
+
 def _header_names(ir: Node) -> set[str]:
     """Names of the buffers sends read their addresses from (``addr=header``)."""
-    return {n.ops.mem_offset.buf.name for n in distinct_nodes(ir)
-            if isinstance(n, FuncCall) and isinstance(n.func, Send) and (ADDR_ATTR, "header") in n.attrs
-            and isinstance(n.ops.mem_offset, Load)}
+    return {h for h in map(_header_of, distinct_nodes(ir)) if h is not None}

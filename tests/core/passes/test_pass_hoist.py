@@ -242,3 +242,16 @@ def test_a_header_is_not_lifted_beyond_the_free_registers_and_an_unread_header_g
     lifted = hoist_invariants(both)
     assert "a_slm_hdr" not in {n.buf.name for n in walk(lifted) if isinstance(n, Alloc)}
     assert effects(lifted, env={"i": 3}) == effects(both, env={"i": 3})
+
+
+def test_a_header_another_send_reads_without_its_own_store_stays():
+    """Two loads through one header written once: lifting the store for the first would leave the
+    second reading a header nobody writes, so neither moves."""
+    slm, reg, hdr = var("a_slm", u64), var("a", u64), var("a_slm_hdr", u64)
+    load = Send(SendOp.LOAD, SendKind.BLOCK, "slm", f16, 16)
+    attrs = (("addr", "header"),)
+    read = FuncCall.make(load, [slm, Load.make(s32, hdr, 0), reg, 0, BoolImm.make(True)], attrs=attrs)
+    kernel = Alloc.make(hdr, 32, MemKind.GRF, For.make(K, 0, 4, seq(Store.make(hdr, 0, I * 4), read, read)))
+    out = hoist_invariants(kernel)
+    assert [n.buf.name for n in walk(out) if isinstance(n, Alloc)] == ["a_slm_hdr"]
+    assert effects(out, env={"i": 3}) == effects(kernel, env={"i": 3})
