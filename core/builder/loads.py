@@ -136,7 +136,7 @@ def plan_messages(access: TileAccess, reg: RegTensor, rules: MessageRules) -> Me
     """Block messages when the contiguity conditions of the module doc hold, else scattered ones."""
     total = reg.elems
     size = reg.dtype.size
-    run = _contiguous_run(access, reg)
+    run = contiguous_run(access, reg)
     if run * size >= rules.min_block_bytes:
         n = max(d for d in _divisors(run) if d * size <= rules.max_block_bytes)
         return MessagePlan(SendKind.BLOCK, n, total // n)
@@ -234,7 +234,7 @@ def _per_dim(layout: Layout) -> list[list[tuple[int, int]]]:
     return out
 
 
-def _contiguous_run(access: TileAccess, reg: RegTensor) -> int:
+def contiguous_run(access: TileAccess, reg: RegTensor) -> int:
     """Length of the runs of register elements that are contiguous in memory (1: none)."""
     blk = reg.inner_block()
     if blk is None:
@@ -269,7 +269,7 @@ def tail_masks(view, index: dict, bounded) -> list[Expr]:
 
 def transfer(op: SendOp, access: TileAccess, reg: RegTensor, rules: MessageRules, names: Names,
              origin: Origin, split: tuple[Expr, int] | None = None, staging: Var | None = None,
-             vectors: VectorPlan | None = None) -> Stmt:
+             vectors: VectorPlan | None = None, plan: MessagePlan | None = None) -> Stmt:
     """Send messages moving the tile ``access`` to (load) or from (store, atomic add) ``reg``.
 
     With ``split = (thread, threads)`` the messages are shared by the threads
@@ -281,6 +281,8 @@ def transfer(op: SendOp, access: TileAccess, reg: RegTensor, rules: MessageRules
     having all its rounds) moves a thread's run (``reg`` in memory order) as
     the vector messages of ``plan_vectors`` instead, into the ``staging``
     registers in the messages' order (``vector_gather``: a layout that order is).
+    ``plan``: the messages (rows) the vectors regroup, where they are not ``plan_messages``'s
+    (rows shorter than the smallest block message, which only vector messages move).
     """
     view = access.view
     if view.layout is None:
@@ -288,7 +290,7 @@ def transfer(op: SendOp, access: TileAccess, reg: RegTensor, rules: MessageRules
     if view.layout.dtype != reg.dtype:
         raise ValueError(f"{view.tensor} holds {view.layout.dtype} but the register tensor {reg.buf.name} "
                          f"holds {reg.dtype}; convert in registers")
-    plan = plan_messages(access, reg, rules)
+    plan = plan or plan_messages(access, reg, rules)
     size = reg.dtype.size
     rounds, threads = plan.count, 1
     if split is not None:
@@ -307,10 +309,12 @@ def transfer(op: SendOp, access: TileAccess, reg: RegTensor, rules: MessageRules
             blocks = vectors.rows // lanes
             e0 = arith.add(first, arith.mul(arith.mod(j_expr, blocks, msgs), lanes * plan.elems),
                            arith.mul(arith.div(j_expr, blocks, msgs), piece))
-            e = arith.fold(Ramp.make(e0, plan.elems, lanes))
+            stride = plan.elems
         else:
             e0 = arith.add(first, arith.mul(j_expr, lanes * piece))
-            e = arith.fold(Ramp.make(e0, piece, lanes))
+            stride = piece
+        e = arith.fold(Ramp.make(e0, stride, lanes))
+        lane_index = reg.decode_ramp(e0, stride, lanes, arith.alignment(e0, access.facts), bound=reg.elems)
         r = None
     else:
         msgs = rounds
@@ -319,7 +323,8 @@ def transfer(op: SendOp, access: TileAccess, reg: RegTensor, rules: MessageRules
         e0 = arith.mul(r, plan.elems)
         lanes = plan.elems if plan.kind is SendKind.SCATTERED else 1
         e = arith.ramp(e0, lanes)
-    bxy = reg.decode(e, bound=reg.elems)
+        lane_index = None
+    bxy = lane_index or reg.decode(e, bound=reg.elems)
     padded = reg.layout.dims
     bxy = tuple(arith.add(base, x) for base, x in zip(access.base, bxy))
     vidx = access.view_index(bxy, tuple(p if arith.is_const(base, 0) else None

@@ -20,6 +20,14 @@ register layout (oneDNN's FMA-ready SLM layout): the reorder happens once,
 as the cooperative stores scatter each element to its place, and every
 thread reads its tile with a few full-size block messages straight into its
 operand registers (no staging buffer, no reorder in the main loop).
+
+**Copies in columns.** Where a thread's rows of the memory-contiguous dim are
+no contiguous piece of the FMA-ready layout (dpas's VNNI B pairs two K rows in
+a dword, and a thread of the cooperative copy holds one K row of 128 output
+channels), the copy is taken in columns instead: its messages are short rows
+of one column chunk (8 channels) with K fastest, so a thread's run is a box
+of K rows by one chunk, which vector messages gather (a lane a row), one
+reorder packs and one block message stores (``_column_copy``).
 """
 from __future__ import annotations
 
@@ -34,7 +42,8 @@ from kdd.core.layout.layout import Block, Layout
 from kdd.core.layout.view import View, ViewDim, offset_expr
 
 from . import arith
-from .loads import MessageRules, VectorPlan, inner_last, plan_messages, plan_vectors, same_placement, transfer
+from .loads import (MessagePlan, MessageRules, VectorPlan, contiguous_run, inner_last, plan_messages, plan_vectors,
+                    same_placement, transfer)
 from .names import Names
 from .origin import Origin
 from .tile import MatrixDim, RegTensor, TileAccess, row_major
@@ -109,13 +118,16 @@ def stage(name: str, group: TileAccess, thread_roles: tuple[MatrixDim, MatrixDim
         if packed is not None:
             store, moved = packed
             pack = pack if moved else None
-    if store is None:
-        pack, vectors = None, None
-        store = _scatter(tile, layout, staging, plan.elems, plan.count, rounds, thread, threads, names, knob)
     index = [arith.const(0)] * 3
     if split is not None:
         index[split] = starts[group.roles[split].innermost()[0]]
     tile_offset = arith.fold(arith.mul(offset_expr(layout, index), dtype.size))
+    if store is None:
+        column = _column_copy(group, tile, layout, rules, names, knob, thread, threads, staging, f"{name}_pack")
+        if column is not None:
+            return SlmStage(tile.buf, tile.bytes, staging, *column[:3], access, tile_offset, column[3])
+        pack, vectors = None, None
+        store = _scatter(tile, layout, staging, plan.elems, plan.count, rounds, thread, threads, names, knob)
     return SlmStage(tile.buf, tile.bytes, staging, rounds * plan.elems * dtype.size, load(vectors), store, access,
                     tile_offset, pack)
 
@@ -253,14 +265,24 @@ def _pack(tile: RegTensor, layout: Layout, order, staging: Var, pack: Var, n: in
         return None
     if not _dense(piece.layout.blocks, n):
         return None
+    box = piece.layout.dims
+    src = row_major(tile.dtype, box, order) if vectors is None else vectors.layout(tile.dtype, box, order)
+    return _pack_stores(tile, piece, src, staging, pack, n, rules, origin)
+
+
+def _pack_stores(tile: RegTensor, piece: RegTensor, src: Layout, staging: Var, pack: Var, n: int,
+                 rules: MessageRules, origin: Origin) -> tuple[Stmt, bool] | None:
+    """The staged ``n`` elements (laid out as ``src``) reordered into ``pack`` as ``piece`` (a
+    contiguous piece of the SLM tile) lays them out, where the layouts differ, and stored with the
+    largest block messages; the flag says whether ``pack`` is used. None where the piece's bytes
+    make no whole dword messages."""
+    size = tile.dtype.size
     nbytes = n * size
     step = max((b for b in (1 << i for i in range(nbytes.bit_length()))
                 if nbytes % b == 0 and b <= rules.max_block_bytes), default=0)
     if step < 4:
         return None
-    box = piece.layout.dims
-    src = row_major(tile.dtype, box, order) if vectors is None else vectors.layout(tile.dtype, box, order)
-    dst = Layout(tile.dtype, box, piece.layout.blocks)
+    dst = Layout(tile.dtype, piece.layout.dims, piece.layout.blocks)
     moved = not same_placement(src, dst)
     move = FuncCall.make(Reorder(src, dst), [staging, arith.const(0), pack, arith.const(0)], origin=origin) \
         if moved else None
@@ -269,6 +291,59 @@ def _pack(tile: RegTensor, layout: Layout, order, staging: Var, pack: Var, n: in
                                    arith.const(k * step), BoolImm.make(True)], origin=origin)
               for k in range(nbytes // step)]
     return seq(move, *stores), moved
+
+
+def _column_copy(group: TileAccess, tile: RegTensor, layout: Layout, rules: MessageRules, names: Names,
+                 origin: Origin, thread: Expr, threads: int, staging: Var,
+                 pack_name: str) -> tuple[int, Stmt, Stmt, Var | None] | None:
+    """The cooperative copy of a 2D group tile taken in columns, where the FMA-ready ``layout`` keeps
+    rows of the other dim together (dpas's VNNI B pairs two K rows in a dword) so that a thread's rows
+    of the memory-contiguous dim are no contiguous piece of it: messages are the layout's first
+    column chunk of one row (8 columns of B), the other dim fastest, so a thread's run is a box
+    of rows by one chunk, gathered by vector messages (a lane a row), reordered once and stored
+    with block messages (res3's B: 16 two-byte scatters -> one 256-byte store). Returns the
+    staging bytes, the load, the store and the pack buffer (None: unused), or None where the
+    tile, the threads or the messages do not fit this."""
+    dim = tile.inner_block().dim
+    dims = tile.layout.dims
+    others = [d for d in range(3) if d != dim and dims[d] > 1]
+    if len(others) != 1:
+        return None
+    k = others[0]
+    chunk = next((b.size for b in layout.blocks if b.dim == dim and b.size > 1), 0)
+    rows, cols = dims[k], dims[dim]
+    if chunk < 2 or cols % chunk or (rows * cols // chunk) % threads:
+        return None
+    rounds = rows * cols // chunk // threads
+    if rows % rounds:
+        return None  # a thread's run would cross a column chunk
+    column = RegTensor(tile.buf, Layout(tile.dtype, dims, (Block(dim, chunk, 1), Block(k, rows, chunk),
+                                                            Block(dim, cols // chunk, chunk * rows))))
+    if contiguous_run(group, column) % chunk:
+        return None
+    plan = MessagePlan(SendKind.BLOCK, chunk, rows * cols // chunk)  # rows only vector messages move
+    vectors = plan_vectors(plan, rounds, tile.dtype.size, rules)
+    if vectors is None:
+        return None
+    per_chunk = rows // rounds
+    try:
+        piece = RegTensor(tile.buf, layout).rows(dim, arith.div(thread, per_chunk, threads), chunk) \
+            .rows(k, arith.mod(thread, per_chunk, threads), rounds)
+    except ValueError:
+        return None
+    n = rounds * chunk
+    if not _dense(piece.layout.blocks, n):
+        return None
+    order = tuple(d for d in range(3) if d not in (k, dim)) + (k, dim)
+    pack = names.fresh(pack_name, u64)
+    packed = _pack_stores(tile, piece, vectors.layout(tile.dtype, piece.layout.dims, order), staging, pack, n,
+                          rules, origin)
+    if packed is None:
+        return None
+    store, moved = packed
+    load = transfer(SendOp.LOAD, group, column, rules, names, origin, split=(thread, threads), staging=staging,
+                    vectors=vectors, plan=plan)
+    return n * tile.dtype.size, load, store, pack if moved else None
 
 
 def _dense(blocks, n: int) -> bool:

@@ -15,7 +15,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Mapping
 
-from kdd.core.ir.expr import Expr, Var
+from kdd.core.ir.expr import Expr, Ramp, Var
 from kdd.core.ir.types import Type
 from kdd.core.layout.layout import Block, Layout
 from kdd.core.layout.view import View
@@ -138,6 +138,24 @@ class RegTensor:
             d = arith.digit(e, blk.stride, blk.size, bound)
             idx[blk.dim].append(arith.mul(d, weight[k]))
         return tuple(arith.add(*parts) for parts in idx)
+
+    def decode_ramp(self, base: Expr, stride: int, lanes: int, align: int,
+                    bound: int | None = None) -> tuple[Expr, Expr, Expr] | None:
+        """``decode`` of the positions ``base + l*stride`` (``l < lanes``, ``base`` a known multiple of
+        ``align``, 0 for any) as the scalar index of ``base`` plus a constant ramp along one dim, where
+        the lanes step one digit of the layout without carrying: its block has stride ``stride``, a
+        size ``lanes`` divides, and ``base`` is a multiple of ``stride * lanes``. Vector division and
+        modulus then never arise (a vector gather's lanes walking rows of K); None where they would."""
+        if align % (stride * lanes):
+            return None
+        seen = [1, 1, 1]
+        for blk in self.layout.blocks:
+            if blk.stride == stride and blk.size > 1 and blk.size % lanes == 0:
+                idx = list(self.decode(base, bound))
+                idx[blk.dim] = arith.add(idx[blk.dim], Ramp.make(arith.const(0), seen[blk.dim], lanes))
+                return tuple(idx)
+            seen[blk.dim] *= blk.size
+        return None
 
     def with_dtype(self, dtype: Type, buf: Var) -> "RegTensor":
         """The same element order in another type and buffer (conversions, epilogue tensors)."""

@@ -15,11 +15,26 @@ For each ``for`` loop, inner loops first:
    iterations exceed those of computing the invariant once;
    constants stay in place (they become immediates). Equal invariant sums in
    one loop share one variable;
-3. the invariant terms of a send's scalar mask (a conjunction: the padding
+3. integer *vector* sums (the per-lane headers of scattered messages) are
+   split the same way: their addends, seen through ``+ - *constant``,
+   ``add3``, ``mad`` by a constant, broadcasts and ramp bases, fall into
+   loop-invariant vectors and scalars, computed before the loop into one
+   vector ``<k>_inv``, and the rest, whose scalar part (with the constant)
+   is built as one scalar sum, the constant an immediate beside it:
+   ``(ic0 + base_lane + kw*64) * 2`` in loop
+   ``ic`` becomes ``k_inv + ic0*2`` with ``k_inv = base_lane*2 + kw*128``, so
+   the loop adds a scalar to a hoisted base instead of recomputing every
+   lane's address. A hoisted vector holds registers for the whole loop, so
+   vectors are lifted only while the free registers of the kernel
+   (``cse.register_budget``) allow;
+4. the invariant terms of a send's mask (a conjunction: the padding
    condition of the iteration's pixel, the same for every message of a
-   message loop, beside a message's own tail test) are computed once before
+   message loop, beside a message's own tail test; for a scattered message
+   the per-lane padding test of its lanes' pixels) are computed once before
    the loop into ``<k>_mask``: the loop's unrolled copies then test one value
-   (and their own terms) instead of each recomputing the comparisons.
+   (and their own terms) instead of each recomputing the comparisons. A
+   vector mask holds a register over the loop, so it is named only while
+   the free registers allow.
 
 Linear forms are exact modulo ``2**bits``, so reassociating a sum never
 changes its value. Expressions are pure and total, so computing a value
@@ -30,15 +45,18 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
-from ..ir.expr import Binary, BoolImm, Expr, Op, Unary, Var
+from ..ir.expr import Binary, Broadcast, BoolImm, Expr, IntImm, Load, Op, Ramp, Ternary, Unary, Var, wrap_int
 from ..ir.funcs import Send
 from ..ir.node import Node
-from ..ir.stmt import For, FuncCall, Let, Stmt
+from ..ir.stmt import Alloc, For, FuncCall, Let, MemKind, Seq, Stmt, Store, seq
+from ..ir.types import Type, s32
 from ..ir.visitor import IRMutator
+from .cse import register_budget
 from .forms import Forms
 from .naming import NameSource
 from .opcount import int_ops
-from .tree import DropLets, binder, child_stmts, distinct_nodes, expr_vars, has_load, own_exprs, trip_count
+from .send_headers import ADDR_ATTR
+from .tree import DropLets, binder, child_stmts, distinct_nodes, expr_vars, has_load, own_exprs, trip_count, var_names
 
 
 def _is_linear(e: Node) -> bool:
@@ -49,13 +67,23 @@ def _is_linear(e: Node) -> bool:
     return isinstance(e, Unary) and e.op is Op.NEG
 
 
-def maximal_sums(roots) -> set[int]:
-    """Ids of the linear nodes under ``roots`` whose parent is not a linear node of the same type."""
+def _is_vector_linear(e: Node) -> bool:
+    if not isinstance(e, Expr) or not e.type.is_int or e.type.lanes == 1:
+        return False
+    if isinstance(e, Binary):
+        return e.op in (Op.ADD, Op.SUB, Op.MUL)
+    if isinstance(e, Ternary):
+        return e.op in (Op.ADD3, Op.MAD)
+    return isinstance(e, Unary) and e.op is Op.NEG
+
+
+def maximal_sums(roots, linear=_is_linear) -> set[int]:
+    """Ids of the ``linear`` nodes under ``roots`` whose parent is not a linear node of the same type."""
     inner: set[int] = set()
     candidates: set[int] = set()
     for root in roots:
         for n in distinct_nodes(root):
-            if not _is_linear(n):
+            if not linear(n):
                 continue
             candidates.add(id(n))
             for k in n.children():
@@ -67,16 +95,36 @@ def maximal_sums(roots) -> set[int]:
 class _SplitSums(IRMutator):
     """Rewrites the maximal sums of one loop body into variant terms plus a hoisted variable."""
 
-    def __init__(self, maximal: set[int], inner: set[str], forms: Forms, names: NameSource,
-                 prefix: str, trips: int | None):
-        self.maximal, self.inner, self.forms = maximal, inner, forms
-        self.names, self.prefix, self.trips = names, prefix, trips
+    def __init__(self, maximal: set[int], vectors: set[int], inner: set[str], ctx: "_Hoist", prefix: str,
+                 trips: int | None):
+        self.maximal, self.vectors, self.inner, self.forms = maximal, vectors, inner, ctx.forms
+        self.names, self.prefix, self.trips, self.ctx = ctx.names, prefix, trips, ctx
         self.lifted: dict[Expr, Expr] = {}  # invariant sum -> its variable
 
     def _invariant(self, e: Expr) -> bool:
         return not has_load(e) and not any(v.name in self.inner for v in expr_vars(e))
 
+    def _worth(self, new: Expr, invariant: Expr, build) -> Expr | None:
+        """``build(v)`` with ``v`` the variable of ``invariant`` (made now) when that saves operations
+        per iteration and, for a loop of known trips, over the loop; None when not."""
+        var = self.lifted.get(invariant)
+        # Price the split with a stand-in variable (a variable costs nothing, whatever its name) so
+        # that a split not made takes no name from the kernel.
+        priced = var if var is not None else Var.make(invariant.type, self.prefix)
+        saved = int_ops(new) - int_ops(build(priced))  # per iteration
+        if saved <= 0:
+            return None
+        if var is None and self.trips is not None and int_ops(invariant) >= saved * self.trips:
+            return None  # computing it ahead costs more than the few iterations save
+        if var is None:
+            if not self.ctx.take(invariant.type):
+                return None
+            var = self.lifted[invariant] = self.names.fresh(self.prefix, invariant.type)
+        return build(var)
+
     def mutate_Expr(self, old: Expr, new: Expr):
+        if id(old) in self.vectors:
+            return self._split_vector(new)
         if id(old) not in self.maximal:
             return new
         lf = self.forms.of(new)
@@ -87,26 +135,105 @@ class _SplitSums(IRMutator):
         invariant = self.forms.build(lf.type, moved, 0)
         if int_ops(invariant) == 0:
             return new  # a bare variable: nothing to compute ahead
-        var = self.lifted.get(invariant)
-        # Price the split with a stand-in variable (a variable costs nothing, whatever its name) so
-        # that a split not made takes no name from the kernel.
-        priced = var if var is not None else Var.make(lf.type, self.prefix)
-        saved = int_ops(new) - int_ops(self.forms.build(lf.type, {**keep, priced: 1}, lf.const))  # per iteration
-        if saved <= 0:
-            return new
-        if var is None and self.trips is not None and int_ops(invariant) >= saved * self.trips:
-            return new  # computing it ahead costs more than the few iterations save
-        if var is None:
-            var = self.lifted[invariant] = self.names.fresh(self.prefix, lf.type)
-        return self.forms.build(lf.type, {**keep, var: 1}, lf.const)
+        out = self._worth(new, invariant, lambda v: self.forms.build(lf.type, {**keep, v: 1}, lf.const))
+        return new if out is None else out
+
+    def _split_vector(self, new: Expr) -> Expr:
+        """Vector sum ``new`` as a hoisted vector of its invariant addends plus the rest, the rest's
+        scalars (and the constant) summed as one scalar."""
+        t = new.type
+        scalar = t.with_lanes(1)
+        terms, const = vector_addends(new)
+        if any(x.type.lanes not in (1, t.lanes) or x.type.scalar is not t.scalar for x in terms):
+            return new  # (a term of another width would be summed at its own width once hoisted)
+        fixed = {x: c for x, c in terms.items() if self._invariant(x)}
+        if not any(x.type.lanes > 1 for x in fixed) or len(fixed) == len(terms):
+            return new  # no invariant vector to lift, or nothing varies (the loop around it lifts it)
+        varying = {x: c for x, c in terms.items() if x not in fixed}
+        scalars = {x: c for x, c in varying.items() if x.type.lanes == 1}
+        invariant = _vector_sum(t, {x: c for x, c in fixed.items() if x.type.lanes > 1}, self.forms)
+        fixed_scalars = {x: c for x, c in fixed.items() if x.type.lanes == 1}
+        if fixed_scalars:
+            invariant = Binary.make(Op.ADD, invariant, self.forms.build(scalar, fixed_scalars, 0))
+
+        def build(base: Expr) -> Expr:
+            out = base
+            if scalars:
+                out = Binary.make(Op.ADD, out, self.forms.build(scalar, scalars, 0))
+            if const:  # an immediate of its own, where ``add3`` takes it along
+                out = Binary.make(Op.ADD, out, IntImm.make(scalar, const))
+            rest = _vector_sum(t, {x: c for x, c in varying.items() if x.type.lanes > 1}, self.forms)
+            return out if rest is None else Binary.make(Op.ADD, out, rest)
+
+        if int_ops(invariant) == 0:  # a bare variable: regrouping may still save operations
+            out = build(invariant)
+            return out if int_ops(out) < int_ops(new) else new
+        out = self._worth(new, invariant, build)
+        return new if out is None else out
+
+
+def _constant(e: Expr) -> int | None:
+    if isinstance(e, Broadcast):
+        e = e.a
+    return e.value if isinstance(e, IntImm) else None
+
+
+def vector_addends(e: Expr) -> tuple[dict[Expr, int], int]:
+    """The addends of integer vector ``e`` as ``({term: coefficient}, constant)``, seen through
+    ``+ - *constant``, ``add3``, ``mad`` by a constant, broadcasts and ramp bases; a term is a
+    vector or a scalar of ``e``'s element type (a scalar adds to every lane)."""
+    scalar = e.type.scalar
+    terms: dict[Expr, int] = {}
+    const = 0
+    stack: list[tuple[Expr, int]] = [(e, 1)]
+    while stack:
+        x, c = stack.pop()
+        if x.type.scalar is not scalar:
+            terms[x] = terms.get(x, 0) + c
+            continue
+        k = _constant(x)
+        if k is not None:
+            const += c * k
+        elif isinstance(x, Broadcast):
+            stack.append((x.a, c))
+        elif isinstance(x, Ramp) and not (isinstance(x.base, IntImm) and x.base.value == 0):
+            stack += [(x.base, c), (Ramp.make(IntImm.make(x.base.type, 0), x.stride, x.lanes), c)]
+        elif isinstance(x, Unary) and x.op is Op.NEG:
+            stack.append((x.a, -c))
+        elif isinstance(x, Binary) and x.op in (Op.ADD, Op.SUB):
+            stack += [(x.a, c), (x.b, c if x.op is Op.ADD else -c)]
+        elif isinstance(x, Binary) and x.op is Op.MUL and (_constant(x.a) is not None or _constant(x.b) is not None):
+            k, y = (_constant(x.a), x.b) if _constant(x.a) is not None else (_constant(x.b), x.a)
+            stack.append((y, c * k))
+        elif isinstance(x, Ternary) and x.op is Op.ADD3:
+            stack += [(x.a, c), (x.b, c), (x.c, c)]
+        elif isinstance(x, Ternary) and x.op is Op.MAD and (_constant(x.b) is not None or _constant(x.c) is not None):
+            k, y = (_constant(x.b), x.c) if _constant(x.b) is not None else (_constant(x.c), x.b)
+            stack += [(x.a, c), (y, c * k)]
+        else:
+            terms[x] = terms.get(x, 0) + c
+    t = e.type
+    return {x: wrap_int(c, t) for x, c in terms.items() if wrap_int(c, t)}, wrap_int(const, t)
+
+
+def _vector_sum(t: Type, terms: dict[Expr, int], forms: Forms) -> Expr | None:
+    """``sum(c * term)`` in vector type ``t``, its terms in a process-independent order (None: none)."""
+    out: Expr | None = None
+    for x in sorted(terms, key=forms.key):
+        c = terms[x]
+        part = x if c == 1 else Binary.make(Op.MUL, x, IntImm.make(t.with_lanes(1), c))
+        out = part if out is None else Binary.make(Op.ADD, out, part)
+    return out
 
 
 class _NameMasks(IRMutator):
     """Names the loop-invariant masks of the sends in one loop body: each distinct one becomes a
-    variable computed before the loop (the unrolled copies of a message loop then share it)."""
+    variable computed before the loop (the unrolled copies of a message loop then share it). A
+    vector mask (a scattered message's per-lane padding test) holds a register over the loop, so
+    it is named only while the free registers allow."""
 
-    def __init__(self, inner: set[str], names: NameSource, prefix: str):
-        self.inner, self.names, self.prefix = inner, names, prefix
+    def __init__(self, inner: set[str], ctx: "_Hoist", prefix: str):
+        self.inner, self.names, self.prefix, self.ctx = inner, ctx.names, prefix, ctx
         self.lifted: dict[Expr, Var] = {}
 
     def _invariant(self, e: Expr) -> bool:
@@ -116,17 +243,20 @@ class _NameMasks(IRMutator):
         if not isinstance(new.func, Send):
             return new
         mask = new.ops.mask
-        if isinstance(mask, (BoolImm, Var)) or mask.type.lanes != 1:
+        if _named(mask):
             return new
         terms = _conjuncts(mask)
         fixed = [t for t in terms if self._invariant(t)]
-        if not fixed or (len(fixed) == 1 and isinstance(fixed[0], (BoolImm, Var))):
+        if not fixed or (len(fixed) == 1 and _named(fixed[0])):
             return new
         value = fixed[0]
         for t in fixed[1:]:
             value = Binary.make(Op.AND, value, t)
         var = self.lifted.get(value)
         if var is None:
+            # A vector of bools lives in registers as one 32-bit mask per lane.
+            if not self.ctx.take(s32.with_lanes(value.type.lanes)):
+                return new
             var = self.lifted[value] = self.names.fresh(self.prefix, value.type)
         out: Expr = var
         for t in terms:
@@ -135,23 +265,117 @@ class _NameMasks(IRMutator):
         return new.with_ops(mask=out)
 
 
+def _named(e: Expr) -> bool:
+    """A constant or variable mask (or one broadcast): nothing to compute ahead."""
+    return isinstance(e.a if isinstance(e, Broadcast) else e, (BoolImm, Var))
+
+
 def _conjuncts(e: Expr) -> list[Expr]:
     """The terms of a tree of ``&&``, left to right."""
     out, stack = [], [e]
     while stack:
         x = stack.pop()
-        if isinstance(x, Binary) and x.op is Op.AND and x.type.lanes == 1:
+        if isinstance(x, Binary) and x.op is Op.AND:
             stack.extend((x.b, x.a))
         else:
             out.append(x)
     return out
 
 
+class _LiftHeaders(IRMutator):
+    """In one loop body: a send's header store (written right before the send, ``send_headers``)
+    whose value is loop-invariant moves in front of the loop into a header register of its own,
+    which the send then reads; sends with equal invariant headers into one memory share one. Each
+    such register is taken from the free registers; where none is left the store stays."""
+
+    def __init__(self, inner: set[str], ctx: "_Hoist"):
+        self.inner, self.ctx = inner, ctx
+        self.lifted: dict[tuple, tuple[Var, int, Expr]] = {}  # (value, memory) -> (header, bytes, value)
+        self.detached: set[str] = set()  # headers some send no longer reads
+
+    def pre_For(self, node: For):
+        return node  # an inner loop's headers were lifted out of it when it was hoisted
+
+    def mutate_Seq(self, old, new):
+        stmts = list(new.stmts)
+        out: list[Stmt] = []
+        i = 0
+        while i < len(stmts):
+            call = stmts[i + 1] if i + 1 < len(stmts) else None
+            moved = self._lift(stmts[i], call) if call is not None else None
+            if moved is None:
+                out.append(stmts[i])
+                i += 1
+                continue
+            out.append(moved)
+            i += 2
+        return new if len(out) == len(stmts) else seq(*out)
+
+    def _lift(self, store: Stmt, call: Stmt) -> Stmt | None:
+        """``call`` reading a lifted header in place of ``store``'s, or None."""
+        if not (isinstance(store, Store) and isinstance(call, FuncCall) and isinstance(call.func, Send)
+                and (ADDR_ATTR, "header") in call.attrs):
+            return None
+        off = call.ops.mem_offset
+        if not (isinstance(off, Load) and off.buf == store.buf and isinstance(off.offset, IntImm)
+                and off.offset.value == 0 and isinstance(store.offset, IntImm) and store.offset.value == 0
+                and store.mask is None and off.type == store.value.type):
+            return None
+        value = store.value
+        if has_load(value) or any(v.name in self.inner for v in expr_vars(value)):
+            return None
+        size = self.ctx.header_bytes.get(store.buf.name)
+        if size is None:
+            return None
+        key = (value, call.ops.mem.name, call.func.space)
+        hit = self.lifted.get(key)
+        if hit is None:
+            if not self.ctx.take_bytes(size):
+                return None
+            hit = self.lifted[key] = (self.ctx.names.fresh(store.buf.name, store.buf.type), size, value)
+        self.detached.add(store.buf.name)
+        return call.with_ops(mem_offset=Load.make(off.type, hit[0], 0))
+
+
+class _DropAllocs(IRMutator):
+    """Removes the allocations of ``names`` that nothing reads or writes any more."""
+
+    def __init__(self, names: set[str]):
+        self.names = names
+
+    def mutate_Alloc(self, old: Alloc, new: Alloc):
+        if new.buf.name in self.names and new.buf.name not in var_names(new.body):
+            return new.body
+        return new
+
+
 class _Hoist(IRMutator):
-    def __init__(self, ir: Node):
+    def __init__(self, ir: Node, free_bytes: int | None, reg_bytes: int):
         self.root = ir
         self.forms = Forms()
         self.names = NameSource(ir)
+        self.free_bytes = free_bytes  # None: no register file to run out of
+        self.reg_bytes = reg_bytes
+        # The send headers' allocations (name -> bytes) whose every read is the send right after
+        # the header's store (as send lowering writes them): such a store can move with its send.
+        headers = _header_names(ir) - _unpaired_headers(ir)
+        self.header_bytes = {n.buf.name: n.size for n in distinct_nodes(ir)
+                             if isinstance(n, Alloc) and n.kind is MemKind.GRF and n.buf.name in headers}
+        self.detached: set[str] = set()
+
+    def take(self, t: Type) -> bool:
+        """Whether a hoisted value of type ``t`` fits the free registers (taking them if so); scalars
+        always do (the model's reserve covers them)."""
+        return t.lanes == 1 or self.take_bytes(-(-t.size // self.reg_bytes) * self.reg_bytes)
+
+    def take_bytes(self, need: int) -> bool:
+        """Whether ``need`` more register bytes held over a loop fit (taking them if so)."""
+        if self.free_bytes is None:
+            return True
+        if need > self.free_bytes:
+            return False
+        self.free_bytes -= need
+        return True
 
     def mutate_For(self, old: For, new: For):
         if trip_count(new) == 0:
@@ -197,14 +421,21 @@ def hoist_loop(loop: For, ctx: _Hoist) -> Stmt:
     moved = {id(s) for s in hoisted}
     body = DropLets(lambda let: id(let) in moved).mutate(loop.body) if hoisted else loop.body
     roots = [e for s in _running_stmts(body) for e in own_exprs(s)]
-    split = _SplitSums(maximal_sums(roots), inner, ctx.forms, ctx.names, f"{loop.var.name}_inv",
-                       trip_count(loop))
+    split = _SplitSums(maximal_sums(roots), maximal_sums(roots, _is_vector_linear), inner, ctx,
+                       f"{loop.var.name}_inv", trip_count(loop))
     body = split.mutate(body)
-    masks = _NameMasks(inner, ctx.names, f"{loop.var.name}_mask")
+    masks = _NameMasks(inner, ctx, f"{loop.var.name}_mask")
     body = masks.mutate(body)
+    headers = _LiftHeaders(inner, ctx)
+    body = headers.mutate(body)
+    ctx.detached |= headers.detached
     if body is loop.body:
         return loop
     out: Stmt = For.make(loop.var, loop.init, loop.bound, body, loop.step, loop.unroll, origin=loop.origin)
+    if headers.lifted:
+        out = seq(*(Store.make(buf, 0, value) for buf, _, value in headers.lifted.values()), out)
+        for buf, size, _ in reversed(headers.lifted.values()):
+            out = Alloc.make(buf, size, MemKind.GRF, out)
     for value, var in reversed(masks.lifted.items()):
         out = Let.make(var, value, out)
     for value, var in reversed(split.lifted.items()):
@@ -215,5 +446,39 @@ def hoist_loop(loop: For, ctx: _Hoist) -> Stmt:
 
 
 def hoist_invariants(ir: Node, options: Mapping[str, Any] | None = None) -> Node:
-    """``ir`` with loop-invariant lets and sums hoisted out of every loop; the same object when none."""
-    return _Hoist(ir).mutate(ir)
+    """``ir`` with loop-invariant lets and sums hoisted out of every loop, vector sums within the
+    registers the kernel leaves free (``cse.register_budget``; without a target, no limit); the
+    same object when none."""
+    model, free = register_budget(ir, options or {})
+    ctx = _Hoist(ir, free, model.reg_bytes if model is not None else 4)
+    out = ctx.mutate(ir)
+    return _DropAllocs(ctx.detached).mutate(out) if ctx.detached else out
+
+
+def _unpaired_headers(ir: Node) -> set[str]:
+    """Names of the headers some send reads without the header's store right before it (checked at
+    every place a send occurs: one object may sit in several)."""
+    out: set[str] = set()
+    for n in distinct_nodes(ir):
+        kids = child_stmts(n)
+        for i, k in enumerate(kids):
+            h = _header_of(k)
+            if h is None:
+                continue
+            before = kids[i - 1] if isinstance(n, Seq) and i else None
+            if not (isinstance(before, Store) and before.buf.name == h):
+                out.add(h)
+    return out
+
+
+def _header_of(s: Node) -> str | None:
+    """The header buffer that send ``s`` reads its address from (None: not such a send)."""
+    if isinstance(s, FuncCall) and isinstance(s.func, Send) and (ADDR_ATTR, "header") in s.attrs \
+            and isinstance(s.ops.mem_offset, Load):
+        return s.ops.mem_offset.buf.name
+    return None
+
+
+def _header_names(ir: Node) -> set[str]:
+    """Names of the buffers sends read their addresses from (``addr=header``)."""
+    return {h for h in map(_header_of, distinct_nodes(ir)) if h is not None}

@@ -61,8 +61,9 @@ KERNEL_PASSES: tuple[Pass, ...] = (
          doc="byte offsets to message headers (Xe) or address registers (sm_90)"),
     Pass("cse", _cse_with_notes, reads=("target", "regs"), notes=True,
          doc="common subexpressions named once, within the free registers"),
-    Pass("hoist", hoist_invariants, version=2, doc="loop-invariant lets and sums moved in front of their loop"),
-    Pass("strength-reduce", reduce_strength, reads=("target", "regs", "reg_bytes"), version=3,
+    Pass("hoist", hoist_invariants, reads=("target", "regs"), version=3,
+         doc="loop-invariant lets and sums moved in front of their loop"),
+    Pass("strength-reduce", reduce_strength, reads=("target", "regs", "reg_bytes"), version=4,
          doc="loop-linear address sums become induction variables"),
     Pass("let-opt", optimize_lets, doc="trivial and redundant lets inlined, unused lets removed"),
     Pass("unroll", unroll_loops, doc="loops unrolled as marked (config unroll knobs, register loops)"),
@@ -70,9 +71,9 @@ KERNEL_PASSES: tuple[Pass, ...] = (
          doc="fold the constants unrolled copies expose"),
     Pass("cse-unrolled", _cse_with_notes, reads=("target", "regs"), notes=True,
          doc="what the unrolled copies repeat, computed once"),
-    Pass("hoist-unrolled", hoist_invariants, version=2,
+    Pass("hoist-unrolled", hoist_invariants, reads=("target", "regs"), version=3,
          doc="hoist what the unrolled copies leave invariant in the loops that stay"),
-    Pass("peephole", fuse_arith, reads=("target",), version=2, doc="add + add -> add3, mul + add -> mad"),
+    Pass("peephole", fuse_arith, reads=("target",), version=3, doc="add + add -> add3, mul + add -> mad"),
     Pass("barrier-opt", remove_redundant_barriers, doc="remove barriers that order no SLM access"),
 )
 

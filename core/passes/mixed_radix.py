@@ -95,9 +95,10 @@ class Chain:
             out.append(Digit(self.offset, self.bounds[-1], None))
         return tuple(out)
 
-    def update(self, k: Var, counters: list[tuple[Var, Var]]) -> Stmt:
+    def update(self, k: Var, counters: list[tuple[Var, Var]], carried: list[Stmt] | None = None) -> Stmt:
         """The statement advancing the counters (``(value var, register buffer)`` per digit, in
-        ``digits()`` order) from the digits of ``x`` to those of ``x + 1``."""
+        ``digits()`` order) from the digits of ``x`` to those of ``x + 1``, and running ``carried``
+        (the updates of values carried along with the digits) under the same condition."""
         t = k.type
         carry: Expr | None = None  # None: the lowest counter always advances
         stores = []
@@ -111,7 +112,7 @@ class Chain:
                 new = step if carry is None else iif(carry, step, v)
                 carry = wraps if carry is None else carry.land(wraps)
             stores.append(Store.make(buf, 0, new))
-        body = seq(*stores)
+        body = seq(*stores, *(carried or ()))
         b0 = self.bounds[0]
         if b0 == 1:
             return body

@@ -8,10 +8,11 @@ widths the target takes (Xe: 16-bit immediates in src0 or src2), trying the
 orders that the sum's and the product's commutativity allow. An immediate that
 fits nowhere leaves the ``mul``/``add`` alone, whose immediates are 32 bits.
 
-A fusion applies only when the inner operation has the type of the outer one:
-then both forms compute the exact sum modulo ``2**bits`` and agree bit for
-bit, while a narrower inner operation would have wrapped where the fused one
-does not. Float arithmetic is left alone (address arithmetic is what this
+A fusion applies only when the inner operation has the element type of the
+outer one (a scalar inner operation adds the same to every lane of a vector
+one: a header's ``base + (ic*2 + 768)``): then both forms compute the exact
+sum modulo ``2**bits`` and agree bit for bit, while a narrower inner operation
+would have wrapped where the fused one does not. Float arithmetic is left alone (address arithmetic is what this
 pass is for).
 """
 from __future__ import annotations
@@ -39,7 +40,8 @@ class _Fuse(IRMutator):
         if new.op is not Op.ADD or not new.type.is_int:
             return new
         for inner, other in ((new.a, new.b), (new.b, new.a)):
-            if not isinstance(inner, Binary) or inner.type != new.type:
+            if not isinstance(inner, Binary) or inner.type.scalar is not new.type.scalar \
+                    or inner.type.lanes not in (1, new.type.lanes):
                 continue
             if inner.op is Op.ADD:
                 x, y = inner.a, inner.b

@@ -17,6 +17,15 @@ loop (``k`` from a constant, step 1, constant bounds); those become counters
 carried across iterations that wrap and carry into each other
 (``mixed_radix``), with no division left in the loop.
 
+**Sums of digits.** Address sums over the counters of one chain,
+``a0*d0 + a1*d1 + rest`` (``rest`` invariant; other varying terms, such as
+a digit that folds per unrolled copy, stay beside), become one carried
+register too (``<k>_div``), advanced in the counters' update by ``a0``, or by
+``a1 - a0*(s0 - 1)`` where ``d0`` wraps (and so on up the chain): a conv's
+``kh*7168 + ic*32`` header part costs a select and an add once per wrap
+instead of multiplies and adds in every copy. A counter then read by nothing
+but the wraps of those above it stays; one read by nothing goes.
+
 The IR has no mutable scalars, so a carried value lives in a one-value
 ``alloc.grf`` buffer (the register the code generator gives it)::
 
@@ -50,7 +59,7 @@ from dataclasses import dataclass
 from itertools import combinations
 from typing import Any, Mapping
 
-from ..ir.expr import Binary, Expr, IntImm, Load, Op, Unary, Var, wrap_int
+from ..ir.expr import Binary, Expr, IntImm, Load, Op, Unary, Var, iif, wrap_int
 from ..ir.node import Node
 from ..ir.stmt import Alloc, For, Let, MemKind, Seq, Stmt, Store, seq
 from ..ir.types import Type
@@ -112,6 +121,50 @@ class _Counters:
         return {id(e): slot[d] for e, d in self.uses if d in slot}
 
 
+@dataclass(frozen=True)
+class _DigitInduction:
+    """A sum ``sum(coef_i * digit_i) + rest + const`` over the counters of one digit chain (``rest``
+    invariant), carried as one register the chain's update advances: by ``coef_0`` when the lowest
+    digit steps, less what a digit gives back when it wraps and carries into the next."""
+
+    type: Type
+    chain: int  # index of the chain among the loop's counter chains
+    coefs: tuple[int, ...]  # per digit of the chain, lowest first
+    rest: tuple[tuple[Expr, int], ...]
+    const: int
+    # (sum, its constant, its other varying terms: they stay beside the induction variable)
+    uses: tuple[tuple[Expr, int, tuple[tuple[Expr, int], ...]], ...]
+    wraps: int  # digits whose wrap the update tests
+
+    def replacements(self, ivs: tuple[Var, ...], forms: Forms) -> dict[int, Expr]:
+        (iv,) = ivs
+        return {id(e): iv if c == self.const and not other else forms.build(self.type, {iv: 1, **dict(other)},
+                                                                             c - self.const)
+                for e, c, other in self.uses}
+
+    def reads(self, chain: Chain) -> list[int]:
+        """The digits whose counters ``step`` tests."""
+        out = []
+        for i, d in enumerate(chain.digits()[:len(self.coefs)]):
+            if d.span is None or not any(self.coefs[i:]):
+                break
+            out.append(i)
+        return out
+
+    def step(self, chain: Chain, digits: tuple[Var, ...]) -> Expr:
+        """What the chain's update adds: ``iif(d0 == s0 - 1, iif(d1 == s1 - 1, ..), coef_0)``."""
+        def at(i: int, acc: int) -> Expr:
+            if i == len(self.coefs) or not any(self.coefs[i:]):
+                return IntImm.make(self.type, acc)
+            d = chain.digits()[i]
+            if d.span is None:
+                return IntImm.make(self.type, acc + self.coefs[i])
+            wrapped = at(i + 1, acc - self.coefs[i] * (d.span - 1))
+            return iif(digits[i].eq(IntImm.make(digits[i].type, d.span - 1)), wrapped,
+                       IntImm.make(self.type, acc + self.coefs[i]))
+        return at(0, 0)
+
+
 def _choose(level: LoopLevel, candidates: list, k: Var, forms: Forms, registers: int) -> list:
     """The candidates worth keeping together: among the sets taking at most ``registers`` registers
     and saving at least one operation per iteration (net of upkeep) per register they take, the
@@ -150,6 +203,29 @@ def _choose(level: LoopLevel, candidates: list, k: Var, forms: Forms, registers:
     return chosen
 
 
+def _choose_digit(level: LoopLevel, candidates: list[_DigitInduction], k: Var, forms: Forms, registers: int,
+                  periods: list[int]) -> list[_DigitInduction]:
+    """The digit induction variables worth a register each: in order of what they save alone, each
+    kept while it saves at least one operation per iteration more than its update costs (a test and
+    a select per wrapping digit and an add, once every ``periods[chain]`` iterations)."""
+    stand = {id(c): c.replacements((Var.make(c.type, k.name),), forms) for c in candidates}
+    base = level.cost()
+
+    def saving(chosen) -> float:
+        merged = {i: e for c in chosen for i, e in stand[id(c)].items()}
+        return base - level.cost(merged) - sum((1 + 2 * c.wraps) / periods[c.chain] for c in chosen)
+
+    alone = {id(c): saving((c,)) for c in candidates}
+    chosen: list[_DigitInduction] = []
+    current = 0.0
+    for c in sorted(candidates, key=lambda c: (-alone[id(c)], forms.key(c.uses[0][0]))):
+        s = saving(chosen + [c])
+        if len(chosen) < registers and s >= current + 1:
+            chosen.append(c)
+            current = s
+    return chosen
+
+
 class _Reduce(IRMutator):
     def __init__(self, ir: Node, reg_bytes: int, max_registers: int):
         self.root = ir
@@ -181,14 +257,17 @@ class _Reduce(IRMutator):
         wrapped = {t: wrap_int(c, lf.type) for t, c in terms.items()}
         return {t: c for t, c in wrapped.items() if c}, wrap_int(const, lf.type)
 
-    def _linear_lets(self, level: LoopLevel, k: Var, inner: set[str]) -> dict[str, tuple[dict, int]]:
-        """Lets of the level whose values are linear in ``k`` over loop-invariant terms, expanded."""
+    def _linear_lets(self, level: LoopLevel, k: Var, inner: set[str],
+                     digits: frozenset[str] = frozenset()) -> dict[str, tuple[dict, int]]:
+        """Lets of the level whose values are linear in ``k`` (or in the counters ``digits``) over
+        loop-invariant terms, expanded."""
         lets: dict[str, tuple[dict, int]] = {}
         for x in level.entries:
             if x.let is None or not x.let.type.is_int or x.let.type.lanes != 1:
                 continue
             terms, const = self._expand(x.expr, lets)
-            if len(terms) <= _MAX_TERMS and all(t.is_equal(k) or _invariant(t, inner) for t in terms):
+            if len(terms) <= _MAX_TERMS and all(t.is_equal(k) or _invariant(t, inner)
+                                                or (isinstance(t, Var) and t.name in digits) for t in terms):
                 lets[x.let.name] = (terms, const)
         return lets
 
@@ -267,6 +346,45 @@ class _Reduce(IRMutator):
             out.append(_Induction(key[0], coef, tuple(rest.items()), common, distinct))
         return out
 
+    def digit_inductions(self, loop: For, level: LoopLevel, inner: set[str],
+                         counters: list[tuple[Chain, tuple]]) -> list[_DigitInduction]:
+        """One candidate per (digit coefficients, invariant rest) of the level's sums linear in the
+        counters of one chain; their other varying terms (``k``, a digit that folds per unrolled
+        copy) stay beside the induction variable."""
+        slot = {v.name: (c, i) for c, (_, pairs) in enumerate(counters) for i, (v, _) in enumerate(pairs)}
+        if not slot:
+            return []
+        lets = self._linear_lets(level, loop.var, inner, frozenset(slot))
+        groups: dict[tuple, list[tuple]] = {}
+        shapes: dict[tuple, tuple[int, tuple, dict]] = {}
+        for e in _whole_sums(level.exprs()):
+            terms, const = self._expand(e, lets)
+            digit = {t.name: c for t, c in terms.items() if isinstance(t, Var) and t.name in slot}
+            rest = {t: c for t, c in terms.items() if not (isinstance(t, Var) and t.name in slot)}
+            other = {t: c for t, c in rest.items() if not _invariant(t, inner)}
+            chains = {slot[n][0] for n in digit}
+            if not digit or len(chains) != 1:
+                continue
+            rest = {t: c for t, c in rest.items() if t not in other}
+            (chain,) = chains
+            coefs = [0] * len(counters[chain][1])
+            for n, c in digit.items():
+                coefs[slot[n][1]] = c
+            key = (e.type, chain, tuple(coefs), self.forms.build(e.type, rest, 0))
+            shapes.setdefault(key, (chain, tuple(coefs), rest))
+            groups.setdefault(key, []).append((e, const, tuple(other.items())))
+        out = []
+        for key, uses in groups.items():
+            chain, coefs, rest = shapes[key]
+            distinct = tuple({id(u[0]): u for u in uses}.values())
+            consts = [c for _, c, _ in distinct]
+            common = min(set(consts), key=lambda c: (-consts.count(c), abs(c), c))
+            digits = counters[chain][0].digits()
+            top = max(i for i, c in enumerate(coefs) if c)
+            wraps = sum(1 for d in digits[:top + 1] if d.span is not None)
+            out.append(_DigitInduction(key[0], chain, coefs, tuple(rest.items()), common, distinct, wraps))
+        return out
+
     # -- the rewrite -----------------------------------------------------------------------
 
     def reduce_loop(self, loop: For) -> Stmt:
@@ -298,14 +416,41 @@ class _Reduce(IRMutator):
                 start = self.forms.build(g.type, {**rest, loop.init: rest.get(loop.init, 0) + g.coef}, g.const)
             ivs.append((buf, iv, start, g.coef * loop.step))
             replace.update(g.replacements((iv,), self.forms))
+        core = ReplaceNodes(replace).mutate(body) if replace else body
+        digit_ivs = []  # (candidate, value var, register buffer)
+        if counters:
+            level = LoopLevel(core) if replace else level
+            inner |= {iv.name for _, iv, _, _ in ivs}
+            left -= len(chosen)
+            found = self.digit_inductions(loop, level, inner, counters)
+            for g in _choose_digit(level, found, k, self.forms, left, [c.chain.bounds[0] for c in chains]):
+                digit_ivs.append((g, self.names.fresh(f"{k.name}_div", g.type),
+                                  self.names.fresh(f"{k.name}_div_reg", g.type)))
+            if digit_ivs:
+                replace = {}
+                for g, v, _ in digit_ivs:
+                    replace.update(g.replacements((v,), self.forms))
+                core = ReplaceNodes(replace).mutate(core)
         if not counters and not ivs:
             return loop
-        core = ReplaceNodes(replace).mutate(body) if replace else body
         # Lets nothing reads go now (a let is pure), so the pass's own figures show the saving.
         unread = LoopLevel(core).unread_lets()
         core = DropLets(lambda let: let.var.name in unread).mutate(core) if unread else core
+        if digit_ivs:  # counters only the replaced sums read go (lower ones stay: their wraps carry)
+            read = {n.name for n in distinct_nodes(core) if isinstance(n, Var)}
+            for c, (chain, pairs) in enumerate(counters):
+                needed = {i for i, (v, _) in enumerate(pairs) if v.name in read}
+                needed |= {i for g, _, _ in digit_ivs if g.chain == c for i in g.reads(chain)}
+                counters[c] = (chain, pairs[:max(needed, default=-1) + 1])
         if counters:
-            core = seq(core, *(chain.update(k, list(pairs)) for chain, pairs in counters))
+            updates = []
+            for c, (chain, pairs) in enumerate(counters):
+                digits = tuple(v for v, _ in pairs)
+                carried = [Store.make(buf, 0, v + g.step(chain, digits)) for g, v, buf in digit_ivs if g.chain == c]
+                updates.append(chain.update(k, list(pairs), carried))
+            core = seq(core, *updates)
+            for _, v, buf in reversed(digit_ivs):
+                core = Let.make(v, Load.make(v.type, buf, 0), core)
             for _, pairs in reversed(counters):
                 for v, buf in reversed(pairs):
                     core = Let.make(v, Load.make(v.type, buf, 0), core)
@@ -316,6 +461,10 @@ class _Reduce(IRMutator):
         x0 = loop.init.value if counters else 0
         starts += [(buf, IntImm.make(v.type, d.value(x0 + chain.offset)))
                    for chain, pairs in counters for (v, buf), d in zip(pairs, chain.digits())]
+        for g, _, buf in digit_ivs:
+            chain = counters[g.chain][0]
+            at = sum(c * d.value(x0 + chain.offset) for c, d in zip(g.coefs, chain.digits()))
+            starts.append((buf, self.forms.build(g.type, dict(g.rest), at + g.const)))
         out = seq(*(Store.make(buf, 0, value) for buf, value in starts), out)
         for buf, value in reversed(starts):
             out = Alloc.make(buf, max(self.reg_bytes, value.type.size), MemKind.GRF, out)

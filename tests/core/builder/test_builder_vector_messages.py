@@ -4,9 +4,18 @@ import itertools
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from builder_cases import problem
+from kdd.core.builder import build_kernel
 from kdd.core.builder.loads import MessagePlan, MessageRules, VectorPlan, plan_vectors
-from kdd.core.ir.funcs import SendKind
-from kdd.core.ir.types import f16, f32, s8
+from kdd.core.builder.tile import RegTensor
+from kdd.core.config.line import parse_config_line
+from kdd.core.interp.check import check_kernel
+from kdd.core.ir import FuncCall, evaluate, var, walk
+from kdd.core.ir.expr import Binary, Op
+from kdd.core.ir.funcs import Send, SendKind, SendOp
+from kdd.core.ir.types import f16, f32, s8, u64
+from kdd.core.layout.layout import Block, Layout
+from kdd.core.problem import parse_shape
 
 XEHPG = MessageRules(8, 256, vectors=(1, 2, 3, 4, 8), vector_lanes=8)
 
@@ -66,3 +75,43 @@ def test_the_staging_layout_is_where_the_messages_put_each_element(dtype, rows, 
         for d in order:  # row-major in ``order``
             flat = flat * box[d] + index[d]
         assert layout.offset_of(index) == _oracle_position(flat, plan, pe, elems)
+
+
+_COLUMNS = Layout(f16, (1, 16, 128), (Block(2, 8, 1), Block(1, 16, 8), Block(2, 16, 128)))
+
+
+@settings(max_examples=80, deadline=None)
+@given(base=st.one_of(st.integers(0, 2047), st.integers(0, 31).map(lambda k: k * 64)),
+       stride=st.sampled_from((1, 8, 128)), lanes=st.sampled_from((2, 4, 8)))
+def test_a_ramp_of_positions_decodes_without_vector_division(base, stride, lanes):
+    """``decode_ramp``: the lanes' matrix indices are the base's plus a constant ramp along the one dim
+    whose digit they step, equal lane by lane to decoding each position; refused where they would carry."""
+    reg = RegTensor(var("r", u64), _COLUMNS)
+    b = var("b")
+    align = base & -base if base else 0
+    out = reg.decode_ramp(b, stride, lanes, align, bound=reg.elems)
+    if out is None:
+        assert align % (stride * lanes)  # refused only where the lanes could carry
+        return
+    assert not [n for e in out for n in walk(e) if isinstance(n, Binary) and n.op in (Op.DIV, Op.MOD)
+                and n.type.lanes > 1]
+    for lane in range(lanes):
+        want = [evaluate(x, {"b": base + lane * stride}) for x in reg.decode(b, bound=reg.elems)]
+        got = [evaluate(x, {"b": base}) for x in out]
+        got = [v[lane] if isinstance(v, tuple) else v for v in got]
+        assert got == want
+
+
+def test_weights_with_n_contiguous_are_copied_in_columns_and_stored_as_blocks():
+    """res3a's weights (``axcb``: a row of 128 output channels per input channel): each thread
+    gathers 16 K rows of 8 columns with vector messages (a lane a row), reorders them once into
+    dpas's VNNI block and stores it with one block message, not 16 two-byte scatters."""
+    p = problem(parse_shape("mb2ic128ih4oc128oh4kh3ph1"), "fwd", "f16")
+    dims = [n for r in "bmnk" for n, _ in getattr(p.gemm_dims(), r)]
+    kernel = build_kernel(p, parse_config_line("fma=dpas simd=8 i=oh2ow4oc32ic16 T=mb2oh2oc4", dims), "xehpg")
+    sends = [n for n in walk(kernel.body) if isinstance(n, FuncCall) and isinstance(n.func, Send)]
+    to_b = [s for s in sends if s.func.op is SendOp.STORE and s.ops.mem.name.startswith("b_slm")]
+    assert to_b and all(s.func.kind is SendKind.BLOCK for s in to_b)
+    from_wei = [s for s in sends if s.func.op is SendOp.LOAD and s.ops.mem.name == "wei"]
+    assert from_wei and all(s.func.kind is SendKind.SCATTERED and s.func.vec == 4 for s in from_wei)
+    assert check_kernel(kernel).ok

@@ -3,12 +3,15 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from passes_oracle import OUT, effects, programs
 
-from kdd.core.ir import For, FuncCall, Let, Load, Store, seq, var, walk
+from kdd.core.ir import Alloc, BoolImm, For, FuncCall, Let, Load, MemKind, Store, evaluate, seq, var, walk
+from kdd.core.ir.expr import Broadcast, IntImm, Op, Ramp, Ternary, Unary, wrap_int
 from kdd.core.ir.funcs import Send, SendKind, SendOp
 from kdd.core.ir.types import f16, s32, u64
-from kdd.core.passes.hoist import hoist_invariants
+from kdd.core.passes.hoist import hoist_invariants, vector_addends
+from kdd.core.passes.opcount import int_ops
 from kdd.core.passes.metrics import kernel_metrics
 from kdd.core.passes.registers import RegisterModel
+from kdd.core.targets import get_target
 
 I, J, K = var("i"), var("j"), var("k")
 MODEL = RegisterModel(32)
@@ -105,3 +108,150 @@ def test_hoisted_program_has_the_same_effects(p, x, y):
     out = hoist_invariants(p)
     assert effects(out, env=env) == effects(p, env=env)
     assert kernel_metrics(out, MODEL).loop_ops <= kernel_metrics(p, MODEL).loop_ops
+
+
+def test_a_vector_header_adds_a_scalar_to_a_hoisted_per_lane_base():
+    """A scattered header ``(ramp(base) + ic + kw*64) * 2`` in loop ``ic``: its per-lane part is computed
+    once before the loop; the loop adds the scalar ``ic * 2`` (and an immediate) to it."""
+    lane = var("lane")
+    header = (Ramp.make(lane * 16, 1, 8) + Broadcast.make(K, 8) + Broadcast.make(J * 64, 8) + 5) * 2
+    loop = For.make(K, 0, 64, Store.make(OUT, K * 32, header))
+    out = hoist_invariants(loop)
+    vectors = [n for n in walk(out) if isinstance(n, Let) and n.var.type.lanes == 8]
+    assert len(vectors) == 1 and vectors[0].var.name.startswith("k_inv")
+    (store,) = [n for n in walk(out) if isinstance(n, Store)]
+    assert int_ops(store.value) < int_ops(loop.body.value)
+    assert not any(isinstance(n, Ramp) for n in walk(store.value))
+    for env in ({"lane": 3, "j": -2}, {"lane": 0, "j": 70000}):
+        assert effects(out, env=env) == effects(loop, env=env)
+
+
+def test_a_vector_is_not_hoisted_beyond_the_free_registers():
+    """With a target whose registers the kernel already fills, the per-lane base stays in the loop."""
+    lane = var("lane")
+    header = (Ramp.make(lane * 16, 1, 8) + Broadcast.make(K, 8) + Broadcast.make(J * 64, 8)) * 2
+    loop = For.make(K, 0, 64, Store.make(OUT, K * 32, header))
+    target = get_target("xehpg")
+    free = hoist_invariants(loop, {"target": target, "regs": 128})
+    assert [n for n in walk(free) if isinstance(n, Let) and n.var.type.lanes == 8]
+    full = Alloc.make(var("big", s32), (128 - target.registers.reserved) * 32, MemKind.GRF,
+                      seq(Store.make(var("big", s32), 0, K), loop))
+    out = hoist_invariants(full, {"target": target, "regs": 128})
+    assert not [n for n in walk(out) if isinstance(n, Let) and n.var.type.lanes == 8]
+
+
+_LANES = 8
+_VECTOR_CODE = st.lists(st.tuples(st.integers(0, 7), st.integers(-3000, 3000), st.integers(0, 99)), min_size=1,
+                        max_size=8)
+
+
+def _vector_expr(code, scalars):
+    """An integer vector sum over ``scalars`` as ``code`` draws it: ramps, broadcasts, ``+ - *c``,
+    ``add3``, ``mad`` by a constant, negation, and a non-linear ``%`` the split must keep whole."""
+    pool = [Ramp.make(scalars[0] * 4, 1, _LANES), Broadcast.make(scalars[1], _LANES)]
+    for op, c, pick in code:
+        a, b = pool[pick % len(pool)], pool[(pick // 7) % len(pool)]
+        s = scalars[pick % len(scalars)]
+        imm = IntImm.make(s32, c)
+        made = (a + b, a - b, a * imm, Ternary.make(Op.ADD3, a, s, imm), Ternary.make(Op.MAD, a, b, imm),
+                Unary.make(Op.NEG, a), Ramp.make(s * c + scalars[1], 2, _LANES) + a, (a % 7) + s)[op]
+        pool.append(made)
+    return pool[-1]
+
+
+@settings(max_examples=200, deadline=None)
+@given(_VECTOR_CODE, st.integers(-2 ** 31, 2 ** 31 - 1), st.integers(-100, 100))
+def test_vector_addends_sum_to_the_vector(code, i, k):
+    e = _vector_expr(code, [I, K, J])
+    terms, const = vector_addends(e)
+    env = {"i": i, "k": k, "j": 7}
+    lanes = lambda v: v if isinstance(v, tuple) else (v,) * _LANES  # noqa: E731
+    total = [const] * _LANES
+    for t, c in terms.items():
+        total = [x + c * y for x, y in zip(total, lanes(evaluate(t, env)))]
+    assert tuple(wrap_int(x, s32) for x in total) == lanes(evaluate(e, env))
+
+
+@settings(max_examples=150, deadline=None)
+@given(_VECTOR_CODE, st.integers(-50, 50), st.integers(-50, 50))
+def test_hoisting_vector_sums_keeps_the_effects(code, i, j):
+    e = _vector_expr(code, [I, K, J])
+    loop = For.make(K, 0, 16, Store.make(OUT, K * 64, e))
+    out = hoist_invariants(loop)
+    env = {"i": i, "j": j}
+    assert effects(out, env=env) == effects(loop, env=env)
+    assert kernel_metrics(out, MODEL).loop_ops <= kernel_metrics(loop, MODEL).loop_ops
+
+
+def test_the_invariant_lanes_of_a_scattered_mask_are_computed_once():
+    """A scattered load's mask: the lanes' column padding test is loop-invariant (named once, a vector),
+    the row test of the iteration stays in the loop beside it."""
+    src, reg = var("src", u64), var("a_g2s", u64)
+    load = Send(SendOp.LOAD, SendKind.SCATTERED, "global", s32, 8)
+    col = Ramp.make(I, 1, 8) - 1
+    row = K + J - 1
+    mask = row.ge(0).land(row.lt(6)).land(col.ge(0).land(col.lt(6)))
+    loop = For.make(K, 0, 4, FuncCall.make(load, [src, Ramp.make(K * 64, 4, 8), reg, 0, mask]))
+    out = hoist_invariants(loop)
+    (let,) = [n for n in walk(out) if isinstance(n, Let) and n.var.type.is_bool]
+    assert let.var.type.lanes == 8 and let.value == col.ge(0).land(col.lt(6))
+    (call,) = [n for n in walk(out) if isinstance(n, FuncCall)]
+    assert let.var in list(walk(call.ops.mask)) and not any(isinstance(n, Ramp) for n in walk(call.ops.mask))
+    for i, j in ((-3, 0), (0, 2), (4, 5), (9, -1)):
+        assert effects(out, env={"i": i, "j": j}) == effects(loop, env={"i": i, "j": j})
+
+
+def _header_loop(first_offset):
+    """A loop of two SLM block loads addressed through one header register, as send lowering leaves
+    them: the first load's address is ``first_offset``, the second's depends on the loop variable."""
+    slm, reg, hdr = var("a_slm", u64), var("a", u64), var("a_slm_hdr", u64)
+    load = Send(SendOp.LOAD, SendKind.BLOCK, "slm", f16, 16)
+    attrs = (("addr", "header"),)
+
+    def send(value):
+        return seq(Store.make(hdr, 0, value),
+                   FuncCall.make(load, [slm, Load.make(s32, hdr, 0), reg, 0, BoolImm.make(True)], attrs=attrs))
+    loop = For.make(K, 0, 4, seq(send(first_offset), send(K * 64)))
+    return Alloc.make(hdr, 32, MemKind.GRF, loop)
+
+
+def test_an_invariant_header_is_written_once_before_the_loop_into_its_own_register():
+    kernel = _header_loop(I * 4 + 256)
+    out = hoist_invariants(kernel)
+    (lifted,) = [n for n in walk(out) if isinstance(n, Alloc) and n.buf.name != "a_slm_hdr"]
+    loop = next(n for n in walk(out) if isinstance(n, For))
+    assert not any(isinstance(n, Store) and n.buf == lifted.buf for n in walk(loop))
+    offsets = [n.ops.mem_offset.buf.name for n in walk(loop) if isinstance(n, FuncCall)]
+    assert offsets == [lifted.buf.name, "a_slm_hdr"]
+    stores = [n for n in walk(loop) if isinstance(n, Store)]
+    assert len(stores) == 1 and stores[0].value == K * 64
+    for i in (0, 5):
+        assert effects(out, env={"i": i}) == effects(kernel, env={"i": i})
+
+
+def test_a_header_is_not_lifted_beyond_the_free_registers_and_an_unread_header_goes():
+    target = get_target("xehpg")
+    fill = (128 - target.registers.reserved) * 32
+    big = var("big", s32)
+    kernel = Alloc.make(big, fill, MemKind.GRF, seq(Store.make(big, 0, K), _header_loop(I * 4 + 256)))
+    out = hoist_invariants(kernel, {"target": target, "regs": 128})
+    assert sum(isinstance(n, Store) for n in walk(next(n for n in walk(out) if isinstance(n, For)))) == 2
+    # Both loads with invariant headers: each gets its own, and the shared one nobody reads goes.
+    both = Alloc.make(var("a_slm_hdr", u64), 32, MemKind.GRF, For.make(K, 0, 4, seq(
+        *_header_loop(I * 4).body.body.stmts[:2], *_header_loop(I * 8).body.body.stmts[:2])))
+    lifted = hoist_invariants(both)
+    assert "a_slm_hdr" not in {n.buf.name for n in walk(lifted) if isinstance(n, Alloc)}
+    assert effects(lifted, env={"i": 3}) == effects(both, env={"i": 3})
+
+
+def test_a_header_another_send_reads_without_its_own_store_stays():
+    """Two loads through one header written once: lifting the store for the first would leave the
+    second reading a header nobody writes, so neither moves."""
+    slm, reg, hdr = var("a_slm", u64), var("a", u64), var("a_slm_hdr", u64)
+    load = Send(SendOp.LOAD, SendKind.BLOCK, "slm", f16, 16)
+    attrs = (("addr", "header"),)
+    read = FuncCall.make(load, [slm, Load.make(s32, hdr, 0), reg, 0, BoolImm.make(True)], attrs=attrs)
+    kernel = Alloc.make(hdr, 32, MemKind.GRF, For.make(K, 0, 4, seq(Store.make(hdr, 0, I * 4), read, read)))
+    out = hoist_invariants(kernel)
+    assert [n.buf.name for n in walk(out) if isinstance(n, Alloc)] == ["a_slm_hdr"]
+    assert effects(out, env={"i": 3}) == effects(kernel, env={"i": 3})

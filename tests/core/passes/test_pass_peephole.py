@@ -3,7 +3,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from kdd.core.ir import evaluate, var, walk
-from kdd.core.ir.expr import Binary, IntImm, Op, Ternary, binary
+from kdd.core.ir.expr import Binary, Cast, IntImm, Op, Ramp, Ternary, binary
+from kdd.core.passes.opcount import int_ops
 from kdd.core.ir.stmt import Store
 from kdd.core.ir.types import s16, s32, s64, u32
 from kdd.core.passes.peephole import fuse_arith
@@ -96,3 +97,18 @@ def test_64_bit_fusion_only_where_the_target_has_it():
     assert not ops_of(fuse_arith(e, {"target": "xehpg"}), Op.MAD) + ops_of(fuse_arith(e, {"target": "xehpg"}),
                                                                          Op.ADD3)
     assert ops_of(fuse_arith(e, {"target": "sm_90"}), Op.MAD)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.integers(-(2 ** 31), 2 ** 31 - 1), st.integers(-(2 ** 31), 2 ** 31 - 1), st.integers(-(2 ** 15), 2 ** 15 - 1))
+def test_a_scalar_sum_inside_a_vector_header_fuses_into_one_add3(x, y, imm):
+    """``base + (x*y + imm)`` (a 16-bit immediate): the scalar inner sum adds the same to every lane,
+    so it fuses with the vector add (the sum wraps alike), while a narrower inner sum still does not."""
+    base = Ramp.make(X, 4, 8)
+    e = base + (X * Y + IntImm.make(s32, imm))
+    fused = fuse_arith(e, {"target": "xehpg"})
+    assert int_ops(fused) < int_ops(e)
+    env = {"x": x, "y": y}
+    assert evaluate(fused, env) == evaluate(e, env)
+    narrow = base + Cast.make(s32, H + H)
+    assert ops_of(fuse_arith(narrow, {"target": "xehpg"}), Op.ADD3) == []

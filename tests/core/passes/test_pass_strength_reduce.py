@@ -261,3 +261,24 @@ def test_a_kernel_without_free_registers_gets_no_induction_register():
     full = -(-peak // options.reg_bytes) + target.registers.reserved
     assert reduce_strength(ir, replace(options, regs=full + 32)) is not ir
     assert reduce_strength(ir, replace(options, regs=full)) is ir
+
+def test_address_sums_of_digits_become_one_register_the_counters_advance():
+    """A conv header's scalar part ``kh*7168 + ic*32`` (kh, ic digits of the flattened kh3kw3ic loop,
+    kw folding per unrolled copy): one register, advanced with the counters by 7168, or by
+    32 - 2*7168 where kh wraps; the ic counter nothing else reads goes."""
+    x = K
+    kh, ic, kw = (x / 3) % 3, x / 9, x % 3
+    body = seq(Store.make(OUT, kh * 7168 + ic * 32 + I + kw * 128, K), Store.make(OUT, kh + I, K))
+    loop = For.make(K, 0, 36, body, unroll=3)
+    out = reduce_strength(loop, OPTIONS)
+    assert _grf_allocs(out, "div") == ["k_div_reg"]
+    assert _grf_allocs(out, "digit") == ["k_digit_reg"]  # kh: read by the second store and the wraps
+    (guard,) = [n for n in walk(_loop(out).body) if isinstance(n, If)]
+    steps = {n.value for n in walk(guard) if isinstance(n, IntImm)}
+    assert {7168, 32 - 2 * 7168} <= steps
+    final = simplify_kernel(unroll_loops(out))
+    assert not _divisions(_loop(final).body)
+    assert kernel_metrics(final, MODEL).loop_ops < kernel_metrics(simplify_kernel(unroll_loops(loop)), MODEL).loop_ops
+    for stage in (out, unroll_loops(out), final):
+        for i in (0, 7):
+            assert effects(stage, env={"i": i}) == effects(loop, env={"i": i})
