@@ -93,6 +93,15 @@ def _masked(cg, mnemonic: str, lanes: int, dst, srcs, pred, cmod, sat, ternary) 
     fits = all(_fits(o, n, cg.rb) for o in [dst, *srcs] if isinstance(o, Reg))
     if n > min(cg.xe.max_exec, FLAG_WORD) or not fits:
         raise CodegenUnsupported(f"a predicated {mnemonic} over {lanes} lanes needs splitting")
+    if mnemonic == "sel" and pred and not cmod:
+        # A predicated sel writes every channel (the flag picks the source), so it masks nothing:
+        # dst = c, then dst = b where the flag holds, a predicated move (skipped where dst is b or c).
+        b, c = srcs
+        if not (isinstance(c, Reg) and c.byte == dst.byte):
+            alu(cg, "mov", lanes, dst, [c])
+        if not (isinstance(b, Reg) and b.byte == dst.byte):
+            _masked(cg, "mov", lanes, dst, [b], pred, None, sat, False)
+        return
     if pred:
         flag = pred.lstrip("~")
         keep_lanes(cg, flag, lanes, negate=pred.startswith("~"))
