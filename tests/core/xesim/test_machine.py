@@ -112,6 +112,15 @@ def test_a_flag_as_a_word_operand_masks_lanes_of_a_predicated_move(a, b, lanes, 
     assert m.flags[0, 0, :16].tolist() == [bool(w) for w in want] + [False] * 8
 
 
+def test_a_flag_moved_from_an_immediate_predicates_its_lanes():
+    """``mov (1|M0) f1.1<1>:uw 0x5:uw``: an unmasked message over 3 lanes gets a flag of its lanes."""
+    m = run(["(W) mov (1|M0) f1.1<1>:uw 0x5:uw",
+             "(W) mov (8|M0) r4.0<1>:d 0:d",
+             "(W&f1.1) mov (8|M0) r4.0<1>:d 1:d"], lambda m: None)
+    assert m.views["d"][0, 32:40].tolist() == [1, 0, 1, 0, 0, 0, 0, 0]
+    assert m.flags[0, 1, 16:32].tolist() == [True, False, True] + [False] * 13
+
+
 def test_float_conversions_round_to_nearest_even_and_saturate():
     def setup(m):
         m.views["f"][0, 16:20] = np.array([1 + 2**-11, 1 + 3 * 2**-11, 3e9, -2.5], dtype=np.float32)
