@@ -183,6 +183,8 @@ def _scattered(cg, f, sfid, addr, hdr: Reg, data: Reg, pred) -> None:
     # past them predicated off (their address payload exists: it covers whole groups of 8 lanes).
     sent = isa.padded_lanes(lanes)
     if sent != lanes:
+        if sent > isa.FLAG_WORD:
+            raise CodegenUnsupported(f"{f}: {lanes} addresses need a {sent}-lane message and a flag that wide")
         pred = _only_lanes(cg, pred, lanes)
     slot = max(size, 4)
     per = -(-sent * slot // rb)  # registers of one vector element
