@@ -13,6 +13,7 @@ target, prop and type and the refusals grouped by diagnostic, and writes JSON
 to ``bench/results/onednn_lines.json``.
 
     .venv/bin/python tools/onednn_lines.py [--stage config|build|codegen|check] [--jobs N] [--only xehpg/fwd]
+        [--type tf32]
 """
 from __future__ import annotations
 
@@ -87,8 +88,9 @@ def run_one(item: tuple[str, str, str]) -> dict:
 _ENGINE: dict = {}
 
 
-def items(stage: str, only: str | None) -> list[tuple[str, str, str]]:
-    """``(entry line, type label, stage)`` for every variant of every entry (of ``only``'s target/prop)."""
+def items(stage: str, only: str | None, label: str | None = None) -> list[tuple[str, str, str]]:
+    """``(entry line, type label, stage)`` for every variant of every entry (of ``only``'s target/prop;
+    of type ``label`` alone when given)."""
     from kdd.core.problem.lookup_entry import LookupEntry
 
     out = []
@@ -98,7 +100,7 @@ def items(stage: str, only: str | None) -> list[tuple[str, str, str]]:
         entry = LookupEntry.parse(line)
         if only and only not in (entry.target, f"{entry.target}/{entry.prop}"):
             continue
-        out += [(line, v.label, stage) for v in entry.variants()]
+        out += [(line, v.label, stage) for v in entry.variants() if label in (None, v.label)]
     return out
 
 
@@ -122,9 +124,10 @@ def main(argv=None) -> int:
                          "allocation (default), or that and kdd check --bisect on its reduced shape (slow)")
     ap.add_argument("--jobs", type=int, default=1, help="worker processes")
     ap.add_argument("--only", help="one target (xehpg) or target/prop (xehpc/bwd_w)")
+    ap.add_argument("--type", help="one type label of the table (tf32, u8:s8:u8, f16...)")
     ap.add_argument("--json", type=Path, default=OUT, help=f"where to write the rows (default {OUT})")
     args = ap.parse_args(argv)
-    work = items(args.stage, args.only)
+    work = items(args.stage, args.only, args.type)
     start = time.perf_counter()
     if args.jobs > 1:
         with ProcessPoolExecutor(args.jobs) as pool:

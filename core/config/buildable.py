@@ -17,8 +17,9 @@ def unbuilt_reason(shape: FmaShape) -> str | None:
     """Why the builder does not generate ``shape``, or None when it does.
 
     Matrix instructions are generated for 8-bit integer sources (either
-    signedness, mixed included) and f16/bf16 pairs; their tf32 and f64 forms
-    (f32 dpas on xehpc, f32/f64 mma on sm_90) are not.
+    signedness, mixed included), f16/bf16 pairs and, on Xe, f32 data
+    multiplied in tf32 (xehpc's ``dpas`` with ``:tf32`` sources: one element
+    per dword); sm_90's f32 (tf32) and f64 ``mma`` forms are not.
     """
     if shape.fma not in MATRIX:
         return None
@@ -26,6 +27,8 @@ def unbuilt_reason(shape: FmaShape) -> str | None:
     if a.size == b.size == 1 and a.is_int and b.is_int:
         return None
     if a == b and a.size == 2 and a.is_float:
+        return None
+    if shape.fma in ("dpas", "dpasw") and shape.math == "tf32":
         return None
     return (f"kdd generates {shape.fma} for f16, bf16 or 8-bit integer sources, not {a}*{b}"
             + (f" (computed in {shape.math})" if shape.math else ""))

@@ -30,7 +30,11 @@ Tolerances by output type (:func:`default_tol`): f64 1e-12, f32 1e-5
 f16 4e-3 and bf16 3e-2 (about 8 units of their final rounding), integers 0
 (exact) when every step is exact in f32 - integer or dyadic operands, no
 eltwise, no division, dyadic scales - and 1e-2 otherwise (a rounding tie
-decided differently in f32 and float64 moves one element by 1).
+decided differently in f32 and float64 moves one element by 1). A kernel whose
+FMA form multiplies in a reduced-precision format (:func:`kernel_math`: f32
+data in ``tf32`` on Xe-HPC's ``dpas``) gets at least that format's tolerance,
+4e-3 for tf32 (f16's 10-bit mantissa): its inputs fill the f32 mantissa, so the
+check sees the dropped bits.
 """
 from __future__ import annotations
 
@@ -51,6 +55,7 @@ from .reference import reference
 from .values import from_storage, round_float, storage_dtype, to_storage
 
 _FLOAT_TOL = {Scalar.F64: 1e-12, Scalar.F32: 1e-5, Scalar.F16: 4e-3, Scalar.BF16: 3e-2}
+_MATH_TOL = {"tf32": _FLOAT_TOL[Scalar.F16]}
 INEXACT_INT_TOL = 1e-2
 
 
@@ -161,11 +166,27 @@ def _exact_chain(post_ops) -> bool:
     return True
 
 
-def default_tol(problem, t: Type) -> float:
-    """The tolerance of an output of type ``t`` (see the module docstring)."""
+def default_tol(problem, t: Type, math: str = "") -> float:
+    """The tolerance of an output of type ``t`` of a kernel multiplying in ``math`` (``""``: the operand
+    types; see the module docstring)."""
     if t.is_float:
-        return _FLOAT_TOL[t.scalar]
+        return max(_FLOAT_TOL[t.scalar], _MATH_TOL.get(math, 0.0))
     return 0.0 if _exact_chain(problem.post_ops) else INEXACT_INT_TOL
+
+
+def kernel_math(kernel) -> str:
+    """The reduced-precision format ``kernel``'s FMA form multiplies in (the target's ``FmaShape.math``
+    for its ``fma``, SIMD width and A/B types), ``""`` when it multiplies in the operand types or the
+    kernel carries no config."""
+    from kdd.core.config.operands import operands
+    from kdd.core.targets import get_target
+
+    config, problem = kernel.config, kernel.problem
+    if config is None or problem is None or config.fma is None:
+        return ""
+    ops = operands(problem)
+    shapes = get_target(kernel.target).shapes(fma=config.fma, simd=config.simd, a=ops.a, b=ops.b)
+    return shapes[0].math if shapes else ""
 
 
 # -- comparison ----------------------------------------------------------------------------------------
@@ -267,13 +288,14 @@ def verdict(kernel, problem, inputs: dict, outputs: dict, written: dict, tol: fl
     output missing from it was never written) against the float64 reference (``refs`` when the caller
     computed it already). ``start`` is the ``perf_counter`` the check's time counts from."""
     refs = refs if refs is not None else reference(problem, inputs)
+    math = kernel_math(kernel)
     results = []
     for arg in kernel.outputs:
         dims = tuple(size for _, size in arg.dims)
         out = unpack(outputs[arg.name], arg.dtype, arg.layout, dims)
         written_bytes = written.get(arg.name, np.zeros(arg.layout.size_bytes(), dtype=bool))
         done = written_elements(written_bytes, arg.dtype, arg.layout, dims)
-        limit = tol if tol is not None else default_tol(problem, arg.dtype)
+        limit = tol if tol is not None else default_tol(problem, arg.dtype, math)
         results.append(compare(arg.name, out, refs[arg.name], done, limit))
     worst = max(results, key=lambda r: r.badness)
     return CheckResult(all(r.ok for r in results), worst.rel_err, worst.tol, worst.first_bad,
@@ -289,4 +311,4 @@ def run_check(problem, config, target, *, seed: int = 0, tol: float | None = Non
     return check_kernel(build_kernel(problem, config, target), problem, seed=seed, tol=tol, max_macs=max_macs)
 
 
-__all__ = ["CheckResult", "CheckTooLarge", "check_buffers", "check_kernel", "default_tol", "pack", "random_values", "run_check", "unpack", "verdict"]
+__all__ = ["CheckResult", "CheckTooLarge", "check_buffers", "check_kernel", "default_tol", "kernel_math", "pack", "random_values", "run_check", "unpack", "verdict"]

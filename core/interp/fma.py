@@ -3,7 +3,9 @@
 Every operand is a ``(buffer, byte offset)`` pair of a register buffer. The
 result is the exact value of the accumulation rounded once to the destination
 type (floats) or wrapped to it (integers); threads outside the current thread
-mask do not write their destination.
+mask do not write their destination. ``dpas`` over f32 sources multiplies them
+in tf32 (:func:`.values.tf32_operand`), as Xe-HPC's ``dpas`` with ``:tf32``
+sources does.
 """
 from __future__ import annotations
 
@@ -15,7 +17,7 @@ from kdd.core.ir.types import Scalar, Type, s32
 
 from .errors import InterpError
 from .operands import read_bytes, read_strided, read_values, write_bytes, write_values
-from .values import from_bytes, round_float, to_bytes, value_dtype
+from .values import from_bytes, round_float, tf32_operand, to_bytes, value_dtype
 from .vexpr import MASK
 
 GRF = MemKind.GRF
@@ -76,9 +78,12 @@ def compile_dp4a(ctx, call: FuncCall):
 
 def compile_dpas(ctx, call: FuncCall):
     f: Dpas = call.func
-    if f.src1_type.size != f.src2_type.size or f.src1_type.size not in (1, 2):
-        raise InterpError(f"dpas sources must both be 8-bit or both 16-bit types, got "
+    tf32 = f.src1_type.scalar is Scalar.F32 and f.src2_type.scalar is Scalar.F32
+    if not tf32 and (f.src1_type.size != f.src2_type.size or f.src1_type.size not in (1, 2)):
+        raise InterpError(f"dpas sources must both be 8-bit, both 16-bit or both f32 (tf32) types, got "
                           f"{f.src1_type} and {f.src2_type}")
+    # f32 sources are read as tf32: one element per dword, the low 13 mantissa bits dropped.
+    operand = tf32_operand if tf32 else (lambda x: x)
     dst, src0, src1, src2 = _operands(ctx, call)
     opc = 4 // f.src1_type.size        # elements per dword (ops per channel)
     M, N, K = f.rcount, f.simd, f.sdepth * opc
@@ -94,14 +99,14 @@ def compile_dpas(ctx, call: FuncCall):
     def dpas(env):
         tm = env[MASK]
         c = read_values(src0.memory(env, GRF), src0.off(env), f.dst_type, M * N, tm)
-        a = read_values(src2.memory(env, GRF), src2.off(env), f.src2_type, a_rows * K, tm)
+        a = operand(read_values(src2.memory(env, GRF), src2.off(env), f.src2_type, a_rows * K, tm))
         a = np.broadcast_to(a, (grid.threads, a.shape[1])).reshape(-1, a_rows, K)
         if f.is_dpasw:
             # Each thread of a pair holds half of A: the even thread rows 0..M/2-1, the odd one the rest.
             mine, theirs = a, a[partner]
             a = np.where(even_first, np.concatenate([mine, theirs], 1), np.concatenate([theirs, mine], 1))
         # B: sdepth rows of N dwords; dword (kk, n) holds K elements kk*opc .. kk*opc+opc-1 of column n.
-        b = read_values(src1.memory(env, GRF), src1.off(env), f.src1_type, K * N, tm)
+        b = operand(read_values(src1.memory(env, GRF), src1.off(env), f.src1_type, K * N, tm))
         b = b.reshape(b.shape[0], f.sdepth, N, opc).transpose(0, 1, 3, 2).reshape(-1, K, N)
         prod = np.matmul(_wide(a, f.src2_type), _wide(b, f.src1_type))
         out = accumulate(c.reshape(-1, M, N), prod, f.dst_type).reshape(-1, M * N)

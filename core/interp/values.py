@@ -71,6 +71,21 @@ def round_float(x64: np.ndarray, t: Type) -> np.ndarray:
     return round_bf16(np.asarray(x64).astype(np.float32))
 
 
+# -- tf32 ------------------------------------------------------------------------------------------
+
+_TF32_KEEP = np.uint32(0xFFFFE000)
+
+
+def tf32_operand(x: np.ndarray) -> np.ndarray:
+    """The values an f32 register holds as a matrix unit reads them in tf32: sign, 8-bit exponent and
+    the top 10 mantissa bits, the low 13 bits dropped (rounding toward zero; a NaN whose payload sits
+    only there stays a NaN). Xe's ``dpas`` with ``:tf32`` sources does not round: kernels that want
+    round-to-nearest convert first."""
+    x = np.asarray(x, dtype=np.float32)
+    kept = (x.view(np.uint32) & _TF32_KEEP).view(np.float32)
+    return np.where(np.isnan(x), x, kept)
+
+
 # -- bytes -----------------------------------------------------------------------------------------
 
 def to_storage(values: np.ndarray, t: Type) -> np.ndarray:

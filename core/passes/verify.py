@@ -23,7 +23,10 @@ the IR after every pass. The rules:
   ones a kernel buffer; the register operand is a register buffer;
 - **fused operations** (``add3``, ``mad``) are instructions the target
   encodes (``Target.fused_int_ops``: operand widths, immediate positions
-  and widths);
+  and widths), and every multiply-add call (integer ``mad``, ``dp4a``,
+  ``dpas``, ``mma``) multiplies types one of the target's FMA forms takes
+  (``Target.fma_shapes``: no ``u8*s8`` ``fma`` on sm_90, no tf32 ``dpas`` on
+  Xe-HPG);
 - **64-bit integer arithmetic** only where the target has it or its code
   generator emulates that operation (``Target.int64``).
 """
@@ -130,6 +133,20 @@ def _operands(call: FuncCall) -> list[tuple[str, str, int]]:
     return []
 
 
+def _fma_form(f) -> tuple | None:
+    """``(target FMA kinds, A type, B type, accumulator type)`` of a multiply-add call, else None (float
+    ``mad``: Xe mixes f32, f16 and bf16 sources freely, so only its integer forms are judged)."""
+    if isinstance(f, Mad) and f.src1_type.is_int and f.src2_type.is_int:
+        return ("mad", "fma"), f.src2_type, f.src1_type, f.dst_type
+    if isinstance(f, Dp4a):
+        return ("dp4a",), f.src2_type, f.src1_type, s32
+    if isinstance(f, Dpas):
+        return ("dpasw" if f.is_dpasw else "dpas",), f.src2_type, f.src1_type, f.dst_type
+    if isinstance(f, Mma):
+        return ("mma",), f.a_type, f.b_type, f.c_type
+    return None
+
+
 class _Verifier:
     def __init__(self, target, free: Iterable[Var], ranges):
         self.target = target
@@ -222,6 +239,11 @@ class _Verifier:
     def call(self, s: FuncCall) -> None:
         if isinstance(s.func, Send):
             self.send(s)
+        form = _fma_form(s.func)
+        if form is not None:
+            problem = self.target.fma_form_problem(*form)
+            if problem:
+                self.fail("fused", f"{s.func}: {problem}")
         ops = s.ops
         masked = isinstance(s.func, Send) and not _always(ops.mask)
         for buf, off, nbytes in _operands(s):

@@ -35,7 +35,8 @@ _IGA = {f16: "hf", bf16: "bf", s8: "b", u8: "ub", f32: "f", f64: "df", s32: "d"}
 
 
 # Xe-HPG and Xe-HPC dpas: systolic depth 8 (each stage consumes one dword per channel), repeat count
-# up to 8 (rows of src2).
+# up to 8 (rows of src2). Xe-HPC's tf32 form (iga64 -p=12p72 ``:tf32`` sources; 12p71 rejects them,
+# GED_SetSrc1Precision) takes one f32 per dword, so K = 8 per instruction.
 DPAS_DEPTH, DPAS_REPEAT = 8, 8
 
 
@@ -62,8 +63,10 @@ def _xe_fmas(dpas_simd: int, simds: tuple[int, ...], dpasw: bool, tf32: bool, fp
     shapes = [_dpas(kind, dpas_simd, a, b, acc) for kind in kinds for a, b, acc in dpas_types]
     if tf32:
         shapes.append(_dpas("dpas", dpas_simd, f32, f32, f32, math="tf32"))
-    # f16 mad in mixed mode (f16 sources, f32 accumulator), as the builder generates it.
-    mad_types = [(f32, f32, f32), (f16, f16, f32), (bf16, bf16, f32)] + ([(f64, f64, f64)] if fp64 else [])
+    # f16 mad in mixed mode (f16 sources, f32 accumulator), as the builder generates it; 8-bit integer
+    # sources of either signedness, mixed included, into an s32 accumulator.
+    mad_types = [(f32, f32, f32), (f16, f16, f32), (bf16, bf16, f32)] + ([(f64, f64, f64)] if fp64 else []) \
+        + [(a, b, s32) for a, b in _INT8]
     for simd in simds:
         shapes += [_xe_vector("mad", simd, a, b, acc) for a, b, acc in mad_types]
         shapes += [_xe_vector("dp4a", simd, a, b, s32) for a, b in _INT8]

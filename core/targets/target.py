@@ -386,6 +386,15 @@ class Target:
             and (a is None or s.a == a) and (b is None or s.b == b) and (acc is None or s.acc == acc)
         )
 
+    def fma_form_problem(self, kinds: tuple[str, ...], a: Type, b: Type, acc: Type) -> str | None:
+        """Why no instruction of ``kinds`` (``("mad", "fma")``, ``("dpas",)``...) multiplies ``a`` (the A
+        operand, Xe src2) by ``b`` (B, src1) into ``acc`` on this target; None when one does."""
+        if any(s.matches(a, b, acc) for s in self.fma_shapes if s.fma in kinds):
+            return None
+        have = sorted({f"{s.a}*{s.b}->{s.acc}" for s in self.fma_shapes if s.fma in kinds})
+        return (f"{'/'.join(kinds)} on {self.name} does not multiply {a}*{b} into {acc} "
+                f"(it takes {', '.join(have) or 'nothing'})")
+
     def simd_for(self, fma: str) -> int:
         """The SIMD width kdd uses for ``fma`` unless told otherwise: ``default_simd`` when the
         instruction allows it, else the narrowest width it allows."""

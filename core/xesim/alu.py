@@ -27,6 +27,14 @@ def bf_to_f32(raw: np.ndarray) -> np.ndarray:
     return (raw.astype(np.uint32) << 16).view(np.float32)
 
 
+def tf32_to_f32(raw: np.ndarray) -> np.ndarray:
+    """A tf32 operand's value: the dword's sign, exponent and top 10 mantissa bits (the matrix unit
+    ignores the low 13; NaNs whose payload lies only there stay NaN)."""
+    raw = raw.astype(np.uint32)
+    value = (raw & np.uint32(0xFFFFE000)).view(np.float32)
+    return np.where(np.isnan(raw.view(np.float32)), raw.view(np.float32), value)
+
+
 def f32_to_bf(x: np.ndarray) -> np.ndarray:
     """Round-to-nearest-even to bfloat16 bits; NaN stays a quiet NaN."""
     b = np.ascontiguousarray(x, dtype=np.float32).view(np.uint32).astype(np.uint64)

@@ -23,6 +23,7 @@ from .program import TYPES, Imm, Instr, Operand
 
 ACC_REGS = 4          # acc0..acc3 after the GRFs, two register rows each
 FLAG_BITS = 32
+FLAG_SUBREG_BITS = 16   # f0.0, f0.1...: a flag subregister read or written as a word
 CONTROL = {"jmpi", "sync", "send", "sendc"}    # what can stop a thread or move threads apart
 STEP_LIMIT = 20_000_000
 
@@ -114,6 +115,8 @@ class Machine:
             return lambda rows: const
         if src.kind == "null":
             raise Unsupported(ins.line, ins.text, "null source")
+        if src.kind == "flag":
+            return self._flag_reader(ins, src, n)
         view, idx, cast = self.views[src.type], self._index(src, n), alu.caster(src.type, wide)
 
         def read(rows):
@@ -123,7 +126,25 @@ class Machine:
             return -x if src.neg else x
         return read
 
+    def _flag_reader(self, ins: Instr, src: Operand, n: int):
+        if n != 1:
+            raise Unsupported(ins.line, ins.text, "a flag operand over more than one channel")
+        weights = np.int64(1) << np.arange(FLAG_SUBREG_BITS, dtype=np.int64)
+
+        def read(rows):
+            bits = self.flags[rows, src.reg, src.sub: src.sub + FLAG_SUBREG_BITS]
+            return (bits.astype(np.int64) @ weights).reshape(-1, 1)
+        return read
+
     def write(self, op: Operand, rows, n: int, value: np.ndarray, mask) -> None:
+        if op.kind == "flag":       # a flag subregister as a 16-bit destination
+            if n != 1:
+                raise SimError(f"a flag destination over {n} channels")
+            word = np.broadcast_to(np.asarray(value, dtype=np.int64).reshape(-1, 1), (_nrows(self, rows), 1))
+            bits = ((word >> np.arange(FLAG_SUBREG_BITS)) & 1).astype(bool)
+            cur = self.flags[rows, op.reg, op.sub: op.sub + FLAG_SUBREG_BITS]
+            self.flags[rows, op.reg, op.sub: op.sub + FLAG_SUBREG_BITS] = bits if mask is None else np.where(mask, bits, cur)
+            return
         view, idx = self.views[op.type], self._index(op, n)
         if isinstance(rows, slice):
             if mask is None:
@@ -384,9 +405,9 @@ def _dpas(m: Machine, ins: Instr, rows) -> None:
     sd, rc = int(depth), int(repeat)
     n = ins.exec_size
     dst, c, b, a = ins.dst, *ins.srcs
-    if b.type != a.type or TYPES[b.type][1] not in (1, 2):
+    if b.type != a.type or (TYPES[b.type][1] not in (1, 2) and b.type != "tf32"):
         raise Unsupported(ins.line, ins.text, f"dpas of {b.type} x {a.type}")
-    opc = 4 // TYPES[b.type][1]
+    opc = 4 // TYPES[b.type][1]  # elements per dword: tf32 takes a whole dword
     rb = m.geo.reg_bytes
     T = _nrows(m, rows)
 
@@ -397,6 +418,8 @@ def _dpas(m: Machine, ins: Instr, rows) -> None:
         x = view[rows, start: start + count]
         if op.type == "bf":
             return alu.bf_to_f32(x).astype(np.float64)
+        if op.type == "tf32":
+            return alu.tf32_to_f32(x).astype(np.float64)
         return x.astype(np.float64 if op.type in alu.FLOAT else np.int64)
 
     bm = elems(b, sd * n * opc).reshape(T, sd, n, opc)

@@ -21,10 +21,12 @@ from functools import lru_cache
 
 from .errors import Unsupported
 
-# IGA type names -> (numpy dtype name, bytes). ``bf`` is stored as its 16 raw bits.
+# IGA type names -> (numpy dtype name, bytes). ``bf`` is stored as its 16 raw bits, ``tf32`` (a dpas
+# source) as its 32 raw bits.
 TYPES = {"ub": ("uint8", 1), "b": ("int8", 1), "uw": ("uint16", 2), "w": ("int16", 2),
          "ud": ("uint32", 4), "d": ("int32", 4), "uq": ("uint64", 8), "q": ("int64", 8),
-         "hf": ("float16", 2), "f": ("float32", 4), "df": ("float64", 8), "bf": ("uint16", 2)}
+         "hf": ("float16", 2), "f": ("float32", 4), "df": ("float64", 8), "bf": ("uint16", 2),
+         "tf32": ("uint32", 4)}
 IMM_VECTOR_TYPES = {"uv", "v"}
 
 FLAGS = {"f0.0": (0, 0), "f0.1": (0, 16), "f1.0": (1, 0), "f1.1": (1, 16)}
@@ -32,8 +34,8 @@ FLAGS = {"f0.0": (0, 0), "f0.1": (0, 16), "f1.0": (1, 0), "f1.1": (1, 16)}
 
 @dataclass(frozen=True)
 class Operand:
-    """A register operand: ``kind`` ``grf``/``acc``/``null``; ``reg`` and ``sub`` (in elements of
-    ``type``); the region ``(v, w, h)``: element ``i`` at ``sub + (i // w) * v + (i % w) * h`` (a
+    """A register operand: ``kind`` ``grf``/``acc``/``null``/``flag``; ``reg`` and ``sub`` (in elements of
+    ``type``; a flag subregister's register and first bit); the region ``(v, w, h)``: element ``i`` at ``sub + (i // w) * v + (i % w) * h`` (a
     destination's ``<h>`` is ``(h, 1, 0)``); source modifiers."""
 
     kind: str
@@ -82,6 +84,7 @@ _EXEC = re.compile(r"^\((\d+)\|M0\)\s*")
 _CMOD = re.compile(r"^\((eq|ne|lt|le|gt|ge|z|nz)\)(f[01]\.[01])\s+")
 _REG = re.compile(r"^(-)?(\(abs\))?(r|acc)(\d+)(?:\.(\d+))?(<[^>]*>)?:(\w+)$")
 _NULL = re.compile(r"^null(?:<\d+>)?:(\w+)$")
+_FLAG = re.compile(r"^(f[01]\.[01])(?:<[^>]*>)?:(uw|w)$")
 _SEND_REG = re.compile(r"^(r\d+|null)(?::(\d+))?$")
 _LABEL = re.compile(r"^(\w+):$")
 
@@ -119,6 +122,10 @@ def _operand(tok: str, *, dst: bool = False, ternary_src2: bool = False, exec_si
     m = _NULL.match(tok)
     if m:
         return Operand("null", m.group(1))
+    m = _FLAG.match(tok)
+    if m:       # a flag subregister as a 16-bit ALU operand (``and (1|M0) f0.0<1>:uw f0.0<0;1,0>:uw 0x7F:uw``)
+        reg, bit = FLAGS[m.group(1)]
+        return Operand("flag", m.group(2), reg, bit)
     m = _REG.match(tok)
     if m:
         neg, ab, kind, reg, sub, rgn, t = m.groups()

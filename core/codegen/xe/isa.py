@@ -55,6 +55,63 @@ def _fits(op, n: int, rb: int) -> bool:
     return off == 0 and span <= 2 * rb and (n // 2) * op.stride * op.size == rb
 
 
+FLAG_WORD = 16  # bits of a flag subregister (f0.0): the widest padded execution size
+
+
+def pieces(lanes: int, step: int):
+    """``(first lane, count)`` of the power-of-two pieces, at most ``step`` each, that cover ``lanes``
+    (execution sizes are powers of two: 7 lanes are 4 + 2 + 1)."""
+    done = 0
+    while done < lanes:
+        k = min(step, 1 << ((lanes - done).bit_length() - 1))
+        yield done, k
+        done += k
+
+
+def padded_lanes(lanes: int) -> int:
+    """The execution size that covers ``lanes`` (execution sizes are powers of two)."""
+    return 1 << (lanes - 1).bit_length()
+
+
+def keep_lanes(cg, flag: str, lanes: int, negate: bool = False) -> None:
+    """Clears the bits of ``flag`` at and past ``lanes`` (after inverting the first ``lanes`` when
+    ``negate``), so an instruction padded to :func:`padded_lanes` and predicated on it leaves the extra
+    lanes alone. Flags are read by one instruction (``FlagPool``), so changing one in place is safe."""
+    keep = (1 << lanes) - 1
+    if cg.flags.clear_past.get(flag) != lanes:
+        cg.em.raw(f"(W) and (1|M0) {flag}<1>:uw {flag}<0;1,0>:uw 0x{keep:X}:uw", "int")
+    if negate:
+        cg.em.raw(f"(W) xor (1|M0) {flag}<1>:uw {flag}<0;1,0>:uw 0x{keep:X}:uw", "int")
+    cg.flags.clear_past[flag] = lanes
+
+
+def _masked(cg, mnemonic: str, lanes: int, dst, srcs, pred, cmod, sat, ternary) -> None:
+    """A predicated instruction or a ``cmp`` over a lane count that is not a power of two: one
+    instruction at the next power of two, the lanes past ``lanes`` masked off. Channel offsets are
+    multiples of 4 (iga64: ``(2|M6)`` is an invalid ChOff), so 7 lanes cannot be 4 + 2 + 1 pieces."""
+    n = padded_lanes(lanes)
+    fits = all(_fits(o, n, cg.rb) for o in [dst, *srcs] if isinstance(o, Reg))
+    if n > min(cg.xe.max_exec, FLAG_WORD) or not fits:
+        raise CodegenUnsupported(f"a predicated {mnemonic} over {lanes} lanes needs splitting")
+    if mnemonic == "sel" and pred and not cmod:
+        # A predicated sel writes every channel (the flag picks the source), so it masks nothing:
+        # dst = c, then dst = b where the flag holds, a predicated move (skipped where dst is b or c).
+        b, c = srcs
+        if not (isinstance(c, Reg) and c.byte == dst.byte):
+            alu(cg, "mov", lanes, dst, [c])
+        if not (isinstance(b, Reg) and b.byte == dst.byte):
+            _masked(cg, "mov", lanes, dst, [b], pred, None, sat, False)
+        return
+    if pred:
+        flag = pred.lstrip("~")
+        keep_lanes(cg, flag, lanes, negate=pred.startswith("~"))
+        pred = flag
+    cg.em.op(mnemonic, n, dst, srcs, pred=pred, cmod=cmod, sat=sat, ternary=ternary)
+    if cmod:
+        cg.flags.clear_past.pop(cmod[1], None)
+        keep_lanes(cg, cmod[1], lanes)
+
+
 def alu(cg, mnemonic: str, lanes: int, dst: Reg | None, srcs: list, *, pred: str | None = None,
         cmod: tuple | None = None, sat: bool = False, ternary: bool = False) -> None:
     """``dst = mnemonic(srcs)`` over ``lanes`` lanes, split into legal instructions."""
@@ -69,6 +126,8 @@ def alu(cg, mnemonic: str, lanes: int, dst: Reg | None, srcs: list, *, pred: str
         ss = [s.scalar() if type(s) is Reg and s.stride else s for s in srcs]
         cg.em.op(mnemonic, 1, dst, ss, pred=pred, cmod=cmod, sat=sat, ternary=ternary)
         return
+    if (pred or mnemonic == "cmp") and lanes & (lanes - 1) and lanes < top:
+        return _masked(cg, mnemonic, lanes, dst, srcs, pred, cmod, sat, ternary)
     done = 0
     while done < lanes:
         n = 1
@@ -193,8 +252,7 @@ def _evaluate(cg, e, dst: Reg | None):
 def _ramp(cg, e, dst: Reg) -> Reg:
     lanes = e.lanes
     idx = cg.temp(u16, lanes)
-    for c in range(0, lanes, 8):
-        n = min(8, lanes - c)
+    for c, n in pieces(lanes, 8):
         cg.em.op("mov", n, idx.at(c), [_UV])
         if c:
             alu(cg, "add", n, idx.at(c), [idx.at(c), Imm(c, u16)])
@@ -457,9 +515,8 @@ def magic(d: int, signed: bool) -> tuple[int, int]:
 def _mulhi(cg, dst: Reg, n: Reg, m: int, signed: bool, lanes: int) -> None:
     """``dst = (n * m) >> 32`` per lane: ``mul`` of the low word into ``acc0``, then ``mach``."""
     t = s32 if signed else u32
-    step = min(cg.rb // 4, cg.xe.max_exec)
-    for c in range(0, lanes, step):
-        k = min(step, lanes - c)
+    # whole power-of-two pieces: mul and mach of a piece meet in the same accumulator channels
+    for c, k in pieces(lanes, min(cg.rb // 4, cg.xe.max_exec)):
         src = n.at(c) if n.stride and k > 1 else n.at(c).scalar() if n.stride else n
         # mul of the multiplier's low word into the accumulator, then mach: the high dword
         acc = "acc0.0<1>:" + ("d" if signed else "ud")
@@ -498,9 +555,8 @@ def add64(cg, dst: Reg, base: Reg, off, lanes: int) -> None:
     if cg.xe.native_int64:
         alu(cg, "add", lanes, Reg(dst.byte, u64, 1), [base.retype(u64, 0), off])
         return
-    step = min(8, cg.xe.max_exec)
-    for c in range(0, lanes, step):
-        k = min(step, lanes - c)
+    # whole power-of-two pieces: the carry of a piece's addc is read from its own accumulator channels
+    for c, k in pieces(lanes, min(8, cg.xe.max_exec)):
         lo = Reg(dst.byte + 8 * c, u32, 2 if k > 1 else 1)
         hi = Reg(dst.byte + 8 * c + 4, u32, 2 if k > 1 else 1)
         o = off.at(c).retype(u32) if isinstance(off, Reg) else Imm(int(off.value) & 0xFFFFFFFF, u32)

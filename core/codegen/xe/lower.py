@@ -42,10 +42,12 @@ class FlagPool:
     def __init__(self, names: tuple[str, ...]):
         self.names = names
         self.next = 0
+        self.clear_past: dict[str, int] = {}   # flag -> lanes: its bits past them are known clear
 
     def take(self) -> str:
         f = self.names[self.next % len(self.names)]
         self.next += 1
+        self.clear_past.pop(f, None)
         return f
 
 

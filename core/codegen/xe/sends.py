@@ -179,14 +179,22 @@ def _scattered(cg, f, sfid, addr, hdr: Reg, data: Reg, pred) -> None:
     kind = SCATTERED_DATA.get(size) if vec == 1 else VECTOR_DATA.get(size)
     if kind is None or lanes > cg.xe.max_exec:
         raise CodegenUnsupported(f"{f}: no scattered LSC message for it")
+    # A message's execution size is a power of two: 7 or 14 addresses go as 8 or 16 with the lanes
+    # past them predicated off (their address payload exists: it covers whole groups of 8 lanes).
+    sent = isa.padded_lanes(lanes)
+    if sent != lanes:
+        if sent > isa.FLAG_WORD:
+            raise CodegenUnsupported(f"{f}: {lanes} addresses need a {sent}-lane message and a flag that wide")
+        pred = _only_lanes(cg, pred, lanes)
     slot = max(size, 4)
-    per = -(-lanes * slot // rb)  # registers of one vector element
-    aregs = -(-address_bytes(cg, lanes, 8 if addr == "a64" else 4) // rb)
+    per = -(-sent * slot // rb)  # registers of one vector element
+    aregs = -(-address_bytes(cg, sent, 8 if addr == "a64" else 4) // rb)
     h = hdr.byte // rb
-    direct = size == slot and data.byte % rb == 0 and (vec == 1 or lanes * slot % rb == 0)
+    direct = size == slot and data.byte % rb == 0 and (vec == 1 or sent * slot % rb == 0) \
+        and per == -(-lanes * slot // rb)
     where = data if direct else cg.temp(u32, vec * per * rb // 4, whole=True)
     data_size = kind if vec == 1 else f"{kind}x{vec}"
-    message = f"{sfid}.{data_size}.{addr} ({lanes}|M0)"
+    message = f"{sfid}.{data_size}.{addr} ({sent}|M0)"
 
     def bounce(to_where: bool) -> None:
         t = NARROW.get(size, u32)
@@ -207,6 +215,19 @@ def _scattered(cg, f, sfid, addr, hdr: Reg, data: Reg, pred) -> None:
         if not direct:
             bounce(True)
         cg.em.raw(f"{_head(pred)} store.{message} [r{h}:{aregs}] r{where.byte // rb}:{vec * per}", "send")
+
+
+def _only_lanes(cg, pred: str | None, lanes: int) -> str:
+    """A predicate true in no lane at or past ``lanes``: ``pred`` with those bits cleared, or a flag
+    holding the first ``lanes`` bits."""
+    if pred is None:
+        flag = cg.flags.take()
+        cg.em.raw(f"(W) mov (1|M0) {flag}<1>:uw 0x{(1 << lanes) - 1:X}:uw", "int")
+        cg.flags.clear_past[flag] = lanes
+        return flag
+    flag = pred.lstrip("~")
+    isa.keep_lanes(cg, flag, lanes, negate=pred.startswith("~"))
+    return flag
 
 
 ATOMIC_ADD = {"f32": "atomic_fadd", "s32": "atomic_iadd", "u32": "atomic_iadd", "f64": "atomic_fadd",

@@ -82,6 +82,8 @@ def roofline(kernel, target, lines) -> dict:
         dtype = "f32" if dtype != "s8" and dtype != "u8" else "s8"
     if dtype == "u8":
         dtype = "s8"
+    if engine == "matrix":  # f32 data on the matrix engine runs at the rate of its compute format (tf32)
+        dtype = next((s.math for s in target.shapes(fma="dpas") if str(s.a) == dtype and s.math), dtype)
     device = target.device
     try:
         peak = device.peak(dtype, engine).value

@@ -44,8 +44,13 @@ def dpas(cg, x) -> None:
     s2 = _aligned(cg, _place(cg, a.src2, a.src2_offset, "dpas src2 (A)"), "dpas src2 (A)")
     name = "dpasw" if f.is_dpasw else "dpas"
     dt = iga_type(f.dst_type)
-    cg.em.raw(f"(W) {name}.{f.sdepth}x{f.rcount} ({f.simd}|M0) r{d}:{dt} r{s0}:{dt} r{s1}:{iga_type(f.src1_type)} "
-              f"r{s2}:{iga_type(f.src2_type)}", "xmx")
+    # The target's form says how the sources are read: f32 data multiplied in tf32 is spelled ``:tf32``.
+    forms = cg.target.shapes(fma="dpas", simd=f.simd, a=f.src2_type, b=f.src1_type)
+    if not forms:
+        raise CodegenUnsupported(f"{cg.target.name} has no SIMD{f.simd} dpas of {f.src2_type} x {f.src1_type}")
+    math = forms[0].math
+    t1, t2 = (math, math) if math else (iga_type(f.src1_type), iga_type(f.src2_type))
+    cg.em.raw(f"(W) {name}.{f.sdepth}x{f.rcount} ({f.simd}|M0) r{d}:{dt} r{s0}:{dt} r{s1}:{t1} r{s2}:{t2}", "xmx")
 
 
 def vector_fma(cg, x) -> None:

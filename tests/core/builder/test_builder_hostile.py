@@ -95,13 +95,19 @@ def test_mixed_signedness_int8_builds_with_the_matrix_instruction_and_checks(hw,
     assert result.ok, result
 
 
-@pytest.mark.parametrize("hw, fma, types", [("xehpc", "dpas", "f32"), ("sm_90", "mma", "f32"),
-                                            ("sm_90", "mma", "f64")])
+@pytest.mark.parametrize("hw, fma, types", [("sm_90", "mma", "f32"), ("sm_90", "mma", "f64")])
 def test_matrix_forms_not_generated_are_errors_on_the_fma_knob(hw, fma, types):
     text = doc("m64n64k64", types, hw, config=f'fma = "{fma}"')
     _, errors, _ = spec_of(text)
     assert [(e.range.start.line, e.code) for e in errors] == [(8, "feasibility")]
     assert f"kdd generates {fma} for f16, bf16 or 8-bit integer sources" in errors[0].message
+
+
+def test_tf32_dpas_builds_and_checks_within_the_tf32_tolerance():
+    spec, errors, _ = spec_of(doc("m64n64k64", "f32", "xehpc", config='fma = "dpas"'))
+    assert not errors and spec.config.fma == "dpas"
+    _, result = checked(spec)
+    assert result.ok and 1e-5 < result.rel_err <= 4e-3, result
 
 
 @pytest.mark.parametrize("hw, types", [("xehpc", "f32"), ("sm_90", "f32"), ("sm_90", "f64")])

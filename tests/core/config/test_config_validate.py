@@ -114,10 +114,15 @@ def test_padding_and_split_k_are_not_errors():
 @pytest.mark.parametrize("line, hw, types, words", [
     ("fma=mma", "sm_90", "f32", "not f32*f32 (computed in tf32); use fma=fma"),
     ("fma=mma", "sm_90", "f64", "not f64*f64; use fma=fma"),
-    ("fma=dpas", "xehpc", "f32", "not f32*f32 (computed in tf32); use fma=mad"),
 ])
 def test_matrix_forms_the_builder_does_not_generate_are_errors_at_the_fma_knob(line, hw, types, words):
     _find(_issues(line, hw, types=types, shape="m1024n1024k1024"), "fma", words)
+
+
+def test_tf32_dpas_on_xehpc_builds_with_a_precision_warning():
+    issues = _issues("fma=dpas", "xehpc", types="f32", shape="m1024n1024k1024")
+    _find(issues, "fma", "dpas computes f32*f32 in tf32: reduced precision", "warning")
+    assert not [i for i in issues if i.severity == "error"], [str(i) for i in issues]
 
 
 def test_f16_mad_accumulates_in_f32_as_built_so_nothing_warns_of_precision():

@@ -174,7 +174,8 @@ def test_fresh_registers_are_poisoned():
 # -- dpas with VNNI-packed B from a reorder --------------------------------------------------------
 
 def _dpas_kernel(dt, acc_t, dpasw=False):
-    """C(8x8) = sum over two K blocks of A(8x16) B(16x8) (16-bit) or A(8x32) B(32x8) (8-bit)."""
+    """C(8x8) = sum over two K blocks of A(8x16) B(16x8) (16-bit), A(8x32) B(32x8) (8-bit) or A(8x8)
+    B(8x8) (f32 in tf32)."""
     A, B, C = buf("A"), buf("B"), buf("C")
     a, b_row, b_vnni, c = buf("a"), buf("b_row"), buf("b_vnni"), buf("c")
     ops = 4 // dt.size
@@ -217,6 +218,28 @@ def test_dpas_with_vnni_b_matches_numpy(dt):
            {"A": _as_storage(A, dt), "B": _as_storage(B, dt), "C": C})
     want = A[0] @ B[0, 0] + A[1] @ B[0, 1]
     np.testing.assert_array_equal(C[0], want)
+
+
+def _tf32_oracle(x: np.ndarray) -> np.ndarray:
+    """Toward zero to 11 significant bits, by arithmetic (normal values)."""
+    exp = np.floor(np.log2(np.abs(x)))
+    quantum = 2.0 ** (exp - 10)
+    return np.trunc(x / quantum) * quantum
+
+
+def test_dpas_over_f32_multiplies_in_tf32():
+    """f32 sources of dpas are read as tf32 (xehpc's ``:tf32``): the low 13 mantissa bits do not count."""
+    A = rng.uniform(1, 2, (2, 8, 8)) * rng.choice([-1, 1], (2, 8, 8))
+    B = rng.uniform(1, 2, (1, 2, 8, 8)) * rng.choice([-1, 1], (1, 2, 8, 8))
+    A, B = A.astype(np.float32).astype(np.float64), B.astype(np.float32).astype(np.float64)
+    C = np.zeros((1, 8, 8), np.float32)
+    run_ir(_dpas_kernel(f32, f32), Launch((1, 1, 1), (1, 1, 1), **XE),
+           {"A": A.astype(np.float32), "B": B.astype(np.float32), "C": C})
+    ta, tb = _tf32_oracle(A), _tf32_oracle(B)
+    want = (ta[0] @ tb[0, 0] + ta[1] @ tb[0, 1]).astype(np.float32)
+    np.testing.assert_allclose(C[0], want, rtol=1e-6)
+    exact = A[0] @ B[0, 0] + A[1] @ B[0, 1]
+    assert np.abs(C[0] - exact).max() > 1e-3     # the exact f32 product is not what dpas computes
 
 
 def test_dpasw_shares_a_between_thread_pairs():

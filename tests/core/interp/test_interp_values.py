@@ -1,4 +1,4 @@
-"""bf16 storage and rounding, reorder conversions, and reorder/reduce on registers."""
+"""bf16 storage and rounding, tf32 operands, reorder conversions, and reorder/reduce on registers."""
 import math
 from fractions import Fraction
 
@@ -7,7 +7,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from kdd.core.interp import Launch, run_ir
-from kdd.core.interp.values import bf16_bits, bf16_value, convert_nearest, round_bf16
+from kdd.core.interp.values import bf16_bits, bf16_value, convert_nearest, round_bf16, tf32_operand
 from kdd.core.ir import Alloc, FuncCall, Group, MemKind, seq, var
 from kdd.core.ir.funcs import Reorder, Send, SendKind, SendOp
 from kdd.core.ir.types import Type, bf16, f32, s8, u8, u64
@@ -20,6 +20,27 @@ def test_every_bf16_pattern_round_trips():
     finite = ~np.isnan(values)
     np.testing.assert_array_equal(bf16_bits(values)[finite], bits[finite])
     assert np.isnan(bf16_value(bf16_bits(values[~finite]))).all()
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.floats(width=32, allow_nan=False, allow_infinity=False))
+def test_a_tf32_operand_keeps_eleven_significant_bits_toward_zero(x):
+    x32 = float(np.float32(x))
+    got = float(tf32_operand(np.array([x32], dtype=np.float32))[0])
+    if x32 == 0 or abs(x32) < 2.0 ** -126:      # zero and subnormals: a fixed step of 2^-136
+        quantum = Fraction(2) ** -136
+    else:                                       # 1 + 10 mantissa bits below the leading one
+        quantum = Fraction(2) ** (math.frexp(x32)[1] - 11)
+    exact = Fraction(x32)
+    want = math.copysign(float(abs(exact) // quantum * quantum), x32)
+    assert got == want
+
+
+def test_a_tf32_operand_keeps_nan_and_infinity():
+    x = np.array([np.inf, -np.inf, np.nan], dtype=np.float32)
+    nan_low_payload = np.array([0x7F800001], dtype=np.uint32).view(np.float32)
+    got = tf32_operand(np.concatenate([x, nan_low_payload]))
+    assert got[0] == np.inf and got[1] == -np.inf and np.isnan(got[2]) and np.isnan(got[3])
 
 
 @settings(max_examples=300, deadline=None)

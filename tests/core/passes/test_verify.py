@@ -5,9 +5,9 @@ from passes_kernels import EXAMPLES
 from protocol_schemas import validator
 
 from kdd.core.ir.expr import Binary, Broadcast, IntImm, Load, Op, Ramp, Ternary, Var, const
-from kdd.core.ir.funcs import Send, SendKind, SendOp
+from kdd.core.ir.funcs import Dpas, Mad, Send, SendKind, SendOp
 from kdd.core.ir.stmt import Alloc, For, FuncCall, Let, MemKind, Store, seq
-from kdd.core.ir.types import f16, f32, s32, s64, u64
+from kdd.core.ir.types import f16, f32, s8, s32, s64, u8, u64
 from kdd.core.passes.verify import verify_ir
 from kdd.core.targets import SM90, XEHPC, XEHPG
 from kdd.server.cli import main
@@ -108,6 +108,17 @@ def test_fused_operations_the_target_does_not_encode():
     assert rules(ir) == ["fused"] and rules(ir, SM90) == []
     add3 = Ternary.make(Op.ADD3, X, X, X)
     assert rules(Let.make(X, 1, in_regs(Store.make(REG, 0, add3))), SM90) == ["fused"]  # sm_90 has no add3
+
+
+def test_multiply_adds_only_in_forms_the_target_has():
+    def call(func, size=1024):
+        return in_regs(FuncCall.make(func, [REG, 0, REG, 0, REG, 0, REG, 0]), size)
+    mad8 = Mad(8, s32, s8, u8)                     # u8 (A, src2) * s8 (B, src1) into s32
+    assert rules(call(mad8)) == [] and rules(call(mad8), XEHPC) == []
+    assert rules(call(mad8), SM90) == ["fused"]     # sm_90's fma takes f32 and f64 only
+    assert rules(call(Mad(8, f32, s8, u8))) == ["fused"]   # no byte mad into f32
+    tf32 = Dpas(8, 8, 16, f32, f32, f32)
+    assert rules(call(tf32, 4096), XEHPC) == [] and rules(call(tf32, 4096)) == ["fused"]  # no tf32 on Xe-HPG
 
 
 def test_64_bit_integer_arithmetic_only_where_the_target_has_it():

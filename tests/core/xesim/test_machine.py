@@ -96,6 +96,31 @@ def test_cmp_sets_flags_and_predicated_sel_picks_per_channel(a, b):
     assert m.views["d"][0, 40:48].tolist() == [0 if x < b else 7 for x in a]
 
 
+@settings(max_examples=40, deadline=None)
+@given(a=st.lists(S32, min_size=8, max_size=8), b=S32, lanes=st.integers(1, 8), mask=st.integers(0, 0xFFFF))
+def test_a_flag_as_a_word_operand_masks_lanes_of_a_predicated_move(a, b, lanes, mask):
+    """``and (1) f0.0:uw f0.0:uw MASK`` clears flag bits: a cmp over 8 lanes kept to ``lanes`` of them."""
+    def setup(m):
+        m.views["d"][0, 16:24] = a
+        m.views["d"][0, 24] = b
+    m = run(["(W) cmp (8|M0) (lt)f0.0 null<1>:d r2.0<1;1,0>:d r3.0<0;1,0>:d",
+             f"(W) and (1|M0) f0.0<1>:uw f0.0<0;1,0>:uw 0x{(1 << lanes) - 1 & mask:X}:uw",
+             "(W) mov (8|M0) r4.0<1>:d 0:d",
+             "(W&f0.0) mov (8|M0) r4.0<1>:d 1:d"], setup)
+    want = [int(x < b and i < lanes and bool(mask >> i & 1)) for i, x in enumerate(a)]
+    assert m.views["d"][0, 32:40].tolist() == want
+    assert m.flags[0, 0, :16].tolist() == [bool(w) for w in want] + [False] * 8
+
+
+def test_a_flag_moved_from_an_immediate_predicates_its_lanes():
+    """``mov (1|M0) f1.1<1>:uw 0x5:uw``: an unmasked message over 3 lanes gets a flag of its lanes."""
+    m = run(["(W) mov (1|M0) f1.1<1>:uw 0x5:uw",
+             "(W) mov (8|M0) r4.0<1>:d 0:d",
+             "(W&f1.1) mov (8|M0) r4.0<1>:d 1:d"], lambda m: None)
+    assert m.views["d"][0, 32:40].tolist() == [1, 0, 1, 0, 0, 0, 0, 0]
+    assert m.flags[0, 1, 16:32].tolist() == [True, False, True] + [False] * 13
+
+
 def test_float_conversions_round_to_nearest_even_and_saturate():
     def setup(m):
         m.views["f"][0, 16:20] = np.array([1 + 2**-11, 1 + 3 * 2**-11, 3e9, -2.5], dtype=np.float32)
@@ -120,6 +145,27 @@ def test_dpas_multiplies_the_repeat_rows_of_src2_by_the_systolic_columns_of_src1
     m = run(["(W) dpas.8x4 (8|M0) r2:d r2:d r6:b r14.0:b"], setup)
     want = C + A.astype(np.int64) @ B.astype(np.int64)
     assert (m.views["d"][0, 16:48].reshape(4, 8) == want).all()
+
+
+def test_tf32_dpas_drops_the_low_13_mantissa_bits_of_its_f32_sources():
+    """Xe-HPC's dpas with ``:tf32`` sources: one f32 per dword, 8 of K per instruction, read as tf32."""
+    rng = np.random.default_rng(2)
+    A = (rng.uniform(1, 2, (8, 8)) * rng.choice([-1, 1], (8, 8))).astype(np.float32)    # repeat 8 x K 8
+    B = (rng.uniform(1, 2, (8, 16)) * rng.choice([-1, 1], (8, 16))).astype(np.float32)  # K 8 x N 16
+    C = rng.uniform(-4, 4, (8, 16)).astype(np.float32)
+    m = Machine(parse("\n".join(["(W) dpas.8x8 (16|M0) r2:f r2:f r10:tf32 r20.0:tf32", EOT])),
+                Geometry(1, 1, 64, 32, 64), Global([]))
+    m.views["f"][0, 32:160] = C.reshape(-1)                  # r2..r9
+    m.views["tf32"][0, 160:288] = B.view(np.uint32).reshape(-1)  # r10..r17: row k holds column n's element
+    m.views["tf32"][0, 320:384] = A.view(np.uint32).reshape(-1)  # r20..r23: row r's 8 K
+    m.run()
+    # Oracle by arithmetic: toward zero to 11 significant bits.
+    quantum = lambda x: 2.0 ** (np.floor(np.log2(np.abs(x))) - 10)    # noqa: E731
+    ta, tb = (np.trunc(x / quantum(x)) * quantum(x) for x in (A.astype(np.float64), B.astype(np.float64)))
+    want = (C + ta @ tb).astype(np.float32)
+    got = m.views["f"][0, 32:160].reshape(8, 16)
+    np.testing.assert_allclose(got, want, rtol=1e-6)
+    assert np.abs(got - (C + A.astype(np.float64) @ B)).max() > 1e-3
 
 
 def test_barriers_order_slm_and_a_missing_one_is_a_race_or_a_hang():
