@@ -33,7 +33,7 @@ def test_xe_examples_report_the_allocators_figure_and_keep_the_ir_model_beside_i
     parsed = engine.parse(source)
     r = engine.resolve(parsed)
     final = engine.trace(engine.kernel(r, parsed.sources())).final
-    assert regs["ir"] == estimate_registers(final, RegisterModel.of(r.target)).regs
+    assert regs["ir"] == estimate_registers(final, RegisterModel.of(r.target), r.config.regs).regs
     listing = engine.compile(source, "asm")["asm"]["registers"]
     assert regs["source"] == "allocator" and regs["estimate"] == regs["allocated"] == listing["peak"]
     assert regs["config"] == sum(regs["by_label"].values())
