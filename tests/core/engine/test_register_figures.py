@@ -117,3 +117,15 @@ def test_shipped_production_lines_build_and_fit_by_the_allocation_their_listing_
     regs = out["stats"]["registers"]
     assert regs["source"] == "allocator" and regs["allocated"] <= 256
     assert engine.compile(source, "asm")["asm"]["registers"]["peak"] == regs["allocated"]
+
+
+def test_a_shipped_depthwise_line_takes_large_grf_mode_by_its_estimate_and_fits_by_its_allocation(engine):
+    from kdd.core.problem.lookup_entry import LookupEntry
+
+    entry = LookupEntry.parse("xehpg mad fwd x16:x16:any mb128 g144ic1ih151oc1oh75kh3sh2ph0 simd=8 l=kh3 T=x "
+                              "i=g64kw3mb8 bufs=0")
+    out = engine.compile(Source(entry.document(entry.variants()[0])), "stats")
+    assert out["ok"], out
+    regs = out["stats"]["registers"]
+    assert regs["config"] > 128 and regs["budget"] == 256  # 64 groups' C (64) and A (96) per thread
+    assert regs["source"] == "allocator" and 128 < regs["allocated"] <= 256
