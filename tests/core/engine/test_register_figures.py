@@ -70,8 +70,9 @@ def test_a_config_that_runs_out_of_registers_is_fitted_by_sub_tiles_chosen_by_it
     assert regs["source"] == "allocator" and regs["allocated"] == regs["estimate"] <= 128
     listing = engine.compile(Source(text), "asm")["asm"]["registers"]
     assert listing["peak"] == regs["allocated"]
-    # The check runs the same kernel structure on its reduced problem.
+    # The check runs the same kernel structure on its reduced problem, and it computes the convolution.
     assert engine.resolve(parsed, for_check=True).config.subtiles == config.subtiles
+    assert engine.check(Source(text))["ok"]
 
 
 def test_with_regs_and_subtiles_pinned_the_allocation_refuses_at_the_knob_it_names(engine):
