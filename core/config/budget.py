@@ -170,10 +170,11 @@ def estimate_budget(problem, config: KernelConfig, target: Target) -> Budget:
     group_a = t.m_group * group_k * sa
     group_b = group_k * t.n_group * sb
 
-    regs = [_quotient("c", "C accumulators", [m, n, sacc], [unit])]
+    batch = [t.b_thread] if t.b_thread > 1 else []  # each batch element (group) has its own C, A and B tile
+    regs = [_quotient("c", "C accumulators", batch + [m, n, sacc], [unit])]
     a_dens = [unit] + ([sub.a] if sub.a > 1 else []) + ([2] if config.fma == "dpasw" else [])
-    regs.append(_quotient("a", "A buffer", [m, k, sa], a_dens))
-    regs.append(_quotient("b", "B buffer", [k, n, sb], [unit] + ([sub.b] if sub.b > 1 else [])))
+    regs.append(_quotient("a", "A buffer", batch + [m, k, sa], a_dens))
+    regs.append(_quotient("b", "B buffer", batch + [k, n, sb], [unit] + ([sub.b] if sub.b > 1 else [])))
 
     slm_a = slm.enabled and slm.a
     slm_b = slm.enabled and slm.b

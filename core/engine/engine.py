@@ -46,6 +46,7 @@ from . import artifacts
 from .disk_cache import DiskCache
 from .emit import needs_trace, parse_emit
 from .failure import Failure, StageFailed
+from .fit import fitted_config
 from .interpreter_check import InterpreterCheck
 from .keys import content_key
 from .memo import Memo, StageCounter, memoized
@@ -201,9 +202,20 @@ class Engine:
             if tgt is None:
                 raise StageFailed(Failure("input", f"unknown target {target!r} (targets: {', '.join(TARGETS)})",
                                           "bad-target"))
-        if problem is spec.problem and tgt is spec.target:
-            return Resolved(problem, spec.config, tgt)
-        return Resolved(problem, resolve_config(problem, tgt, spec.user_config), tgt)
+        user = spec.user_config
+        if for_check and shape is None and target is None and user.subtiles is None:
+            # The check runs the document's kernel structure: the sub-tiles fitted for its problem.
+            user = replace(user, subtiles=self.resolve(parsed).config.subtiles)
+            return Resolved(problem, resolve_config(problem, tgt, user), tgt)
+        config = spec.config if problem is spec.problem and tgt is spec.target else resolve_config(problem, tgt, user)
+        return Resolved(problem, fitted_config(problem, config, tgt, user, partial(self._allocated, problem, tgt)),
+                        tgt)
+
+    def _allocated(self, problem, target, config) -> int | None:
+        """The registers the code generator allocates for the kernel built from ``config`` (None when it
+        does not build or runs out of registers)."""
+        summary = self._codegen_summary(Resolved(problem, config, target), {})
+        return summary["allocated"] if summary["ok"] else None
 
     def kernel(self, r: Resolved, sources: dict[str, Range] | None = None):
         """Stage ``build``: the kernel IR of ``r`` (a build failure names its knob and range)."""

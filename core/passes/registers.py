@@ -12,6 +12,9 @@ Statements are numbered in program order, each value becomes an interval,
 and a sweep over the intervals finds the peak. Variables bound outside the IR (thread and group
 ids, kernel arguments) live in the target's reserved registers and are not
 counted here.
+Over the register budget, vector values with no register-buffer load are held
+only at the statements that use them, as the Xe allocator recomputes them
+there when it runs out (``codegen/xe`` rematerialization).
 
 How many bytes a value takes depends on the register file
 (``targets.RegisterFile``): on Xe a scalar occupies its size in a GRF's
@@ -23,7 +26,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from math import ceil
 
-from ..ir.expr import Var
+from ..ir.expr import Load, Var
 from ..ir.stmt import Alloc, For, Let, MemKind, Stmt
 from ..ir.types import Type
 from .tree import child_stmts, distinct_nodes, own_exprs
@@ -69,10 +72,27 @@ class _Def:
     depth: int
     nbytes: int
     is_buffer: bool
+    recomputed: bool = False
 
 
-def estimate_registers(ir: Stmt, model: RegisterModel) -> RegisterEstimate:
-    """The register estimate of statement ``ir`` (linear in its size, iterative)."""
+def _recomputable(s: Let) -> bool:
+    """A vector value the Xe allocator recomputes at each use instead of holding it when it runs out
+    (``codegen/xe`` rematerialization): no register-buffer load in it (a buffer may change between the
+    let and the use)."""
+    return s.var.type.lanes > 1 and not any(isinstance(n, Load) for n in distinct_nodes(s.value))
+
+
+def estimate_registers(ir: Stmt, model: RegisterModel, budget: int | None = None) -> RegisterEstimate:
+    """The register estimate of statement ``ir`` (linear in its size, iterative). Over ``budget``
+    registers, as the allocator does when it runs out, vector values without loads are held only at the
+    statements that use them (recomputed there)."""
+    held = _estimate(ir, model, False)
+    if budget is None or held.regs <= budget or model.lane_bytes is not None:
+        return held
+    return _estimate(ir, model, True)
+
+
+def _estimate(ir: Stmt, model: RegisterModel, recompute: bool) -> RegisterEstimate:
     defs: dict[str, _Def] = {}
     uses: list[tuple[str, int, tuple | None]] = []
     loop_start: dict[int, int] = {}
@@ -99,7 +119,8 @@ def estimate_registers(ir: Stmt, model: RegisterModel) -> RegisterEstimate:
         body_chain = chain
         closing = None
         if isinstance(s, Let):
-            defs[s.var.name] = _Def(t, t, depth, model.value_bytes(s.var.type), False)
+            defs[s.var.name] = _Def(t, t, depth, model.value_bytes(s.var.type), False,
+                                    recompute and _recomputable(s))
         elif isinstance(s, For):
             loop_start[id(s)] = t
             body_chain = (id(s), depth + 1, chain)
@@ -110,9 +131,13 @@ def estimate_registers(ir: Stmt, model: RegisterModel) -> RegisterEstimate:
         stack.append(("close", s, closing))
         for k in reversed(child_stmts(s)):
             stack.append(("stmt", k, body_chain))
+    points = []
     for name, t, chain in uses:
         d = defs.get(name)
         if d is None:
+            continue
+        if d.recomputed:  # held only where it is computed again, at this use
+            points.append(_Def(t, t, 0, d.nbytes, False))
             continue
         start = end = t
         if chain is not None and chain[1] > d.depth:
@@ -122,7 +147,7 @@ def estimate_registers(ir: Stmt, model: RegisterModel) -> RegisterEstimate:
         if d.is_buffer:
             d.start = start if d.start < 0 else min(d.start, start)
         d.end = max(d.end, end)
-    return _sweep([d for d in defs.values() if d.start >= 0], model)
+    return _sweep([d for d in defs.values() if d.start >= 0 and not d.recomputed] + points, model)
 
 
 def _sweep(defs, model: RegisterModel) -> RegisterEstimate:

@@ -38,6 +38,14 @@ def test_dpasw_shares_a_and_subtiles_split():
     assert b.line("b").formula == "16*32*2/32/2 = 16"
 
 
+def test_a_thread_tile_over_groups_holds_every_groups_tiles():
+    # oneDNN's xehpg depthwise line i=g64kw3mb8: 64 groups of an 8x1 f32 C each, 8x3 f16 A, 3x1 f16 B.
+    b = _budget("mb128g144ic144ih151oc144oh75kh3sh2ph0", "simd=8 fma=mad l=kh3 T=x i=g64kw3mb8 s=x0", XEHPG,
+                types="f16")
+    assert str(b.line("c")) == "c: 64*8*1*4/32 = 64" and b.line("a").amount == 64 * 8 * 3 * 2 // 32
+    assert b.reg_total > 128  # over the default registers: the config takes large-GRF mode as oneDNN retries
+
+
 def test_headers_and_temps():
     b = _budget("m1024n1024k1024", "i=m32n32k16 T=m2n2 s=x3 P=r", XEHPG, types="f16")
     assert b.line("headers").amount == 7  # A, B, C, gmem and SLM copies of A and B, one header each
@@ -80,10 +88,11 @@ def test_lines_follow_independent_arithmetic(problem, name):
     m = config.iter.product(d for d, _ in gemm.m)
     n = config.iter.product(d for d, _ in gemm.n)
     k = config.iter.product(d for d, _ in gemm.k)
+    bt = config.iter.product(d for d, _ in gemm.b)  # every batch element (group) its own C, A and B
     unit = target.registers.reg_bytes
-    assert b.line("c").amount == ceil(m * n * ops.acc.size / unit)
-    assert b.line("a").amount == ceil(m * k * ops.a.size / unit)
-    assert b.line("b").amount == ceil(k * n * ops.b.size / unit)
+    assert b.line("c").amount == ceil(bt * m * n * ops.acc.size / unit)
+    assert b.line("a").amount == ceil(bt * m * k * ops.a.size / unit)
+    assert b.line("b").amount == ceil(bt * k * n * ops.b.size / unit)
     assert b.line("reserved").amount == target.registers.reserved
     assert b.reg_total == sum(x.amount for x in b.regs)
     for x in b.regs:

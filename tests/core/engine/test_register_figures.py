@@ -33,7 +33,7 @@ def test_xe_examples_report_the_allocators_figure_and_keep_the_ir_model_beside_i
     parsed = engine.parse(source)
     r = engine.resolve(parsed)
     final = engine.trace(engine.kernel(r, parsed.sources())).final
-    assert regs["ir"] == estimate_registers(final, RegisterModel.of(r.target)).regs
+    assert regs["ir"] == estimate_registers(final, RegisterModel.of(r.target), r.config.regs).regs
     listing = engine.compile(source, "asm")["asm"]["registers"]
     assert regs["source"] == "allocator" and regs["estimate"] == regs["allocated"] == listing["peak"]
     assert regs["config"] == sum(regs["by_label"].values())
@@ -54,8 +54,29 @@ def test_a_production_line_over_the_config_estimate_builds_and_fits_by_its_alloc
     assert not [d for d in out["diagnostics"] if d["severity"] == "error"]
 
 
-def test_with_regs_pinned_the_allocation_refuses_at_the_knob_it_names(engine):
-    text = _document("simd=8 l=kh3kw3ic4 T=oc2ow2 i=ic16oc32ow16 bufs=3", regs=128,
+PINNED = "simd=8 l=kh3kw3ic4 T=oc2ow2 i=ic16oc32ow16 bufs=3"
+
+
+def test_a_config_that_runs_out_of_registers_is_fitted_by_sub_tiles_chosen_by_its_allocation(engine):
+    # As written (no sub-tiles) the allocator runs out of 128 registers (the next test); with subtiles
+    # not written, the engine takes the first sub-tiling whose allocation fits, as oneDNN's planner does.
+    text = _document(PINNED, regs=128, shape="mb32ic64ih56oc64oh56kh3ph1")
+    parsed = engine.parse(Source(text))
+    config = engine.resolve(parsed).config
+    assert (config.subtiles.a, config.subtiles.b) != (1, 1)
+    out = engine.compile(Source(text), "stats")
+    assert out["ok"], out
+    regs = out["stats"]["registers"]
+    assert regs["source"] == "allocator" and regs["allocated"] == regs["estimate"] <= 128
+    listing = engine.compile(Source(text), "asm")["asm"]["registers"]
+    assert listing["peak"] == regs["allocated"]
+    # The check runs the same kernel structure on its reduced problem, and it computes the convolution.
+    assert engine.resolve(parsed, for_check=True).config.subtiles == config.subtiles
+    assert engine.check(Source(text))["ok"]
+
+
+def test_with_regs_and_subtiles_pinned_the_allocation_refuses_at_the_knob_it_names(engine):
+    text = _document(PINNED + " S=a1b1", regs=128,
                      shape="mb32ic64ih56oc64oh56kh3ph1")
     parsed = engine.parse(Source(text))
     assert not [d for d in parsed.diagnostics if d.severity.name == "ERROR"]  # the floor (112) fits
@@ -73,3 +94,39 @@ def test_a_floor_over_the_registers_is_refused_before_any_build(engine):
                                            shape="mb32ic64ih56oc64oh56kh3ph1")))
     errors = [d for d in parsed.diagnostics if d.severity.name == "ERROR"]
     assert [e.message.split(" alone need ")[1][:10] for e in errors] == ["288 > 128 "]  # c 128 + a 32 + b 128
+
+
+# oneDNN's shipped xehpc fwd lines that its planner fits by sub-tiling (at 256 GRFs, the allocator runs out
+# of registers for each as written): kdd builds each with the sub-tiles its allocation fits.
+SHIPPED = [
+    "xehpc dpas fwd x16:x16:any mb1 ic128ih512oc128oh512kh3ph1 simd=16 l=ic4kh3kw3 T=oc2ow2 i=ic32oc64ow32 bufs=3",
+    "xehpc dpas fwd x16:x16:any mb2 ic1280ih32oc640oh32kh3ph1 simd=16 l=ic40kh3kw3 T=ow2 i=ic32mb2oc64ow16 bufs=3",
+    "xehpc dpas fwd x8:x8:any mb128 ic128ih28oc128oh28kh3ph1 simd=16 l=ic2kh3kw3 T=oc2ow4 i=ic64mb32oc64 bufs=3",
+]
+
+
+@pytest.mark.parametrize("line", SHIPPED, ids=lambda s: s.split()[5])
+def test_shipped_production_lines_build_and_fit_by_the_allocation_their_listing_shows(engine, line):
+    from kdd.core.problem.lookup_entry import LookupEntry
+
+    entry = LookupEntry.parse(line)
+    source = Source(entry.document(entry.variants()[0]))
+    config = engine.resolve(engine.parse(source)).config
+    assert config.regs == 256 and (config.subtiles.a, config.subtiles.b) != (1, 1)
+    out = engine.compile(source, "stats")
+    assert out["ok"], out
+    regs = out["stats"]["registers"]
+    assert regs["source"] == "allocator" and regs["allocated"] <= 256
+    assert engine.compile(source, "asm")["asm"]["registers"]["peak"] == regs["allocated"]
+
+
+def test_a_shipped_depthwise_line_takes_large_grf_mode_by_its_estimate_and_fits_by_its_allocation(engine):
+    from kdd.core.problem.lookup_entry import LookupEntry
+
+    entry = LookupEntry.parse("xehpg mad fwd x16:x16:any mb128 g144ic1ih151oc1oh75kh3sh2ph0 simd=8 l=kh3 T=x "
+                              "i=g64kw3mb8 bufs=0")
+    out = engine.compile(Source(entry.document(entry.variants()[0])), "stats")
+    assert out["ok"], out
+    regs = out["stats"]["registers"]
+    assert regs["config"] > 128 and regs["budget"] == 256  # 64 groups' C (64) and A (96) per thread
+    assert regs["source"] == "allocator" and 128 < regs["allocated"] <= 256
