@@ -245,7 +245,7 @@ def _pack(tile: RegTensor, layout: Layout, order, staging: Var, pack: Var, n: in
 
     This is the FMA-ready layout's reorder done once per tile on the global -> SLM path: dpas's VNNI B
     from rows of K, 8 scattered stores -> one reorder and one 256-byte block store."""
-    sizes, size = tile.layout.dims, tile.dtype.size
+    sizes = tile.layout.dims
     inner, p = 1, None
     for d in reversed(order):
         if sizes[d] == 1:

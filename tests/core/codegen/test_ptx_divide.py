@@ -3,18 +3,13 @@ convolution's main loop divides by none of ptxas's slow paths."""
 from __future__ import annotations
 
 import re
-from pathlib import Path
 
 import pytest
 from hypothesis import given, strategies as st
 
-from kdd.core.builder import build_kernel
-from kdd.core.codegen.ptx import generate_ptx
 from kdd.core.codegen.ptx.divide import magic
-from kdd.core.passes.kernel_pipeline import run_pipeline
-from kdd.core.spec import load_spec
 
-ROOT = Path(__file__).resolve().parents[3]
+from ptx_loops import example_ptx, main_loop
 
 
 @given(st.integers(1, 1 << 20), st.integers(0, (1 << 32) - 1), st.data())
@@ -38,12 +33,6 @@ def test_small_divisors_of_loop_indices_take_no_more_than_a_multiply_high():
 
 def test_conv_main_loop_divides_by_no_instruction():
     """The im2col indices of the 3x3 example (``k / 9``, ``k / 3 % 3``) become multiply-highs."""
-    path = ROOT / "examples" / "sm90_conv.kernel.toml"
-    spec, _ = load_spec(path.read_text(), str(path))
-    kernel = build_kernel(spec.problem, spec.config, spec.target)
-    asm = generate_ptx(kernel, run_pipeline(kernel).final, spec.target, check=False).to_dict()["asm"]
-    loop = re.search(r"^(\$L_loop_\d+):$(.*?)bra\.uni \1;", asm, re.M | re.S)
-    assert loop is not None
-    body = loop.group(2)
+    body = main_loop(example_ptx("sm90_conv"))
     assert not re.search(r"\b(div|rem)\.[su]32\b", body)
     assert "mul.hi.u32" in body

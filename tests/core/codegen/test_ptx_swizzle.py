@@ -5,18 +5,14 @@ barrier of its main loop."""
 from __future__ import annotations
 
 import re
-from pathlib import Path
 
 import pytest
 from hypothesis import given, strategies as st
 
-from kdd.core.builder import build_kernel
-from kdd.core.codegen.ptx import generate_ptx
 from kdd.core.codegen.ptx.swizzle import shift_for, split, swizzle
-from kdd.core.passes.kernel_pipeline import run_pipeline
-from kdd.core.spec import load_spec
 
-ROOT = Path(__file__).resolve().parents[3]
+from ptx_loops import example_ptx, main_loop
+
 PITCHES = (32, 64, 128, 256, 512, 1024)
 
 
@@ -62,12 +58,7 @@ def test_no_swizzle_where_it_cannot_help_or_would_not_permute():
 
 
 def test_gemm_example_swizzles_its_tiles_and_keeps_a_copy_in_flight_in_its_main_loop():
-    path = ROOT / "examples" / "sm90_gemm.kernel.toml"
-    spec, _ = load_spec(path.read_text(), str(path))
-    kernel = build_kernel(spec.problem, spec.config, spec.target)
-    asm = generate_ptx(kernel, run_pipeline(kernel).final, spec.target, check=False).to_dict()["asm"]
-    loop = re.search(r"^(\$L_loop_\d+):$(.*?)bra\.uni \1;", asm, re.M | re.S)
-    assert loop is not None
-    waits = re.findall(r"cp\.async\.wait_group (\d+);", loop.group(2))
+    asm = example_ptx("sm90_gemm")
+    waits = re.findall(r"cp\.async\.wait_group (\d+);", main_loop(asm))
     assert waits and set(waits) == {"1"}          # the prologue commits a group per stage
     assert "xor.b32" in asm and ".x4.trans.shared.b16" in asm
