@@ -326,13 +326,19 @@ def _column_copy(group: TileAccess, tile: RegTensor, layout: Layout, rules: Mess
     if vectors is None:
         return None
     per_chunk = rows // rounds
+    n = rounds * chunk
+
+    def piece_of(t: Expr | int) -> RegTensor:
+        return RegTensor(tile.buf, layout).rows(dim, arith.div(t, per_chunk, threads), chunk) \
+            .rows(k, arith.mod(t, per_chunk, threads), rounds)
     try:
-        piece = RegTensor(tile.buf, layout).rows(dim, arith.div(thread, per_chunk, threads), chunk) \
-            .rows(k, arith.mod(thread, per_chunk, threads), rounds)
+        piece = piece_of(thread)
+        # The layout's blocks need not nest chunk-major, so check that the threads' pieces tile the SLM
+        # tile, each byte stored once (a piece is dense: it starts at its offset).
+        starts = sorted(arith.value_of(piece_of(t).offset) for t in range(threads))
     except ValueError:
         return None
-    n = rounds * chunk
-    if not _dense(piece.layout.blocks, n):
+    if not _dense(piece.layout.blocks, n) or starts != [t * n * tile.dtype.size for t in range(threads)]:
         return None
     order = tuple(d for d in range(3) if d not in (k, dim)) + (k, dim)
     pack = names.fresh(pack_name, u64)

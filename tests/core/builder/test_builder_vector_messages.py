@@ -115,3 +115,18 @@ def test_weights_with_n_contiguous_are_copied_in_columns_and_stored_as_blocks():
     from_wei = [s for s in sends if s.func.op is SendOp.LOAD and s.ops.mem.name == "wei"]
     assert from_wei and all(s.func.kind is SendKind.SCATTERED and s.func.vec == 4 for s in from_wei)
     assert check_kernel(kernel).ok
+
+
+def test_a_column_copy_whose_pieces_would_overlap_falls_back_to_scatters():
+    """oneDNN's xehpg bwd_d line ``T=ic4iw8 i=ic32mb16oc32``: the weights' FMA-ready layout nests K
+    rows outside the column chunks, so the column copy's thread pieces would overlap in SLM (two
+    threads storing the same bytes). The builder checks that the pieces tile the SLM tile and copies
+    this tile the other way; the check (with its SLM race detector) passes."""
+    p = problem(parse_shape("mb16ic64iw24oc64ow24kw1pw0"), "bwd_d", "f16")
+    dims = [n for r in "bmnk" for n, _ in getattr(p.gemm_dims(), r)]
+    line = parse_config_line("fma=dpas simd=8 l=oc16 T=ic4iw8 i=ic32mb16oc32 bufs=3", dims)
+    kernel = build_kernel(p, line, "xehpg")
+    stores = [n for n in walk(kernel.body) if isinstance(n, FuncCall) and isinstance(n.func, Send)
+              and n.func.op is SendOp.STORE and n.ops.mem.name.startswith("b_slm")]
+    assert stores
+    assert check_kernel(kernel).ok
