@@ -39,13 +39,13 @@ def reason(message: str) -> str:
     return re.sub(r"(?<![a-z0-9])\d+", "N", message)
 
 
-def run_one(item: tuple[str, str, str]) -> dict:
+def run_one(item: tuple[str, str, str, bool]) -> dict:
     """Compile one entry variant; the outcome as a row of plain data."""
     from kdd.core.engine import Engine
     from kdd.core.engine.engine import Source
     from kdd.core.problem.lookup_entry import LookupEntry
 
-    line, label, stage = item
+    line, label, stage, unbounded = item
     entry = LookupEntry.parse(line)
     variant = next(v for v in entry.variants() if v.label == label)
     row = {"entry": line, "target": entry.target, "prop": entry.prop, "type": label}
@@ -74,7 +74,7 @@ def run_one(item: tuple[str, str, str]) -> dict:
                       "reason": reason(f["message"])}
     row["allocated"] = codegen["allocated"]
     if stage == "check":  # kdd check --bisect on the reduced shape the document gets
-        checked = engine.check(source, bisect_passes=True)
+        checked = engine.check(source, bisect_passes=True, unbounded=unbounded)
         if "first_bad" not in checked:
             f = checked["failure"]
             return row | {"outcome": "refused", "stage": "check", "message": f["message"],
@@ -88,9 +88,10 @@ def run_one(item: tuple[str, str, str]) -> dict:
 _ENGINE: dict = {}
 
 
-def items(stage: str, only: str | None, label: str | None = None) -> list[tuple[str, str, str]]:
-    """``(entry line, type label, stage)`` for every variant of every entry (of ``only``'s target/prop;
-    of type ``label`` alone when given)."""
+def items(stage: str, only: str | None, label: str | None = None,
+          unbounded: bool = False) -> list[tuple[str, str, str, bool]]:
+    """``(entry line, type label, stage, unbounded)`` for every variant of every entry (of ``only``'s
+    target/prop; of type ``label`` alone when given)."""
     from kdd.core.problem.lookup_entry import LookupEntry
 
     out = []
@@ -100,7 +101,7 @@ def items(stage: str, only: str | None, label: str | None = None) -> list[tuple[
         entry = LookupEntry.parse(line)
         if only and only not in (entry.target, f"{entry.target}/{entry.prop}"):
             continue
-        out += [(line, v.label, stage) for v in entry.variants() if label in (None, v.label)]
+        out += [(line, v.label, stage, unbounded) for v in entry.variants() if label in (None, v.label)]
     return out
 
 
@@ -125,9 +126,11 @@ def main(argv=None) -> int:
     ap.add_argument("--jobs", type=int, default=1, help="worker processes")
     ap.add_argument("--only", help="one target (xehpg) or target/prop (xehpc/bwd_w)")
     ap.add_argument("--type", help="one type label of the table (tf32, u8:s8:u8, f16...)")
+    ap.add_argument("--unbounded", action="store_true",
+                    help="with --stage check, interpret reduced shapes over the interpreter's bound too (slower)")
     ap.add_argument("--json", type=Path, default=OUT, help=f"where to write the rows (default {OUT})")
     args = ap.parse_args(argv)
-    work = items(args.stage, args.only, args.type)
+    work = items(args.stage, args.only, args.type, args.unbounded)
     start = time.perf_counter()
     if args.jobs > 1:
         with ProcessPoolExecutor(args.jobs) as pool:
