@@ -47,6 +47,8 @@ ROOT = base.ROOT
 BUNDLE = ROOT / "bench" / "results" / "gpu_tune_bundle"
 TUNED = ROOT / "examples" / "sm90_tuned"
 KNOBS = ("iter", "tg", "loop", "slm")       # what the search varies; the rest derives from these
+SMS = 132                                   # multiprocessors of an H100 SXM or an H200
+SPLITS = (2, 4)                             # split-K parts tried for a config whose grid fills few SMs
 LINE_KNOBS = ("fma", "i", "T", "l", "s")    # their keys in the config line, with the instruction
 
 
@@ -67,9 +69,33 @@ def _jobs(args) -> list[tuple]:
         spec, diags = load_spec(text, "tune.kernel.toml")
         if spec is None:
             raise ValueError("; ".join(d.message for d in diags))
-        for i, cfg in enumerate(search_space(spec.problem, spec.target, args.tiles)):
+        space = search_space(spec.problem, spec.target, args.tiles)
+        space += [v for cfg in space for v in split_k_variants(spec.problem, cfg, args.split_below)]
+        for i, cfg in enumerate(space):
             jobs.append((name, group, i, text, cfg, args.bundle))
     return jobs
+
+
+def split_k_variants(problem, cfg, below: int) -> list:
+    """``cfg`` with its reduction split across 2 and 4 thread groups, when its kernel grid has fewer than
+    ``below`` groups: the K dim with the most loop iterations runs 1/parts of them, and the kernel grid
+    takes the rest (an f32 scratch and the last arrival's epilogue where the destination is f16).
+    ``search_space`` keeps the whole reduction in one group, which leaves a deep-K layer with few
+    output tiles (res5a_branch2b: 98 groups over K = 4608) on part of the SMs."""
+    from dataclasses import replace
+
+    from kdd.core.config.tiles import Tile
+    from kdd.core.config.tiling import derive_tiling
+
+    tiling = derive_tiling(problem, cfg)
+    if tiling.groups >= below or tiling.split_k:
+        return []
+    k_dims = [d for d in tiling.role("k") if d.loop > 1]
+    if not k_dims:
+        return []
+    dim = max(k_dims, key=lambda d: d.loop)
+    return [replace(cfg, loop=Tile.of({**cfg.loop.as_dict(), dim.name: dim.loop // parts}))
+            for parts in SPLITS if dim.loop % parts == 0]
 
 
 def _prepare_one(job) -> dict:
@@ -258,6 +284,8 @@ def main() -> int:
     ap.add_argument("--tiles", type=int, default=2, help="per-thread tiles tried per layer")
     ap.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
     ap.add_argument("--runs", type=int, default=20)
+    ap.add_argument("--split-below", type=int, default=2 * SMS,
+                    help="also try split-K variants of configs whose grid has fewer thread groups (0: none)")
     args = ap.parse_args()
     if args.cmd in ("report", "examples"):
         return report(args) if args.cmd == "report" else examples(args)
