@@ -24,7 +24,7 @@ Two steps, so the GPU machine needs neither ptxas nor kdd's parser:
    ``ratio_vs_fastest`` takes cuDNN's fastest rep (cuDNN's pick and time
    vary between runs more than ours).
 
-    .venv/bin/python bench/gpu_resnet50.py prepare [--limit N] [--tuned] [--bundle DIR]
+    .venv/bin/python bench/gpu_resnet50.py prepare [--limit N] [--only REGEX] [--tuned] [--bundle DIR]
     python bench/gpu_resnet50.py run [--only REGEX] [--reps N] [--json $OUT/gpu_resnet50.json]   # on the GPU machine
 
 ``run`` imports kdd from the repository's ``core/`` when kdd is not
@@ -111,6 +111,12 @@ def prepare(args) -> int:
     if args.limit:
         jobs = jobs[: args.limit]
     index = []
+    order = [j[0] for j in jobs]
+    if args.only:           # rebuild the matching kernels into the bundle, keeping its other rows
+        jobs = [j for j in jobs if re.search(args.only, j[0])]
+        names = {j[0] for j in jobs}
+        old = json.loads((out / "index.json").read_text()) if (out / "index.json").exists() else []
+        index = [row for row in old if row["name"] not in names]
     for name, text, check, group in jobs:
         start = time.perf_counter()
         row = {"name": name, "group": group}
@@ -138,6 +144,7 @@ def prepare(args) -> int:
         print(f"{name:40s} {row['shape']:45s} regs {row['registers']} spill {row['spill_stores']} "
               f"({row['prepare_s']} s)", flush=True)
         index.append(row)
+    index.sort(key=lambda row: order.index(row["name"]) if row["name"] in order else len(order))
     (out / "index.json").write_text(json.dumps(index, indent=1))
     return 0
 
@@ -262,6 +269,8 @@ def main() -> int:
     p.add_argument("--bundle", default=str(BUNDLE))
     p.add_argument("--mb", type=int, default=32)
     p.add_argument("--limit", type=int, default=0)
+    p.add_argument("--only", default="", help="rebuild only the kernels whose name matches this regex into "
+                   "--bundle, keeping the rows of the others")
     p.add_argument("--tuned", action="store_true",
                    help="layers with a file in examples/sm90_tuned/ take its config instead of the default tiles")
     r = sub.add_parser("run")
