@@ -26,6 +26,7 @@ Two steps, so the GPU machine needs neither ptxas nor kdd's parser:
 
     .venv/bin/python bench/gpu_resnet50.py prepare [--limit N] [--only REGEX] [--tuned] [--bundle DIR]
     python bench/gpu_resnet50.py run [--only REGEX] [--reps N] [--json $OUT/gpu_resnet50.json]   # on the GPU machine
+    python bench/gpu_resnet50.py compare BEFORE.json AFTER.json
 
 ``run`` imports kdd from the repository's ``core/`` when kdd is not
 installed (a ``kdd`` package shim in a temporary folder), so it needs only
@@ -262,6 +263,28 @@ def run(args) -> int:
     return write_results(args.json, out, summary)
 
 
+def compare(args) -> int:
+    """Two ``run --reps N`` JSONs (before, after) against one cuDNN: per kernel our two times, and per group the
+    geometric means of our speed-up and of the fastest cuDNN rep of both runs over each run's time. cuDNN's pick
+    and time move between machines more than ours, so a ratio against each run's own cuDNN can hide a change."""
+    before, after = ({r["name"]: r for r in json.loads(Path(f).read_text())["rows"] if r.get("ok")}
+                     for f in (args.before, args.after))
+    for group in ("resnet50", "gemm"):
+        names = [n for n, r in after.items() if r.get("group") == group and n in before]
+        if not names:
+            continue
+        fastest = {n: min(before[n]["torch_reps_us"] + after[n]["torch_reps_us"]) for n in names}
+        for n in names:
+            old, new = before[n]["ours_us"], after[n]["ours_us"]
+            print(f"{n:40s} ours {old:8.1f} -> {new:8.1f} us, fastest cuDNN {fastest[n]:7.1f} us: "
+                  f"{fastest[n] / old:.3f} -> {fastest[n] / new:.3f}")
+        speedup = _geomean([before[n]["ours_us"] / after[n]["ours_us"] for n in names])
+        print(f"{group}: {len(names)} kernels, our speed-up {speedup:.3f}, vs the fastest cuDNN rep of both runs "
+              f"{_geomean([fastest[n] / before[n]['ours_us'] for n in names]):.3f} -> "
+              f"{_geomean([fastest[n] / after[n]['ours_us'] for n in names]):.3f}")
+    return 0
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     sub = ap.add_subparsers(dest="cmd", required=True)
@@ -281,8 +304,11 @@ def main() -> int:
                    help="times each kernel and cuDNN/cuBLAS are timed, alternated; medians of the reps and "
                         "the ratio against the fastest cuDNN time are reported")
     r.add_argument("--json", default=str(ROOT / "bench" / "results" / "gpu_resnet50.json"))
+    c = sub.add_parser("compare", help="two run JSONs (before, after) against the fastest cuDNN rep of both")
+    c.add_argument("before")
+    c.add_argument("after")
     args = ap.parse_args()
-    return prepare(args) if args.cmd == "prepare" else run(args)
+    return {"prepare": prepare, "run": run, "compare": compare}[args.cmd](args)
 
 
 def write_results(json_path: str, out: dict, summary: dict) -> int:
