@@ -3,7 +3,9 @@
 For every ResNet-50 forward layer of ``bench/gpu_resnet50.py`` (mb 32, f16,
 NHWC) and its GEMMs, :func:`kdd.core.config.search.search_space` gives a
 small space of configs (the heuristic's best per-thread tiles, group shapes,
-SLM stages). In one invocation on the GPU machine:
+SLM stages), and :func:`split_k_variants` adds, for a config whose grid has few
+thread groups, the same config with K split 2 and 4 ways across the grid. In
+one invocation on the GPU machine:
 
 1. ``prepare`` builds each config, runs the passes, generates PTX and
    assembles it with ptxas (the GPU machine's own, on ``PATH``), in ``--jobs``

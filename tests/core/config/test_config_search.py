@@ -1,13 +1,17 @@
 """The tuning space (:func:`kdd.core.config.search.search_space`) and the tuned sm_90 examples it chose."""
 from __future__ import annotations
 
+import importlib.util
 import re
 from pathlib import Path
 
 import pytest
 
 from kdd.core.config import default_config, estimate_budget, resolve_config
+from kdd.core.config.kernel_config import KernelConfig
 from kdd.core.config.search import search_space
+from kdd.core.config.tiles import Tile
+from kdd.core.config.tiling import derive_tiling
 from kdd.core.spec import load_spec
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -38,3 +42,27 @@ def test_tuned_examples_resolve_to_the_config_their_comment_times():
         line = re.search(r'^line = "([^"]*)"', text, re.M).group(1)
         assert all(kv in cfg.line().split() for kv in line.split()), path
         assert re.search(r"ratio \d\.\d{3}", text), path
+
+
+def _gpu_tune():
+    spec = importlib.util.spec_from_file_location("gpu_tune", ROOT / "bench" / "gpu_tune.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_tuner_splits_k_of_configs_with_few_groups_and_leaves_the_others():
+    tune = _gpu_tune()
+    path = ROOT / "examples" / "sm90_tuned" / "res5a_branch2b.kernel.toml"
+    spec, _ = load_spec(path.read_text(), str(path))
+    whole = resolve_config(spec.problem, spec.target, KernelConfig(loop=Tile.parse("ic16kh3kw3")).over(spec.config))
+    base = derive_tiling(spec.problem, whole)
+    assert not base.split_k and base.groups == 98
+    variants = tune.split_k_variants(spec.problem, whole, 264)
+    assert [str(v.loop) for v in variants] == ["ic8kh3kw3", "ic4kh3kw3"]
+    for parts, cfg in zip((2, 4), variants):
+        tiling = derive_tiling(spec.problem, cfg)
+        assert tiling.split_k and tiling.groups == parts * base.groups
+        assert {d.name: d.grid for d in tiling.role("k")}["ic"] == parts
+    assert tune.split_k_variants(spec.problem, whole, 98) == []       # enough groups already
+    assert tune.split_k_variants(spec.problem, variants[0], 264) == []  # already split
