@@ -48,7 +48,7 @@ import gpu_resnet50 as base  # noqa: E402  (the layer list, references and cuDNN
 ROOT = base.ROOT
 BUNDLE = ROOT / "bench" / "results" / "gpu_tune_bundle"
 TUNED = ROOT / "examples" / "sm90_tuned"
-KNOBS = ("iter", "tg", "loop", "slm")       # what the search varies; the rest derives from these
+KNOBS = ("iter", "tg", "loop", "slm", "regs")  # what the search varies; the rest derives from these
 SMS = 132                                   # multiprocessors of an H100 SXM or an H200
 SPLITS = (2, 4)                             # split-K parts tried for a config whose grid fills few SMs
 LINE_KNOBS = ("fma", "i", "T", "l", "s")    # their keys in the config line, with the instruction
@@ -72,10 +72,30 @@ def _jobs(args) -> list[tuple]:
         if spec is None:
             raise ValueError("; ".join(d.message for d in diags))
         space = search_space(spec.problem, spec.target, args.tiles)
+        space += [c for c in extra_configs(name, spec, args.lines) if c.line() not in {s.line() for s in space}]
         space += [v for cfg in space for v in split_k_variants(spec.problem, cfg, args.split_below)]
         for i, cfg in enumerate(space):
             jobs.append((name, group, i, text, cfg, args.bundle))
     return jobs
+
+
+def extra_configs(name: str, spec, path: str | None) -> list:
+    """Configs written by hand for layer ``name``: the rows of file ``path`` (``REGEX CONFIG LINE``, ``#``
+    comments) whose regex matches the name, completed with the defaults. ``search_space`` varies the
+    per-thread tile, group shape and stages at the full register budget; these rows add what it does not
+    try, such as a lower ``regs=`` cap with smaller tiles and more warps per SM."""
+    from kdd.core.config.defaults import resolve_config
+    from kdd.core.config.line import parse_config_line
+
+    if not path:
+        return []
+    out = []
+    for row in Path(path).read_text().splitlines():
+        if row.strip() and not row.lstrip().startswith("#"):
+            pattern, line = row.split(None, 1)
+            if re.search(pattern, name):
+                out.append(resolve_config(spec.problem, spec.target, parse_config_line(line)))
+    return out
 
 
 def split_k_variants(problem, cfg, below: int) -> list:
@@ -257,7 +277,8 @@ def examples(args) -> int:
             continue
         b = t["best"]
         text = shapes[t["name"]]
-        line = " ".join(kv for kv in b["config"].split() if kv.split("=")[0] in LINE_KNOBS)
+        line = " ".join(kv for kv in b["config"].split()
+                        if kv.split("=")[0] in LINE_KNOBS or kv.startswith("regs=") and kv != "regs=255")
         text = re.sub(r"\[config\]\n(?:[^\[\n][^\n]*\n)*", "", text)
         text = re.sub(r"^(#[^\n]*\n)+", "", text).rstrip() + "\n"     # the template's own comment
         spill = b.get("spill_stores")
@@ -288,6 +309,7 @@ def main() -> int:
     ap.add_argument("--runs", type=int, default=20)
     ap.add_argument("--split-below", type=int, default=2 * SMS,
                     help="also try split-K variants of configs whose grid has fewer thread groups (0: none)")
+    ap.add_argument("--lines", help="a file of 'LAYER-REGEX CONFIG LINE' rows: configs added to those layers")
     args = ap.parse_args()
     if args.cmd in ("report", "examples"):
         return report(args) if args.cmd == "report" else examples(args)

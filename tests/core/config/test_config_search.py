@@ -8,9 +8,8 @@ from pathlib import Path
 import pytest
 
 from kdd.core.config import default_config, estimate_budget, resolve_config
-from kdd.core.config.kernel_config import KernelConfig
+from kdd.core.config.line import parse_config_line
 from kdd.core.config.search import search_space
-from kdd.core.config.tiles import Tile
 from kdd.core.config.tiling import derive_tiling
 from kdd.core.spec import load_spec
 
@@ -55,7 +54,8 @@ def test_tuner_splits_k_of_configs_with_few_groups_and_leaves_the_others():
     tune = _gpu_tune()
     path = ROOT / "examples" / "sm90_tuned" / "res5a_branch2b.kernel.toml"
     spec, _ = load_spec(path.read_text(), str(path))
-    whole = resolve_config(spec.problem, spec.target, KernelConfig(loop=Tile.parse("ic16kh3kw3")).over(spec.config))
+    line = "fma=mma l=ic16kh3kw3 T=oc2 i=mb32oc128ic32 s=x2.a"     # M32 x N256 groups over the whole K
+    whole = resolve_config(spec.problem, spec.target, parse_config_line(line))
     base = derive_tiling(spec.problem, whole)
     assert not base.split_k and base.groups == 98
     variants = tune.split_k_variants(spec.problem, whole, 264)
@@ -66,3 +66,17 @@ def test_tuner_splits_k_of_configs_with_few_groups_and_leaves_the_others():
         assert {d.name: d.grid for d in tiling.role("k")}["ic"] == parts
     assert tune.split_k_variants(spec.problem, whole, 98) == []       # enough groups already
     assert tune.split_k_variants(spec.problem, variants[0], 264) == []  # already split
+
+
+def test_tuner_adds_the_hand_written_configs_of_the_rows_whose_regex_matches(tmp_path):
+    tune = _gpu_tune()
+    path = ROOT / "examples" / "sm90_tuned" / "res5a_branch2b.kernel.toml"
+    spec, _ = load_spec(path.read_text(), str(path))
+    rows = tmp_path / "lines.txt"
+    rows.write_text("# a comment\n\nres5a_branch2b$ regs=168 fma=mma l=ic4kh3kw3 T=oc2 i=mb32oc64ic32 s=x3\n"
+                    "res5a_branch2bx fma=mma l=ic8kh3kw3 T=oc2 i=mb32oc128ic32 s=x3\n")
+    extra = tune.extra_configs("resnet50:res5a_branch2b", spec, str(rows))
+    assert len(extra) == 1 and extra[0].is_complete
+    assert {"regs=168", "l=ic4kh3kw3", "T=oc2", "i=mb32oc64ic32", "s=x3"} <= set(extra[0].line().split())
+    assert tune.extra_configs("resnet50:res5a_branch2c", spec, str(rows)) == []
+    assert tune.extra_configs("resnet50:res5a_branch2b", spec, None) == []
