@@ -4,8 +4,10 @@ For every ResNet-50 forward layer of ``bench/gpu_resnet50.py`` (mb 32, f16,
 NHWC) and its GEMMs, :func:`kdd.core.config.search.search_space` gives a
 small space of configs (the heuristic's best per-thread tiles, group shapes,
 SLM stages), and :func:`split_k_variants` adds, for a config whose grid has few
-thread groups, the same config with K split 2 and 4 ways across the grid. In
-one invocation on the GPU machine:
+thread groups, the same config with K split 2 and 4 ways across the grid.
+``--lines FILE`` adds configs written by hand (rows ``LAYER-REGEX CONFIG
+LINE``, see :func:`extra_configs`); ``--tiles 0`` leaves only those. In one
+invocation on the GPU machine:
 
 1. ``prepare`` builds each config, runs the passes, generates PTX and
    assembles it with ptxas (the GPU machine's own, on ``PATH``), in ``--jobs``
@@ -13,8 +15,9 @@ one invocation on the GPU machine:
 2. ``run`` checks every candidate against the float64 reference and times it
    (CUDA events, median of ``--runs``, inputs rotated past the L2 cache), times
    cuDNN/cuBLAS once per layer, keeps the fastest correct candidate and prints
-   the ratio table: per layer the heuristic's default (the first candidate)
-   and the best, with their geometric means. JSON goes to ``--json``.
+   the ratio table: per layer the first candidate (the heuristic's default,
+   or the first ``--lines`` row with ``--tiles 0``) and the best, with their
+   geometric means. JSON goes to ``--json``.
 
 ``all`` does both. ``report`` (here, after the run) prints the table again from
 that JSON's candidates; ``examples`` writes the best config of each layer as
@@ -304,7 +307,7 @@ def main() -> int:
     ap.add_argument("--json", default=str(ROOT / "bench" / "results" / "gpu_tune.json"))
     ap.add_argument("--mb", type=int, default=32)
     ap.add_argument("--only", default="", help="layers whose name matches this regex")
-    ap.add_argument("--tiles", type=int, default=2, help="per-thread tiles tried per layer")
+    ap.add_argument("--tiles", type=int, default=2, help="per-thread tiles tried per layer (0: only --lines)")
     ap.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
     ap.add_argument("--runs", type=int, default=20)
     ap.add_argument("--split-below", type=int, default=2 * SMS,
