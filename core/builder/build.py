@@ -186,6 +186,10 @@ class _Builder:
                               cfg.simd, self.reg_bytes, self._lanes, atomic_out)
         epi = Epilogue(ctx, lambda op, k, dt: self._rhs_view(op, k, dt, c_op.view))
         init_c = fill(c_reg, 0, names, cfg.simd, Origin("init_c", "iter"))
+        for which, st in stages.items():
+            if st.zeros is not None:
+                lanes = self.rules.fill_lanes or self.rules.simd
+                init_c = seq(init_c, st.zeros.clear(names, lanes, Origin(f"slm.{which.lower()}", "slm")))
         finished = epi.build(c_post_ops)
         if grad is not None:
             finished = seq(finished, grad.store())
@@ -212,6 +216,10 @@ class _Builder:
             body = Alloc.make(st.staging, self._grf(st.staging_bytes), MemKind.GRF, body, words, origin=origin)
             if st.pack is not None:
                 body = Alloc.make(st.pack, self._grf(st.staging_bytes), MemKind.GRF, body, words, origin=origin)
+            if st.zeros is not None:
+                body = Alloc.make(st.zeros.buf, self._grf(st.zeros.bytes), MemKind.GRF, body,
+                                  flat_lanes(self._grf(st.zeros.bytes), self.reg_bytes) if self.per_lane else (),
+                                  origin=origin)
             body = Alloc.make(st.slm, st.slm_bytes, MemKind.SLM, body, origin=origin)
         if slices is not None:
             body = Alloc.make(slices.slm, slices.slm_bytes, MemKind.SLM, body, origin=K_SLICES_ORIGIN)

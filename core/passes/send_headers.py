@@ -32,7 +32,7 @@ from typing import Any, Mapping
 from ..ir.expr import IntImm, Load, Var
 from ..ir.funcs import Send, SendKind
 from ..ir.node import Node
-from ..ir.stmt import Alloc, FuncCall, Group, Let, MemKind, Stmt, Store, seq
+from ..ir.stmt import Alloc, FuncCall, Group, Let, MemKind, Seq, Stmt, Store, seq
 from ..ir.types import u64
 from ..ir.visitor import IRMutator
 from .options import target_of
@@ -63,6 +63,50 @@ class _Headers(IRMutator):
             self.lifted.append((hdr, size))
             return body
         return Alloc.make(hdr, size, MemKind.GRF, body, origin=new.origin)
+
+
+    def mutate_Seq(self, old, new):
+        if self.local:
+            return new
+        return _share_headers(new, self.lifted)
+
+
+def _share_headers(body: Seq, lifted: list[tuple[Var, int]]) -> Seq:
+    """A send right after another one with the same address (an SLM store and its store of zeros)
+    reads the first one's header: no second header write, no second header register."""
+    out: list[Stmt] = []
+    dropped: set[str] = set()
+    last = None  # (header, its value): the header the statement just before the last one wrote
+    for k in Seq.make(body.stmts).stmts:  # the lowered sends' own sequences flattened
+        if isinstance(k, Store) and last is not None and out and _is_send(out[-1]) \
+                and k.value.is_equal(last[1]) and k.buf.name != last[0].name:
+            dropped.add(k.buf.name)
+            out.append(k)  # removed below with the send that reads it rewired
+            continue
+        if _is_send(k) and out and isinstance(out[-1], Store) and out[-1].buf.name in dropped \
+                and _reads(k, out[-1].buf):
+            out.pop()
+            k = k.with_ops(mem_offset=Load.make(k.ops.mem_offset.type, last[0], 0))
+            out.append(k)
+            continue
+        if isinstance(k, Store) and isinstance(k.offset, IntImm) and k.offset.value == 0:
+            last = (k.buf, k.value)
+        elif not _is_send(k):
+            last = None
+        out.append(k)
+    if not dropped:
+        return body
+    lifted[:] = [(b, n) for b, n in lifted if b.name not in dropped]
+    return Seq.make(out, origin=body.origin)
+
+
+def _is_send(s: Stmt) -> bool:
+    return isinstance(s, FuncCall) and isinstance(s.func, Send)
+
+
+def _reads(call: FuncCall, hdr: Var) -> bool:
+    off = call.ops.mem_offset
+    return isinstance(off, Load) and isinstance(off.buf, Var) and off.buf.name == hdr.name
 
 
 class _Registers(IRMutator):
