@@ -38,6 +38,10 @@ from .registers import RegisterModel, estimate_registers
 from .tree import child_stmts, own_exprs, unshare_statements
 
 
+# Rounds of naming at most, while a round leaves lets that copy a name (each merges one level more).
+_ROUNDS = 4
+
+
 @dataclass(frozen=True)
 class Named:
     """An expression CSE computes once: the variable, the expression, its uses and register bytes."""
@@ -269,9 +273,11 @@ class _InlineAliases(IRMutator):
 
     def __init__(self, names: set[str]):
         self.names = names
+        self.inlined = 0
 
     def mutate_Let(self, old: Let, new: Let):
         if isinstance(new.value, Var) and new.value.name in self.names:
+            self.inlined += 1
             return Substitute({new.var: new.value}).mutate(new.body)
         return new
 
@@ -301,8 +307,9 @@ def plan_cse(ir: Node, options: Mapping[str, Any] | None = None) -> CseReport:
     return eliminate(ir, options or {})[1]
 
 
-def eliminate(ir: Node, options: Mapping[str, Any]) -> tuple[Node, CseReport]:
-    """The rewritten IR (the same object when nothing is named) and the report."""
+def eliminate(ir: Node, options: Mapping[str, Any], rounds: int = _ROUNDS) -> tuple[Node, CseReport]:
+    """The rewritten IR (the same object when nothing is named) and the report; while naming made
+    lets copies of a name (inlined), up to ``rounds`` rounds."""
     if not isinstance(ir, Stmt):
         return ir, CseReport((), (), None)
     tree = unshare_statements(ir)
@@ -324,8 +331,13 @@ def eliminate(ir: Node, options: Mapping[str, Any]) -> tuple[Node, CseReport]:
             spans.setdefault(id(c.where), []).append((c.span, let))
     spans = {k: _merge_spans(v) for k, v in spans.items()}
     out = _Apply(mapping, wraps, spans).mutate(tree)
-    out = _InlineAliases({v.name for v in mapping.values()}).mutate(out)
+    aliases = _InlineAliases({v.name for v in mapping.values()})
+    out = aliases.mutate(out)
     named = tuple(Named(mapping[c.expr].name, expr_to_text(c.expr), c.uses, c.bytes) for c in chosen)
+    if aliases.inlined and rounds > 1:
+        # What was equal only through those lets (two masks over them) is equal now: another round.
+        out, more = eliminate(out, options, rounds - 1)
+        return out, CseReport(named + more.named, tuple(skipped) + more.skipped, budget)
     return out, CseReport(named, tuple(skipped), budget)
 
 

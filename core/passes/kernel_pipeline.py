@@ -44,6 +44,13 @@ from .unroll import unroll_loops
 
 def _cse_with_notes(ir: Node, options: Mapping[str, Any]) -> tuple[Node, dict]:
     """CSE's output and its report (what it named, what it skipped and why) as the pass's notes."""
+    out, report = eliminate(ir, options, rounds=1)
+    return out, report.to_dict()
+
+
+def _cse_rounds_with_notes(ir: Node, options: Mapping[str, Any]) -> tuple[Node, dict]:
+    """``_cse_with_notes``, again while a round leaves lets copying a name (the last CSE: what the
+    registers left after hoisting hold is what those rounds take)."""
     out, report = eliminate(ir, options)
     return out, report.to_dict()
 
@@ -74,7 +81,7 @@ KERNEL_PASSES: tuple[Pass, ...] = (
          doc="what the unrolled copies repeat, computed once"),
     Pass("hoist-unrolled", hoist_invariants, reads=("target", "regs"), version=4,
          doc="hoist what the unrolled copies leave invariant in the loops that stay"),
-    Pass("cse-hoisted", _cse_with_notes, reads=("target", "regs"), notes=True,
+    Pass("cse-hoisted", _cse_rounds_with_notes, reads=("target", "regs"), notes=True,
          doc="what hoisting left equal (a load's mask and its SLM store's), computed once"),
     Pass("peephole", fuse_arith, reads=("target",), version=3, doc="add + add -> add3, mul + add -> mad"),
     Pass("barrier-opt", remove_redundant_barriers, doc="remove barriers that order no SLM access"),

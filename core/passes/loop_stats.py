@@ -18,7 +18,8 @@ them, per SIMD thread:
 - ``min_sends``: the fewest messages those bytes need, per operation and
   space, at the target's largest block message (``Target.messages.block``);
 - ``int_ops`` / ``float_ops``: ALU operations of integer / float results
-  (comparisons by their operands' type, boolean logic as integer), one per
+  (comparisons by their operands' type, boolean logic as integer; a
+  conversion between integers of one size is a retype, free), one per
   occurrence, ``ceil(lanes / alu lanes)`` each, plus the loop's own
   increment and compare per trip (a send's mask negated is its predicate
   inverted, ``~f0.0``: no operation);
@@ -37,6 +38,7 @@ from ..ir.expr import Binary, BoolImm, Broadcast, Cast, Expr, FloatImm, IntImm, 
 from ..ir.funcs import Dp4a, Dpas, Eltwise, Mad, Mma, Reduce, Reorder, Send
 from ..ir.node import Node
 from ..ir.stmt import For, FuncCall, Group, Let, Stmt, Store
+from .opcount import is_retype
 from .reduction_nest import K_LOOP, find_reduction_nest
 from .tree import child_stmts, distinct_nodes, own_exprs, trip_count
 
@@ -255,7 +257,7 @@ class _Counter:
                 ops = times * _lanes_ops(n.type.lanes, self.target)
                 if _is_float_op(n):
                     self.float_ops += ops
-                elif not (isinstance(n, Cast) and n.type.scalar is n.a.type.scalar):
+                elif not (isinstance(n, Cast) and is_retype(n)):
                     self.int_ops += ops
             if isinstance(n, Load):
                 stack.append(n.offset)
