@@ -17,7 +17,13 @@ element (tails, padding, strides, blocked layouts).
 
 A masked-off load leaves its register bytes unchanged (as the hardware
 does), so a load whose mask is not always true is preceded by a zero fill of
-its destination: padding and out-of-bounds elements read as zeros.
+its destination: padding and out-of-bounds elements read as zeros. A
+cooperative SLM copy whose stores mirror its vector loads asks for the masks
+instead (``masks``) and writes zeros from SLM stores of its own
+(``slm.ZeroSource``): no fill in every iteration.
+
+Byte offsets carry the element size in every term (``offset_expr``'s
+``scale``), so the scalar part of a per-lane address is one sum of bytes.
 """
 from __future__ import annotations
 
@@ -359,7 +365,9 @@ def transfer(op: SendOp, access: TileAccess, reg: RegTensor, rules: MessageRules
         mask = BoolImm.make(True) if lanes == 1 else Broadcast.make(BoolImm.make(True), lanes)
     elif lanes > 1 and mask.type.lanes == 1:
         mask = Broadcast.make(mask, lanes)
-    offset = arith.fold(arith.mul(offset_expr(view.layout, view.tensor_index(bound_idx)), size))
+    # The element size multiplies every term: a vector offset's scalar part is then one sum of bytes
+    # (strength reduction carries it whole; the simplifier regroups only scalar sums).
+    offset = arith.fold(offset_expr(view.layout, view.tensor_index(bound_idx), size))
     if lanes > 1 and offset.type.lanes == 1:
         offset = Broadcast.make(offset, lanes)
     if vectors is not None:

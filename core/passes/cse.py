@@ -242,9 +242,10 @@ def _plan(tree: Stmt, options: Mapping[str, Any]) -> tuple[list[_Choice], list[S
 
 
 def _is_mask_logic(e: Expr) -> bool:
-    """A comparison of integers or a boolean ``&&``/``||`` of vectors: a send's mask, which an SLM store and
-    its store of zeros test again after their load (each an instruction, ``loop_stats`` counts them)."""
-    if not isinstance(e, Binary) or not e.type.is_bool or e.type.lanes == 1:
+    """A comparison of integers or a boolean ``&&``/``||``: a send's mask, which an SLM store and its
+    store of zeros test again after their load, or a counter's wrap test (each an instruction,
+    ``loop_stats`` counts them)."""
+    if not isinstance(e, Binary) or not e.type.is_bool:
         return False
     return e.op in (Op.AND, Op.OR) or e.a.type.is_int
 

@@ -25,12 +25,15 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
-from ..ir.expr import Binary, Cast, Expr, IntImm, Op, Ternary
+from ..ir.expr import Binary, Cast, Expr, IntImm, Op, Ternary, Var
+from ..ir.stmt import Let
 from ..ir.types import s32, u32
 from ..ir.node import Node
 from ..ir.visitor import IRMutator
 from ..targets import FusedIntOps
+from .let_opt import remove_unused_lets
 from .options import target_of
+from .tree import distinct_nodes
 
 
 def fused_problem(fused: FusedIntOps, e: Ternary) -> str | None:
@@ -40,13 +43,14 @@ def fused_problem(fused: FusedIntOps, e: Ternary) -> str | None:
 
 
 class _Fuse(IRMutator):
-    def __init__(self, fused: FusedIntOps, ranges: bool):
+    def __init__(self, fused: FusedIntOps, ranges: bool, sums: dict | None = None):
         self.fused = fused
         self.ranges = ranges  # range tests as one unsigned comparison
+        self.sums = sums or {}  # let variable -> its value, where that is a scalar ``a + b``
 
     def mutate_Binary(self, old: Binary, new: Binary):
         if new.op is Op.AND and self.ranges:
-            test = _range_test(new)
+            test = _range_test(new, self._shift)
             return new if test is None else test
         if new.op is not Op.ADD or not new.type.is_int:
             return new
@@ -65,6 +69,16 @@ class _Fuse(IRMutator):
             if fused is not None:
                 return fused
         return new
+
+    def _shift(self, x: Expr, lo: int) -> Expr:
+        """``x - lo``; where ``x`` is a let of ``a + b``, ``add3(a, b, -lo)`` (the let, read by nothing
+        else, goes: one instruction instead of two)."""
+        sub = Binary.make(Op.SUB, x, IntImm.make(s32, lo))
+        value = self.sums.get(x.name) if isinstance(x, Var) else None
+        if value is None:
+            return sub
+        fused = self._encodable(Op.ADD3, ((value.a, value.b, IntImm.make(s32, -lo)),), sub)
+        return sub if fused is None else fused
 
     def _encodable(self, op: Op, orders, outer: Binary) -> Expr | None:
         for a, b, c in orders:
@@ -86,7 +100,7 @@ def _bound(test: Expr, x: Expr | None = None) -> tuple[Expr, str, int] | None:
     return None if side is None else (test.a, *side)
 
 
-def _range_test(e: Binary) -> Expr | None:
+def _range_test(e: Binary, shift) -> Expr | None:
     """``u32(x - lo) < hi - lo`` for ``x >= lo && x < hi`` (either order), or None."""
     first = _bound(e.a)
     second = _bound(e.b, first[0]) if first is not None else None
@@ -97,7 +111,7 @@ def _range_test(e: Binary) -> Expr | None:
     if not 0 < hi - lo < 2 ** 31 or not -2 ** 31 <= lo < 2 ** 31:
         return None
     u = u32.with_lanes(x.type.lanes)
-    shifted = x if lo == 0 else Binary.make(Op.SUB, x, IntImm.make(s32, lo))
+    shifted = x if lo == 0 else shift(x, lo)
     return Binary.make(Op.LT, Cast.make(u, shifted), IntImm.make(u32, hi - lo), origin=e.origin)
 
 
@@ -107,4 +121,10 @@ def fuse_arith(ir: Node, options: Mapping[str, Any] | None = None) -> Node:
     target = target_of(options or {})
     if target is None or not target.fused_int_ops.ops:
         return ir
-    return _Fuse(target.fused_int_ops, target.addressing.kind == "header").mutate(ir)
+    ranges = target.addressing.kind == "header"
+    if not ranges:
+        return _Fuse(target.fused_int_ops, False).mutate(ir)
+    sums = {n.var.name: n.value for n in distinct_nodes(ir) if isinstance(n, Let) and isinstance(n.value, Binary)
+            and n.value.op is Op.ADD and n.value.type == s32}
+    out = _Fuse(target.fused_int_ops, True, sums).mutate(ir)
+    return out if out is ir else remove_unused_lets(out)

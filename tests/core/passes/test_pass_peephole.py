@@ -129,3 +129,16 @@ def test_range_tests_become_one_unsigned_comparison_on_xe(x, lo, width, low, hig
     assert int_ops(out) <= 1 and len([n for n in walk(out) if isinstance(n, Binary)]) <= 2
     assert evaluate(out, {"x": x}) == evaluate(e, {"x": x})
     assert fuse_arith(Store.make(var("out"), 0, e), {"target": "sm_90"}).value is e
+
+
+def test_a_range_test_of_a_sums_let_shifts_inside_an_add3():
+    """``t = a + b; (t > 0 && t < 57)``: the shift joins the sum (``add3(a, b, -1)``) and the let,
+    read by nothing else, goes: two instructions where there were four."""
+    from kdd.core.ir.stmt import Let
+    t = var("t")
+    body = Let.make(t, X + Y, Store.make(var("out"), 0, t.gt(0).land(t.lt(57))))
+    out = fuse_arith(body, {"target": "xehpg"})
+    assert isinstance(out, Store) and [n.op for n in walk(out.value) if isinstance(n, Ternary)] == [Op.ADD3]
+    for x, y in ((0, 0), (0, 1), (50, 6), (56, 1), (-3, 2), (2 ** 31 - 1, 1)):
+        env = {"x": x, "y": y}
+        assert evaluate(out.value, env) == evaluate(body.body.value, {**env, "t": evaluate(X + Y, env)})
