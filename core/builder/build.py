@@ -19,6 +19,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from math import prod
 
+from kdd.core.config.budget import estimate_budget
 from kdd.core.config.defaults import resolve_config
 from kdd.core.config.kernel_config import KernelConfig
 from kdd.core.config.operands import operands
@@ -239,6 +240,9 @@ class _Builder:
         """SLM staging of A and/or B (``slm`` knob), single-buffered; FMA-ready where ``fma_layouts``
         gives the operand's register layout."""
         slm, out = self.config.slm, {}
+        # What the config's estimate leaves of its registers (a tight config keeps its zero fills).
+        estimate = estimate_budget(self.problem, self.config, self.target).reg_total
+        spare = (self.config.regs - estimate) * self.reg_bytes
         for which in "AB":
             if slm is None or slm.bufs == 0 or not (slm.a if which == "A" else slm.b):
                 continue
@@ -248,7 +252,10 @@ class _Builder:
                                self.nest.facts)
             out[which] = stage(which.lower(), group, op.roles, self.nest.local_start,
                                contiguous_role(op.view, op.group_roles), self.rules, self.names,
-                               self.nest.thread_linear, self.tiling.threads_per_group, fma_layouts.get(which))
+                               self.nest.thread_linear, self.tiling.threads_per_group, fma_layouts.get(which),
+                               spare)
+            if out[which].zeros is not None:
+                spare -= self._grf(out[which].zeros.bytes)
         return out
 
     def _loader(self, op: _Operand, staged: SlmStage | None, reg: RegTensor, split_dim: int, part: int):

@@ -89,11 +89,12 @@ class ZeroSource:
 
 def stage(name: str, group: TileAccess, thread_roles: tuple[MatrixDim, MatrixDim, MatrixDim],
           local_start: dict, inner: int, rules: MessageRules, names: Names,
-          thread: Expr, threads: int, fma_layout: Layout | None = None) -> SlmStage:
+          thread: Expr, threads: int, fma_layout: Layout | None = None, spare_bytes: int = 0) -> SlmStage:
     """Stage ``group`` (the group's tile of an operand) in SLM; ``inner`` is the innermost matrix dim.
 
     ``fma_layout`` is the thread's register layout of the operand: given, the
     SLM takes the FMA-ready layout where the tiles allow it (module doc).
+    ``spare_bytes``: registers the config's estimate leaves, which a ``ZeroSource`` may take.
     """
     group = _threads_outer(group, thread_roles, inner)
     view = group.view
@@ -120,7 +121,8 @@ def stage(name: str, group: TileAccess, thread_roles: tuple[MatrixDim, MatrixDim
         zeros = None
         if vectors is not None:
             masks: list[MessageMask] = []
-            loaded = load(vectors, masks)
+            # Without room for the zeros' registers the loads keep their zero fills.
+            loaded = load(vectors, masks if vectors.lanes * vectors.vec * 4 <= spare_bytes else None)
             if masks:
                 zeros = ZeroSource(names.fresh(f"{name}_zero", u64), vectors.lanes * vectors.vec * 4, masks[0])
             store = _vector_store(tile, staging, vectors, rounds * plan.elems, thread, names, knob, zeros)

@@ -207,7 +207,8 @@ def _plan(tree: Stmt, options: Mapping[str, Any]) -> tuple[list[_Choice], list[S
     nodes, weight, first, last = _occurrences(layout)
     costs: dict[int, bool] = {}  # id -> contains an integer operation
     for node in reversed(nodes):  # children first: cost flags flow up
-        costs[id(node)] = is_int_op(node) or _is_mask_logic(node) or any(costs[id(k)] for k in node._children_of(node))
+        costs[id(node)] = (is_int_op(node) or _is_mask_logic(node)
+                           or any(costs[id(k)] for k in node._children_of(node)))
     counts: dict[Expr, int] = {}
     spans: dict[Expr, tuple[int, int]] = {}  # first and last statement holding an equal expression
     for node in nodes:

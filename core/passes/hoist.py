@@ -26,7 +26,9 @@ For each ``for`` loop, inner loops first:
    the loop adds a scalar to a hoisted base instead of recomputing every
    lane's address. A hoisted vector holds registers for the whole loop, so
    vectors are lifted only while the free registers of the kernel
-   (``cse.register_budget``) allow;
+   (``cse.register_budget``) allow. Where only scalars are invariant (the
+   lanes vary with a message loop), the scalars and the constant are lifted
+   as one scalar sum, which the loop around sees as a sum of its own;
 4. the invariant terms of a send's mask (a conjunction: the padding
    condition of the iteration's pixel, the same for every message of a
    message loop, beside a message's own tail test; for a scattered message
@@ -34,7 +36,11 @@ For each ``for`` loop, inner loops first:
    the loop into ``<k>_mask``: the loop's unrolled copies then test one value
    (and their own terms) instead of each recomputing the comparisons. A
    vector mask holds a register over the loop, so it is named only while
-   the free registers allow.
+   the free registers allow. A bool let of conjuncts (a mask several sends
+   read: an SLM store and its store of zeros) is split alike;
+5. a send's header whose value is invariant moves in front of the loop into
+   a header register of its own (``_LiftHeaders``), with the sends right
+   after it that read the same header.
 
 Linear forms are exact modulo ``2**bits``, so reassociating a sum never
 changes its value. Expressions are pure and total, so computing a value

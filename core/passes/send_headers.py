@@ -64,7 +64,6 @@ class _Headers(IRMutator):
             return body
         return Alloc.make(hdr, size, MemKind.GRF, body, origin=new.origin)
 
-
     def mutate_Seq(self, old, new):
         if self.local:
             return new
@@ -74,33 +73,29 @@ class _Headers(IRMutator):
 def _share_headers(body: Seq, lifted: list[tuple[Var, int]]) -> Seq:
     """A send right after another one with the same address (an SLM store and its store of zeros)
     reads the first one's header: no second header write, no second header register."""
+    stmts = Seq.make(body.stmts).stmts  # the lowered sends' own sequences flattened
     out: list[Stmt] = []
     dropped: set[str] = set()
-    last = None  # (header, its value): the header the statement just before the last one wrote
-    for k in Seq.make(body.stmts).stmts:  # the lowered sends' own sequences flattened
-        if isinstance(k, Store) and last is not None and out and _is_send(out[-1]) \
-                and k.value.is_equal(last[1]) and k.buf.name != last[0].name:
+    i = 0
+    while i < len(stmts):
+        k = stmts[i]
+        call = stmts[i + 1] if i + 1 < len(stmts) else None
+        if isinstance(k, Store) and _is_send(call) and _reads(call, k.buf) and len(out) >= 2 \
+                and _is_send(out[-1]) and isinstance(out[-2], Store) and _reads(out[-1], out[-2].buf) \
+                and k.value.is_equal(out[-2].value):
             dropped.add(k.buf.name)
-            out.append(k)  # removed below with the send that reads it rewired
+            out.append(call.with_ops(mem_offset=out[-1].ops.mem_offset))
+            i += 2
             continue
-        if _is_send(k) and out and isinstance(out[-1], Store) and out[-1].buf.name in dropped \
-                and _reads(k, out[-1].buf):
-            out.pop()
-            k = k.with_ops(mem_offset=Load.make(k.ops.mem_offset.type, last[0], 0))
-            out.append(k)
-            continue
-        if isinstance(k, Store) and isinstance(k.offset, IntImm) and k.offset.value == 0:
-            last = (k.buf, k.value)
-        elif not _is_send(k):
-            last = None
         out.append(k)
+        i += 1
     if not dropped:
         return body
     lifted[:] = [(b, n) for b, n in lifted if b.name not in dropped]
     return Seq.make(out, origin=body.origin)
 
 
-def _is_send(s: Stmt) -> bool:
+def _is_send(s: Stmt | None) -> bool:
     return isinstance(s, FuncCall) and isinstance(s.func, Send)
 
 
