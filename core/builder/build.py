@@ -19,6 +19,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from math import prod
 
+from kdd.core.config.budget import estimate_budget
 from kdd.core.config.defaults import resolve_config
 from kdd.core.config.kernel_config import KernelConfig
 from kdd.core.config.operands import operands
@@ -186,6 +187,10 @@ class _Builder:
                               cfg.simd, self.reg_bytes, self._lanes, atomic_out)
         epi = Epilogue(ctx, lambda op, k, dt: self._rhs_view(op, k, dt, c_op.view))
         init_c = fill(c_reg, 0, names, cfg.simd, Origin("init_c", "iter"))
+        for which, st in stages.items():
+            if st.zeros is not None:
+                lanes = self.rules.fill_lanes or self.rules.simd
+                init_c = seq(init_c, st.zeros.clear(names, lanes, Origin(f"slm.{which.lower()}", "slm")))
         finished = epi.build(c_post_ops)
         if grad is not None:
             finished = seq(finished, grad.store())
@@ -212,6 +217,10 @@ class _Builder:
             body = Alloc.make(st.staging, self._grf(st.staging_bytes), MemKind.GRF, body, words, origin=origin)
             if st.pack is not None:
                 body = Alloc.make(st.pack, self._grf(st.staging_bytes), MemKind.GRF, body, words, origin=origin)
+            if st.zeros is not None:
+                body = Alloc.make(st.zeros.buf, self._grf(st.zeros.bytes), MemKind.GRF, body,
+                                  flat_lanes(self._grf(st.zeros.bytes), self.reg_bytes) if self.per_lane else (),
+                                  origin=origin)
             body = Alloc.make(st.slm, st.slm_bytes, MemKind.SLM, body, origin=origin)
         if slices is not None:
             body = Alloc.make(slices.slm, slices.slm_bytes, MemKind.SLM, body, origin=K_SLICES_ORIGIN)
@@ -231,6 +240,9 @@ class _Builder:
         """SLM staging of A and/or B (``slm`` knob), single-buffered; FMA-ready where ``fma_layouts``
         gives the operand's register layout."""
         slm, out = self.config.slm, {}
+        # What the config's estimate leaves of its registers (a tight config keeps its zero fills).
+        estimate = estimate_budget(self.problem, self.config, self.target).reg_total
+        spare = (self.config.regs - estimate) * self.reg_bytes
         for which in "AB":
             if slm is None or slm.bufs == 0 or not (slm.a if which == "A" else slm.b):
                 continue
@@ -240,7 +252,10 @@ class _Builder:
                                self.nest.facts)
             out[which] = stage(which.lower(), group, op.roles, self.nest.local_start,
                                contiguous_role(op.view, op.group_roles), self.rules, self.names,
-                               self.nest.thread_linear, self.tiling.threads_per_group, fma_layouts.get(which))
+                               self.nest.thread_linear, self.tiling.threads_per_group, fma_layouts.get(which),
+                               spare)
+            if out[which].zeros is not None:
+                spare -= self._grf(out[which].zeros.bytes)
         return out
 
     def _loader(self, op: _Operand, staged: SlmStage | None, reg: RegTensor, split_dim: int, part: int):

@@ -17,7 +17,13 @@ element (tails, padding, strides, blocked layouts).
 
 A masked-off load leaves its register bytes unchanged (as the hardware
 does), so a load whose mask is not always true is preceded by a zero fill of
-its destination: padding and out-of-bounds elements read as zeros.
+its destination: padding and out-of-bounds elements read as zeros. A
+cooperative SLM copy whose stores mirror its vector loads asks for the masks
+instead (``masks``) and writes zeros from SLM stores of its own
+(``slm.ZeroSource``): no fill in every iteration.
+
+Byte offsets carry the element size in every term (``offset_expr``'s
+``scale``), so the scalar part of a per-lane address is one sum of bytes.
 """
 from __future__ import annotations
 
@@ -269,7 +275,8 @@ def tail_masks(view, index: dict, bounded) -> list[Expr]:
 
 def transfer(op: SendOp, access: TileAccess, reg: RegTensor, rules: MessageRules, names: Names,
              origin: Origin, split: tuple[Expr, int] | None = None, staging: Var | None = None,
-             vectors: VectorPlan | None = None, plan: MessagePlan | None = None) -> Stmt:
+             vectors: VectorPlan | None = None, plan: MessagePlan | None = None,
+             masks: list[MessageMask] | None = None) -> Stmt:
     """Send messages moving the tile ``access`` to (load) or from (store, atomic add) ``reg``.
 
     With ``split = (thread, threads)`` the messages are shared by the threads
@@ -283,6 +290,8 @@ def transfer(op: SendOp, access: TileAccess, reg: RegTensor, rules: MessageRules
     registers in the messages' order (``vector_gather``: a layout that order is).
     ``plan``: the messages (rows) the vectors regroup, where they are not ``plan_messages``'s
     (rows shorter than the smallest block message, which only vector messages move).
+    ``masks`` (a load): the masked-off lanes are the caller's to supply (``zero_stores``), so no
+    zero fill precedes the messages; the message mask is appended to it when not always true.
     """
     view = access.view
     if view.layout is None:
@@ -356,7 +365,9 @@ def transfer(op: SendOp, access: TileAccess, reg: RegTensor, rules: MessageRules
         mask = BoolImm.make(True) if lanes == 1 else Broadcast.make(BoolImm.make(True), lanes)
     elif lanes > 1 and mask.type.lanes == 1:
         mask = Broadcast.make(mask, lanes)
-    offset = arith.fold(arith.mul(offset_expr(view.layout, view.tensor_index(bound_idx)), size))
+    # The element size multiplies every term: a vector offset's scalar part is then one sum of bytes
+    # (strength reduction carries it whole; the simplifier regroups only scalar sums).
+    offset = arith.fold(offset_expr(view.layout, view.tensor_index(bound_idx), size))
     if lanes > 1 and offset.type.lanes == 1:
         offset = Broadcast.make(offset, lanes)
     if vectors is not None:
@@ -376,11 +387,32 @@ def transfer(op: SendOp, access: TileAccess, reg: RegTensor, rules: MessageRules
         body = If.make(r.lt(plan.count), body, origin=origin)
     if msgs > 1:
         body = For.make(j, 0, msgs, body, origin=origin)
-    if op is SendOp.LOAD and not always_enabled(mask):
+    if op is SendOp.LOAD and not always_enabled(mask) and masks is not None:
+        masks.append(MessageMask(j if msgs > 1 else None, tuple(lets), mask))
+    elif op is SendOp.LOAD and not always_enabled(mask):
         dst = reg if staging is None else RegTensor(staging, row_major(reg.dtype, (1, 1, rounds * plan.elems)))
         lanes = rules.fill_lanes if rules.fill_lanes and (dst.bytes // 4) % rules.fill_lanes == 0 else rules.simd
         body = seq(zero_fill(dst, lanes, names, origin), body)
     return body
+
+
+@dataclass(frozen=True)
+class MessageMask:
+    """The mask of a load's message ``j`` (None: one message) over the lets it reads."""
+
+    j: Var | None
+    lets: tuple[tuple[Var, Expr], ...]
+    mask: Expr
+
+    def at(self, j: Expr, names: Names) -> tuple[list[tuple[Var, Expr]], Expr]:
+        """The lets (fresh names) and the mask of message ``j``."""
+        sub: dict = {self.j: j} if self.j is not None else {}
+        lets = []
+        for x, value in self.lets:
+            y = names.fresh(x.name, x.type)
+            lets.append((y, substitute(value, sub)))
+            sub[x] = y
+        return lets, substitute(self.mask, sub)
 
 
 def zero_fill(reg: RegTensor, lanes: int, names: Names, origin: Origin) -> Stmt:

@@ -34,16 +34,16 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from kdd.core.ir.expr import Broadcast, BoolImm, Expr, Ramp, Var
+from kdd.core.ir.expr import Broadcast, BoolImm, Expr, Op, Ramp, Unary, Var
 from kdd.core.ir.funcs import Barrier, Fence, Reorder, Send, SendKind, SendOp
-from kdd.core.ir.stmt import For, FuncCall, If, Stmt, seq
+from kdd.core.ir.stmt import For, FuncCall, If, Let, Stmt, seq
 from kdd.core.ir.types import u32, u64
 from kdd.core.layout.layout import Block, Layout
 from kdd.core.layout.view import View, ViewDim, offset_expr
 
 from . import arith
-from .loads import (MessagePlan, MessageRules, VectorPlan, contiguous_run, inner_last, plan_messages, plan_vectors,
-                    same_placement, transfer)
+from .loads import (MessageMask, MessagePlan, MessageRules, VectorPlan, contiguous_run, inner_last, plan_messages,
+                    plan_vectors, same_placement, transfer, zero_fill)
 from .names import Names
 from .origin import Origin
 from .tile import MatrixDim, RegTensor, TileAccess, row_major
@@ -68,15 +68,33 @@ class SlmStage:
     access: TileAccess  # the thread's own tile, read from SLM
     tile_offset: Expr | None = None  # FMA-ready layout: byte offset of the thread's tile in SLM
     pack: Var | None = None  # registers (staging_bytes) holding the staged piece in the SLM layout
+    zeros: "ZeroSource | None" = None  # the zeros the SLM stores write where the loads were masked off
+
+
+@dataclass(frozen=True)
+class ZeroSource:
+    """Registers of zeros (one message's ``bytes``, cleared once before the reduction) that the SLM
+    stores write in the lanes a masked-off load left alone (padding, tails): each mirrored store is
+    predicated on its load's mask and followed by a store of zeros predicated on its negation, so the
+    loads need no zero fill of the staging registers in every iteration."""
+
+    buf: Var
+    bytes: int
+    mask: MessageMask  # the load's message mask
+
+    def clear(self, names: Names, lanes: int, origin: Origin) -> Stmt:
+        """The zero fill, before the reduction."""
+        return zero_fill(RegTensor(self.buf, row_major(u32, (1, 1, self.bytes // 4))), lanes, names, origin)
 
 
 def stage(name: str, group: TileAccess, thread_roles: tuple[MatrixDim, MatrixDim, MatrixDim],
           local_start: dict, inner: int, rules: MessageRules, names: Names,
-          thread: Expr, threads: int, fma_layout: Layout | None = None) -> SlmStage:
+          thread: Expr, threads: int, fma_layout: Layout | None = None, spare_bytes: int = 0) -> SlmStage:
     """Stage ``group`` (the group's tile of an operand) in SLM; ``inner`` is the innermost matrix dim.
 
     ``fma_layout`` is the thread's register layout of the operand: given, the
     SLM takes the FMA-ready layout where the tiles allow it (module doc).
+    ``spare_bytes``: registers the config's estimate leaves, which a ``ZeroSource`` may take.
     """
     group = _threads_outer(group, thread_roles, inner)
     view = group.view
@@ -92,24 +110,31 @@ def stage(name: str, group: TileAccess, thread_roles: tuple[MatrixDim, MatrixDim
     whole = rounds * threads == plan.count  # every thread has all its rounds
     vectors = plan_vectors(plan, rounds, dtype.size, rules) if whole else None
 
-    def load(vectors):
+    def load(vectors, masks=None):
         return transfer(SendOp.LOAD, group, tile, rules, names, knob, split=(thread, threads), staging=staging,
-                        vectors=vectors)
+                        vectors=vectors, masks=masks)
 
     starts = {d.name: local_start.get(d.name, arith.const(0)) for d in view.dims}
     access = TileAccess(slm_view, tile.buf, "slm", thread_roles, starts, frozenset(), group.facts)
     ready = _fma_ready(group, thread_roles, fma_layout, tile.layout)
     if ready is None:
+        zeros = None
         if vectors is not None:
-            store = _vector_store(tile, staging, vectors, rounds * plan.elems, thread, names, knob)
+            masks: list[MessageMask] = []
+            # Without room for the zeros' registers the loads keep their zero fills.
+            loaded = load(vectors, masks if vectors.lanes * vectors.vec * 4 <= spare_bytes else None)
+            if masks:
+                zeros = ZeroSource(names.fresh(f"{name}_zero", u64), vectors.lanes * vectors.vec * 4, masks[0])
+            store = _vector_store(tile, staging, vectors, rounds * plan.elems, thread, names, knob, zeros)
         else:
+            loaded = load(vectors)
             store = _store(tile, staging, plan.elems, plan.count, rounds, thread, threads, rules, names, knob)
         offset = None
         if fma_layout is not None and _contiguous_thread_tile(group, thread_roles, order, fma_layout, tile.layout):
             index = [starts[d.name] for d in slm_view.dims]
             offset = arith.fold(arith.mul(offset_expr(slm_view.layout, index), dtype.size))
-        return SlmStage(tile.buf, tile.bytes, staging, rounds * plan.elems * dtype.size, load(vectors), store,
-                        access, offset)
+        return SlmStage(tile.buf, tile.bytes, staging, rounds * plan.elems * dtype.size, loaded, store,
+                        access, offset, zeros=zeros)
     split, layout = ready
     store, pack = None, None
     if not _scatter_shape(tile, layout, plan.elems).block and whole:
@@ -466,10 +491,11 @@ def _slm_view(view: View, roles, order, dtype) -> View:
 
 
 def _vector_store(tile: RegTensor, staging: Var, vectors: VectorPlan, n: int, thread: Expr, names: Names,
-                  origin: Origin) -> Stmt:
+                  origin: Origin, zeros: ZeroSource | None = None) -> Stmt:
     """SLM stores of a thread's ``n`` staged elements that vector messages loaded: the same messages
     mirrored (lane ``l`` of message ``q`` stores its piece back in place in the thread's run of the
-    dense tile, whose addresses are one base plus a constant ramp), as many as a block store takes."""
+    dense tile, whose addresses are one base plus a constant ramp), as many as a block store takes.
+    With ``zeros``, each store takes its load's mask and a store of zeros its negation."""
     size = tile.dtype.size
     word = tile.dtype if size == 4 else u32
     lanes, piece = vectors.lanes, vectors.vec * 4
@@ -477,9 +503,18 @@ def _vector_store(tile: RegTensor, staging: Var, vectors: VectorPlan, n: int, th
     j_expr = j if vectors.count > 1 else arith.const(0)
     base = arith.add(arith.mul(thread, n * size), arith.mul(j_expr, lanes * piece))
     func = Send(SendOp.STORE, SendKind.SCATTERED, "slm", word, lanes * vectors.vec, vectors.vec)
-    body: Stmt = FuncCall.make(func, [tile.buf, Ramp.make(base, piece, lanes), staging,
-                                      arith.mul(j_expr, lanes * piece), Broadcast.make(BoolImm.make(True), lanes)],
-                               origin=origin)
+    address = Ramp.make(base, piece, lanes)
+    if zeros is None:
+        body: Stmt = FuncCall.make(func, [tile.buf, address, staging, arith.mul(j_expr, lanes * piece),
+                                          Broadcast.make(BoolImm.make(True), lanes)], origin=origin)
+    else:
+        lets, mask = zeros.mask.at(j_expr, names)
+        body = seq(FuncCall.make(func, [tile.buf, address, staging, arith.mul(j_expr, lanes * piece), mask],
+                                 origin=origin),
+                   FuncCall.make(func, [tile.buf, address, zeros.buf, arith.const(0), Unary.make(Op.NOT, mask)],
+                                 origin=origin))
+        for x, value in reversed(lets):
+            body = Let.make(x, value, body, origin=origin)
     return For.make(j, 0, vectors.count, body, origin=origin) if vectors.count > 1 else body
 
 

@@ -239,8 +239,9 @@ def eval_numpy(e: Expr, env: Mapping[Var, np.ndarray]) -> np.ndarray:
     return values[id(e)]
 
 
-def offset_expr(layout: Layout, index: Sequence[Expr]) -> Expr:
-    """Element offset of tensor ``index`` (one expression per dim) in ``layout``, as IR.
+def offset_expr(layout: Layout, index: Sequence[Expr], scale: int = 1) -> Expr:
+    """Element offset of tensor ``index`` (one expression per dim) in ``layout``, as IR, times ``scale``
+    (the element size, for a byte offset: multiplied into every term).
 
     The IR form of :meth:`Layout.offset_of`: each block contributes
     ``digit * stride`` where the digit is the dim's index divided by the sizes
@@ -263,8 +264,8 @@ def offset_expr(layout: Layout, index: Sequence[Expr]) -> Expr:
         if outermost[b.dim] != k:
             d = d % b.size
         inner[b.dim] *= b.size
-        terms.append(mul(d, b.stride))
-    out: Expr = IntImm.make(s32, layout.offset)
+        terms.append(mul(d, b.stride * scale))
+    out: Expr = IntImm.make(s32, layout.offset * scale)
     for t in terms:
         out = t if (isinstance(out, IntImm) and out.value == 0) else add(out, t)
     return out

@@ -25,7 +25,7 @@ from bisect import bisect_right
 from dataclasses import dataclass
 from typing import Any, Mapping
 
-from ..ir.expr import Expr
+from ..ir.expr import Binary, Expr, Op, Var
 from ..ir.node import Node
 from ..ir.printer import expr_to_text
 from ..ir.stmt import Let, Seq, Stmt, seq
@@ -36,6 +36,10 @@ from .opcount import is_int_op
 from .options import target_of
 from .registers import RegisterModel, estimate_registers
 from .tree import child_stmts, own_exprs, unshare_statements
+
+
+# Rounds of naming at most, while a round leaves lets that copy a name (each merges one level more).
+_ROUNDS = 4
 
 
 @dataclass(frozen=True)
@@ -203,7 +207,8 @@ def _plan(tree: Stmt, options: Mapping[str, Any]) -> tuple[list[_Choice], list[S
     nodes, weight, first, last = _occurrences(layout)
     costs: dict[int, bool] = {}  # id -> contains an integer operation
     for node in reversed(nodes):  # children first: cost flags flow up
-        costs[id(node)] = is_int_op(node) or any(costs[id(k)] for k in node._children_of(node))
+        costs[id(node)] = (is_int_op(node) or _is_mask_logic(node)
+                           or any(costs[id(k)] for k in node._children_of(node)))
     counts: dict[Expr, int] = {}
     spans: dict[Expr, tuple[int, int]] = {}  # first and last statement holding an equal expression
     for node in nodes:
@@ -212,6 +217,8 @@ def _plan(tree: Stmt, options: Mapping[str, Any]) -> tuple[list[_Choice], list[S
             counts[node] = counts.get(node, 0) + weight[key]
             lo, hi = spans.get(node, (first[key], last[key]))
             spans[node] = (min(lo, first[key]), max(hi, last[key]))
+    # A value some let holds whole takes no register more once named: that let becomes the name.
+    held = {s.value for s in layout.order if isinstance(s, Let)}
     model, budget = register_budget(tree, options)
     chosen: list[_Choice] = []
     skipped: list[Skipped] = []
@@ -221,7 +228,7 @@ def _plan(tree: Stmt, options: Mapping[str, Any]) -> tuple[list[_Choice], list[S
         n = counts[e]
         if n < 2:
             continue
-        nbytes = model.value_bytes(e.type) if model is not None else e.type.size
+        nbytes = 0 if e in held else model.value_bytes(e.type) if model is not None else e.type.size
         if left is not None and nbytes > left:
             skipped.append(Skipped(expr_to_text(e), n, nbytes, f"register budget: {max(left, 0)} bytes free"))
             continue
@@ -233,6 +240,15 @@ def _plan(tree: Stmt, options: Mapping[str, Any]) -> tuple[list[_Choice], list[S
             if sub in counts:
                 counts[sub] -= (n - 1) * w
     return chosen, skipped, budget
+
+
+def _is_mask_logic(e: Expr) -> bool:
+    """A comparison of integers or a boolean ``&&``/``||``: a send's mask, which an SLM store and its
+    store of zeros test again after their load, or a counter's wrap test (each an instruction,
+    ``loop_stats`` counts them)."""
+    if not isinstance(e, Binary) or not e.type.is_bool:
+        return False
+    return e.op in (Op.AND, Op.OR) or e.a.type.is_int
 
 
 class _Apply(IRMutator):
@@ -250,6 +266,22 @@ class _Apply(IRMutator):
             kids[lo:hi + 1] = [_wrap(lets, seq(*kids[lo:hi + 1]))]
             new = Seq.make(kids, origin=new.origin)
         return _wrap(self.wraps.get(id(old), ()), new)
+
+
+class _InlineAliases(IRMutator):
+    """Lets whose whole value became a new name read that name instead: equal values held by lets
+    of different names (an unrolled load's mask and its SLM store's) then read one name, and the next
+    CSE finds the expressions over them equal."""
+
+    def __init__(self, names: set[str]):
+        self.names = names
+        self.inlined = 0
+
+    def mutate_Let(self, old: Let, new: Let):
+        if isinstance(new.value, Var) and new.value.name in self.names:
+            self.inlined += 1
+            return Substitute({new.var: new.value}).mutate(new.body)
+        return new
 
 
 def _wrap(lets, body: Stmt) -> Stmt:
@@ -277,8 +309,9 @@ def plan_cse(ir: Node, options: Mapping[str, Any] | None = None) -> CseReport:
     return eliminate(ir, options or {})[1]
 
 
-def eliminate(ir: Node, options: Mapping[str, Any]) -> tuple[Node, CseReport]:
-    """The rewritten IR (the same object when nothing is named) and the report."""
+def eliminate(ir: Node, options: Mapping[str, Any], rounds: int = _ROUNDS) -> tuple[Node, CseReport]:
+    """The rewritten IR (the same object when nothing is named) and the report; while naming made
+    lets copies of a name (inlined), up to ``rounds`` rounds."""
     if not isinstance(ir, Stmt):
         return ir, CseReport((), (), None)
     tree = unshare_statements(ir)
@@ -300,7 +333,13 @@ def eliminate(ir: Node, options: Mapping[str, Any]) -> tuple[Node, CseReport]:
             spans.setdefault(id(c.where), []).append((c.span, let))
     spans = {k: _merge_spans(v) for k, v in spans.items()}
     out = _Apply(mapping, wraps, spans).mutate(tree)
+    aliases = _InlineAliases({v.name for v in mapping.values()})
+    out = aliases.mutate(out)
     named = tuple(Named(mapping[c.expr].name, expr_to_text(c.expr), c.uses, c.bytes) for c in chosen)
+    if aliases.inlined and rounds > 1:
+        # What was equal only through those lets (two masks over them) is equal now: another round.
+        out, more = eliminate(out, options, rounds - 1)
+        return out, CseReport(named + more.named, tuple(skipped) + more.skipped, budget)
     return out, CseReport(named, tuple(skipped), budget)
 
 

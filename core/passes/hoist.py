@@ -26,7 +26,9 @@ For each ``for`` loop, inner loops first:
    the loop adds a scalar to a hoisted base instead of recomputing every
    lane's address. A hoisted vector holds registers for the whole loop, so
    vectors are lifted only while the free registers of the kernel
-   (``cse.register_budget``) allow;
+   (``cse.register_budget``) allow. Where only scalars are invariant (the
+   lanes vary with a message loop), the scalars and the constant are lifted
+   as one scalar sum, which the loop around sees as a sum of its own;
 4. the invariant terms of a send's mask (a conjunction: the padding
    condition of the iteration's pixel, the same for every message of a
    message loop, beside a message's own tail test; for a scattered message
@@ -34,7 +36,11 @@ For each ``for`` loop, inner loops first:
    the loop into ``<k>_mask``: the loop's unrolled copies then test one value
    (and their own terms) instead of each recomputing the comparisons. A
    vector mask holds a register over the loop, so it is named only while
-   the free registers allow.
+   the free registers allow. A bool let of conjuncts (a mask several sends
+   read: an SLM store and its store of zeros) is split alike;
+5. a send's header whose value is invariant moves in front of the loop into
+   a header register of its own (``_LiftHeaders``), with the sends right
+   after it that read the same header.
 
 Linear forms are exact modulo ``2**bits``, so reassociating a sum never
 changes its value. Expressions are pure and total, so computing a value
@@ -147,13 +153,20 @@ class _SplitSums(IRMutator):
         if any(x.type.lanes not in (1, t.lanes) or x.type.scalar is not t.scalar for x in terms):
             return new  # (a term of another width would be summed at its own width once hoisted)
         fixed = {x: c for x, c in terms.items() if self._invariant(x)}
-        if not any(x.type.lanes > 1 for x in fixed) or len(fixed) == len(terms):
-            return new  # no invariant vector to lift, or nothing varies (the loop around it lifts it)
+        if not fixed or len(fixed) == len(terms):
+            return new  # nothing invariant to lift, or nothing varies (the loop around it lifts it)
         varying = {x: c for x, c in terms.items() if x not in fixed}
         scalars = {x: c for x, c in varying.items() if x.type.lanes == 1}
-        invariant = _vector_sum(t, {x: c for x, c in fixed.items() if x.type.lanes > 1}, self.forms)
         fixed_scalars = {x: c for x, c in fixed.items() if x.type.lanes == 1}
-        if fixed_scalars:
+        invariant = _vector_sum(t, {x: c for x, c in fixed.items() if x.type.lanes > 1}, self.forms)
+        if invariant is None:
+            if not any(x.type.lanes > 1 for x in varying):
+                return new  # the lanes differ only by what stays: nothing per lane to regroup
+            # Only scalars are invariant (the lanes vary with a message loop): their sum, with the
+            # constant, is one scalar computed before the loop, which the loop around sees as a sum
+            # of its own (strength reduction carries it across iterations).
+            invariant, const = self.forms.build(scalar, fixed_scalars, const), 0
+        elif fixed_scalars:
             invariant = Binary.make(Op.ADD, invariant, self.forms.build(scalar, fixed_scalars, 0))
 
         def build(base: Expr) -> Expr:
@@ -242,13 +255,24 @@ class _NameMasks(IRMutator):
     def mutate_FuncCall(self, old: FuncCall, new: FuncCall):
         if not isinstance(new.func, Send):
             return new
-        mask = new.ops.mask
-        if _named(mask):
+        mask = self._split(new.ops.mask)
+        return new if mask is None else new.with_ops(mask=mask)
+
+    def mutate_Let(self, old: Let, new: Let):
+        # A mask that several sends read (an SLM store and its store of zeros) is a let of its own.
+        if not new.var.type.is_bool or not isinstance(new.value, Binary) or new.value.op is not Op.AND:
             return new
+        value = self._split(new.value)
+        return new if value is None else Let.make(new.var, value, new.body, origin=new.origin)
+
+    def _split(self, mask: Expr) -> Expr | None:
+        """``mask`` with its invariant conjuncts one lifted variable (None: unchanged)."""
+        if _named(mask):
+            return None
         terms = _conjuncts(mask)
         fixed = [t for t in terms if self._invariant(t)]
         if not fixed or (len(fixed) == 1 and _named(fixed[0])):
-            return new
+            return None
         value = fixed[0]
         for t in fixed[1:]:
             value = Binary.make(Op.AND, value, t)
@@ -256,13 +280,13 @@ class _NameMasks(IRMutator):
         if var is None:
             # A vector of bools lives in registers as one 32-bit mask per lane.
             if not self.ctx.take(s32.with_lanes(value.type.lanes)):
-                return new
+                return None
             var = self.lifted[value] = self.names.fresh(self.prefix, value.type)
         out: Expr = var
         for t in terms:
             if t not in fixed:
                 out = Binary.make(Op.AND, out, t)
-        return new.with_ops(mask=out)
+        return out
 
 
 def _named(e: Expr) -> bool:
@@ -308,7 +332,13 @@ class _LiftHeaders(IRMutator):
                 i += 1
                 continue
             out.append(moved)
+            header = stmts[i].buf.name
             i += 2
+            # A send right after it reading the same header (send lowering shares one between
+            # sends of one address) reads the lifted one too.
+            while i < len(stmts) and _header_of(stmts[i]) == header:
+                out.append(stmts[i].with_ops(mem_offset=moved.ops.mem_offset))
+                i += 1
         return new if len(out) == len(stmts) else seq(*out)
 
     def _lift(self, store: Stmt, call: Stmt) -> Stmt | None:
@@ -465,7 +495,10 @@ def _unpaired_headers(ir: Node) -> set[str]:
             h = _header_of(k)
             if h is None:
                 continue
-            before = kids[i - 1] if isinstance(n, Seq) and i else None
+            j = i - 1  # the store right before, or before the sends of the same header that precede it
+            while isinstance(n, Seq) and j >= 0 and _header_of(kids[j]) == h:
+                j -= 1
+            before = kids[j] if isinstance(n, Seq) and j >= 0 else None
             if not (isinstance(before, Store) and before.buf.name == h):
                 out.add(h)
     return out

@@ -7,13 +7,14 @@ Passes"):
 build -> buffering -> simplify -> send lowering -> CSE / hoisting ->
 strength reduction -> let optimization -> unrolling -> peephole -> barriers
 
-with five additions: ``register-loops`` marks the loops that must be
+with six additions: ``register-loops`` marks the loops that must be
 unrolled for register operands to be constants (before anything decides
 what stays a loop), ``overflow`` widens 32-bit addresses that could wrap
 (before send lowering picks the address width), ``simplify-unrolled``
 folds the constants that unrolling exposes, ``cse-unrolled`` computes once
-what the folded copies repeat, and ``hoist-unrolled`` moves out of the
-remaining loops what they left invariant. ``buffering`` (SLM) and
+what the folded copies repeat, ``hoist-unrolled`` moves out of the
+remaining loops what they left invariant, and ``cse-hoisted`` computes
+once what hoisting left equal (a load's mask and its SLM stores'). ``buffering`` (SLM) and
 ``prefetch`` (no SLM) are alternatives; the one the config does not ask for
 leaves the IR unchanged.
 """
@@ -43,6 +44,13 @@ from .unroll import unroll_loops
 
 def _cse_with_notes(ir: Node, options: Mapping[str, Any]) -> tuple[Node, dict]:
     """CSE's output and its report (what it named, what it skipped and why) as the pass's notes."""
+    out, report = eliminate(ir, options, rounds=1)
+    return out, report.to_dict()
+
+
+def _cse_rounds_with_notes(ir: Node, options: Mapping[str, Any]) -> tuple[Node, dict]:
+    """``_cse_with_notes``, again while a round leaves lets copying a name (the last CSE: what the
+    registers left after hoisting hold is what those rounds take)."""
     out, report = eliminate(ir, options)
     return out, report.to_dict()
 
@@ -54,25 +62,27 @@ KERNEL_PASSES: tuple[Pass, ...] = (
          doc="without SLM: prefetch the tiles of later iterations into cache"),
     Pass("register-loops", mark_register_loops,
          doc="mark loops whose index selects registers for complete unrolling"),
-    Pass("simplify", simplify_kernel, reads=("var_ranges",), doc="expression simplification"),
+    Pass("simplify", simplify_kernel, reads=("var_ranges",), version=2, doc="expression simplification"),
     Pass("overflow", widen_overflowing_offsets, reads=("var_ranges",),
          doc="32-bit address arithmetic that can wrap is redone in 64 bits"),
-    Pass("send-lowering", lower_sends, reads=("target", "reg_bytes", "reuse_headers"),
+    Pass("send-lowering", lower_sends, reads=("target", "reg_bytes", "reuse_headers"), version=2,
          doc="byte offsets to message headers (Xe) or address registers (sm_90)"),
-    Pass("cse", _cse_with_notes, reads=("target", "regs"), notes=True,
+    Pass("cse", _cse_with_notes, reads=("target", "regs"), notes=True, version=2,
          doc="common subexpressions named once, within the free registers"),
-    Pass("hoist", hoist_invariants, reads=("target", "regs"), version=3,
+    Pass("hoist", hoist_invariants, reads=("target", "regs"), version=4,
          doc="loop-invariant lets and sums moved in front of their loop"),
     Pass("strength-reduce", reduce_strength, reads=("target", "regs", "reg_bytes"), version=4,
          doc="loop-linear address sums become induction variables"),
     Pass("let-opt", optimize_lets, doc="trivial and redundant lets inlined, unused lets removed"),
     Pass("unroll", unroll_loops, doc="loops unrolled as marked (config unroll knobs, register loops)"),
-    Pass("simplify-unrolled", simplify_kernel, reads=("var_ranges",),
+    Pass("simplify-unrolled", simplify_kernel, reads=("var_ranges",), version=2,
          doc="fold the constants unrolled copies expose"),
-    Pass("cse-unrolled", _cse_with_notes, reads=("target", "regs"), notes=True,
+    Pass("cse-unrolled", _cse_with_notes, reads=("target", "regs"), notes=True, version=2,
          doc="what the unrolled copies repeat, computed once"),
-    Pass("hoist-unrolled", hoist_invariants, reads=("target", "regs"), version=3,
+    Pass("hoist-unrolled", hoist_invariants, reads=("target", "regs"), version=4,
          doc="hoist what the unrolled copies leave invariant in the loops that stay"),
+    Pass("cse-hoisted", _cse_rounds_with_notes, reads=("target", "regs"), notes=True,
+         doc="what hoisting left equal (a load's mask and its SLM store's), computed once"),
     Pass("peephole", fuse_arith, reads=("target",), version=3, doc="add + add -> add3, mul + add -> mad"),
     Pass("barrier-opt", remove_redundant_barriers, doc="remove barriers that order no SLM access"),
 )

@@ -18,9 +18,11 @@ them, per SIMD thread:
 - ``min_sends``: the fewest messages those bytes need, per operation and
   space, at the target's largest block message (``Target.messages.block``);
 - ``int_ops`` / ``float_ops``: ALU operations of integer / float results
-  (comparisons by their operands' type, boolean logic as integer), one per
+  (comparisons by their operands' type, boolean logic as integer; a
+  conversion between integers of one size is a retype, free), one per
   occurrence, ``ceil(lanes / alu lanes)`` each, plus the loop's own
-  increment and compare per trip;
+  increment and compare per trip (a send's mask negated is its predicate
+  inverted, ``~f0.0``: no operation);
 - ``moves``: register copies: a store of a value nothing computes (a
   variable, constant or load) and the moves of a ``reorder``, one per
   ``alu lanes x 4`` bytes;
@@ -32,10 +34,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from math import ceil
 
-from ..ir.expr import Binary, BoolImm, Broadcast, Cast, Expr, FloatImm, IntImm, Load, Ternary, Unary, Var
+from ..ir.expr import Binary, BoolImm, Broadcast, Cast, Expr, FloatImm, IntImm, Load, Op, Ternary, Unary, Var
 from ..ir.funcs import Dp4a, Dpas, Eltwise, Mad, Mma, Reduce, Reorder, Send
 from ..ir.node import Node
 from ..ir.stmt import For, FuncCall, Group, Let, Stmt, Store
+from .opcount import is_retype
 from .reduction_nest import K_LOOP, find_reduction_nest
 from .tree import child_stmts, distinct_nodes, own_exprs, trip_count
 
@@ -216,6 +219,8 @@ class _Counter:
 
     def statement(self, s: Stmt, times: int) -> None:
         for e in own_exprs(s):
+            if isinstance(s, FuncCall) and isinstance(s.func, Send) and e is s.ops.mask:
+                e = _predicate(e)
             self.expression(e, times)
         if isinstance(s, (Let, For)):
             return
@@ -252,12 +257,19 @@ class _Counter:
                 ops = times * _lanes_ops(n.type.lanes, self.target)
                 if _is_float_op(n):
                     self.float_ops += ops
-                elif not (isinstance(n, Cast) and n.type.scalar is n.a.type.scalar):
+                elif not (isinstance(n, Cast) and is_retype(n)):
                     self.int_ops += ops
             if isinstance(n, Load):
                 stack.append(n.offset)
             elif isinstance(n, Expr):
                 stack.extend(n.children())
+
+
+def _predicate(mask: Expr) -> Expr:
+    """What a send's mask costs to compute: a negation is the predicate's inversion (``~f0.0``), free."""
+    while isinstance(mask, Unary) and mask.op is Op.NOT:
+        mask = mask.a
+    return mask
 
 
 def _is_float_op(n: Expr) -> bool:

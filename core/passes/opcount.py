@@ -2,7 +2,8 @@
 
 An *integer operation* is one instruction of index or address arithmetic: a
 binary arithmetic operator, a negation or bit inversion, an ``add3``/``mad``,
-or a conversion between integer types, whose result is an integer. Comparisons,
+or a conversion between integer types of different sizes (one of the same
+size is a retype), whose result is an integer. Comparisons,
 logic and float arithmetic are not address arithmetic and are not counted.
 Counts are per occurrence, as code generation evaluates a tree: an operand
 object shared twice inside one expression costs twice unless CSE named it.
@@ -25,8 +26,15 @@ def is_int_op(e: Node) -> bool:
     if isinstance(e, Ternary):
         return e.op is not Op.IIF
     if isinstance(e, Cast):
-        return e.a.type.is_int and e.a.type.scalar is not e.type.scalar
+        return e.a.type.is_int and not is_retype(e)
     return False
+
+
+def is_retype(e: Cast) -> bool:
+    """A conversion that only reinterprets a register (same type, or integers of one size without
+    saturation: ``s32 -> u32``): the code generator emits no instruction for it."""
+    a, t = e.a.type, e.type
+    return a.scalar is t.scalar or (a.is_int and t.is_int and a.scalar.size == t.scalar.size and not e.saturate)
 
 
 def int_ops(e: Node) -> int:

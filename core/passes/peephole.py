@@ -14,16 +14,26 @@ one: a header's ``base + (ic*2 + 768)``): then both forms compute the exact
 sum modulo ``2**bits`` and agree bit for bit, while a narrower inner operation
 would have wrapped where the fused one does not. Float arithmetic is left alone (address arithmetic is what this
 pass is for).
+
+On Xe (a register's integer type is a free reinterpretation), a range test
+``x >= lo && x < hi`` (``x > lo - 1`` likewise) of a 32-bit integer becomes one
+unsigned comparison ``u32(x - lo) < hi - lo``: exact for every ``x``, since
+``x - lo`` wraps modulo ``2**32`` and the range is shorter than that; a padding
+test of a row or column costs one or two instructions instead of three.
 """
 from __future__ import annotations
 
 from typing import Any, Mapping
 
-from ..ir.expr import Binary, Expr, IntImm, Op, Ternary
+from ..ir.expr import Binary, Cast, Expr, IntImm, Op, Ternary, Var
+from ..ir.stmt import Let
+from ..ir.types import s32, u32
 from ..ir.node import Node
 from ..ir.visitor import IRMutator
 from ..targets import FusedIntOps
+from .let_opt import remove_unused_lets
 from .options import target_of
+from .tree import distinct_nodes
 
 
 def fused_problem(fused: FusedIntOps, e: Ternary) -> str | None:
@@ -33,10 +43,15 @@ def fused_problem(fused: FusedIntOps, e: Ternary) -> str | None:
 
 
 class _Fuse(IRMutator):
-    def __init__(self, fused: FusedIntOps):
+    def __init__(self, fused: FusedIntOps, ranges: bool, sums: dict | None = None):
         self.fused = fused
+        self.ranges = ranges  # range tests as one unsigned comparison
+        self.sums = sums or {}  # let variable -> its value, where that is a scalar ``a + b``
 
     def mutate_Binary(self, old: Binary, new: Binary):
+        if new.op is Op.AND and self.ranges:
+            test = _range_test(new, self._shift)
+            return new if test is None else test
         if new.op is not Op.ADD or not new.type.is_int:
             return new
         for inner, other in ((new.a, new.b), (new.b, new.a)):
@@ -55,6 +70,16 @@ class _Fuse(IRMutator):
                 return fused
         return new
 
+    def _shift(self, x: Expr, lo: int) -> Expr:
+        """``x - lo``; where ``x`` is a let of ``a + b``, ``add3(a, b, -lo)`` (the let, read by nothing
+        else, goes: one instruction instead of two)."""
+        sub = Binary.make(Op.SUB, x, IntImm.make(s32, lo))
+        value = self.sums.get(x.name) if isinstance(x, Var) else None
+        if value is None:
+            return sub
+        fused = self._encodable(Op.ADD3, ((value.a, value.b, IntImm.make(s32, -lo)),), sub)
+        return sub if fused is None else fused
+
     def _encodable(self, op: Op, orders, outer: Binary) -> Expr | None:
         for a, b, c in orders:
             e = Ternary.make(op, a, b, c, origin=outer.origin)
@@ -63,9 +88,43 @@ class _Fuse(IRMutator):
         return None
 
 
+def _bound(test: Expr, x: Expr | None = None) -> tuple[Expr, str, int] | None:
+    """``(x, "lo" | "hi", bound)`` when ``test`` is ``x >= lo`` (``x > lo - 1``) or ``x < hi``
+    (``x <= hi - 1``) of a signed 32-bit integer ``x`` against an immediate."""
+    if not isinstance(test, Binary) or not isinstance(test.b, IntImm) or test.a.type.scalar is not s32.scalar:
+        return None
+    if x is not None and not test.a.is_equal(x):
+        return None
+    k = test.b.value
+    side = {Op.GE: ("lo", k), Op.GT: ("lo", k + 1), Op.LT: ("hi", k), Op.LE: ("hi", k + 1)}.get(test.op)
+    return None if side is None else (test.a, *side)
+
+
+def _range_test(e: Binary, shift) -> Expr | None:
+    """``u32(x - lo) < hi - lo`` for ``x >= lo && x < hi`` (either order), or None."""
+    first = _bound(e.a)
+    second = _bound(e.b, first[0]) if first is not None else None
+    if second is None or first[1] == second[1]:
+        return None
+    x = first[0]
+    lo, hi = (first[2], second[2]) if first[1] == "lo" else (second[2], first[2])
+    if not 0 < hi - lo < 2 ** 31 or not -2 ** 31 <= lo < 2 ** 31:
+        return None
+    u = u32.with_lanes(x.type.lanes)
+    shifted = x if lo == 0 else shift(x, lo)
+    return Binary.make(Op.LT, Cast.make(u, shifted), IntImm.make(u32, hi - lo), origin=e.origin)
+
+
 def fuse_arith(ir: Node, options: Mapping[str, Any] | None = None) -> Node:
-    """``ir`` with add+add fused to ``add3`` and mul+add to ``mad`` where ``options["target"]`` encodes them."""
+    """``ir`` with add+add fused to ``add3`` and mul+add to ``mad`` where ``options["target"]`` encodes them,
+    and on Xe range tests as one unsigned comparison."""
     target = target_of(options or {})
     if target is None or not target.fused_int_ops.ops:
         return ir
-    return _Fuse(target.fused_int_ops).mutate(ir)
+    ranges = target.addressing.kind == "header"
+    if not ranges:
+        return _Fuse(target.fused_int_ops, False).mutate(ir)
+    sums = {n.var.name: n.value for n in distinct_nodes(ir) if isinstance(n, Let) and isinstance(n.value, Binary)
+            and n.value.op is Op.ADD and n.value.type == s32}
+    out = _Fuse(target.fused_int_ops, True, sums).mutate(ir)
+    return out if out is ir else remove_unused_lets(out)

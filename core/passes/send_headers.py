@@ -32,7 +32,7 @@ from typing import Any, Mapping
 from ..ir.expr import IntImm, Load, Var
 from ..ir.funcs import Send, SendKind
 from ..ir.node import Node
-from ..ir.stmt import Alloc, FuncCall, Group, Let, MemKind, Stmt, Store, seq
+from ..ir.stmt import Alloc, FuncCall, Group, Let, MemKind, Seq, Stmt, Store, seq
 from ..ir.types import u64
 from ..ir.visitor import IRMutator
 from .options import target_of
@@ -63,6 +63,45 @@ class _Headers(IRMutator):
             self.lifted.append((hdr, size))
             return body
         return Alloc.make(hdr, size, MemKind.GRF, body, origin=new.origin)
+
+    def mutate_Seq(self, old, new):
+        if self.local:
+            return new
+        return _share_headers(new, self.lifted)
+
+
+def _share_headers(body: Seq, lifted: list[tuple[Var, int]]) -> Seq:
+    """A send right after another one with the same address (an SLM store and its store of zeros)
+    reads the first one's header: no second header write, no second header register."""
+    stmts = Seq.make(body.stmts).stmts  # the lowered sends' own sequences flattened
+    out: list[Stmt] = []
+    dropped: set[str] = set()
+    i = 0
+    while i < len(stmts):
+        k = stmts[i]
+        call = stmts[i + 1] if i + 1 < len(stmts) else None
+        if isinstance(k, Store) and _is_send(call) and _reads(call, k.buf) and len(out) >= 2 \
+                and _is_send(out[-1]) and isinstance(out[-2], Store) and _reads(out[-1], out[-2].buf) \
+                and k.value.is_equal(out[-2].value):
+            dropped.add(k.buf.name)
+            out.append(call.with_ops(mem_offset=out[-1].ops.mem_offset))
+            i += 2
+            continue
+        out.append(k)
+        i += 1
+    if not dropped:
+        return body
+    lifted[:] = [(b, n) for b, n in lifted if b.name not in dropped]
+    return Seq.make(out, origin=body.origin)
+
+
+def _is_send(s: Stmt | None) -> bool:
+    return isinstance(s, FuncCall) and isinstance(s.func, Send)
+
+
+def _reads(call: FuncCall, hdr: Var) -> bool:
+    off = call.ops.mem_offset
+    return isinstance(off, Load) and isinstance(off.buf, Var) and off.buf.name == hdr.name
 
 
 class _Registers(IRMutator):

@@ -27,7 +27,7 @@ vector expressions only get their operands simplified.
 from __future__ import annotations
 
 from ..eval import EvalError, convert, evaluate_operation
-from ..expr import (Binary, BoolImm, Cast, Expr, FloatImm, IntImm, Op, Ternary, Unary, Var)
+from ..expr import (Binary, BoolImm, Broadcast, Cast, Expr, FloatImm, IntImm, Op, Ternary, Unary, Var)
 from ..types import Type
 from ..visitor import IRMutator
 from . import rules_add, rules_cast, rules_cmp, rules_div, rules_logic, rules_minmax
@@ -215,6 +215,8 @@ class Simplifier:
         return out
 
     def _rules(self, e: Expr) -> Expr | None:
+        if e.type.lanes != 1 and isinstance(e, Binary):
+            return _vector_identity(e)
         if e.type.lanes != 1 or not isinstance(e, (Binary, Unary, Ternary, Cast)):
             return None
         kids = e.children()
@@ -238,6 +240,28 @@ class Simplifier:
         if info is not None and info.is_point:
             return self.const(e.type, info.lo)
         return e
+
+
+def _vector_identity(e: Binary) -> Expr | None:
+    """``v + 0``, ``0 + v``, ``v - 0``, ``v * 1``, ``1 * v`` -> ``v`` for an integer vector ``v`` (the
+    only vector rules: an unrolled message loop leaves ``lane_base + 0`` in its first copy, which would
+    keep that copy's addresses from matching the same addresses computed elsewhere)."""
+    if not e.type.is_int:
+        return None
+    unit = {Op.ADD: 0, Op.SUB: 0, Op.MUL: 1}.get(e.op)
+    if unit is None:
+        return None
+    if _is_value(e.b, unit) and e.a.type == e.type:
+        return e.a
+    if e.op is not Op.SUB and _is_value(e.a, unit) and e.b.type == e.type:
+        return e.b
+    return None
+
+
+def _is_value(e: Expr, value: int) -> bool:
+    if isinstance(e, Broadcast):
+        e = e.a
+    return isinstance(e, IntImm) and e.value == value
 
 
 # What ``Memo.results`` holds for an expression that simplification leaves as it is: a hit on

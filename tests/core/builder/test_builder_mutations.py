@@ -53,10 +53,10 @@ def memory_stride_wrong(mp):
     """Addresses with the strides of the two innermost layout blocks exchanged."""
     original = loads_mod.offset_expr
 
-    def swapped(layout, index):
+    def swapped(layout, index, scale=1):
         b = list(layout.blocks)
         b[0], b[1] = replace(b[0], stride=b[1].stride), replace(b[1], stride=b[0].stride)
-        return original(replace(layout, blocks=tuple(b)), index)
+        return original(replace(layout, blocks=tuple(b)), index, scale)
     mp.setattr(loads_mod, "offset_expr", swapped)
 
 

@@ -8,7 +8,8 @@ from kdd.core.builder import BuildError, Origin, build_kernel
 from kdd.core.config.kernel_config import KernelConfig
 from kdd.core.config.line import parse_config_line
 from kdd.core.config.tiling import derive_tiling
-from kdd.core.ir import Alloc, For, FuncCall, Group, If, Let, Seq, count_nodes, walk
+from kdd.core.ir import Alloc, For, FuncCall, Group, If, Let, Seq, Store, count_nodes, walk
+from kdd.core.ir.expr import Op, Unary
 from kdd.core.interp.check import check_kernel
 from kdd.core.ir.funcs import Barrier, Dpas, Mad, Mma, Reorder, Send, SendKind, SendOp
 from kdd.core.problem import parse_post_ops, parse_shape
@@ -230,7 +231,10 @@ def test_dpas_operands_come_from_an_fma_ready_slm_layout(tg):
     a_reads = [s for s in sends(body, SendOp.LOAD, "slm") if s.ops.reg.name == "a"]
     assert len(a_reads) == 1 and a_reads[0].func.kind is SendKind.BLOCK and a_reads[0].func.elems * 2 == 256
     a_stores = [s for s in sends(body, SendOp.STORE, "slm") if s.ops.mem.name == "a_slm"]
-    assert len(a_stores) == 1
+    # A's padded lanes: the store takes the load's mask, a store of zeros its negation (no zero fill).
+    assert [s.ops.reg.name for s in a_stores] == ["a_g2s", "a_zero"]
+    assert a_stores[1].ops.mask == Unary.make(Op.NOT, a_stores[0].ops.mask)
+    assert not [st for st in walk(body) if isinstance(st, Store) and st.buf.name == "a_g2s"]
     assert not [a for a in walk(k.body) if isinstance(a, Alloc) and a.buf.name.startswith("b_ld")]
     result = check_kernel(k)
     assert result.ok, result

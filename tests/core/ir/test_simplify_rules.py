@@ -270,3 +270,20 @@ def test_vectors_and_floats_are_left_alone_but_operands_simplify():
     e = (f + g) * 1.0
     assert simplify(e) is e
     assert text(unary(Op.NEG, f + (x + 1 - x).cast(f32))) == "(-(f + 1.0))"
+
+
+# -- vector identities --------------------------------------------------------------------------
+
+def test_vector_plus_zero_and_times_one_are_the_vector():
+    """An unrolled message loop leaves ``lane_base + 0`` in its first copy: it folds, so that copy's
+    addresses read the same name as equal addresses computed elsewhere; other vector sums stay."""
+    from kdd.core.ir.expr import Broadcast, Ramp
+    from kdd.core.ir.types import s32
+    v = var("v", s32.with_lanes(8))
+    assert simplify(v + const(0)) is v
+    assert simplify(Broadcast.make(const(0), 8) + v) is v
+    assert simplify(v - const(0)) is v
+    assert simplify(v * const(1)) is v
+    assert to_text(simplify(v - v)) == "(v - v)"  # no vector algebra beyond the identities
+    r = Ramp.make(x, 1, 8)
+    assert simplify(r + const(0)) == r

@@ -88,3 +88,16 @@ def test_examples_have_a_main_loop_matching_the_schema(name):
     validator("compile.schema.json", "loop").validate(loop)
     assert loop["dpas"] > 0 and loop["sends"] >= loop["min_sends"] > 0
     assert loop["send_bytes"] == pytest.approx(sum(v["bytes"] for v in loop["by_kind"].values()), abs=0.05)
+
+
+def test_a_negated_send_mask_is_the_predicate_inverted():
+    """A store of zeros predicated on ``!m`` costs no operation beyond ``m`` (Xe predicates on
+    ``~f0.0``); ``m`` itself, a comparison, costs one."""
+    k = Var.make(s32, "k")
+    m = k.lt(6)
+    store = Send(SendOp.STORE, SendKind.BLOCK, "slm", f16, 16)
+    body = seq(FuncCall.make(store, [SLM, 0, B, 0, m]), FuncCall.make(store, [SLM, 0, A, 0, m.lnot()]),
+               dpas(0), dpas(256))
+    s = loop_stats(built(), Group.make("k_loop", For.make(k, 0, 12, body)), XEHPG)
+    # per trip: two comparisons (one per send), the loop's increment and compare
+    assert s.int_ops == 4

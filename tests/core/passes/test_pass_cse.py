@@ -6,7 +6,7 @@ from passes_oracle import OUT, effects, programs
 
 from kdd.core.ir import Alloc, For, If, Let, Load, MemKind, Stmt, Store, seq, var, walk
 from kdd.core.ir.types import s32
-from kdd.core.passes.cse import _Layout, _occurrences, eliminate_common_subexprs, plan_cse
+from kdd.core.passes.cse import _Layout, _occurrences, eliminate, eliminate_common_subexprs, plan_cse
 from kdd.core.passes.kernel_pipeline import run_pipeline
 from kdd.core.passes.opcount import int_ops
 from kdd.core.passes.tree import own_exprs, unshare_statements
@@ -121,3 +121,23 @@ def test_occurrences_count_every_use_of_shared_subtrees_like_a_walk_per_statemen
     assert all([weight[k], first[k], last[k]] == v for k, v in walked.items())
     position = {id(n): i for i, n in enumerate(nodes)}
     assert all(position[id(k)] > position[id(n)] for n in nodes for k in n.children())  # parents first
+
+
+def test_lets_holding_one_value_read_one_name_and_their_masks_are_named_once():
+    """Two lets of different names holding an equal value (an unrolled load's lane index and its SLM
+    store's) become one name with no copy left, so the masks over them are equal for the next CSE,
+    which names a repeated vector mask (comparisons and ``&&`` cost instructions too)."""
+    from kdd.core.ir.expr import Broadcast, Ramp
+    v8 = s32.with_lanes(8)
+    a, b = var("a", v8), var("b", v8)
+    lane = Ramp.make(X, 1, 8) + Broadcast.make(Y, 8)
+    mask = lambda t: t.ge(0).land(t.lt(56))  # noqa: E731
+    s = Let.make(a, lane, seq(Store.make(OUT, 0, a), Let.make(b, lane, seq(Store.make(OUT, 32, b),
+                                                                           Store.make(OUT, 64, mask(a)),
+                                                                           Store.make(OUT, 96, mask(b))))))
+    once, _ = eliminate(s, {}, rounds=1)
+    assert [let.value for let in lets(once)] == [lane]
+    rounds = eliminate_common_subexprs(s)  # rounds while a round leaves copies
+    assert sorted(str(let.value.type) for let in lets(rounds)) == ["boolx8", "s32x8"]
+    env = {"x": 5, "y": 30}
+    assert effects(rounds, env=env) == effects(s, env=env) == effects(once, env=env)

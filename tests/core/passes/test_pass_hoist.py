@@ -244,14 +244,48 @@ def test_a_header_is_not_lifted_beyond_the_free_registers_and_an_unread_header_g
     assert effects(lifted, env={"i": 3}) == effects(both, env={"i": 3})
 
 
-def test_a_header_another_send_reads_without_its_own_store_stays():
-    """Two loads through one header written once: lifting the store for the first would leave the
-    second reading a header nobody writes, so neither moves."""
+def _header_reads():
     slm, reg, hdr = var("a_slm", u64), var("a", u64), var("a_slm_hdr", u64)
     load = Send(SendOp.LOAD, SendKind.BLOCK, "slm", f16, 16)
     attrs = (("addr", "header"),)
     read = FuncCall.make(load, [slm, Load.make(s32, hdr, 0), reg, 0, BoolImm.make(True)], attrs=attrs)
-    kernel = Alloc.make(hdr, 32, MemKind.GRF, For.make(K, 0, 4, seq(Store.make(hdr, 0, I * 4), read, read)))
+    return hdr, read
+
+
+def test_a_header_another_send_reads_without_its_own_store_stays():
+    """Two loads through one header written once, another statement between them: lifting the store
+    for the first would leave the second reading a header nobody writes, so neither moves."""
+    hdr, read = _header_reads()
+    other = Store.make(OUT, K * 4, K)
+    kernel = Alloc.make(hdr, 32, MemKind.GRF, For.make(K, 0, 4, seq(Store.make(hdr, 0, I * 4), read, other, read)))
     out = hoist_invariants(kernel)
     assert [n.buf.name for n in walk(out) if isinstance(n, Alloc)] == ["a_slm_hdr"]
+    assert effects(out, env={"i": 3}) == effects(kernel, env={"i": 3})
+
+
+def test_sends_right_after_one_another_share_a_lifted_header():
+    """Two sends one after the other through one header (send lowering shares it between sends of one
+    address, an SLM store and its store of zeros): the header moves out and both read it."""
+    hdr, read = _header_reads()
+    kernel = Alloc.make(hdr, 32, MemKind.GRF, For.make(K, 0, 4, seq(Store.make(hdr, 0, I * 4), read, read)))
+    out = hoist_invariants(kernel)
+    assert [n.buf.name for n in walk(out) if isinstance(n, Alloc)] == ["a_slm_hdr_1"]
+    loop = next(n for n in walk(out) if isinstance(n, For))
+    assert not [n for n in walk(loop.body) if isinstance(n, Store)]
+    assert effects(out, env={"i": 3}) == effects(kernel, env={"i": 3})
+
+
+def test_the_scalar_part_of_a_message_loop_header_is_one_sum_before_it():
+    """A vector header whose lanes vary with its message loop and whose scalars do not: the scalars
+    and the constant become one scalar sum before the message loop (which the loop around it can
+    carry across iterations), the lanes stay; the result stays a vector."""
+    lanes = Ramp.make(J * 8, 1, 8) / IntImm.make(s32, 16)
+    header = (lanes * 64 + Broadcast.make(K * 16, 8) + Broadcast.make(I * 3584, 8) - 7) * 2
+    kernel = For.make(K, 0, 4, For.make(J, 0, 8, Store.make(OUT, J * 32, header)))
+    out = hoist_invariants(kernel)
+    inner = next(n for n in walk(out) if isinstance(n, For) and n.var == J)
+    outer = next(n for n in walk(out) if isinstance(n, For) and n.var == K)
+    (scalar,) = [n for n in walk(outer.body) if isinstance(n, Let) and n.var in set(walk(inner.body.value))]
+    assert scalar.var.type == s32 and inner.body.value.type.lanes == 8
+    assert int_ops(inner.body.value) == 4  # the lanes' ramp base, division and scale, plus the scalar
     assert effects(out, env={"i": 3}) == effects(kernel, env={"i": 3})

@@ -112,3 +112,33 @@ def test_a_scalar_sum_inside_a_vector_header_fuses_into_one_add3(x, y, imm):
     assert evaluate(fused, env) == evaluate(e, env)
     narrow = base + Cast.make(s32, H + H)
     assert ops_of(fuse_arith(narrow, {"target": "xehpg"}), Op.ADD3) == []
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.integers(-2 ** 31, 2 ** 31 - 1), st.integers(-70000, 70000), st.integers(2, 70000),
+       st.sampled_from(("ge", "gt")), st.sampled_from(("lt", "le")), st.booleans())
+def test_range_tests_become_one_unsigned_comparison_on_xe(x, lo, width, low, high, swap):
+    """``x >= lo && x < hi`` (any of ``>``/``<=`` and either order) is ``u32(x - lo) < hi - lo`` on Xe,
+    for every 32-bit ``x`` (the subtraction wraps, the range is shorter than 2**32); a comparison
+    and a subtraction at most, where it was two comparisons and an ``&&``; sm_90 keeps the test."""
+    hi = lo + width
+    tests = [getattr(X, low)(lo), getattr(X, high)(hi)]
+    e = binary(Op.AND, *(reversed(tests) if swap else tests))
+    out = fuse_arith(Store.make(var("out"), 0, e), {"target": "xehpg"}).value
+    assert isinstance(out, Binary) and out.op is Op.LT and isinstance(out.a, Cast) and out.a.type.scalar is u32.scalar
+    assert int_ops(out) <= 1 and len([n for n in walk(out) if isinstance(n, Binary)]) <= 2
+    assert evaluate(out, {"x": x}) == evaluate(e, {"x": x})
+    assert fuse_arith(Store.make(var("out"), 0, e), {"target": "sm_90"}).value is e
+
+
+def test_a_range_test_of_a_sums_let_shifts_inside_an_add3():
+    """``t = a + b; (t > 0 && t < 57)``: the shift joins the sum (``add3(a, b, -1)``) and the let,
+    read by nothing else, goes: two instructions where there were four."""
+    from kdd.core.ir.stmt import Let
+    t = var("t")
+    body = Let.make(t, X + Y, Store.make(var("out"), 0, t.gt(0).land(t.lt(57))))
+    out = fuse_arith(body, {"target": "xehpg"})
+    assert isinstance(out, Store) and [n.op for n in walk(out.value) if isinstance(n, Ternary)] == [Op.ADD3]
+    for x, y in ((0, 0), (0, 1), (50, 6), (56, 1), (-3, 2), (2 ** 31 - 1, 1)):
+        env = {"x": x, "y": y}
+        assert evaluate(out.value, env) == evaluate(body.body.value, {**env, "t": evaluate(X + Y, env)})

@@ -1,7 +1,7 @@
 """Send lowering: Xe message headers, sm_90 address registers plus immediates; same addresses either way."""
 from passes_oracle import effects
 
-from kdd.core.ir import Alloc, For, FuncCall, Group, Let, Load, MemKind, Store, evaluate, var, walk
+from kdd.core.ir import Alloc, For, FuncCall, Group, Let, Load, MemKind, Store, evaluate, seq, var, walk
 from kdd.core.ir.expr import IntImm, Ramp
 from kdd.core.ir.simplify import linear_form
 from kdd.core.ir.funcs import Send, SendKind, SendOp
@@ -71,3 +71,23 @@ def test_sm90_constant_offsets_need_no_register_and_without_a_target_sends_are_u
     assert lower_sends(const, {"target": "sm_90"}) is const
     s = kernel(K * 64)
     assert lower_sends(s, {}) is s
+
+
+def test_a_send_right_after_one_of_the_same_address_shares_its_header():
+    """An SLM store and its store of zeros (same address, complementary masks) write one header:
+    one register, one write; a send of another address or after another statement gets its own."""
+    store = Send(SendOp.STORE, SendKind.BLOCK, "slm", f16, 16)
+    slm, zero = var("a_slm", u64), var("a_zero", u64)
+    off = K * 32 + X
+    data = FuncCall.make(store, [slm, off, REG, 0, K.lt(2)])
+    zeros = FuncCall.make(store, [slm, off, zero, 0, K.lt(2).lnot()])
+    other = FuncCall.make(store, [slm, off + 64, zero, 0, True])
+    body = Group.make("kernel", For.make(K, 0, 4, seq(data, zeros, other)))
+    out = lower_sends(body, {"target": "xehpg", "reg_bytes": 32})
+    headers = [n for n in walk(out) if isinstance(n, Alloc)]
+    assert len(headers) == 2
+    writes = [n for n in walk(out) if isinstance(n, Store)]
+    assert [w.value for w in writes] == [off, off + 64]
+    first, second, third = calls(out)
+    assert first.ops.mem_offset == second.ops.mem_offset != third.ops.mem_offset
+    assert lower_sends(out, {"target": "xehpg", "reg_bytes": 32}) is out

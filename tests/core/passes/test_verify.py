@@ -144,7 +144,7 @@ def test_compile_verify_reports_a_broken_pass(capsys, monkeypatch):
     from kdd.core.targets import FusedIntOps
 
     loose = FusedIntOps(("add3", "mad"), 64, 64, (0, 1, 2), "a target that encodes anything")
-    monkeypatch.setattr(peephole, "_Fuse", lambda fused, _F=peephole._Fuse: _F(loose))
+    monkeypatch.setattr(peephole, "_Fuse", lambda fused, *rest, _F=peephole._Fuse: _F(loose, *rest))
     # resnet50_3x3's store addresses have immediates wider than Xe-HPG's 16 bits (a row of the batch:
     # 401408 bytes) for the loose fusion to take
     path = str(EXAMPLES / "resnet50_3x3.kernel.toml")
