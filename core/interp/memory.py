@@ -29,6 +29,8 @@ from .grid import Grid
 from .values import bf16_bits, bf16_value, storage_dtype
 
 POISON = 0xFF  # fresh registers and SLM: NaN for every float type, -1 for signed integers
+_NO_READER = np.iinfo(np.int16).max  # SLM reader_lo of a byte nobody read: above every local id
+_PENDING_READS = 64   # SLM reads kept unfolded at most (a write checks each one's span)
 
 
 class ElementBytes:
@@ -65,9 +67,16 @@ class Memory:
     # -- bounds ---------------------------------------------------------------------------------
     def _checked(self, idx: np.ndarray, active, verb: str) -> np.ndarray:
         """``idx`` with inactive out-of-range entries replaced by 0; raises for active ones."""
+        return self._checked_span(idx, active, verb)[0]
+
+    def _checked_span(self, idx: np.ndarray, active, verb: str) -> tuple[np.ndarray, int, int]:
+        """:meth:`_checked`'s index and its lowest and highest byte (out-of-range inactive ones as 0)."""
+        if idx.size == 0:
+            return idx, 0, -1
+        lo, hi = int(np.minimum.reduce(idx, axis=None)), int(np.maximum.reduce(idx, axis=None))
+        if lo >= 0 and hi < self.size:
+            return idx, lo, hi
         oob = (idx < 0) | (idx >= self.size)
-        if not oob.any():
-            return idx
         bad = oob if active is None else oob & active
         if bad.any():
             pos = np.argwhere(bad)[0]
@@ -77,7 +86,8 @@ class Memory:
                 else "every thread"
             raise InterpError(f"{who} {verb} byte {int(full[tuple(pos)])} of {self.kind.value} buffer "
                               f"'{self.name}' ({self.size} bytes)")
-        return np.where(oob, 0, idx)
+        idx = np.where(oob, 0, idx)
+        return idx, int(idx.min()), int(idx.max())
 
     def _rows(self, *arrays) -> int:
         return max(a.shape[0] for a in arrays if a is not None)
@@ -148,14 +158,65 @@ class Registers(Memory):
             self.data[rows, start:start + n] = data if data.shape[0] == 1 else data[rows]
 
 
+class _Accesses:
+    """The active accesses of one SLM access of index ``idx`` (``(1|T, k)``), in row-major order.
+
+    ``flat`` is each one's position in the buffer's ``groups * size`` bytes, ``lt`` the local id of
+    its thread (int16), ``rows`` the threads taking part. An activity that selects whole columns (the
+    same bytes for every thread) or whole threads is applied by slicing; only an activity that differs
+    per thread and byte pays for ``np.nonzero``.
+    """
+
+    __slots__ = ("flat", "lt", "rows", "_shape", "_cols", "_every", "_each", "_width")
+
+    def __init__(self, mem: SharedMemory, idx: np.ndarray, active):
+        T, k = mem.grid.threads, idx.shape[1]
+        self._shape, self._cols, self._every, self._each = (T, k), None, False, None
+        if active is not None and active.shape[0] == 1:     # the same bytes for every thread
+            cols = np.broadcast_to(active, (1, k))[0]
+            if not cols.all():
+                self._cols, idx = cols, idx[:, cols]
+            active = None
+        if active is None:
+            self._every, self._width = True, idx.shape[1]
+            self.rows = mem.threads if self._width else mem.threads[:0]
+            self.flat = (mem.base_col + idx).reshape(-1)
+            self.lt = mem.local_ids(self._width)
+        elif active.shape[1] == 1:                           # whole threads
+            self.rows, self._width = np.flatnonzero(active[:, 0]), k
+            self.flat = (mem.base_col[self.rows] + (idx if idx.shape[0] == 1 else idx[self.rows])).reshape(-1)
+            self.lt = np.repeat(mem.local16[self.rows], k)
+        else:
+            r, c = np.nonzero(np.broadcast_to(active, (T, k)))
+            self.rows, self._each, self._width = r, (r, c), 1
+            self.flat = mem.base[r] + np.broadcast_to(idx, (T, k))[r, c]
+            self.lt = mem.local16[r]
+
+    def row(self, i: int) -> int:
+        """The thread (row) of access ``i``."""
+        return int(self.rows[i // self._width])
+
+    def select(self, a: np.ndarray) -> np.ndarray:
+        """The entries of ``a`` (broadcastable to ``(T, k)``) at the accesses, in their order."""
+        full = np.broadcast_to(a, self._shape)
+        if self._each is not None:
+            return full[self._each]
+        if self._cols is not None:
+            full = full[:, self._cols]
+        return (full if self._every else full[self.rows]).reshape(-1)
+
+
 class SharedMemory(Memory):
     """Shared local memory: ``size`` bytes per thread group, with race detection.
 
-    Per byte it keeps the local id of the thread that wrote it and of the
-    thread(s) that read it since the last barrier. Reads are only recorded
-    (cheap) and folded into the reader map when a write comes before the next
-    barrier, so the common epochs (only writes, or only reads, between two
-    barriers) pay almost nothing for the checks.
+    Per byte it keeps the local id of the thread that wrote it since the last
+    barrier and the lowest and highest local ids of the threads that read it
+    (several readers when they differ). Reads are only recorded (cheap), with
+    the span of bytes they touch, and folded into the reader maps when a write
+    to bytes of that span comes before the next barrier, so the common epochs
+    (only writes, only reads, or reads of one buffer half while the other is
+    written) pay little for the checks. Likewise a read is compared with the
+    writer map only where it meets the span written since the last barrier.
     """
 
     kind = MemKind.SLM
@@ -164,16 +225,29 @@ class SharedMemory(Memory):
         super().__init__(name, size, grid)
         G = grid.launch.groups
         self.data = np.full((G, self.size), POISON, dtype=np.uint8)
-        # Per byte: local id of the thread that wrote / read it since the last barrier
-        # (-1 nobody, -2 several readers).
-        self.writer = np.full((G, self.size), -1, dtype=np.int16)
-        self.reader = np.full((G, self.size), -1, dtype=np.int16)
-        self._written = False        # the writer map has entries
-        self._read = False           # the reader map has entries
-        self._pending: list = []     # reads not yet folded into the reader map
-        self._base = grid.group * self.size
+        self._bytes = self.data.reshape(-1)
+        # Per byte (flat over groups): local id of the thread that wrote it since the last barrier (-1:
+        # nobody), and the lowest / highest local id of the threads that read it (_NO_READER / -1: nobody).
+        self.writer = np.full(G * self.size, -1, dtype=np.int16)
+        self.reader_lo = np.full(G * self.size, _NO_READER, dtype=np.int16)
+        self.reader_hi = np.full(G * self.size, -1, dtype=np.int16)
+        self._written_span = (self.size, -1)  # span (lowest, highest byte in a group) the writer map may hold
+        self._read = False               # the reader maps have entries
+        self._pending: list = []         # reads not folded into the reader maps: (_Accesses | (idx, active), lo, hi)
+        self.base = grid.group * self.size
+        self.base_col = self.base[:, None]
+        self.local16 = grid.local.astype(np.int16)
+        self.threads = np.arange(grid.threads)
+        self._local_ids: dict[int, np.ndarray] = {}
         # Per thread: it wrote SLM since its last ``fence.slm`` (a barrier does not order such writes).
         self.unfenced = np.zeros(grid.threads, dtype=bool)
+
+    def local_ids(self, k: int) -> np.ndarray:
+        """The local id of every access of a ``(T, k)`` access, row-major (cached per ``k``)."""
+        ids = self._local_ids.get(k)
+        if ids is None:
+            ids = self._local_ids[k] = np.repeat(self.local16, k)
+        return ids
 
     def fence(self, active) -> None:
         """A ``fence.slm`` by the ``active`` threads (bool per thread; None: all) completes their writes."""
@@ -191,91 +265,83 @@ class SharedMemory(Memory):
         """Orders everything before against everything after in ``groups`` (bool per group)."""
         if groups.all():
             self._pending.clear()
-            if self._written:
+            if self._written_span[0] <= self._written_span[1]:
                 self.writer.fill(-1)
             if self._read:
-                self.reader.fill(-1)
-            self._written = self._read = False
+                self.reader_lo.fill(_NO_READER)
+                self.reader_hi.fill(-1)
+            self._written_span, self._read = (self.size, -1), False
             return
-        self._fold_reads()
-        self.writer[groups] = -1
-        self.reader[groups] = -1
+        self._fold_reads(0, self.size)
+        per_group = (groups.size, self.size)
+        self.writer.reshape(per_group)[groups] = -1
+        self.reader_lo.reshape(per_group)[groups] = _NO_READER
+        self.reader_hi.reshape(per_group)[groups] = -1
 
-    def _flat(self, idx, active):
-        """Flat positions, local thread ids and thread rows of the active accesses."""
-        T = self.grid.threads
-        shape = (T, idx.shape[1])
-        if active is None:
-            flat = (self._base[:, None] + idx).reshape(-1)
-            r = np.repeat(np.arange(T), shape[1])
-        else:
-            r, k = np.nonzero(np.broadcast_to(active, shape))
-            flat = self._base[r] + np.broadcast_to(idx, shape)[r, k]
-        return flat, self.grid.local[r].astype(np.int16), r
-
-    def _race(self, kind: str, pos, rows, other) -> InterpError:
+    def _race(self, kind: str, pos, row: int, other) -> InterpError:
         byte = int(pos % self.size)
-        return InterpError(f"SLM race on '{self.name}' byte {byte}: {self.grid.describe(int(rows))} "
+        return InterpError(f"SLM race on '{self.name}' byte {byte}: {self.grid.describe(row)} "
                            f"{kind} thread {int(other)} of its group since the last barrier")
 
-    def _fold_reads(self) -> None:
-        reader = self.reader.reshape(-1)
-        for idx, active in self._pending:
-            flat, lt, _ = self._flat(idx, active)
-            cur = reader[flat]
-            several = (cur == -2) | ((cur >= 0) & (cur != lt))
-            fresh = cur == -1
-            reader[flat[fresh]] = lt[fresh]
-            several |= fresh & (reader[flat] != lt)  # two threads read it in this very access
-            reader[flat[several]] = -2
-            self._read = True
-        self._pending.clear()
+    def _fold_reads(self, lo: int, hi: int) -> None:
+        """Folds the pending reads that touch bytes ``lo..hi`` (of any group) into the reader maps."""
+        if len(self._pending) > _PENDING_READS:
+            lo, hi = 0, self.size     # bounded bookkeeping: fold them all
+        fold, keep = [], []
+        for p in self._pending:
+            (fold if p[1] <= hi and p[2] >= lo else keep).append(p)
+        if not fold:
+            return
+        self._pending = keep
+        reads = [a if isinstance(a, _Accesses) else _Accesses(self, *a) for a, _, _ in fold]
+        flat = np.concatenate([a.flat for a in reads]) if len(reads) > 1 else reads[0].flat
+        lt = np.concatenate([a.lt for a in reads]) if len(reads) > 1 else reads[0].lt
+        np.minimum.at(self.reader_lo, flat, lt)
+        np.maximum.at(self.reader_hi, flat, lt)
+        self._read = True
 
     def read(self, idx, active=None):
-        idx = self._checked(idx, active, "reads")
-        if self._written:
-            flat, lt, rows = self._flat(idx, active)
-            w = self.writer.reshape(-1)[flat]
-            bad = (w >= 0) & (w != lt)
+        idx, lo, hi = self._checked_span(idx, active, "reads")
+        if lo <= self._written_span[1] and hi >= self._written_span[0]:
+            acc = _Accesses(self, idx, active)
+            w = self.writer[acc.flat]
+            bad = (w != acc.lt) & (w >= 0)
             if bad.any():
                 i = int(np.argmax(bad))
-                raise self._race("reads a byte written by", flat[i], rows[i], w[i])
-        self._pending.append((idx, active))
-        return self.data[self.grid.group[:, None], idx]
+                raise self._race("reads a byte written by", acc.flat[i], acc.row(i), w[i])
+            self._pending.append((acc, lo, hi))
+        else:
+            self._pending.append(((idx, active), lo, hi))   # its accesses are worked out if a write comes
+        return self._bytes[self.base_col + idx]
 
     def write(self, idx, data, active=None):
-        idx = self._checked(idx, active, "writes")
-        flat, lt, rows = self._flat(idx, active)
-        if self._pending:
-            self._fold_reads()
-        writer, reader = self.writer.reshape(-1), self.reader.reshape(-1)
-        checks = []
-        if self._written:
+        idx, lo, hi = self._checked_span(idx, active, "writes")
+        acc = _Accesses(self, idx, active)
+        flat, lt = acc.flat, acc.lt
+        self._fold_reads(lo, hi)
+        writer = self.writer
+        if lo <= self._written_span[1] and hi >= self._written_span[0]:
             w = writer[flat]
-            checks.append(((w >= 0) & (w != lt), "overwrites a byte written by", w))
-        if self._read:
-            r = reader[flat]
-            checks.append(((r == -2) | ((r >= 0) & (r != lt)), "overwrites a byte read by", r))
-        for bad, what, other in checks:
+            bad = (w != lt) & (w >= 0)
             if bad.any():
                 i = int(np.argmax(bad))
-                raise self._race(what, flat[i], rows[i], other[i] if other[i] >= 0 else -1)
+                raise self._race("overwrites a byte written by", flat[i], acc.row(i), w[i])
+        if self._read:
+            r_lo, r_hi = self.reader_lo[flat], self.reader_hi[flat]
+            bad = (r_lo < lt) | (r_hi > lt)      # a reader other than the writing thread
+            if bad.any():
+                i = int(np.argmax(bad))
+                raise self._race("overwrites a byte read by", flat[i], acc.row(i),
+                                 r_lo[i] if r_lo[i] == r_hi[i] else -1)
         writer[flat] = lt
-        self._written = True
-        self.unfenced[rows] = True
+        if lo <= hi:
+            self._written_span = (min(self._written_span[0], lo), max(self._written_span[1], hi))
+        self.unfenced[acc.rows] = True
         clash = writer[flat] != lt
         if clash.any():
             i = int(np.argmax(clash))
-            raise self._race("writes the same byte in one access as", flat[i], rows[i], writer[flat[i]])
-        T = self.grid.threads
-        shape = (T, idx.shape[1])
-        src = np.broadcast_to(data, shape)
-        if active is None:
-            values = src.reshape(-1)
-        else:
-            rr, kk = np.nonzero(np.broadcast_to(active, shape))
-            values = src[rr, kk]
-        self.data.reshape(-1)[flat] = values
+            raise self._race("writes the same byte in one access as", flat[i], acc.row(i), writer[flat[i]])
+        self._bytes[flat] = acc.select(data)
 
     def atomic_add(self, offs, values, t, active=None, fetch=False):
         G = self.grid.launch.groups
