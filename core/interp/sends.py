@@ -43,9 +43,9 @@ def compile_send(ctx, call: FuncCall):
     scattered = f.kind is SendKind.SCATTERED
     if vec > 1 and f.op in (SendOp.ATOMIC_ADD, SendOp.ATOMIC_FETCH_ADD):
         raise InterpError(f"{f}: atomics move one element per lane")
-    # Register order (vector element, lane, byte) -> the byte's distance from its lane's address.
-    vec_steps = (np.arange(vec, dtype=np.int64)[:, None, None] * size
-                 + np.zeros((1, n, 1), dtype=np.int64) + np.arange(size, dtype=np.int64))
+    # Register order (vector element, lane, byte) -> the byte's lane and its distance from the lane's address.
+    byte_lane = np.tile(np.repeat(np.arange(n), size), vec)
+    vec_steps = np.repeat(np.arange(vec, dtype=np.int64) * size, n * size) + np.tile(np.arange(size), n * vec)
     block_steps = np.arange(nbytes, dtype=np.int64)
     elem_starts = np.arange(f.elems, dtype=np.int64) * size
 
@@ -59,14 +59,15 @@ def compile_send(ctx, call: FuncCall):
         o = mem.off(env)
         if not scattered:
             return o[:, None] + block_steps
-        offs = o if o.ndim == 2 else o[:, None] + np.zeros(n, dtype=np.int64)
-        return (offs[:, None, :, None] + vec_steps[None]).reshape(offs.shape[0], -1)
+        if o.ndim == 1:
+            return o[:, None] + vec_steps
+        return o[:, byte_lane] + vec_steps
 
     def per_byte(act):
         """Lane activity as register-order byte activity (every vector element of a lane alike)."""
         if act is None or act.shape[1] == 1:
             return act
-        return np.repeat(np.tile(act, (1, vec)), size, axis=1)
+        return act[:, byte_lane]
 
     if f.op is SendOp.LOAD:
         def load(env):
