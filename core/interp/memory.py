@@ -20,6 +20,7 @@ uniform global read stays uniform.
 from __future__ import annotations
 
 import numpy as np
+from numpy.lib.stride_tricks import sliding_window_view
 
 from kdd.core.ir.stmt import MemKind
 from kdd.core.ir.types import Scalar, Type
@@ -63,6 +64,7 @@ class Memory:
         self.name = name
         self.size = int(size)
         self.grid = grid
+        self._views: dict = {}
 
     # -- bounds ---------------------------------------------------------------------------------
     def _checked(self, idx: np.ndarray, active, verb: str) -> np.ndarray:
@@ -99,6 +101,34 @@ class Memory:
     def write(self, idx: np.ndarray, data: np.ndarray, active=None) -> None:
         raise NotImplementedError
 
+    def read_rows(self, off: np.ndarray, nbytes: int, rows=None) -> np.ndarray:
+        """Bytes ``[off[t], off[t] + nbytes)`` of every thread ``t`` (``off``: ``(T,)``), read by the threads
+        in ``rows`` (bool per thread; None: all); the same as :meth:`read` of those indices."""
+        return self.read(off[:, None] + np.arange(nbytes, dtype=np.int64), None if rows is None else rows[:, None])
+
+    def write_rows(self, off: np.ndarray, data: np.ndarray, rows) -> None:
+        """Writes ``data`` (``(1|T, nbytes)``) at ``off[t]`` (``(T,)``) for the threads in ``rows`` (None: all);
+        the same as :meth:`write` of those indices."""
+        idx = off[:, None] + np.arange(data.shape[-1], dtype=np.int64)
+        self.write(idx, data, None if rows is None else rows[:, None])
+
+    def _inside(self, off: np.ndarray, nbytes: int) -> tuple[int, int] | None:
+        """The lowest and highest byte of the windows ``[off, off + nbytes)``, None unless all of them lie
+        in the buffer (then :meth:`read` and :meth:`write` raise or skip what they must)."""
+        if off.size == 0 or nbytes < 1 or nbytes > self.size:
+            return None
+        lo, hi = int(off.min()), int(off.max()) + nbytes - 1
+        return (lo, hi) if lo >= 0 and hi < self.size else None
+
+    def _windows(self, a: np.ndarray, nbytes: int, writeable: bool = False) -> np.ndarray:
+        """The view of every ``nbytes``-window of ``a`` along its last axis (cached: ``a`` is one of this
+        buffer's arrays, updated in place)."""
+        key = (id(a), nbytes, writeable)
+        view = self._views.get(key)
+        if view is None:
+            view = self._views[key] = sliding_window_view(a, nbytes, axis=-1, writeable=writeable)
+        return view
+
     def read_window(self, start: int, nbytes: int, rows=None) -> np.ndarray:
         """Bytes ``[start, start + nbytes)`` read by the threads in ``rows`` (None: all)."""
         return self.read(np.arange(start, start + nbytes, dtype=np.int64)[None, :],
@@ -124,6 +154,7 @@ class Registers(Memory):
     def __init__(self, name: str, size: int, grid: Grid):
         super().__init__(name, size, grid)
         self.data = np.full((grid.threads, self.size), POISON, dtype=np.uint8)
+        self._threads = np.arange(grid.threads)
 
     def read(self, idx, active=None):
         idx = self._checked(idx, active, "reads")
@@ -141,6 +172,24 @@ class Registers(Memory):
         act = np.ones(shape, bool) if active is None else np.broadcast_to(active, shape)
         r, c = np.nonzero(act)
         self.data[r, np.broadcast_to(idx, shape)[r, c]] = np.broadcast_to(data, shape)[r, c]
+
+    def read_rows(self, off, nbytes, rows=None):
+        if self._inside(off, nbytes) is None or off.shape[0] != self.grid.threads:
+            return super().read_rows(off, nbytes, rows)
+        return self._windows(self.data, nbytes)[self._threads, off]
+
+    def write_rows(self, off, data, rows):
+        n = data.shape[-1]
+        if self._inside(off, n) is None or off.shape[0] != self.grid.threads:
+            super().write_rows(off, data, rows)
+            return
+        # Each thread's window is its own bytes: no two writes meet.
+        view = self._windows(self.data, n, writeable=True)
+        data = np.broadcast_to(data, (self.grid.threads, n))
+        if rows is None:
+            view[self._threads, off] = data
+        else:
+            view[self._threads[rows], off[rows]] = data[rows]
 
     def read_window(self, start, nbytes, rows=None):
         # Registers of masked-off threads may be read: nothing observable happens.
@@ -196,6 +245,14 @@ class _Accesses:
         """The thread (row) of access ``i``."""
         return int(self.rows[i // self._width])
 
+    def pos(self, i: int) -> int:
+        """The flat position of access ``i``."""
+        return int(self.flat[i])
+
+    def gather(self, a: np.ndarray) -> np.ndarray:
+        """The entries of ``a`` (a flat per-byte map of the buffer) at the accesses."""
+        return a[self.flat]
+
     def select(self, a: np.ndarray) -> np.ndarray:
         """The entries of ``a`` (broadcastable to ``(T, k)``) at the accesses, in their order."""
         full = np.broadcast_to(a, self._shape)
@@ -204,6 +261,40 @@ class _Accesses:
         if self._cols is not None:
             full = full[:, self._cols]
         return (full if self._every else full[self.rows]).reshape(-1)
+
+
+class _Windows:
+    """The accesses of ``nbytes`` consecutive bytes from ``start`` (flat, ``(T,)``) by the threads of ``rows``
+    (bool per thread; None: all): :class:`_Accesses`'s interface, with maps gathered window by window."""
+
+    __slots__ = ("lt", "rows", "_mem", "_starts", "_width", "_flat", "_all")
+
+    def __init__(self, mem: SharedMemory, start: np.ndarray, nbytes: int, rows):
+        self._mem, self._width, self._flat, self._all = mem, nbytes, None, rows is None
+        if rows is None:
+            self.rows, self._starts, self.lt = mem.threads, start, mem.local_ids(nbytes)
+        else:
+            self.rows = np.flatnonzero(rows)
+            self._starts, self.lt = start[self.rows], np.repeat(mem.local16[self.rows], nbytes)
+
+    @property
+    def flat(self) -> np.ndarray:
+        if self._flat is None:
+            self._flat = (self._starts[:, None] + np.arange(self._width)).reshape(-1)
+        return self._flat
+
+    def row(self, i: int) -> int:
+        return int(self.rows[i // self._width])
+
+    def pos(self, i: int) -> int:
+        return int(self._starts[i // self._width]) + i % self._width
+
+    def gather(self, a: np.ndarray) -> np.ndarray:
+        return self._mem._windows(a, self._width)[self._starts].reshape(-1)
+
+    def select(self, a: np.ndarray) -> np.ndarray:
+        full = np.broadcast_to(a, (self._mem.grid.threads, self._width))
+        return (full if self._all else full[self.rows]).reshape(-1)
 
 
 class SharedMemory(Memory):
@@ -293,54 +384,80 @@ class SharedMemory(Memory):
         if not fold:
             return
         self._pending = keep
-        reads = [a if isinstance(a, _Accesses) else _Accesses(self, *a) for a, _, _ in fold]
+        reads = [a() if callable(a) else a for a, _, _ in fold]
         flat = np.concatenate([a.flat for a in reads]) if len(reads) > 1 else reads[0].flat
         lt = np.concatenate([a.lt for a in reads]) if len(reads) > 1 else reads[0].lt
         np.minimum.at(self.reader_lo, flat, lt)
         np.maximum.at(self.reader_hi, flat, lt)
         self._read = True
 
+    def _meets_written(self, lo: int, hi: int) -> bool:
+        return lo <= self._written_span[1] and hi >= self._written_span[0]
+
     def read(self, idx, active=None):
         idx, lo, hi = self._checked_span(idx, active, "reads")
-        if lo <= self._written_span[1] and hi >= self._written_span[0]:
-            acc = _Accesses(self, idx, active)
-            w = self.writer[acc.flat]
+        self._record_read(lambda: _Accesses(self, idx, active), lo, hi)
+        return self._bytes[self.base_col + idx]
+
+    def read_rows(self, off, nbytes, rows=None):
+        span = self._inside(off, nbytes)
+        if span is None or off.shape[0] != self.grid.threads:
+            return super().read_rows(off, nbytes, rows)
+        start = self.base + off
+        self._record_read(lambda: _Windows(self, start, nbytes, rows), *span)
+        return self._windows(self._bytes, nbytes)[start]
+
+    def _record_read(self, accesses, lo: int, hi: int) -> None:
+        """Checks a read (``accesses()``: its accesses; ``lo..hi``: its span) against the writer map and
+        keeps it for the reader maps; its accesses are only worked out if needed."""
+        if self._meets_written(lo, hi):
+            acc = accesses()
+            w = acc.gather(self.writer)
             bad = (w != acc.lt) & (w >= 0)
             if bad.any():
                 i = int(np.argmax(bad))
-                raise self._race("reads a byte written by", acc.flat[i], acc.row(i), w[i])
+                raise self._race("reads a byte written by", acc.pos(i), acc.row(i), w[i])
             self._pending.append((acc, lo, hi))
         else:
-            self._pending.append(((idx, active), lo, hi))   # its accesses are worked out if a write comes
-        return self._bytes[self.base_col + idx]
+            self._pending.append((accesses, lo, hi))
 
     def write(self, idx, data, active=None):
         idx, lo, hi = self._checked_span(idx, active, "writes")
-        acc = _Accesses(self, idx, active)
-        flat, lt = acc.flat, acc.lt
+        self._write(_Accesses(self, idx, active), data, lo, hi)
+
+    def write_rows(self, off, data, rows):
+        span = self._inside(off, data.shape[-1])
+        if span is None or off.shape[0] != self.grid.threads:
+            super().write_rows(off, data, rows)
+            return
+        self._write(_Windows(self, self.base + off, data.shape[-1], rows), data, *span)
+
+    def _write(self, acc, data: np.ndarray, lo: int, hi: int) -> None:
         self._fold_reads(lo, hi)
-        writer = self.writer
-        if lo <= self._written_span[1] and hi >= self._written_span[0]:
-            w = writer[flat]
+        lt = acc.lt
+        if self._meets_written(lo, hi):
+            w = acc.gather(self.writer)
             bad = (w != lt) & (w >= 0)
             if bad.any():
                 i = int(np.argmax(bad))
-                raise self._race("overwrites a byte written by", flat[i], acc.row(i), w[i])
+                raise self._race("overwrites a byte written by", acc.pos(i), acc.row(i), w[i])
         if self._read:
-            r_lo, r_hi = self.reader_lo[flat], self.reader_hi[flat]
+            r_lo, r_hi = acc.gather(self.reader_lo), acc.gather(self.reader_hi)
             bad = (r_lo < lt) | (r_hi > lt)      # a reader other than the writing thread
             if bad.any():
                 i = int(np.argmax(bad))
-                raise self._race("overwrites a byte read by", flat[i], acc.row(i),
+                raise self._race("overwrites a byte read by", acc.pos(i), acc.row(i),
                                  r_lo[i] if r_lo[i] == r_hi[i] else -1)
-        writer[flat] = lt
+        flat = acc.flat
+        self.writer[flat] = lt
         if lo <= hi:
             self._written_span = (min(self._written_span[0], lo), max(self._written_span[1], hi))
         self.unfenced[acc.rows] = True
-        clash = writer[flat] != lt
+        w = acc.gather(self.writer)
+        clash = w != lt
         if clash.any():
             i = int(np.argmax(clash))
-            raise self._race("writes the same byte in one access as", flat[i], acc.row(i), writer[flat[i]])
+            raise self._race("writes the same byte in one access as", acc.pos(i), acc.row(i), w[i])
         self._bytes[flat] = acc.select(data)
 
     def atomic_add(self, offs, values, t, active=None, fetch=False):
@@ -367,6 +484,11 @@ class GlobalMemory(Memory):
     def read(self, idx, active=None):
         idx = self._checked(idx, active, "reads")
         return self.data[idx]
+
+    def read_rows(self, off, nbytes, rows=None):
+        if self._inside(off, nbytes) is None:
+            return super().read_rows(off, nbytes, rows)
+        return self._windows(self.data, nbytes)[off]
 
     def write(self, idx, data, active=None):
         idx = self._checked(idx, active, "writes")

@@ -24,8 +24,7 @@ def read_bytes(mem: Memory, off: np.ndarray, nbytes: int, mask) -> np.ndarray:
     """``nbytes`` bytes from ``off`` (per thread): ``(rows, nbytes)``."""
     if off.shape[0] == 1:
         return mem.read_window(int(off[0]), nbytes, mask)
-    idx = off[:, None] + np.arange(nbytes, dtype=np.int64)
-    return mem.read(idx, None if mask is None else mask[:, None])
+    return mem.read_rows(off, nbytes, mask)
 
 
 def write_bytes(mem: Memory, off: np.ndarray, data: np.ndarray, mask) -> None:
@@ -33,8 +32,7 @@ def write_bytes(mem: Memory, off: np.ndarray, data: np.ndarray, mask) -> None:
     if off.shape[0] == 1:
         mem.write_window(int(off[0]), data, mask)
         return
-    idx = off[:, None] + np.arange(data.shape[-1], dtype=np.int64)
-    mem.write(idx, data, None if mask is None else mask[:, None])
+    mem.write_rows(off, data, mask)
 
 
 def read_values(mem: Memory, off: np.ndarray, t: Type, count: int, mask) -> np.ndarray:

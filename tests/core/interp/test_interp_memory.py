@@ -1,8 +1,10 @@
-"""SLM's race detector and data against a per-byte oracle: random reads, writes, fences and barriers.
+"""The memory model against independent oracles.
 
-The oracle keeps, per group and byte, the writing thread and the set of reading threads since the last
-barrier, and replays every access one byte at a time in row-major (thread, byte) order; the detector
-must raise the same race, with the same thread, byte and other thread, and leave the same bytes.
+SLM's race detector and data: random reads, writes (byte indices or a window per thread), fences and
+barriers replayed against a per-byte oracle that keeps, per group and byte, the writing thread and the
+set of reading threads since the last barrier, one byte at a time in row-major (thread, byte) order; the
+detector must raise the same race, with the same thread, byte and other thread, and leave the same bytes.
+Registers' and global memory's window accesses against the accesses of their bytes.
 """
 import numpy as np
 import pytest
@@ -12,7 +14,7 @@ from hypothesis import strategies as st
 from kdd.core.interp.errors import InterpError
 from kdd.core.interp.grid import Grid, Launch
 from kdd.core.interp import memory
-from kdd.core.interp.memory import POISON, SharedMemory
+from kdd.core.interp.memory import POISON, GlobalMemory, Registers, SharedMemory
 
 SIZE = 8
 
@@ -93,8 +95,16 @@ def scenario(draw):
     T = G * P
     steps = []
     for _ in range(draw(st.integers(1, 10))):
-        op = draw(st.sampled_from(["read", "read", "write", "write", "barrier", "fence"]))
-        if op in ("read", "write"):
+        op = draw(st.sampled_from(["read", "read", "write", "write", "read_rows", "write_rows", "barrier", "fence"]))
+        if op in ("read_rows", "write_rows"):    # a window of k bytes per thread
+            k = draw(st.integers(1, 4))
+            off = np.array(draw(st.lists(st.integers(0, SIZE - k), min_size=T, max_size=T)), np.int64)
+            mask = None if draw(st.booleans()) else np.array(draw(st.lists(st.booleans(), min_size=T, max_size=T)))
+            rows = draw(st.sampled_from([1, T]))
+            data = np.array(draw(st.lists(st.integers(0, 255), min_size=rows * k, max_size=rows * k)),
+                            np.uint8).reshape(rows, k) if op == "write_rows" else k
+            steps.append((op, off, mask, data))
+        elif op in ("read", "write"):
             k = draw(st.integers(1, 4))
             rows = draw(st.sampled_from([1, T]))
             # Scattered bytes, or a run of k bytes per row: spans that meet, overlap or just miss.
@@ -143,7 +153,22 @@ def test_slm_races_and_data_match_a_per_byte_oracle(case):
 
 def _replay(slm, oracle, steps):
     for op, arg, active, data in steps:
-        if op == "read":
+        if op in ("read_rows", "write_rows"):   # the same accesses as read / write of every window's bytes
+            k = data if op == "read_rows" else data.shape[1]
+            idx, act = arg[:, None] + np.arange(k), None if active is None else active[:, None]
+            expect = oracle.read(idx, act) if op == "read_rows" else oracle.write(idx, data, act)
+            call = (lambda: slm.read_rows(arg, k, active)) if op == "read_rows" else \
+                (lambda: slm.write_rows(arg, data, active))
+            if isinstance(expect, str):
+                with pytest.raises(InterpError) as err:
+                    call()
+                assert str(err.value) == expect
+                return
+            got = call()
+            if op == "read_rows":
+                np.testing.assert_array_equal(got, expect)
+            np.testing.assert_array_equal(slm.data, oracle.data)
+        elif op == "read":
             expect = oracle.read(arg, active)
             if isinstance(expect, str):
                 with pytest.raises(InterpError) as err:
@@ -167,3 +192,39 @@ def _replay(slm, oracle, steps):
             slm.fence(arg)
             oracle.fence(arg)
         assert slm.unfenced.tolist() == oracle.unfenced
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.sampled_from(["grf", "global"]), st.integers(1, 5), st.integers(1, 5), st.data())
+def test_row_windows_are_reads_and_writes_of_their_bytes(kind, threads, k, data):
+    """``read_rows`` / ``write_rows`` of registers and global memory against ``read`` / ``write`` of the
+    windows' byte indices: same bytes, same out-of-range errors (inactive threads' windows unchecked)."""
+    grid = Grid(Launch((threads, 1, 1), (1, 1, 1), simd=8, reg_bytes=32))
+    off = np.array(data.draw(st.lists(st.integers(-2, SIZE), min_size=threads, max_size=threads)), np.int64)
+    mask = data.draw(st.none() | st.lists(st.booleans(), min_size=threads, max_size=threads).map(np.array))
+    values = np.array(data.draw(st.lists(st.integers(0, 255), min_size=threads * k, max_size=threads * k)),
+                      np.uint8).reshape(threads, k)
+
+    def fresh():
+        if kind == "grf":
+            mem = Registers("r", SIZE, grid)
+            mem.data[:] = np.arange(mem.data.size).reshape(mem.data.shape) % 251
+            return mem
+        return GlobalMemory("g", np.arange(SIZE, dtype=np.uint8) * 3, grid)
+
+    def outcome(f):
+        try:
+            return f()
+        except InterpError as err:
+            return str(err)
+
+    idx, act = off[:, None] + np.arange(k), None if mask is None else mask[:, None]
+    by_rows, by_bytes = fresh(), fresh()
+    got, expect = outcome(lambda: by_rows.read_rows(off, k, mask)), outcome(lambda: by_bytes.read(idx, act))
+    assert type(got) is type(expect)
+    if isinstance(expect, str):
+        assert got == expect
+    else:
+        np.testing.assert_array_equal(got, expect)
+    assert outcome(lambda: by_rows.write_rows(off, values, mask)) == outcome(lambda: by_bytes.write(idx, values, act))
+    np.testing.assert_array_equal(by_rows.data, by_bytes.data)
