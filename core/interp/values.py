@@ -23,16 +23,18 @@ _U32_LOW = np.uint32(0xFFFF0000)
 
 def value_dtype(t: Type) -> np.dtype:
     """numpy dtype of values of ``t`` in registers of the interpreter (bf16 is float32)."""
-    return np.dtype(t.numpy)
+    return _VALUE_DTYPES[t.scalar]
 
 
 def storage_dtype(t: Type) -> np.dtype:
     """numpy dtype of ``t`` as stored in memory (bf16 is uint16, bool is uint8)."""
-    if t.scalar is Scalar.BF16:
-        return np.dtype(np.uint16)
-    if t.is_bool:
-        return np.dtype(np.uint8)
-    return np.dtype(t.numpy)
+    return _STORAGE_DTYPES[t.scalar]
+
+
+# Per scalar kind, looked up on every access of the interpreter.
+_VALUE_DTYPES = {s: np.dtype(Type(s).numpy) for s in Scalar}
+_STORAGE_DTYPES = {s: np.dtype(np.uint16 if s is Scalar.BF16 else np.uint8 if Type(s).is_bool else Type(s).numpy)
+                   for s in Scalar}
 
 
 # -- bf16 ----------------------------------------------------------------------------------------
