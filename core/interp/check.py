@@ -154,9 +154,10 @@ def unpack(buf: np.ndarray, t: Type, layout, dims: tuple[int, ...]) -> np.ndarra
 
 def written_elements(written: np.ndarray, t: Type, layout, dims: tuple[int, ...]) -> np.ndarray:
     """Whether every byte of each logical element was stored: bool, shape ``dims``."""
-    start = element_offsets(layout, dims) * t.size
-    idx = start[:, None] + np.arange(t.size)
-    return written[idx].all(axis=1).reshape(dims)
+    # Element e is bytes [e * size, (e + 1) * size): row e of the bytes taken ``size`` at a time.
+    es = t.size
+    per_element = written[: (written.size // es) * es].reshape(-1, es).all(axis=1)
+    return per_element[element_offsets(layout, dims)].reshape(dims)
 
 
 # -- tolerances ----------------------------------------------------------------------------------------

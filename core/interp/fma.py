@@ -110,7 +110,10 @@ def compile_dpas(ctx, call: FuncCall):
         tm = env[MASK]
         c = read_values(src0.memory(env, GRF), src0.off(env), f.dst_type, M * N, tm)
         a = operand(read_values(src2.memory(env, GRF), src2.off(env), f.src2_type, a_rows * K, tm))
-        a = np.broadcast_to(a.astype(wide_a), (grid.threads, a.shape[1])).reshape(-1, a_rows, K)
+        a = a.astype(wide_a)
+        if a.shape[0] != grid.threads:
+            a = np.broadcast_to(a, (grid.threads, a.shape[1]))
+        a = a.reshape(-1, a_rows, K)
         if f.is_dpasw:
             # Each thread of a pair holds half of A: the even thread rows 0..M/2-1, the odd one the rest.
             mine, theirs = a, a[partner]

@@ -34,6 +34,11 @@ _NO_READER = np.iinfo(np.int16).max  # SLM reader_lo of a byte nobody read: abov
 _PENDING_READS = 64   # SLM reads kept unfolded at most (a write checks each one's span)
 
 
+def _full(a: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
+    """``a`` broadcast to ``shape`` (np.broadcast_to costs microseconds even when there is nothing to do)."""
+    return a if a.shape == shape else np.broadcast_to(a, shape)
+
+
 class ElementBytes:
     """The bytes a load or store of ``lanes`` elements of type ``t`` touches, per thread.
 
@@ -185,7 +190,7 @@ class Registers(Memory):
             return
         # Each thread's window is its own bytes: no two writes meet.
         view = self._windows(self.data, n, writeable=True)
-        data = np.broadcast_to(data, (self.grid.threads, n))
+        data = _full(data, (self.grid.threads, n))
         if rows is None:
             view[self._threads, off] = data
         else:
@@ -255,7 +260,7 @@ class _Accesses:
 
     def select(self, a: np.ndarray) -> np.ndarray:
         """The entries of ``a`` (broadcastable to ``(T, k)``) at the accesses, in their order."""
-        full = np.broadcast_to(a, self._shape)
+        full = _full(a, self._shape)
         if self._each is not None:
             return full[self._each]
         if self._cols is not None:
@@ -293,7 +298,7 @@ class _Windows:
         return self._mem._windows(a, self._width)[self._starts].reshape(-1)
 
     def select(self, a: np.ndarray) -> np.ndarray:
-        full = np.broadcast_to(a, (self._mem.grid.threads, self._width))
+        full = _full(a, (self._mem.grid.threads, self._width))
         return (full if self._all else full[self.rows]).reshape(-1)
 
 

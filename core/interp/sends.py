@@ -43,8 +43,7 @@ def compile_send(ctx, call: FuncCall):
     scattered = f.kind is SendKind.SCATTERED
     if vec > 1 and f.op in (SendOp.ATOMIC_ADD, SendOp.ATOMIC_FETCH_ADD):
         raise InterpError(f"{f}: atomics move one element per lane")
-    # Register order (vector element, lane, byte) -> the byte's lane and its distance from the lane's address.
-    byte_lane = np.tile(np.repeat(np.arange(n), size), vec)
+    # Register order (vector element, lane, byte) -> the byte's distance from its lane's address.
     vec_steps = np.repeat(np.arange(vec, dtype=np.int64) * size, n * size) + np.tile(np.arange(size), n * vec)
     block_steps = np.arange(nbytes, dtype=np.int64)
     elem_starts = np.arange(f.elems, dtype=np.int64) * size
@@ -61,13 +60,20 @@ def compile_send(ctx, call: FuncCall):
             return o[:, None] + block_steps
         if o.ndim == 1:
             return o[:, None] + vec_steps
-        return o[:, byte_lane] + vec_steps
+        idx = lane_bytes(o)
+        idx += vec_steps
+        return idx
+
+    def lane_bytes(x):
+        """Per-lane columns ``(rows, lanes)`` as a new array of register-order byte columns."""
+        x = np.repeat(x, size, axis=1)
+        return np.tile(x, (1, vec)) if vec > 1 else x
 
     def per_byte(act):
         """Lane activity as register-order byte activity (every vector element of a lane alike)."""
         if act is None or act.shape[1] == 1:
             return act
-        return act[:, byte_lane]
+        return lane_bytes(act)
 
     if f.op is SendOp.LOAD:
         def load(env):

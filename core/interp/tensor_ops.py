@@ -50,8 +50,7 @@ def _writer(dst_op, place: _Placement):
         tm = env[MASK]
         mem, off = dst_op.memory(env), dst_op.off(env)
         cur = np.array(read_bytes(mem, off, place.span, tm))
-        cur[:, place.bytes] = np.broadcast_to(to_bytes(values, place.type),
-                                              (cur.shape[0], place.bytes.size))
+        cur[:, place.bytes] = to_bytes(values, place.type)   # (1 | rows, bytes), broadcast by the assignment
         write_bytes(mem, off, cur, tm)
     return write
 
