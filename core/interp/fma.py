@@ -54,9 +54,10 @@ def compile_mad(ctx, call: FuncCall):
 
     def mad(env):
         tm = env[MASK]
-        s0 = read_values(src0.memory(env, GRF), src0.off(env), f.dst_type, n, tm)
-        s1 = read_values(src1.memory(env, GRF), src1.off(env), f.src1_type, n, tm)
-        s2 = read_strided(src2.memory(env, GRF), src2.off(env), f.src2_type, n, f.src2_stride, tm)
+        # Operands may be views of the registers (copy=False): they are widened before dst is written.
+        s0 = read_values(src0.memory(env, GRF), src0.off(env), f.dst_type, n, tm, copy=False)
+        s1 = read_values(src1.memory(env, GRF), src1.off(env), f.src1_type, n, tm, copy=False)
+        s2 = read_strided(src2.memory(env, GRF), src2.off(env), f.src2_type, n, f.src2_stride, tm, copy=False)
         prod = _wide(s1, f.src1_type) * _wide(s2, f.src2_type)
         write_values(dst.memory(env, GRF), dst.off(env), accumulate(s0, prod, f.dst_type), f.dst_type, tm)
     return mad
@@ -108,8 +109,9 @@ def compile_dpas(ctx, call: FuncCall):
 
     def dpas(env):
         tm = env[MASK]
-        c = read_values(src0.memory(env, GRF), src0.off(env), f.dst_type, M * N, tm)
-        a = operand(read_values(src2.memory(env, GRF), src2.off(env), f.src2_type, a_rows * K, tm))
+        # Operands may be views of the registers (copy=False): they are widened before dst is written.
+        c = read_values(src0.memory(env, GRF), src0.off(env), f.dst_type, M * N, tm, copy=False)
+        a = operand(read_values(src2.memory(env, GRF), src2.off(env), f.src2_type, a_rows * K, tm, copy=False))
         a = a.astype(wide_a)
         if a.shape[0] != grid.threads:
             a = np.broadcast_to(a, (grid.threads, a.shape[1]))
@@ -119,7 +121,7 @@ def compile_dpas(ctx, call: FuncCall):
             mine, theirs = a, a[partner]
             a = np.where(even_first, np.concatenate([mine, theirs], 1), np.concatenate([theirs, mine], 1))
         # B: sdepth rows of N dwords; dword (kk, n) holds K elements kk*opc .. kk*opc+opc-1 of column n.
-        b = operand(read_values(src1.memory(env, GRF), src1.off(env), f.src1_type, K * N, tm))
+        b = operand(read_values(src1.memory(env, GRF), src1.off(env), f.src1_type, K * N, tm, copy=False))
         b = b.reshape(b.shape[0], f.sdepth, N, opc).transpose(0, 1, 3, 2).astype(wide_b, order="C")
         prod = np.matmul(a, b.reshape(-1, K, N))
         if in_place:

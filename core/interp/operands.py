@@ -35,17 +35,19 @@ def write_bytes(mem: Memory, off: np.ndarray, data: np.ndarray, mask) -> None:
     mem.write_rows(off, data, mask)
 
 
-def read_values(mem: Memory, off: np.ndarray, t: Type, count: int, mask) -> np.ndarray:
-    """``count`` dense values of type ``t`` from ``off``: ``(rows, count)``."""
-    return from_bytes(read_bytes(mem, off, count * t.size, mask), t)
+def read_values(mem: Memory, off: np.ndarray, t: Type, count: int, mask, copy: bool = True) -> np.ndarray:
+    """``count`` dense values of type ``t`` from ``off``: ``(rows, count)``; ``copy=False``: possibly a view of
+    the memory (see :func:`.values.from_bytes`)."""
+    return from_bytes(read_bytes(mem, off, count * t.size, mask), t, copy)
 
 
-def read_strided(mem: Memory, off: np.ndarray, t: Type, count: int, stride: int, mask) -> np.ndarray:
+def read_strided(mem: Memory, off: np.ndarray, t: Type, count: int, stride: int, mask,
+                 copy: bool = True) -> np.ndarray:
     """``count`` values of ``t`` at ``off + i * stride`` bytes (stride 0 broadcasts one value)."""
     if stride == 0:
-        return read_values(mem, off, t, 1, mask)
+        return read_values(mem, off, t, 1, mask, copy)
     if stride == t.size:
-        return read_values(mem, off, t, count, mask)
+        return read_values(mem, off, t, count, mask, copy)
     starts = off[:, None] + np.arange(count, dtype=np.int64) * stride
     idx = (starts[:, :, None] + np.arange(t.size)).reshape(starts.shape[0], -1)
     return from_bytes(mem.read(idx, None if mask is None else mask[:, None]), t)

@@ -112,9 +112,12 @@ def to_bytes(values: np.ndarray, t: Type) -> np.ndarray:
     return stored.view(np.uint8).reshape(stored.shape[:-1] + (-1,))
 
 
-def from_bytes(raw: np.ndarray, t: Type) -> np.ndarray:
-    """Bytes ``(..., k * size)`` (uint8) as ``k`` values of type ``t``: ``(..., k)``."""
-    raw = np.ascontiguousarray(raw)
+def from_bytes(raw: np.ndarray, t: Type, copy: bool = True) -> np.ndarray:
+    """Bytes ``(..., k * size)`` (uint8) as ``k`` values of type ``t``: ``(..., k)``. With ``copy=False``
+    the values may be a view of ``raw`` (when its last axis is contiguous), for a caller that is done
+    with them before the memory under ``raw`` changes."""
+    if copy or raw.ndim == 0 or raw.strides[-1] != 1:
+        raw = np.ascontiguousarray(raw)
     return from_storage(raw.view(storage_dtype(t)), t)
 
 
