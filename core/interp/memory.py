@@ -505,9 +505,14 @@ class GlobalMemory(Memory):
             self.data[full] = src
             self.written[full] = True
             return
-        act = np.broadcast_to(active, shape)
-        self.data[full[act]] = src[act]
-        self.written[full[act]] = True
+        if active.shape[0] == 1 and shape[0] > 1:   # the same bytes of every row: select columns
+            cols = np.broadcast_to(active, (1, shape[1]))[0]
+            at, values = full[:, cols].reshape(-1), src[:, cols].reshape(-1)
+        else:
+            act = np.broadcast_to(active, shape)
+            at, values = full[act], src[act]
+        self.data[at] = values
+        self.written[at] = True
 
     def atomic_add(self, offs, values, t, active=None, fetch=False):
         rows = self._rows(offs, values, active)

@@ -228,3 +228,30 @@ def test_row_windows_are_reads_and_writes_of_their_bytes(kind, threads, k, data)
         np.testing.assert_array_equal(got, expect)
     assert outcome(lambda: by_rows.write_rows(off, values, mask)) == outcome(lambda: by_bytes.write(idx, values, act))
     np.testing.assert_array_equal(by_rows.data, by_bytes.data)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.integers(1, 4), st.integers(1, 4), st.data())
+def test_global_writes_match_a_byte_loop(threads, k, data):
+    """A global write stores each active (thread, byte) in row-major order (later rows win a shared byte)
+    and marks exactly the stored bytes written, whatever the activity's shape."""
+    grid = Grid(Launch((threads, 1, 1), (1, 1, 1), simd=8, reg_bytes=32))
+    rows = data.draw(st.sampled_from([1, threads]))
+    idx = np.array(data.draw(st.lists(st.integers(0, SIZE - 1), min_size=rows * k, max_size=rows * k)),
+                   np.int64).reshape(rows, k)
+    values = np.array(data.draw(st.lists(st.integers(0, 255), min_size=threads * k, max_size=threads * k)),
+                      np.uint8).reshape(threads, k)
+    shape = data.draw(st.sampled_from([None, (1, k), (threads, 1), (threads, k)]))
+    active = None if shape is None else np.array(
+        data.draw(st.lists(st.booleans(), min_size=shape[0] * shape[1], max_size=shape[0] * shape[1]))).reshape(shape)
+    mem = GlobalMemory("g", np.zeros(SIZE, np.uint8), grid)
+    mem.write(idx, values, active)
+    expect, written = np.zeros(SIZE, np.uint8), np.zeros(SIZE, bool)
+    act = np.ones((threads, k), bool) if active is None else np.broadcast_to(active, (threads, k))
+    for t in range(threads):
+        for j in range(k):
+            if act[t, j]:
+                b = idx[t if rows > 1 else 0, j]
+                expect[b], written[b] = values[t, j], True
+    np.testing.assert_array_equal(mem.data, expect)
+    np.testing.assert_array_equal(mem.written, written)
