@@ -119,7 +119,7 @@ class Memory:
 
     def _inside(self, off: np.ndarray, nbytes: int) -> tuple[int, int] | None:
         """The lowest and highest byte of the windows ``[off, off + nbytes)``, None unless all of them lie
-        in the buffer (then :meth:`read` and :meth:`write` raise or skip what they must)."""
+        in the buffer (callers then take the byte path, which raises for active threads only)."""
         if off.size == 0 or nbytes < 1 or nbytes > self.size:
             return None
         lo, hi = int(off.min()), int(off.max()) + nbytes - 1

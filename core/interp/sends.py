@@ -75,6 +75,15 @@ def compile_send(ctx, call: FuncCall):
             return act
         return lane_bytes(act)
 
+    threads = ctx.grid.threads
+
+    def masked_block(env, act_b):
+        """A block message masked per thread, read as one window per thread (None: another shape)."""
+        o = mem.off(env)
+        if act_b is None or act_b.shape != (threads, 1) or o.shape != (threads,):
+            return None
+        return mem.memory(env, space).read_rows(o, nbytes, act_b[:, 0])
+
     if f.op is SendOp.LOAD:
         def load(env):
             tm = env[MASK]
@@ -86,7 +95,9 @@ def compile_send(ctx, call: FuncCall):
                 if not some:
                     return  # every element masked off: no access, registers unchanged
                 act_b = per_byte(act)
-                data = mem.memory(env, space).read(byte_index(env), act_b)
+                data = masked_block(env, act_b) if not scattered else None
+                if data is None:
+                    data = mem.memory(env, space).read(byte_index(env), act_b)
                 if act_b is not None:
                     data = np.where(act_b, data, read_bytes(regs, reg.off(env), nbytes, tm))
             write_bytes(regs, reg.off(env), data, tm)
