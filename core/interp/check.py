@@ -41,6 +41,7 @@ from __future__ import annotations
 import math
 import time
 from dataclasses import dataclass
+from functools import lru_cache
 
 import numpy as np
 
@@ -115,10 +116,21 @@ def random_values(t: Type, dims: tuple[int, ...], rng: np.random.Generator, mant
 
 
 def element_offsets(layout, dims: tuple[int, ...]) -> np.ndarray:
-    """Element offset of every logical index of ``dims`` (C order) in ``layout``."""
+    """Element offset of every logical index of ``dims`` (C order) in ``layout`` (read-only)."""
     if tuple(layout.dims) != tuple(dims):
         raise ValueError(f"layout dims {tuple(layout.dims)} differ from the tensor's {tuple(dims)}")
-    return layout.offsets_of(np.indices(dims).reshape(len(dims), -1).T)
+    return _element_offsets(layout, tuple(dims))
+
+
+@lru_cache(maxsize=16)
+def _element_offsets(layout, dims: tuple[int, ...]) -> np.ndarray:
+    # Cached: a bisection packs and unpacks the same tensors after every pass.
+    return _read_only(layout.offsets_of(np.indices(dims).reshape(len(dims), -1).T))
+
+
+def _read_only(a: np.ndarray) -> np.ndarray:
+    a.flags.writeable = False
+    return a
 
 
 def _typed(buf: np.ndarray, t: Type) -> np.ndarray:
@@ -142,9 +154,10 @@ def unpack(buf: np.ndarray, t: Type, layout, dims: tuple[int, ...]) -> np.ndarra
 
 def written_elements(written: np.ndarray, t: Type, layout, dims: tuple[int, ...]) -> np.ndarray:
     """Whether every byte of each logical element was stored: bool, shape ``dims``."""
-    start = element_offsets(layout, dims) * t.size
-    idx = start[:, None] + np.arange(t.size)
-    return written[idx].all(axis=1).reshape(dims)
+    # Element e is bytes [e * size, (e + 1) * size): row e of the bytes taken ``size`` at a time.
+    es = t.size
+    per_element = written[: (written.size // es) * es].reshape(-1, es).all(axis=1)
+    return per_element[element_offsets(layout, dims)].reshape(dims)
 
 
 # -- tolerances ----------------------------------------------------------------------------------------
@@ -250,27 +263,45 @@ def check_kernel(kernel, problem=None, *, seed: int = 0, tol: float | None = Non
     if max_macs is not None and check_macs(problem) > max_macs:
         raise CheckTooLarge(f"the check of {problem.shape.canonical()} would interpret {check_macs(problem)} "
                             f"multiply-adds, more than the bound of {max_macs}; check a smaller shape")
-    buffers, inputs = check_buffers(kernel, seed)
-    buffers = {arg.var.name: buffers[arg.name] for arg in kernel.args}
+    buffers, inputs, refs = _prepared(tuple(kernel.args), _fills_mantissa(kernel), seed, problem)
+    buffers = {arg.var.name: buffers[arg.name].copy() for arg in kernel.args}
     launch = Launch(tuple(kernel.grid), tuple(kernel.tg), kernel.simd, kernel.reg_bytes)
     interp_start = time.perf_counter()
     run = run_ir(kernel.body, launch, buffers)
     interp_ms = (time.perf_counter() - interp_start) * 1e3
     outputs = {arg.name: buffers[arg.var.name] for arg in kernel.outputs}
     written = {arg.name: run.written[arg.var.name] for arg in kernel.outputs if arg.var.name in run.written}
-    return verdict(kernel, problem, inputs, outputs, written, tol, start, interp_ms)
+    return verdict(kernel, problem, inputs, outputs, written, tol, start, interp_ms, refs)
+
+
+@lru_cache(maxsize=2)
+def _prepared(args: tuple, mantissa: bool, seed: int, problem) -> tuple[dict, dict, dict]:
+    """:func:`check_buffers` and the reference outputs, read-only. Cached: a bisection checks the same
+    arguments of the same problem after every pass."""
+    buffers, inputs = _buffers(args, mantissa, seed)
+    refs = reference(problem, inputs)
+    for a in (*buffers.values(), *inputs.values(), *refs.values()):
+        _read_only(a)
+    return buffers, inputs, refs
+
+
+def _fills_mantissa(kernel) -> bool:
+    # Float outputs have a rounding tolerance, so their inputs can fill the mantissa; integer outputs
+    # need exact sums (a rounding tie decided differently would move an element by one).
+    return all(arg.dtype.is_float for arg in kernel.outputs)
 
 
 def check_buffers(kernel, seed: int = 0) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
     """Every argument's bytes (by argument name) and the logical inputs, as the protocol makes them
     (steps 1 and 2 of the module docstring)."""
+    return _buffers(kernel.args, _fills_mantissa(kernel), seed)
+
+
+def _buffers(args, mantissa: bool, seed: int) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
     rng = np.random.default_rng(seed)
     buffers: dict[str, np.ndarray] = {}
     inputs: dict[str, np.ndarray] = {}
-    # Float outputs have a rounding tolerance, so their inputs can fill the mantissa; integer outputs
-    # need exact sums (a rounding tie decided differently would move an element by one).
-    mantissa = all(arg.dtype.is_float for arg in kernel.outputs)
-    for arg in kernel.args:
+    for arg in args:
         dims = tuple(size for _, size in arg.dims)
         if arg.role in ("output", "scratch"):  # the kernel writes them before reading
             fill = 0 if arg.zero_init else 0xFF

@@ -25,13 +25,20 @@ GRF = MemKind.GRF
 
 def accumulate(acc: np.ndarray, products: np.ndarray, t: Type) -> np.ndarray:
     """``acc + products`` (both exact in float64/int64) rounded or wrapped to ``t``."""
-    if t.is_float:
-        return round_float(acc.astype(np.float64) + products, t)
-    return (acc.astype(np.int64) + products).astype(value_dtype(t))
+    return _narrow(acc.astype(_wide_dtype(t)) + products, t)
 
 
 def _wide(x: np.ndarray, t: Type) -> np.ndarray:
-    return x.astype(np.float64 if t.is_float else np.int64)
+    return x.astype(_wide_dtype(t))
+
+
+def _wide_dtype(t: Type) -> type:
+    return np.float64 if t.is_float else np.int64
+
+
+def _narrow(acc: np.ndarray, t: Type) -> np.ndarray:
+    """An exact float64 / int64 accumulation rounded or wrapped to ``t``."""
+    return round_float(acc, t) if t.is_float else acc.astype(value_dtype(t))
 
 
 def _operands(ctx, call: FuncCall):
@@ -47,9 +54,10 @@ def compile_mad(ctx, call: FuncCall):
 
     def mad(env):
         tm = env[MASK]
-        s0 = read_values(src0.memory(env, GRF), src0.off(env), f.dst_type, n, tm)
-        s1 = read_values(src1.memory(env, GRF), src1.off(env), f.src1_type, n, tm)
-        s2 = read_strided(src2.memory(env, GRF), src2.off(env), f.src2_type, n, f.src2_stride, tm)
+        # Operands may be views of the registers (copy=False): they are widened before dst is written.
+        s0 = read_values(src0.memory(env, GRF), src0.off(env), f.dst_type, n, tm, copy=False)
+        s1 = read_values(src1.memory(env, GRF), src1.off(env), f.src1_type, n, tm, copy=False)
+        s2 = read_strided(src2.memory(env, GRF), src2.off(env), f.src2_type, n, f.src2_stride, tm, copy=False)
         prod = _wide(s1, f.src1_type) * _wide(s2, f.src2_type)
         write_values(dst.memory(env, GRF), dst.off(env), accumulate(s0, prod, f.dst_type), f.dst_type, tm)
     return mad
@@ -96,20 +104,32 @@ def compile_dpas(ctx, call: FuncCall):
     partner = grid.group * grid.launch.group_size + (grid.local ^ 1)
     even_first = (grid.local % 2 == 0)[:, None, None]
 
+    wide_a, wide_b = _wide_dtype(f.src2_type), _wide_dtype(f.src1_type)
+    in_place = wide_a is wide_b is _wide_dtype(f.dst_type)
+
     def dpas(env):
         tm = env[MASK]
-        c = read_values(src0.memory(env, GRF), src0.off(env), f.dst_type, M * N, tm)
-        a = operand(read_values(src2.memory(env, GRF), src2.off(env), f.src2_type, a_rows * K, tm))
-        a = np.broadcast_to(a, (grid.threads, a.shape[1])).reshape(-1, a_rows, K)
+        # Operands may be views of the registers (copy=False): they are widened before dst is written.
+        c = read_values(src0.memory(env, GRF), src0.off(env), f.dst_type, M * N, tm, copy=False)
+        a = operand(read_values(src2.memory(env, GRF), src2.off(env), f.src2_type, a_rows * K, tm, copy=False))
+        a = a.astype(wide_a)
+        if a.shape[0] != grid.threads:
+            a = np.broadcast_to(a, (grid.threads, a.shape[1]))
+        a = a.reshape(-1, a_rows, K)
         if f.is_dpasw:
             # Each thread of a pair holds half of A: the even thread rows 0..M/2-1, the odd one the rest.
             mine, theirs = a, a[partner]
             a = np.where(even_first, np.concatenate([mine, theirs], 1), np.concatenate([theirs, mine], 1))
         # B: sdepth rows of N dwords; dword (kk, n) holds K elements kk*opc .. kk*opc+opc-1 of column n.
-        b = operand(read_values(src1.memory(env, GRF), src1.off(env), f.src1_type, K * N, tm))
-        b = b.reshape(b.shape[0], f.sdepth, N, opc).transpose(0, 1, 3, 2).reshape(-1, K, N)
-        prod = np.matmul(_wide(a, f.src2_type), _wide(b, f.src1_type))
-        out = accumulate(c.reshape(-1, M, N), prod, f.dst_type).reshape(-1, M * N)
+        b = operand(read_values(src1.memory(env, GRF), src1.off(env), f.src1_type, K * N, tm, copy=False))
+        b = b.reshape(b.shape[0], f.sdepth, N, opc).transpose(0, 1, 3, 2).astype(wide_b, order="C")
+        prod = np.matmul(a, b.reshape(-1, K, N))
+        if in_place:
+            prod += c.reshape(-1, M, N)     # c widened to the products' type first, as accumulate does
+            out = _narrow(prod, f.dst_type)
+        else:
+            out = accumulate(c.reshape(-1, M, N), prod, f.dst_type)
+        out = out.reshape(-1, M * N)
         write_values(dst.memory(env, GRF), dst.off(env), out, f.dst_type, tm)
     return dpas
 

@@ -24,8 +24,7 @@ def read_bytes(mem: Memory, off: np.ndarray, nbytes: int, mask) -> np.ndarray:
     """``nbytes`` bytes from ``off`` (per thread): ``(rows, nbytes)``."""
     if off.shape[0] == 1:
         return mem.read_window(int(off[0]), nbytes, mask)
-    idx = off[:, None] + np.arange(nbytes, dtype=np.int64)
-    return mem.read(idx, None if mask is None else mask[:, None])
+    return mem.read_rows(off, nbytes, mask)
 
 
 def write_bytes(mem: Memory, off: np.ndarray, data: np.ndarray, mask) -> None:
@@ -33,21 +32,22 @@ def write_bytes(mem: Memory, off: np.ndarray, data: np.ndarray, mask) -> None:
     if off.shape[0] == 1:
         mem.write_window(int(off[0]), data, mask)
         return
-    idx = off[:, None] + np.arange(data.shape[-1], dtype=np.int64)
-    mem.write(idx, data, None if mask is None else mask[:, None])
+    mem.write_rows(off, data, mask)
 
 
-def read_values(mem: Memory, off: np.ndarray, t: Type, count: int, mask) -> np.ndarray:
-    """``count`` dense values of type ``t`` from ``off``: ``(rows, count)``."""
-    return from_bytes(read_bytes(mem, off, count * t.size, mask), t)
+def read_values(mem: Memory, off: np.ndarray, t: Type, count: int, mask, copy: bool = True) -> np.ndarray:
+    """``count`` dense values of type ``t`` from ``off``: ``(rows, count)``; ``copy=False``: possibly a view of
+    the memory (see :func:`.values.from_bytes`)."""
+    return from_bytes(read_bytes(mem, off, count * t.size, mask), t, copy)
 
 
-def read_strided(mem: Memory, off: np.ndarray, t: Type, count: int, stride: int, mask) -> np.ndarray:
+def read_strided(mem: Memory, off: np.ndarray, t: Type, count: int, stride: int, mask,
+                 copy: bool = True) -> np.ndarray:
     """``count`` values of ``t`` at ``off + i * stride`` bytes (stride 0 broadcasts one value)."""
     if stride == 0:
-        return read_values(mem, off, t, 1, mask)
+        return read_values(mem, off, t, 1, mask, copy)
     if stride == t.size:
-        return read_values(mem, off, t, count, mask)
+        return read_values(mem, off, t, count, mask, copy)
     starts = off[:, None] + np.arange(count, dtype=np.int64) * stride
     idx = (starts[:, :, None] + np.arange(t.size)).reshape(starts.shape[0], -1)
     return from_bytes(mem.read(idx, None if mask is None else mask[:, None]), t)

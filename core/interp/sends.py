@@ -44,8 +44,7 @@ def compile_send(ctx, call: FuncCall):
     if vec > 1 and f.op in (SendOp.ATOMIC_ADD, SendOp.ATOMIC_FETCH_ADD):
         raise InterpError(f"{f}: atomics move one element per lane")
     # Register order (vector element, lane, byte) -> the byte's distance from its lane's address.
-    vec_steps = (np.arange(vec, dtype=np.int64)[:, None, None] * size
-                 + np.zeros((1, n, 1), dtype=np.int64) + np.arange(size, dtype=np.int64))
+    vec_steps = np.repeat(np.arange(vec, dtype=np.int64) * size, n * size) + np.tile(np.arange(size), n * vec)
     block_steps = np.arange(nbytes, dtype=np.int64)
     elem_starts = np.arange(f.elems, dtype=np.int64) * size
 
@@ -59,14 +58,31 @@ def compile_send(ctx, call: FuncCall):
         o = mem.off(env)
         if not scattered:
             return o[:, None] + block_steps
-        offs = o if o.ndim == 2 else o[:, None] + np.zeros(n, dtype=np.int64)
-        return (offs[:, None, :, None] + vec_steps[None]).reshape(offs.shape[0], -1)
+        if o.ndim == 1:
+            return o[:, None] + vec_steps
+        idx = lane_bytes(o)
+        idx += vec_steps
+        return idx
+
+    def lane_bytes(x):
+        """Per-lane columns ``(rows, lanes)`` as a new array of register-order byte columns."""
+        x = np.repeat(x, size, axis=1)
+        return np.tile(x, (1, vec)) if vec > 1 else x
 
     def per_byte(act):
         """Lane activity as register-order byte activity (every vector element of a lane alike)."""
         if act is None or act.shape[1] == 1:
             return act
-        return np.repeat(np.tile(act, (1, vec)), size, axis=1)
+        return lane_bytes(act)
+
+    threads = ctx.grid.threads
+
+    def masked_block(env, act_b):
+        """A block message masked per thread, read as one window per thread (None: another shape)."""
+        o = mem.off(env)
+        if act_b is None or act_b.shape != (threads, 1) or o.shape != (threads,):
+            return None
+        return mem.memory(env, space).read_rows(o, nbytes, act_b[:, 0])
 
     if f.op is SendOp.LOAD:
         def load(env):
@@ -79,7 +95,9 @@ def compile_send(ctx, call: FuncCall):
                 if not some:
                     return  # every element masked off: no access, registers unchanged
                 act_b = per_byte(act)
-                data = mem.memory(env, space).read(byte_index(env), act_b)
+                data = masked_block(env, act_b) if not scattered else None
+                if data is None:
+                    data = mem.memory(env, space).read(byte_index(env), act_b)
                 if act_b is not None:
                     data = np.where(act_b, data, read_bytes(regs, reg.off(env), nbytes, tm))
             write_bytes(regs, reg.off(env), data, tm)

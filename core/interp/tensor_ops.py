@@ -20,6 +20,7 @@ from kdd.core.ir.types import f64, s64
 
 from .eltwise_math import ELTWISE, apply_eltwise
 from .errors import InterpError
+from .memory import Registers
 from .operands import read_bytes, read_values, write_bytes, write_values
 from .values import convert_nearest, from_bytes, to_bytes
 from .vexpr import MASK
@@ -36,6 +37,8 @@ class _Placement:
         self.type = layout.dtype
         self.bytes = _byte_index(layout.offsets_of(indices), self.type.size)
         self.span = int(self.bytes.max()) + 1 if self.bytes.size else 0
+        # Bytes 0, 1, .., span - 1 in order: the elements are the whole window, no gather or scatter.
+        self.dense = bool((self.bytes == np.arange(self.bytes.size)).all())
 
 
 def _padded_indices(layout) -> tuple[np.ndarray, np.ndarray]:
@@ -49,9 +52,12 @@ def _writer(dst_op, place: _Placement):
     def write(env, values):
         tm = env[MASK]
         mem, off = dst_op.memory(env), dst_op.off(env)
+        if place.dense and isinstance(mem, Registers) and off.min() >= 0 and off.max() + place.span <= mem.size:
+            # Every byte is replaced, and reading registers has no effect: write the values as they are.
+            write_bytes(mem, off, to_bytes(values, place.type), tm)
+            return
         cur = np.array(read_bytes(mem, off, place.span, tm))
-        cur[:, place.bytes] = np.broadcast_to(to_bytes(values, place.type),
-                                              (cur.shape[0], place.bytes.size))
+        cur[:, place.bytes] = to_bytes(values, place.type)   # (1 | rows, bytes), broadcast by the assignment
         write_bytes(mem, off, cur, tm)
     return write
 
@@ -66,15 +72,17 @@ def compile_reorder(ctx, call: FuncCall):
     grid, inside = _padded_indices(dst_l)
     src_place, dst_place = _Placement(src_l, grid[inside]), _Placement(dst_l, grid)
     write = _writer(dst, dst_place)
-    n = len(grid)
+    n, padded = len(grid), not inside.all()
 
     def reorder(env):
         raw = read_bytes(src.memory(env), src.off(env), src_place.span, env[MASK])
-        vals = from_bytes(raw[:, src_place.bytes], src_place.type)
+        vals = from_bytes(raw if src_place.dense else raw[:, src_place.bytes], src_place.type)
         conv = convert_nearest(vals, src_l.dtype, dst_l.dtype)
-        out = np.zeros((vals.shape[0], n), dtype=conv.dtype)
-        out[:, inside] = conv
-        write(env, out)
+        if padded:
+            out = np.zeros((vals.shape[0], n), dtype=conv.dtype)
+            out[:, inside] = conv
+            conv = out
+        write(env, conv)
     return reorder
 
 

@@ -23,16 +23,18 @@ _U32_LOW = np.uint32(0xFFFF0000)
 
 def value_dtype(t: Type) -> np.dtype:
     """numpy dtype of values of ``t`` in registers of the interpreter (bf16 is float32)."""
-    return np.dtype(t.numpy)
+    return _VALUE_DTYPES[t.scalar]
 
 
 def storage_dtype(t: Type) -> np.dtype:
     """numpy dtype of ``t`` as stored in memory (bf16 is uint16, bool is uint8)."""
-    if t.scalar is Scalar.BF16:
-        return np.dtype(np.uint16)
-    if t.is_bool:
-        return np.dtype(np.uint8)
-    return np.dtype(t.numpy)
+    return _STORAGE_DTYPES[t.scalar]
+
+
+# Per scalar kind, looked up on every access of the interpreter.
+_VALUE_DTYPES = {s: np.dtype(Type(s).numpy) for s in Scalar}
+_STORAGE_DTYPES = {s: np.dtype(np.uint16 if s is Scalar.BF16 else np.uint8 if Type(s).is_bool else Type(s).numpy)
+                   for s in Scalar}
 
 
 # -- bf16 ----------------------------------------------------------------------------------------
@@ -110,9 +112,12 @@ def to_bytes(values: np.ndarray, t: Type) -> np.ndarray:
     return stored.view(np.uint8).reshape(stored.shape[:-1] + (-1,))
 
 
-def from_bytes(raw: np.ndarray, t: Type) -> np.ndarray:
-    """Bytes ``(..., k * size)`` (uint8) as ``k`` values of type ``t``: ``(..., k)``."""
-    raw = np.ascontiguousarray(raw)
+def from_bytes(raw: np.ndarray, t: Type, copy: bool = True) -> np.ndarray:
+    """Bytes ``(..., k * size)`` (uint8) as ``k`` values of type ``t``: ``(..., k)``. With ``copy=False``
+    the values may be a view of ``raw`` (when its last axis is contiguous), for a caller that is done
+    with them before the memory under ``raw`` changes."""
+    if copy or raw.ndim == 0 or raw.strides[-1] != 1:
+        raw = np.ascontiguousarray(raw)
     return from_storage(raw.view(storage_dtype(t)), t)
 
 
