@@ -41,12 +41,19 @@ class Oracle:
         return (f"SLM race on 'slm' byte {byte}: {self.grid.describe(t)} {kind} thread {other} "
                 f"of its group since the last barrier")
 
-    def read(self, idx, active):
-        acc = self._accesses(idx, active)
+    def _written_by_another(self, acc, what):
+        """The race of the first access to a byte another thread of its group wrote since the barrier."""
         for t, g, lt, b, _ in acc:
             w = self.writer.get((g, b), -1)
             if w >= 0 and w != lt:
-                return self._race("reads a byte written by", t, b, w)
+                return self._race(what, t, b, w)
+        return None
+
+    def read(self, idx, active):
+        acc = self._accesses(idx, active)
+        race = self._written_by_another(acc, "reads a byte written by")
+        if race is not None:
+            return race
         for t, g, lt, b, _ in acc:
             self.readers.setdefault((g, b), set()).add(lt)
         T, k = self.grid.threads, idx.shape[1]
@@ -55,10 +62,9 @@ class Oracle:
 
     def write(self, idx, data, active):
         acc = self._accesses(idx, active)
-        for t, g, lt, b, _ in acc:
-            w = self.writer.get((g, b), -1)
-            if w >= 0 and w != lt:
-                return self._race("overwrites a byte written by", t, b, w)
+        race = self._written_by_another(acc, "overwrites a byte written by")
+        if race is not None:
+            return race
         for t, g, lt, b, _ in acc:
             others = self.readers.get((g, b), set()) - {lt}
             if others:
