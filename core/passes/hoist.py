@@ -61,7 +61,7 @@ from .cse import register_budget
 from .forms import Forms
 from .naming import NameSource
 from .opcount import int_ops
-from .send_headers import ADDR_ATTR
+from .send_headers import ADDR_ATTR, header_of
 from .tree import DropLets, binder, child_stmts, distinct_nodes, expr_vars, has_load, own_exprs, trip_count, var_names
 
 
@@ -336,7 +336,7 @@ class _LiftHeaders(IRMutator):
             i += 2
             # A send right after it reading the same header (send lowering shares one between
             # sends of one address) reads the lifted one too.
-            while i < len(stmts) and _header_of(stmts[i]) == header:
+            while i < len(stmts) and header_of(stmts[i]) == header:
                 out.append(stmts[i].with_ops(mem_offset=moved.ops.mem_offset))
                 i += 1
         return new if len(out) == len(stmts) else seq(*out)
@@ -492,11 +492,11 @@ def _unpaired_headers(ir: Node) -> set[str]:
     for n in distinct_nodes(ir):
         kids = child_stmts(n)
         for i, k in enumerate(kids):
-            h = _header_of(k)
+            h = header_of(k)
             if h is None:
                 continue
             j = i - 1  # the store right before, or before the sends of the same header that precede it
-            while isinstance(n, Seq) and j >= 0 and _header_of(kids[j]) == h:
+            while isinstance(n, Seq) and j >= 0 and header_of(kids[j]) == h:
                 j -= 1
             before = kids[j] if isinstance(n, Seq) and j >= 0 else None
             if not (isinstance(before, Store) and before.buf.name == h):
@@ -504,14 +504,6 @@ def _unpaired_headers(ir: Node) -> set[str]:
     return out
 
 
-def _header_of(s: Node) -> str | None:
-    """The header buffer that send ``s`` reads its address from (None: not such a send)."""
-    if isinstance(s, FuncCall) and isinstance(s.func, Send) and (ADDR_ATTR, "header") in s.attrs \
-            and isinstance(s.ops.mem_offset, Load):
-        return s.ops.mem_offset.buf.name
-    return None
-
-
 def _header_names(ir: Node) -> set[str]:
     """Names of the buffers sends read their addresses from (``addr=header``)."""
-    return {h for h in map(_header_of, distinct_nodes(ir)) if h is not None}
+    return {h for h in map(header_of, distinct_nodes(ir)) if h is not None}

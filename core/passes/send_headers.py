@@ -80,8 +80,8 @@ def _share_headers(body: Seq, lifted: list[tuple[Var, int]]) -> Seq:
     while i < len(stmts):
         k = stmts[i]
         call = stmts[i + 1] if i + 1 < len(stmts) else None
-        if isinstance(k, Store) and _is_send(call) and _reads(call, k.buf) and len(out) >= 2 \
-                and _is_send(out[-1]) and isinstance(out[-2], Store) and _reads(out[-1], out[-2].buf) \
+        if isinstance(k, Store) and call is not None and header_of(call) == k.buf.name and len(out) >= 2 \
+                and isinstance(out[-2], Store) and header_of(out[-1]) == out[-2].buf.name \
                 and k.value.is_equal(out[-2].value):
             dropped.add(k.buf.name)
             out.append(call.with_ops(mem_offset=out[-1].ops.mem_offset))
@@ -95,13 +95,12 @@ def _share_headers(body: Seq, lifted: list[tuple[Var, int]]) -> Seq:
     return Seq.make(out, origin=body.origin)
 
 
-def _is_send(s: Stmt | None) -> bool:
-    return isinstance(s, FuncCall) and isinstance(s.func, Send)
-
-
-def _reads(call: FuncCall, hdr: Var) -> bool:
-    off = call.ops.mem_offset
-    return isinstance(off, Load) and isinstance(off.buf, Var) and off.buf.name == hdr.name
+def header_of(s: Node) -> str | None:
+    """The header buffer that lowered send ``s`` reads its address from (None: not such a send)."""
+    if isinstance(s, FuncCall) and isinstance(s.func, Send) and (ADDR_ATTR, "header") in s.attrs \
+            and isinstance(s.ops.mem_offset, Load):
+        return s.ops.mem_offset.buf.name
+    return None
 
 
 class _Registers(IRMutator):
