@@ -112,7 +112,7 @@ def stats_artifact(r, kernel, trace) -> dict:
     reports is chosen by :func:`reported_registers`); ``config`` and ``by_label`` keep the config-time
     estimate that hover explains line by line and the defaults heuristic ranks tiles with, before any
     IR exists."""
-    model = RegisterModel.of(r.target)
+    model = RegisterModel.of(r.target, kernel)
     budget = estimate_budget(r.problem, r.config, r.target)
     iterations = reduction_iterations(trace.input)
     loop = loop_stats(trace.input, trace.final, r.target)

@@ -3,7 +3,9 @@
 ``lower_kernel(kernel, body, target)`` returns a :class:`~kdd.core.codegen.listing.Listing`
 without assembling it; ``kdd.core.codegen.generate_asm`` adds the assembler report.
 Modules: ``abi`` (payload registers), ``liveness`` (program points, live
-intervals, buffer roles), ``regalloc`` (the GRF allocator), ``operand``
+intervals, buffer roles), ``regalloc`` (the GRF allocator), ``allocation``
+(the allocator's walk: every allocation decision, without code; the IR
+register model of Xe), ``operand``
 (regions and immediates), ``emitter`` (lines with live registers), ``isa``
 (expressions, region-legal ALU, emulation), ``sends`` (LSC messages and
 headers), ``tensor`` (dpas, mad, reorders), ``lower`` (the IR visitor),
@@ -12,14 +14,12 @@ verifier used by tests).
 """
 from __future__ import annotations
 
-from kdd.core.ir.expr import Load
 from kdd.core.ir.printer import print_ir
-from kdd.core.ir.stmt import Let
-from kdd.core.ir.visitor import walk
 
 from ..errors import OutOfRegisters
 
 from ..listing import AsmLine, Listing
+from .allocation import recomputable
 from .lower import XeLowering
 from .stats import instruction_mix, roofline
 
@@ -57,16 +57,6 @@ def _ir_nodes(body) -> dict[int, dict]:
 MAX_REMAT_ROUNDS = 8
 
 
-def _rematerializable(body) -> dict[str, object]:
-    """Lets whose value can be recomputed where it is used: no register-buffer loads (a buffer
-    may change between the let and the use)."""
-    out = {}
-    for node in walk(body):
-        if isinstance(node, Let) and not any(isinstance(n, Load) for n in walk(node.value)):
-            out[node.var.name] = node.value
-    return out
-
-
 def _lower(kernel, body, target, budget: int) -> XeLowering:
     """Lowering with rematerialization as the allocator's answer to running out: the values
     live at the failing point that can be recomputed (vector lets first, then scalars) are
@@ -84,7 +74,7 @@ def _lower(kernel, body, target, budget: int) -> XeLowering:
         except OutOfRegisters as exc:
             last = exc
             if candidates is None:
-                candidates = _rematerializable(body)
+                candidates = recomputable(body)
             live = [b for b in exc.live if b.label in candidates and b.label not in remat]
             pick = [b.label for b in live if b.category == "vectors"]
             if round_ >= 2:
