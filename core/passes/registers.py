@@ -17,7 +17,12 @@ definition is outside of; every ``alloc.grf`` buffer from its first use to
 its last, and over the whole of any loop that uses it. Every lane holds its
 own copy of a value, so a scalar takes whole 32-bit registers
 (``lane_bytes``) across the warp. Variables bound outside the IR (thread and
-group ids, kernel arguments) are not counted there.
+group ids, kernel arguments) are not counted there. Of a kernel
+(``RegisterModel.of(target, kernel)``), buffers the PTX generator keeps out of
+registers are left out: those only reorders read (loaded straight into the
+reorder's destination words) and those only sends read (``cp.async`` copies).
+The passes budget with the sweep of ``RegisterModel.of(target)`` on every
+target (their decisions, and so every final IR, are as before the walk).
 """
 from __future__ import annotations
 
@@ -48,9 +53,10 @@ class RegisterModel:
         """The model of a ``kdd.core.targets.Target``: with ``kernel`` (a built ``Kernel``: its arguments and
         SIMD width) on Xe, the allocator's walk; else the interval sweep (what the passes budget with)."""
         regs = target.registers
-        if kernel is None or target.xe is None or regs.lane_bytes is not None:
+        if kernel is None:
             return RegisterModel(regs.reg_bytes, regs.lane_bytes)
-        return RegisterModel(regs.reg_bytes, None, target, tuple(a.var.name for a in kernel.args), kernel.simd)
+        return RegisterModel(regs.reg_bytes, regs.lane_bytes, target, tuple(a.var.name for a in kernel.args),
+                             kernel.simd)
 
     def value_bytes(self, t: Type) -> int:
         """Register bytes one value of type ``t`` occupies."""
@@ -87,9 +93,16 @@ def estimate_registers(ir: Stmt, model: RegisterModel, budget: int | None = None
     """The register estimate of statement ``ir`` (iterative). Over ``budget`` registers, as the allocator
     does when it runs out, vector values without loads are held only at the statements that use them
     (recomputed there)."""
-    if model.target is not None:
-        return _allocated(ir, model, budget)
-    return _estimate(ir, model)
+    if model.target is None:
+        return _estimate(ir, model)
+    if model.target.isa == "ptx":
+        from kdd.core.codegen.ptx.memory import readers_of
+
+        # The PTX generator loads a buffer only reorders read straight into the reorder's destination
+        # words, and copies one only sends read global -> shared with cp.async: neither holds registers.
+        kept_out = {n for n, kinds in readers_of(ir).items() if kinds in ({"reorder"}, {"send"})}
+        return _estimate(ir, model, frozenset(kept_out))
+    return _allocated(ir, model, budget)
 
 
 def _allocated(ir: Stmt, model: RegisterModel, budget: int | None) -> RegisterEstimate:
@@ -103,7 +116,7 @@ def _allocated(ir: Stmt, model: RegisterModel, budget: int | None) -> RegisterEs
     return RegisterEstimate(peak * model.reg_bytes, peak)
 
 
-def _estimate(ir: Stmt, model: RegisterModel) -> RegisterEstimate:
+def _estimate(ir: Stmt, model: RegisterModel, kept_out: frozenset = frozenset()) -> RegisterEstimate:
     defs: dict[str, _Def] = {}
     uses: list[tuple[str, int, tuple | None]] = []
     loop_start: dict[int, int] = {}
@@ -136,7 +149,7 @@ def _estimate(ir: Stmt, model: RegisterModel) -> RegisterEstimate:
             body_chain = (id(s), depth + 1, chain)
             closing = _Def(t, t, depth, model.value_bytes(s.var.type), False)
             defs[s.var.name] = closing
-        elif isinstance(s, Alloc) and s.kind is MemKind.GRF:
+        elif isinstance(s, Alloc) and s.kind is MemKind.GRF and s.buf.name not in kept_out:
             defs[s.buf.name] = _Def(-1, -1, depth, s.size, True)  # the interval comes from the uses
         stack.append(("close", s, closing))
         for k in reversed(child_stmts(s)):
