@@ -7,8 +7,9 @@ of ``codegen/xe/liveness.py``, packed by the allocator's register file
 the payload the thread starts with (r0, the kernel arguments, the thread ids
 the body reads) reserved as the code generator reserves it. What it leaves
 out are the temporaries an instruction takes for itself while it is emitted.
-Over the register budget, vector values with no register-buffer load are
-recomputed at each use (``remat``), as the allocator does when it runs out.
+In the register budget the walk runs in the budget's registers and, where
+it runs out, recomputes values at their uses (``remat``) by the allocator's
+own rounds (``allocation.with_remat``).
 
 On ``sm_90`` ptxas allocates, so the model is an interval sweep: every loop
 variable over its loop; every ``let`` value from its definition to its last
@@ -90,9 +91,8 @@ class _Def:
 
 
 def estimate_registers(ir: Stmt, model: RegisterModel, budget: int | None = None) -> RegisterEstimate:
-    """The register estimate of statement ``ir`` (iterative). Over ``budget`` registers, as the allocator
-    does when it runs out, vector values without loads are held only at the statements that use them
-    (recomputed there)."""
+    """The register estimate of statement ``ir`` (iterative). On Xe, in ``budget`` registers the walk
+    recomputes values where it runs out as the allocator does; the sweep (sm_90, the passes) ignores it."""
     if model.target is None:
         return _estimate(ir, model)
     if model.target.isa == "ptx":
@@ -107,12 +107,9 @@ def estimate_registers(ir: Stmt, model: RegisterModel, budget: int | None = None
 
 def _allocated(ir: Stmt, model: RegisterModel, budget: int | None) -> RegisterEstimate:
     """The Xe allocator's walk over ``ir`` (``codegen/xe/allocation.py``)."""
-    from kdd.core.codegen.xe.allocation import allocation_peak, recomputable
+    from kdd.core.codegen.xe.allocation import allocation_peak
 
-    peak = allocation_peak(ir, model.target, model.arg_names, model.simd)
-    if budget is not None and peak > budget:
-        vectors = frozenset(n for n, v in recomputable(ir).items() if v.type.lanes > 1)
-        peak = allocation_peak(ir, model.target, model.arg_names, model.simd, vectors)
+    peak = allocation_peak(ir, model.target, model.arg_names, model.simd, budget)
     return RegisterEstimate(peak * model.reg_bytes, peak)
 
 

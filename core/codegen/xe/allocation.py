@@ -20,6 +20,7 @@ from kdd.core.ir.expr import FloatImm, IntImm, Load
 from kdd.core.ir.stmt import Let
 from kdd.core.ir.visitor import walk as walk_nodes
 
+from ..errors import OutOfRegisters
 from . import sends
 from .abi import THREAD_IDS, payload
 from .liveness import analyze, events
@@ -49,8 +50,11 @@ class AllocationWalk:
 
     # -- hooks the code generator overrides --------------------------------------------------
     def no_room(self, nbytes: int, label: str) -> Exception:
-        """The exception raised when ``nbytes`` for ``label`` do not fit."""
-        return NoRoom(f"{nbytes} bytes for {label}")
+        """The exception raised when ``nbytes`` for ``label`` do not fit; its ``live`` lists what holds
+        registers there (each with a ``label`` and a ``category``), as ``OutOfRegisters`` does."""
+        exc = NoRoom(f"{nbytes} bytes for {label}")
+        exc.live = list(self.regs.live.values())
+        return exc
 
     def take_over(self, name, size, category, knob, x, p) -> Allocation | None:
         """A buffer's registers when no free range holds it (None: there are none)."""
@@ -172,28 +176,71 @@ def recomputable(body) -> dict[str, object]:
     return out
 
 
-def allocation_peak(body, target, arg_names, simd: int, remat: frozenset = frozenset(),
-                    nregs: int = 256) -> int:
-    """The most registers the Xe allocator holds at once for ``body`` (the walk of :class:`AllocationWalk`
-    without code: reserve, buffers, lets, loop variables and bounds); never out of registers (a register
-    file of ``nregs`` that is too small is doubled)."""
-    while True:
-        walk = AllocationWalk(body, target, arg_names, simd, nregs, remat)
+MAX_REMAT_ROUNDS = 8
+
+
+def with_remat(attempt, body):
+    """``attempt(remat)`` (an allocation of ``body`` that raises ``NoRoom`` or ``OutOfRegisters`` with the
+    values ``live`` where it ran out) with rematerialization as the allocator's answer to running out: the
+    values live at the failing point that can be recomputed (vector lets first, then scalars) are
+    recomputed at each use instead of held, and the attempt restarts; after a few rounds every recomputable
+    vector is. The last failure is raised when nothing is left to recompute."""
+    remat: frozenset = frozenset()
+    candidates = None
+    last = None
+    for round_ in range(MAX_REMAT_ROUNDS):
         try:
-            local_ids = walk.reserve_payload()
-            for _ in walk.alloc_thread_ids():
-                pass
-            peak = walk.regs.busy
-            walk.release(local_ids)
-            for p, kind, x in walk.points():
-                if kind == "let":
-                    walk.alloc_let(x, p)
-                elif kind == "for":
-                    walk.alloc_loop(x, p)
-                    walk.alloc_bound(x)
-                peak = max(peak, walk.regs.busy)
-                if kind == "end_for":
-                    walk.end_loop()
-            return peak
+            return attempt(remat)
+        except (NoRoom, OutOfRegisters) as exc:
+            last = exc
+        if candidates is None:
+            candidates = recomputable(body)
+        live = [b for b in last.live if b.label in candidates and b.label not in remat]
+        pick = [b.label for b in live if b.category == "vectors"]
+        if round_ >= 2:
+            pick += [n for n, v in candidates.items() if v.type.lanes > 1 and n not in remat]
+        pick = pick or [b.label for b in live]
+        if not pick:
+            raise last
+        remat = remat | frozenset(pick)
+    raise last
+
+
+def _walk_peak(body, target, arg_names, simd: int, nregs: int, remat: frozenset) -> int:
+    walk = AllocationWalk(body, target, arg_names, simd, nregs, remat)
+    local_ids = walk.reserve_payload()
+    for _ in walk.alloc_thread_ids():
+        pass
+    peak = walk.regs.busy
+    walk.release(local_ids)
+    for p, kind, x in walk.points():
+        if kind == "let":
+            walk.alloc_let(x, p)
+        elif kind == "for":
+            walk.alloc_loop(x, p)
+            walk.alloc_bound(x)
+        peak = max(peak, walk.regs.busy)
+        if kind == "end_for":
+            walk.end_loop()
+    return peak
+
+
+def allocation_peak(body, target, arg_names, simd: int, budget: int | None = None) -> int:
+    """The most registers the Xe allocator holds at once for ``body`` (the walk of :class:`AllocationWalk`
+    without code: reserve, buffers, lets, loop variables and bounds). In ``budget`` registers it
+    rematerializes as the allocator does (:func:`with_remat`); where that does not fit either, or without a
+    budget, the walk runs in a register file as large as it needs, every recomputable vector recomputed
+    when there is a budget."""
+    if budget is not None:
+        try:
+            return with_remat(lambda remat: _walk_peak(body, target, arg_names, simd, budget, remat), body)
+        except NoRoom:
+            pass
+    remat = frozenset() if budget is None else frozenset(
+        n for n, v in recomputable(body).items() if v.type.lanes > 1)
+    nregs = 256
+    while True:
+        try:
+            return _walk_peak(body, target, arg_names, simd, nregs, remat)
         except NoRoom:
             nregs *= 2
