@@ -115,7 +115,8 @@ def stats_artifact(r, kernel, trace) -> dict:
     budget = estimate_budget(r.problem, r.config, r.target)
     iterations = reduction_iterations(trace.input)
     loop = loop_stats(trace.input, trace.final, r.target)
-    return {"registers": {"ir": estimate_registers(trace.final, model, r.config.regs).regs, "config": budget.reg_total,
+    ir = estimate_registers(trace.final, model, r.config.regs).regs
+    return {"registers": {"ir": ir, "config": budget.reg_total,
                           "by_label": {x.label: x.amount for x in budget.regs},
                           "floor": {x.label: x.amount for x in budget.regs if x.label in FLOOR},
                           "budget": budget.reg_capacity, "unit": budget.reg_unit},
