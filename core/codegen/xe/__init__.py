@@ -16,8 +16,6 @@ from __future__ import annotations
 
 from kdd.core.ir.printer import print_ir
 
-from ..errors import OutOfRegisters
-
 from ..listing import AsmLine, Listing
 from .allocation import with_remat
 from .lower import XeLowering
