@@ -125,6 +125,11 @@ class Budget:
         return sum(line.amount for line in self.regs if line.label in FLOOR)
 
     @property
+    def floor_text(self) -> str:
+        """The floor as its lines and sum, ``c 32 + a 8 + b 32 = 72``."""
+        return " + ".join(f"{x.label} {x.amount}" for x in self.regs if x.label in FLOOR) + f" = {self.reg_floor}"
+
+    @property
     def within_estimate(self) -> bool:
         """Whether the whole estimate fits: how the defaults keep a margin when they pick tiles."""
         return self.reg_total <= self.reg_capacity and self.slm_total <= self.slm_capacity

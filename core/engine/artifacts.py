@@ -7,7 +7,7 @@ characters, exclusive ends.
 """
 from __future__ import annotations
 
-from kdd.core.config.budget import estimate_budget
+from kdd.core.config.budget import FLOOR, estimate_budget
 from kdd.core.ir.printer import print_ir
 from kdd.core.passes.loop_stats import loop_stats
 from kdd.core.passes.metrics import kernel_metrics, reduction_iterations
@@ -107,17 +107,18 @@ def stats_artifact(r, kernel, trace) -> dict:
     """Registers, the steady-state main loop per reduction iteration (None without one) and the kernel
     figures of the built and the final IR.
 
-    The registers' ``ir`` is the IR register model's peak of the final IR (the config-time budget only
-    guesses what the builder allocates, its staging buffers and shared headers; the figure a compile
-    reports is chosen by :func:`reported_registers`); ``config`` and ``by_label`` keep the config-time
-    estimate that hover explains line by line and the defaults heuristic ranks tiles with, before any
-    IR exists."""
-    model = RegisterModel.of(r.target)
+    The registers' ``ir`` is the IR register model's peak of the final IR, on Xe the allocator's walk over
+    it (the figure a compile reports is chosen by :func:`reported_registers`); ``floor`` is what refuses a
+    config before the build (C, A, B); ``config`` and ``by_label`` keep the config-time estimate the
+    defaults heuristic ranks tiles with, before any IR exists."""
+    model = RegisterModel.of(r.target, kernel)
     budget = estimate_budget(r.problem, r.config, r.target)
     iterations = reduction_iterations(trace.input)
     loop = loop_stats(trace.input, trace.final, r.target)
-    return {"registers": {"ir": estimate_registers(trace.final, model, r.config.regs).regs, "config": budget.reg_total,
+    ir = estimate_registers(trace.final, model, r.config.regs).regs
+    return {"registers": {"ir": ir, "config": budget.reg_total,
                           "by_label": {x.label: x.amount for x in budget.regs},
+                          "floor": {x.label: x.amount for x in budget.regs if x.label in FLOOR},
                           "budget": budget.reg_capacity, "unit": budget.reg_unit},
             "loop": None if loop is None else loop.to_dict(),
             "metrics": {"build": kernel_metrics(trace.input, model, iterations).to_dict(),
@@ -150,8 +151,8 @@ def register_diagnostics(registers: dict, codegen: dict, where: Range) -> list[d
         return []
     return [{"range": range_dict(where), "severity": "warning", "code": "regs", "source": BUDGET_SOURCE,
              "message": f"register budget overflow by the IR register model: {registers['estimate']} > "
-                        f"{registers['budget']} {registers['unit']} (config-time estimate "
-                        f"{registers['config']}; no register allocation to say whether it fits)"}]
+                        f"{registers['budget']} {registers['unit']} (no register allocation to say whether "
+                        f"it fits)"}]
 
 
 def verify_artifact(kernel, trace) -> dict:

@@ -1,32 +1,37 @@
-"""Register pressure of kernel IR: the most register bytes live at any one statement.
+"""Register pressure of kernel IR: the most registers live at any one statement.
 
-What is live: every loop variable over its loop; every ``let`` value from
-its definition to its last use, extended to the end of a loop when the use
-sits in a loop the definition is outside of (the value must survive every
-iteration); every ``alloc.grf`` buffer from its first use to its last, and
-over the whole of any loop, outside its allocation, that uses it (an
-accumulator carries values from one iteration to the next). A buffer is
-live only while used, not over all of its ``alloc`` scope: a register
-allocator reuses the registers of a buffer nothing reads any more.
-Statements are numbered in program order, each value becomes an interval,
-and a sweep over the intervals finds the peak. Variables bound outside the IR (thread and group
-ids, kernel arguments) live in the target's reserved registers and are not
-counted here.
-Over the register budget, vector values with no register-buffer load are held
-only at the statements that use them, as the Xe allocator recomputes them
-there when it runs out (``codegen/xe`` rematerialization).
+On Xe the model is the code generator's own allocation walk
+(``codegen/xe/allocation.py``) run without emitting code: the live intervals
+of ``codegen/xe/liveness.py``, packed by the allocator's register file
+(buffers in whole registers on their banks, scalars in sub-registers), with
+the payload the thread starts with (r0, the kernel arguments, the thread ids
+the body reads) reserved as the code generator reserves it. What it leaves
+out are the temporaries an instruction takes for itself while it is emitted.
+In the register budget the walk runs in the budget's registers and, where
+it runs out, recomputes values at their uses (``remat``) by the allocator's
+own rounds (``allocation.with_remat``).
 
-How many bytes a value takes depends on the register file
-(``targets.RegisterFile``): on Xe a scalar occupies its size in a GRF's
-sub-registers; on ``sm_90`` every lane holds its own copy, so a scalar takes
-whole 32-bit registers (``lane_bytes``) across the warp.
+On ``sm_90`` ptxas allocates, so the model is an interval sweep: every loop
+variable over its loop; every ``let`` value from its definition to its last
+use, extended to the end of a loop when the use sits in a loop the
+definition is outside of; every ``alloc.grf`` buffer from its first use to
+its last, and over the whole of any loop that uses it. Every lane holds its
+own copy of a value, so a scalar takes whole 32-bit registers
+(``lane_bytes``) across the warp. Variables bound outside the IR (thread and
+group ids, kernel arguments) are not counted there. Of a kernel
+(``RegisterModel.of(target, kernel)``), buffers the PTX generator keeps out of
+registers are left out: those only reorders read (loaded straight into the
+reorder's destination words) and those only sends read (``cp.async`` copies).
+The passes budget with the sweep of ``RegisterModel.of(target)`` on every
+target (their decisions, and so every final IR, are as before the walk).
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from math import ceil
+from typing import Any
 
-from ..ir.expr import Load, Var
+from ..ir.expr import Var
 from ..ir.stmt import Alloc, For, Let, MemKind, Stmt
 from ..ir.types import Type
 from .tree import child_stmts, distinct_nodes, own_exprs
@@ -34,15 +39,25 @@ from .tree import child_stmts, distinct_nodes, own_exprs
 
 @dataclass(frozen=True)
 class RegisterModel:
-    """How values map to registers: ``reg_bytes`` per register row, ``lane_bytes`` per lane (or None)."""
+    """How values map to registers: ``reg_bytes`` per register row, ``lane_bytes`` per lane (or None).
+    ``target`` (a ``kdd.core.targets.Target`` with an Xe ISA) makes the model the Xe allocator's walk, for a
+    kernel with arguments ``arg_names`` (ABI order; their payload registers are reserved) at ``simd``."""
 
     reg_bytes: int
     lane_bytes: int | None = None
+    target: Any = field(default=None, compare=False)
+    arg_names: tuple[str, ...] = ()
+    simd: int = 0
 
     @staticmethod
-    def of(target) -> "RegisterModel":
-        """The model of a ``kdd.core.targets.Target``."""
-        return RegisterModel(target.registers.reg_bytes, target.registers.lane_bytes)
+    def of(target, kernel=None) -> "RegisterModel":
+        """The model of a ``kdd.core.targets.Target``: with ``kernel`` (a built ``Kernel``: its arguments and
+        SIMD width) on Xe, the allocator's walk; else the interval sweep (what the passes budget with)."""
+        regs = target.registers
+        if kernel is None:
+            return RegisterModel(regs.reg_bytes, regs.lane_bytes)
+        return RegisterModel(regs.reg_bytes, regs.lane_bytes, target, tuple(a.var.name for a in kernel.args),
+                             kernel.simd)
 
     def value_bytes(self, t: Type) -> int:
         """Register bytes one value of type ``t`` occupies."""
@@ -57,12 +72,13 @@ class RegisterModel:
 
 @dataclass(frozen=True)
 class RegisterEstimate:
-    """Peak live register bytes (buffers plus values) and the registers that makes."""
+    """Peak live register bytes and the registers that makes; on sm_90 the peak's buffer and value bytes
+    (the Xe walk packs whole registers: ``peak_bytes`` is ``regs`` rows)."""
 
     peak_bytes: int
     regs: int
-    buffer_bytes: int
-    value_bytes: int
+    buffer_bytes: int | None = None
+    value_bytes: int | None = None
 
 
 @dataclass
@@ -72,27 +88,32 @@ class _Def:
     depth: int
     nbytes: int
     is_buffer: bool
-    recomputed: bool = False
-
-
-def _recomputable(s: Let) -> bool:
-    """A vector value the Xe allocator recomputes at each use instead of holding it when it runs out
-    (``codegen/xe`` rematerialization): no register-buffer load in it (a buffer may change between the
-    let and the use)."""
-    return s.var.type.lanes > 1 and not any(isinstance(n, Load) for n in distinct_nodes(s.value))
 
 
 def estimate_registers(ir: Stmt, model: RegisterModel, budget: int | None = None) -> RegisterEstimate:
-    """The register estimate of statement ``ir`` (linear in its size, iterative). Over ``budget``
-    registers, as the allocator does when it runs out, vector values without loads are held only at the
-    statements that use them (recomputed there)."""
-    held = _estimate(ir, model, False)
-    if budget is None or held.regs <= budget or model.lane_bytes is not None:
-        return held
-    return _estimate(ir, model, True)
+    """The register estimate of statement ``ir`` (iterative). On Xe, in ``budget`` registers the walk
+    recomputes values where it runs out as the allocator does; the sweep (sm_90, the passes) ignores it."""
+    if model.target is None:
+        return _estimate(ir, model)
+    if model.target.isa == "ptx":
+        from kdd.core.codegen.ptx.memory import readers_of
+
+        # The PTX generator loads a buffer only reorders read straight into the reorder's destination
+        # words, and copies one only sends read global -> shared with cp.async: neither holds registers.
+        kept_out = {n for n, kinds in readers_of(ir).items() if kinds in ({"reorder"}, {"send"})}
+        return _estimate(ir, model, frozenset(kept_out))
+    return _allocated(ir, model, budget)
 
 
-def _estimate(ir: Stmt, model: RegisterModel, recompute: bool) -> RegisterEstimate:
+def _allocated(ir: Stmt, model: RegisterModel, budget: int | None) -> RegisterEstimate:
+    """The Xe allocator's walk over ``ir`` (``codegen/xe/allocation.py``)."""
+    from kdd.core.codegen.xe.allocation import allocation_peak
+
+    peak = allocation_peak(ir, model.target, model.arg_names, model.simd, budget)
+    return RegisterEstimate(peak * model.reg_bytes, peak)
+
+
+def _estimate(ir: Stmt, model: RegisterModel, kept_out: frozenset = frozenset()) -> RegisterEstimate:
     defs: dict[str, _Def] = {}
     uses: list[tuple[str, int, tuple | None]] = []
     loop_start: dict[int, int] = {}
@@ -119,25 +140,20 @@ def _estimate(ir: Stmt, model: RegisterModel, recompute: bool) -> RegisterEstima
         body_chain = chain
         closing = None
         if isinstance(s, Let):
-            defs[s.var.name] = _Def(t, t, depth, model.value_bytes(s.var.type), False,
-                                    recompute and _recomputable(s))
+            defs[s.var.name] = _Def(t, t, depth, model.value_bytes(s.var.type), False)
         elif isinstance(s, For):
             loop_start[id(s)] = t
             body_chain = (id(s), depth + 1, chain)
             closing = _Def(t, t, depth, model.value_bytes(s.var.type), False)
             defs[s.var.name] = closing
-        elif isinstance(s, Alloc) and s.kind is MemKind.GRF:
+        elif isinstance(s, Alloc) and s.kind is MemKind.GRF and s.buf.name not in kept_out:
             defs[s.buf.name] = _Def(-1, -1, depth, s.size, True)  # the interval comes from the uses
         stack.append(("close", s, closing))
         for k in reversed(child_stmts(s)):
             stack.append(("stmt", k, body_chain))
-    points = []
     for name, t, chain in uses:
         d = defs.get(name)
         if d is None:
-            continue
-        if d.recomputed:  # held only where it is computed again, at this use
-            points.append(_Def(t, t, 0, d.nbytes, False))
             continue
         start = end = t
         if chain is not None and chain[1] > d.depth:
@@ -147,7 +163,7 @@ def _estimate(ir: Stmt, model: RegisterModel, recompute: bool) -> RegisterEstima
         if d.is_buffer:
             d.start = start if d.start < 0 else min(d.start, start)
         d.end = max(d.end, end)
-    return _sweep([d for d in defs.values() if d.start >= 0 and not d.recomputed] + points, model)
+    return _sweep([d for d in defs.values() if d.start >= 0], model)
 
 
 def _sweep(defs, model: RegisterModel) -> RegisterEstimate:

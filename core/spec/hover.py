@@ -55,9 +55,9 @@ def hover(document: Document | str, line: int, character: int, *, path: str | No
     ``document`` is a parsed document or its text; ``path`` is its file (for
     ``extends``, whose parents are read with ``read_text``). ``registers``, the
     ``stats.registers`` of a compile of this text when there is one, makes the
-    register total the compile's figure: the code generator's allocation, or
-    the IR register model's where none ran (the config-time lines stay as its
-    explanation).
+    register total the compile's figure: the code generator's allocation (with
+    the built IR's register model beside it), or the IR register model's where
+    none ran; without it only the floor (C, A, B) is shown.
     """
     doc = document if isinstance(document, Document) else parse_document(document)
     pos = Position(line, character)

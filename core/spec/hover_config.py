@@ -16,6 +16,7 @@ import re
 import numpy as np
 
 from kdd.core.config import KNOB_BY_KEY, KNOBS, LINE_KEYS, Budget, BudgetLine, Knob, Tiling
+from kdd.core.config.budget import FLOOR
 from kdd.core.config.mapping import LINE_KEY
 
 from .hover_lanes import fma_form, fragment_section, warp_tile_section
@@ -108,25 +109,30 @@ def _verdict(total: int, capacity: int) -> str:
 
 
 def budget_section(budget: Budget, registers: dict | None = None) -> str:
-    """Registers and SLM, line by line with formulas, against the target's capacity. With ``registers``
-    (a compile's ``stats.registers``) the total shown is the compile's figure (the code generator's
-    allocation, or the IR register model where none ran), the lines above it the config-time estimate."""
+    """Registers and SLM against the target's capacity. The register lines are the floor (C, A, B: what
+    every build holds at once, the only register lines that refuse a config before the build) with their
+    formulas; the total is the compile's (``registers``, its ``stats.registers``): the code generator's
+    allocation with the built IR's register model beside it, or the model alone where none ran. Before a
+    compile only the floor is known."""
     regs = table(("label", "what", "formula", "amount"),
-                 [(code(b.label), _what(b), code(b.formula), b.amount) for b in budget.regs])
-    reg_total = (f"**Total: {budget.reg_total} of {budget.reg_capacity}** {budget.reg_unit} "
-                 f"({_verdict(budget.reg_total, budget.reg_capacity)})")
-    if registers is not None:
+                 [(code(b.label), _what(b), code(b.formula), b.amount) for b in budget.regs if b.label in FLOOR])
+    if registers is None:
+        reg_total = (f"**Floor: {budget.reg_floor} of {budget.reg_capacity}** {budget.reg_unit} "
+                     f"({_verdict(budget.reg_floor, budget.reg_capacity)}); the total is the built kernel's "
+                     f"allocation, once it is compiled")
+    else:
         figure = registers["estimate"]
         reg_total = (f"**Total by the {registers['source']}: {figure} of {budget.reg_capacity}** "
-                     f"{budget.reg_unit} ({_verdict(figure, budget.reg_capacity)}); the config-time lines above "
-                     f"sum to {budget.reg_total}")
+                     f"{budget.reg_unit} ({_verdict(figure, budget.reg_capacity)})")
+        if registers["allocated"] is not None:
+            reg_total += f"; the built IR's register model: {registers['ir']}"
     slm_rows = [(code(b.label), _what(b), code(b.formula), b.amount) for b in budget.slm]
     slm = table(("label", "what", "formula", "bytes"), slm_rows) if slm_rows else "No SLM buffers."
     slm_over = budget.slm_total - budget.slm_capacity
     slm_total = (f"**SLM total: {budget.slm_total:,} of {budget.slm_capacity:,}** bytes per thread group "
                  f"({'over by ' + format(slm_over, ',') if slm_over > 0 else 'fits'})")
-    return join(section("Register budget (estimate before code generation; the register allocator "
-                        "and ptxas give the measured numbers)", regs, reg_total),
+    return join(section("Registers (the floor every build holds; the total from the built kernel)", regs,
+                        reg_total),
                 section("SLM budget", slm, slm_total))
 
 

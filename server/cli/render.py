@@ -60,9 +60,10 @@ def compile_text(result: dict, items: list[str]) -> str:
 
 def stats_text(stats: dict) -> str:
     regs = stats["registers"]
-    labels = ", ".join(f"{k} {v}" for k, v in regs["by_label"].items() if v)
-    lines = [f"registers: {regs['estimate']} by the {regs['source']} (IR model {regs['ir']}; config-time "
-             f"{regs['config']}: {labels}), budget {regs['budget']} {regs['unit']}"]
+    floor = regs["floor"]
+    floor_text = " + ".join(f"{k} {v}" for k, v in floor.items()) + f" = {sum(floor.values())}"
+    lines = [f"registers: {regs['estimate']} by the {regs['source']} (IR model {regs['ir']}; floor before the "
+             f"build {floor_text}), budget {regs['budget']} {regs['unit']}"]
     loop = stats.get("loop")
     if loop is not None:
         kinds = ", ".join(f"{k} {v['count']:g} ({v['bytes']:g} B)" for k, v in loop["by_kind"].items())

@@ -20,7 +20,8 @@ _CONV_DIMS = ("g", "mb", "ic", "id", "ih", "iw", "oc", "od", "oh", "ow", "kd", "
 def inlay_hints(parsed, visible: lsp.Range, registers: dict | None = None) -> list[lsp.InlayHint]:
     """The registers beside the first tile knob, the deduced problem dims beside ``shape``. With
     ``registers`` (the current text's compile, ``stats.registers``) the figure is the compile's (the
-    allocation where a code generator ran), else the config-time estimate, labelled ``est``."""
+    allocation where a code generator ran) with the built IR's register model beside it; before the
+    compile, only the floor (C, A and B, what refuses a config before the build), labelled ``floor``."""
     spec = parsed.spec
     if spec is None:
         return []
@@ -33,11 +34,11 @@ def inlay_hints(parsed, visible: lsp.Range, registers: dict | None = None) -> li
     except Exception:  # noqa: BLE001 - a config the estimate cannot read gets no hint, never an error
         return hints
     if registers is not None:
-        label = (f"  regs {registers['estimate']}/{registers['budget']} by the {registers['source']} "
-                 f"(config-time est {budget.reg_total})")
+        label = f"  regs {registers['estimate']}/{registers['budget']} by the {registers['source']}"
+        if registers["allocated"] is not None:
+            label += f" (IR model {registers['ir']})"
     else:
-        parts = " + ".join(f"{x.label} {x.amount}" for x in budget.regs if x.amount)
-        label = f"  regs est {parts} = {budget.reg_total}/{budget.reg_capacity} {budget.reg_unit}"
+        label = f"  regs floor {budget.floor_text}/{budget.reg_capacity} {budget.reg_unit}"
     for knob, source in spec.knob_sources.items():
         if knob in TILE_KNOBS and not source.inherited:
             hints.append(_hint(source.range.end, label))

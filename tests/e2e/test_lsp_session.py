@@ -51,8 +51,8 @@ async def _session(tmp_path: Path):
         assert f"**Total by the allocator: {allocated} of 128**" in hover.contents.value
         hints = await client.text_document_inlay_hint_async(lsp.InlayHintParams(
             lsp.TextDocumentIdentifier(uri), lsp.Range(lsp.Position(0, 0), lsp.Position(len(text.splitlines()), 0))))
-        config_total = _plain(first)["registers"]["config"]
-        assert f"  regs {allocated}/128 by the allocator (config-time est {config_total})" in [h.label for h in hints]
+        ir_model = _plain(first)["registers"]["ir"]
+        assert f"  regs {allocated}/128 by the allocator (IR model {ir_model})" in [h.label for h in hints]
 
         ir = await client.request("kdd/irAfterPass", {"textDocument": {"uri": uri}, "pass": "unroll", "diff": True})
         validator("lsp.schema.json", "irAfterPass").validate(ir)

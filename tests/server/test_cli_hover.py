@@ -41,9 +41,10 @@ def test_tg_prints_the_thread_group_grid_and_the_register_breakdown(capsys):
     assert main(["hover", str(EXAMPLE), str(line), str(col)]) == 0
     out = capsys.readouterr().out
     assert expected_grid() in out
-    for budget_line in BUDGET.regs:
-        assert f"| `{budget_line.label}` |" in out and f"`{budget_line.formula}` | {budget_line.amount} |" in out
-    assert f"**Total: {BUDGET.reg_total} of {BUDGET.reg_capacity}** GRFs (32 B) per thread" in out
+    for budget_line in BUDGET.regs:  # the floor's lines (C, A, B) with their formulas
+        shown = f"| `{budget_line.label}` |" in out and f"`{budget_line.formula}` | {budget_line.amount} |" in out
+        assert shown == (budget_line.label in ("c", "a", "b"))
+    assert f"**Floor: {BUDGET.reg_floor} of {BUDGET.reg_capacity}** GRFs (32 B) per thread" in out
 
 
 def test_nothing_under_the_position_prints_nothing_and_exits_1(capsys):

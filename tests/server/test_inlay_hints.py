@@ -1,5 +1,5 @@
-"""The register inlay hint: the config-time estimate, labelled ``est``, until a compile of the text
-exists; then the compile's figure (the allocation) and its source."""
+"""The register inlay hint: the floor (C, A, B), labelled ``floor``, until a compile of the text exists;
+then the compile's figure (the allocation), its source and the built IR's register model."""
 from pathlib import Path
 
 from lsprotocol import types as lsp
@@ -15,12 +15,13 @@ def _regs_hints(hints):
     return [h for h in hints if h.label.startswith("  regs ")]
 
 
-def test_before_a_compile_the_hint_is_the_labelled_config_estimate():
+def test_before_a_compile_the_hint_is_the_labelled_floor():
     engine = Engine()
     parsed = engine.parse(Source(EXAMPLE.read_text(), str(EXAMPLE)))
     [hint] = _regs_hints(inlay_hints(parsed, WHOLE))
-    config = engine.compile(Source(EXAMPLE.read_text(), str(EXAMPLE)), "stats")["stats"]["registers"]["config"]
-    assert hint.label.startswith("  regs est c ") and hint.label.endswith(f"= {config}/128 GRFs (32 B) per thread")
+    floor = engine.compile(Source(EXAMPLE.read_text(), str(EXAMPLE)), "stats")["stats"]["registers"]["floor"]
+    parts = " + ".join(f"{k} {v}" for k, v in floor.items())
+    assert hint.label == f"  regs floor {parts} = {sum(floor.values())}/128 GRFs (32 B) per thread"
     line = EXAMPLE.read_text().splitlines()[hint.position.line]
     assert line.startswith("iter =")
 
@@ -30,4 +31,4 @@ def test_with_a_compile_the_hint_is_the_allocation():
     source = Source(EXAMPLE.read_text(), str(EXAMPLE))
     registers = engine.compile(source, "stats")["stats"]["registers"]
     [hint] = _regs_hints(inlay_hints(engine.parse(source), WHOLE, registers))
-    assert hint.label == f"  regs {registers['allocated']}/128 by the allocator (config-time est {registers['config']})"
+    assert hint.label == f"  regs {registers['allocated']}/128 by the allocator (IR model {registers['ir']})"

@@ -3,7 +3,9 @@
 ``lower_kernel(kernel, body, target)`` returns a :class:`~kdd.core.codegen.listing.Listing`
 without assembling it; ``kdd.core.codegen.generate_asm`` adds the assembler report.
 Modules: ``abi`` (payload registers), ``liveness`` (program points, live
-intervals, buffer roles), ``regalloc`` (the GRF allocator), ``operand``
+intervals, buffer roles), ``regalloc`` (the GRF allocator), ``allocation``
+(the allocator's walk: every allocation decision, without code; the IR
+register model of Xe), ``operand``
 (regions and immediates), ``emitter`` (lines with live registers), ``isa``
 (expressions, region-legal ALU, emulation), ``sends`` (LSC messages and
 headers), ``tensor`` (dpas, mad, reorders), ``lower`` (the IR visitor),
@@ -12,14 +14,10 @@ verifier used by tests).
 """
 from __future__ import annotations
 
-from kdd.core.ir.expr import Load
 from kdd.core.ir.printer import print_ir
-from kdd.core.ir.stmt import Let
-from kdd.core.ir.visitor import walk
-
-from ..errors import OutOfRegisters
 
 from ..listing import AsmLine, Listing
+from .allocation import with_remat
 from .lower import XeLowering
 from .stats import instruction_mix, roofline
 
@@ -54,46 +52,15 @@ def _ir_nodes(body) -> dict[int, dict]:
     return out
 
 
-MAX_REMAT_ROUNDS = 8
-
-
-def _rematerializable(body) -> dict[str, object]:
-    """Lets whose value can be recomputed where it is used: no register-buffer loads (a buffer
-    may change between the let and the use)."""
-    out = {}
-    for node in walk(body):
-        if isinstance(node, Let) and not any(isinstance(n, Load) for n in walk(node.value)):
-            out[node.var.name] = node.value
-    return out
-
-
 def _lower(kernel, body, target, budget: int) -> XeLowering:
-    """Lowering with rematerialization as the allocator's answer to running out: the values
-    live at the failing point that can be recomputed (vector lets first, then scalars) are
-    recomputed at each use instead of held, and lowering restarts; after a few rounds every
-    recomputable vector is. Out of registers is raised when nothing is left to recompute."""
-    remat: frozenset = frozenset()
-    candidates = None
-    last = None
-    for round_ in range(MAX_REMAT_ROUNDS):
+    """Lowering with rematerialization as the allocator's answer to running out (``allocation.with_remat``);
+    out of registers is raised when nothing is left to recompute."""
+    def attempt(remat):
         cg = XeLowering(kernel, body, target, budget, remat)
-        try:
-            cg.run()
-            cg.rematerialized = sorted(remat)
-            return cg
-        except OutOfRegisters as exc:
-            last = exc
-            if candidates is None:
-                candidates = _rematerializable(body)
-            live = [b for b in exc.live if b.label in candidates and b.label not in remat]
-            pick = [b.label for b in live if b.category == "vectors"]
-            if round_ >= 2:
-                pick += [n for n, v in candidates.items() if v.type.lanes > 1 and n not in remat]
-            pick = pick or [b.label for b in live]
-            if not pick:
-                raise
-            remat = remat | frozenset(pick)
-    raise last
+        cg.run()
+        cg.rematerialized = sorted(remat)
+        return cg
+    return with_remat(attempt, body)
 
 
 def lower_kernel(kernel, body, target, ir_map: bool = True) -> Listing:

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from kdd.core.ir.types import Type, s32, u16, u64
 
 GROUP_ID_DWORD = {"group_id0": 1, "group_id1": 6, "group_id2": 7}
+THREAD_IDS = ("thread_id0", "thread_id1", "thread_id2")
 
 
 @dataclass(frozen=True)

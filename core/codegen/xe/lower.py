@@ -1,9 +1,9 @@
 """Lowering final kernel IR to Xe assembly (IGA syntax) with kdd's own register allocation.
 
 :class:`XeLowering` is the IR visitor of seed 000's "Lowering IR to nGEN": it
-walks the program points of :mod:`.liveness`, binds lets and loop variables
-to sub-registers and buffers to register ranges when they become live, frees
-them after their last use, and emits instructions from the tables of
+walks the program points of :mod:`.liveness` with the allocation decisions of
+:mod:`.allocation` (lets and loop variables in sub-registers, buffers in
+register ranges when they become live, freed after their last use), and emits instructions from the tables of
 :mod:`.isa` (ALU), :mod:`.sends` (LSC messages), :mod:`.tensor` (dpas, mad,
 reorders) and the control flow below (``for`` as compare + ``jmpi`` loops,
 ``if`` as predicated jumps). Expressions are evaluated recursively into
@@ -12,21 +12,17 @@ a store's bytes).
 """
 from __future__ import annotations
 
-from kdd.core.ir.expr import BoolImm, FloatImm, IntImm
+from kdd.core.ir.expr import BoolImm, IntImm
 from kdd.core.ir.funcs import Barrier, BarrierSignal, BarrierWait, Dp4a, Dpas, Eltwise, Fence, Mad, Reduce, Reorder, Send
 from kdd.core.ir.stmt import MemKind
 from kdd.core.ir.types import Type, s32, u32
 
 from ..errors import CodegenUnsupported, LiveBuffer, OutOfRegisters
 from . import isa, sends, tensor
-from .abi import GROUP_ID_DWORD, payload
+from .abi import GROUP_ID_DWORD
+from .allocation import AllocationWalk
 from .emitter import Emitter
-from .liveness import analyze, events
 from .operand import Imm, Reg, elem_size
-from .regalloc import NoRoom, RegisterFile
-
-CATEGORY = {"acc": "C accumulators", "a": "A/B operands", "b": "A/B operands", "header": "headers",
-            "reorder": "A/B operands"}
 
 
 class FlagPool:
@@ -51,38 +47,30 @@ class FlagPool:
         return f
 
 
-class XeLowering:
-    """One kernel's lowering. ``run()`` fills ``self.em.lines``."""
+class XeLowering(AllocationWalk):
+    """One kernel's lowering: the allocation walk plus the instructions. ``run()`` fills ``self.em.lines``."""
 
     def __init__(self, kernel, body, target, budget: int, remat: frozenset = frozenset()):
-        self.kernel, self.body, self.target, self.xe = kernel, body, target, target.xe
-        self.rb = target.registers.reg_bytes
-        self.simd = kernel.simd
-        self.regs = RegisterFile(budget, self.rb, self.xe.grf_banks)
+        super().__init__(body, target, [a.var.name for a in kernel.args], kernel.simd, budget, remat)
+        self.kernel = kernel
         self.em = Emitter(self.regs)
         self.flags = FlagPool(self.xe.flags)
         self.env: dict[str, list] = {}       # variable name -> stack of operands
-        self.bufs: dict[str, object] = {}     # grf buffer name -> Allocation
         self.slm_base: dict[str, int] = {}
         self.args = {a.var.name: a for a in kernel.args}
-        self.keys: dict = {}                  # liveness key -> Allocation
         self.temps: list = []
         self.loop_stack: list = []
         self.if_stack: list = []
         self.loops: list[dict] = []           # every loop: trips, label
-        self.payload = payload([a.var.name for a in kernel.args], self.simd, self.rb)
         self.arg_regs: dict[str, Reg] = {}
-        self.remat = remat
         self.in_place: dict[str, object] = {}    # reorder destination -> the source it took over
 
     # -- allocation -------------------------------------------------------------------------
     def _alloc(self, nbytes: int, label: str, category: str, knob=None, whole=False, bank=None):
-        try:
-            if whole or nbytes > self.rb // 2:
-                return self.regs.alloc_regs(nbytes, label, category, knob, bank)
-            return self.regs.alloc_sub(nbytes, label, category, knob)
-        except NoRoom:
-            raise self._out_of_registers(nbytes, label) from None
+        return self.alloc(nbytes, label, category, knob, whole, bank)
+
+    def no_room(self, nbytes: int, label: str) -> Exception:
+        return self._out_of_registers(nbytes, label)
 
     def temp(self, t: Type, lanes: int = 1, whole: bool = False) -> Reg:
         """A temporary for the current statement (freed at its end)."""
@@ -147,49 +135,17 @@ class XeLowering:
 
     # -- the walk ---------------------------------------------------------------------------
     def run(self) -> None:
-        self.live = analyze(self.body, set(self.args), self.remat)
         self._prologue()
-        for p, (kind, x) in enumerate(events(self.body)):
-            for key in self.live.starts.get(p, ()):
-                if key[0] == "buf":
-                    self._alloc_buffer(key, x, p)
+        for p, kind, x in self.points():
             self.em.node = x
             getattr(self, "ev_" + kind)(x, p)
             for a in self.temps:
                 self.regs.release(a)
             self.temps.clear()
-            for key in self.live.ends.get(p, ()):
-                a = self.keys.pop(key, None)
-                if a is not None:
-                    self.regs.release(a)
-                    if key[0] == "buf" and self.bufs.get(key[1]) is a:
-                        del self.bufs[key[1]]
         self.em.node = None
         self._epilogue()
 
-    def _alloc_buffer(self, key, x, p) -> None:
-        name = key[1]
-        roles = self.live.roles.get(name, set())
-        node = self.live.allocs[name]
-        size = node.size
-        hdr = self.live.headers.get(name)
-        if hdr is not None and hdr[2] == "scattered":
-            size = sends.address_bytes(self, size // 4, 8 if hdr[0] == "global" else 4)
-        category = next((CATEGORY[r] for r in ("acc", "a", "b", "header", "reorder") if r in roles), None)
-        if category is None:
-            category = "SLM load buffers" if {"load_global", "store_slm"} <= roles else "buffers"
-        bank = 0 if "a" in roles else 1 if "b" in roles else None
-        knob = getattr(node.origin, "knob", None)
-        try:
-            a = self._alloc(size, name, category, knob, whole=True, bank=bank)
-        except OutOfRegisters:
-            a = self._reorder_in_place(name, size, category, knob, x, p)
-            if a is None:
-                raise
-        self.keys[key] = a
-        self.bufs[name] = a
-
-    def _reorder_in_place(self, name, size, category, knob, x, p):
+    def take_over(self, name, size, category, knob, x, p):
         """The destination of a reorder whose source dies at it takes the source's registers
         (``tensor.reorder`` then moves the data through a small bounce buffer); None when the
         statement is not such a reorder."""
@@ -205,34 +161,21 @@ class XeLowering:
         return self.regs.place(a.start, size, name, category, knob)
 
     def _prologue(self) -> None:
-        r = self.regs
-        payload_regs = {}
         for f in self.payload:
-            if f.name == "r0":
-                r.reserve(0, 1, "r0 (thread header)")
-            elif f.name in self.args:
+            if f.name in self.args:
                 self.arg_regs[f.name] = Reg(f.byte, f.type, 0)
-            elif f.name.startswith("local_id"):
-                payload_regs[f.name] = r.reserve(f.byte // self.rb, f.size // self.rb, f.name)
-        args_end = max((f.byte + 8 for f in self.payload if f.name in self.args), default=self.rb)
-        if self.args:
-            r.reserve(1, -(-(args_end - self.rb) // self.rb), "kernel arguments")
+        local_ids = self.reserve_payload()
         for g, dword in GROUP_ID_DWORD.items():
             self.bind(g, Reg(4 * dword, s32, 0))
-        used = self.live.free
         lid = {f.name: f for f in self.payload}
-        for d, name in enumerate(("thread_id0", "thread_id1", "thread_id2")):
-            if name not in used:
-                continue
-            a = self._alloc(4, name, "reserved")
+        for d, name, a in self.alloc_thread_ids():
             dst = Reg(a.start, s32, 1)
             src = Reg(lid[f"local_id_{'xyz'[d]}"].byte, Type.parse("u16"), 0)
             isa.alu(self, "mov", 1, dst, [src])
             if d == 0:
                 isa.alu(self, "shr", 1, dst, [dst, Imm(self.simd.bit_length() - 1, s32)])
             self.bind(name, dst.scalar())
-        for a in payload_regs.values():
-            self.regs.release(a)    # the local ids are read once; their registers are free after
+        self.release(local_ids)    # the local ids are read once; their registers are free after
 
     def _epilogue(self) -> None:
         # The end-of-thread message takes its payload from the last registers: copy r0 there.
@@ -266,13 +209,11 @@ class XeLowering:
         if x.var.name in self.remat:
             self.bind(x.var.name, isa.Remat(v))
             return
-        key = self.live.var_keys[id(x), p]
-        if isinstance(v, (IntImm, FloatImm)):
+        a = self.alloc_let(x, p)
+        if a is None:
             self.bind(x.var.name, Imm(v.value, v.type))
             return
         t = x.var.type
-        a = self._alloc(elem_size(t) * t.lanes, x.var.name, "scalars" if t.lanes == 1 else "vectors")
-        self.keys[key] = a
         dst = Reg(a.start, t.base, 1)
         isa.evaluate(self, v, dst)
         self.bind(x.var.name, dst if t.lanes > 1 else dst.scalar())
@@ -281,17 +222,13 @@ class XeLowering:
         self.unbind(x.var.name)
 
     def ev_for(self, x, p):
-        key = self.live.var_keys[id(x), p]
-        a = self._alloc(4, x.var.name, "scalars")
-        self.keys[key] = a
-        var = Reg(a.start, x.var.type.base, 1)
+        var = Reg(self.alloc_loop(x, p).start, x.var.type.base, 1)
         isa.evaluate(self, x.init, var)
         bound = x.bound
-        ba = None               # the bound's register, when it is not a constant
-        if isinstance(bound, IntImm):
+        ba = self.alloc_bound(x)
+        if ba is None:
             bop = Imm(bound.value, bound.type)
         else:
-            ba = self._alloc(4, f"{x.var.name} bound", "scalars")
             bop = Reg(ba.start, bound.type.base, 0)
             isa.evaluate(self, bound, bop.retype(bound.type, 1))
         known = isinstance(x.init, IntImm) and isinstance(bound, IntImm)
@@ -306,20 +243,19 @@ class XeLowering:
         info = {"label": x.var.name, "trips": trips, "weight": self.em.weight * (trips or 1),
                 "parent": self.em.loop}
         self.loops.append(info)
-        self.loop_stack.append((var, bop, top, end, ba, self.em.weight, self.em.loop))
+        self.loop_stack.append((var, bop, top, end, self.em.weight, self.em.loop))
         self.em.weight = info["weight"]
         self.em.loop = len(self.loops) - 1
 
     def ev_end_for(self, x, p):
-        var, bop, top, end, ba, weight, loop = self.loop_stack.pop()
+        var, bop, top, end, weight, loop = self.loop_stack.pop()
         self.em.op("add", 1, var, [var.scalar(), Imm(x.step, var.type)])
         f = self.flags.take()
         self.em.op("cmp", 1, None, [var.scalar(), bop], cmod=("lt", f))
         self.em.raw(f"(W&{f}) jmpi {top}", "control")
         self.em.weight, self.em.loop = weight, loop
         self.em.place(end)
-        if ba is not None:
-            self.regs.release(ba)
+        self.end_loop()
         self.unbind(x.var.name)
 
     def ev_if(self, x, p):

@@ -1,0 +1,246 @@
+"""The Xe allocator's walk: which registers a kernel holds at every program point, without emitting code.
+
+:class:`AllocationWalk` makes every allocation decision of the code
+generator: the payload registers a thread starts with (``abi``: r0, the
+kernel arguments, the local ids read once, a dword per thread id the body
+reads), a register range for each ``grf`` buffer when its live segment
+starts (message headers sized by their addresses, dpas operands on their
+banks), a (sub-)register for each let and loop variable and the bound of a
+loop that is not a constant, and the release of each after its last point
+(``liveness``). :class:`~.lower.XeLowering` is this walk plus the
+instructions; :func:`allocation_peak` is the walk alone, the IR register
+model of Xe (``kdd.core.passes.registers``): the same intervals, packing and
+reserve, less only the temporaries an instruction takes for itself.
+"""
+from __future__ import annotations
+
+from typing import Iterator
+
+from kdd.core.ir.expr import FloatImm, IntImm, Load
+from kdd.core.ir.stmt import Let
+from kdd.core.ir.visitor import walk as walk_nodes
+
+from ..errors import OutOfRegisters
+from . import sends
+from .abi import THREAD_IDS, payload
+from .liveness import analyze, events
+from .operand import elem_size
+from .regalloc import Allocation, NoRoom, RegisterFile
+
+CATEGORY = {"acc": "C accumulators", "a": "A/B operands", "b": "A/B operands", "header": "headers",
+            "reorder": "A/B operands"}
+
+
+class AllocationWalk:
+    """Register allocation of ``body`` over ``nregs`` GRFs of ``target`` for a kernel with arguments
+    ``arg_names`` (ABI order) at SIMD width ``simd``; lets named in ``remat`` get no register."""
+
+    def __init__(self, body, target, arg_names, simd: int, nregs: int, remat: frozenset = frozenset()):
+        self.body, self.target, self.xe = body, target, target.xe
+        self.rb = target.registers.reg_bytes
+        self.simd = simd
+        self.regs = RegisterFile(nregs, self.rb, self.xe.grf_banks)
+        self.remat = remat
+        self.arg_names = tuple(arg_names)
+        self.payload = payload(list(self.arg_names), simd, self.rb)
+        self.live = analyze(body, set(self.arg_names), remat)
+        self.keys: dict = {}                  # liveness key -> Allocation
+        self.bufs: dict[str, Allocation] = {}  # grf buffer name -> its live Allocation
+        self.bounds: list[Allocation | None] = []  # the registers of the open loops' bounds
+
+    # -- hooks the code generator overrides --------------------------------------------------
+    def no_room(self, nbytes: int, label: str) -> Exception:
+        """The exception raised when ``nbytes`` for ``label`` do not fit; its ``live`` lists what holds
+        registers there (each with a ``label`` and a ``category``), as ``OutOfRegisters`` does."""
+        exc = NoRoom(f"{nbytes} bytes for {label}")
+        exc.live = list(self.regs.live.values())
+        return exc
+
+    def take_over(self, name, size, category, knob, x, p) -> Allocation | None:
+        """A buffer's registers when no free range holds it (None: there are none)."""
+        return None
+
+    # -- decisions ---------------------------------------------------------------------------
+    def alloc(self, nbytes: int, label: str, category: str, knob=None, whole=False, bank=None) -> Allocation:
+        """Whole registers for ``whole`` values and values over half a register, else a sub-register."""
+        try:
+            if whole or nbytes > self.rb // 2:
+                return self.regs.alloc_regs(nbytes, label, category, knob, bank)
+            return self.regs.alloc_sub(nbytes, label, category, knob)
+        except NoRoom:
+            raise self.no_room(nbytes, label) from None
+
+    def reserve_payload(self) -> list[Allocation]:
+        """Reserves r0, the local ids and the kernel arguments; returns the local ids' registers, read once
+        (into the thread ids, :meth:`alloc_thread_ids`) and then released (:meth:`release`)."""
+        r = self.regs
+        local_ids = []
+        for f in self.payload:
+            if f.name == "r0":
+                r.reserve(0, 1, "r0 (thread header)")
+            elif f.name.startswith("local_id"):
+                local_ids.append(r.reserve(f.byte // self.rb, f.size // self.rb, f.name))
+        args_end = max((f.byte + 8 for f in self.payload if f.name in self.arg_names), default=self.rb)
+        if self.arg_names:
+            r.reserve(1, -(-(args_end - self.rb) // self.rb), "kernel arguments")
+        return local_ids
+
+    def alloc_thread_ids(self) -> Iterator[tuple[int, str, Allocation]]:
+        """A dword for each thread id the body reads: ``(dimension, name, register)``, each allocated when
+        the previous one has been handled (its value computed)."""
+        for d, name in enumerate(THREAD_IDS):
+            if name in self.live.free:
+                yield d, name, self.alloc(4, name, "reserved")
+
+    def buffer_request(self, name: str) -> tuple[int, str, int | None, str | None]:
+        """``(bytes, category, preferred bank, knob)`` of grf buffer ``name``: a scattered message's header
+        holds its addresses (``sends.address_bytes``); dpas operands prefer different banks."""
+        roles = self.live.roles.get(name, set())
+        node = self.live.allocs[name]
+        size = node.size
+        hdr = self.live.headers.get(name)
+        if hdr is not None and hdr[2] == "scattered":
+            size = sends.address_bytes(self, size // 4, 8 if hdr[0] == "global" else 4)
+        category = next((CATEGORY[r] for r in ("acc", "a", "b", "header", "reorder") if r in roles), None)
+        if category is None:
+            category = "SLM load buffers" if {"load_global", "store_slm"} <= roles else "buffers"
+        bank = 0 if "a" in roles else 1 if "b" in roles else None
+        return size, category, bank, getattr(node.origin, "knob", None)
+
+    def alloc_buffer(self, key, x, p) -> None:
+        name = key[1]
+        size, category, bank, knob = self.buffer_request(name)
+        try:
+            a = self.regs.alloc_regs(size, name, category, knob, bank)
+        except NoRoom:
+            a = self.take_over(name, size, category, knob, x, p)
+            if a is None:
+                raise self.no_room(size, name) from None
+        self.keys[key] = a
+        self.bufs[name] = a
+
+    def alloc_let(self, x, p) -> Allocation | None:
+        """The register of let ``x`` at point ``p``; None for a constant or a recomputed value."""
+        if x.var.name in self.remat or isinstance(x.value, (IntImm, FloatImm)):
+            return None
+        t = x.var.type
+        a = self.alloc(elem_size(t) * t.lanes, x.var.name, "scalars" if t.lanes == 1 else "vectors")
+        self.keys[self.live.var_keys[id(x), p]] = a
+        return a
+
+    def alloc_loop(self, x, p) -> Allocation:
+        """The register of loop ``x``'s variable (its init is evaluated into it before the bound)."""
+        a = self.alloc(4, x.var.name, "scalars")
+        self.keys[self.live.var_keys[id(x), p]] = a
+        return a
+
+    def alloc_bound(self, x) -> Allocation | None:
+        """The register of loop ``x``'s bound, held to the loop's end (None for a constant bound)."""
+        bound = None if isinstance(x.bound, IntImm) else self.alloc(4, f"{x.var.name} bound", "scalars")
+        self.bounds.append(bound)
+        return bound
+
+    def end_loop(self) -> None:
+        """Releases the bound of the innermost open loop (its variable dies with its liveness key)."""
+        bound = self.bounds.pop()
+        if bound is not None:
+            self.regs.release(bound)
+
+    def release(self, allocations) -> None:
+        for a in allocations:
+            self.regs.release(a)
+
+    def points(self) -> Iterator[tuple[int, str, object]]:
+        """``(point, event kind, node)`` of the body in order, with the buffers whose live segment starts
+        at the point allocated before it is yielded and the values dead after it released on resuming."""
+        for p, (kind, x) in enumerate(events(self.body)):
+            for key in self.live.starts.get(p, ()):
+                if key[0] == "buf":
+                    self.alloc_buffer(key, x, p)
+            yield p, kind, x
+            for key in self.live.ends.get(p, ()):
+                a = self.keys.pop(key, None)
+                if a is not None:
+                    self.regs.release(a)
+                    if key[0] == "buf" and self.bufs.get(key[1]) is a:
+                        del self.bufs[key[1]]
+
+
+def recomputable(body) -> dict[str, object]:
+    """Lets whose value can be recomputed where it is used instead of held (``remat``): no register-buffer
+    loads (a buffer may change between the let and the use)."""
+    out = {}
+    for node in walk_nodes(body):
+        if isinstance(node, Let) and not any(isinstance(n, Load) for n in walk_nodes(node.value)):
+            out[node.var.name] = node.value
+    return out
+
+
+MAX_REMAT_ROUNDS = 8
+
+
+def with_remat(attempt, body):
+    """``attempt(remat)`` (an allocation of ``body`` that raises ``NoRoom`` or ``OutOfRegisters`` with the
+    values ``live`` where it ran out) with rematerialization as the allocator's answer to running out: the
+    values live at the failing point that can be recomputed (vector lets first, then scalars) are
+    recomputed at each use instead of held, and the attempt restarts; after a few rounds every recomputable
+    vector is. The last failure is raised when nothing is left to recompute."""
+    remat: frozenset = frozenset()
+    candidates = None
+    last = None
+    for round_ in range(MAX_REMAT_ROUNDS):
+        try:
+            return attempt(remat)
+        except (NoRoom, OutOfRegisters) as exc:
+            last = exc
+        if candidates is None:
+            candidates = recomputable(body)
+        live = [b for b in last.live if b.label in candidates and b.label not in remat]
+        pick = [b.label for b in live if b.category == "vectors"]
+        if round_ >= 2:
+            pick += [n for n, v in candidates.items() if v.type.lanes > 1 and n not in remat]
+        pick = pick or [b.label for b in live]
+        if not pick:
+            raise last
+        remat = remat | frozenset(pick)
+    raise last
+
+
+def _walk_peak(body, target, arg_names, simd: int, nregs: int, remat: frozenset) -> int:
+    walk = AllocationWalk(body, target, arg_names, simd, nregs, remat)
+    local_ids = walk.reserve_payload()
+    for _ in walk.alloc_thread_ids():
+        pass
+    peak = walk.regs.busy
+    walk.release(local_ids)
+    for p, kind, x in walk.points():
+        if kind == "let":
+            walk.alloc_let(x, p)
+        elif kind == "for":
+            walk.alloc_loop(x, p)
+            walk.alloc_bound(x)
+        peak = max(peak, walk.regs.busy)
+        if kind == "end_for":
+            walk.end_loop()
+    return peak
+
+
+def allocation_peak(body, target, arg_names, simd: int, budget: int | None = None) -> int:
+    """The most registers the Xe allocator holds at once for ``body`` (the walk of :class:`AllocationWalk`
+    without code: reserve, buffers, lets, loop variables and bounds). In ``budget`` registers it
+    rematerializes as the allocator does (:func:`with_remat`); where that does not fit either, or without a
+    budget, the walk runs in a register file as large as it needs, every recomputable vector recomputed
+    when there is a budget."""
+    if budget is not None:
+        try:
+            return with_remat(lambda remat: _walk_peak(body, target, arg_names, simd, budget, remat), body)
+        except NoRoom:
+            pass
+    remat = frozenset() if budget is None else frozenset(
+        n for n, v in recomputable(body).items() if v.type.lanes > 1)
+    nregs = 256
+    while True:
+        try:
+            return _walk_peak(body, target, arg_names, simd, nregs, remat)
+        except NoRoom:
+            nregs *= 2

@@ -1,0 +1,70 @@
+"""The Xe allocator's walk: its packing against a brute-force byte map, and the walk without code against
+the lowering that emits it (the IR register model of Xe)."""
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from kdd.core.codegen.xe.allocation import allocation_peak
+from kdd.core.codegen.xe.regalloc import NoRoom, RegisterFile
+from kdd.core.ir import Alloc, For, Let, MemKind, Store, seq, var
+from kdd.core.ir.expr import Broadcast
+from kdd.core.ir.types import s32
+from kdd.core.targets import get_target
+
+RB = 32
+XEHPG = get_target("xehpg")
+
+# A step: allocate (whole registers or a sub-register of 1..RB bytes) or release the i-th live allocation.
+STEPS = st.lists(st.one_of(st.tuples(st.just("regs"), st.integers(1, 3 * RB)),
+                           st.tuples(st.just("sub"), st.integers(1, RB)),
+                           st.tuples(st.just("free"), st.integers(0, 50))), max_size=60)
+
+
+@settings(max_examples=200, deadline=None)
+@given(STEPS)
+def test_the_register_file_counts_every_register_holding_a_live_byte_and_never_overlaps(steps):
+    regs = RegisterFile(16, RB)
+    live = []
+    for kind, n in steps:
+        if kind == "free":
+            if live:
+                regs.release(live.pop(n % len(live)))
+        else:
+            try:
+                a = regs.alloc_regs(n, "v", "x") if kind == "regs" else regs.alloc_sub(n, "v", "x")
+            except NoRoom:
+                continue
+            if kind == "sub":  # inside one register, aligned to its size rounded to a power of two
+                assert a.start // RB == (a.end - 1) // RB and a.start % (1 << (n - 1).bit_length()) == 0
+            else:
+                assert a.start % RB == 0 and a.size == -(-n // RB) * RB
+            live.append(a)
+        # The oracle: a byte map of the live allocations.
+        owner = {}
+        for a in live:
+            for byte in range(a.start, a.end):
+                assert byte not in owner, "two live values share a byte"
+                owner[byte] = a
+        assert regs.busy == len({byte // RB for byte in owner})
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.sampled_from([1, 8, 16, 32]), min_size=1, max_size=40))
+def test_the_walk_holds_r0_and_every_value_live_at_once_packed_as_the_allocator_packs(lanes):
+    # Lets of s32 scalars and vectors, each stored to memory after all are defined: at the first store all
+    # are live. The oracle packs by hand: r0, the scalars four bytes each in shared registers, each vector
+    # in its own whole registers; at the start r0 and the local ids (a register each in x, y, z at SIMD16).
+    x, mem = var("x"), var("mem", s32)
+    values = [var(f"v{i}", s32.with_lanes(n)) for i, n in enumerate(lanes)]
+    body = seq(*(Store.make(mem, i * 128, v) for i, v in enumerate(values)))
+    for v in reversed(values):
+        body = Let.make(v, x + 1 if v.type.lanes == 1 else Broadcast.make(x + 1, v.type.lanes), body)
+    scalars = lanes.count(1)
+    expected = max(1 + 3, 1 + -(-4 * scalars // RB) + sum(-(-4 * n // RB) for n in lanes if n > 1))
+    assert allocation_peak(body, XEHPG, (), 16) == expected
+
+
+def test_a_loop_keeps_its_variable_and_a_buffer_it_accumulates_into_beside_r0_and_the_arguments():
+    k, acc, mem = var("k"), var("acc", s32), var("mem", s32)
+    body = Alloc.make(acc, 4 * RB, MemKind.GRF, seq(For.make(k, 0, 4, Store.make(acc, 0, k)), Store.make(mem, 0, k)))
+    # r0, one register of arguments (two 64-bit addresses), acc's 4 registers, k in a sub-register.
+    assert allocation_peak(body, XEHPG, ("src", "dst"), 16) == 1 + 1 + 4 + 1
