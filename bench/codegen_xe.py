@@ -60,7 +60,7 @@ def measure(name: str, kernel, target, repeat: int) -> dict:
     row.update(result="ok" if a["ok"] and not problems else "assembler" if not a["ok"] else "verifier",
                lower_ms=round(statistics.median(times), 1), asm_ms=round(asm_ms, 1),
                verify_ms=round(verify_ms, 1), lines=len(listing.lines), peak=listing.peak,
-               budget=listing.budget, estimate=listing.estimate, binary_bytes=a["binary_bytes"],
+               budget=listing.budget, ir_model=listing.ir, binary_bytes=a["binary_bytes"],
                round_trip=a["round_trip"], messages=a["messages"][:3], problems=problems[:3])
     return row
 
@@ -99,7 +99,7 @@ def main() -> int:
         kernels = example_kernels(args.files or sorted(Path("examples").glob("*.kernel.toml")))
     rows = []
     print(f"{'kernel':44} {'hw':6} {'lower+alloc':>11} {'iga64':>7} {'verify':>7} {'lines':>6} "
-          f"{'peak/budget':>11} {'est':>4}  result")
+          f"{'peak/budget':>11} {'ir':>4}  result")
     for name, kernel, target in kernels:
         r = measure(name, kernel, target, args.repeat)
         rows.append(r)
@@ -108,7 +108,7 @@ def main() -> int:
                   f"{r['result']}: {r['detail'][:100]}")
             continue
         print(f"{name[:44]:44} {r['target']:6} {r['lower_ms']:9.1f}ms {r['asm_ms']:5.0f}ms {r['verify_ms']:5.0f}ms "
-              f"{r['lines']:6} {r['peak']:5}/{r['budget']:<5} {r['estimate'] or '':>4}  {r['result']}")
+              f"{r['lines']:6} {r['peak']:5}/{r['budget']:<5} {r['ir_model']:>4}  {r['result']}")
     timed = [r["lower_ms"] for r in rows if "lower_ms" in r]
     summary = {"kernels": len(rows), "ok": sum(r["result"] == "ok" for r in rows),
                "out_of_registers": sum(r["result"] == "out of registers" for r in rows),

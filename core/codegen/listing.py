@@ -2,11 +2,11 @@
 
 ``Listing.to_dict()`` is the JSON form (``protocol/asm.schema.json``):
 ``asm`` (the text), ``lines`` (per line: ``text``, ``live_regs``, ``live``
-labels, ``ir_node``), ``registers`` (``peak``, ``budget``, ``estimate``,
+labels, ``ir_node``), ``registers`` (``peak``, ``budget``, ``ir``,
 ``by_label`` at the peak, ``allocations``: every value's bytes and the lines
 it is live on), ``mix``, ``roofline``, ``abi`` and ``assembler``.
-``render()`` is the text form: a header (peak and budget, the config-time
-estimate beside the allocator's figure, the instruction mix, the roofline)
+``render()`` is the text form: a header (peak and budget, the IR register
+model's figure beside the allocator's, the instruction mix, the roofline)
 and the assembly with a live-register column.
 """
 from __future__ import annotations
@@ -37,7 +37,7 @@ class Listing:
     peak: int
     peak_line: int
     budget: int
-    estimate: int | None
+    ir: int  # the IR register model's figure (``passes/registers.py``) for the IR this lowers
     by_label: dict[str, int]
     mix: dict
     roofline: dict
@@ -84,19 +84,16 @@ class Listing:
         return {"target": self.target, "asm": self.asm,
                 "lines": [ln.to_dict(lv) for ln, lv in zip(self.lines, live)],
                 "registers": {"peak": self.peak, "peak_line": self.peak_line, "budget": self.budget,
-                              "estimate": self.estimate, "by_label": self.by_label,
+                              "ir": self.ir, "by_label": self.by_label,
                               "reg_bytes": self.reg_bytes, "allocations": self.allocations,
                               "rematerialized": self.rematerialized},
                 "mix": self.mix, "roofline": self.roofline, "abi": self.abi, "slm_bytes": self.slm_bytes,
                 "assembler": self.assembler}
 
     def header(self) -> list[str]:
-        est = "no estimate" if self.estimate is None else f"config estimate {self.estimate}"
-        off = ""
-        if self.estimate is not None and self.estimate != self.peak:
-            off = f" (estimate {'over' if self.estimate > self.peak else 'under'} by {abs(self.estimate - self.peak)})"
+        off = "" if self.ir == self.peak else f" ({'over' if self.ir > self.peak else 'under'} by {abs(self.ir - self.peak)})"
         out = [f"// target {self.target}: registers peak {self.peak} of {self.budget} GRFs at line "
-               f"{self.peak_line + 1}; {est}, allocator {self.peak}{off}"]
+               f"{self.peak_line + 1}; IR model {self.ir}{off}, allocator {self.peak}"]
         top = sorted(self.by_label.items(), key=lambda kv: -kv[1])
         out.append("// live at peak: " + ", ".join(f"{k} {v}" for k, v in top))
         if self.rematerialized:

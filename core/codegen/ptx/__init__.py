@@ -49,7 +49,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from ..listing import AsmLine, Listing
-from ..xe import _estimate, _ir_nodes
+from ..xe import _ir_nodes, ir_model_registers
 from .asyncs import plan_waits
 from .lower import PtxLowering, Redo
 from .swizzle import shift_for
@@ -211,8 +211,8 @@ def generate_ptx(kernel, body, target, check: bool = True) -> PtxListing:
     budget = getattr(kernel.config, "regs", None) or target.registers.max_regs
     launch = {"entry": name, "grid": list(kernel.grid), "block": [32 * kernel.tg[0], kernel.tg[1], kernel.tg[2]],
               "shared_bytes": cg.slm_bytes, "params": [a.name for a in kernel.args]}
-    return PtxListing(target.name, lines, peak, peak_line, budget, _estimate(kernel, target), {}, _mix(cg.em.lines),
-                      {}, [], report, allocations, target.registers.reg_bytes, [], sass_lines, resources, launch,
+    return PtxListing(target.name, lines, peak, peak_line, budget, ir_model_registers(kernel, body, target), {},
+                      _mix(cg.em.lines), {}, [], report, allocations, target.registers.reg_bytes, [], sass_lines, resources, launch,
                       cubin)
 
 

@@ -27,14 +27,13 @@ def _budget(kernel, target) -> int:
     return regs or target.registers.modes[0]
 
 
-def _estimate(kernel, target) -> int | None:
-    if kernel.problem is None or kernel.config is None:
-        return None
-    from kdd.core.config.budget import estimate_budget
-    try:
-        return estimate_budget(kernel.problem, kernel.config, target).reg_total
-    except (ValueError, KeyError, TypeError):
-        return None
+def ir_model_registers(kernel, body, target) -> int:
+    """The IR register model's figure for ``body`` (the final IR of ``kernel``), in the config's budget:
+    the figure ``kdd compile --emit stats`` reports as ``ir``, shown beside the allocation it models."""
+    from kdd.core.passes.registers import RegisterModel, estimate_registers
+
+    regs = getattr(kernel.config, "regs", None)
+    return estimate_registers(body, RegisterModel.of(target, kernel), regs).regs
 
 
 def _ir_nodes(body) -> dict[int, dict]:
@@ -86,7 +85,7 @@ def lower_kernel(kernel, body, target, ir_map: bool = True) -> Listing:
             by_label[a["label"]] = by_label.get(a["label"], 0) + a["bytes"]
     by_label = {k: -(-v // rb) for k, v in by_label.items()}
     abi = [f.to_dict(rb) for f in cg.payload]
-    return Listing(target.name, lines, peak, peak_line, budget, _estimate(kernel, target), by_label,
+    return Listing(target.name, lines, peak, peak_line, budget, ir_model_registers(kernel, body, target), by_label,
                    instruction_mix(cg.em.lines, cg.loops), roofline(kernel, target, cg.em.lines), abi,
                    allocations=allocations, reg_bytes=rb, rematerialized=cg.rematerialized,
                    slm_bytes=max((b + s for b, s in cg.slm_base.values()), default=0))

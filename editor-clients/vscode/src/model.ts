@@ -16,7 +16,7 @@ export interface Listing {
   target: string | null;
   text: string;
   lines: AsmLine[];
-  registers: { peak?: number; budget?: number; estimate?: number | null; by_label?: Record<string, number> };
+  registers: { peak?: number; budget?: number; ir?: number; by_label?: Record<string, number> };
   mix: unknown;
   roofline: unknown;
   assembler: { ok?: boolean; messages?: string[] } | null;
@@ -25,7 +25,7 @@ export interface Listing {
 export interface RegisterSummary {
   peak: number | null;
   budget: number | null;
-  estimate: number | null;
+  ir: number | null;
   byLabel: Record<string, number>;
   source: string;
   unit: string;

@@ -34,9 +34,9 @@
     };
   }
 
-  /** Peak, budget and estimate of a registers object: the compile's stats ({estimate, source, ir,
-   * budget, by_label, unit}: estimate is the allocation where a code generator ran, source says so)
-   * or the allocator's ({peak, budget, estimate, by_label}). */
+  /** Peak, budget and IR register model's figure of a registers object: the compile's stats ({estimate,
+   * source, ir, budget, floor, unit}: estimate is the allocation where a code generator ran, source says
+   * so) or the assembly listing's ({peak, budget, ir, by_label}). */
   function registerSummary(registers) {
     if (!registers) return null;
     const compiled = typeof registers.source === "string" ? registers.estimate : registers.ir;
@@ -44,7 +44,7 @@
     return {
       peak: typeof peak === "number" ? peak : null,
       budget: typeof registers.budget === "number" ? registers.budget : null,
-      estimate: typeof registers.estimate === "number" ? registers.estimate : null,
+      ir: typeof registers.ir === "number" ? registers.ir : null,
       byLabel: registers.by_label || {},
       source: typeof registers.peak === "number" ? "allocator" : registers.source || "IR model",
       unit: registers.unit || "registers",
@@ -85,12 +85,16 @@
     return { budget: regs.budget ?? null, peak, labels, points };
   }
 
-  /** The config-time register estimate as stacked bars (label, amount) against the budget: what the
-   * views show while there is no assembly. */
-  function estimateBars(registers) {
+  /** A compile's register figure as stacked bars (label, amount) against the budget, what the views show
+   * while there is no assembly: the floor's lines (the C, A and B tiles every build holds) and the rest of
+   * the figure as "other". */
+  function registerBars(registers) {
     const s = registerSummary(registers);
     if (!s) return null;
-    const bars = Object.entries(s.byLabel).filter(([, v]) => v > 0).map(([label, amount]) => ({ label, amount }));
+    const bars = Object.entries(registers.floor || {}).filter(([, v]) => v > 0)
+      .map(([label, amount]) => ({ label, amount }));
+    const floor = bars.reduce((t, b) => t + b.amount, 0);
+    if (s.peak !== null && s.peak > floor) bars.push({ label: "other", amount: s.peak - floor });
     return { bars, total: bars.reduce((t, b) => t + b.amount, 0), budget: s.budget, peak: s.peak, unit: s.unit,
              source: s.source };
   }
@@ -172,7 +176,7 @@
   }
 
   return {
-    listing, registerSummary, heat, pressureSeries, estimateBars, covers, entriesForConfigLine, irRange,
+    listing, registerSummary, heat, pressureSeries, registerBars, covers, entriesForConfigLine, irRange,
     asmRange, configPressure, pickablePasses, statusText, rooflinePoint, mixRows,
   };
 });

@@ -190,8 +190,8 @@
       $("asm").append(row);
     });
     const r = M.registerSummary(lst.registers);
-    const est = r.estimate !== null ? `, config-time est ${r.estimate}` : "";
-    $("asm-summary").textContent = `peak ${r.peak}/${r.budget} registers${est}`;
+    const ir = r.ir !== null ? `, IR model ${r.ir}` : "";
+    $("asm-summary").textContent = `peak ${r.peak}/${r.budget} registers${ir}`;
   }
 
   /** Live registers per assembly line against the budget, stacked by buffer; without assembly, the
@@ -225,7 +225,7 @@
       box.append(plot, legend);
       return;
     }
-    const est = state.stats && M.estimateBars(state.stats.registers);
+    const est = state.stats && M.registerBars(state.stats.registers);
     if (!est) return;
     const top = Math.max(est.budget || 0, est.total, est.peak || 0) || 1;
     const plot = svg("svg", { width: W, height: 46, "data-kind": "estimate", "data-total": est.total,
@@ -239,7 +239,7 @@
       x += w;
     });
     if (est.budget) plot.append(svg("line", { x1: (W * est.budget) / top, x2: (W * est.budget) / top, y1: 0, y2: 26, stroke: "#d11f1f" }));
-    plot.append(svg("text", { x: 2, y: 38 }, `config-time est ${est.total} · ${est.source} ${est.peak ?? "?"} · budget ${est.budget ?? "?"}`));
+    plot.append(svg("text", { x: 2, y: 38 }, `${est.source} ${est.peak ?? "?"} · budget ${est.budget ?? "?"}`));
     box.append(plot);
   }
 

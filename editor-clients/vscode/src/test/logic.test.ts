@@ -27,7 +27,7 @@ const compileAnswer = {
       { text: "send.ugm (8) null r4 r20", live_regs: 70, live: ["c", "headers"], config_range: range(19, 19) },
     ],
     registers: {
-      peak: 120, budget: 128, estimate: 119, by_label: { c: 32 }, reg_bytes: 32,
+      peak: 120, budget: 128, ir: 119, by_label: { c: 32 }, reg_bytes: 32,
       allocations: [
         { label: "c_acc", category: "c", start: 20, bytes: 32 * 32, first_line: 0, last_line: 2 },
         { label: "a", category: "a", start: 60, bytes: 8 * 32, first_line: 1, last_line: 1 },
@@ -85,9 +85,10 @@ test("register pressure per line, stacked by buffer category from the allocation
   assert.deepEqual(s.labels, ["c", "a"]);
   assert.deepEqual(s.points.map((p: { byLabel: Record<string, number> }) => p.byLabel), [{ c: 32 }, { c: 32, a: 8 }, { c: 32 }]);
   assert.equal(s.peak, 120);
-  const bars = M.estimateBars({ estimate: 60, by_label: { c: 32, a: 8, b: 0 }, ir: 50, budget: 128 });
-  assert.deepEqual(bars.bars, [{ label: "c", amount: 32 }, { label: "a", amount: 8 }]);
-  assert.equal(bars.total, 40);
+  // the floor's lines, then the rest of the reported figure
+  const bars = M.registerBars({ estimate: 60, source: "allocator", floor: { c: 32, a: 8, b: 0 }, ir: 50, budget: 128 });
+  assert.deepEqual(bars.bars, [{ label: "c", amount: 32 }, { label: "a", amount: 8 }, { label: "other", amount: 20 }]);
+  assert.equal(bars.total, 60);
   const roof = M.rooflinePoint(compileAnswer.asm.roofline);
   assert.equal(roof.attainable, 20);
   assert.equal(roof.ridge, 50);
@@ -106,12 +107,13 @@ test("config line <-> IR and assembly lines through the origin ranges", () => {
 
 test("a compile's registers: the allocation where a code generator ran, named by its source", () => {
   const M = require("../../media/model.js");
-  const allocated = { estimate: 105, allocated: 105, source: "allocator", ir: 103, budget: 128, by_label: { c: 32, a: 8 } };
+  const allocated = { estimate: 105, allocated: 105, source: "allocator", ir: 103, budget: 128, floor: { c: 32, a: 8 } };
   const r = M.registerSummary(allocated);
   assert.equal(r.peak, 105);
   assert.equal(r.source, "allocator");
-  const bars = M.estimateBars(allocated);
-  assert.deepEqual([bars.total, bars.peak, bars.source], [40, 105, "allocator"]);
+  assert.equal(r.ir, 103);
+  const bars = M.registerBars(allocated);
+  assert.deepEqual([bars.total, bars.peak, bars.source], [105, 105, "allocator"]);
   const modelOnly = M.registerSummary({ estimate: 140, allocated: null, source: "IR model", ir: 140, budget: 128, by_label: {} });
   assert.deepEqual([modelOnly.peak, modelOnly.source], [140, "IR model"]);
 });
