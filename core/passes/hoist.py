@@ -28,7 +28,10 @@ For each ``for`` loop, inner loops first:
    vectors are lifted only while the free registers of the kernel
    (``cse.register_budget``) allow. Where only scalars are invariant (the
    lanes vary with a message loop), the scalars and the constant are lifted
-   as one scalar sum, which the loop around sees as a sum of its own;
+   as one scalar sum, which the loop around sees as a sum of its own. Where
+   the invariant part is one variable already, the sum is regrouped when
+   that costs no more operations, so its scalars are one scalar sum that
+   strength reduction carries as one register (``kh*7168 + ic*32``, not two);
 4. the invariant terms of a send's mask (a conjunction: the padding
    condition of the iteration's pixel, the same for every message of a
    message loop, beside a message's own tail test; for a scattered message
@@ -179,8 +182,9 @@ class _SplitSums(IRMutator):
             return out if rest is None else Binary.make(Op.ADD, out, rest)
 
         if int_ops(invariant) == 0:  # a bare variable: regrouping may still save operations
+            # (or, at the same count, make the scalars one sum, which strength reduction carries whole)
             out = build(invariant)
-            return out if int_ops(out) < int_ops(new) else new
+            return out if int_ops(out) <= int_ops(new) else new
         out = self._worth(new, invariant, build)
         return new if out is None else out
 
