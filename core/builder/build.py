@@ -94,7 +94,9 @@ class _Builder:
         self.rules = MessageRules(config.simd, target.max_message_bytes,
                                   fill_lanes=0 if self.per_lane else max(config.simd, target.lanes.alu),
                                   vectors=target.messages.vectors,
-                                  vector_lanes=0 if self.per_lane else self.reg_bytes // 4)
+                                  vector_lanes=0 if self.per_lane else self.reg_bytes // 4,
+                                  vector_max_lanes=min(target.messages.scattered_lanes,
+                                                       max(config.simd, target.lanes.alu)))
         self.types = {name: getattr(problem.types, name) for name in ("src", "wei", "dst")}
         self.layouts = {name: tensor_layout(problem, name, t) for name, t in self.types.items()}
         self.bounded = frozenset(d.name for d in self.tiling.dims if d.padded > d.size)

@@ -48,7 +48,8 @@ from .tile import RegTensor, TileAccess, row_major
 @dataclass(frozen=True)
 class MessageRules:
     """Target limits on messages: scattered lanes, largest block, smallest block worth using; the
-    vector sizes of scattered messages and the lanes one register holds a dword of (0: no vectors)."""
+    vector sizes of scattered messages, the lanes one register holds a dword of (0: no vectors) and
+    the most lanes a vector message takes (the ALU's width within the target's scattered lanes)."""
 
     simd: int
     max_block_bytes: int
@@ -56,6 +57,7 @@ class MessageRules:
     fill_lanes: int = 0  # dwords one zero-fill step writes (the ALU's width; 0: simd)
     vectors: tuple[int, ...] = (1,)
     vector_lanes: int = 0
+    vector_max_lanes: int = 0  # most lanes of a vector message (0: simd)
 
 
 @dataclass(frozen=True)
@@ -118,19 +120,24 @@ def plan_vectors(plan: MessagePlan, rounds: int, size: int, rules: MessageRules,
                  by_rows: bool = False) -> VectorPlan | None:
     """Vector messages for a thread's ``rounds`` block messages of ``plan`` (rows of ``size``-byte
     elements), where they take fewer messages: rows shorter than the largest block, whole dwords,
-    lanes filling whole registers (so the data needs no move), at most ``simd`` lanes. Largest
-    messages first, then the longest vectors (fewer addresses). ``by_rows``: lanes walk rows."""
+    lanes filling whole registers (so the data needs no move), at most ``vector_max_lanes`` lanes
+    (``simd`` where lanes walk rows). Largest messages first, then the longest vectors (fewer
+    addresses). ``by_rows``: lanes walk rows."""
     row = plan.elems * size
     if plan.kind is not SendKind.BLOCK or not rules.vector_lanes or row % 4 or 4 % size \
             or row >= rules.max_block_bytes:
         return None
     dwords, best = row // 4, None
+    # Lanes walking rows are dpas's B columns (``simd``); lanes walking pieces may reach the ALU's width,
+    # where one instruction still computes all their addresses and mask (a copy's two 8-lane A messages
+    # of 8 dwords -> one of 16 lanes: one header add and one mask ``&&`` instead of two).
+    most = rules.simd if by_rows else max(rules.simd, rules.vector_max_lanes)
     for vec in rules.vectors:
         if vec == 1 or dwords % vec:
             continue
         pieces = rounds * (dwords // vec)
         walked = rounds if by_rows else pieces  # what the lanes of one message walk
-        for lanes in range(rules.vector_lanes, min(rules.simd, walked) + 1, rules.vector_lanes):
+        for lanes in range(rules.vector_lanes, min(most, walked) + 1, rules.vector_lanes):
             if walked % lanes == 0:
                 cand = VectorPlan(lanes, vec, pieces // lanes, rounds if by_rows else 0)
                 if best is None or (cand.count, -cand.vec) < (best.count, -best.vec):

@@ -16,7 +16,23 @@ user knobs. The rules, in order:
    configurations, 255 on sm_90 (the architectural cap; ptxas decides).
    A user's ``iter`` whose budget estimate exceeds that gets the smallest
    larger mode that holds it (the largest if none does), as oneDNN retries
-   a kernel that runs out of registers in large-GRF mode.
+   a kernel that runs out of registers in large-GRF mode. With no ``iter``
+   either, a mode's best tile (rule 4) that issues fewer than
+   ``MIN_FMAS_PER_ITER`` (8) FMA instructions per reduction iteration gives
+   way to the next larger mode's best tile of at most that many, where that
+   one issues more (xehpg's f16 3x3 convolutions: ``oh4ow8oc8ic16``, 4 dpas
+   at 128 GRFs -> ``oh4ow8oc16ic16``, 8 dpas at 256, as oneDNN's tuned
+   ``oc32ow16``-style tiles). A reduction iteration carries ALU work that
+   does not shrink with the tile: a header for each of its messages, the
+   padding masks of the pixel it reads, the loop counters (about 8
+   operations on those convolutions, docs/passes.md), so fewer multiplies
+   per iteration leave the ALU, not the multiplier, bounding the loop; the
+   larger mode is asked for no more than that, since it halves the threads
+   per vector engine, and its tiles rank by the A and B bytes they load per
+   FMA first (the squarest: ``mb4oh2ow2oc32`` before ``mb2oh2ow2oc64``),
+   since reuse is what the larger mode buys, then by the fewer A bytes (a
+   convolution's A rows carry the pixels' padding masks); then by rule 4's
+   score.
 4. **iter** (per-thread tile): candidates are the instruction shape times
    powers of two, M and N up to 128 and not more than twice the problem, K
    moving 16..64 bytes of A per iteration. Each candidate is completed with
@@ -44,7 +60,7 @@ user knobs. The rules, in order:
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from math import ceil, gcd
+from math import ceil, gcd, prod
 
 from kdd.core.targets import FmaShape, Target
 
@@ -61,6 +77,8 @@ MAX_THREAD_TILE = 128
 ONEDNN_ONLY = KernelConfig(global_reduction=True, walk_order=WalkOrder(), pad_slm=False, bwd_d_optimize="none",
                            src_layout="any", wei_layout="any", dst_layout="any", bia_layout="any")
 K_BYTES = (16, 64)
+# FMA instructions per reduction iteration worth a larger register mode (rule 3).
+MIN_FMAS_PER_ITER = 8
 GROUP_SHAPE = {"xe": (4, 4), "ptx": (2, 2)}
 
 
@@ -74,7 +92,7 @@ def resolve_config(problem, target: Target, user: KernelConfig | None = None) ->
     plan = _Plan.make(problem, target, user or KernelConfig())
     if user is not None and user.iter is not None:
         return _fitting_mode(plan, plan.complete(user.iter), problem, target)
-    ranked = ranked_tiles(plan, problem, target)
+    plan, ranked = ranked_in_mode(plan, problem, target)
     if not ranked:  # nothing fits: the smallest tile, and validation reports the overflow
         return plan.complete(plan.iter_candidates()[-1])
     return ranked[0][1]
@@ -93,11 +111,40 @@ def _fitting_mode(plan: "_Plan", cfg: KernelConfig, problem, target: Target) -> 
     return cfg
 
 
-def ranked_tiles(plan: _Plan, problem, target: Target) -> list[tuple[tuple, KernelConfig, object]]:
-    """``(score, complete config, tile)`` of every per-thread tile within the budget estimate, best
-    first by rule 4's score (ties in candidate order)."""
+def ranked_in_mode(plan: "_Plan", problem, target: Target) -> tuple["_Plan", list]:
+    """Rule 3's register mode (where the user set no ``regs``) and rule 4's ranking of the tiles in it:
+    ``plan`` and its ranking, or a larger mode's plan and its ranking of tiles of at most
+    ``MIN_FMAS_PER_ITER`` FMA instructions where its best issues more per iteration than ``plan``'s."""
+    ranked = ranked_tiles(plan, problem, target)
+    if plan.user.regs is not None:
+        return plan, ranked
+    have = plan.fmas_per_iter(ranked[0][2]) if ranked else 0
+    for regs in target.registers.modes:
+        if have >= MIN_FMAS_PER_ITER:
+            break
+        if regs <= plan.regs:
+            continue
+        larger = replace(plan, regs=regs)
+        # What the larger mode buys is reuse: the fewest A and B bytes per FMA (the squarest tile) first,
+        # then the fewer A bytes (A's rows carry the padding masks of a convolution's pixels).
+        more = sorted(ranked_tiles(larger, problem, target, most_fmas=MIN_FMAS_PER_ITER),
+                      key=lambda item: (item[0][0], -plan.operand_bytes_per_fma(item[2]),
+                                        -plan.operand_bytes_per_fma(item[2], "a")) + item[0][1:],
+                      reverse=True)
+        if more and plan.fmas_per_iter(more[0][2]) > have:
+            plan, ranked, have = larger, more, plan.fmas_per_iter(more[0][2])
+    return plan, ranked
+
+
+def ranked_tiles(plan: _Plan, problem, target: Target,
+                 most_fmas: int | None = None) -> list[tuple[tuple, KernelConfig, object]]:
+    """``(score, complete config, tile)`` of every per-thread tile within the budget estimate (and of
+    at most ``most_fmas`` FMA instructions per iteration when given), best first by rule 4's score
+    (ties in candidate order)."""
     scored = []
     for tile in filter(plan.may_fit, plan.iter_candidates()):
+        if most_fmas is not None and plan.fmas_per_iter(tile) > most_fmas:
+            continue
         cfg = plan.complete(tile)
         budget = estimate_budget(problem, cfg, target)
         if not budget.within_estimate:
@@ -197,6 +244,19 @@ class _Plan:
               if k == sk or (k * self.ops.a.size >= K_BYTES[0] and k // 2 < gemm.K)]
         tiles = sorted(((m * n, k, m, n) for m in ms for n in ns for k in ks), reverse=True)
         return [_tile(spread(m, gemm.m), spread(n, gemm.n), spread(k, gemm.k)) for _, k, m, n in tiles]
+
+    def fmas_per_iter(self, tile: Tile) -> int:
+        """FMA instructions one thread issues per reduction iteration with per-thread tile ``tile``."""
+        gemm = self.problem.gemm_dims()
+        return prod(ceil(tile.product(d for d, _ in getattr(gemm, role)) / size)
+                    for role, size in zip("mnk", self.shape))
+
+    def operand_bytes_per_fma(self, tile: Tile, operands: str = "ab") -> float:
+        """Bytes of ``operands`` (A and B) one thread loads per FMA instruction with per-thread tile ``tile``."""
+        gemm = self.problem.gemm_dims()
+        m, n, k = (tile.product(d for d, _ in getattr(gemm, role)) for role in "mnk")
+        nbytes = {"a": m * k * self.ops.a.size, "b": k * n * self.ops.b.size}
+        return sum(nbytes[o] for o in operands) / self.fmas_per_iter(tile)
 
     def may_fit(self, tile: Tile) -> bool:
         """Whether C, A, B and the reserve alone fit the registers (prunes the search)."""

@@ -1,7 +1,7 @@
 """A small config space per problem for tuning runs on the device (``bench/gpu_tune.py``).
 
-:func:`search_space` takes the defaults heuristic's best per-thread tiles (rule 4's score,
-:mod:`.defaults`) and varies around each what the heuristic fixes: the group shape (rule 5,
+:func:`search_space` takes the defaults heuristic's best per-thread tiles (rule 4's score in rule 3's
+register mode, :mod:`.defaults`) and varies around each what the heuristic fixes: the group shape (rule 5,
 started from the target's default or from twice as many threads along N or M) and, for the best
 tile, the SLM buffer count (rule 7's, and one less). Every config is complete and within the
 register and SLM budget estimate; the device decides between them.
@@ -13,7 +13,7 @@ from dataclasses import replace
 from kdd.core.targets import Target
 
 from .budget import estimate_budget
-from .defaults import GROUP_SHAPE, _Plan, ranked_tiles
+from .defaults import GROUP_SHAPE, _Plan, ranked_in_mode
 from .kernel_config import KernelConfig
 from .values import Buffering
 
@@ -22,7 +22,7 @@ def search_space(problem, target: Target, tiles: int = 3) -> list[KernelConfig]:
     """Distinct complete configs: the ``tiles`` best per-thread tiles by the heuristic's score, each
     with the default and the two doubled group shapes; the best tile also with one SLM buffer less.
     The heuristic's own default comes first."""
-    plan = _Plan.make(problem, target, KernelConfig())
+    plan, ranked = ranked_in_mode(_Plan.make(problem, target, KernelConfig()), problem, target)
     x, y = GROUP_SHAPE[target.isa]
     out: list[KernelConfig] = []
     seen: set[str] = set()
@@ -33,7 +33,7 @@ def search_space(problem, target: Target, tiles: int = 3) -> list[KernelConfig]:
             seen.add(line)
             out.append(cfg)
 
-    for rank, (_, base, tile) in enumerate(ranked_tiles(plan, problem, target)[:tiles]):
+    for rank, (_, base, tile) in enumerate(ranked[:tiles]):
         for shape in ((x, y), (2 * x, y), (x, 2 * y)):
             tg = plan._group(tile, base.loop, shape)
             cfg = replace(base, tg=tg, slm=plan._slm(replace(base, tg=tg)))

@@ -28,13 +28,14 @@ from typing import Any, Mapping
 from ..ir.expr import Binary, Expr, Op, Var
 from ..ir.node import Node
 from ..ir.printer import expr_to_text
-from ..ir.stmt import Let, Seq, Stmt, seq
+from ..ir.stmt import Let, Seq, Stmt, Store, seq
 from ..ir.visitor import IRMutator, Substitute
 from .forms import Forms
 from .naming import NameSource
 from .opcount import is_int_op
 from .options import target_of
 from .registers import RegisterModel, estimate_registers
+from .send_headers import header_of
 from .tree import child_stmts, own_exprs, unshare_statements
 
 
@@ -235,11 +236,25 @@ def _plan(tree: Stmt, options: Mapping[str, Any]) -> tuple[list[_Choice], list[S
         if left is not None:
             left -= nbytes
         where, span = layout.common_ancestor(*spans[e])
-        chosen.append(_Choice(e, where, span, n, nbytes))
+        chosen.append(_Choice(e, where, _with_header_store(where, span), n, nbytes))
         for sub, w in _weighted_nodes([e])[1:]:
             if sub in counts:
                 counts[sub] -= (n - 1) * w
     return chosen, skipped, budget
+
+
+def _with_header_store(where: Stmt, span: tuple[int, int] | None) -> tuple[int, int] | None:
+    """``span`` of ``where``'s children, reaching back over the header store of a lowered send it starts
+    at: the let goes in front of the store, so the store stays right before its send (``hoist`` lifts
+    such a pair only; the value of a let reads no memory, so no header either)."""
+    if span is None or span[0] == 0:
+        return span
+    kids = where.stmts
+    header = header_of(kids[span[0]])
+    before = kids[span[0] - 1]
+    if header is not None and isinstance(before, Store) and before.buf.name == header:
+        return span[0] - 1, span[1]
+    return span
 
 
 def _is_mask_logic(e: Expr) -> bool:

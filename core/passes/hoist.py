@@ -28,7 +28,10 @@ For each ``for`` loop, inner loops first:
    vectors are lifted only while the free registers of the kernel
    (``cse.register_budget``) allow. Where only scalars are invariant (the
    lanes vary with a message loop), the scalars and the constant are lifted
-   as one scalar sum, which the loop around sees as a sum of its own;
+   as one scalar sum, which the loop around sees as a sum of its own. Where
+   the invariant part is one variable already, the sum is regrouped when
+   that costs no more operations, so its scalars are one scalar sum that
+   strength reduction carries as one register (``kh*7168 + ic*32``, not two);
 4. the invariant terms of a send's mask (a conjunction: the padding
    condition of the iteration's pixel, the same for every message of a
    message loop, beside a message's own tail test; for a scattered message
@@ -102,17 +105,19 @@ class _SplitSums(IRMutator):
     """Rewrites the maximal sums of one loop body into variant terms plus a hoisted variable."""
 
     def __init__(self, maximal: set[int], vectors: set[int], inner: set[str], ctx: "_Hoist", prefix: str,
-                 trips: int | None):
+                 trips: int | None, lets: dict[str, Expr] | None = None):
         self.maximal, self.vectors, self.inner, self.forms = maximal, vectors, inner, ctx.forms
         self.names, self.prefix, self.trips, self.ctx = ctx.names, prefix, trips, ctx
+        self.lets = lets or {}  # the body's integer vector lets that stay in it: name -> value
         self.lifted: dict[Expr, Expr] = {}  # invariant sum -> its variable
 
     def _invariant(self, e: Expr) -> bool:
         return not has_load(e) and not any(v.name in self.inner for v in expr_vars(e))
 
-    def _worth(self, new: Expr, invariant: Expr, build) -> Expr | None:
+    def _worth(self, new: Expr, invariant: Expr, build, dry: bool = False) -> Expr | None:
         """``build(v)`` with ``v`` the variable of ``invariant`` (made now) when that saves operations
-        per iteration and, for a loop of known trips, over the loop; None when not."""
+        per iteration and, for a loop of known trips, over the loop; None when not. ``dry``: priced
+        with a stand-in variable, nothing taken or named."""
         var = self.lifted.get(invariant)
         # Price the split with a stand-in variable (a variable costs nothing, whatever its name) so
         # that a split not made takes no name from the kernel.
@@ -122,6 +127,8 @@ class _SplitSums(IRMutator):
             return None
         if var is None and self.trips is not None and int_ops(invariant) >= saved * self.trips:
             return None  # computing it ahead costs more than the few iterations save
+        if dry:
+            return build(priced)
         if var is None:
             if not self.ctx.take(invariant.type):
                 return None
@@ -146,10 +153,20 @@ class _SplitSums(IRMutator):
 
     def _split_vector(self, new: Expr) -> Expr:
         """Vector sum ``new`` as a hoisted vector of its invariant addends plus the rest, the rest's
-        scalars (and the constant) summed as one scalar."""
+        scalars (and the constant) summed as one scalar; seen through the body's vector lets where that
+        leaves fewer vector operations (a header over the lanes' row that the mask shares: the row's
+        invariant lanes join the hoisted vector, its digit joins the scalar sum, which strength
+        reduction then carries)."""
+        if self.lets:
+            plain, seen = self._split_vector_with(new, {}, True), self._split_vector_with(new, self.lets, True)
+            if seen is not new and (_vector_ops(seen), int_ops(seen)) < (_vector_ops(plain), int_ops(plain)):
+                return self._split_vector_with(new, self.lets)
+        return self._split_vector_with(new, {})
+
+    def _split_vector_with(self, new: Expr, lets: Mapping[str, Expr], dry: bool = False) -> Expr:
         t = new.type
         scalar = t.with_lanes(1)
-        terms, const = vector_addends(new)
+        terms, const = vector_addends(new, lets)
         if any(x.type.lanes not in (1, t.lanes) or x.type.scalar is not t.scalar for x in terms):
             return new  # (a term of another width would be summed at its own width once hoisted)
         fixed = {x: c for x, c in terms.items() if self._invariant(x)}
@@ -179,10 +196,17 @@ class _SplitSums(IRMutator):
             return out if rest is None else Binary.make(Op.ADD, out, rest)
 
         if int_ops(invariant) == 0:  # a bare variable: regrouping may still save operations
+            # (or, at the same count, make the scalars one sum, which strength reduction carries whole)
             out = build(invariant)
-            return out if int_ops(out) < int_ops(new) else new
-        out = self._worth(new, invariant, build)
+            return out if int_ops(out) <= int_ops(new) else new
+        out = self._worth(new, invariant, build, dry)
         return new if out is None else out
+
+
+def _vector_ops(e: Expr) -> int:
+    """The integer operations of ``e`` whose results are vectors (every lane's; a scalar one is one)."""
+    return sum(int_ops(n) - sum(int_ops(k) for k in n.children() if isinstance(k, Expr))
+               for n in distinct_nodes(e) if isinstance(n, Expr) and n.type.lanes > 1)
 
 
 def _constant(e: Expr) -> int | None:
@@ -191,10 +215,11 @@ def _constant(e: Expr) -> int | None:
     return e.value if isinstance(e, IntImm) else None
 
 
-def vector_addends(e: Expr) -> tuple[dict[Expr, int], int]:
+def vector_addends(e: Expr, lets: Mapping[str, Expr] | None = None) -> tuple[dict[Expr, int], int]:
     """The addends of integer vector ``e`` as ``({term: coefficient}, constant)``, seen through
-    ``+ - *constant``, ``add3``, ``mad`` by a constant, broadcasts and ramp bases; a term is a
-    vector or a scalar of ``e``'s element type (a scalar adds to every lane)."""
+    ``+ - *constant``, ``add3``, ``mad`` by a constant, broadcasts and ramp bases, and the variables
+    of ``lets`` (name -> value: a lane vector a mask shares, whose invariant part the header's sum then
+    lifts); a term is a vector or a scalar of ``e``'s element type (a scalar adds to every lane)."""
     scalar = e.type.scalar
     terms: dict[Expr, int] = {}
     const = 0
@@ -205,7 +230,9 @@ def vector_addends(e: Expr) -> tuple[dict[Expr, int], int]:
             terms[x] = terms.get(x, 0) + c
             continue
         k = _constant(x)
-        if k is not None:
+        if isinstance(x, Var) and lets and x.name in lets and lets[x.name].type == x.type:
+            stack.append((lets[x.name], c))
+        elif k is not None:
             const += c * k
         elif isinstance(x, Broadcast):
             stack.append((x.a, c))
@@ -445,14 +472,28 @@ def _invariant_lets(loop: For) -> tuple[list[Let], set[str]]:
     return hoisted, inner
 
 
+def _carries_registers(loop: For) -> bool:
+    """Whether strength reduction has run on ``loop``: a let of its body reads a register the body
+    stores to (an induction variable or a digit counter carried across iterations)."""
+    nodes = list(distinct_nodes(loop.body))
+    read = {n.value.buf.name for n in nodes if isinstance(n, Let) and isinstance(n.value, Load)}
+    return any(isinstance(n, Store) and n.buf.name in read for n in nodes)
+
+
 def hoist_loop(loop: For, ctx: _Hoist) -> Stmt:
     """``loop`` with its invariant lets and sums computed in front of it."""
     hoisted, inner = _invariant_lets(loop)
     moved = {id(s) for s in hoisted}
     body = DropLets(lambda let: id(let) in moved).mutate(loop.body) if hoisted else loop.body
-    roots = [e for s in _running_stmts(body) for e in own_exprs(s)]
+    running = _running_stmts(body)
+    roots = [e for s in running for e in own_exprs(s)]
+    # Seen through only before strength reduction, which carries the scalar sums this makes (once it has
+    # run, hoisting unrolled copies, a scalar digit product would stay an operation of its own).
+    lets = {} if _carries_registers(loop) else {
+        s.var.name: s.value for s in running if isinstance(s, Let) and s.var.type.is_int
+        and s.var.type.lanes > 1 and _is_vector_linear(s.value)}
     split = _SplitSums(maximal_sums(roots), maximal_sums(roots, _is_vector_linear), inner, ctx,
-                       f"{loop.var.name}_inv", trip_count(loop))
+                       f"{loop.var.name}_inv", trip_count(loop), lets)
     body = split.mutate(body)
     masks = _NameMasks(inner, ctx, f"{loop.var.name}_mask")
     body = masks.mutate(body)

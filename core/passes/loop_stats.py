@@ -16,7 +16,9 @@ them, per SIMD thread:
 - ``sends``, ``send_bytes`` and ``by_kind``: memory messages, by operation,
   message kind and space (``load.block.slm``), with the bytes they move;
 - ``min_sends``: the fewest messages those bytes need, per operation and
-  space, at the target's largest block message (``Target.messages.block``);
+  space, at the target's largest block message (``Target.messages.block``;
+  a scattered vector message of the ALU's lanes may move more, 16 lanes of
+  8 dwords = 512 B on Xe-HPG, so a loop of those can send fewer);
 - ``int_ops`` / ``float_ops``: ALU operations of integer / float results
   (comparisons by their operands' type, boolean logic as integer; a
   conversion between integers of one size is a retype, free), one per

@@ -51,7 +51,7 @@ class _Fuse(IRMutator):
     def mutate_Binary(self, old: Binary, new: Binary):
         if new.op is Op.AND and self.ranges:
             test = _range_test(new, self._shift)
-            return new if test is None else test
+            return _range_in_conjunction(new, self._shift) if test is None else test
         if new.op is not Op.ADD or not new.type.is_int:
             return new
         for inner, other in ((new.a, new.b), (new.b, new.a)):
@@ -113,6 +113,31 @@ def _range_test(e: Binary, shift) -> Expr | None:
     u = u32.with_lanes(x.type.lanes)
     shifted = x if lo == 0 else shift(x, lo)
     return Binary.make(Op.LT, Cast.make(u, shifted), IntImm.make(u32, hi - lo), origin=e.origin)
+
+
+def _range_in_conjunction(e: Binary, shift) -> Expr:
+    """``e``, a conjunction, with one pair of its conjuncts that is a range test of one ``x`` made that
+    test (``(m && x >= 0) && x < 28`` -> ``m && u32(x) < 28``: the masks of a tile whose lanes' rows
+    vary come so, the lanes' column test first); ``e`` itself where no pair is."""
+    conj, stack = [], [e]
+    while stack:
+        x = stack.pop()
+        if isinstance(x, Binary) and x.op is Op.AND and x.type == e.type:
+            stack += [x.b, x.a]
+        else:
+            conj.append(x)
+    for i in range(len(conj)):
+        for j in range(i + 1, len(conj)):
+            if conj[i].type != conj[j].type:
+                continue
+            test = _range_test(Binary.make(Op.AND, conj[i], conj[j]), shift)
+            if test is not None:
+                rest = [test if k == i else c for k, c in enumerate(conj) if k != j]
+                out = rest[0]
+                for c in rest[1:]:
+                    out = Binary.make(Op.AND, out, c, origin=e.origin)
+                return out
+    return e
 
 
 def fuse_arith(ir: Node, options: Mapping[str, Any] | None = None) -> Node:

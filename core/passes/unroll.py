@@ -7,7 +7,13 @@ iterations:
 
 - ``n <= U``: the loop disappears into ``n`` copies with ``k`` a constant;
 - otherwise the loop runs ``n // U`` unrolled iterations and the ``n % U``
-  left over follow as constant copies.
+  left over follow as constant copies. Where the body compares ``k`` with a
+  constant whose outcome changes only within the last unrolled iteration
+  (a software-pipelined loop's ``k < n - 2``: its last iterations load
+  nothing), that iteration is peeled too, as a constant copy after the
+  loop, so the simplifier decides the test in every copy of the loop and in
+  the peeled one (resnet50_3x3_tuned: two compares and their branches per
+  trip gone, at the cost of one more copy of the body).
 
 With bounds known only at run time, the unrolled loop stops at
 ``k_end = init + (n / U) * U * step`` (``n`` computed in IR) and a plain
@@ -26,13 +32,15 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
-from ..ir.expr import IntImm, Var, max_
+from ..ir.expr import Binary, IntImm, Op, Var, max_
 from ..ir.node import Node
 from ..ir.stmt import For, Let, Stmt, seq
 from ..ir.visitor import IRMutator
 from .naming import Copies, NameSource
 from .strength_reduce import split_induction
-from .tree import trip_count
+from .tree import distinct_nodes, trip_count
+
+_COMPARE = (Op.LT, Op.LE, Op.GT, Op.GE)
 
 
 class _Unroll(IRMutator):
@@ -81,6 +89,10 @@ def unroll_loop(loop: For, names: NameSource) -> Stmt:
             return seq(*(copy(_imm(k, init + j * s), j > 0) for j in range(n)))
         main = n // u * u
         rest = [copy(_imm(k, init + (main + j) * s), True) for j in range(n - main)]
+        if main >= 2 * u and _decided_by_peeling(loop.body, k, init + (main - u) * s, init + (main - 1) * s):
+            # The last unrolled iteration follows as a constant copy, so the loop's copies test no guard.
+            main -= u
+            rest.insert(0, Copies(unrolled, (k,)).copy({k: _imm(k, init + main * s)}, names))
         return seq(For.make(k, loop.init, _imm(k, init + main * s), unrolled, s * u, origin=loop.origin), *rest)
     end = names.fresh(f"{k.name}_end", k.type)
     trips = max_(loop.bound - loop.init + _imm(k, s - 1), _imm(k, 0)) // _imm(k, s)
@@ -88,6 +100,22 @@ def unroll_loop(loop: For, names: NameSource) -> Stmt:
     tail = For.make(tail_var, end, loop.bound, copy(tail_var, True), s, origin=loop.origin)
     main_loop = For.make(k, loop.init, end, unrolled, s * u, origin=loop.origin)
     return Let.make(end, loop.init + trips // _imm(k, u) * _imm(k, u * s), seq(main_loop, tail))
+
+
+def _decided_by_peeling(body: Stmt, k: Var, first: int, last: int) -> bool:
+    """Whether ``body`` compares ``k`` with a constant whose outcome changes between ``first`` and
+    ``last`` (the values ``k`` takes in the last unrolled iteration) and not before: peeling that
+    iteration leaves the loop's copies a test they all pass (a pipelined loop's ``k < n - 2``, which
+    its last iteration fails, to load nothing past the end)."""
+    for node in distinct_nodes(body):
+        if not (isinstance(node, Binary) and node.op in _COMPARE and node.a == k and isinstance(node.b, IntImm)):
+            continue
+        c = node.b.value
+        outcome = {Op.LT: lambda v: v < c, Op.LE: lambda v: v <= c, Op.GT: lambda v: v > c,
+                   Op.GE: lambda v: v >= c}[node.op]
+        if outcome(first) != outcome(last) and outcome(first) == outcome(first - 1):
+            return True
+    return False
 
 
 def unroll_loops(ir: Node, options: Mapping[str, Any] | None = None) -> Node:

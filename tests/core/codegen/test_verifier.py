@@ -28,12 +28,19 @@ def test_overlapping_values_are_found():
     assert any("share bytes" in p for p in verify(out))
 
 
+def _owned(out, line: int) -> set[int]:
+    """The registers some value the listing allocates holds at 1-based ``line``."""
+    rb = out["registers"]["reg_bytes"]
+    return {r for a in out["registers"]["allocations"] if a["first_line"] <= line <= a["last_line"]
+            for r in range(a["start"] // rb, -(-(a["start"] + a["bytes"]) // rb))}
+
+
 def test_a_register_no_value_owns_is_found():
     out = copy.deepcopy(_listing())
     i = next(i for i, ln in enumerate(out["lines"]) if " dpas." in ln["text"])
-    assert out["lines"][i]["live_regs"] < 110       # r120 holds nothing there
+    free = min(set(range(out["registers"]["budget"])) - _owned(out, i + 1))  # holds nothing there
     text = out["lines"][i]["text"].split()
-    text[3] = "r120:" + text[3].split(":")[1]
+    text[3] = f"r{free}:" + text[3].split(":")[1]
     out["lines"][i]["text"] = " ".join(text)
     assert any(f"line {i + 1}:" in p for p in verify(out))
 
@@ -54,12 +61,16 @@ def test_a_message_reading_past_its_value_is_found():
     allocs = [a for a in out["registers"]["allocations"] if a["bytes"] >= rb]
     for i, ln in enumerate(out["lines"]):
         text = ln["text"]
-        # a one-register block load into the last register of the value live there
-        if text.startswith("(W) load.") and ".d32x8t." in text and any(
-                (a["start"] + a["bytes"]) // rb - 1 == int(text.split()[3][1:].split(":")[0])
-                and a["first_line"] <= i + 1 <= a["last_line"] for a in allocs):
+        if not (text.startswith("(W) load.") and "t.a" in text):
+            continue
+        # a block load (d32xNt into k registers) filling the value live there up to its last register
+        first, k = (int(x) for x in text.split()[3][1:].split(":"))
+        dwords = text.split(".")[2]
+        if any((a["start"] + a["bytes"]) // rb == first + k and a["first_line"] <= i + 1 <= a["last_line"]
+               for a in allocs):
             break
     else:
-        raise AssertionError("no block load into the last register of a value")
-    out["lines"][i]["text"] = text.replace("d32x8t", "d32x16t").replace(":1 [", ":2 [")
+        raise AssertionError("no block load into the last registers of a value")
+    n = int(dwords[len("d32x"):-1])
+    out["lines"][i]["text"] = text.replace(f"{dwords}.", f"d32x{2 * n}t.").replace(f":{k} [", f":{2 * k} [")
     assert any(f"line {i + 1}:" in p for p in verify(out))

@@ -5,14 +5,14 @@ from hypothesis import strategies as st
 
 from kdd.core.config import (KernelConfig, default_config, derive_tiling, estimate_budget, operands,
                              parse_config_line, resolve_config, validate_config)
-from kdd.core.config.defaults import spread
+from kdd.core.config.defaults import MIN_FMAS_PER_ITER, spread
 from kdd.core.problem import problem_from_text
 from kdd.core.targets import TARGETS
 from kdd_config_strategies import configs, problems
 
 
 @pytest.mark.parametrize("target,types,fma,simd,regs", [
-    ("xehpg", "f16", "dpas", 8, 128), ("xehpg", "bf16", "dpas", 8, 128), ("xehpg", "s8:s8:s32", "dpas", 8, 128),
+    ("xehpg", "f16", "dpas", 8, 256), ("xehpg", "bf16", "dpas", 8, 256), ("xehpg", "s8:s8:s32", "dpas", 8, 256),
     ("xehpg", "f32", "mad", 16, 128), ("xehpc", "f16", "dpas", 16, 256), ("xehpc", "f32", "mad", 16, 128),
     ("xehpc", "u8:s8:s32", "dpas", 16, 256), ("sm_90", "f16", "mma", 32, 255), ("sm_90", "s8:s8:s32", "mma", 32, 255),
     ("sm_90", "f32", "fma", 32, 255), ("sm_90", "bf16:bf16:f32", "mma", 32, 255),
@@ -26,7 +26,9 @@ def test_large_problem_on_xehpg():
     p = problem_from_text("mb32ic64ih56oc64oh56kh3ph1", types="f16")
     c = default_config(p, TARGETS["xehpg"])
     t = derive_tiling(p, c)
-    assert t.tg_grid[:2] == (4, 4) and t.efficiency == 1.0 and not t.split_k
+    # 8 dpas per iteration in large-GRF mode (rule 3), the 64 output channels over two threads of 32.
+    assert c.regs == 256 and c.iter == parse_config_line("i=mb16oc32ic16").iter
+    assert t.tg_grid[:2] == (2, 4) and t.efficiency == 1.0 and not t.split_k
     assert c.loop.product(["ic"]) * c.iter.get("ic") == 64 and c.loop.get("kh") == 3
     assert c.slm.bufs == 3 and c.slm.a and c.slm.b and c.pipeline.unroll
 
@@ -38,6 +40,31 @@ def test_small_problems_get_small_tiles():
         assert small.m_group * small.n_group <= big.m_group * big.n_group, name
         assert small.threads_per_group <= big.threads_per_group, name
         assert small.m_group * small.n_group <= 16 * 64, name
+
+
+def test_larger_register_mode_for_few_multiplies_per_iteration():
+    """Rule 3: a mode whose best tile issues fewer than MIN_FMAS_PER_ITER FMA instructions per iteration
+    gives way to the larger mode's best tile of at most that many; no larger mode is taken where the
+    small one reaches it, has no more to give (small problems), or is already the largest."""
+    xehpg, xehpc = TARGETS["xehpg"], TARGETS["xehpc"]
+
+    def fmas(problem, target):
+        c = default_config(problem, target)
+        t = derive_tiling(problem, c)
+        shape = next(s for s in target.shapes(fma=c.fma, simd=c.simd, a=operands(problem).a) if not s.math)
+        return c.regs, (t.m_thread // shape.m) * (t.n_thread // shape.n) * (t.k_iter // shape.k)
+
+    assert fmas(problem_from_text("mb50ic256ih14oc256oh14kh3ph1", types="f16"), xehpg) == (256, MIN_FMAS_PER_ITER)
+    assert fmas(problem_from_text("m16n16k16", types="f16"), xehpg)[0] == 128  # too small for more
+    assert default_config(problem_from_text("mb50ic256ih14oc256oh14kh3ph1"), xehpg).regs == 128  # f32 mad
+    assert fmas(problem_from_text("m4096n4096k4096", types="f16"), xehpc)[0] == 256  # the default already
+
+
+def test_larger_mode_takes_the_squarest_tile():
+    """In the larger mode the fewest A and B bytes per FMA win, then the fewer A bytes: M16 x N32, not
+    M8 x N64 (the same multiplies, a third more bytes) nor M32 x N16."""
+    c = default_config(problem_from_text("mb50ic256ih14oc256oh14kh3ph1", types="f16"), TARGETS["xehpg"])
+    assert c.iter == parse_config_line("i=mb4oh2ow2oc32ic16").iter
 
 
 def test_spread_prefers_divisors_and_inner_dims():

@@ -86,7 +86,12 @@ def test_examples_have_a_main_loop_matching_the_schema(name):
     trace = run_pipeline(kernel)
     loop = loop_stats(trace.input, trace.final, get_target(kernel.target)).to_dict()
     validator("compile.schema.json", "loop").validate(loop)
-    assert loop["dpas"] > 0 and loop["sends"] >= loop["min_sends"] > 0
+    assert loop["dpas"] > 0 and loop["min_sends"] > 0
+    # min_sends counts block messages; a scattered vector message may move more (16 lanes of 8 dwords), so
+    # the true floor is the bytes over the largest message of either kind.
+    m = get_target(kernel.target).messages
+    largest = max(m.block, m.scattered_lanes * max(m.vectors) * max(m.vector_bytes or (4,)))
+    assert loop["sends"] >= loop["send_bytes"] / largest - 0.05
     assert loop["send_bytes"] == pytest.approx(sum(v["bytes"] for v in loop["by_kind"].values()), abs=0.05)
 
 

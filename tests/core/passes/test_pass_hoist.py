@@ -289,3 +289,28 @@ def test_the_scalar_part_of_a_message_loop_header_is_one_sum_before_it():
     assert scalar.var.type == s32 and inner.body.value.type.lanes == 8
     assert int_ops(inner.body.value) == 4  # the lanes' ramp base, division and scale, plus the scalar
     assert effects(out, env={"i": 3}) == effects(kernel, env={"i": 3})
+
+
+def test_a_header_over_a_lane_vector_its_mask_shares_hoists_that_vectors_invariant_lanes():
+    """``row = rows + kh - 1`` (a let the padding mask reads too) in a header
+    ``k*2 + cols*256 + row*7168 + 5``: the header is seen through the let, the per-lane ``rows * 7168``
+    joins the hoisted ``cols * 256`` and ``kh * 7168`` the scalar part (which strength reduction
+    carries), so the loop adds one scalar sum to one hoisted vector; the mask keeps the let."""
+    rows, cols = Ramp.make(I, 1, 8), var("cols", s32.with_lanes(8))
+    row, kh = var("row", s32.with_lanes(8)), var("kh")
+    header = Broadcast.make(K * 2, 8) + cols * 256 + row * 7168 + 5
+    body = Let.make(kh, (K / IntImm.make(s32, 3)) % IntImm.make(s32, 3),
+                    Let.make(row, rows + Broadcast.make(kh, 8) - 1,
+                             seq(Store.make(OUT, K * 64, header), Store.make(OUT, K * 64 + 32, Unary.make(Op.NEG, row)))))
+    kernel = Let.make(cols, Ramp.make(J, 1, 8), For.make(K, 0, 18, body))
+    out = hoist_invariants(kernel)
+    loop = next(n for n in walk(out) if isinstance(n, For))
+    stores = [n for n in walk(loop.body) if isinstance(n, Store)]
+    assert row not in set(walk(stores[0].value)) and row in set(walk(stores[1].value))
+    def vector_ops(e):
+        return len({id(n) for n in walk(e) if n.type.lanes == 8 and int_ops(n)})
+
+    # hoisted lanes + the scalar sum, + the immediate (which add3 takes along): was 6 vector operations
+    assert vector_ops(stores[0].value) == 2 < vector_ops(header) == 6
+    for env in ({"i": 3, "j": -2}, {"i": 0, "j": 70000}):
+        assert effects(out, env=env) == effects(kernel, env=env)

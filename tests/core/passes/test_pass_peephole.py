@@ -142,3 +142,22 @@ def test_a_range_test_of_a_sums_let_shifts_inside_an_add3():
     for x, y in ((0, 0), (0, 1), (50, 6), (56, 1), (-3, 2), (2 ** 31 - 1, 1)):
         env = {"x": x, "y": y}
         assert evaluate(out.value, env) == evaluate(body.body.value, {**env, "t": evaluate(X + Y, env)})
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.integers(-2 ** 31, 2 ** 31 - 1), st.integers(-2 ** 31, 2 ** 31 - 1), st.integers(-70000, 70000),
+       st.integers(2, 70000), st.permutations(range(3)))
+def test_a_range_test_among_other_conjuncts_becomes_one_comparison(x, y, lo, width, order):
+    """``(m && x >= lo) && x < hi`` in any order of its three conjuncts (a tile whose lanes' rows vary
+    tests its lanes' column first): the pair is ``u32(x - lo) < hi - lo`` beside ``m``, with the same
+    value for every 32-bit ``x``: three operations (four with the subtraction) where there were five."""
+    conj = [Y.gt(0), X.ge(lo), X.lt(lo + width)]
+    conj = [conj[i] for i in order]
+    e = binary(Op.AND, binary(Op.AND, conj[0], conj[1]), conj[2])
+    out = fuse_arith(Store.make(var("out"), 0, e), {"target": "xehpg"}).value
+    def binaries(x):
+        return len([n for n in walk(x) if isinstance(n, Binary)])
+
+    assert binaries(e) == 5 and binaries(out) == (3 if lo == 0 else 4)
+    assert any(isinstance(n, Cast) and n.type.scalar is u32.scalar for n in walk(out))
+    assert evaluate(out, {"x": x, "y": y}) == evaluate(e, {"x": x, "y": y})
