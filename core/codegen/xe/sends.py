@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from kdd.core.ir.expr import BoolImm, Broadcast, IntImm, Load, Ramp
 from kdd.core.ir.funcs import SendKind, SendOp
-from kdd.core.ir.types import s32, u8, u16, u32
+from kdd.core.ir.types import s32, u8, u16, u32, u64
 
 from ..errors import CodegenUnsupported
 from . import isa
@@ -320,8 +320,12 @@ def lower_send2d(cg, x) -> None:
     width, height, pitch = (e.value for e in sizes)
     hdr = cg.temp(u32, rb // 4, whole=True)
     isa.add64(cg, Reg(hdr.byte, u32, 1), arg, isa.value(cg, a.base), 1)
-    for i, v in ((2, width - 1), (3, height - 1), (4, pitch - 1),
-                 (7, (f.width - 1) | (f.height - 1) << 8 | (f.array - 1) << 16)):
+    fields = [(2, width - 1), (3, height - 1), (4, pitch - 1),
+              (7, (f.width - 1) | (f.height - 1) << 8 | (f.array - 1) << 16)]
+    if cg.xe.native_int64:  # surface width and height as one qword immediate
+        isa.move(cg, Reg(hdr.byte + 8, u64, 1), Imm(fields[0][1] | fields[1][1] << 32, u64), 1)
+        fields = fields[2:]
+    for i, v in fields:
         isa.move(cg, Reg(hdr.byte + 4 * i, u32, 1), Imm(v, u32), 1)
     isa.evaluate(cg, a.x, Reg(hdr.byte + 20, s32, 1))
     isa.evaluate(cg, a.y, Reg(hdr.byte + 24, s32, 1))
