@@ -476,15 +476,12 @@ def _direct_dim(view: View, name: str) -> int | None:
 
 
 def _matrix_positions(layout: Layout) -> np.ndarray:
-    """The matrix index ``(b, x, y)`` held at every register element of a dense layout: ``(elems, 3)``."""
-    pos = np.arange(layout.padded_elems(), dtype=np.int64)
-    idx = np.zeros((pos.size, 3), dtype=np.int64)
-    seen = [1, 1, 1]
-    for blk in layout.blocks:
-        if blk.size > 1:
-            idx[:, blk.dim] += (pos // blk.stride) % blk.size * seen[blk.dim]
-        seen[blk.dim] *= blk.size
-    return idx
+    """The matrix index ``(b, x, y)`` held at every register element of a dense layout: ``(elems, 3)``
+    (padded positions, which hold no index, read as ``-1``)."""
+    index = np.indices(layout.padded_dims).reshape(3, -1).T
+    pos = np.full((layout.padded_elems(), 3), -1, dtype=np.int64)
+    pos[layout.offsets_of(index) - layout.offset] = index
+    return pos
 
 
 def plan_block2d(access: TileAccess, reg: RegTensor, limits: Block2D | None, reg_bytes: int) -> Block2DPlan | None:

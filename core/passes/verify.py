@@ -313,7 +313,8 @@ class _Verifier:
             problem = "a surface whose width, height or pitch is not a constant"
         if problem is None:
             problem = limits.surface_problem(*(e.value for e in sizes))
-        for what, e, align in (("base", ops.base, limits.base_align), ("start column", ops.x, 4 // math.gcd(4, size))):
+        aligns = (("base", ops.base, limits.base_align), ("start column", ops.x, 4 // math.gcd(4, size)))
+        for what, e, align in aligns:
             mod, rem = alignment_of(e)
             if problem is None and (mod == 0 or mod % align == 0) and rem % align:
                 problem = f"a {what} of {rem} modulo {mod}, off its alignment to {align}"

@@ -326,7 +326,8 @@ class Block2D:
         if width % 4 or width < self.min_width or width > self.max_surface:
             return f"a surface {width} bytes wide (dword multiples from {self.min_width})"
         if pitch % self.pitch_align or pitch < max(self.min_pitch, width) or pitch > self.max_surface:
-            return f"a pitch of {pitch} bytes (multiples of {self.pitch_align}, at least the width and {self.min_pitch})"
+            return (f"a pitch of {pitch} bytes (multiples of {self.pitch_align}, at least the width and "
+                    f"{self.min_pitch})")
         if not 1 <= height <= self.max_surface:
             return f"a surface of {height} rows"
         return None

@@ -5,7 +5,7 @@ from passes_kernels import EXAMPLES
 from protocol_schemas import validator
 
 from kdd.core.ir.expr import Binary, Broadcast, IntImm, Load, Op, Ramp, Ternary, Var, const
-from kdd.core.ir.funcs import Dpas, Mad, Send, SendKind, SendOp
+from kdd.core.ir.funcs import Dpas, Mad, Send, Send2D, SendKind, SendOp
 from kdd.core.ir.stmt import Alloc, For, FuncCall, Let, MemKind, Store, seq
 from kdd.core.ir.types import f16, f32, s8, s32, s64, u8, u64
 from kdd.core.passes.verify import verify_ir
@@ -171,7 +171,6 @@ def test_slm_accesses_under_an_if_may_never_happen_registers_must_fit_anyway():
 
 
 def _load2d(width=16, height=8, array=2, surface=(128, 64, 128), base=0, x=0):
-    from kdd.core.ir.funcs import Send2D
     f = Send2D(f16, width, height, array)
     return FuncCall.make(f, [SRC, const(base), *(const(v) for v in surface), const(x), const(0), REG, const(0)])
 
