@@ -35,8 +35,6 @@ Byte offsets carry the element size in every term (``offset_expr``'s
 from __future__ import annotations
 
 import math
-
-import numpy as np
 from dataclasses import dataclass
 
 from kdd.core.ir.expr import Broadcast, BoolImm, Expr, Ramp, Var
@@ -475,9 +473,10 @@ def _direct_dim(view: View, name: str) -> int | None:
     return t
 
 
-def _matrix_positions(layout: Layout) -> np.ndarray:
+def _matrix_positions(layout: Layout):
     """The matrix index ``(b, x, y)`` held at every register element of a dense layout: ``(elems, 3)``
     (padded positions, which hold no index, read as ``-1``)."""
+    import numpy as np  # only Xe-HPC tiles come here: an Xe-HPG compile imports no numpy
     index = np.indices(layout.padded_dims).reshape(3, -1).T
     pos = np.full((layout.padded_elems(), 3), -1, dtype=np.int64)
     pos[layout.offsets_of(index) - layout.offset] = index
@@ -520,6 +519,8 @@ def plan_block2d(access: TileAccess, reg: RegTensor, limits: Block2D | None, reg
     col_start = arith.add(access.starts[col_dim], access.base[cols])
     if arith.alignment(col_start, access.facts) * size % 4:
         return None  # a block starts on a dword
+    import numpy as np
+
     pos = _matrix_positions(reg.layout)
     best = None
     for w in range(1, limits.max_row_bytes // size + 1):
