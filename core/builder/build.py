@@ -46,7 +46,8 @@ from .k_slices import k_slices
 from .kernel import Kernel, KernelArg
 from .lanes import flat_lanes, lanes_attrs
 from .layouts import tensor_layout, vector_layout
-from .loads import MessageRules, contiguous_role, memory_ordered, plan_messages, transfer, vector_gather
+from .loads import (MessageRules, contiguous_role, load_block2d, memory_ordered, plan_block2d, plan_messages,
+                    transfer, vector_gather)
 from .loop_nest import GROUP_IDS, THREAD_IDS, LoopNest, build_loop_nest
 from .loops import nest
 from .names import Names
@@ -283,10 +284,20 @@ class _Builder:
         if staged is not None and staged.tile_offset is not None:  # subtile s: the tile's s-th chunk
             return lambda s: read_tile(staged, reg, self.rules, names, origin, arith.mul(s, reg.bytes))
         probe = source(arith.const(0))
+        # 2D block messages land the rows where reg's layout holds them: taken where they are fewer
+        # than the 1D messages (and their staging reorder) of the other paths.
+        block2d = plan_block2d(probe, reg, self.target.messages.block2d, self.reg_bytes)
         staging = None
-        if plan_messages(probe, reg, self.rules).kind is not SendKind.BLOCK:
+        plan = plan_messages(probe, reg, self.rules)
+        if block2d is not None and plan.kind is SendKind.BLOCK and block2d.count < plan.count:
+            return lambda s: load_block2d(source(s), reg, block2d, names, origin)
+        if plan.kind is not SendKind.BLOCK:
             staging = memory_ordered(probe, reg, self.rules, names.fresh(f"{which}_ld", u64))
             gather = None if staging is None or part else vector_gather(probe, staging, reg, self.rules)
+            fewest = gather.count if gather is not None else (
+                plan_messages(probe, staging, self.rules).count if staging is not None else plan.count)
+            if block2d is not None and block2d.count < fewest:
+                return lambda s: load_block2d(source(s), reg, block2d, names, origin)
             if gather is not None:  # vector messages land in reg's layout: no staging, no reorder
                 return lambda s: transfer(SendOp.LOAD, source(s), staging, self.rules, names, origin,
                                           staging=reg.buf, vectors=gather)

@@ -22,6 +22,13 @@ cooperative SLM copy whose stores mirror its vector loads asks for the masks
 instead (``masks``) and writes zeros from SLM stores of its own
 (``slm.ZeroSource``): no fill in every iteration.
 
+On targets with 2D block loads (``plan_block2d``), a global tile whose rows and
+columns are each one view dim indexing one tensor dim directly (the columns
+unit-stride, the rows one pitch apart) is loaded by ``load_block2d`` messages
+instead, each as many rows (and side-by-side column blocks) as the register
+layout holds in the message's order: the matrix is the message's surface,
+so its edges read as zeros without masks or fills.
+
 Byte offsets carry the element size in every term (``offset_expr``'s
 ``scale``), so the scalar part of a per-lane address is one sum of bytes.
 """
@@ -31,12 +38,13 @@ import math
 from dataclasses import dataclass
 
 from kdd.core.ir.expr import Broadcast, BoolImm, Expr, Ramp, Var
-from kdd.core.ir.funcs import Send, SendKind, SendOp, always_enabled
+from kdd.core.ir.funcs import Send, Send2D, SendKind, SendOp, always_enabled
 from kdd.core.ir.stmt import For, FuncCall, If, Let, Stmt, seq
 from kdd.core.ir.types import Type, u32
 from kdd.core.ir.visitor import free_vars, substitute
 from kdd.core.layout.layout import Block, Layout
 from kdd.core.layout.view import View, offset_expr
+from kdd.core.targets.target import Block2D
 
 from . import arith
 from .elementwise import fill
@@ -428,3 +436,138 @@ def zero_fill(reg: RegTensor, lanes: int, names: Names, origin: Origin) -> Stmt:
         return fill(reg, 0, names, lanes, origin)
     words = RegTensor(reg.buf, row_major(u32, (1, 1, reg.bytes // 4)), reg.offset)
     return fill(words, 0, names, lanes, origin)
+
+
+@dataclass(frozen=True)
+class Block2DPlan:
+    """``count`` 2D block messages of ``array`` blocks of ``width`` x ``height`` elements filling a register
+    tensor in order (message ``q`` its elements ``[q * n, (q + 1) * n)``); matrix dim ``rows`` runs along the
+    surface's rows, ``cols`` along its columns; the surface is tensor dims ``tensor_rows`` x ``tensor_cols``
+    of the view's memory, view dims ``row_dim`` and ``col_dim`` indexing them."""
+
+    width: int
+    height: int
+    array: int
+    count: int
+    rows: int
+    cols: int
+    row_dim: str
+    col_dim: str
+    tensor_rows: int
+    tensor_cols: int
+
+    @property
+    def elems(self) -> int:
+        return self.width * self.height * self.array
+
+
+def _one_dim(role) -> str | None:
+    """The one view dim of a matrix dim with extent > 1 (None: none or several)."""
+    dims = [n for n, e in role.dims if e > 1]
+    return dims[0] if len(dims) == 1 else None
+
+
+def _direct_dim(view: View, name: str) -> int | None:
+    """The tensor dim that view dim ``name`` indexes directly (``t = name``, the same size, no mask), if any."""
+    deps = view.depends_on(name)
+    if len(deps) != 1:
+        return None
+    t = deps[0]
+    m = view.mapping[t]
+    if not (isinstance(m, Var) and m.name == view.dim(name).var.name) or view.masks[t] is not None \
+            or view.layout.dims[t] != view.dim(name).size:
+        return None
+    return t
+
+
+def _matrix_positions(layout: Layout):
+    """The matrix index ``(b, x, y)`` held at every register element of a dense layout: ``(elems, 3)``
+    (padded positions, which hold no index, read as ``-1``)."""
+    import numpy as np  # only Xe-HPC tiles come here: an Xe-HPG compile imports no numpy
+    index = np.indices(layout.padded_dims).reshape(3, -1).T
+    pos = np.full((layout.padded_elems(), 3), -1, dtype=np.int64)
+    pos[layout.offsets_of(index) - layout.offset] = index
+    return pos
+
+
+def plan_block2d(access: TileAccess, reg: RegTensor, limits: Block2D | None, reg_bytes: int) -> Block2DPlan | None:
+    """The fewest 2D block messages that load ``reg`` from global memory in its own layout (None where the
+    target has none, the tile is not a plain matrix of the memory, or no block shape lands the rows where
+    the layout holds them)."""
+    view = access.view
+    if limits is None or access.space != "global" or view.layout is None or reg.layout.dims[0] != 1:
+        return None
+    size = reg.dtype.size
+    cols = contiguous_role(view, access.roles)
+    if cols == 0:
+        return None
+    rows = 3 - cols
+    row_dim, col_dim = _one_dim(access.roles[rows]), _one_dim(access.roles[cols])
+    if row_dim is None or col_dim is None:
+        return None
+    t_rows, t_cols = _direct_dim(view, row_dim), _direct_dim(view, col_dim)
+    if t_rows is None or t_cols is None or unit_stride_dim(view, col_dim) != t_cols:
+        return None
+    if any(n not in (row_dim, col_dim) for n in access.bounded if n in view.dim_names):
+        return None  # a tail of another dim needs a mask
+    if any(real < pad for real, pad in zip(access.real, reg.layout.dims)):
+        return None  # matrix padding past the problem's matrix needs zeros the surface does not give
+    row_blocks = [b for b in view.layout.blocks if b.dim == t_rows and b.size > 1]
+    col_blocks = [b for b in view.layout.blocks if b.dim == t_cols and b.size > 1]
+    if len(row_blocks) != 1 or len(col_blocks) != 1:
+        return None
+    width, height, pitch = view.layout.dims[t_cols] * size, view.layout.dims[t_rows], row_blocks[0].stride * size
+    if limits.surface_problem(width, height, pitch) is not None:
+        return None
+    surface = {d.name: (0 if d.name in (row_dim, col_dim) else access.starts[d.name]) for d in view.dims}
+    base = offset_expr(view.layout, view.tensor_index(surface), size)
+    if arith.alignment(arith.fold(base), access.facts) % limits.base_align:
+        return None  # the surface starts off the hardware's alignment (kernel buffers are aligned)
+    col_start = arith.add(access.starts[col_dim], access.base[cols])
+    if arith.alignment(col_start, access.facts) * size % 4:
+        return None  # a block starts on a dword
+    import numpy as np
+
+    pos = _matrix_positions(reg.layout)
+    best = None
+    for w in range(1, limits.max_row_bytes // size + 1):
+        for h in range(1, limits.max_height + 1):
+            for a in limits.arrays:
+                n = w * h * a
+                if pos.shape[0] % n or (w * size) & (w * size - 1) or limits.block_problem(size, w, h, a) \
+                        or (a > 1 and w * h * size % reg_bytes):
+                    continue
+                if best is not None and (n, h) <= (best.elems, best.height):
+                    continue
+                chunks = pos.reshape(-1, a, h, w, 3)
+                origin = chunks[:, :1, :1, :1, :]
+                want = np.zeros((a, h, w, 3), dtype=np.int64)
+                want[..., cols] = (np.arange(a)[:, None, None] * w + np.arange(w)[None, None, :])
+                want[..., rows] = np.arange(h)[None, :, None]
+                if (origin[..., cols] * size % 4).any() or not (chunks == origin + want).all():
+                    continue
+                best = Block2DPlan(w, h, a, pos.shape[0] // n, rows, cols, row_dim, col_dim, t_rows, t_cols)
+    return best
+
+
+def load_block2d(access: TileAccess, reg: RegTensor, plan: Block2DPlan, names: Names, origin: Origin) -> Stmt:
+    """The ``load_block2d`` messages of ``plan`` filling ``reg`` from the tile ``access``."""
+    view, size = access.view, reg.dtype.size
+    j = names.fresh(f"{reg.buf.name}_msg")
+    j_expr = j if plan.count > 1 else arith.const(0)
+    e0 = arith.mul(j_expr, plan.elems)
+    bxy = tuple(arith.add(base, x) for base, x in zip(access.base, reg.decode(e0, bound=reg.elems)))
+    vidx = access.view_index(bxy, tuple(p if arith.is_const(base, 0) else None
+                                        for p, base in zip(reg.layout.dims, access.base)))
+    surface = {d.name: (arith.const(0) if d.name in (plan.row_dim, plan.col_dim) else vidx[d.name])
+               for d in view.dims}
+    base = arith.fold(offset_expr(view.layout, view.tensor_index(surface), size))
+    layout = view.layout
+    pitch = next(b for b in layout.blocks if b.dim == plan.tensor_rows and b.size > 1).stride * size
+    func = Send2D(reg.dtype, plan.width, plan.height, plan.array)
+    args = [access.mem, base, arith.const(layout.dims[plan.tensor_cols] * size),
+            arith.const(layout.dims[plan.tensor_rows]), arith.const(pitch),
+            arith.fold(vidx[plan.col_dim]), arith.fold(vidx[plan.row_dim]),
+            reg.buf, arith.add(reg.offset, arith.mul(e0, size))]
+    body: Stmt = FuncCall.make(func, args, origin=origin)
+    return For.make(j, 0, plan.count, body, origin=origin) if plan.count > 1 else body

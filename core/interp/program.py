@@ -18,7 +18,7 @@ import numpy as np
 
 from kdd.core.ir.expr import Expr, Var
 from kdd.core.ir.funcs import (Barrier, BarrierSignal, BarrierWait, Dp4a, Dpas, Eltwise, Fence, Mad,
-                               Mma, Reduce, Reorder, Send)
+                               Mma, Reduce, Reorder, Send, Send2D)
 from kdd.core.ir.printer import to_text
 from kdd.core.ir.stmt import Alloc, For, FuncCall, Group, If, Let, MemKind, Seq, Stmt, Store
 from kdd.core.ir.types import s32
@@ -29,7 +29,7 @@ from .fma import compile_dp4a, compile_dpas, compile_mad, compile_mma
 from .grid import ID_NAMES, Grid, Launch
 from .memory import ElementBytes, GlobalMemory, Memory, Registers, SharedMemory
 from .operands import Operand, buffer_var, combine_masks, constant_or
-from .sends import compile_send
+from .sends import compile_send, compile_send2d
 from .sync import SyncState, compile_sync
 from .tensor_ops import compile_eltwise, compile_reduce, compile_reorder
 from .values import to_bytes, value_dtype
@@ -38,7 +38,8 @@ from .vexpr import MASK, ExprCompiler, Fn, Slots
 Step = Callable[[list], None]
 
 _INTRINSICS = {
-    Send: compile_send, Mad: compile_mad, Dp4a: compile_dp4a, Dpas: compile_dpas, Mma: compile_mma,
+    Send: compile_send, Send2D: compile_send2d, Mad: compile_mad,
+    Dp4a: compile_dp4a, Dpas: compile_dpas, Mma: compile_mma,
     Reorder: compile_reorder, Reduce: compile_reduce, Eltwise: compile_eltwise,
     Barrier: compile_sync, BarrierSignal: compile_sync, BarrierWait: compile_sync, Fence: compile_sync,
 }

@@ -11,12 +11,16 @@ masked-off elements are not accessed (no bounds check) and, as on hardware,
 a load leaves their register bytes unchanged (the builder zero-fills a
 destination first where padding needs zeros). Threads outside the current
 thread mask do nothing at all.
+
+``load_block2d`` (``Send2D``) reads a block of a row-pitched surface: its
+elements outside the surface read as zero (no memory access), so a tile
+that overhangs a matrix needs no mask and no zero fill.
 """
 from __future__ import annotations
 
 import numpy as np
 
-from kdd.core.ir.funcs import Send, SendKind, SendOp
+from kdd.core.ir.funcs import Send, Send2D, SendKind, SendOp
 from kdd.core.ir.stmt import FuncCall, MemKind
 
 from .errors import InterpError
@@ -136,3 +140,34 @@ def compile_send(ctx, call: FuncCall):
                 write_bytes(regs, reg.off(env), data if act_b is None else np.where(act_b, data, raw), tm)
         return atomic_add
     raise InterpError(f"unknown send operation {f.op}")
+
+
+def compile_send2d(ctx, call: FuncCall):
+    """``load_block2d``: element ``(a, r, c)`` of the block from surface row ``y + r``, column
+    ``x + a * width + c``, zero outside the surface, into the registers in ``(a, r, c)`` order."""
+    f: Send2D = call.func
+    ops = call.ops
+    mem = ctx.operand(ops.mem, ops.base, "2D block memory")
+    reg = ctx.operand(ops.reg, ops.reg_offset, "2D block register")
+    width, height, pitch, x, y = (ctx.expr(e) for e in (ops.surface_width, ops.surface_height, ops.pitch,
+                                                         ops.x, ops.y))
+    size = f.type.size
+    a, r, c = np.meshgrid(np.arange(f.array), np.arange(f.height), np.arange(f.width), indexing="ij")
+    cols = (a * f.width + c).reshape(-1).astype(np.int64)  # register order: (a, r, c)
+    rows = r.reshape(-1).astype(np.int64)
+    within = np.arange(size, dtype=np.int64)
+
+    def load(env):
+        tm = env[MASK]
+        col = x(env).astype(np.int64)[:, None] + cols
+        row = y(env).astype(np.int64)[:, None] + rows
+        inside = (col >= 0) & (row >= 0) & (col * size < width(env).astype(np.int64)[:, None]) \
+            & (row < height(env).astype(np.int64)[:, None])
+        start = mem.off(env)[:, None] + row * pitch(env).astype(np.int64)[:, None] + col * size
+        idx = (start[:, :, None] + within).reshape(start.shape[0], -1)
+        act = np.repeat(inside, size, axis=1)
+        if tm is not None:
+            act = act & tm[:, None]
+        data = mem.memory(env, MemKind.GLOBAL).read(idx, act)
+        write_bytes(reg.memory(env, MemKind.GRF), reg.off(env), np.where(act, data, 0).astype(np.uint8), tm)
+    return load

@@ -137,6 +137,44 @@ class Send(Func):
         return f"send.{self.op.value}.{self.kind.value}.{self.space}.{self.type}x{self.elems}{vec}"
 
 
+@dataclass(frozen=True)
+class Send2D(Func):
+    """A 2D block load (Xe-HPC ``load_block2d``): ``array`` blocks of ``height`` rows of ``width``
+    elements of ``type``, side by side, from a surface of rows in global memory ``mem``.
+
+    Operands (printed by name): ``(mem, base, surface_width, surface_height, pitch, x, y, reg,
+    reg_offset)``. The surface starts at byte ``base`` of ``mem``, has ``surface_height`` rows of
+    ``surface_width`` bytes, ``pitch`` bytes apart. Block ``a``'s element ``(r, c)`` is the surface's
+    element at column ``x + a * width + c`` (elements) of row ``y + r``, zero where that lies outside
+    the surface (``x``, ``y`` may be negative); it lands at register byte
+    ``reg_offset + ((a * height + r) * width + c) * type.size``. The IR takes the blocks whose rows are
+    a power of two bytes and, with ``array > 1``, whose blocks fill whole registers, where the
+    hardware's padding (rows to a power of two, blocks to a register) is none; the verifier checks
+    that and the target's limits.
+    """
+
+    type: Type
+    width: int
+    height: int
+    array: int = 1
+    op = SendOp.LOAD
+    space = "global"
+    NAMED = True
+    OPERANDS = ("mem", "base", "surface_width", "surface_height", "pitch", "x", "y", "reg", "reg_offset")
+
+    def __post_init__(self):
+        if min(self.width, self.height, self.array) < 1:
+            raise ValueError(f"a 2D block of {self.array} x {self.width} x {self.height} elements")
+
+    @property
+    def elems(self) -> int:
+        """Elements the message moves (its register bytes over the element size)."""
+        return self.width * self.height * self.array
+
+    def __str__(self) -> str:
+        return f"load_block2d.{self.space}.{self.type}.{self.width}x{self.height}x{self.array}"
+
+
 def always_enabled(mask) -> bool:
     """Whether a send's ``mask`` is true for every element (``true`` or a broadcast of it)."""
     while isinstance(mask, Broadcast):

@@ -197,6 +197,8 @@ def print_ir(root: Node, texts: dict[int, str] | None = None) -> PrintedIR:
             after = [(depth + 1, s.body), (depth, "}", s)]
         elif cls is FuncCall:
             args = ", ".join(expr_to_text(a) for a in s.args)
+            if getattr(s.func, "NAMED", False):  # many operands of one type: each printed with its name
+                args = ", ".join(f"{n}={expr_to_text(a)}" for n, a in zip(s.func.OPERANDS, s.args))
             text = f"{s.func}({args}){_attrs(s.attrs)}"
         else:
             raise TypeError(f"cannot print {cls.__name__}")

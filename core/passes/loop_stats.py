@@ -16,9 +16,11 @@ them, per SIMD thread:
 - ``sends``, ``send_bytes`` and ``by_kind``: memory messages, by operation,
   message kind and space (``load.block.slm``), with the bytes they move;
 - ``min_sends``: the fewest messages those bytes need, per operation and
-  space, at the target's largest block message (``Target.messages.block``;
-  a scattered vector message of the ALU's lanes may move more, 16 lanes of
-  8 dwords = 512 B on Xe-HPG, so a loop of those can send fewer);
+  space, at the target's largest block message (``Target.messages.block``, or
+  for global loads on targets with 2D block loads the largest 2D block,
+  ``Block2D.max_bytes``, where that is larger; a scattered vector message of
+  the ALU's lanes may move more, 16 lanes of 8 dwords = 512 B on Xe-HPG, so a
+  loop of those can send fewer);
 - ``int_ops`` / ``float_ops``: ALU operations of integer / float results
   (comparisons by their operands' type, boolean logic as integer; a
   conversion between integers of one size is a retype, free), one per
@@ -37,7 +39,7 @@ from dataclasses import dataclass, field
 from math import ceil
 
 from ..ir.expr import Binary, BoolImm, Broadcast, Cast, Expr, FloatImm, IntImm, Load, Op, Ternary, Unary, Var
-from ..ir.funcs import Dp4a, Dpas, Eltwise, Mad, Mma, Reduce, Reorder, Send
+from ..ir.funcs import Dp4a, Dpas, Eltwise, Mad, Mma, Reduce, Reorder, Send, Send2D
 from ..ir.node import Node
 from ..ir.stmt import For, FuncCall, Group, Let, Stmt, Store
 from .opcount import is_retype
@@ -104,8 +106,16 @@ def loop_stats(built: Stmt, final: Stmt, target) -> LoopStats | None:
         by_space[f"{op}.{space}"] = by_space.get(f"{op}.{space}", 0) + nbytes / per_trip
     out.sends = round(sum(v["count"] for v in out.by_kind.values()), 2)
     out.send_bytes = round(sum(v["bytes"] for v in out.by_kind.values()), 2)
-    out.min_sends = sum(ceil(round(b, 6) / target.messages.block) for b in by_space.values())
+    out.min_sends = sum(ceil(round(b, 6) / _largest_message(target, space)) for space, b in by_space.items())
     return out
+
+
+def _largest_message(target, space: str) -> int:
+    """The most bytes one message of ``space`` (``load.global``...) moves on ``target``."""
+    block2d = target.messages.block2d
+    if space == "load.global" and block2d is not None:
+        return max(target.messages.block, block2d.max_bytes)
+    return target.messages.block
 
 
 def _k_loop(ir: Node) -> Group | None:
@@ -236,8 +246,8 @@ class _Counter:
         if isinstance(f, _FMAS):
             self.fmas += times * _fma_instructions(s, self.target)
             self.fma_kind = self.fma_kind or ("dpasw" if isinstance(f, Dpas) and f.is_dpasw else _fma_name(f))
-        elif isinstance(f, Send):
-            kind = f"{f.op.value}.{f.kind.value}.{f.space}"
+        elif isinstance(f, (Send, Send2D)):
+            kind = f"{f.op.value}.{'block2d' if isinstance(f, Send2D) else f.kind.value}.{f.space}"
             n, nbytes = self.sends.get(kind, (0, 0))
             self.sends[kind] = (n + times, nbytes + times * f.elems * f.type.size)
         elif isinstance(f, (Reorder, Reduce)):

@@ -16,7 +16,7 @@ from __future__ import annotations
 from typing import Any, Mapping
 
 from ..ir.expr import Expr, Load
-from ..ir.funcs import Dp4a, Dpas, Eltwise, Mad, Mma, Reduce, Reorder, Send
+from ..ir.funcs import Dp4a, Dpas, Eltwise, Mad, Mma, Reduce, Reorder, Send, Send2D
 from ..ir.node import Node
 from ..ir.stmt import Alloc, For, FuncCall, Let, MemKind, Stmt, Store
 from ..ir.visitor import IRMutator
@@ -24,7 +24,8 @@ from .tree import distinct_nodes, expr_vars, trip_count
 
 # Operands holding register offsets, per function kind.
 _FMA_OFFSETS = ("dst_offset", "src0_offset", "src1_offset", "src2_offset")
-_REG_OFFSETS = {Send: ("reg_offset",), Mad: _FMA_OFFSETS, Dp4a: _FMA_OFFSETS, Dpas: _FMA_OFFSETS,
+_REG_OFFSETS = {Send: ("reg_offset",), Send2D: ("reg_offset",), Mad: _FMA_OFFSETS, Dp4a: _FMA_OFFSETS,
+                Dpas: _FMA_OFFSETS,
                 Mma: ("d_offset", "a_offset", "b_offset", "c_offset"),
                 Reorder: ("src_offset", "dst_offset"), Reduce: ("src_offset", "dst_offset"), Eltwise: ("offset",)}
 

@@ -32,13 +32,15 @@ the IR after every pass. The rules:
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Iterable, Mapping
 
-from ..ir.expr import Binary, BoolImm, Broadcast, Cast, Expr, Load, Op, Ternary, Unary, Var
-from ..ir.funcs import Dp4a, Dpas, Eltwise, Mad, Mma, Reduce, Reorder, Send, SendKind, SendOp
+from ..ir.expr import Binary, BoolImm, Broadcast, Cast, Expr, IntImm, Load, Op, Ternary, Unary, Var
+from ..ir.funcs import Dp4a, Dpas, Eltwise, Mad, Mma, Reduce, Reorder, Send, Send2D, SendKind, SendOp
 from ..ir.node import Node
 from ..ir.printer import print_ir
+from ..ir.simplify import alignment_of
 from ..ir.stmt import Alloc, For, FuncCall, If, Let, MemKind, Stmt, Store
 from ..ir.types import s32
 from .intervals import IntervalAnalysis, type_range
@@ -110,7 +112,7 @@ def verify_trace(kernel, trace) -> list[tuple[str, list[Problem]]]:
 # Buffer operands of calls: (buffer operand, its offset operand, bytes accessed from the offset).
 def _operands(call: FuncCall) -> list[tuple[str, str, int]]:
     f = call.func
-    if isinstance(f, Send):
+    if isinstance(f, (Send, Send2D)):
         return [("reg", "reg_offset", f.elems * f.type.size)]
     if isinstance(f, Dpas):
         c = f.rcount * f.simd * f.dst_type.size
@@ -239,6 +241,8 @@ class _Verifier:
     def call(self, s: FuncCall) -> None:
         if isinstance(s.func, Send):
             self.send(s)
+        elif isinstance(s.func, Send2D):
+            self.send2d(s)
         form = _fma_form(s.func)
         if form is not None:
             problem = self.target.fma_form_problem(*form)
@@ -288,6 +292,39 @@ class _Verifier:
         register = self.scope.get(reg.name) if isinstance(reg, Var) else None
         if register is not None and register.kind is not MemKind.GRF:
             self.fail("send", f"the register operand '{reg.name}' is not a register buffer")
+
+    def send2d(self, s: FuncCall) -> None:
+        """A 2D block load: the target has them, the block is one of its messages and one the IR's dense
+        register order describes (rows a power of two bytes, array blocks whole registers), constant surface
+        sizes within its limits, and no base or start column that is provably off its alignment."""
+        f, ops = s.func, s.ops
+        limits = self.target.messages.block2d
+        if limits is None:
+            self.fail("send", f"{f}: {self.target.name} has no 2D block messages")
+            return
+        size, row = f.type.size, f.width * f.type.size
+        problem = limits.block_problem(size, f.width, f.height, f.array)
+        if problem is None and row & (row - 1):
+            problem = f"rows of {row} bytes (the registers pad a row to a power of two)"
+        if problem is None and f.array > 1 and row * f.height % self.target.registers.reg_bytes:
+            problem = f"blocks of {row * f.height} bytes side by side (each starts on a register)"
+        sizes = (ops.surface_width, ops.surface_height, ops.pitch)
+        if problem is None and not all(isinstance(e, IntImm) for e in sizes):
+            problem = "a surface whose width, height or pitch is not a constant"
+        if problem is None:
+            problem = limits.surface_problem(*(e.value for e in sizes))
+        aligns = (("base", ops.base, limits.base_align), ("start column", ops.x, 4 // math.gcd(4, size)))
+        for what, e, align in aligns:
+            mod, rem = alignment_of(e)
+            if problem is None and (mod == 0 or mod % align == 0) and rem % align:
+                problem = f"a {what} of {rem} modulo {mod}, off its alignment to {align}"
+        if problem is not None:
+            self.fail("send", f"{f}: {problem} on {self.target.name}")
+        memory = self.scope.get(ops.mem.name) if isinstance(ops.mem, Var) else None
+        if memory is not None and memory.kind is not None:
+            self.fail("send", f"a 2D block message addresses '{ops.mem.name}', which is not a kernel buffer")
+        if not all(e.type.is_int and e.type.lanes == 1 for e in (ops.base, ops.x, ops.y, ops.reg_offset)):
+            self.fail("types", f"{f}: its base, start and register offset are integer scalars")
 
     def access(self, buf: Var, offset: Expr, nbytes: int, masked: bool) -> None:
         binding = self.scope.get(buf.name)

@@ -10,7 +10,7 @@ from difflib import get_close_matches
 
 from kdd.core.ir.types import Type, bf16, f16, f32, f64, s8, s32, u8
 
-from .target import (Addressing, Device, Figure, FmaShape, FusedIntOps, Int64, Lanes, MessageLimits, Peak,
+from .target import (Addressing, Block2D, Device, Figure, FmaShape, FusedIntOps, Int64, Lanes, MessageLimits, Peak,
                      RegisterFile, SharedMemory, Target, XeIsa)
 
 KIB = 1024
@@ -23,6 +23,15 @@ _ONEDNN_RESERVED = (
 # 16 and more are transposed-only (IGC's LSC legalization: "Non-transposed LSC instruction vector size is
 # too large"); d8/d16 data is moved as d8u32/d16u32 one element per lane.
 _LSC_VECTORS = (1, 2, 3, 4, 8)
+_XEHPC_BLOCK2D = Block2D(
+    elem_bytes=(1, 2, 4, 8), min_row_bytes=4, max_row_bytes=64, max_height=32, arrays=(1, 2, 4),
+    max_array_bytes=8, base_align=64, pitch_align=16, min_pitch=64, min_width=64, max_surface=1 << 24,
+    source="Xe-HPC load_block2d (oneDNN nGEN block_2d and its GEMM generator): header = 64-bit base, surface "
+           "width-1 / height-1 / pitch-1 (bytes, rows), block x (elements) / y (rows), width-1 | height-1 << 8 | "
+           "array-1 << 16; width x array <= 64 bytes a row, height <= 32, array x element <= 8 bytes; base 64-byte "
+           "aligned (128 on early steppings, not modelled), pitch >= 64 bytes in 16-byte steps, surface width "
+           "dword-aligned; rows padded to a power of two in registers, array blocks GRF-aligned; elements outside "
+           "the surface read as zero")
 _XE_FUSED_INT_OPS = FusedIntOps(
     ("add3", "mad"), max_bits=32, imm_bits=16, imm_operands=(0, 2),
     source="Xe ISA: add3 (three-source add) and integer mad on Xe-HP and later, on dwords; a ternary "
@@ -114,7 +123,7 @@ XEHPG = Target(
                                     "offset on LSC/HDC messages)"),
     fused_int_ops=_XE_FUSED_INT_OPS,
     assembler=("iga64", "-a", "-p=12p71", "-Xauto-deps", "-Wall"),
-    xe=XeIsa(iga_platform="12p71", flags=("f0.0", "f0.1", "f1.0", "f1.1"), native_int64=False, block2d=False,
+    xe=XeIsa(iga_platform="12p71", flags=("f0.0", "f0.1", "f1.0", "f1.1"), native_int64=False,
              max_exec=16, grf_banks=2, eot_regs=16, min_message_lanes=8,
              source="Xe-HPG (DG2): two 32-bit flag registers; no 64-bit integer ALU and no 2D block "
                     "messages (oneDNN nGEN: emulation and block 2D from XeHPC); SIMD16 dword ALU over two "
@@ -157,14 +166,15 @@ XEHPC = Target(
                            prefetch=True, vectors=_LSC_VECTORS, vector_bytes=(4, 8),
                            source="LSC on Xe-HPC: block messages up to 512 B; scattered messages of up to "
                                   "SIMD32 addresses, each moving a vector of 1, 2, 3, 4 or 8 d32/d64 elements; "
-                                  "A64 global, A32 SLM addresses"),
+                                  "A64 global, A32 SLM addresses",
+                           block2d=_XEHPC_BLOCK2D),
     lanes=Lanes(fixed=None, alu=32, source="Xe-HPC: the simd knob picks 8, 16 or 32 lanes (oneDNN's f64 lines run "
                                            "SIMD8: 8 doubles are one 64-byte GRF); SIMD32 dword ALU"),
     int64=Int64(native=True, emulated=(), source="Xe-HPC has a 64-bit integer ALU"),
     addressing=Addressing("header", "Xe-HPC send messages read their address payload from GRF"),
     fused_int_ops=_XE_FUSED_INT_OPS,
     assembler=("iga64", "-a", "-p=12p72", "-Xauto-deps", "-Wall"),
-    xe=XeIsa(iga_platform="12p72", flags=("f0.0", "f0.1", "f1.0", "f1.1"), native_int64=True, block2d=True,
+    xe=XeIsa(iga_platform="12p72", flags=("f0.0", "f0.1", "f1.0", "f1.1"), native_int64=True,
              max_exec=32, grf_banks=2, eot_regs=16, min_message_lanes=8,
              source="Xe-HPC (PVC): 64-bit integer ALU and 2D block messages (oneDNN nGEN hw >= XeHPC); "
                     "SIMD32 dword ALU over two 64-byte GRFs; EOT payload in the last 16 GRFs; a scattered "

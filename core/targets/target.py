@@ -274,6 +274,66 @@ class Lanes:
 
 
 @dataclass(frozen=True)
+class Block2D:
+    """2D block loads (Xe-HPC ``load_block2d``): a ``width x height`` block of elements, or ``array``
+    such blocks side by side, from a row-pitched surface, out-of-surface elements read as zero.
+
+    ``elem_bytes``: the element sizes; a block row holds ``width * elem`` bytes, at least
+    ``min_row_bytes``, and ``width * array * elem`` is at most ``max_row_bytes``; ``max_height``
+    rows; ``array`` is 1, 2 or 4 with ``array * elem <= max_array_bytes``. The surface: base
+    address a multiple of ``base_align``, pitch a multiple of ``pitch_align`` and at least
+    ``min_pitch`` bytes, width (bytes) a multiple of 4 and at least ``min_width`` bytes, width,
+    pitch and height below ``max_surface``; the block's start column ``x`` (elements) lies on a
+    dword. In registers a block row takes the next power of two of its bytes and each array
+    element starts on a register.
+    """
+
+    elem_bytes: tuple[int, ...]
+    min_row_bytes: int
+    max_row_bytes: int
+    max_height: int
+    arrays: tuple[int, ...]
+    max_array_bytes: int
+    base_align: int
+    pitch_align: int
+    min_pitch: int
+    min_width: int
+    max_surface: int
+    source: str
+
+    @property
+    def max_bytes(self) -> int:
+        """The most bytes one 2D block load moves: its widest rows, its most rows."""
+        return self.max_row_bytes * self.max_height
+
+    def block_problem(self, elem: int, width: int, height: int, array: int) -> str | None:
+        """Why a block of ``array`` x ``width`` x ``height`` ``elem``-byte elements is not one message;
+        None when it is."""
+        if elem not in self.elem_bytes:
+            return f"{elem}-byte elements (2D blocks move {', '.join(map(str, self.elem_bytes))}-byte ones)"
+        if width * elem < self.min_row_bytes or width * array * elem > self.max_row_bytes:
+            return (f"rows of {width} x {array} elements of {elem} bytes (a 2D block row is "
+                    f"{self.min_row_bytes} to {self.max_row_bytes} bytes)")
+        if not 1 <= height <= self.max_height:
+            return f"{height} rows (at most {self.max_height})"
+        if array not in self.arrays or array * elem > self.max_array_bytes:
+            return f"an array of {array} blocks of {elem}-byte elements"
+        return None
+
+    def surface_problem(self, width: int, height: int, pitch: int) -> str | None:
+        """Why a surface ``width`` bytes wide, ``height`` rows high, ``pitch`` bytes apart is not one a
+        2D message reads; None when it is."""
+        if width % 4 or width < self.min_width or width > self.max_surface:
+            return f"a surface {width} bytes wide (dword multiples from {self.min_width})"
+        if pitch % self.pitch_align or pitch < max(self.min_pitch, width) or pitch > self.max_surface:
+            return (f"a pitch of {pitch} bytes (multiples of {self.pitch_align}, at least the width and "
+                    f"{self.min_pitch})")
+        if not 1 <= height <= self.max_surface:
+            return f"a surface of {height} rows"
+        return None
+
+
+@dataclass(frozen=True)
 class MessageLimits:
     """Sizes of the memory messages one SIMD thread issues.
 
@@ -283,7 +343,8 @@ class MessageLimits:
     (``A64``/``A32`` on Xe, 64- and 32-bit registers in PTX); ``prefetch``:
     whether kdd's code generator has cache-prefetch messages (the ``prefetch`` knob);
     ``vectors``: the vector sizes of a scattered message (elements per address, LSC ``d32x8``),
-    for elements of ``vector_bytes`` (1 alone everywhere else).
+    for elements of ``vector_bytes`` (1 alone everywhere else); ``block2d``: the 2D block loads,
+    None where the target has none.
     """
 
     block: int
@@ -294,6 +355,7 @@ class MessageLimits:
     source: str
     vectors: tuple[int, ...] = (1,)
     vector_bytes: tuple[int, ...] = ()
+    block2d: Block2D | None = None
 
     def vector_problem(self, vec: int, size: int) -> str | None:
         """Why a scattered message of ``vec`` elements of ``size`` bytes per address is not one of this
@@ -311,7 +373,7 @@ class XeIsa:
 
     ``iga_platform``: the ``iga64 -p`` name; ``flags``: the flag subregisters
     (16 bits each); ``native_int64``: 64-bit integer ALU (else ``addc``/``mach``
-    emulation); ``block2d``: 2D block messages; ``max_exec``: the widest
+    emulation); ``max_exec``: the widest
     execution size of a dword ALU instruction; ``grf_banks``: register banks
     that operand reads alternate between (dpas operand buffers are placed on
     different banks); ``eot_regs``: how many of the last GRFs an end-of-thread
@@ -323,7 +385,6 @@ class XeIsa:
     iga_platform: str
     flags: tuple[str, ...]
     native_int64: bool
-    block2d: bool
     max_exec: int
     grf_banks: int
     eot_regs: int

@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 LOAD, STORE = 0x00, 0x04
+LOAD_BLOCK2D = 0x03       # load_block2d (Xe-HPC): its block shape and surface are in the header
 ATOMIC_IADD, ATOMIC_FADD, FENCE = 0x0C, 0x13, 0x1F
 OPS = {LOAD: "load", STORE: "store", ATOMIC_IADD: "atomic_iadd", ATOMIC_FADD: "atomic_fadd", FENCE: "fence"}
 ADDR_BYTES = {1: 2, 2: 4, 3: 8}
@@ -48,6 +49,27 @@ class Lsc:
         t = "t" if self.transposed else ""
         v = f"x{self.vector}" if self.vector > 1 or self.transposed else ""
         return f"{OPS.get(self.op, hex(self.op))}.{DATA_NAMES.get(self.data_code, '?')}{v}{t}.a{8 * self.addr_bytes}"
+
+
+@dataclass(frozen=True)
+class Block2DDesc:
+    """A decoded ``load_block2d`` descriptor: element bytes, VNNI-transformed, transposed, lengths."""
+
+    elem_bytes: int
+    vnni: bool
+    transposed: bool
+    rlen: int
+    mlen: int
+
+
+def decode_block2d(desc: int) -> Block2DDesc | None:
+    """The fields of a ``load_block2d`` descriptor (opcode 3; VNNI transform ``[7]``), None for another
+    opcode."""
+    if bits(desc, 0, 6) != LOAD_BLOCK2D:
+        return None
+    d = bits(desc, 9, 3)
+    return Block2DDesc(DATA[d][0] if d in (0, 1, 2, 3) else 0, bool(bits(desc, 7, 1)), bool(bits(desc, 15, 1)),
+                       bits(desc, 20, 5), bits(desc, 25, 4))
 
 
 def decode_lsc(desc: int) -> Lsc | str:

@@ -17,6 +17,15 @@ Payload layouts (what the descriptor's fields say, :mod:`.messages`):
 
 A predicated message skips disabled channels (loads leave their registers
 as they were).
+
+``load_block2d`` (Xe-HPC) is SIMD1 with a one-register header: 64-bit surface
+base (``uq`` 0), surface width - 1 (bytes), height - 1 (rows), pitch - 1
+(bytes) in ``ud`` 2-4, block start column (elements) and row in ``ud`` 5-6
+(signed), and ``width - 1 | height - 1 << 8 | array - 1 << 16`` in ``ud`` 7.
+Element ``(a, r, c)`` goes to register byte ``a * A + r * R + c * size``, ``R``
+the row's bytes rounded up to a power of two and ``A`` the block's bytes
+rounded up to whole registers; elements outside the surface read as zero.
+Only the plain (not transposed, not VNNI) form is simulated.
 """
 from __future__ import annotations
 
@@ -52,6 +61,10 @@ def _regs(nbytes: int, rb: int) -> int:
 
 
 def lsc(m, ins: Instr, rows) -> None:
+    b2 = messages.decode_block2d(ins.desc)
+    if b2 is not None:
+        _block2d(m, ins, b2, m.rows_array(rows))
+        return
     d = messages.decode_lsc(ins.desc)
     if isinstance(d, str):
         raise Unsupported(ins.line, ins.text, d)
@@ -109,6 +122,44 @@ def lsc(m, ins: Instr, rows) -> None:
         _atomic(m, ins, d, r, addr, enabled)
     else:
         _scattered(m, ins, d, r, addr, enabled, is_load)
+    m.pc[r] += 1
+
+
+def _block2d(m, ins: Instr, d, r: np.ndarray) -> None:
+    if d.vnni or d.transposed or not d.elem_bytes:
+        raise Unsupported(ins.line, ins.text, "a transposed, VNNI or unknown-size 2D block load")
+    if ins.exec_size != 1 or ins.pred is not None:
+        raise Unsupported(ins.line, ins.text, "a 2D block load that is not SIMD1 and unpredicated")
+    if ins.exdesc != 0:
+        raise Unsupported(ins.line, ins.text, f"extended descriptor {ins.exdesc:#x}")
+    rb, size = m.geo.reg_bytes, d.elem_bytes
+    _expect(ins, "message length", d.mlen, 1)
+    hdr = ins.srcs[0].reg * rb
+    ud = m.views["ud"][r[:, None], hdr // 4 + np.arange(8)[None, :]].astype(np.int64)   # (rows, 8)
+    base = m.views["uq"][r, hdr // 8].astype(np.uint64)
+    width, height, pitch = ud[:, 2] + 1, ud[:, 3] + 1, ud[:, 4] + 1
+    x0, y0 = ud[:, 5].astype(np.int32).astype(np.int64), ud[:, 6].astype(np.int32).astype(np.int64)
+    shape = ud[:, 7]
+    if (shape != shape[0]).any():
+        raise Unsupported(ins.line, ins.text, "threads of one instruction with different 2D block shapes")
+    bw, bh, arr = (int(shape[0]) & 0xFF) + 1, (int(shape[0]) >> 8 & 0xFF) + 1, (int(shape[0]) >> 16 & 0xFF) + 1
+    row_bytes = 1 << (bw * size - 1).bit_length()
+    block_bytes = _regs(row_bytes * bh, rb) * rb
+    _expect(ins, "response length", d.rlen, _regs(arr * block_bytes, rb))
+    a, rr, c = (g.reshape(-1) for g in np.meshgrid(np.arange(arr), np.arange(bh), np.arange(bw), indexing="ij"))
+    col = x0[:, None] + a * bw + c                                       # (rows, elems)
+    row = y0[:, None] + rr
+    inside = (col >= 0) & (row >= 0) & (col * size < width[:, None]) & (row < height[:, None])
+    addr = base[:, None] + np.where(inside, row * pitch[:, None] + col * size, 0).astype(np.uint64)
+    data = np.zeros(inside.shape + (size,), dtype=np.uint8)
+    if inside.any():
+        idx = m.memory.flat(addr[inside], size)
+        if idx is None:
+            raise Fault(ins.line, ins.text, "a 2D block load inside its surface reads outside every buffer")
+        data[inside] = m.memory.data[idx]
+    if ins.dst.kind != "null":
+        dst = ins.dst.reg * rb + (a * block_bytes + rr * row_bytes + c * size)[:, None] + np.arange(size)
+        m.file[r[:, None], dst.reshape(1, -1)] = data.reshape(len(r), -1)
     m.pc[r] += 1
 
 

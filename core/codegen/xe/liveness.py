@@ -22,7 +22,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from kdd.core.ir.expr import IntImm, Load, Var
-from kdd.core.ir.funcs import Dp4a, Dpas, Eltwise, Mad, Reduce, Reorder, Send, SendOp, always_enabled
+from kdd.core.ir.funcs import Dp4a, Dpas, Eltwise, Mad, Reduce, Reorder, Send, Send2D, SendOp, always_enabled
 from kdd.core.ir.stmt import Alloc, For, FuncCall, Group, If, Let, MemKind, Seq, Store
 
 
@@ -84,6 +84,11 @@ def call_buffers(call: FuncCall) -> tuple[list[tuple], list]:
             rng = None if off is None else (off, off + f.elems * f.type.size)
             return [(a.reg.name, "r", None), (a.reg.name, "w", rng)], values
         return [(a.reg.name, "r", None)], values
+    if isinstance(f, Send2D):  # out-of-surface elements are zeros: every destination byte is written
+        off = _const(a.reg_offset)
+        rng = None if off is None else (off, off + f.elems * f.type.size)
+        return [(a.reg.name, "w", rng)], [a.base, a.surface_width, a.surface_height, a.pitch, a.x, a.y,
+                                          a.reg_offset]
     if isinstance(f, (Dpas, Mad, Dp4a)):
         off = _const(a.dst_offset)
         if isinstance(f, Dpas):
@@ -306,6 +311,8 @@ def _record_roles(call: FuncCall, roles: dict, headers: dict, grf: set) -> None:
             have = headers.setdefault(off.buf.name, want)
             if have != want:
                 headers[off.buf.name] = ("mixed",) + want[1:]
+    elif isinstance(f, Send2D):
+        add(a.reg.name, f"load_{f.space}")
     elif isinstance(f, (Dpas, Mad, Dp4a)):
         add(a.dst.name, "acc")
         add(a.src1.name, "b")

@@ -13,7 +13,8 @@ a store's bytes).
 from __future__ import annotations
 
 from kdd.core.ir.expr import BoolImm, IntImm
-from kdd.core.ir.funcs import Barrier, BarrierSignal, BarrierWait, Dp4a, Dpas, Eltwise, Fence, Mad, Reduce, Reorder, Send
+from kdd.core.ir.funcs import (Barrier, BarrierSignal, BarrierWait, Dp4a, Dpas, Eltwise, Fence, Mad, Reduce, Reorder,
+                               Send, Send2D)
 from kdd.core.ir.stmt import MemKind
 from kdd.core.ir.types import Type, s32, u32
 
@@ -367,6 +368,7 @@ def repairs(cg: XeLowering, live: list[LiveBuffer]) -> list[dict]:
 
 _CALLS = {
     Send: sends.lower_send,
+    Send2D: sends.lower_send2d,
     Dpas: tensor.dpas,
     Mad: tensor.vector_fma,
     Dp4a: tensor.vector_fma,

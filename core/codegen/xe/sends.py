@@ -10,12 +10,18 @@ one address; scattered ones one element per lane (16- and 8-bit data in
 32-bit slots, packed or unpacked with a ``mov``). A masked-off load leaves its
 destination unchanged, on the hardware as in the IR (the builder zero-fills
 where padding needs zeros).
+
+A 2D block load (``Send2D``, Xe-HPC) builds its own header in a temporary
+register: the 64-bit surface address (argument + base), the surface's width,
+height and pitch less one, the block's start column and row, and its shape
+(``width - 1 | height - 1 << 8 | array - 1 << 16``), then
+``load_block2d.ugm.dN.a64`` fills its registers in the IR's order.
 """
 from __future__ import annotations
 
 from kdd.core.ir.expr import BoolImm, Broadcast, IntImm, Load, Ramp
 from kdd.core.ir.funcs import SendKind, SendOp
-from kdd.core.ir.types import s32, u8, u16, u32
+from kdd.core.ir.types import s32, u8, u16, u32, u64
 
 from ..errors import CodegenUnsupported
 from . import isa
@@ -290,3 +296,39 @@ def _prefetch(cg, f, mem_off) -> None:
     if data_size is None:
         raise CodegenUnsupported(f"{f}: a prefetch of {f.elems * f.type.size} bytes is not one LSC message")
     cg.em.raw(f"(W) load.ugm.{data_size}.a64.ca.ca (1|M0) null:0 [r{hdr.byte // cg.rb}:1]", "send")
+
+
+BLOCK2D_DATA = {1: "d8", 2: "d16", 4: "d32", 8: "d64"}
+
+
+def lower_send2d(cg, x) -> None:
+    """``load_block2d``: header in a temporary register, then one message into the destination registers."""
+    f = x.func
+    a = x.ops
+    rb = cg.rb
+    arg = cg.arg_regs.get(a.mem.name)
+    if arg is None:
+        raise CodegenUnsupported(f"2D block load from {a.mem.name}, which is not a kernel argument")
+    if not isinstance(a.reg_offset, IntImm):
+        raise CodegenUnsupported(f"{f}: register offset is not a constant")
+    data = cg.buf(a.reg.name).start + a.reg_offset.value
+    if data % rb:
+        raise CodegenUnsupported(f"{f}: destination at byte {data}, not on a register")
+    sizes = (a.surface_width, a.surface_height, a.pitch)
+    if not all(isinstance(e, IntImm) for e in sizes):
+        raise CodegenUnsupported(f"{f}: a surface of non-constant size")
+    width, height, pitch = (e.value for e in sizes)
+    hdr = cg.temp(u32, rb // 4, whole=True)
+    isa.add64(cg, Reg(hdr.byte, u32, 1), arg, isa.value(cg, a.base), 1)
+    fields = [(2, width - 1), (3, height - 1), (4, pitch - 1),
+              (7, (f.width - 1) | (f.height - 1) << 8 | (f.array - 1) << 16)]
+    if cg.xe.native_int64:  # surface width and height as one qword immediate
+        isa.move(cg, Reg(hdr.byte + 8, u64, 1), Imm(fields[0][1] | fields[1][1] << 32, u64), 1)
+        fields = fields[2:]
+    for i, v in fields:
+        isa.move(cg, Reg(hdr.byte + 4 * i, u32, 1), Imm(v, u32), 1)
+    isa.evaluate(cg, a.x, Reg(hdr.byte + 20, s32, 1))
+    isa.evaluate(cg, a.y, Reg(hdr.byte + 24, s32, 1))
+    nregs = -(-f.elems * f.type.size // rb)
+    cg.em.raw(f"(W) load_block2d.ugm.{BLOCK2D_DATA[f.type.size]}.a64 (1|M0) r{data // rb}:{nregs} "
+              f"[r{hdr.byte // rb}:1]", "send")

@@ -97,6 +97,9 @@ def _access(text: str, rb: int):
     rest = [t for t in toks[2:] if not t.startswith("(") or t.startswith("(sat)")]
     reads: set[int] = set()
     writes: set[int] = set()
+    if op.startswith("load_block2d"):  # a one-register header; the data is the registers the operand names
+        payload, address = _whole(rest[0], rb) or set(), _whole(rest[1], rb) or set()
+        return set(address), set(payload), "load", (payload, address)
     if op.startswith(("load", "store", "atomic")):
         if op.startswith("atomic"):
             rest = rest[1:]          # null:0 destination (no return value)

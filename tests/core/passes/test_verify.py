@@ -5,7 +5,7 @@ from passes_kernels import EXAMPLES
 from protocol_schemas import validator
 
 from kdd.core.ir.expr import Binary, Broadcast, IntImm, Load, Op, Ramp, Ternary, Var, const
-from kdd.core.ir.funcs import Dpas, Mad, Send, SendKind, SendOp
+from kdd.core.ir.funcs import Dpas, Mad, Send, Send2D, SendKind, SendOp
 from kdd.core.ir.stmt import Alloc, For, FuncCall, Let, MemKind, Store, seq
 from kdd.core.ir.types import f16, f32, s8, s32, s64, u8, u64
 from kdd.core.passes.verify import verify_ir
@@ -168,3 +168,21 @@ def test_slm_accesses_under_an_if_may_never_happen_registers_must_fit_anyway():
     register = If.make(tid.lt(1), load(space="slm", mem=SLM, reg_offset=tid * 64))
     assert [p.rule for p in verify_ir(Alloc.make(SLM, 32, MemKind.SLM, in_regs(register)), XEHPG, (SRC, tid),
                                       {"tid": (0, 3)})] == ["bounds"]
+
+
+def _load2d(width=16, height=8, array=2, surface=(128, 64, 128), base=0, x=0):
+    f = Send2D(f16, width, height, array)
+    return FuncCall.make(f, [SRC, const(base), *(const(v) for v in surface), const(x), const(0), REG, const(0)])
+
+
+def test_2d_block_loads_follow_the_targets_2d_rules():
+    assert rules(in_regs(_load2d(), size=512), XEHPC) == []
+    assert rules(in_regs(_load2d(), size=512)) == ["send"]                          # Xe-HPG has none
+    assert rules(in_regs(_load2d(width=32, array=2), size=1024), XEHPC) == ["send"]  # 128-byte rows
+    assert rules(in_regs(_load2d(height=33, array=1), size=2112), XEHPC) == ["send"]
+    assert rules(in_regs(_load2d(width=12, array=1), size=192), XEHPC) == ["send"]  # 24-byte rows pad to 32
+    assert rules(in_regs(_load2d(surface=(128, 64, 120)), size=512), XEHPC) == ["send"]  # pitch off 16 B
+    assert rules(in_regs(_load2d(surface=(32, 64, 128)), size=512), XEHPC) == ["send"]   # 32 B wide
+    assert rules(in_regs(_load2d(base=32), size=512), XEHPC) == ["send"]                 # base off 64 B
+    assert rules(in_regs(_load2d(x=1), size=512), XEHPC) == ["send"]                     # x off a dword
+    assert rules(in_regs(_load2d(), size=256), XEHPC) == ["bounds"]                      # 512 B into 256
