@@ -8,6 +8,11 @@ all divide through these functions, so they cannot disagree.
 """
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # numpy is imported where arrays are made, so an Xe compile does not load it
+    import numpy as np
+
 
 def c_div(a: int, b: int) -> int:
     """``a / b`` truncated toward zero; 0 when ``b`` is 0."""

@@ -17,10 +17,13 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, replace
-from typing import Sequence
+from typing import TYPE_CHECKING, Sequence
 
 from kdd.core.ir.types import Type
 from kdd.core.layout import tags
+
+if TYPE_CHECKING:  # numpy is imported where arrays are made, so an Xe compile does not load it
+    import numpy as np
 
 
 @dataclass(frozen=True, slots=True)

@@ -32,6 +32,10 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, fields
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # numpy is imported where arrays are made, so an Xe compile does not load it
+    import numpy as np
 
 
 @dataclass(frozen=True)

@@ -8,11 +8,14 @@
 """
 from __future__ import annotations
 
-from typing import Sequence
+from typing import TYPE_CHECKING, Sequence
 
 from kdd.core.layout.layout import Layout
 from kdd.core.layout.nested import NestedLayout
 from kdd.core.layout.tags import POSITIONAL
+
+if TYPE_CHECKING:  # numpy is imported where arrays are made, so an Xe compile does not load it
+    import numpy as np
 
 _CLIP = "…"
 

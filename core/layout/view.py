@@ -18,7 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import Enum
 from functools import cache
-from typing import Mapping, Sequence
+from typing import TYPE_CHECKING, Mapping, Sequence
 
 from kdd.core.ir.expr import (Binary, BoolImm, Expr, IntImm, Op, Ternary, Unary, Var, land,
                               var)
@@ -27,6 +27,9 @@ from kdd.core.ir.types import s32
 from kdd.core.ir.visitor import free_vars, post_order, substitute
 
 from .layout import Layout
+
+if TYPE_CHECKING:  # numpy is imported where arrays are made, so an Xe compile does not load it
+    import numpy as np
 
 
 class DimKind(Enum):
