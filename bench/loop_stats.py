@@ -8,8 +8,8 @@ and the table shows the ``loop`` object of ``kdd compile FILE --emit stats
 ``mad``/``dp4a``), sends and the fewest sends their bytes need at the
 target's largest block message (and the ratio), integer, float and move
 operations and their sum against the multiplies, operand reorders; and the
-registers: the IR register model of the final IR (a compile reports the allocation beside it), the
-config-time estimate, the budget.
+registers: the IR register model of the final IR (on Xe the allocator's walk; a compile reports the
+allocation beside it), the floor that can refuse a config before the build (C, A and B tiles), the budget.
 
 Prints the table and writes the rows as JSON (default
 ``bench/results/loop_stats.json``).
@@ -65,19 +65,19 @@ def row(engine: Engine, name: str, source: Source) -> dict:
         return {"name": name, "ok": False, "error": exc.failure.message}
     regs = stats["registers"]
     return {"name": name, "ok": True, "config": r.config.line(), "target": r.target.name, "loop": stats["loop"],
-            "registers": {"config": regs["config"], "ir": regs["ir"], "budget": regs["budget"]}}
+            "registers": {"floor": sum(regs["floor"].values()), "ir": regs["ir"], "budget": regs["budget"]}}
 
 
 def table(rows: list[dict]) -> str:
     head = (f"{'kernel':<22}{'fma':>6}{'mul':>7}{'sends':>8}{'min':>5}{'x':>6}{'bytes':>8}{'int':>8}"
-            f"{'float':>7}{'moves':>7}{'alu/mul':>8}{'reord':>6}   regs IR/config/budget")
+            f"{'float':>7}{'moves':>7}{'alu/mul':>8}{'reord':>6}   regs IR/floor/budget")
     lines = [head]
     for r in rows:
         if not r["ok"]:
             lines.append(f"{r['name']:<22}  failed: {r['error'][:90]}")
             continue
         loop, regs = r["loop"], r["registers"]
-        reg_text = f"{regs['ir']}/{regs['config']}/{regs['budget']}"
+        reg_text = f"{regs['ir']}/{regs['floor']}/{regs['budget']}"
         if loop is None:
             lines.append(f"{r['name']:<22}{'(no main loop)':>40}   {reg_text}")
             continue
