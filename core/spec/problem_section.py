@@ -80,6 +80,8 @@ def build_problem(chain: Chain, report: Reporter) -> ProblemPart | None:
             continue
         if tag is None:
             return None
+        if tag == "any":  # oneDNN's format_tag::any, as when the key is left out: the kernel chooses
+            continue
         layout = _parsed(report, tag_at, lambda: _layouts(problem, tensor, tag))
         if layout is None:
             return None

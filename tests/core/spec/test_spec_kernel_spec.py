@@ -37,6 +37,14 @@ def test_the_conv_example_gives_a_complete_spec_and_no_diagnostics():
     assert spec.source_map()["slm"] == rng(21, 6, 18)
 
 
+def test_a_tag_of_any_lets_the_kernel_choose_as_a_missing_key_does():
+    written, diagnostics = load_spec(edited('wei = "axcb"', 'wei = "any"'))
+    assert diagnostics == []
+    left_out, _ = load_spec(edited('wei = "axcb"\n', ''))
+    assert written.problem.tags["wei"] == left_out.problem.tags["wei"] == "any"
+    assert written.problem == left_out.problem
+
+
 def test_knobs_from_a_config_line_map_to_their_tokens():
     text = edited('loop = "kh3kw3ic4"', 'line = "l=kh3kw3ic4 bufs=2"').replace("slm = { bufs = 3 }\n", "")
     spec, diagnostics = load_spec(text)
