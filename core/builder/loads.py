@@ -286,8 +286,10 @@ def contiguous_run(access: TileAccess, reg: RegTensor) -> int:
 def _continued_run(access: TileAccess, reg: RegTensor, run: int) -> int:
     """``run`` (``reg``'s whole innermost block) continued through its next blocks while each one walks
     memory right after the elements inside it: the block's matrix dim steps its innermost view dim,
-    which indexes a tensor dim directly, by an index step that the memory layout strides by ``run``
-    elements (weights blocked as the FMA's B read into that B: a thread's whole tile is one run)."""
+    which indexes a blocked tensor dim directly, by an index step that the memory layout strides by
+    ``run`` elements (weights blocked as the FMA's B read into that B: a thread's whole tile is one
+    run). Only blocked dims continue a run: tiles of plain layouts keep their row-long messages
+    (sm_90's shared-memory reads among them, whose longer runs are not checked on a GPU yet)."""
     view = access.view
     blocks = sorted((b for b in reg.layout.blocks if b.size > 1), key=lambda b: b.stride)
     walked = {blocks[0].dim: run}  # matrix dim -> index span of its innermost view dim walked so far
@@ -302,7 +304,8 @@ def _continued_run(access: TileAccess, reg: RegTensor, run: int) -> int:
         if t is None or extent % span or arith.alignment(arith.add(access.base[blk.dim]), access.facts) % span \
                 or arith.alignment(access.starts[name], access.facts) % span:
             break
-        if _index_stride(view.layout, t, step, blk.size) != run:
+        if sum(b.dim == t and b.size > 1 for b in view.layout.blocks) < 2 \
+                or _index_stride(view.layout, t, step, blk.size) != run:
             break
         walked[blk.dim] = span
         run *= blk.size
