@@ -21,6 +21,11 @@ as the cooperative stores scatter each element to its place, and every
 thread reads its tile with a few full-size block messages straight into its
 operand registers (no staging buffer, no reorder in the main loop).
 
+**Copies in the FMA-ready order.** Where memory already holds the group tile in
+the FMA-ready layout (``wei = any`` blocked as dpas's B, ``layouts``), a thread's
+run of that layout is contiguous in memory too: block loads and block stores to
+the same place in SLM, no reorder (``_direct_copy``).
+
 **Copies in columns.** Where a thread's rows of the memory-contiguous dim are
 no contiguous piece of the FMA-ready layout (dpas's VNNI B pairs two K rows in
 a dword, and a thread of the cooperative copy holds one K row of 128 output

@@ -201,6 +201,41 @@ def test_the_invariant_lanes_of_a_scattered_mask_are_computed_once():
         assert effects(out, env={"i": i, "j": j}) == effects(loop, env={"i": i, "j": j})
 
 
+def test_invariant_terms_of_a_row_test_let_join_the_lanes_of_the_mask_that_reads_it():
+    """``lanes && row`` with ``row = m && (r >= 0 && r < 6)`` a let that only the mask reads (as ``cse``
+    names a scalar row test inside a vector message's mask): ``lanes && m`` is one hoisted vector, the
+    let goes, and the row's range tests stay one term."""
+    src, reg = var("src", u64), var("a_g2s", u64)
+    load = Send(SendOp.LOAD, SendKind.SCATTERED, "global", s32, 8)
+    lanes = (Ramp.make(I, 1, 8) - 1).ge(0)
+    r, row_var = K + J - 1, var("row", BoolImm.make(True).type)
+    row = var("m", BoolImm.make(True).type).land(r.ge(0).land(r.lt(6)))
+    body = Let.make(row_var, row, FuncCall.make(load, [src, Ramp.make(K * 64, 4, 8), reg, 0, lanes.land(row_var)]))
+    loop = For.make(K, 0, 4, body)
+    out = hoist_invariants(loop)
+    (let,) = [n for n in walk(out) if isinstance(n, Let) and n.var.type.is_bool]
+    assert let.var.type.lanes == 8 and let.value == lanes.land(var("m", BoolImm.make(True).type))
+    (call,) = [n for n in walk(out) if isinstance(n, FuncCall)]
+    assert call.ops.mask == let.var.land(r.ge(0).land(r.lt(6)))
+    for i, j, m in ((-3, 0, 1), (0, 2, 0), (4, 5, 1), (9, -1, 1)):
+        env = {"i": i, "j": j, "m": m}
+        assert effects(out, env=env) == effects(loop, env=env)
+
+
+def test_a_row_test_let_read_twice_stays():
+    """Read by two masks, the row test's let is not seen through (that would compute it twice)."""
+    src, reg = var("src", u64), var("a_g2s", u64)
+    load = Send(SendOp.LOAD, SendKind.SCATTERED, "global", s32, 8)
+    lanes = (Ramp.make(I, 1, 8) - 1).ge(0)
+    row_var, r = var("row", BoolImm.make(True).type), K + J - 1
+    row = var("m", BoolImm.make(True).type).land(r.ge(0))
+    call = FuncCall.make(load, [src, Ramp.make(K * 64, 4, 8), reg, 0, lanes.land(row_var)])
+    again = FuncCall.make(load, [src, Ramp.make(K * 64 + 32, 4, 8), reg, 32, lanes.land(row_var)])
+    loop = For.make(K, 0, 4, Let.make(row_var, row, seq(call, again)))
+    out = hoist_invariants(loop)
+    assert any(isinstance(n, Let) and n.var == row_var for n in walk(out))
+
+
 def _header_loop(first_offset):
     """A loop of two SLM block loads addressed through one header register, as send lowering leaves
     them: the first load's address is ``first_offset``, the second's depends on the loop variable."""
