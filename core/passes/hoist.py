@@ -115,15 +115,21 @@ class _SplitSums(IRMutator):
     def _invariant(self, e: Expr) -> bool:
         return not has_load(e) and not any(v.name in self.inner for v in expr_vars(e))
 
-    def _worth(self, new: Expr, invariant: Expr, build, dry: bool = False) -> Expr | None:
+    def _worth(self, new: Expr, invariant: Expr, build, dry: bool = False,
+               vectors_first: bool = False) -> Expr | None:
         """``build(v)`` with ``v`` the variable of ``invariant`` (made now) when that saves operations
         per iteration and, for a loop of known trips, over the loop; None when not. ``dry``: priced
-        with a stand-in variable, nothing taken or named."""
+        with a stand-in variable, nothing taken or named. ``vectors_first``: vector operations saved
+        count before scalar ones (a header seen through the lanes' row trades vector products for
+        scalar ones, which strength reduction then carries as one sum)."""
         var = self.lifted.get(invariant)
         # Price the split with a stand-in variable (a variable costs nothing, whatever its name) so
         # that a split not made takes no name from the kernel.
         priced = var if var is not None else Var.make(invariant.type, self.prefix)
-        saved = int_ops(new) - int_ops(build(priced))  # per iteration
+        built = build(priced)
+        saved = int_ops(new) - int_ops(built)  # per iteration
+        if vectors_first and _vector_ops(built) < _vector_ops(new):
+            saved = max(saved, _vector_ops(new) - _vector_ops(built))
         if saved <= 0:
             return None
         if var is None and self.trips is not None and int_ops(invariant) >= saved * self.trips:
@@ -200,7 +206,7 @@ class _SplitSums(IRMutator):
             # (or, at the same count, make the scalars one sum, which strength reduction carries whole)
             out = build(invariant)
             return out if int_ops(out) <= int_ops(new) else new
-        out = self._worth(new, invariant, build, dry)
+        out = self._worth(new, invariant, build, dry, vectors_first=bool(lets))
         return new if out is None else out
 
 

@@ -349,3 +349,30 @@ def test_a_header_over_a_lane_vector_its_mask_shares_hoists_that_vectors_invaria
     assert vector_ops(stores[0].value) == 2 < vector_ops(header) == 6
     for env in ({"i": 3, "j": -2}, {"i": 0, "j": 70000}):
         assert effects(out, env=env) == effects(kernel, env=env)
+
+
+def test_a_header_over_two_lane_vectors_is_seen_through_both_at_the_cost_of_scalar_products():
+    """``row = rows + kh - 1`` and ``col = cols + kw - 1`` (lets the mask reads too, a tile whose lanes
+    span rows and columns) in ``k*2 + col*128 + row*7168 + base``: seen through both lets, the per-lane
+    parts join the hoisted base and ``kh*7168 + kw*128`` the scalar sum. That adds scalar products
+    (strength reduction carries them) but leaves one vector add (and an immediate) instead of two products and three adds."""
+    rows, cols, base = Ramp.make(I, 1, 8), Ramp.make(J, 2, 8), var("base", s32.with_lanes(8))
+    row, col, kh, kw = var("row", s32.with_lanes(8)), var("col", s32.with_lanes(8)), var("kh"), var("kw")
+    header = Broadcast.make(K * 2, 8) + col * 128 + row * 7168 + base
+    uses = Store.make(OUT, K * 64 + 32, Unary.make(Op.NEG, row) + col)
+    body = Let.make(kh, (K / IntImm.make(s32, 3)) % IntImm.make(s32, 3), Let.make(
+        kw, K % IntImm.make(s32, 3), Let.make(row, rows + Broadcast.make(kh, 8) - 1, Let.make(
+            col, cols + Broadcast.make(kw, 8) - 1, seq(Store.make(OUT, K * 64, header), uses)))))
+    kernel = Let.make(base, Ramp.make(J * 5, 3, 8), For.make(K, 0, 18, body))
+    out = hoist_invariants(kernel)
+    loop = next(n for n in walk(out) if isinstance(n, For))
+    stores = [n for n in walk(loop.body) if isinstance(n, Store)]
+    walked = set(walk(stores[0].value))
+    assert row not in walked and col not in walked
+
+    def vector_ops(e):
+        return len({id(n) for n in walk(e) if n.type.lanes == 8 and int_ops(n)})
+    # hoisted lanes + the scalar sum, + the immediate (which add3 takes along)
+    assert vector_ops(stores[0].value) == 2 < vector_ops(header)
+    for env in ({"i": 3, "j": -2}, {"i": 0, "j": 70000}):
+        assert effects(out, env=env) == effects(kernel, env=env)
