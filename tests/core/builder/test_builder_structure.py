@@ -133,6 +133,9 @@ def test_any_weights_are_blocked_as_dpas_b_and_loaded_with_no_reorder():
     # a K that does not divide by 16 keeps the plain layout (oc innermost)
     plain = build("mb2ic24ih6oc32oh6kh3ph1", types="f16", line="fma=dpas simd=8 i=ow8oc16ic8 l=ic3kh3kw3")
     assert plain.arg("wei").layout.tag(["oc", "ic", "kh", "kw"]) == "hwio"
+    # B in sub-tiles is read from a dense SLM tile in chunks: plain
+    split = build("mb2ic32ih6oc32oh6kh3ph1", types="f16", line="fma=dpas simd=8 i=ow8oc16ic16 l=ic2kh3kw3 S=a1b2")
+    assert split.arg("wei").layout.tag(["oc", "ic", "kh", "kw"]) == "hwio"
     # mad reads B rows as they are: plain
     mad = build("mb2ic32ih6oc32oh6kh3ph1", types="f16", line="fma=mad simd=16 i=ow8oc16ic16 l=ic2kh3kw3")
     assert mad.arg("wei").layout.tag(["oc", "ic", "kh", "kw"]) == "hwio"
