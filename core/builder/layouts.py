@@ -11,7 +11,8 @@ pairs, simd N, pack K`` with ``pack = 4 / element size`` K in a dword (K =
 ``ic`` for fwd, ``oc`` for bwd_d, ``k`` for GEMM): a thread's B tile is then
 one contiguous piece of memory already packed as dpas's VNNI B, so copies
 move it with block messages and no reorder. Where K or N does not divide by
-the blocks, the plain layout stays.
+the blocks, or the builder gives no ``blocking`` (sub-tiled B, ``build``), the
+plain layout stays.
 """
 from __future__ import annotations
 
