@@ -45,7 +45,7 @@ from .k_slices import ORIGIN as K_SLICES_ORIGIN
 from .k_slices import k_slices
 from .kernel import Kernel, KernelArg
 from .lanes import flat_lanes, lanes_attrs
-from .layouts import tensor_layout, vector_layout
+from .layouts import fma_blocking, tensor_layout, vector_layout
 from .loads import (MessageRules, contiguous_role, load_block2d, memory_ordered, plan_block2d, plan_messages,
                     transfer, vector_gather)
 from .loop_nest import GROUP_IDS, THREAD_IDS, LoopNest, build_loop_nest
@@ -99,7 +99,11 @@ class _Builder:
                                   vector_max_lanes=min(target.messages.scattered_lanes,
                                                        max(config.simd, target.lanes.alu)))
         self.types = {name: getattr(problem.types, name) for name in ("src", "wei", "dst")}
-        self.layouts = {name: tensor_layout(problem, name, t) for name, t in self.types.items()}
+        # Sub-tiles of B are read from a dense SLM tile in chunks (no vector gather): blocked weights would
+        # order that tile K-innermost and cost each read a reorder, so sub-tiled B keeps the plain layout.
+        split_b = config.subtiles is not None and config.subtiles.b > 1
+        blocking = None if split_b else fma_blocking(config.fma, target, problem)
+        self.layouts = {name: tensor_layout(problem, name, t, blocking) for name, t in self.types.items()}
         self.bounded = frozenset(d.name for d in self.tiling.dims if d.padded > d.size)
         self.allocs: list[tuple[RegTensor, Origin]] = []
 

@@ -4,10 +4,21 @@
 picks plain layouts that suit the GEMM form: activations channels-last
 (``axb``: mb, spatial, channels), weights with the B operand's N dim
 innermost (``[g] kd kh kw ic oc`` for fwd and bwd_w, ``... oc ic`` for
-bwd_d), GEMM tensors row-major.
+bwd_d), GEMM tensors row-major. Where the weights are the B
+operand of ``dpas``, they are blocked in the FMA's own order instead (oneDNN
+blocks them so too): ``[g] spatial, K / (depth * pack), N / simd, depth K
+pairs, simd N, pack K`` with ``pack = 4 / element size`` K in a dword (K =
+``ic`` for fwd, ``oc`` for bwd_d, ``k`` for GEMM): a thread's B tile is then
+one contiguous piece of memory already packed as dpas's VNNI B, so copies
+move it with block messages and no reorder. Where K or N does not divide by
+the blocks, or the builder gives no ``blocking`` (sub-tiled B, ``build``), the
+plain layout stays.
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
+
+from kdd.core.config.operands import operands
 from kdd.core.ir.types import Type
 from kdd.core.layout.layout import Layout, parse_layout
 from kdd.core.layout.tags import LayoutTagError
@@ -17,14 +28,40 @@ from .errors import BuildError
 ANY = "any"
 
 
-def tensor_layout(problem, tensor: str, dtype: Type) -> Layout:
-    """The layout of ``src``, ``wei`` or ``dst`` of ``problem``."""
+@dataclass(frozen=True)
+class FmaBlocking:
+    """The B operand's packing of a matrix FMA: ``depth`` dwords of K per column, ``simd`` columns,
+    ``pack`` K elements per dword."""
+
+    depth: int
+    simd: int
+    pack: int
+
+
+def fma_blocking(fma: str, target, problem) -> FmaBlocking | None:
+    """The B packing that config knob ``fma`` gives on ``target`` for ``problem``'s types (``dpas``: the
+    target's dpas form), None for FMAs that read B rows as they are (``mad``, sm_90's ``mma``)."""
+    if fma not in ("dpas", "dpasw"):
+        return None
+    ops = operands(problem)
+    shapes = target.shapes(fma="dpas", a=ops.a, b=ops.b)
+    if not shapes or ops.b.size > 4:
+        return None
+    return FmaBlocking(shapes[0].depth, shapes[0].simd, 4 // ops.b.size)
+
+
+def tensor_layout(problem, tensor: str, dtype: Type, blocking: FmaBlocking | None = None) -> Layout:
+    """The layout of ``src``, ``wei`` or ``dst`` of ``problem``; ``any`` weights that are the B operand
+    take ``blocking`` (the FMA's, :func:`fma_blocking`) where their dims divide by it."""
     dims = problem.tensor_dims(tensor)
     names = [n for n, _ in dims]
     sizes = [s for _, s in dims]
     tag = problem.tags.get(tensor, ANY)
     if tag == ANY:
-        return Layout.dense(dtype, sizes, [(names.index(n), sizes[names.index(n)]) for n in _any_order(problem, tensor, names)])
+        order = _blocked_order(problem, tensor, dict(dims), blocking) if blocking else None
+        if order is None:
+            order = [(n, sizes[names.index(n)]) for n in _any_order(problem, tensor, names)]
+        return Layout.dense(dtype, sizes, [(names.index(n), s) for n, s in order])
     try:
         return parse_layout(tag, sizes, dtype, dim_names=names)
     except LayoutTagError as e:
@@ -39,6 +76,24 @@ def _any_order(problem, tensor: str, names: list[str]) -> list[str]:
     spatial = [n for n in names if n[0] == "k"]
     channels = ["oc", "ic"] if problem.prop == "bwd_d" else ["ic", "oc"]
     return [n for n in names if n == "g"] + spatial + channels
+
+
+def _blocked_order(problem, tensor: str, sizes: dict, b: FmaBlocking) -> list[tuple[str, int]] | None:
+    """``(dim, size)`` blocks, outer to inner, of B weights packed as ``b`` (module doc), or None where
+    ``tensor`` is not B or its K and N do not divide by the blocks."""
+    if tensor != "wei" or operands(problem).tensors[1] != "wei":
+        return None
+    if problem.op == "gemm":
+        k, n = "k", "n"
+    else:
+        k, n = ("oc", "ic") if problem.prop == "bwd_d" else ("ic", "oc")
+    kb = b.depth * b.pack
+    if sizes[k] % kb or sizes[n] % b.simd:
+        return None
+    outer = [(d, s) for d, s in sizes.items() if d not in (k, n)]
+    if problem.op == "conv":  # groups, then the spatial taps, as the plain layout has them
+        outer = [(d, s) for d, s in outer if d == "g"] + [(d, s) for d, s in outer if d != "g"]
+    return outer + [(k, sizes[k] // kb), (n, sizes[n] // b.simd), (k, b.depth), (n, b.simd), (k, b.pack)]
 
 
 def vector_layout(size: int, dtype: Type) -> Layout:

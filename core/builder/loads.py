@@ -280,7 +280,50 @@ def contiguous_run(access: TileAccess, reg: RegTensor) -> int:
     if name in access.bounded:  # nor a tail
         if view.dim(name).size % run or arith.alignment(access.starts[name], access.facts) % run:
             return 1
+    return _continued_run(access, reg, run) if run == blk.size else run
+
+
+def _continued_run(access: TileAccess, reg: RegTensor, run: int) -> int:
+    """``run`` (``reg``'s whole innermost block) continued through its next blocks while each one walks
+    memory right after the elements inside it: the block's matrix dim steps its innermost view dim,
+    which indexes a blocked tensor dim directly, by an index step that the memory layout strides by
+    ``run`` elements (weights blocked as the FMA's B read into that B: a thread's whole tile is one
+    run). Only blocked dims continue a run: tiles of plain layouts keep their row-long messages
+    (sm_90's shared-memory reads among them, whose longer runs are not checked on a GPU yet)."""
+    view = access.view
+    blocks = sorted((b for b in reg.layout.blocks if b.size > 1), key=lambda b: b.stride)
+    walked = {blocks[0].dim: run}  # matrix dim -> index span of its innermost view dim walked so far
+    for blk in blocks[1:]:
+        inner = access.roles[blk.dim].innermost()
+        if blk.stride != run or inner is None or inner[0] in access.bounded:
+            break
+        name, extent = inner
+        step = walked.get(blk.dim, 1)
+        span = step * blk.size
+        t = _direct_dim(view, name)
+        if t is None or extent % span or arith.alignment(arith.add(access.base[blk.dim]), access.facts) % span \
+                or arith.alignment(access.starts[name], access.facts) % span:
+            break
+        if sum(b.dim == t and b.size > 1 for b in view.layout.blocks) < 2 \
+                or _index_stride(view.layout, t, step, blk.size) != run:
+            break
+        walked[blk.dim] = span
+        run *= blk.size
     return run
+
+
+def _index_stride(layout: Layout, t: int, step: int, count: int) -> int | None:
+    """The memory stride (elements) of index steps ``step`` of tensor dim ``t``, where ``count`` such
+    steps from an aligned index stay inside one layout block of ``t`` (None elsewhere)."""
+    inner = 1
+    for b in layout.blocks:  # inner to outer
+        if b.dim != t or b.size == 1:
+            continue
+        if step % inner == 0 and step < inner * b.size:
+            within = step // inner
+            return b.stride * within if b.size % (within * count) == 0 else None
+        inner *= b.size
+    return None
 
 
 def tail_masks(view, index: dict, bounded) -> list[Expr]:

@@ -21,6 +21,11 @@ as the cooperative stores scatter each element to its place, and every
 thread reads its tile with a few full-size block messages straight into its
 operand registers (no staging buffer, no reorder in the main loop).
 
+**Copies in the FMA-ready order.** Where memory already holds the group tile in
+the FMA-ready layout (``wei = any`` blocked as dpas's B, ``layouts``), a thread's
+run of that layout is contiguous in memory too: block loads and block stores to
+the same place in SLM, no reorder (``_direct_copy``).
+
 **Copies in columns.** Where a thread's rows of the memory-contiguous dim are
 no contiguous piece of the FMA-ready layout (dpas's VNNI B pairs two K rows in
 a dword, and a thread of the cooperative copy holds one K row of 128 output
@@ -136,6 +141,13 @@ def stage(name: str, group: TileAccess, thread_roles: tuple[MatrixDim, MatrixDim
         return SlmStage(tile.buf, tile.bytes, staging, rounds * plan.elems * dtype.size, loaded, store,
                         access, offset, zeros=zeros)
     split, layout = ready
+    index = [arith.const(0)] * 3
+    if split is not None:
+        index[split] = starts[group.roles[split].innermost()[0]]
+    tile_offset = arith.fold(arith.mul(offset_expr(layout, index), dtype.size))
+    direct = _direct_copy(group, RegTensor(tile.buf, layout), plan, rules, names, knob, thread, threads, staging)
+    if direct is not None:
+        return SlmStage(tile.buf, tile.bytes, staging, direct[0], direct[1], direct[2], access, tile_offset)
     store, pack = None, None
     if not _scatter_shape(tile, layout, plan.elems).block and whole:
         pack = names.fresh(f"{name}_pack", u64)
@@ -143,10 +155,6 @@ def stage(name: str, group: TileAccess, thread_roles: tuple[MatrixDim, MatrixDim
         if packed is not None:
             store, moved = packed
             pack = pack if moved else None
-    index = [arith.const(0)] * 3
-    if split is not None:
-        index[split] = starts[group.roles[split].innermost()[0]]
-    tile_offset = arith.fold(arith.mul(offset_expr(layout, index), dtype.size))
     if store is None:
         column = _column_copy(group, tile, layout, rules, names, knob, thread, threads, staging, f"{name}_pack")
         if column is not None:
@@ -155,6 +163,21 @@ def stage(name: str, group: TileAccess, thread_roles: tuple[MatrixDim, MatrixDim
         store = _scatter(tile, layout, staging, plan.elems, plan.count, rounds, thread, threads, names, knob)
     return SlmStage(tile.buf, tile.bytes, staging, rounds * plan.elems * dtype.size, load(vectors), store, access,
                     tile_offset, pack)
+
+
+def _direct_copy(group: TileAccess, ready: RegTensor, dense: MessagePlan, rules: MessageRules, names: Names,
+                 origin: Origin, thread: Expr, threads: int, staging: Var) -> tuple[int, Stmt, Stmt] | None:
+    """The cooperative copy in the FMA-ready order itself, where memory holds the group tile so (weights
+    blocked as dpas's B, ``layouts``): block loads of a thread's run of the ``ready`` tile and block
+    stores of it to the same place in SLM, no reorder. Returns the staging bytes, the load and the
+    store, or None where that takes small messages or more of them than the dense copy's ``dense``."""
+    plan = plan_messages(group, ready, rules)
+    if plan.kind is not SendKind.BLOCK or plan.count > dense.count or plan.elems * ready.dtype.size < 4:
+        return None
+    rounds = -(-plan.count // threads)
+    load = transfer(SendOp.LOAD, group, ready, rules, names, origin, split=(thread, threads), staging=staging)
+    store = _store(ready, staging, plan.elems, plan.count, rounds, thread, threads, rules, names, origin)
+    return rounds * plan.elems * ready.dtype.size, load, store
 
 
 def _threads_outer(group: TileAccess, thread_roles, inner: int) -> TileAccess:

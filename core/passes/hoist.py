@@ -57,6 +57,7 @@ from typing import Any, Mapping
 from ..ir.expr import Binary, Broadcast, BoolImm, Expr, IntImm, Load, Op, Ramp, Ternary, Unary, Var, wrap_int
 from ..ir.funcs import Send
 from ..ir.node import Node
+from ..ir.simplify.stmt import VarUses
 from ..ir.stmt import Alloc, For, FuncCall, Let, MemKind, Seq, Stmt, Store, seq
 from ..ir.types import Type, s32
 from ..ir.visitor import IRMutator
@@ -114,15 +115,21 @@ class _SplitSums(IRMutator):
     def _invariant(self, e: Expr) -> bool:
         return not has_load(e) and not any(v.name in self.inner for v in expr_vars(e))
 
-    def _worth(self, new: Expr, invariant: Expr, build, dry: bool = False) -> Expr | None:
+    def _worth(self, new: Expr, invariant: Expr, build, dry: bool = False,
+               vectors_first: bool = False) -> Expr | None:
         """``build(v)`` with ``v`` the variable of ``invariant`` (made now) when that saves operations
         per iteration and, for a loop of known trips, over the loop; None when not. ``dry``: priced
-        with a stand-in variable, nothing taken or named."""
+        with a stand-in variable, nothing taken or named. ``vectors_first``: vector operations saved
+        count before scalar ones (a header seen through the lanes' row trades vector products for
+        scalar ones, which strength reduction then carries as one sum)."""
         var = self.lifted.get(invariant)
         # Price the split with a stand-in variable (a variable costs nothing, whatever its name) so
         # that a split not made takes no name from the kernel.
         priced = var if var is not None else Var.make(invariant.type, self.prefix)
-        saved = int_ops(new) - int_ops(build(priced))  # per iteration
+        built = build(priced)
+        saved = int_ops(new) - int_ops(built)  # per iteration
+        if vectors_first and _vector_ops(built) < _vector_ops(new):
+            saved = max(saved, _vector_ops(new) - _vector_ops(built))
         if saved <= 0:
             return None
         if var is None and self.trips is not None and int_ops(invariant) >= saved * self.trips:
@@ -199,7 +206,7 @@ class _SplitSums(IRMutator):
             # (or, at the same count, make the scalars one sum, which strength reduction carries whole)
             out = build(invariant)
             return out if int_ops(out) <= int_ops(new) else new
-        out = self._worth(new, invariant, build, dry)
+        out = self._worth(new, invariant, build, dry, vectors_first=bool(lets))
         return new if out is None else out
 
 
@@ -272,9 +279,12 @@ class _NameMasks(IRMutator):
     vector mask (a scattered message's per-lane padding test) holds a register over the loop, so
     it is named only while the free registers allow."""
 
-    def __init__(self, inner: set[str], ctx: "_Hoist", prefix: str):
+    def __init__(self, inner: set[str], ctx: "_Hoist", prefix: str, conjunctions: Mapping[str, Expr]):
         self.inner, self.names, self.prefix, self.ctx = inner, ctx.names, prefix, ctx
+        self.conjunctions = conjunctions
         self.lifted: dict[Expr, Var] = {}
+        self.expanded: set[str] = set()  # conjunction lets whose one use now reads their terms
+        self._seen: list[str] = []
 
     def _invariant(self, e: Expr) -> bool:
         return not has_load(e) and not any(v.name in self.inner for v in expr_vars(e))
@@ -287,6 +297,8 @@ class _NameMasks(IRMutator):
 
     def mutate_Let(self, old: Let, new: Let):
         # A mask that several sends read (an SLM store and its store of zeros) is a let of its own.
+        if new.var.name in self.expanded:
+            return new.body
         if not new.var.type.is_bool or not isinstance(new.value, Binary) or new.value.op is not Op.AND:
             return new
         value = self._split(new.value)
@@ -296,7 +308,8 @@ class _NameMasks(IRMutator):
         """``mask`` with its invariant conjuncts one lifted variable (None: unchanged)."""
         if _named(mask):
             return None
-        terms = _conjuncts(mask)
+        self._seen = []
+        terms = self._terms(mask)
         fixed = [t for t in terms if self._invariant(t)]
         if not fixed or (len(fixed) == 1 and _named(fixed[0])):
             return None
@@ -309,11 +322,49 @@ class _NameMasks(IRMutator):
             if not self.ctx.take(s32.with_lanes(value.type.lanes)):
                 return None
             var = self.lifted[value] = self.names.fresh(self.prefix, value.type)
+        self.expanded.update(self._seen)
         out: Expr = var
         for t in terms:
             if t not in fixed:
                 out = Binary.make(Op.AND, out, t)
         return out
+
+
+    def _terms(self, mask: Expr) -> list[Expr]:
+        """The conjuncts of ``mask``, seen through the ``&&`` lets that only it reads: their invariant
+        conjuncts join the mask's, their others stay one term (a padding test of the row, named by
+        ``cse``, inside the mask of a vector message: ``lanes && (m && row)`` lifts ``lanes && m`` as
+        one vector, and ``row`` keeps its range tests together for ``peephole``)."""
+        out = []
+        for t in _conjuncts(mask):
+            value = self.conjunctions.get(t.name) if isinstance(t, Var) else None
+            inner = _conjuncts(value) if value is not None else []
+            fixed = [x for x in inner if self._invariant(x)]
+            if not fixed or len(fixed) == len(inner):
+                out.append(t)
+                continue
+            self._seen.append(t.name)
+            rest = [x for x in inner if not self._invariant(x)]
+            row = rest[0]
+            for x in rest[1:]:
+                row = Binary.make(Op.AND, row, x)
+            out += fixed + [row]
+        return out
+
+
+def _single_use_conjunctions(running: list[Stmt], roots: list[Expr]) -> dict[str, Expr]:
+    """The bool lets of a loop body whose value is a ``&&`` and that one expression reads once."""
+    ands = {s.var.name: s.value for s in running if isinstance(s, Let) and s.var.type.is_bool
+            and isinstance(s.value, Binary) and s.value.op is Op.AND}
+    if not ands:
+        return {}
+    uses = VarUses()
+    count: dict[str, int] = {}
+    for e in roots:
+        for v, n in uses(e).items():
+            if v.name in ands:
+                count[v.name] = count.get(v.name, 0) + n
+    return {name: value for name, value in ands.items() if count.get(name) == 1}
 
 
 def _named(e: Expr) -> bool:
@@ -495,7 +546,7 @@ def hoist_loop(loop: For, ctx: _Hoist) -> Stmt:
     split = _SplitSums(maximal_sums(roots), maximal_sums(roots, _is_vector_linear), inner, ctx,
                        f"{loop.var.name}_inv", trip_count(loop), lets)
     body = split.mutate(body)
-    masks = _NameMasks(inner, ctx, f"{loop.var.name}_mask")
+    masks = _NameMasks(inner, ctx, f"{loop.var.name}_mask", _single_use_conjunctions(running, roots))
     body = masks.mutate(body)
     headers = _LiftHeaders(inner, ctx)
     body = headers.mutate(body)

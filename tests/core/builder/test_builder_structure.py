@@ -113,12 +113,32 @@ def test_dpas_calls_cover_the_thread_tile():
 
 def test_reorder_matches_memory_order_to_the_dpas_layout():
     # wei with oc innermost: B rows of 16 oc are contiguous; dpas wants VNNI pairs of ic
-    k = build("mb2ic32ih6oc32oh6kh3ph1", types="f16", line="fma=dpas simd=8 i=ow8oc16ic16 l=ic2kh3kw3")
+    k = build("mb2ic32ih6oc32oh6kh3ph1", types="f16", line="fma=dpas simd=8 i=ow8oc16ic16 l=ic2kh3kw3",
+              tags={"wei": "cdba"})
     reorders = calls_in(group(k, "k_loop"), Reorder)
     assert len(reorders) == 1
     assert reorders[0].ops.dst.name == "b"
     b_loads = [s for s in sends(group(k, "k_loop"), SendOp.LOAD) if s.ops.mem.name == "wei"]
     assert all(s.func.kind is SendKind.BLOCK for s in b_loads)
+
+
+def test_any_weights_are_blocked_as_dpas_b_and_loaded_with_no_reorder():
+    # wei = any under dpas (f16: 8 dwords of K pairs x 8 columns): ic/16, oc/8, 8 ic pairs, 8 oc, 2 ic
+    k = build("mb2ic32ih6oc32oh6kh3ph1", types="f16", line="fma=dpas simd=8 i=ow8oc16ic16 l=ic2kh3kw3")
+    assert k.arg("wei").layout.tag(["oc", "ic", "kh", "kw"]) == "hwIO8i8o2i"
+    assert not calls_in(group(k, "k_loop"), Reorder)
+    b_loads = [s for s in sends(group(k, "k_loop"), SendOp.LOAD) if s.ops.mem.name == "wei"]
+    # the thread's 16 x 16 tile is one run of 512 bytes: two 256-byte block messages
+    assert [(s.func.kind, s.func.elems) for s in b_loads] == [(SendKind.BLOCK, 128)] * len(b_loads)
+    # a K that does not divide by 16 keeps the plain layout (oc innermost)
+    plain = build("mb2ic24ih6oc32oh6kh3ph1", types="f16", line="fma=dpas simd=8 i=ow8oc16ic8 l=ic3kh3kw3")
+    assert plain.arg("wei").layout.tag(["oc", "ic", "kh", "kw"]) == "hwio"
+    # B in sub-tiles is read from a dense SLM tile in chunks: plain
+    split = build("mb2ic32ih6oc32oh6kh3ph1", types="f16", line="fma=dpas simd=8 i=ow8oc16ic16 l=ic2kh3kw3 S=a1b2")
+    assert split.arg("wei").layout.tag(["oc", "ic", "kh", "kw"]) == "hwio"
+    # mad reads B rows as they are: plain
+    mad = build("mb2ic32ih6oc32oh6kh3ph1", types="f16", line="fma=mad simd=16 i=ow8oc16ic16 l=ic2kh3kw3")
+    assert mad.arg("wei").layout.tag(["oc", "ic", "kh", "kw"]) == "hwio"
 
 
 def test_slm_buffering_stages_through_shared_memory_between_barriers():

@@ -103,10 +103,11 @@ def test_a_ramp_of_positions_decodes_without_vector_division(base, stride, lanes
 
 
 def test_weights_with_n_contiguous_are_copied_in_columns_and_stored_as_blocks():
-    """res3a's weights (``axcb``: a row of 128 output channels per input channel): each thread
-    gathers 16 K rows of 8 columns with vector messages (a lane a row), reorders them once into
-    dpas's VNNI block and stores it with one block message, not 16 two-byte scatters."""
-    p = problem(parse_shape("mb2ic128ih4oc128oh4kh3ph1"), "fwd", "f16")
+    """res3a's weights written plain (``hwio``: a row of 128 output channels per input channel; ``any``
+    is blocked as dpas's B instead): each thread gathers 16 K rows of 8 columns with vector messages
+    (a lane a row), reorders them once into dpas's VNNI block and stores it with one block message,
+    not 16 two-byte scatters."""
+    p = problem(parse_shape("mb2ic128ih4oc128oh4kh3ph1"), "fwd", "f16", {"wei": "hwio"})
     dims = [n for r in "bmnk" for n, _ in getattr(p.gemm_dims(), r)]
     kernel = build_kernel(p, parse_config_line("fma=dpas simd=8 i=oh2ow4oc32ic16 T=mb2oh2oc4", dims), "xehpg")
     sends = [n for n in walk(kernel.body) if isinstance(n, FuncCall) and isinstance(n.func, Send)]

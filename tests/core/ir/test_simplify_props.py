@@ -189,6 +189,29 @@ def test_aligned_split_preserves_value(case):
     assert evaluate(simplify(e, r), env) == evaluate(e, env)
 
 
+@st.composite
+def exact_division_cases(draw):
+    """``(x / k) * d`` with ``k`` dividing ``d``: ``x`` a sum of multiples of ``k`` over unbounded
+    variables (so it may wrap), or with a small term that makes it no multiple of ``k``."""
+    k = draw(st.sampled_from((2, 4, 16, 3, 6, -4)))
+    outer, inner, other = VARS[0], VARS[1], VARS[2]
+    x = outer * (k * draw(st.sampled_from((1, 2, 5)))) + other * (k * draw(st.sampled_from((1, -3)))) \
+        + k * draw(st.integers(-3, 3))
+    if draw(st.booleans()):
+        x = x + inner
+    e = (x // k) * (k * draw(st.sampled_from((1, 2, 256, -8)))) + inner
+    r = {inner.name: (0, draw(st.integers(0, 2 * abs(k))))} if draw(st.booleans()) else {}
+    env = {v.name: draw(st.integers(*r.get(v.name, v.type.scalar.int_range()))) for v in VARS}
+    return e, r, env
+
+
+@settings(max_examples=500, deadline=None)
+@given(exact_division_cases())
+def test_exact_division_read_back_preserves_value(case):
+    e, r, env = case
+    assert evaluate(simplify(e, r), env) == evaluate(e, env)
+
+
 @settings(max_examples=500, deadline=None)
 @given(cases())
 def test_simplify_preserves_value(case):

@@ -111,6 +111,9 @@ def test_div_mod_use_ranges(expr, expected):
     (x % x, "0"),
     (x // 0, "0"),
     ((x // 4) // 8, "(x / 32)"),
+    (((x * 16) // 16) * 4096, "(x * 4096)"),       # an exact division read back, even if x * 16 wraps
+    (((x * 16) // 16) * 8, "(((x * 16) / 16) * 8)"),  # 16 does not divide 8
+    (((x * 8) // 16) * 4096, "(((x * 8) / 16) * 4096)"),  # x * 8: no multiple of 16
     ((x % 16) % 4, "(x % 4)"),
     ((x % y) % y, "(x % y)"),
 ])

@@ -201,6 +201,41 @@ def test_the_invariant_lanes_of_a_scattered_mask_are_computed_once():
         assert effects(out, env={"i": i, "j": j}) == effects(loop, env={"i": i, "j": j})
 
 
+def test_invariant_terms_of_a_row_test_let_join_the_lanes_of_the_mask_that_reads_it():
+    """``lanes && row`` with ``row = m && (r >= 0 && r < 6)`` a let that only the mask reads (as ``cse``
+    names a scalar row test inside a vector message's mask): ``lanes && m`` is one hoisted vector, the
+    let goes, and the row's range tests stay one term."""
+    src, reg = var("src", u64), var("a_g2s", u64)
+    load = Send(SendOp.LOAD, SendKind.SCATTERED, "global", s32, 8)
+    lanes = (Ramp.make(I, 1, 8) - 1).ge(0)
+    r, row_var = K + J - 1, var("row", BoolImm.make(True).type)
+    row = var("m", BoolImm.make(True).type).land(r.ge(0).land(r.lt(6)))
+    body = Let.make(row_var, row, FuncCall.make(load, [src, Ramp.make(K * 64, 4, 8), reg, 0, lanes.land(row_var)]))
+    loop = For.make(K, 0, 4, body)
+    out = hoist_invariants(loop)
+    (let,) = [n for n in walk(out) if isinstance(n, Let) and n.var.type.is_bool]
+    assert let.var.type.lanes == 8 and let.value == lanes.land(var("m", BoolImm.make(True).type))
+    (call,) = [n for n in walk(out) if isinstance(n, FuncCall)]
+    assert call.ops.mask == let.var.land(r.ge(0).land(r.lt(6)))
+    for i, j, m in ((-3, 0, 1), (0, 2, 0), (4, 5, 1), (9, -1, 1)):
+        env = {"i": i, "j": j, "m": m}
+        assert effects(out, env=env) == effects(loop, env=env)
+
+
+def test_a_row_test_let_read_twice_stays():
+    """Read by two masks, the row test's let is not seen through (that would compute it twice)."""
+    src, reg = var("src", u64), var("a_g2s", u64)
+    load = Send(SendOp.LOAD, SendKind.SCATTERED, "global", s32, 8)
+    lanes = (Ramp.make(I, 1, 8) - 1).ge(0)
+    row_var, r = var("row", BoolImm.make(True).type), K + J - 1
+    row = var("m", BoolImm.make(True).type).land(r.ge(0))
+    call = FuncCall.make(load, [src, Ramp.make(K * 64, 4, 8), reg, 0, lanes.land(row_var)])
+    again = FuncCall.make(load, [src, Ramp.make(K * 64 + 32, 4, 8), reg, 32, lanes.land(row_var)])
+    loop = For.make(K, 0, 4, Let.make(row_var, row, seq(call, again)))
+    out = hoist_invariants(loop)
+    assert any(isinstance(n, Let) and n.var == row_var for n in walk(out))
+
+
 def _header_loop(first_offset):
     """A loop of two SLM block loads addressed through one header register, as send lowering leaves
     them: the first load's address is ``first_offset``, the second's depends on the loop variable."""
@@ -312,5 +347,32 @@ def test_a_header_over_a_lane_vector_its_mask_shares_hoists_that_vectors_invaria
 
     # hoisted lanes + the scalar sum, + the immediate (which add3 takes along): was 6 vector operations
     assert vector_ops(stores[0].value) == 2 < vector_ops(header) == 6
+    for env in ({"i": 3, "j": -2}, {"i": 0, "j": 70000}):
+        assert effects(out, env=env) == effects(kernel, env=env)
+
+
+def test_a_header_over_two_lane_vectors_is_seen_through_both_at_the_cost_of_scalar_products():
+    """``row = rows + kh - 1`` and ``col = cols + kw - 1`` (lets the mask reads too, a tile whose lanes
+    span rows and columns) in ``k*2 + col*128 + row*7168 + base``: seen through both lets, the per-lane
+    parts join the hoisted base and ``kh*7168 + kw*128`` the scalar sum. That adds scalar products
+    (strength reduction carries them) but leaves one vector add (and an immediate) instead of two products and three adds."""
+    rows, cols, base = Ramp.make(I, 1, 8), Ramp.make(J, 2, 8), var("base", s32.with_lanes(8))
+    row, col, kh, kw = var("row", s32.with_lanes(8)), var("col", s32.with_lanes(8)), var("kh"), var("kw")
+    header = Broadcast.make(K * 2, 8) + col * 128 + row * 7168 + base
+    uses = Store.make(OUT, K * 64 + 32, Unary.make(Op.NEG, row) + col)
+    body = Let.make(kh, (K / IntImm.make(s32, 3)) % IntImm.make(s32, 3), Let.make(
+        kw, K % IntImm.make(s32, 3), Let.make(row, rows + Broadcast.make(kh, 8) - 1, Let.make(
+            col, cols + Broadcast.make(kw, 8) - 1, seq(Store.make(OUT, K * 64, header), uses)))))
+    kernel = Let.make(base, Ramp.make(J * 5, 3, 8), For.make(K, 0, 18, body))
+    out = hoist_invariants(kernel)
+    loop = next(n for n in walk(out) if isinstance(n, For))
+    stores = [n for n in walk(loop.body) if isinstance(n, Store)]
+    walked = set(walk(stores[0].value))
+    assert row not in walked and col not in walked
+
+    def vector_ops(e):
+        return len({id(n) for n in walk(e) if n.type.lanes == 8 and int_ops(n)})
+    # hoisted lanes + the scalar sum, + the immediate (which add3 takes along)
+    assert vector_ops(stores[0].value) == 2 < vector_ops(header)
     for env in ({"i": 3, "j": -2}, {"i": 0, "j": 70000}):
         assert effects(out, env=env) == effects(kernel, env=env)
