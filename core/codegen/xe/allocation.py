@@ -14,6 +14,7 @@ reserve, less only the temporaries an instruction takes for itself.
 """
 from __future__ import annotations
 
+from collections import deque
 from typing import Iterator
 
 from kdd.core.ir.expr import FloatImm, IntImm, Load
@@ -29,6 +30,11 @@ from .regalloc import Allocation, NoRoom, RegisterFile
 
 CATEGORY = {"acc": "C accumulators", "a": "A/B operands", "b": "A/B operands", "header": "headers",
             "reorder": "A/B operands"}
+# A send reads its header after it issues, so a value written into the registers of a header a send
+# just read waits for that read (a write-after-read dependency on the message's source). The
+# registers of the last HEADER_ROTATION headers released are taken last: headers rotate among a few
+# registers and consecutive sends do not wait on each other's header.
+HEADER_ROTATION = 2
 
 
 class AllocationWalk:
@@ -47,6 +53,7 @@ class AllocationWalk:
         self.keys: dict = {}                  # liveness key -> Allocation
         self.bufs: dict[str, Allocation] = {}  # grf buffer name -> its live Allocation
         self.bounds: list[Allocation | None] = []  # the registers of the open loops' bounds
+        self.cooling: deque[Allocation] = deque(maxlen=HEADER_ROTATION)  # the headers released last
 
     # -- hooks the code generator overrides --------------------------------------------------
     def no_room(self, nbytes: int, label: str) -> Exception:
@@ -65,10 +72,15 @@ class AllocationWalk:
         """Whole registers for ``whole`` values and values over half a register, else a sub-register."""
         try:
             if whole or nbytes > self.rb // 2:
-                return self.regs.alloc_regs(nbytes, label, category, knob, bank)
-            return self.regs.alloc_sub(nbytes, label, category, knob)
+                return self.regs.alloc_regs(nbytes, label, category, knob, bank, avoid=self.cooling_regs())
+            return self.regs.alloc_sub(nbytes, label, category, knob, avoid=self.cooling_regs())
         except NoRoom:
             raise self.no_room(nbytes, label) from None
+
+    def cooling_regs(self) -> frozenset[int]:
+        """The registers of the headers released last (``HEADER_ROTATION``), which sends may still be reading."""
+        rb = self.rb
+        return frozenset(r for h in self.cooling for r in range(h.start // rb, (h.end - 1) // rb + 1))
 
     def reserve_payload(self) -> list[Allocation]:
         """Reserves r0, the local ids and the kernel arguments; returns the local ids' registers, read once
@@ -111,7 +123,7 @@ class AllocationWalk:
         name = key[1]
         size, category, bank, knob = self.buffer_request(name)
         try:
-            a = self.regs.alloc_regs(size, name, category, knob, bank)
+            a = self.regs.alloc_regs(size, name, category, knob, bank, avoid=self.cooling_regs())
         except NoRoom:
             a = self.take_over(name, size, category, knob, x, p)
             if a is None:
@@ -150,6 +162,12 @@ class AllocationWalk:
         for a in allocations:
             self.regs.release(a)
 
+    def retire(self, a: Allocation) -> None:
+        """Releases ``a`` after its last reader; a header's registers are then taken last for a while."""
+        self.regs.release(a)
+        if a.category == CATEGORY["header"]:
+            self.cooling.append(a)
+
     def points(self) -> Iterator[tuple[int, str, object]]:
         """``(point, event kind, node)`` of the body in order, with the buffers whose live segment starts
         at the point allocated before it is yielded and the values dead after it released on resuming."""
@@ -161,7 +179,7 @@ class AllocationWalk:
             for key in self.live.ends.get(p, ()):
                 a = self.keys.pop(key, None)
                 if a is not None:
-                    self.regs.release(a)
+                    self.retire(a)
                     if key[0] == "buf" and self.bufs.get(key[1]) is a:
                         del self.bufs[key[1]]
 

@@ -21,7 +21,7 @@ from kdd.core.ir.types import Type, s32, u32
 from ..errors import CodegenUnsupported, LiveBuffer, OutOfRegisters
 from . import isa, sends, tensor
 from .abi import GROUP_ID_DWORD
-from .allocation import AllocationWalk
+from .allocation import CATEGORY, AllocationWalk
 from .emitter import Emitter
 from .operand import Imm, Reg, elem_size
 
@@ -73,10 +73,10 @@ class XeLowering(AllocationWalk):
     def no_room(self, nbytes: int, label: str) -> Exception:
         return self._out_of_registers(nbytes, label)
 
-    def temp(self, t: Type, lanes: int = 1, whole: bool = False) -> Reg:
-        """A temporary for the current statement (freed at its end)."""
+    def temp(self, t: Type, lanes: int = 1, whole: bool = False, header: bool = False) -> Reg:
+        """A temporary for the current statement (freed at its end); a ``header`` is a message's."""
         n = elem_size(t) * lanes
-        a = self._alloc(n, "tmp", "temporaries", whole=whole)
+        a = self._alloc(n, "tmp", CATEGORY["header"] if header else "temporaries", whole=whole)
         self.temps.append(a)
         return Reg(a.start, t.base, 1)
 
@@ -87,7 +87,7 @@ class XeLowering(AllocationWalk):
             if isinstance(keep, Reg) and a.start <= keep.byte < a.end:
                 kept.append(a)
             else:
-                self.regs.release(a)
+                self.retire(a)
         del self.temps[mark:]
         self.temps.extend(kept)
 
@@ -141,7 +141,7 @@ class XeLowering(AllocationWalk):
             self.em.node = x
             getattr(self, "ev_" + kind)(x, p)
             for a in self.temps:
-                self.regs.release(a)
+                self.retire(a)
             self.temps.clear()
         self.em.node = None
         self._epilogue()
@@ -317,7 +317,7 @@ class XeLowering(AllocationWalk):
     def barrier_signal(self, x=None):
         # The message header: the barrier id from r0 (built where it is sent, so no register
         # stays reserved for it).
-        hb = self.temp(u32, self.rb // 4, whole=True).byte // self.rb
+        hb = self.temp(u32, self.rb // 4, whole=True, header=True).byte // self.rb
         self.em.raw(f"(W) mov (1|M0) r{hb}.4<1>:hf 0x0:hf", "float")
         self.em.raw(f"(W) mov (2|M0) r{hb}.10<1>:ub r0.11<0;1,0>:ub", "int")
         self.em.raw(f"(W) send.gtwy (1|M0) null r{hb} null:0 0x0 0x02000004", "send")
@@ -331,7 +331,7 @@ class XeLowering(AllocationWalk):
         self.barrier_wait()
 
     def fence(self, scope: str):
-        t = self.temp(u32, self.rb // 4, whole=True)
+        t = self.temp(u32, self.rb // 4, whole=True, header=True)  # a message's register, as a header is
         n = t.byte // self.rb
         sfid = "slm" if scope == "slm" else "ugm"
         self.em.raw(f"(W) send.{sfid} (1|M0) r{n} r0 null:0 0x0 0x0210011F", "send")

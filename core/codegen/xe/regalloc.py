@@ -94,15 +94,25 @@ class RegisterFile:
 
     # -- allocation -----------------------------------------------------------------------
     def alloc_regs(self, nbytes: int, label: str, category: str, knob: str | None = None,
-                   bank: int | None = None, limit: int | None = None) -> Allocation:
-        """Whole registers, contiguous; ``bank`` prefers a start register with that bank."""
+                   bank: int | None = None, limit: int | None = None,
+                   avoid: frozenset[int] = frozenset()) -> Allocation:
+        """Whole registers, contiguous; ``bank`` prefers a start register with that bank; registers in
+        ``avoid`` are taken only where no free range lies outside them."""
+        if avoid:
+            try:
+                return self._alloc_regs(nbytes, label, category, knob, bank, limit, avoid)
+            except NoRoom:
+                pass
+        return self._alloc_regs(nbytes, label, category, knob, bank, limit, frozenset())
+
+    def _alloc_regs(self, nbytes, label, category, knob, bank, limit, avoid) -> Allocation:
         rb, full = self.reg_bytes, (1 << self.reg_bytes) - 1
         count = max(1, -(-nbytes // rb))
         top = self.nregs if limit is None else limit
         fallback = None
         run = 0
         for r in range(top):
-            run = run + 1 if self.free_mask[r] == full else 0
+            run = run + 1 if self.free_mask[r] == full and r not in avoid else 0
             if run >= count:
                 start = r - count + 1
                 if bank is None or start % self.banks == bank:
@@ -113,12 +123,14 @@ class RegisterFile:
             return self._take(Allocation(label, category, fallback * rb, count * rb, knob))
         raise NoRoom(f"{count} registers for {label}")
 
-    def alloc_sub(self, nbytes: int, label: str, category: str, knob: str | None = None) -> Allocation:
+    def alloc_sub(self, nbytes: int, label: str, category: str, knob: str | None = None,
+                  avoid: frozenset[int] = frozenset()) -> Allocation:
         """A sub-register range aligned to its (power-of-two rounded) size, inside one register,
-        in a register that is already in use if one has room."""
+        in a register that is already in use if one has room, else in an empty one outside ``avoid``
+        if there is one."""
         rb = self.reg_bytes
         if nbytes > rb:
-            return self.alloc_regs(nbytes, label, category, knob)
+            return self.alloc_regs(nbytes, label, category, knob, avoid=avoid)
         align = 1
         while align < nbytes:
             align *= 2
@@ -130,7 +142,7 @@ class RegisterFile:
             if fm == 0:
                 continue
             if fm == full:
-                if empty is None:
+                if empty is None or (empty in avoid and r not in avoid):
                     empty = r
                 continue
             for lo in range(0, rb - nbytes + 1, align):

@@ -149,7 +149,7 @@ def _block(cg, f, sfid, addr, hdr: Reg, data: Reg, pred) -> None:
     for off, size in pieces:
         where = hdr
         if off:  # the piece's address: the header's plus its offset
-            where = cg.temp(u32, cg.rb // 4, whole=True)
+            where = cg.temp(u32, cg.rb // 4, whole=True, header=True)
             if addr == "a64":
                 isa.add64(cg, Reg(where.byte, u32, 2), Reg(hdr.byte, u32, 0), Imm(off, s32), 1)
             else:
@@ -256,7 +256,7 @@ def _atomic_add(cg, f, sfid, addr, hdr: Reg, data: Reg, pred, mask) -> None:
     for c in range(0, f.elems, top):
         lanes = min(top, f.elems - c)
         if f.kind is SendKind.BLOCK:
-            where = cg.temp(u32, max(address_bytes(cg, lanes, abytes), rb) // 4, whole=True)
+            where = cg.temp(u32, max(address_bytes(cg, lanes, abytes), rb) // 4, whole=True, header=True)
             offs = cg.temp(s32, lanes)
             isa.evaluate(cg, Ramp.make(IntImm.make(s32, c * size), size, lanes), offs)
             if addr == "a64":
@@ -318,7 +318,7 @@ def lower_send2d(cg, x) -> None:
     if not all(isinstance(e, IntImm) for e in sizes):
         raise CodegenUnsupported(f"{f}: a surface of non-constant size")
     width, height, pitch = (e.value for e in sizes)
-    hdr = cg.temp(u32, rb // 4, whole=True)
+    hdr = cg.temp(u32, rb // 4, whole=True, header=True)
     isa.add64(cg, Reg(hdr.byte, u32, 1), arg, isa.value(cg, a.base), 1)
     fields = [(2, width - 1), (3, height - 1), (4, pitch - 1),
               (7, (f.width - 1) | (f.height - 1) << 8 | (f.array - 1) << 16)]

@@ -193,3 +193,25 @@ def verify(listing: dict) -> list[str]:
                     del owner[b]
                     pending.pop(b, None)     # data its value never read (unused halves of slots)
     return problems
+
+
+
+def address_waits(listing: dict) -> list[str]:
+    """Consecutive messages whose addresses share registers written between them: the second message's
+    address waits until the first has read its own (headers rotate among a few registers,
+    ``allocation.HEADER_ROTATION``, so that consecutive messages need no such wait)."""
+    rb = listing["registers"]["reg_bytes"]
+    out: list[str] = []
+    last: tuple[int, set[int]] | None = None   # the last message's line and address bytes
+    written: set[int] = set()                  # bytes written since
+    for i, ln in enumerate(listing["lines"]):
+        reads, writes, kind, parts = _access(ln["text"], rb)
+        if kind not in ("load", "store", "send"):
+            written |= writes
+            continue
+        address = parts[1] if parts else reads
+        if last is not None and address & last[1] & written:
+            out.append(f"line {i + 1}: its address is rewritten in the registers line {last[0] + 1}'s message "
+                       f"reads its address from: {ln['text'].strip()}")
+        last, written = (i, address), set(writes)
+    return out

@@ -47,6 +47,29 @@ def test_the_register_file_counts_every_register_holding_a_live_byte_and_never_o
         assert regs.busy == len({byte // RB for byte in owner})
 
 
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.booleans(), min_size=12, max_size=12), st.sets(st.integers(0, 11)), st.integers(1, 3 * RB),
+       st.booleans())
+def test_avoided_registers_are_taken_only_where_no_free_range_lies_outside_them(used, avoid, nbytes, sub):
+    # The oracle: every start of a run of free registers of the size asked for, by brute force.
+    regs = RegisterFile(12, RB)
+    for r, u in enumerate(used):
+        if u:
+            regs.reserve(r, 1, "held")
+    count = -(-nbytes // RB)
+    fits = [s for s in range(12 - count + 1) if not any(used[s:s + count])]
+    clear = [s for s in fits if not avoid & set(range(s, s + count))]
+    try:
+        a = (regs.alloc_sub(nbytes, "v", "x", avoid=frozenset(avoid)) if sub and nbytes <= RB
+             else regs.alloc_regs(nbytes, "v", "x", avoid=frozenset(avoid)))
+    except NoRoom:
+        assert not fits
+        return
+    start = a.start // RB
+    assert start in fits
+    assert start in clear or not clear
+
+
 @settings(max_examples=100, deadline=None)
 @given(st.lists(st.sampled_from([1, 8, 16, 32]), min_size=1, max_size=40))
 def test_the_walk_holds_r0_and_every_value_live_at_once_packed_as_the_allocator_packs(lanes):

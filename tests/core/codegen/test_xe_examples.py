@@ -9,7 +9,7 @@ import jsonschema
 import pytest
 
 from kdd.core.codegen import OutOfRegisters, generate_asm
-from kdd.core.codegen.xe.verify import verify
+from kdd.core.codegen.xe.verify import address_waits, verify
 
 from xe_kernels import final, xe_examples
 
@@ -33,6 +33,8 @@ def test_example_assembles_within_budget_or_reports_out_of_registers(name):
     assert out["registers"]["peak"] <= out["registers"]["budget"]
     assert max(ln["live_regs"] for ln in out["lines"]) == out["registers"]["peak"]
     assert verify(out) == []
+    # headers rotate: no message's address is built in the registers the message before it reads
+    assert address_waits(out) == []
     assert out["mix"]["static"]["send"] > 0 and out["mix"]["dynamic"]["send"] >= out["mix"]["static"]["send"]
     assert listing.render().count("\n") == len(out["lines"]) + len(listing.header())
     if HAVE_IGA:
