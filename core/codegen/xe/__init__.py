@@ -52,10 +52,10 @@ def _ir_nodes(body) -> dict[int, dict]:
 
 
 def _lower(kernel, body, target, budget: int) -> XeLowering:
-    """Lowering with rematerialization as the allocator's answer to running out (``allocation.with_remat``);
-    out of registers is raised when nothing is left to recompute."""
-    def attempt(remat):
-        cg = XeLowering(kernel, body, target, budget, remat)
+    """Lowering with the allocator's answers to running out (``allocation.with_remat``: headers stop rotating,
+    then values are recomputed); out of registers is raised when nothing is left to recompute."""
+    def attempt(remat, rotation):
+        cg = XeLowering(kernel, body, target, budget, remat, rotation)
         cg.run()
         cg.rematerialized = sorted(remat)
         return cg

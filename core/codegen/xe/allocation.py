@@ -33,15 +33,17 @@ CATEGORY = {"acc": "C accumulators", "a": "A/B operands", "b": "A/B operands", "
 # A send reads its header after it issues, so a value written into the registers of a header a send
 # just read waits for that read (a write-after-read dependency on the message's source). The
 # registers of the last HEADER_ROTATION headers released are taken last: headers rotate among a few
-# registers and consecutive sends do not wait on each other's header.
+# registers and consecutive sends do not wait on each other's header (where the kernel fits so).
 HEADER_ROTATION = 2
 
 
 class AllocationWalk:
     """Register allocation of ``body`` over ``nregs`` GRFs of ``target`` for a kernel with arguments
-    ``arg_names`` (ABI order) at SIMD width ``simd``; lets named in ``remat`` get no register."""
+    ``arg_names`` (ABI order) at SIMD width ``simd``; lets named in ``remat`` get no register; the
+    registers of the last ``rotation`` headers released are taken last."""
 
-    def __init__(self, body, target, arg_names, simd: int, nregs: int, remat: frozenset = frozenset()):
+    def __init__(self, body, target, arg_names, simd: int, nregs: int, remat: frozenset = frozenset(),
+                 rotation: int = HEADER_ROTATION):
         self.body, self.target, self.xe = body, target, target.xe
         self.rb = target.registers.reg_bytes
         self.simd = simd
@@ -53,7 +55,7 @@ class AllocationWalk:
         self.keys: dict = {}                  # liveness key -> Allocation
         self.bufs: dict[str, Allocation] = {}  # grf buffer name -> its live Allocation
         self.bounds: list[Allocation | None] = []  # the registers of the open loops' bounds
-        self.cooling: deque[Allocation] = deque(maxlen=HEADER_ROTATION)  # the headers released last
+        self.cooling: deque[Allocation] = deque(maxlen=rotation)  # the headers released last
 
     # -- hooks the code generator overrides --------------------------------------------------
     def no_room(self, nbytes: int, label: str) -> Exception:
@@ -198,17 +200,23 @@ MAX_REMAT_ROUNDS = 8
 
 
 def with_remat(attempt, body):
-    """``attempt(remat)`` (an allocation of ``body`` that raises ``NoRoom`` or ``OutOfRegisters`` with the
-    values ``live`` where it ran out) with rematerialization as the allocator's answer to running out: the
-    values live at the failing point that can be recomputed (vector lets first, then scalars) are
-    recomputed at each use instead of held, and the attempt restarts; after a few rounds every recomputable
-    vector is. The last failure is raised when nothing is left to recompute."""
+    """``attempt(remat, rotation)`` (an allocation of ``body`` that raises ``NoRoom`` or ``OutOfRegisters``
+    with the values ``live`` where it ran out) with the allocator's answers to running out: first headers
+    stop rotating (a header taking registers apart from the last ones can split the free range a large
+    buffer needs), then rematerialization: the values live at the failing point that can be recomputed
+    (vector lets first, then scalars) are recomputed at each use instead of held, and the attempt restarts;
+    after a few rounds every recomputable vector is. The last failure is raised when nothing is left to
+    recompute."""
+    try:
+        return attempt(frozenset(), HEADER_ROTATION)
+    except (NoRoom, OutOfRegisters):
+        pass
     remat: frozenset = frozenset()
     candidates = None
     last = None
     for round_ in range(MAX_REMAT_ROUNDS):
         try:
-            return attempt(remat)
+            return attempt(remat, 0)
         except (NoRoom, OutOfRegisters) as exc:
             last = exc
         if candidates is None:
@@ -224,8 +232,8 @@ def with_remat(attempt, body):
     raise last
 
 
-def _walk_peak(body, target, arg_names, simd: int, nregs: int, remat: frozenset) -> int:
-    walk = AllocationWalk(body, target, arg_names, simd, nregs, remat)
+def _walk_peak(body, target, arg_names, simd: int, nregs: int, remat: frozenset, rotation: int) -> int:
+    walk = AllocationWalk(body, target, arg_names, simd, nregs, remat, rotation)
     local_ids = walk.reserve_payload()
     for _ in walk.alloc_thread_ids():
         pass
@@ -251,7 +259,8 @@ def allocation_peak(body, target, arg_names, simd: int, budget: int | None = Non
     when there is a budget."""
     if budget is not None:
         try:
-            return with_remat(lambda remat: _walk_peak(body, target, arg_names, simd, budget, remat), body)
+            return with_remat(lambda remat, rotation: _walk_peak(body, target, arg_names, simd, budget, remat,
+                                                                 rotation), body)
         except NoRoom:
             pass
     remat = frozenset() if budget is None else frozenset(
@@ -259,6 +268,6 @@ def allocation_peak(body, target, arg_names, simd: int, budget: int | None = Non
     nregs = 256
     while True:
         try:
-            return _walk_peak(body, target, arg_names, simd, nregs, remat)
+            return _walk_peak(body, target, arg_names, simd, nregs, remat, 0)
         except NoRoom:
             nregs *= 2

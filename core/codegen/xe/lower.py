@@ -21,7 +21,7 @@ from kdd.core.ir.types import Type, s32, u32
 from ..errors import CodegenUnsupported, LiveBuffer, OutOfRegisters
 from . import isa, sends, tensor
 from .abi import GROUP_ID_DWORD
-from .allocation import CATEGORY, AllocationWalk
+from .allocation import CATEGORY, HEADER_ROTATION, AllocationWalk
 from .emitter import Emitter
 from .operand import Imm, Reg, elem_size
 
@@ -51,8 +51,9 @@ class FlagPool:
 class XeLowering(AllocationWalk):
     """One kernel's lowering: the allocation walk plus the instructions. ``run()`` fills ``self.em.lines``."""
 
-    def __init__(self, kernel, body, target, budget: int, remat: frozenset = frozenset()):
-        super().__init__(body, target, [a.var.name for a in kernel.args], kernel.simd, budget, remat)
+    def __init__(self, kernel, body, target, budget: int, remat: frozenset = frozenset(),
+                 rotation: int = HEADER_ROTATION):
+        super().__init__(body, target, [a.var.name for a in kernel.args], kernel.simd, budget, remat, rotation)
         self.kernel = kernel
         self.em = Emitter(self.regs)
         self.flags = FlagPool(self.xe.flags)

@@ -91,3 +91,19 @@ def test_a_loop_keeps_its_variable_and_a_buffer_it_accumulates_into_beside_r0_an
     body = Alloc.make(acc, 4 * RB, MemKind.GRF, seq(For.make(k, 0, 4, Store.make(acc, 0, k)), Store.make(mem, 0, k)))
     # r0, one register of arguments (two 64-bit addresses), acc's 4 registers, k in a sub-register.
     assert allocation_peak(body, XEHPG, ("src", "dst"), 16) == 1 + 1 + 4 + 1
+
+
+def test_headers_stop_rotating_before_any_value_is_recomputed():
+    # An allocation that runs out only while headers rotate is retried without rotation, nothing recomputed.
+    from kdd.core.codegen.xe.allocation import HEADER_ROTATION, with_remat
+
+    tries = []
+
+    def attempt(remat, rotation):
+        tries.append((remat, rotation))
+        if rotation:
+            raise NoRoom("a large buffer's free range was split")
+        return "fits"
+
+    assert with_remat(attempt, seq()) == "fits"
+    assert tries == [(frozenset(), HEADER_ROTATION), (frozenset(), 0)]
