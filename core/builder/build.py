@@ -17,7 +17,7 @@ The bracketed bias steps are bwd_w's bias gradient (``bias_grad``).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from math import prod
+from math import inf, prod
 
 from kdd.core.config.budget import estimate_budget
 from kdd.core.config.defaults import resolve_config
@@ -145,7 +145,9 @@ class _Builder:
         ms, ns = mp // sub_a, np_ // sub_b
         a_inner = contiguous_role(operand["A"].view, operand["A"].roles)
         c_reg = RegTensor(names.fresh("c_acc", u64), fma.c_layout(bt, mp, np_), 0, ROLES["C"])
-        a_reg = RegTensor(names.fresh("a", u64), fma.a_layout(bt, ms, kp, a_inner == 2), 0, ROLES["A"])
+        a_buf = names.fresh("a", u64)
+        a_reg = RegTensor(a_buf, self._a_layout(operand["A"], fma.a_layouts(bt, ms, kp, a_inner == 2), a_buf),
+                          0, ROLES["A"])
         b_reg = RegTensor(names.fresh("b", u64), fma.b_layout(bt, kp, ns), 0, ROLES["B"])
 
         fma_ready = {} if self.per_lane else {
@@ -243,15 +245,34 @@ class _Builder:
                       sum(s.slm_bytes for s in stages.values()) + (slices.slm_bytes if slices else 0), p, cfg)
 
     # -- pieces ----------------------------------------------------------------------------------
+    def _staged(self, which: str) -> bool:
+        """Whether the ``slm`` knob stages operand ``which`` ("A" or "B") in shared memory."""
+        slm = self.config.slm
+        return slm is not None and slm.bufs > 0 and bool(slm.a if which == "A" else slm.b)
+
+    def _a_layout(self, op: _Operand, layouts: tuple[Layout, ...], buf) -> Layout:
+        """A's register layout: of the orders of its blocks the FMA reads alike (``layouts``, its own
+        first), the one the fewest 2D block loads fill from global memory (the first where none is fewer:
+        A staged in SLM, no 2D block loads on the target, a tile they cannot load)."""
+        limits = self.target.messages.block2d
+        if len(layouts) == 1 or limits is None or self._staged("A"):
+            return layouts[0]
+        probe = self._access(op, self.nest.thread_start)
+
+        def messages(layout: Layout) -> float:
+            plan = plan_block2d(probe, RegTensor(buf, layout, 0, ROLES["A"]), limits, self.reg_bytes)
+            return inf if plan is None else plan.count
+        return min(layouts, key=messages)  # the first of the fewest
+
     def _stages(self, operand: dict, fma_layouts: dict) -> dict[str, SlmStage]:
         """SLM staging of A and/or B (``slm`` knob), single-buffered; FMA-ready where ``fma_layouts``
         gives the operand's register layout."""
-        slm, out = self.config.slm, {}
+        out = {}
         # What the config's estimate leaves of its registers (a tight config keeps its zero fills).
         estimate = estimate_budget(self.problem, self.config, self.target).reg_total
         spare = (self.config.regs - estimate) * self.reg_bytes
         for which in "AB":
-            if slm is None or slm.bufs == 0 or not (slm.a if which == "A" else slm.b):
+            if not self._staged(which):
                 continue
             op = operand[which]
             group = TileAccess(op.view, op.mem, "global", op.group_roles,

@@ -29,6 +29,7 @@ from kdd.core.ir.types import Type
 from kdd.core.layout.layout import Block, Layout
 from kdd.core.targets import FmaShape
 
+from . import arith
 from .errors import BuildError
 from .loops import nest
 from .names import Names
@@ -80,6 +81,11 @@ class FmaKind(ABC):
     @abstractmethod
     def a_layout(self, bt: int, m: int, k: int, k_inner: bool) -> Layout:
         """A's layout over ``(b, m, k)``; ``k_inner`` says which dim memory prefers innermost."""
+
+    def a_layouts(self, bt: int, m: int, k: int, k_inner: bool) -> tuple[Layout, ...]:
+        """The A layouts the instructions read alike, :meth:`a_layout` first (the builder may pick the one
+        its loads fill with the fewest messages)."""
+        return (self.a_layout(bt, m, k, k_inner),)
 
     @abstractmethod
     def b_layout(self, bt: int, k: int, n: int) -> Layout: ...
@@ -206,9 +212,20 @@ class DpasKind(FmaKind):
         return self.rcount, self.simd, self.depth * self.ops
 
     def a_layout(self, bt, m, k, k_inner):
-        kd, r = self.depth * self.ops, self.rcount
+        return self._a_layout(bt, m, k, self.rcount)
+
+    def a_layouts(self, bt, m, k, k_inner):
+        """Each instruction reads ``rcount`` rows of ``K`` block as one piece; those pieces may lie in any
+        order: here ``rows`` (a multiple of ``rcount`` dividing ``m``) consecutive rows of a K block lie
+        together, so that a 2D block load of that many rows lands where the instructions read them."""
+        r = self.rcount
+        return tuple(self._a_layout(bt, m, k, rows) for rows in range(r, m + 1, r) if m % rows == 0)
+
+    def _a_layout(self, bt, m, k, rows):
+        """``rows`` rows of one K block, row-major; then the K blocks, then the row groups."""
+        kd = self.depth * self.ops
         return Layout(self.a, (bt, m, k), tuple(_tiled(
-            [(Y, kd, 1), (X, r, kd)], r * kd, [(Y, k // kd), (X, m // r)], bt)))
+            [(Y, kd, 1), (X, rows, kd)], rows * kd, [(Y, k // kd), (X, m // rows)], bt)))
 
     def b_layout(self, bt, k, n):
         kd, s, ops = self.depth * self.ops, self.simd, self.ops
@@ -225,14 +242,20 @@ class DpasKind(FmaKind):
         bt, m, n = c.layout.dims
         k = a.layout.dims[Y]
         r, s, kd = self.rcount, self.simd, self.depth * self.ops
-        mb, nb, kb = m // r, n // s, k // kd
+        rows = next(blk.size for blk in a.layout.blocks if blk.dim == X)  # rows of a K block together
+        g, nb, kb = rows // r, n // s, k // kd
         func = Dpas(self.depth, r, s, self.acc, self.b, self.a)
 
-        def call(ib, im, jn, ik):
-            c_off = c.offset_of((ib, im, jn), (1, r, s))
+        def within(t: RegTensor, ir):
+            return arith.mul(ir, t.step_bytes(X, r)) if g > 1 else arith.const(0)
+
+        def call(ib, ig, ir, jn, ik):
+            # rows ig * rows + ir * r: row group ig, then the ir-th instruction's rows within it
+            c_off = arith.add(c.offset_of((ib, ig, jn), (1, rows, s)), within(c, ir))
+            a_off = arith.add(a.offset_of((ib, ig, ik), (1, rows, kd)), within(a, ir))
             return FuncCall.make(func, [c.buf, c_off, c.buf, c_off, b.buf, b.offset_of((ib, ik, jn), (1, kd, s)),
-                                        a.buf, a.offset_of((ib, im, ik), (1, r, kd))], origin=origin)
-        return nest(names, [("b", bt), ("mb", mb), ("nb", nb), ("kb", kb)], call, origin)
+                                        a.buf, a_off], origin=origin)
+        return nest(names, [("b", bt), ("mb", m // rows), ("mr", g), ("nb", nb), ("kb", kb)], call, origin)
 
 
 @dataclass(frozen=True)

@@ -577,9 +577,9 @@ def plan_block2d(access: TileAccess, reg: RegTensor, limits: Block2D | None, reg
         for h in range(1, limits.max_height + 1):
             for a in limits.arrays:
                 n = w * h * a
-                if pos.shape[0] % n or (w * size) & (w * size - 1) or limits.block_problem(size, w, h, a) \
-                        or (a > 1 and w * h * size % reg_bytes):
-                    continue
+                if pos.shape[0] % n or (w * size) & (w * size - 1) or limits.block_problem(size, w, h, a, reg_bytes) \
+                        or (a > 1 and w * h * size % reg_bytes) or (n < pos.shape[0] and n * size % reg_bytes):
+                    continue  # (each message lands on a register)
                 if best is not None and (n, h) <= (best.elems, best.height):
                     continue
                 chunks = pos.reshape(-1, a, h, w, 3)

@@ -83,8 +83,13 @@ class RegTensor:
         for dim, (idx, u) in enumerate(zip(index, unit)):
             if arith.is_const(idx, 0):
                 continue
-            terms.append(arith.mul(idx, self._step(dim, u) * self.dtype.size))
+            terms.append(arith.mul(idx, self.step_bytes(dim, u)))
         return arith.add(*terms)
+
+    def step_bytes(self, dim: int, unit: int) -> int:
+        """The bytes between the tiles of ``unit`` elements along matrix dim ``dim`` (one layout block holds
+        the step: see :meth:`offset_of`)."""
+        return self._step(dim, unit) * self.dtype.size
 
     def _step(self, dim: int, unit: int) -> int:
         inner = 1

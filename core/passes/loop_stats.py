@@ -18,7 +18,8 @@ them, per SIMD thread:
 - ``min_sends``: the fewest messages those bytes need, per operation and
   space, at the target's largest block message (``Target.messages.block``, or
   for global loads on targets with 2D block loads the largest 2D block,
-  ``Block2D.max_bytes``, where that is larger; a scattered vector message of
+  ``Block2D.max_bytes``, its rows within the registers one message writes,
+  where that is larger; a scattered vector message of
   the ALU's lanes may move more, 16 lanes of 8 dwords = 512 B on Xe-HPG, so a
   loop of those can send fewer);
 - ``int_ops`` / ``float_ops``: ALU operations of integer / float results
@@ -114,7 +115,7 @@ def _largest_message(target, space: str) -> int:
     """The most bytes one message of ``space`` (``load.global``...) moves on ``target``."""
     block2d = target.messages.block2d
     if space == "load.global" and block2d is not None:
-        return max(target.messages.block, block2d.max_bytes)
+        return max(target.messages.block, block2d.max_bytes(target.registers.reg_bytes))
     return target.messages.block
 
 

@@ -303,7 +303,7 @@ class _Verifier:
             self.fail("send", f"{f}: {self.target.name} has no 2D block messages")
             return
         size, row = f.type.size, f.width * f.type.size
-        problem = limits.block_problem(size, f.width, f.height, f.array)
+        problem = limits.block_problem(size, f.width, f.height, f.array, self.target.registers.reg_bytes)
         if problem is None and row & (row - 1):
             problem = f"rows of {row} bytes (the registers pad a row to a power of two)"
         if problem is None and f.array > 1 and row * f.height % self.target.registers.reg_bytes:

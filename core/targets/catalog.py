@@ -25,13 +25,14 @@ _ONEDNN_RESERVED = (
 _LSC_VECTORS = (1, 2, 3, 4, 8)
 _XEHPC_BLOCK2D = Block2D(
     elem_bytes=(1, 2, 4, 8), min_row_bytes=4, max_row_bytes=64, max_height=32, arrays=(1, 2, 4),
-    max_array_bytes=8, base_align=64, pitch_align=16, min_pitch=64, min_width=64, max_surface=1 << 24,
+    max_array_bytes=8, base_align=64, pitch_align=16, min_pitch=64, min_width=64, max_surface=1 << 24, max_regs=31,
     source="Xe-HPC load_block2d (oneDNN nGEN block_2d and its GEMM generator): header = 64-bit base, surface "
            "width-1 / height-1 / pitch-1 (bytes, rows), block x (elements) / y (rows), width-1 | height-1 << 8 | "
            "array-1 << 16; width x array <= 64 bytes a row, height <= 32, array x element <= 8 bytes; base 64-byte "
            "aligned (128 on early steppings, not modelled), pitch >= 64 bytes in 16-byte steps, surface width "
            "dword-aligned; rows padded to a power of two in registers, array blocks GRF-aligned; elements outside "
-           "the surface read as zero")
+           "the surface read as zero; the descriptor's response length is 5 bits: at most 31 registers (iga64 "
+           "refuses `load_block2d.ugm.d16.a64 (1|M0) r10:32` with 'payload size overflow')")
 _XE_FUSED_INT_OPS = FusedIntOps(
     ("add3", "mad"), max_bits=32, imm_bits=16, imm_operands=(0, 2),
     source="Xe ISA: add3 (three-source add) and integer mad on Xe-HP and later, on dwords; a ternary "

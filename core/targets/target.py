@@ -285,7 +285,8 @@ class Block2D:
     ``min_pitch`` bytes, width (bytes) a multiple of 4 and at least ``min_width`` bytes, width,
     pitch and height below ``max_surface``; the block's start column ``x`` (elements) lies on a
     dword. In registers a block row takes the next power of two of its bytes and each array
-    element starts on a register.
+    element starts on a register; one message writes at most ``max_regs`` registers (its
+    descriptor's response length).
     """
 
     elem_bytes: tuple[int, ...]
@@ -299,16 +300,24 @@ class Block2D:
     min_pitch: int
     min_width: int
     max_surface: int
+    max_regs: int
     source: str
 
-    @property
-    def max_bytes(self) -> int:
-        """The most bytes one 2D block load moves: its widest rows, its most rows."""
-        return self.max_row_bytes * self.max_height
+    def max_bytes(self, reg_bytes: int) -> int:
+        """The most bytes one 2D block load moves with registers of ``reg_bytes``: its widest rows, its most
+        rows, within the registers one message writes."""
+        return min(self.max_row_bytes * self.max_height, self.max_regs * reg_bytes)
 
-    def block_problem(self, elem: int, width: int, height: int, array: int) -> str | None:
-        """Why a block of ``array`` x ``width`` x ``height`` ``elem``-byte elements is not one message;
-        None when it is."""
+    @staticmethod
+    def regs(elem: int, width: int, height: int, array: int, reg_bytes: int) -> int:
+        """The registers a block takes: rows padded to a power of two bytes, each array block from a
+        register."""
+        row = 1 << (width * elem - 1).bit_length()
+        return array * -(-row * height // reg_bytes)
+
+    def block_problem(self, elem: int, width: int, height: int, array: int, reg_bytes: int) -> str | None:
+        """Why a block of ``array`` x ``width`` x ``height`` ``elem``-byte elements is not one message
+        into registers of ``reg_bytes``; None when it is."""
         if elem not in self.elem_bytes:
             return f"{elem}-byte elements (2D blocks move {', '.join(map(str, self.elem_bytes))}-byte ones)"
         if width * elem < self.min_row_bytes or width * array * elem > self.max_row_bytes:
@@ -318,6 +327,9 @@ class Block2D:
             return f"{height} rows (at most {self.max_height})"
         if array not in self.arrays or array * elem > self.max_array_bytes:
             return f"an array of {array} blocks of {elem}-byte elements"
+        regs = self.regs(elem, width, height, array, reg_bytes)
+        if regs > self.max_regs:
+            return f"{regs} registers of {reg_bytes} bytes (a 2D block load writes at most {self.max_regs})"
         return None
 
     def surface_problem(self, width: int, height: int, pitch: int) -> str | None:
