@@ -91,7 +91,8 @@ class VectorPlan:
     rows: int = 0  # with ``rows`` given, lanes walk the rows instead (below)
 
     def layout(self, dtype: Type, box: tuple[int, int, int], order: tuple[int, int, int]) -> Layout:
-        """Where the staging registers hold the thread's run, the ``box`` matrix row-major in ``order``."""
+        """Where the staging registers hold the thread's run, the ``box`` matrix row-major in ``order``;
+        ``ValueError`` where the messages' digits do not split the box's dims (then no such messages)."""
         pe = 4 // dtype.size
         msg = self.lanes * self.vec * pe
         if self.rows:  # piece h of row r: lane r % lanes of message h * (rows / lanes) + r // lanes
@@ -228,7 +229,13 @@ def vector_gather(access: TileAccess, rows: RegTensor, reg: RegTensor, rules: Me
     order = inner_last(contiguous_role(access.view, access.roles))
     for by_rows in (False, True):
         vectors = plan_vectors(plan, plan.count, rows.dtype.size, rules, by_rows)
-        if vectors is not None and same_placement(vectors.layout(rows.dtype, rows.layout.dims, order), reg.layout):
+        if vectors is None:
+            continue
+        try:
+            layout = vectors.layout(rows.dtype, rows.layout.dims, order)
+        except ValueError:
+            continue
+        if same_placement(layout, reg.layout):
             return vectors
     return None
 

@@ -314,7 +314,10 @@ def _pack(tile: RegTensor, layout: Layout, order, staging: Var, pack: Var, n: in
     if not _dense(piece.layout.blocks, n):
         return None
     box = piece.layout.dims
-    src = row_major(tile.dtype, box, order) if vectors is None else vectors.layout(tile.dtype, box, order)
+    try:
+        src = row_major(tile.dtype, box, order) if vectors is None else vectors.layout(tile.dtype, box, order)
+    except ValueError:
+        return None
     return _pack_stores(tile, piece, src, staging, pack, n, rules, origin)
 
 
@@ -389,9 +392,12 @@ def _column_copy(group: TileAccess, tile: RegTensor, layout: Layout, rules: Mess
     if not _dense(piece.layout.blocks, n) or starts != [t * n * tile.dtype.size for t in range(threads)]:
         return None
     order = tuple(d for d in range(3) if d not in (k, dim)) + (k, dim)
+    try:
+        src = vectors.layout(tile.dtype, piece.layout.dims, order)
+    except ValueError:
+        return None
     pack = names.fresh(pack_name, u64)
-    packed = _pack_stores(tile, piece, vectors.layout(tile.dtype, piece.layout.dims, order), staging, pack, n,
-                          rules, origin)
+    packed = _pack_stores(tile, piece, src, staging, pack, n, rules, origin)
     if packed is None:
         return None
     store, moved = packed
