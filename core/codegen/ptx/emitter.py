@@ -3,6 +3,9 @@
 Registers are SSA-like virtual registers (``%r12``, ``%rd3``, ``%f7``, ``%h2``,
 ``%p5``, ``%fd1``); ptxas allocates them. Register buffers get their own
 named ranges (``%g3_0 .. %g3_{rows-1}``), one 32-bit register per row.
+Pure operations emitted through :meth:`Emitter.calc` are computed once per
+straight-line block: a later identical one reuses the first one's register
+until the next label (where other paths join, so the first one may not have run).
 """
 from __future__ import annotations
 
@@ -48,6 +51,20 @@ class Emitter:
         self.node = None
         self.weight = 1
         self.labels = 0
+        self.known: dict = {}     # pure operations (and other facts) of the current straight-line block
+
+    def calc(self, cls: str, text: str, pred: str | None = None) -> str:
+        """The register of pure operation ``text`` (``{}`` stands for its destination, of class ``cls``):
+        the one an identical operation earlier in this block wrote, else a new one. Operations reading
+        a register buffer row (``%g``, rewritten in place) are always emitted."""
+        key = (cls, text, pred)
+        r = self.known.get(key)
+        if r is None:
+            r = self.new(cls)
+            self.op(text.format(r), pred)
+            if "%g" not in text:
+                self.known[key] = r
+        return r
 
     def new(self, cls: str) -> str:
         n = self.counts[cls]
@@ -68,6 +85,7 @@ class Emitter:
         self.lines.append(Line(f"\t{prefix}{text};", self.node, "op", self.weight))
 
     def place(self, label: str) -> None:
+        self.known.clear()
         self.lines.append(Line(f"{label}:", self.node, "label", self.weight))
 
     def declarations(self) -> list[str]:
