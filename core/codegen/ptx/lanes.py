@@ -76,23 +76,23 @@ def affine(values: tuple[int, ...] | list[int], active: int | None = None) -> tu
 def lane_fields(values, active: int) -> tuple[int, list[tuple[int, int, int]]] | None:
     """``(c, [(low, width, weight)])`` with ``values[l] == c + sum(weight * bits low..low+width-1 of l)``
     for every lane in ``active``, or None. Nested layouts number lanes by bit fields, so lane maps
-    between two of them (a reorder, a fragment) are such sums. ``active`` must be a subcube of the
-    lane ids (some bits fixed, every combination of the others: a half warp, the even lanes); the
-    fixed bits get no field."""
-    if not active:
+    between two of them (a reorder, a fragment) are such sums. A bit that no two active lanes differ
+    in alone (one fixed in all of them: a half warp) gets no field; lanes outside ``active`` are
+    don't-care."""
+    lanes = [ln for ln in range(LANES) if active >> ln & 1]
+    if not lanes:
         return None
-    l0 = (active & -active).bit_length() - 1
-    free = 0
-    for ln in range(LANES):
-        if active >> ln & 1:
-            free |= ln ^ l0
-    if bin(active).count("1") != 1 << bin(free).count("1"):     # the active lanes fill the cube l0 ^ free
+    weights = [0] * 5
+    for bit in range(5):
+        pairs = [ln for ln in lanes if not ln >> bit & 1 and active >> (ln | 1 << bit) & 1]
+        if pairs:
+            weights[bit] = values[pairs[0] | 1 << bit] - values[pairs[0]]
+        elif len({ln >> bit & 1 for ln in lanes}) > 1:
+            return None             # the bit varies but its weight cannot be told apart
+    part = (lambda ln: sum(w for b, w in enumerate(weights) if ln >> b & 1))
+    c = values[lanes[0]] - part(lanes[0])
+    if any(values[ln] != c + part(ln) for ln in lanes):
         return None
-    c = values[l0]
-    weights = [values[l0 | 1 << bit] - c if free >> bit & 1 else 0 for bit in range(5)]
-    for ln in range(LANES):
-        if active >> ln & 1 and values[ln] != c + sum(w for b, w in enumerate(weights) if (ln ^ l0) >> b & 1):
-            return None
     parts: list[tuple[int, int, int]] = []
     for bit, w in enumerate(weights):
         if not w:

@@ -251,16 +251,11 @@ class MemoryLowering:
         for slot, d, deltas in plan:
             d.consumed = True
             g, gk = self.lane_offset(deltas, slot.mask)
-            gaddr = self.em.new("rd")
-            goff = self._add_off(d.off, g)
-            if goff.type.size == 4:
-                self.em.op(f"mad.wide.s32 {gaddr}, {self.reg(goff)}, 1, {self.globals[d.mem]}")
-            else:
-                self.em.op(f"add.s64 {gaddr}, {self.globals[d.mem]}, {goff.text}")
+            _, gwhere = self.address(d.mem, self._add_off(d.off, g), gk)
             sd, sk = self.lane_offset([slot.row * ROW + 4 * ln - lo for ln in range(LANES)], slot.mask)
             where = self.shared_operand(mem.name, self._add_off(off, sd), sk)
             size = self._src_size(4, d.mask)
-            self.em.op(f"cp.async.ca.shared.global [{where}], [{gaddr}+{gk}], 4, {size}",
+            self.em.op(f"cp.async.ca.shared.global [{where}], [{gwhere}], 4, {size}",
                        self.lane_pred(slot.mask))
         self.async_pending = True
         return True
@@ -321,12 +316,7 @@ class MemoryLowering:
             active = (1 << len(r)) - 1
             pad = [0] * (LANES - len(r))
             g, gk = self.lane_offset([c[2] for c in r] + pad, active)
-            goff = self._add_off(d.base, g)
-            gaddr = em.new("rd")
-            if goff.type.size == 4:
-                em.op(f"mad.wide.s32 {gaddr}, {self.reg(goff)}, 1, {self.globals[d.mem]}")
-            else:
-                em.op(f"add.s64 {gaddr}, {self.globals[d.mem]}, {goff.text}")
+            _, gwhere = self.address(d.mem, self._add_off(d.base, g), gk)
             sd, sk = self.lane_offset([c[4] for c in r] + pad, active)
             if sd.imm is None:
                 soff = self._add_off(sbase, sd)
@@ -334,7 +324,7 @@ class MemoryLowering:
                 soff, sk = sbase, sk + sd.imm
             where = self.shared_operand(key[4], soff, sk)
             size = self._src_size(16, d.mask)
-            em.op(f"cp.async.cg.shared.global [{where}], [{gaddr}+{gk}], 16, {size}", self.lane_pred(active))
+            em.op(f"cp.async.cg.shared.global [{where}], [{gwhere}], 16, {size}", self.lane_pred(active))
             self.async_pending = True
 
     def reads(self, name: str, lo: int, hi: int, reorder: bool = False) -> None:

@@ -50,10 +50,15 @@ def test_lane_fields_refuse_what_is_not_a_sum_of_bits():
 
 
 @given(st.lists(st.integers(-40, 40), min_size=5, max_size=5), st.integers(-100, 100), st.integers(0, 31),
-       st.integers(0, 31), st.integers(0, 1 << 20))
-def test_lane_fields_fit_on_subcubes_of_lanes(weights, c, fixed, at, junk):
-    """A half warp, the even lanes, ...: the lanes outside ``active`` are don't-care (any value there)."""
-    active = sum(1 << ln for ln in range(LANES) if ln & fixed == at & fixed)
+       st.integers(0, 31), st.integers(0, 1 << 20), st.integers(0, 15))
+def test_lane_fields_fit_on_subcubes_and_prefixes_of_lanes(weights, c, fixed, at, junk, short):
+    """A half warp, the even lanes, the first 17..32 lanes (a round of copies): the lanes outside
+    ``active`` are don't-care (any value there)."""
+    if short:
+        active = (1 << (LANES - short)) - 1
+        fixed = 0
+    else:
+        active = sum(1 << ln for ln in range(LANES) if ln & fixed == at & fixed)
     values = [c + sum(w for b, w in enumerate(weights) if ln >> b & 1) if active >> ln & 1 else junk ^ ln
               for ln in range(LANES)]
     got = lane_fields(values, active)
