@@ -14,7 +14,7 @@ from .align import multiple_of
 from .divide import magic
 from .emitter import ptx_type, reg_class
 from .lanes import LANES
-from .values import ARITH, BITS, CMP, FCMP, Ctx, Value, imm_text
+from .values import ARITH, BITS, CMP, FCMP, Ctx, Value, imm_text, pow2
 
 
 class ExprLowering:
@@ -179,32 +179,37 @@ class ExprLowering:
             return self._load(e, ctx)
         raise CodegenUnsupported(f"PTX lowering has no rule for the expression {type(e).__name__}")
 
-    def ev_split(self, e, ctx: Ctx | None = None) -> tuple[Value, int]:
-        """Integer ``e`` as an operand plus a constant, for an address to take as its immediate: the
-        constants of sums, of products and ``mad`` by constants and of lane maps
-        (:meth:`.LaneWords.lane_offset`) are split off (32-bit wrap-around aside, which offsets do not
-        reach), so accesses that differ by a constant share their address register."""
+    def ev_split(self, e, ctx: Ctx | None = None) -> tuple[Value, int, int]:
+        """Integer ``e`` as an operand plus a constant, for an address to take as its immediate, and a
+        power of two (at most 16) dividing the operand in every active lane: the constants of sums, of
+        products and ``mad`` by constants and of lane maps (:meth:`.LaneWords.lane_offset`) are split
+        off (32-bit wrap-around aside, which offsets do not reach), so accesses that differ by a
+        constant share their address register."""
         if not (e.type.is_int and e.type.base.size == 4):
-            return self.ev(e, ctx), 0
+            return self.ev(e, ctx), 0, 1
         if isinstance(e, IntImm):
-            return Value("0", e.type, 0), int(e.value)
+            return Value("0", e.type, 0), int(e.value), 16
         if isinstance(e, Var) and ctx is not None and not isinstance(self.lookup(e.name), Value):
             return self.ev_split(self.lookup(e.name), ctx)      # a vector let, evaluated per lane
         if isinstance(e, Binary) and e.op is Op.ADD:
-            (a, ka), (b, kb) = self.ev_split(e.a, ctx), self.ev_split(e.b, ctx)
-            return self._add_off(a, b), ka + kb
+            (a, ka, ma), (b, kb, mb) = self.ev_split(e.a, ctx), self.ev_split(e.b, ctx)
+            return self._add_off(a, b), ka + kb, min(ma, mb)
         if isinstance(e, Binary) and e.op is Op.MUL and isinstance(e.b, IntImm):
-            a, ka = self.ev_split(e.a, ctx)
-            return self._scale_add(a, int(e.b.value), Value("0", s32, 0)), ka * int(e.b.value)
+            c = int(e.b.value)
+            a, ka, ma = self.ev_split(e.a, ctx)
+            return self._scale_add(a, c, Value("0", s32, 0)), ka * c, min(16, ma * pow2(c))
         if isinstance(e, Ternary) and e.op is Op.MAD and isinstance(e.c, IntImm):     # a + b * c
-            (a, ka), (b, kb) = self.ev_split(e.a, ctx), self.ev_split(e.b, ctx)
-            return self._scale_add(b, int(e.c.value), a), ka + kb * int(e.c.value)
+            c = int(e.c.value)
+            (a, ka, ma), (b, kb, mb) = self.ev_split(e.a, ctx), self.ev_split(e.b, ctx)
+            return self._scale_add(b, c, a), ka + kb * c, min(ma, 16, mb * pow2(c))
         if ctx is not None and e.type.lanes > 1 and self._lane_constant(e):
             vals = evaluate(e)
             per = [int(vals[i]) if i >= 0 else 0 for i in ctx.slot.index]
             if all(-(1 << 31) <= v < (1 << 31) for v in per):
-                return self.lane_offset(per, ctx.slot.mask)
-        return self.ev(e, ctx), 0
+                v, k = self.lane_offset(per, ctx.slot.mask)
+                active = [per[ln] - k for ln in range(LANES) if ctx.slot.mask >> ln & 1]
+                return v, k, min(pow2(x) for x in active)
+        return self.ev(e, ctx), 0, self.multiple(e) if e.type.lanes == 1 else 1
 
     def _scale_add(self, b: Value, c: int, a: Value) -> Value:
         """``a + b * c`` as s32 (a ``mad``, or less where an operand is a constant)."""
@@ -235,7 +240,7 @@ class ExprLowering:
             if ctx is not None and isinstance(e.b, IntImm) and t.is_signed and t.size == 4 and e.a.type.base == t:
                 # a per-lane bound check: the constant of the lane map moves to the bound (x + k < n is
                 # x < n - k), so the checks of a send's slots share the lane map's register
-                a, k = self.ev_split(e.a, ctx)
+                a, k, _ = self.ev_split(e.a, ctx)
                 b = Value(str(int(e.b.value) - k), t, int(e.b.value) - k)
                 a = self.convert(a, t)
             else:

@@ -200,6 +200,7 @@ class PtxLowering(LaneWords, ExprLowering, MemoryLowering):
 
     def _alloc(self, s: Alloc, stack) -> None:
         name = s.buf.name
+        self.em.release()           # the line numbers of its scope count the held stores
         first = len(self.em.lines)
         if s.kind is MemKind.GRF:
             buf = GrfBuf(self.em.buffer(max(1, -(-s.size // ROW))), max(1, -(-s.size // ROW)), name)
@@ -209,6 +210,7 @@ class PtxLowering(LaneWords, ExprLowering, MemoryLowering):
             self.allocations.append(entry)
 
             def close(entry=entry, name=name):
+                self.em.release()
                 entry["last_line"] = max(entry["first_line"], len(self.em.lines) - 1)
                 self.deferred.pop(name, None)
                 self.dropped.pop(name, None)

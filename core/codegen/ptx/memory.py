@@ -473,14 +473,14 @@ class MemoryLowering:
             ctx = None
             if scattered or not scalar_mask:
                 ctx = Ctx(slot, self.lane_value)
-            moff, extra = self.ev_split(mem_off, ctx) if scattered else (off, 0)
+            moff, extra, mult = self.ev_split(mem_off, ctx) if scattered else (off, 0, 1)
             m = pm if scalar_mask else self.guard(self.ev(mask, ctx))
-            self._send_slot(f, buf, mem.name, slot, moff, size, 0 if scattered else size, m, ctx, extra)
+            self._send_slot(f, buf, mem.name, slot, moff, size, 0 if scattered else size, m, ctx, extra, mult)
 
     def _send_slot(self, f: Send, buf: GrfBuf, mem: str, slot: Slot, off: Value, size: int, step: int,
-                   mask: str | None, ctx, extra: int = 0) -> None:
+                   mask: str | None, ctx, extra: int = 0, multiple: int = 1) -> None:
         """One slot of a send: every active lane moves ``size`` bytes between its word and memory at
-        ``off + extra + step * index``."""
+        ``off + extra + step * index`` (``multiple`` divides ``off`` in every lane)."""
         em = self.em
         act = self.lane_pred(slot.mask)
         if step:
@@ -505,6 +505,11 @@ class MemoryLowering:
             v = em.new("r")
             em.op(f"shr.u32 {v}, {word}, {slot.byte * 8}")
             word = v
+        if op == "store" and size == 4 and space == "global":     # consecutive words may join (st.v2, st.v4)
+            reg, _, imm = addr.partition("+")
+            aligned = min(multiple if off.imm is None else 16, self.align.get(mem, 1))
+            em.store_word(space, reg, int(imm or 0), aligned, word, both)
+            return
         if op == "store":
             em.op(f"st.{space}.{bits} [{addr}], {word}", both)
             return

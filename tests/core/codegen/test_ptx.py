@@ -202,13 +202,16 @@ def test_sm90_lane_maps_are_computed_once_and_constants_fold(name):
     assert not [op for op in ops if re.fullmatch(rf"mad\.lo\.s32 %r\d+, {lane}, 1, 0;", op)]
 
 
-# Shapes for the simulator: the [check] shape of the GEMM, a smaller convolution (same tiles, so its
-# padding and tail masks are exercised) to keep the simulated warps few.
-SIM_SHAPES = {"sm90_gemm.kernel.toml": None, "sm90_conv.kernel.toml": "mb1ic32ih4oc32oh4kh3ph1"}
+# Shapes for the simulator: the [check] shape of the GEMM, one whole group tile of it (no tail masks: its
+# C stores pair into st.global.v2), a smaller convolution (same tiles, so its padding and tail masks
+# are exercised) to keep the simulated warps few.
+SIM_SHAPES = [("sm90_conv.kernel.toml", "mb1ic32ih4oc32oh4kh3ph1"), ("sm90_gemm.kernel.toml", None),
+              ("sm90_gemm.kernel.toml", "m128n128k128")]
+VECTOR_STORES = {"m128n128k128"}
 
 
-@pytest.mark.parametrize("name", sorted(SIM_SHAPES))
-def test_sm90_example_computes_the_reference_in_a_ptx_simulator(name):
+@pytest.mark.parametrize("name, shape", SIM_SHAPES)
+def test_sm90_example_computes_the_reference_in_a_ptx_simulator(name, shape):
     """The generated PTX, run by an independent simulator of the PTX it uses (``ptx_sim``), matches
     the float64 reference under the check protocol (no GPU needed)."""
     from dataclasses import replace
@@ -224,10 +227,11 @@ def test_sm90_example_computes_the_reference_in_a_ptx_simulator(name):
     path = ROOT / "examples" / name
     spec, _ = load_spec(path.read_text(), str(path))
     problem = spec.check
-    if SIM_SHAPES[name]:
-        problem = replace(problem, shape=parse_shape(SIM_SHAPES[name], problem.op))
+    if shape:
+        problem = replace(problem, shape=parse_shape(shape, problem.op))
     kernel = build_kernel(problem, spec.config, spec.target)
     listing = generate_ptx(kernel, run_pipeline(kernel).final, spec.target, check=False)
+    assert ("st.global.v2.b32" in listing.asm) == (shape in VECTOR_STORES)
     host, inputs = device_buffers(kernel, seed=3)
     simulate(listing.asm, listing.launch, [host[a.name] for a in kernel.args])
     refs = reference(problem, inputs)
