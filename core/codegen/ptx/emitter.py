@@ -54,17 +54,17 @@ class Emitter:
         self.weight = 1
         self.labels = 0
         self.known: dict = {}     # pure operations (and other facts) of the current straight-line block
-        self.held: list = []      # word stores not emitted yet: (space, register, offset, multiple, word, pred)
+        self.held: list = []      # word stores not emitted yet (:meth:`store_word`), with their node and weight
 
-    def calc(self, cls: str, text: str, pred: str | None = None) -> str:
+    def calc(self, cls: str, text: str) -> str:
         """The register of pure operation ``text`` (``{}`` stands for its destination, of class ``cls``):
         the one an identical operation earlier in this block wrote, else a new one. Operations reading
         a register buffer row (``%g``, rewritten in place) are always emitted."""
-        key = (cls, text, pred)
+        key = (cls, text)
         r = self.known.get(key)
         if r is None:
             r = self.new(cls)
-            self.op(text.format(r), pred)
+            self.op(text.format(r))
             if "%g" not in text:
                 self.known[key] = r
         return r
