@@ -3,6 +3,11 @@
 Registers are SSA-like virtual registers (``%r12``, ``%rd3``, ``%f7``, ``%h2``,
 ``%p5``, ``%fd1``); ptxas allocates them. Register buffers get their own
 named ranges (``%g3_0 .. %g3_{rows-1}``), one 32-bit register per row.
+Pure operations emitted through :meth:`Emitter.calc` are computed once per
+straight-line block: a later identical one reuses the first one's register
+until the next label (where other paths join, so the first one may not have run).
+Global word stores are held until another line comes (:meth:`Emitter.store_word`), so that
+stores of adjacent words join into vector stores.
 """
 from __future__ import annotations
 
@@ -48,6 +53,21 @@ class Emitter:
         self.node = None
         self.weight = 1
         self.labels = 0
+        self.known: dict = {}     # pure operations (and other facts) of the current straight-line block
+        self.held: list = []      # word stores not emitted yet (:meth:`store_word`), with their node and weight
+
+    def calc(self, cls: str, text: str) -> str:
+        """The register of pure operation ``text`` (``{}`` stands for its destination, of class ``cls``):
+        the one an identical operation earlier in this block wrote, else a new one. Operations reading
+        a register buffer row (``%g``, rewritten in place) are always emitted."""
+        key = (cls, text)
+        r = self.known.get(key)
+        if r is None:
+            r = self.new(cls)
+            self.op(text.format(r))
+            if "%g" not in text:
+                self.known[key] = r
+        return r
 
     def new(self, cls: str) -> str:
         n = self.counts[cls]
@@ -64,10 +84,38 @@ class Emitter:
         return f"$L_{stem}_{self.labels}"
 
     def op(self, text: str, pred: str | None = None) -> None:
+        if self.held:
+            self.release()
         prefix = f"@{pred} " if pred else ""
         self.lines.append(Line(f"\t{prefix}{text};", self.node, "op", self.weight))
 
+    def store_word(self, space: str, reg: str, offset: int, multiple: int, word: str, pred: str | None) -> None:
+        """``st.{space}.b32 [reg+offset], word`` under ``pred``, ``reg`` a multiple of ``multiple``: held
+        until another line comes, so that stores of the next words at the same register and predicate
+        (adjacent C stores, one per IR send) join it into ``st.v2`` / ``st.v4`` where aligned."""
+        h = self.held
+        if h and not (h[0][:2] == (space, reg) and h[0][5] == pred and offset == h[-1][2] + 4 and len(h) < 4):
+            self.release()
+        self.held.append((space, reg, offset, multiple, word, pred, self.node, self.weight))
+
+    def release(self) -> None:
+        """Emit the held word stores: 4 or 2 at a time where their first offset is aligned to their bytes."""
+        held, self.held = self.held, []
+        i = 0
+        while i < len(held):
+            space, reg, offset, multiple, _, pred, node, weight = held[i]
+            n = next(n for n in (4, 2, 1) if i + n <= len(held) and min(multiple, offset & -offset or 16) >= 4 * n)
+            words = [h[4] for h in held[i:i + n]]
+            where = f"[{reg}+{offset}]" if offset else f"[{reg}]"
+            data = f"v{n}.b32 {where}, {{{', '.join(words)}}}" if n > 1 else f"b32 {where}, {words[0]}"
+            prefix = f"@{pred} " if pred else ""
+            self.lines.append(Line(f"\t{prefix}st.{space}.{data};", node, "op", weight))
+            i += n
+
     def place(self, label: str) -> None:
+        if self.held:
+            self.release()
+        self.known.clear()
         self.lines.append(Line(f"{label}:", self.node, "label", self.weight))
 
     def declarations(self) -> list[str]:

@@ -14,7 +14,7 @@ from .align import multiple_of
 from .divide import magic
 from .emitter import ptx_type, reg_class
 from .lanes import LANES
-from .values import ARITH, BITS, CMP, FCMP, Ctx, Value, imm_text
+from .values import ARITH, BITS, CMP, FCMP, Ctx, Value, imm_text, pow2
 
 
 class ExprLowering:
@@ -40,6 +40,13 @@ class ExprLowering:
             return r
         self._mov(r, v)
         return r
+
+    def guard(self, v: Value) -> str | None:
+        """The predicate guarding an instruction by condition ``v``: None (no guard) where ``v`` is
+        constant true."""
+        if v.imm is not None and v.imm:
+            return None
+        return self.pred(v)
 
     def pred(self, v: Value) -> str:
         if v.imm is not None:
@@ -149,10 +156,9 @@ class ExprLowering:
                 raise CodegenUnsupported("a ramp outside a per-lane context")
             base = self.ev(e.base)
             t = ptx_type(e.type.base)
-            r = em.new(reg_class(e.type.base))
             idx = self.convert(ctx.index, e.type.base)
-            em.op(f"mad.lo.{t} {r}, {idx.text}, {e.stride}, {base.text}")
-            return Value(r, e.type)
+            return Value(em.calc(reg_class(e.type.base), f"mad.lo.{t} {{}}, {idx.text}, {e.stride}, {base.text}"),
+                         e.type)
         if isinstance(e, Cast):
             return self.convert(self.ev(e.a, ctx), e.type, e.saturate)
         if isinstance(e, Unary):
@@ -173,54 +179,103 @@ class ExprLowering:
             return self._load(e, ctx)
         raise CodegenUnsupported(f"PTX lowering has no rule for the expression {type(e).__name__}")
 
+    def ev_split(self, e, ctx: Ctx | None = None) -> tuple[Value, int, int]:
+        """Integer ``e`` as an operand plus a constant, for an address to take as its immediate, and a
+        power of two (at most 16) dividing the operand in every active lane: the constants of sums, of
+        products and ``mad`` by constants and of lane maps (:meth:`.LaneWords.lane_offset`) are split
+        off (32-bit wrap-around aside, which offsets do not reach), so accesses that differ by a
+        constant share their address register."""
+        if not (e.type.is_int and e.type.base.size == 4):
+            return self.ev(e, ctx), 0, 1
+        if isinstance(e, IntImm):
+            return Value("0", e.type, 0), int(e.value), 16
+        if isinstance(e, Var) and ctx is not None and not isinstance(self.lookup(e.name), Value):
+            return self.ev_split(self.lookup(e.name), ctx)      # a vector let, evaluated per lane
+        if isinstance(e, Binary) and e.op is Op.ADD:
+            (a, ka, ma), (b, kb, mb) = self.ev_split(e.a, ctx), self.ev_split(e.b, ctx)
+            return self._add_off(a, b), ka + kb, min(ma, mb)
+        if isinstance(e, Binary) and e.op is Op.MUL and isinstance(e.b, IntImm):
+            c = int(e.b.value)
+            a, ka, ma = self.ev_split(e.a, ctx)
+            return self._scale_add(a, c, Value("0", s32, 0)), ka * c, min(16, ma * pow2(c))
+        if isinstance(e, Ternary) and e.op is Op.MAD and isinstance(e.c, IntImm):     # a + b * c
+            c = int(e.c.value)
+            (a, ka, ma), (b, kb, mb) = self.ev_split(e.a, ctx), self.ev_split(e.b, ctx)
+            return self._scale_add(b, c, a), ka + kb * c, min(ma, 16, mb * pow2(c))
+        if ctx is not None and e.type.lanes > 1 and self._lane_constant(e):
+            vals = evaluate(e)
+            per = [int(vals[i]) if i >= 0 else 0 for i in ctx.slot.index]
+            if all(-(1 << 31) <= v < (1 << 31) for v in per):
+                v, k = self.lane_offset(per, ctx.slot.mask)
+                active = [per[ln] - k for ln in range(LANES) if ctx.slot.mask >> ln & 1]
+                return v, k, min(pow2(x) for x in active)
+        return self.ev(e, ctx), 0, self.multiple(e) if e.type.lanes == 1 else 1
+
+    def _scale_add(self, b: Value, c: int, a: Value) -> Value:
+        """``a + b * c`` as s32 (a ``mad``, or less where an operand is a constant)."""
+        a, b = self.convert(a, s32), self.convert(b, s32)
+        if c == 0:
+            return a
+        if b.imm is not None:
+            return self._add_off(a, Value(str(b.imm * c), s32, b.imm * c))
+        if c == 1:
+            return self._add_off(a, b)
+        if a.imm == 0:
+            return Value(self.em.calc("r", f"mul.lo.s32 {{}}, {b.text}, {c}"), s32)
+        return Value(self.em.calc("r", f"mad.lo.s32 {{}}, {b.text}, {c}, {self.reg(a) if a.imm is None else a.text}"),
+                     s32)
+
     def _binary(self, e: Binary, ctx) -> Value:
         em = self.em
         op = e.op
         if op.is_logical:
             a, b = self.ev(e.a, ctx), self.ev(e.b, ctx)
-            r = em.new("p")
-            em.op(f"{'and' if op is Op.AND else 'or'}.pred {r}, {self.pred(a)}, {self.pred(b)}")
-            return Value(r, bool_)
+            return Value(em.calc("p", f"{'and' if op is Op.AND else 'or'}.pred {{}}, {self.pred(a)}, {self.pred(b)}"),
+                         bool_)
         if op.is_compare:
             from kdd.core.ir.expr import common_type
             t = common_type(e.a.type, e.b.type).base
             if t.is_bool:
                 t = s32
-            a = self.convert(self.ev(e.a, ctx), t)
-            b = self.convert(self.ev(e.b, ctx), t)
-            r = em.new("p")
+            if ctx is not None and isinstance(e.b, IntImm) and t.is_signed and t.size == 4 and e.a.type.base == t:
+                # a per-lane bound check: the constant of the lane map moves to the bound (x + k < n is
+                # x < n - k), so the checks of a send's slots share the lane map's register
+                a, k, _ = self.ev_split(e.a, ctx)
+                b = Value(str(int(e.b.value) - k), t, int(e.b.value) - k)
+                a = self.convert(a, t)
+            else:
+                a = self.convert(self.ev(e.a, ctx), t)
+                b = self.convert(self.ev(e.b, ctx), t)
             if t.is_float and t.size == 2:
                 a, b = self.convert(a, Type.parse("f32")), self.convert(b, Type.parse("f32"))
                 t = Type.parse("f32")
             cmp = (FCMP if t.is_float else CMP)[op]
-            em.op(f"setp.{cmp}.{ptx_type(t)} {r}, {self.reg(a)}, {b.text if b.imm is not None and not t.is_float else self.reg(b)}")
-            return Value(r, bool_)
+            bt = b.text if b.imm is not None and not t.is_float else self.reg(b)
+            return Value(em.calc("p", f"setp.{cmp}.{ptx_type(t)} {{}}, {self.reg(a)}, {bt}"), bool_)
         t = e.type.base
         a = self.convert(self.ev(e.a, ctx), t if op not in (Op.SHL, Op.SHR) else t)
         b = self.ev(e.b, ctx)
         pt = ptx_type(t)
-        r = em.new(reg_class(t))
+        cls = reg_class(t)
         if op in (Op.SHL, Op.SHR):
             amount = self.convert(b, u32)
-            m = em.new("r")
-            em.op(f"and.b32 {m}, {self.reg(amount)}, {max(32, t.scalar.bits) - 1}")
+            m = em.calc("r", f"and.b32 {{}}, {self.reg(amount)}, {max(32, t.scalar.bits) - 1}")
             kind = "shl.b" + str(max(32, t.scalar.bits)) if op is Op.SHL else f"shr.{pt}"
-            em.op(f"{kind} {r}, {self.reg(a)}, {m}")
-            return Value(r, t)
+            return Value(em.calc(cls, f"{kind} {{}}, {self.reg(a)}, {m}"), t)
         b = self.convert(b, t)
         bt = b.text if b.imm is not None and not (t.is_float and t.size == 2) else self.reg(b)
         at = self.reg(a)
         if op in ARITH:
             name = ARITH[op]
             if name in ("and", "or", "xor"):
-                em.op(f"{name}.b{max(32, t.scalar.bits)} {r}, {at}, {bt}")
-            elif t.is_float and name in ("add", "sub"):
-                em.op(f"{name}.rn.{pt} {r}, {at}, {bt}")
-            else:
-                em.op(f"{name}.{pt} {r}, {at}, {bt}")
-        elif op is Op.MUL:
-            em.op(f"mul.{'rn.' if t.is_float else 'lo.'}{pt} {r}, {at}, {bt}")
-        elif op in (Op.DIV, Op.MOD, Op.DIV_UP):
+                return Value(em.calc(cls, f"{name}.b{max(32, t.scalar.bits)} {{}}, {at}, {bt}"), t)
+            if t.is_float and name in ("add", "sub"):
+                return Value(em.calc(cls, f"{name}.rn.{pt} {{}}, {at}, {bt}"), t)
+            return Value(em.calc(cls, f"{name}.{pt} {{}}, {at}, {bt}"), t)
+        if op is Op.MUL:
+            return Value(em.calc(cls, f"mul.{'rn.' if t.is_float else 'lo.'}{pt} {{}}, {at}, {bt}"), t)
+        r = em.new(cls)
+        if op in (Op.DIV, Op.MOD, Op.DIV_UP):
             if t.is_float:
                 if op is not Op.DIV:
                     raise CodegenUnsupported(f"{op.symbol} of floats")
@@ -284,19 +339,15 @@ class ExprLowering:
             c = self.ev(e.a, ctx)
             return self.select(self.pred(c), self.convert(self.ev(e.b, ctx), t), self.convert(self.ev(e.c, ctx), t))
         a, b, c = (self.convert(self.ev(x, ctx), t) for x in (e.a, e.b, e.c))
-        r = em.new(reg_class(t))
-        pt = ptx_type(t)
+        cls, pt = reg_class(t), ptx_type(t)
         operand = (lambda v: v.text if v.imm is not None and not t.is_float else self.reg(v))
         if e.op is Op.MAD:
             if t.is_float:
-                em.op(f"fma.rn.{pt} {r}, {self.reg(b)}, {self.reg(c)}, {self.reg(a)}")
-            else:
-                em.op(f"mad.lo.{pt} {r}, {self.reg(b)}, {operand(c)}, {operand(a)}")
-        else:
-            rn = ".rn" if t.is_float else ""
-            em.op(f"add{rn}.{pt} {r}, {self.reg(a)}, {operand(b)}")
-            em.op(f"add{rn}.{pt} {r}, {r}, {operand(c)}")
-        return Value(r, t)
+                return Value(em.calc(cls, f"fma.rn.{pt} {{}}, {self.reg(b)}, {self.reg(c)}, {self.reg(a)}"), t)
+            return Value(em.calc(cls, f"mad.lo.{pt} {{}}, {self.reg(b)}, {operand(c)}, {operand(a)}"), t)
+        rn = ".rn" if t.is_float else ""
+        r = em.calc(cls, f"add{rn}.{pt} {{}}, {self.reg(a)}, {operand(b)}")
+        return Value(em.calc(cls, f"add{rn}.{pt} {{}}, {r}, {operand(c)}"), t)
 
     def _load(self, e: Load, ctx) -> Value:
         name = e.buf.name
@@ -316,9 +367,8 @@ class ExprLowering:
         if e.type.lanes > 1:
             if ctx is None:
                 raise CodegenUnsupported(f"vector load of {name} outside a per-lane context")
-            step = self.em.new("r")
-            self.em.op(f"mul.lo.s32 {step}, {ctx.index.text}, {e.stride}")
-            off = self._add_off(off, Value(step, s32))
+            step = self.lane_value([e.stride * i for i in ctx.slot.index], ctx.slot.mask)
+            off = self._add_off(off, step)
         space, addr = self.address(name, off)
         v = self.em.new("r")
         size = 1 if t.is_bool else t.size

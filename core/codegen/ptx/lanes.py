@@ -76,18 +76,23 @@ def affine(values: tuple[int, ...] | list[int], active: int | None = None) -> tu
 def lane_fields(values, active: int) -> tuple[int, list[tuple[int, int, int]]] | None:
     """``(c, [(low, width, weight)])`` with ``values[l] == c + sum(weight * bits low..low+width-1 of l)``
     for every lane in ``active``, or None. Nested layouts number lanes by bit fields, so lane maps
-    between two of them (a reorder, a fragment) are such sums."""
-    if not active & 1:
+    between two of them (a reorder, a fragment) are such sums. A bit that no two active lanes differ
+    in alone (one fixed in all of them: a half warp) gets no field; lanes outside ``active`` are
+    don't-care."""
+    lanes = [ln for ln in range(LANES) if active >> ln & 1]
+    if not lanes:
         return None
-    c = values[0]
-    weights = []
+    weights = [0] * 5
     for bit in range(5):
-        if not active >> (1 << bit) & 1:
-            return None
-        weights.append(values[1 << bit] - c)
-    for ln in range(LANES):
-        if active >> ln & 1 and values[ln] != c + sum(w for b, w in enumerate(weights) if ln >> b & 1):
-            return None
+        pairs = [ln for ln in lanes if not ln >> bit & 1 and active >> (ln | 1 << bit) & 1]
+        if pairs:
+            weights[bit] = values[pairs[0] | 1 << bit] - values[pairs[0]]
+        elif len({ln >> bit & 1 for ln in lanes}) > 1:
+            return None             # the bit varies but its weight cannot be told apart
+    part = (lambda ln: sum(w for b, w in enumerate(weights) if ln >> b & 1))
+    c = values[lanes[0]] - part(lanes[0])
+    if any(values[ln] != c + part(ln) for ln in lanes):
+        return None
     parts: list[tuple[int, int, int]] = []
     for bit, w in enumerate(weights):
         if not w:

@@ -76,7 +76,6 @@ class PtxLowering(LaneWords, ExprLowering, MemoryLowering):
         self.slot_m = slot_multiples(body, {a.var.name: 16 for a in kernel.args})
         self.deferred: dict[str, list[Deferred]] = {}
         self.constant: dict[int, tuple] = {}
-        self.lane_cache: dict[tuple, Value] = {}     # lane shapes computed in the current block
         self.dropped: dict[str, list[tuple[int, int]]] = {}
         self.em = Emitter()
         self.env: dict[str, list] = {}
@@ -201,6 +200,7 @@ class PtxLowering(LaneWords, ExprLowering, MemoryLowering):
 
     def _alloc(self, s: Alloc, stack) -> None:
         name = s.buf.name
+        self.em.release()           # the line numbers of its scope count the held stores
         first = len(self.em.lines)
         if s.kind is MemKind.GRF:
             buf = GrfBuf(self.em.buffer(max(1, -(-s.size // ROW))), max(1, -(-s.size // ROW)), name)
@@ -210,6 +210,7 @@ class PtxLowering(LaneWords, ExprLowering, MemoryLowering):
             self.allocations.append(entry)
 
             def close(entry=entry, name=name):
+                self.em.release()
                 entry["last_line"] = max(entry["first_line"], len(self.em.lines) - 1)
                 self.deferred.pop(name, None)
                 self.dropped.pop(name, None)
@@ -250,7 +251,6 @@ class PtxLowering(LaneWords, ExprLowering, MemoryLowering):
         outer = em.weight
         em.weight = outer * (trips or 1)
         em.place(top)
-        self.lane_cache.clear()
         self.bind(s.var.name, Value(var, s.var.type))
         self.align[s.var.name] = min(self.multiple(s.init), pow2(s.step))
         self.stmt(s.body)
@@ -263,14 +263,12 @@ class PtxLowering(LaneWords, ExprLowering, MemoryLowering):
         em.op(f"bra.uni {top}", p)
         em.weight = outer
         em.place(end)
-        self.lane_cache.clear()
 
     def _if(self, s: If) -> None:
         em = self.em
         c = self.pred(self.ev(s.cond))
         other, end = em.label("else"), em.label("endif")
         em.op(f"bra.uni {other if s.else_ is not None else end}", f"!{c}")
-        self.lane_cache.clear()
         self.events.branch()
         self.take_stash(s.cond)
         self.branches += 1
@@ -281,7 +279,6 @@ class PtxLowering(LaneWords, ExprLowering, MemoryLowering):
         if s.else_ is not None:
             em.op(f"bra.uni {end}")
             em.place(other)
-            self.lane_cache.clear()
             self.stmt(s.else_)
             em.node = s
             self.flush(commit=False)
@@ -289,7 +286,6 @@ class PtxLowering(LaneWords, ExprLowering, MemoryLowering):
         self.events.close()
         em.place(end)
         self.commit()           # on both paths: a skipped stage is an empty group, so K stays per stage
-        self.lane_cache.clear()
 
     # -- stores to register buffers -----------------------------------------------------------
     def _store(self, s: Store) -> None:
@@ -306,11 +302,11 @@ class PtxLowering(LaneWords, ExprLowering, MemoryLowering):
         for slot in slots(first):
             ctx = None
             if t.lanes > 1:
-                ctx = Ctx(slot, self.lane_value(slot.index, slot.mask))
+                ctx = Ctx(slot, self.lane_value)
             v = self.ev(s.value, ctx)
             p = self.lane_pred(slot.mask)
             if s.mask is not None:
-                p = self.and_pred(p, self.pred(self.ev(s.mask, ctx)))
+                p = self.and_pred(p, self.guard(self.ev(s.mask, ctx)))
             self.write_word(buf, slot.row, slot.byte, size, self.value_bits(v) if not (
                 v.imm is not None and size == 4 and not v.type.is_bool) else v.text, p)
 

@@ -19,6 +19,9 @@ from .lanes import LANES, ROW, Slot, slots
 from .swizzle import split, swizzle
 from .values import BITS, Ctx, GrfBuf, Value
 
+NEVER = "0"        # the predicate of a load that is always masked off (no PTX predicate operand)
+
+
 class Redo(Exception):
     """A deferred load of ``buf`` was dropped but ``buf`` is read again: lower without deferring it."""
 
@@ -41,7 +44,7 @@ class Deferred:
     call: object
     off: Value
     consumed: bool = False
-    mask: str | None = None     # a global load's predicate (masked-off words read as zero)
+    mask: str | None = None     # a global load's predicate (masked-off words read as zero), NEVER: all off
 
 
 def _split_const(off) -> tuple[object, int]:
@@ -76,21 +79,30 @@ class MemoryLowering:
 
     # -- memory -------------------------------------------------------------------------------
     def _add_off(self, a: Value, b: Value) -> Value:
+        """``a + b`` as s32 (s64 where either is 64-bit); nothing emitted where one is 0, once per block
+        (:meth:`.Emitter.calc`) otherwise."""
         t = s64 if (a.type.size == 8 or b.type.size == 8) else s32
         a, b = self.convert(a, t), self.convert(b, t)
-        r = self.em.new(reg_class(t))
-        self.em.op(f"add.{ptx_type(t)} {r}, {self.reg(a)}, {b.text if b.imm is not None else self.reg(b)}")
+        if a.imm is not None and b.imm is not None:
+            return Value(str(a.imm + b.imm), t, a.imm + b.imm)
+        if a.imm is not None:
+            a, b = b, a
+        if b.imm == 0:
+            return a
+        r = self.em.calc(reg_class(t), f"add.{ptx_type(t)} {{}}, {a.text}, {b.text}")
         return Value(r, t)
 
     def address(self, name: str, off: Value, extra: int = 0) -> tuple[str, str]:
-        """(state space, address operand) of byte ``off + extra`` of memory buffer ``name``."""
+        """(state space, address operand) of byte ``off + extra`` of memory buffer ``name`` (the same
+        64-bit address register for the same ``off`` in a block; ``extra`` is the operand's immediate)."""
         if name in self.globals:
-            r = self.em.new("rd")
-            if off.type.size == 8:
-                self.em.op(f"add.s64 {r}, {self.globals[name]}, {self.reg(off)}")
+            if off.imm is not None:
+                r, extra = self.globals[name], extra + off.imm
+            elif off.type.size == 8:
+                r = self.em.calc("rd", f"add.s64 {{}}, {self.globals[name]}, {off.text}")
             else:
                 signed = "s" if off.type.is_signed else "u"
-                self.em.op(f"mad.wide.{signed}32 {r}, {self.reg(off)}, 1, {self.globals[name]}")
+                r = self.em.calc("rd", f"mad.wide.{signed}32 {{}}, {off.text}, 1, {self.globals[name]}")
             return "global", f"{r}+{extra}" if extra else r
         if name in self.slm:
             return "shared", self.shared_operand(name, self.convert(off, s32), extra)
@@ -103,17 +115,16 @@ class MemoryLowering:
         base = self.slm[name]
         if s is not None and off.imm is not None:
             return f"{self.smem}+{base + swizzle(off.imm + k, s)}"
-        r = self.em.new("r")
+        em = self.em
         if s is None:
-            self.em.op(f"add.s32 {r}, {self.reg(off)}, {self.smem}")
-            return f"{r}+{base + k}"
+            return f"{em.calc('r', f'add.s32 {{}}, {self.reg(off)}, {self.smem}')}+{base + k}"
         low, high = split(k, s)
-        y = self.reg(self._add_off(off, Value(str(low), s32, low)) if low else off)
-        self.em.op(f"shr.u32 {r}, {y}, {s}")
-        self.em.op(f"and.b32 {r}, {r}, 7")
-        self.em.op(f"shl.b32 {r}, {r}, 4")
-        self.em.op(f"xor.b32 {r}, {r}, {y}")
-        self.em.op(f"add.s32 {r}, {r}, {self.smem}")
+        y = self.reg(self._add_off(off, Value(str(low), s32, low)))
+        r = em.calc("r", f"shr.u32 {{}}, {y}, {s}")
+        r = em.calc("r", f"and.b32 {{}}, {r}, 7")
+        r = em.calc("r", f"shl.b32 {{}}, {r}, 4")
+        r = em.calc("r", f"xor.b32 {{}}, {r}, {y}")
+        r = em.calc("r", f"add.s32 {{}}, {r}, {self.smem}")
         return f"{r}+{base + high}"
 
     # -- deferred shared-memory loads ---------------------------------------------------------
@@ -240,19 +251,11 @@ class MemoryLowering:
         for slot, d, deltas in plan:
             d.consumed = True
             g, gk = self.lane_offset(deltas, slot.mask)
-            gaddr = self.em.new("rd")
-            goff = self._add_off(d.off, g)
-            if goff.type.size == 4:
-                self.em.op(f"mad.wide.s32 {gaddr}, {self.reg(goff)}, 1, {self.globals[d.mem]}")
-            else:
-                self.em.op(f"add.s64 {gaddr}, {self.globals[d.mem]}, {goff.text}")
+            _, gwhere = self.address(d.mem, self._add_off(d.off, g), gk)
             sd, sk = self.lane_offset([slot.row * ROW + 4 * ln - lo for ln in range(LANES)], slot.mask)
             where = self.shared_operand(mem.name, self._add_off(off, sd), sk)
-            size = "4"
-            if d.mask is not None:
-                size = self.em.new("r")
-                self.em.op(f"selp.u32 {size}, 4, 0, {d.mask}")
-            self.em.op(f"cp.async.ca.shared.global [{where}], [{gaddr}+{gk}], 4, {size}",
+            size = self._src_size(4, d.mask)
+            self.em.op(f"cp.async.ca.shared.global [{where}], [{gwhere}], 4, {size}",
                        self.lane_pred(slot.mask))
         self.async_pending = True
         return True
@@ -279,6 +282,23 @@ class MemoryLowering:
             self.copies.append(((d.mem, d.base.text, d.mask, sbase.text, mem.name), d, gconst, sbase, sconst))
         return True
 
+    def _mask_pred(self, mask) -> str | None:
+        """The predicate of a send's scalar mask: None where it is constant true, :data:`NEVER` where it
+        is constant false (the send moves nothing; a load's registers are zeroed)."""
+        v = self.ev(mask)
+        if v.imm is not None:
+            return None if v.imm else NEVER
+        return v.text
+
+    def _src_size(self, n: int, mask: str | None) -> str:
+        """The source size of a ``cp.async`` of ``n`` bytes under predicate ``mask``: masked-off bytes
+        are zero-filled (source size 0)."""
+        if mask is None:
+            return str(n)
+        if mask == NEVER:
+            return "0"
+        return self.em.calc("r", f"selp.u32 {{}}, {n}, 0, {mask}")
+
     def flush_copies(self) -> None:
         """The queued 16-byte copies as ``cp.async.cg``: lane ``l`` of a round takes the round's ``l``-th
         chunk (registers play no part, so chunks go to lanes in the order they were queued); a round
@@ -296,23 +316,15 @@ class MemoryLowering:
             active = (1 << len(r)) - 1
             pad = [0] * (LANES - len(r))
             g, gk = self.lane_offset([c[2] for c in r] + pad, active)
-            goff = self._add_off(d.base, g)
-            gaddr = em.new("rd")
-            if goff.type.size == 4:
-                em.op(f"mad.wide.s32 {gaddr}, {self.reg(goff)}, 1, {self.globals[d.mem]}")
-            else:
-                em.op(f"add.s64 {gaddr}, {self.globals[d.mem]}, {goff.text}")
+            _, gwhere = self.address(d.mem, self._add_off(d.base, g), gk)
             sd, sk = self.lane_offset([c[4] for c in r] + pad, active)
             if sd.imm is None:
                 soff = self._add_off(sbase, sd)
             else:
                 soff, sk = sbase, sk + sd.imm
             where = self.shared_operand(key[4], soff, sk)
-            size = "16"
-            if d.mask is not None:          # masked off: zero-filled (src-size 0)
-                size = em.new("r")
-                em.op(f"selp.u32 {size}, 16, 0, {d.mask}")
-            em.op(f"cp.async.cg.shared.global [{where}], [{gaddr}+{gk}], 16, {size}", self.lane_pred(active))
+            size = self._src_size(16, d.mask)
+            em.op(f"cp.async.cg.shared.global [{where}], [{gwhere}], 16, {size}", self.lane_pred(active))
             self.async_pending = True
 
     def reads(self, name: str, lo: int, hi: int, reorder: bool = False) -> None:
@@ -357,7 +369,7 @@ class MemoryLowering:
                 and mask.type.lanes == 1 and f.type.size <= 4 and lo % 4 == 0 and (hi - lo) % 4 == 0
                 and self.multiple(mem_off) >= 4):
             self.writes(reg.name, lo, hi)
-            m = None if isinstance(mask, BoolImm) and mask.value else self.pred(self.ev(mask))
+            m = self._mask_pred(mask)
             base, const = _split_const(mem_off)
             self.deferred.setdefault(reg.name, []).append(
                 Deferred(mem.name, self.ev(base), self.multiple(base), const, lo, hi, call, self.ev(mem_off), mask=m))
@@ -441,15 +453,16 @@ class MemoryLowering:
         base = reg_off.value
         first = base + np.arange(f.elems) * size
         scalar_mask = mask.type.lanes == 1
-        const_true = isinstance(mask, BoolImm) and mask.value
-        if scalar_mask and isinstance(mask, BoolImm) and not mask.value:
+        pm = None
+        if scalar_mask:
+            pm = mask_pred if deferred else self._mask_pred(mask)
+        if pm == NEVER:
             if op == "load":
                 self._zero(buf, first, size)
             return
         scattered = f.kind.value == "scattered"
         if off is None and not scattered:
             off = self.ev(mem_off)
-        pm = None if const_true or not scalar_mask else (mask_pred if deferred else self.pred(self.ev(mask)))
         words = (not scattered and op != "atomic_add" and scalar_mask and size <= 4 and base % 4 == 0
                  and (f.elems * size) % 4 == 0 and min(self.multiple(mem_off), self.align.get(mem.name, 1)) >= 4)
         if words:
@@ -459,24 +472,20 @@ class MemoryLowering:
         for slot in slots(first):
             ctx = None
             if scattered or not scalar_mask:
-                ctx = Ctx(slot, self.lane_value(slot.index, slot.mask))
-            moff = self.ev(mem_off, ctx) if scattered else off
-            m = pm if scalar_mask else self.pred(self.ev(mask, ctx))
-            self._send_slot(f, buf, mem.name, slot, moff, size, 0 if scattered else size, m, ctx)
+                ctx = Ctx(slot, self.lane_value)
+            moff, extra, mult = self.ev_split(mem_off, ctx) if scattered else (off, 0, 1)
+            m = pm if scalar_mask else self.guard(self.ev(mask, ctx))
+            self._send_slot(f, buf, mem.name, slot, moff, size, 0 if scattered else size, m, ctx, extra, mult)
 
     def _send_slot(self, f: Send, buf: GrfBuf, mem: str, slot: Slot, off: Value, size: int, step: int,
-                   mask: str | None, ctx) -> None:
+                   mask: str | None, ctx, extra: int = 0, multiple: int = 1) -> None:
         """One slot of a send: every active lane moves ``size`` bytes between its word and memory at
-        ``off + step * index``."""
+        ``off + extra + step * index`` (``multiple`` divides ``off`` in every lane)."""
         em = self.em
         act = self.lane_pred(slot.mask)
-        extra = 0
         if step:
-            delta, extra = self.lane_offset([step * i for i in slot.index], slot.mask)
-            if delta.imm is not None:
-                extra += delta.imm
-            else:
-                off = self._add_off(off, delta)
+            delta, k = self.lane_offset([step * i for i in slot.index], slot.mask)
+            off, extra = self._add_off(off, delta), extra + k
         space, addr = self.address(mem, off, extra)
         both = self.and_pred(act, mask)
         bits = "b32" if size == 4 else "u" + BITS[size]
@@ -492,10 +501,15 @@ class MemoryLowering:
                 self.write_word(buf, slot.row, slot.byte, size, v, both)
             return
         word = buf.row(slot.row)
-        if size != 4:
+        if slot.byte:           # st and red take the low bits of a wider register
             v = em.new("r")
             em.op(f"shr.u32 {v}, {word}, {slot.byte * 8}")
             word = v
+        if op == "store" and size == 4 and space == "global":     # consecutive words may join (st.v2, st.v4)
+            reg, _, imm = addr.partition("+")
+            aligned = min(multiple if off.imm is None else 16, self.align.get(mem, 1))
+            em.store_word(space, reg, int(imm or 0), aligned, word, both)
+            return
         if op == "store":
             em.op(f"st.{space}.{bits} [{addr}], {word}", both)
             return

@@ -43,10 +43,17 @@ class Value:
 
 
 class Ctx:
-    """Per-lane element context of a slot: the element index register and its per-lane values."""
+    """Per-lane element context of a slot: the slot (per-lane element indices) and, computed when
+    first asked for, the element index as an operand (``lane_value(values, active)`` makes it)."""
 
-    def __init__(self, slot: Slot, index: Value):
-        self.slot, self.index = slot, index
+    def __init__(self, slot: Slot, lane_value):
+        self.slot, self._lane_value, self._index = slot, lane_value, None
+
+    @property
+    def index(self) -> Value:
+        if self._index is None:
+            self._index = self._lane_value(self.slot.index, self.slot.mask)
+        return self._index
 
 
 class GrfBuf:

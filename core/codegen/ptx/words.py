@@ -16,75 +16,85 @@ class LaneWords:
 
     # -- register buffer words ----------------------------------------------------------------
     def lane_offset(self, values, active: int) -> tuple[Value, int]:
-        """``values`` per lane as a register holding their shape (the values less the first active
-        lane's) plus that constant, which addresses take as an immediate: slots whose lane maps differ
-        by a constant share one register (fewer loop invariants for ptxas to keep)."""
-        l0 = (active & -active).bit_length() - 1
-        k = values[l0]
+        """``values`` per lane (lanes outside ``active`` are don't-care) as a register holding their
+        shape (the values less their least, so never negative) plus that constant, which addresses take as an
+        immediate. A shape is computed once per straight-line block (:meth:`.Emitter.calc`): slots and
+        sends whose lane maps differ by a constant share its register."""
+        k = min(values[ln] for ln in range(LANES) if active >> ln & 1)
         shape = tuple(values[ln] - k if active >> ln & 1 else 0 for ln in range(LANES))
-        key = (shape, active)
-        v = self.lane_cache.get(key)
+        key = ("lane shape", shape, active)
+        v = self.em.known.get(key)
         if v is None:
-            v = self.lane_cache[key] = self.lane_value(shape, active)
+            v = self.em.known[key] = self._lane_shape(shape, active)
         return v, k
 
     def lane_value(self, values, active: int) -> Value:
-        """Per lane, ``values[lane]`` (lanes outside ``active`` are don't-care), as an s32 operand."""
+        """Per lane, ``values[lane]`` (lanes outside ``active`` are don't-care), as an s32 operand: the
+        block's register of its shape (:meth:`lane_offset`) plus the constant."""
+        v, k = self.lane_offset(values, active)
+        if v.imm is not None:
+            return Value(str(v.imm + k), s32, v.imm + k)
+        if not k:
+            return v
+        return Value(self.em.calc("r", f"add.s32 {{}}, {v.text}, {k}"), s32)
+
+    def _lane_shape(self, values, active: int) -> Value:
+        """Per lane, ``values[lane]`` as an s32 operand, from the lane id: an affine form, a sum of bit
+        fields, else bit by bit."""
+        em = self.em
         fit = affine(values, active)
         if fit is not None:
             a, c = fit
             if a == 0:
                 return Value(str(c), s32, c)
-            r = self.em.new("r")
-            self.em.op(f"mad.lo.s32 {r}, {self.lane.text}, {a}, {c}")
-            return Value(r, s32)
+            if (a, c) == (1, 0):
+                return self.lane
+            return Value(em.calc("r", f"mad.lo.s32 {{}}, {self.lane.text}, {a}, {c}"), s32)
         fields = lane_fields(values, active)
         if fields is not None:          # a sum of lane-id bit fields, each times a weight
             c, parts = fields
             acc = Value(str(c), s32, c)
             for low, width, weight in parts:
-                t = self.em.new("r")
-                self.em.op(f"bfe.u32 {t}, {self.lane.text}, {low}, {width}")
-                r = self.em.new("r")
-                self.em.op(f"mad.lo.s32 {r}, {t}, {weight}, {acc.text}")
+                t = em.calc("r", f"bfe.u32 {{}}, {self.lane.text}, {low}, {width}")
+                if acc.imm == 0:
+                    r = t if weight == 1 else em.calc("r", f"mul.lo.s32 {{}}, {t}, {weight}")
+                else:
+                    r = em.calc("r", f"mad.lo.s32 {{}}, {t}, {weight}, {acc.text}")
                 acc = Value(r, s32)
             return acc
         # Otherwise the value bit by bit from per-bit lane masks.
         vals = [v if active >> ln & 1 else 0 for ln, v in enumerate(values)]
-        r = self.em.new("r")
-        self.em.op(f"mov.u32 {r}, 0")
+        acc = None
         for bit in range(max(vals).bit_length()):
             mask = sum(1 << ln for ln, v in enumerate(vals) if v >> bit & 1)
             if not mask:
                 continue
-            t = self.em.new("r")
-            self.em.op(f"shr.u32 {t}, {mask}, {self.lane.text}")
-            self.em.op(f"and.b32 {t}, {t}, 1")
-            self.em.op(f"shl.b32 {t}, {t}, {bit}")
-            self.em.op(f"or.b32 {r}, {r}, {t}")
-        return Value(r, s32)
+            t = em.calc("r", f"shr.u32 {{}}, {mask}, {self.lane.text}")
+            t = em.calc("r", f"and.b32 {{}}, {t}, 1")
+            if bit:
+                t = em.calc("r", f"shl.b32 {{}}, {t}, {bit}")
+            acc = t if acc is None else em.calc("r", f"or.b32 {{}}, {acc}, {t}")
+        return Value(acc, s32) if acc is not None else Value("0", s32, 0)
 
     def lane_pred(self, mask: int) -> str | None:
-        """A predicate true in the lanes of ``mask`` (None for all lanes)."""
+        """A predicate true in the lanes of ``mask`` (None for all lanes), once per straight-line block."""
         if mask == (1 << LANES) - 1:
             return None
-        p = self.em.new("p")
+        em = self.em
+        lane = self.lane.text
         low = (mask & -mask).bit_length() - 1
         span = mask >> low
         if span & (span + 1) == 0:          # contiguous lanes low .. low + n - 1
             hi = low + span.bit_length()
             if low == 0:
-                self.em.op(f"setp.lt.u32 {p}, {self.lane.text}, {hi}")
-            else:
-                q = self.em.new("p")
-                self.em.op(f"setp.ge.u32 {q}, {self.lane.text}, {low}")
-                self.em.op(f"setp.lt.and.u32 {p}, {self.lane.text}, {hi}, {q}")
-            return p
-        t = self.em.new("r")
-        self.em.op(f"shr.u32 {t}, {mask}, {self.lane.text}")
-        self.em.op(f"and.b32 {t}, {t}, 1")
-        self.em.op(f"setp.ne.u32 {p}, {t}, 0")
-        return p
+                return em.calc("p", f"setp.lt.u32 {{}}, {lane}, {hi}")
+            if hi == LANES:
+                return em.calc("p", f"setp.ge.u32 {{}}, {lane}, {low}")
+            q = em.calc("p", f"setp.ge.u32 {{}}, {lane}, {low}")
+            return em.calc("p", f"setp.lt.and.u32 {{}}, {lane}, {hi}, {q}")
+        t = em.calc("r", f"shr.u32 {{}}, {mask}, {lane}")
+        t = em.calc("r", f"and.b32 {{}}, {t}, 1")
+        return em.calc("p", f"setp.ne.u32 {{}}, {t}, 0")
 
     def and_pred(self, a: str | None, b: str | None) -> str | None:
         if a is None or b is None:

@@ -205,6 +205,15 @@ class Machine:
             if op == "ld.param.u64":
                 set_(args[0], np.full(LANES, self.base[self.p.params.index(args[1].strip("[]"))], dtype=np.uint64))
                 continue
+            if base == "st" and name[2].startswith("v"):     # st.space.vN.b32 [a], {r0, ..}: r_j at a + 4j
+                shared_mem = shared if name[1] == "shared" else None
+                size = _bits(name[3]) // 8
+                words = [x.strip() for x in args[1].strip("{}").split(",")]
+                if len(words) != int(name[2][1:]) or any((addr(args[0]) % (size * len(words)))[active]):
+                    raise SimError(f"misaligned or malformed vector store: {op} {args}")
+                for j, w in enumerate(words):
+                    self.store(addr(args[0]) + np.uint64(j * size), val(w), size, shared_mem, active)
+                continue
             if base in ("ld", "st"):
                 shared_mem = shared if name[1] == "shared" else None
                 size = _bits(name[2]) // 8

@@ -3,6 +3,8 @@ through ptxas and nvdisasm on the CPU."""
 from __future__ import annotations
 
 import json
+import re
+from collections import Counter
 from functools import lru_cache
 from pathlib import Path
 
@@ -44,6 +46,28 @@ def test_lane_fields_reproduce_bit_weighted_sums(weights, c):
 
 def test_lane_fields_refuse_what_is_not_a_sum_of_bits():
     assert lane_fields([(ln * ln) % 7 for ln in range(LANES)], (1 << LANES) - 1) is None
+    assert lane_fields(list(range(LANES)), 0b110) is None        # lanes 1 and 2: no subcube
+
+
+@given(st.lists(st.integers(-40, 40), min_size=5, max_size=5), st.integers(-100, 100), st.integers(0, 31),
+       st.integers(0, 31), st.integers(0, 1 << 20), st.integers(0, 15))
+def test_lane_fields_fit_on_subcubes_and_prefixes_of_lanes(weights, c, fixed, at, junk, short):
+    """A half warp, the even lanes, the first 17..32 lanes (a round of copies): the lanes outside
+    ``active`` are don't-care (any value there)."""
+    if short:
+        active = (1 << (LANES - short)) - 1
+        fixed = 0
+    else:
+        active = sum(1 << ln for ln in range(LANES) if ln & fixed == at & fixed)
+    values = [c + sum(w for b, w in enumerate(weights) if ln >> b & 1) if active >> ln & 1 else junk ^ ln
+              for ln in range(LANES)]
+    got = lane_fields(values, active)
+    assert got is not None
+    c0, parts = got
+    assert all(low + width <= 5 and not fixed >> low & ((1 << width) - 1) for low, width, _ in parts)
+    for ln in range(LANES):
+        if active >> ln & 1:
+            assert c0 + sum(w * ((ln >> low) & ((1 << width) - 1)) for low, width, w in parts) == values[ln]
 
 
 @given(st.integers(0, 255).map(lambda x: x * 4), st.sampled_from([1, 2, 4]), st.integers(1, 96))
@@ -113,11 +137,11 @@ def test_ptxas_errors_come_back_as_messages():
 
 
 @lru_cache(maxsize=None)
-def _listing(name: str):
+def _listing(name: str, check: bool = True):
     path = ROOT / "examples" / name
     spec, _ = load_spec(path.read_text(), str(path))
     kernel = build_kernel(spec.check, spec.config, spec.target)
-    return kernel, generate_ptx(kernel, run_pipeline(kernel).final, spec.target)
+    return kernel, generate_ptx(kernel, run_pipeline(kernel).final, spec.target, check=check)
 
 
 @pytest.mark.skipif(not HAVE_PTXAS, reason="ptxas/nvdisasm (PyPI nvidia-cuda-nvcc/-nvdisasm) not installed")
@@ -155,13 +179,39 @@ def test_sm90_example_assembles_with_register_figures_per_line(name):
     assert listing.render().count("\n") == len(d["lines"]) + len(listing.header())
 
 
-# Shapes for the simulator: the [check] shape of the GEMM, a smaller convolution (same tiles, so its
-# padding and tail masks are exercised) to keep the simulated warps few.
-SIM_SHAPES = {"sm90_gemm.kernel.toml": None, "sm90_conv.kernel.toml": "mb1ic32ih4oc32oh4kh3ph1"}
+IMM = r"(?:-?\d+|0[fd][0-9A-F]+)"
 
 
-@pytest.mark.parametrize("name", sorted(SIM_SHAPES))
-def test_sm90_example_computes_the_reference_in_a_ptx_simulator(name):
+@pytest.mark.parametrize("name", SM90)
+def test_sm90_lane_maps_are_computed_once_and_constants_fold(name):
+    """After the last mma (the epilogue, straight-line code) every operation on the lane id is distinct
+    (a lane map's fields are computed once, not per store), every global store adds only an immediate
+    to one address register, and nowhere is a predicate compared from two constants or the lane id
+    copied by an identity ``mad``."""
+    _, listing = _listing(name, False)
+    ops = [ln.split("//")[0].strip() for ln in listing.asm.splitlines()]
+    ops = [op for op in ops if op.endswith(";") and not op.startswith(".")]
+    lane = next(m.group(1) for op in ops if (m := re.fullmatch(r"and\.b32 (%r\d+), \1, 31;", op)))
+    last = max(i for i, op in enumerate(ops) if op.startswith("mma.sync"))
+    epilogue = ops[last + 1:]
+    on_lane = Counter(re.sub(r" %\w+,", "", op, count=1) for op in epilogue if re.search(rf"{lane}\b", op))
+    assert on_lane and max(on_lane.values()) == 1, on_lane.most_common(3)
+    stores = [re.search(r"st\.global\.\w+ \[(%rd\d+)(\+-?\d+)?\]", op) for op in epilogue]
+    assert len({m.group(1) for m in stores if m}) == 1
+    assert not [op for op in ops if re.fullmatch(rf"setp\.[\w.]+ %p\d+, {IMM}, {IMM};", op)]
+    assert not [op for op in ops if re.fullmatch(rf"mad\.lo\.s32 %r\d+, {lane}, 1, 0;", op)]
+
+
+# Shapes for the simulator: the [check] shape of the GEMM, one whole group tile of it (no tail masks: its
+# C stores pair into st.global.v2), a smaller convolution (same tiles, so its padding and tail masks
+# are exercised) to keep the simulated warps few.
+SIM_SHAPES = [("sm90_conv.kernel.toml", "mb1ic32ih4oc32oh4kh3ph1"), ("sm90_gemm.kernel.toml", None),
+              ("sm90_gemm.kernel.toml", "m128n128k128")]
+VECTOR_STORES = {"m128n128k128"}
+
+
+@pytest.mark.parametrize("name, shape", SIM_SHAPES)
+def test_sm90_example_computes_the_reference_in_a_ptx_simulator(name, shape):
     """The generated PTX, run by an independent simulator of the PTX it uses (``ptx_sim``), matches
     the float64 reference under the check protocol (no GPU needed)."""
     from dataclasses import replace
@@ -177,10 +227,11 @@ def test_sm90_example_computes_the_reference_in_a_ptx_simulator(name):
     path = ROOT / "examples" / name
     spec, _ = load_spec(path.read_text(), str(path))
     problem = spec.check
-    if SIM_SHAPES[name]:
-        problem = replace(problem, shape=parse_shape(SIM_SHAPES[name], problem.op))
+    if shape:
+        problem = replace(problem, shape=parse_shape(shape, problem.op))
     kernel = build_kernel(problem, spec.config, spec.target)
     listing = generate_ptx(kernel, run_pipeline(kernel).final, spec.target, check=False)
+    assert ("st.global.v2.b32" in listing.asm) == (shape in VECTOR_STORES)
     host, inputs = device_buffers(kernel, seed=3)
     simulate(listing.asm, listing.launch, [host[a.name] for a in kernel.args])
     refs = reference(problem, inputs)
