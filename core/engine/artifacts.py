@@ -103,19 +103,21 @@ def pass_items(items, traced: dict) -> dict:
     return out
 
 
-def stats_artifact(r, kernel, trace) -> dict:
+def stats_artifact(r, kernel, trace, ir: int | None = None) -> dict:
     """Registers, the steady-state main loop per reduction iteration (None without one) and the kernel
     figures of the built and the final IR.
 
     The registers' ``ir`` is the IR register model's peak of the final IR, on Xe the allocator's walk over
-    it (the figure a compile reports is chosen by :func:`reported_registers`); ``floor`` is what refuses a
-    config before the build (C, A, B); ``config`` and ``by_label`` keep the config-time estimate the
-    defaults heuristic ranks tiles with, before any IR exists."""
+    it (the figure a compile reports is chosen by :func:`reported_registers`): ``ir`` where the code
+    generator's listing already has it, else computed here; ``floor`` is what refuses a config before the
+    build (C, A, B); ``config`` and ``by_label`` keep the config-time estimate the defaults heuristic ranks
+    tiles with, before any IR exists."""
     model = RegisterModel.of(r.target, kernel)
     budget = estimate_budget(r.problem, r.config, r.target)
     iterations = reduction_iterations(trace.input)
     loop = loop_stats(trace.input, trace.final, r.target)
-    ir = estimate_registers(trace.final, model, r.config.regs).regs
+    if ir is None:
+        ir = estimate_registers(trace.final, model, r.config.regs).regs
     return {"registers": {"ir": ir, "config": budget.reg_total,
                           "by_label": {x.label: x.amount for x in budget.regs},
                           "floor": {x.label: x.amount for x in budget.regs if x.label in FLOOR},

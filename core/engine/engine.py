@@ -293,9 +293,10 @@ class Engine:
                                         lambda: artifacts.trace_artifact(self.trace(kernel())))
                 out.update(artifacts.pass_items(items, traced))
             if "stats" in items:
-                stats = self._artifact("stats", r.key("stats"),
-                                       lambda: artifacts.stats_artifact(r, kernel(), self.trace(kernel())))
                 codegen = self._codegen_summary(r, sources)
+                ir = codegen.pop("ir", None)  # the listing's IR model figure: the stats need not walk again
+                stats = self._artifact("stats", r.key("stats"),
+                                       lambda: artifacts.stats_artifact(r, kernel(), self.trace(kernel()), ir))
                 registers = artifacts.reported_registers(stats["registers"], codegen, r.target)
                 out["stats"] = {**stats, "codegen": codegen, "registers": registers}
                 where = sources.get("iter") or parsed.anchor("config")
@@ -480,14 +481,15 @@ class Engine:
 
     def _codegen_summary(self, r: Resolved, sources: dict[str, Range]) -> dict:
         """The code generator's figures without its listing: the registers it allocated (kdd's allocator
-        on Xe, ptxas on sm_90), the peak and what is live there, the instruction mix, the roofline; or
-        ``ok: false`` with the failure (out of registers, an operation it cannot lower yet)."""
+        on Xe, ptxas on sm_90), the peak and what is live there, the instruction mix, the roofline, and
+        ``ir``, the IR register model's figure the listing shows; or ``ok: false`` with the failure (out
+        of registers, an operation it cannot lower yet)."""
         try:
             asm = self.assembly(r, sources)
         except StageFailed as exc:
             return {"ok": False, "failure": exc.failure.to_dict()}
         regs = asm["registers"]
-        return {"ok": True, "allocated": regs.get("allocated", regs["peak"]), "peak": regs["peak"],
+        return {"ok": True, "allocated": regs.get("allocated", regs["peak"]), "peak": regs["peak"], "ir": regs["ir"],
                 "peak_line": regs.get("peak_line"), "by_label": regs.get("by_label", {}), "mix": asm["mix"],
                 "roofline": asm.get("roofline", {}), "assembler_ok": asm["assembler"].get("ok")}
 

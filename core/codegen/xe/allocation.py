@@ -72,10 +72,11 @@ class AllocationWalk:
     # -- decisions ---------------------------------------------------------------------------
     def alloc(self, nbytes: int, label: str, category: str, knob=None, whole=False, bank=None) -> Allocation:
         """Whole registers for ``whole`` values and values over half a register, else a sub-register."""
+        avoid = self.cooling_regs()
         try:
             if whole or nbytes > self.rb // 2:
-                return self.regs.alloc_regs(nbytes, label, category, knob, bank, avoid=self.cooling_regs())
-            return self.regs.alloc_sub(nbytes, label, category, knob, avoid=self.cooling_regs())
+                return self.regs.alloc_regs(nbytes, label, category, knob, bank, avoid=avoid)
+            return self.regs.alloc_sub(nbytes, label, category, knob, avoid=avoid)
         except NoRoom:
             raise self.no_room(nbytes, label) from None
 

@@ -68,16 +68,13 @@ class XeLowering(AllocationWalk):
         self.in_place: dict[str, object] = {}    # reorder destination -> the source it took over
 
     # -- allocation -------------------------------------------------------------------------
-    def _alloc(self, nbytes: int, label: str, category: str, knob=None, whole=False, bank=None):
-        return self.alloc(nbytes, label, category, knob, whole, bank)
-
     def no_room(self, nbytes: int, label: str) -> Exception:
         return self._out_of_registers(nbytes, label)
 
     def temp(self, t: Type, lanes: int = 1, whole: bool = False, header: bool = False) -> Reg:
         """A temporary for the current statement (freed at its end); a ``header`` is a message's."""
         n = elem_size(t) * lanes
-        a = self._alloc(n, "tmp", CATEGORY["header"] if header else "temporaries", whole=whole)
+        a = self.alloc(n, "tmp", CATEGORY["header"] if header else "temporaries", whole=whole)
         self.temps.append(a)
         return Reg(a.start, t.base, 1)
 
@@ -141,9 +138,7 @@ class XeLowering(AllocationWalk):
         for p, kind, x in self.points():
             self.em.node = x
             getattr(self, "ev_" + kind)(x, p)
-            for a in self.temps:
-                self.retire(a)
-            self.temps.clear()
+            self.release_temps(0)
         self.em.node = None
         self._epilogue()
 

@@ -195,7 +195,6 @@ def verify(listing: dict) -> list[str]:
     return problems
 
 
-
 def address_waits(listing: dict) -> list[str]:
     """Consecutive messages whose addresses share registers written between them: the second message's
     address waits until the first has read its own (headers rotate among a few registers,
