@@ -248,7 +248,7 @@ class _Builder:
     def _staged(self, which: str) -> bool:
         """Whether the ``slm`` knob stages operand ``which`` ("A" or "B") in shared memory."""
         slm = self.config.slm
-        return slm is not None and slm.bufs > 0 and bool(slm.a if which == "A" else slm.b)
+        return slm is not None and slm.applies_to(which)
 
     def _a_layout(self, op: _Operand, layouts: tuple[Layout, ...], buf) -> Layout:
         """A's register layout: of the orders of its blocks the FMA reads alike (``layouts``, its own

@@ -181,8 +181,7 @@ def estimate_budget(problem, config: KernelConfig, target: Target) -> Budget:
     regs.append(_quotient("a", "A buffer", batch + [m, k, sa], a_dens))
     regs.append(_quotient("b", "B buffer", batch + [k, n, sb], [unit] + ([sub.b] if sub.b > 1 else [])))
 
-    slm_a = slm.enabled and slm.a
-    slm_b = slm.enabled and slm.b
+    slm_a, slm_b = slm.applies_to("A"), slm.applies_to("B")
     copy_terms = [f"{t.m_group}*{group_k}*{sa}"] * slm_a + [f"{group_k}*{t.n_group}*{sb}"] * slm_b
     copy_bytes = group_a * slm_a + group_b * slm_b
     if copy_terms:
@@ -197,8 +196,8 @@ def estimate_budget(problem, config: KernelConfig, target: Target) -> Budget:
     for name, on in (("A", slm_a), ("B", slm_b)):
         if on:
             streams += [(f"gmem {name}", per_thread_copy[name], False), (f"SLM {name}", per_thread_copy[name], True)]
-    for name, on in (("A", pf.enabled and pf.a), ("B", pf.enabled and pf.b)):
-        if on:
+    for name in "AB":
+        if pf.applies_to(name):
             streams.append((f"prefetch {name}", per_thread_copy[name], False))
     regs.append(_addressing(streams, target, config.pipeline.reuse_headers))
 

@@ -80,6 +80,10 @@ class Buffering:
     def enabled(self) -> bool:
         return self.bufs > 0
 
+    def applies_to(self, operand: str) -> bool:
+        """Whether this buffering is on for operand ``operand`` ("A" or "B")."""
+        return self.enabled and (self.a if operand == "A" else self.b)
+
     @staticmethod
     def parse(text: str, allow_gmem: bool) -> "Buffering":
         """Parse ``x3``, ``x3.g1``, ``x3.g0.v1``, ``x2.a`` (``g`` and ``v`` only when ``allow_gmem``)."""

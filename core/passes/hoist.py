@@ -54,7 +54,7 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
-from ..ir.expr import Binary, Broadcast, BoolImm, Expr, IntImm, Load, Op, Ramp, Ternary, Unary, Var, wrap_int
+from ..ir.expr import Binary, Broadcast, BoolImm, Expr, IntImm, Load, Op, Ramp, Ternary, Unary, Var, land, wrap_int
 from ..ir.funcs import Send
 from ..ir.node import Node
 from ..ir.simplify.stmt import VarUses
@@ -313,9 +313,7 @@ class _NameMasks(IRMutator):
         fixed = [t for t in terms if self._invariant(t)]
         if not fixed or (len(fixed) == 1 and _named(fixed[0])):
             return None
-        value = fixed[0]
-        for t in fixed[1:]:
-            value = Binary.make(Op.AND, value, t)
+        value = land(*fixed)
         var = self.lifted.get(value)
         if var is None:
             # A vector of bools lives in registers as one 32-bit mask per lane.
@@ -323,12 +321,7 @@ class _NameMasks(IRMutator):
                 return None
             var = self.lifted[value] = self.names.fresh(self.prefix, value.type)
         self.expanded.update(self._seen)
-        out: Expr = var
-        for t in terms:
-            if t not in fixed:
-                out = Binary.make(Op.AND, out, t)
-        return out
-
+        return land(var, *(t for t in terms if t not in fixed))
 
     def _terms(self, mask: Expr) -> list[Expr]:
         """The conjuncts of ``mask``, seen through the ``&&`` lets that only it reads: their invariant
@@ -344,11 +337,7 @@ class _NameMasks(IRMutator):
                 out.append(t)
                 continue
             self._seen.append(t.name)
-            rest = [x for x in inner if not self._invariant(x)]
-            row = rest[0]
-            for x in rest[1:]:
-                row = Binary.make(Op.AND, row, x)
-            out += fixed + [row]
+            out += fixed + [land(*(x for x in inner if not self._invariant(x)))]
         return out
 
 
