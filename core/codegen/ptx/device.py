@@ -6,7 +6,7 @@ here, when a function runs; without it or without a device the answer is a
 
     listing = generate_ptx(kernel, body, target)
     result = check_on_device(listing, kernel)        # dict: ok, rel_err, tol, tensor, ms, device
-    timing = time_on_device(listing, kernel)         # dict: median_us, tflops, runs, rotations
+    timing = time_on_device(listing, kernel)         # dict: median_us (GPU time per launch), tflops, method
 
 Inputs follow the interpreter's check protocol (``kdd.core.interp.check``:
 random exactly-representable values packed into each argument's layout,
@@ -71,9 +71,11 @@ def load(listing):
     raise DeviceUnavailable("the module did not load: " + "; ".join(errors))
 
 
-def device_buffers(kernel, seed: int = 0) -> tuple[dict, dict]:
+def device_buffers(kernel, seed: int = 0, *, rounding: bool = False) -> tuple[dict, dict]:
     """Host byte buffers per argument (by argument name) and the logical inputs, as the interpreter
-    check makes them."""
+    check makes them; with ``rounding``, float inputs are normal random values of their type instead of
+    the check's exactly-summable ``k / 8`` (products and sums round, as in real use: see
+    :func:`rounding_tol`)."""
     from kdd.core.interp.check import pack, random_values
 
     rng = np.random.default_rng(seed)
@@ -82,12 +84,43 @@ def device_buffers(kernel, seed: int = 0) -> tuple[dict, dict]:
     for arg in kernel.args:
         dims = tuple(size for _, size in arg.dims)
         if arg.role in ("output", "scratch"):  # the kernel writes them before reading
-            buffers[arg.name] = np.full(arg.layout.size_bytes(), 0 if arg.zero_init else 0xFF, dtype=np.uint8)
+            buffers[arg.name] = _unwritten(arg)
             continue
-        values = random_values(arg.dtype, dims, rng, mantissa)
+        if rounding and arg.dtype.is_float:
+            values = _normal(arg.dtype, dims, rng)
+        else:
+            values = random_values(arg.dtype, dims, rng, mantissa)
         inputs[arg.name] = values
         buffers[arg.name] = pack(values, arg.dtype, arg.layout)
     return buffers, inputs
+
+
+def _unwritten(arg) -> np.ndarray:
+    """An output or scratch buffer before a launch: zeroed where the kernel adds into it, else poisoned."""
+    return np.full(arg.layout.size_bytes(), 0 if arg.zero_init else 0xFF, dtype=np.uint8)
+
+
+def _normal(t, dims: tuple[int, ...], rng: np.random.Generator) -> np.ndarray:
+    """Standard normal values rounded to ``t`` (as float64): full mantissas, both signs, no zeros."""
+    from kdd.core.interp.values import round_float
+
+    v = rng.standard_normal(int(np.prod(dims)))
+    v = np.where(np.abs(v) < 2.0 ** -8, 2.0 ** -8, v)
+    return round_float(v, t).astype(np.float64).reshape(dims)
+
+
+def reduction_length(problem) -> int:
+    """How many products each output element sums: K of the problem's GEMM view."""
+    return max(1, int(problem.gemm_dims().K))
+
+
+def rounding_tol(problem, t) -> float:
+    """The tolerance of an output of type ``t`` on :func:`device_buffers`' ``rounding`` inputs: the
+    output's own rounding (``kdd check``'s tolerance for ``t``) plus a worst-case f32 accumulation error
+    of ``K`` roundings of 2^-24 each, relative to the output's norm."""
+    from kdd.core.interp.check import default_tol
+
+    return default_tol(problem, t) + reduction_length(problem) * 2.0 ** -24
 
 
 def _launch(fn, listing, ptrs) -> None:
@@ -96,9 +129,14 @@ def _launch(fn, listing, ptrs) -> None:
 
 
 def check_on_device(listing, kernel, problem=None, *, seed: int = 0, tol: float | None = None,
-                    reference=None) -> dict:
-    """Run the cubin once on the check inputs and compare every output with the float64 reference
-    (``reference(problem, inputs) -> {name: array}``; kdd's numpy reference by default)."""
+                    reference=None, rounding: bool = False, launches: int = 1) -> dict:
+    """Run the cubin on the check inputs and compare every output with the float64 reference
+    (``reference(problem, inputs) -> {name: array}``; kdd's numpy reference by default).
+
+    With ``launches`` > 1 the kernel runs that many times on the same buffers, the outputs poisoned (or
+    zeroed where it adds into them) before each launch but its scratch buffers never reset by the host:
+    every launch must be correct on what the one before left (split K's scratch and arrival counters).
+    The answer is the worst launch's."""
     from kdd.core.interp.check import compare, default_tol, unpack
     from kdd.core.interp.reference import reference as numpy_reference
 
@@ -106,57 +144,105 @@ def check_on_device(listing, kernel, problem=None, *, seed: int = 0, tol: float 
     problem = problem if problem is not None else kernel.problem
     start = time.perf_counter()
     fn, loaded = load(listing)
-    host, inputs = device_buffers(kernel, seed)
+    host, inputs = device_buffers(kernel, seed, rounding=rounding)
     dev = {name: cp.asarray(buf) for name, buf in host.items()}
-    _launch(fn, listing, [dev[a.name] for a in kernel.args])
-    cp.cuda.Device().synchronize()
-    refs = (reference or numpy_reference)(problem, inputs)
+    refs = None
     results = []
-    for arg in kernel.outputs:
-        dims = tuple(size for _, size in arg.dims)
-        out = unpack(cp.asnumpy(dev[arg.name]), arg.dtype, arg.layout, dims)
-        limit = tol if tol is not None else default_tol(problem, arg.dtype)
-        results.append(compare(arg.name, out, np.asarray(refs[arg.name], dtype=np.float64),
-                               np.ones(dims, dtype=bool), limit))
+    for _ in range(launches):
+        for arg in kernel.outputs:
+            dev[arg.name][...] = cp.asarray(_unwritten(arg))
+        _launch(fn, listing, [dev[a.name] for a in kernel.args])
+        cp.cuda.Device().synchronize()
+        refs = refs if refs is not None else (reference or numpy_reference)(problem, inputs)
+        for arg in kernel.outputs:
+            dims = tuple(size for _, size in arg.dims)
+            out = unpack(cp.asnumpy(dev[arg.name]), arg.dtype, arg.layout, dims)
+            limit = tol if tol is not None else (rounding_tol if rounding else default_tol)(problem, arg.dtype)
+            results.append(compare(arg.name, out, np.asarray(refs[arg.name], dtype=np.float64),
+                                   np.ones(dims, dtype=bool), limit))
     worst = max(results, key=lambda r: r.badness)
     return {"ok": all(r.ok for r in results), "rel_err": _finite(worst.rel_err), "tol": worst.tol,
             "first_bad_index": list(worst.first_bad) if worst.first_bad else None, "tensor": worst.name,
-            "shape": problem.shape.canonical(), "ms": (time.perf_counter() - start) * 1e3,
-            "device": cp.cuda.runtime.getDeviceProperties(0)["name"].decode(), "loaded_from": loaded}
+            "shape": problem.shape.canonical(), "ms": (time.perf_counter() - start) * 1e3, "launches": launches,
+            "inputs": "rounding" if rounding else "exact", "device": _device_name(cp), "loaded_from": loaded}
 
 
 def _finite(x: float) -> float | None:
     return x if math.isfinite(x) else None
 
 
-def time_on_device(listing, kernel, *, runs: int = 50, warmup: int = 5, rotate_bytes: int = 256 << 20,
+def _device_name(cp) -> str:
+    return cp.cuda.runtime.getDeviceProperties(0)["name"].decode()
+
+
+def gpu_time_per_launch(cp, launch_one, runs: int, reps: int = 5) -> dict:
+    """GPU time of ``launch_one(i)`` (which enqueues launch ``i`` on the current stream), per launch:
+    ``runs`` launches captured once in a CUDA graph, the graph replayed ``reps`` times between two
+    events; the median and the fastest replay over ``runs``. Host work (argument packing, the launch
+    calls) stays out of the events. Where the stream cannot be captured the ``runs`` launches are
+    enqueued back to back between the events instead (``method`` says which)."""
+    stream = cp.cuda.Stream(non_blocking=True)
+    start, stop = cp.cuda.Event(), cp.cuda.Event()
+    with stream:
+        try:
+            stream.begin_capture()
+            for i in range(runs):
+                launch_one(i)
+            graph = stream.end_capture()
+            method = "cuda-graph"
+            replay = (lambda: graph.launch(stream))
+        except Exception:           # CuPy raises CUDARuntimeError or a RuntimeError without capture support
+            if stream.is_capturing():
+                stream.end_capture()
+            method = "back-to-back"
+
+            def replay():
+                for i in range(runs):
+                    launch_one(i)
+        replay()                    # warm-up: module load, caches, clocks
+        stream.synchronize()
+        times = []
+        for _ in range(reps):
+            start.record(stream)
+            replay()
+            stop.record(stream)
+            stop.synchronize()
+            times.append(cp.cuda.get_elapsed_time(start, stop) * 1e3 / runs)
+    return {"median_us": float(np.median(times)), "min_us": float(min(times)), "runs": runs, "reps": reps,
+            "method": method}
+
+
+def rotation_copies(bytes_per_copy: int, rotate_bytes: int = 256 << 20) -> int:
+    """How many copies of the inputs together exceed ``rotate_bytes`` (more than the L2 cache), so no
+    launch finds its inputs cached by the one before (at most 64)."""
+    return max(1, min(64, -(-rotate_bytes // max(bytes_per_copy, 1))))
+
+
+def time_on_device(listing, kernel, *, runs: int = 50, reps: int = 5, rotate_bytes: int = 256 << 20,
                    flops: float | None = None) -> dict:
-    """Median time of ``runs`` launches timed with CUDA events, the inputs rotated over enough
-    copies that together they exceed ``rotate_bytes`` (larger than the L2 cache), so no launch
-    finds its inputs cached by the one before."""
+    """GPU time per launch (:func:`gpu_time_per_launch`), the inputs rotated over
+    :func:`rotation_copies` copies. Every timed launch is a correct one: outputs the kernel adds into
+    (plain split-K atomics) are zeroed before each launch inside the timed region, as a caller must;
+    split K's scratch buffers and counters are left as the kernel leaves them, zeroed again by the last
+    arrival (``kdd.core.builder.split_k``)."""
     cp = _cupy()
     fn, loaded = load(listing)
     host, _ = device_buffers(kernel)
-    per_copy = sum(buf.nbytes for buf in host.values())
-    copies = max(1, min(64, -(-rotate_bytes // max(per_copy, 1))))
+    copies = rotation_copies(sum(buf.nbytes for buf in host.values()), rotate_bytes)
     sets = [{name: cp.asarray(buf) for name, buf in host.items()} for _ in range(copies)]
     args = [[s[a.name] for a in kernel.args] for s in sets]
-    for i in range(warmup):
+    zeroed = [a.name for a in kernel.outputs if a.zero_init]
+
+    def launch_one(i: int) -> None:
+        for name in zeroed:
+            sets[i % copies][name].fill(0)
         _launch(fn, listing, args[i % copies])
-    times = []
-    start, stop = cp.cuda.Event(), cp.cuda.Event()
-    for i in range(runs):
-        start.record()
-        _launch(fn, listing, args[i % copies])
-        stop.record()
-        stop.synchronize()
-        times.append(cp.cuda.get_elapsed_time(start, stop) * 1e3)
-    median = float(np.median(times))
-    out = {"median_us": median, "min_us": float(min(times)), "runs": runs, "rotations": copies,
-           "loaded_from": loaded, "device": cp.cuda.runtime.getDeviceProperties(0)["name"].decode()}
+    out = {**gpu_time_per_launch(cp, launch_one, runs, reps), "rotations": copies, "loaded_from": loaded,
+           "zeroed_per_launch": zeroed, "device": _device_name(cp)}
     if flops:
-        out["tflops"] = flops / (median * 1e-6) / 1e12
+        out["tflops"] = flops / (out["median_us"] * 1e-6) / 1e12
     return out
 
 
-__all__ = ["DeviceUnavailable", "check_on_device", "device_buffers", "load", "time_on_device"]
+__all__ = ["DeviceUnavailable", "check_on_device", "device_buffers", "gpu_time_per_launch", "load", "rotation_copies",
+           "rounding_tol", "time_on_device"]

@@ -104,7 +104,9 @@ class Emitter:
         i = 0
         while i < len(held):
             space, reg, offset, multiple, _, pred, node, weight = held[i]
-            n = next(n for n in (4, 2, 1) if i + n <= len(held) and min(multiple, offset & -offset or 16) >= 4 * n)
+            # a single word goes as it is (its address is 4-aligned like every b32 store's); a vector
+            # store needs the alignment ``multiple`` proves for its first offset
+            n = next((n for n in (4, 2) if i + n <= len(held) and min(multiple, offset & -offset or 16) >= 4 * n), 1)
             words = [h[4] for h in held[i:i + n]]
             where = f"[{reg}+{offset}]" if offset else f"[{reg}]"
             data = f"v{n}.b32 {where}, {{{', '.join(words)}}}" if n > 1 else f"b32 {where}, {words[0]}"
