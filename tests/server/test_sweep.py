@@ -1,0 +1,164 @@
+"""``kdd sweep`` on a local Ray cluster of 2 CPUs (one per module: Ray starts in seconds).
+
+The runs are in-process (the sweep joins the fixture's cluster) except the interrupted one, which
+is a separate ``kdd sweep`` process joining the same cluster by address, stopped with SIGINT as a
+terminal's Ctrl-C would.
+"""
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from benchdnn_data import BENCHDNN
+from kdd.core.problem.batch_file import read_batch_file
+from kdd.server.cli import main
+from kdd.server.sweep.rows import read_rows
+
+ROOT = Path(__file__).resolve().parents[2]
+TABLE = ROOT / "tests/data/onednn/conv_lookup_table.txt"
+# Small descriptors (a few hundred multiply-adds per output point) in benchdnn's batch-file grammar:
+# options, an include, a --mb override and a descriptor written twice.
+BATCH = """# a few small convolutions
+--dt=f16
+mb2ic16ih8oc16oh8kh3ph1n"small:3x3"
+--batch=inner
+mb2ic16ih8oc16oh8kh3ph1n"small:3x3"
+"""
+INNER = """--dir=BWD_D
+mb2ic32ih6oc16oh6kh1ph0
+--mb=4 mb2ic8ih4oc8oh4kh1
+"""
+
+
+@pytest.fixture(scope="module")
+def cluster():
+    ray = pytest.importorskip("ray")
+    ray.init(num_cpus=2, include_dashboard=False, logging_level="WARNING")
+    yield ray.get_runtime_context().gcs_address
+    ray.shutdown()
+
+
+@pytest.fixture
+def batch(tmp_path) -> Path:
+    (tmp_path / "inner").write_text(INNER)
+    path = tmp_path / "batch"
+    path.write_text(BATCH)
+    return path
+
+
+def _sweep(capsys, *args) -> tuple[int, str]:
+    code = main(["sweep", *map(str, args)])
+    return code, capsys.readouterr().out
+
+
+def test_batch_file_one_row_per_descriptor_in_ray_workers_and_rerun_computes_nothing(cluster, batch, tmp_path,
+                                                                                       capsys):
+    out = tmp_path / "rows.jsonl"
+    code, text = _sweep(capsys, batch, "--target", "xehpg", "--out", out)
+    assert code == 0, text
+    entries = read_batch_file(batch)
+    rows = read_rows([out])         # in the order they finished
+    by_label = {r["task"]["label"]: r for r in rows}
+    assert len(rows) == len(by_label) == len(entries) == 4
+    # each row is kdd compile --emit stats --json's object, with the problem benchdnn's options give
+    for e in entries:
+        r = by_label[f"{e.path}:{e.line} {e.text}"]
+        assert (r["problem"]["prop"], r["problem"]["shape"]) == (e.problem.prop, e.problem.shape.canonical())
+    assert [e.problem.prop for e in entries] == ["fwd", "bwd_d", "bwd_d", "fwd"]
+    assert entries[2].problem.shape.mb == 4
+    assert all(r["ok"] and r["stats"]["codegen"]["ok"] and r["verdict"]["outcome"] == "ok" for r in rows)
+    # computed in Ray's worker processes, not this one; the descriptor written twice computed once
+    assert {r["worker"].split(":")[1] for r in rows}.isdisjoint({str(os.getpid())})
+    assert len({r["key"] for r in rows}) == len(entries) - 1
+    assert f"{len(entries)} tasks: {len(entries) - 1} computed" in text
+    code, text = _sweep(capsys, batch, "--target", "xehpg", "--out", out)
+    assert code == 0 and f"{len(entries)} tasks: 0 computed" in text
+    assert read_rows([out]) == rows
+
+
+def test_a_killed_run_resumes(cluster, batch, tmp_path, capsys):
+    full = tmp_path / "full.jsonl"
+    assert _sweep(capsys, batch, "--target", "xehpg", "--out", full)[0] == 0
+    lines = full.read_text().splitlines()
+    # what a run killed while writing its third row leaves: two rows and a cut line
+    out = tmp_path / "rows.jsonl"
+    out.write_text("\n".join(lines[:2]) + "\n" + lines[2][:40])
+    missing = {json.loads(x)["key"] for x in lines} - {json.loads(x)["key"] for x in lines[:2]}
+    code, text = _sweep(capsys, batch, "--target", "xehpg", "--out", out)
+    assert code == 0 and f"{len(lines)} tasks: {len(missing)} computed" in text
+    # one row per descriptor again (a twin of a saved row gets its row without computing)
+    assert sorted(r["task"]["label"] for r in read_rows([out])) == sorted(json.loads(x)["task"]["label"]
+                                                                        for x in lines)
+
+
+def test_ctrl_c_cancels_and_keeps_finished_rows(cluster, tmp_path):
+    batch = tmp_path / "batch"
+    batch.write_text("--dt=f32\n" + "".join(f"mb1ic{8 * k}ih6oc8oh6kh3ph1\n" for k in range(1, 9)))
+    out = tmp_path / "rows.jsonl"
+    proc = subprocess.Popen([str(Path(sys.executable).with_name("kdd")), "sweep", str(batch), "--target", "xehpg",
+                             "--stage", "check", "--bisect", "--workers", "1", "--address", cluster,
+                             "--out", str(out)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 120
+    while not (out.exists() and out.read_text().count("\n") >= 1) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=60)
+    rows = read_rows([out])
+    assert proc.returncode == 130, err
+    assert 1 <= len(rows) < 8 and out.read_text().count("\n") == len(rows)   # whole rows only
+    assert "a rerun resumes" in err
+
+
+def test_failures_are_rows_and_types_targets_multiply_configs(cluster, tmp_path, capsys):
+    configs = tmp_path / "configs"
+    configs.mkdir()
+    (configs / "base.kernel.toml").write_text(
+        '[problem]\nop = "conv"\nshape = "mb2ic16ih8oc16oh8kh3ph1"\ntypes = "f16"\n[target]\nhw = "xehpg"\n')
+    (configs / "child.kernel.toml").write_text('extends = "base.kernel.toml"\n[config]\niter = "mb8oc16ic16"\n')
+    (configs / "broken.kernel.toml").write_text('[problem]\nop = "conv"\n[target]\nhw = "xehpg"\n')
+    out = tmp_path / "rows.jsonl"
+    code, text = _sweep(capsys, configs, "--types", "f16,bf16", "--target", "xehpg,sm_90", "--out", out)
+    rows = read_rows([out])
+    by = {(Path(r["task"]["label"]).name, r["task"]["target"], r["task"]["type"]): r for r in rows}
+    assert len(rows) == 9      # broken reads as no config: one row; the others 2 types x 2 targets
+    assert by[("broken.kernel.toml", "", "")]["verdict"] == {"outcome": "refused",
+                                                              "class": "invalid-config:missing-key"}
+    assert code == 2 and "refused invalid-config:missing-key: 1" in text
+    child = by[("child.kernel.toml", "xehpg", "bf16")]
+    assert child["problem"]["types"] == "bf16" and child["target"] == "xehpg"
+    assert "i=mb8oc16ic16" in child["config"].split()       # the knob its file writes
+    assert by[("base.kernel.toml", "sm_90", "f16")]["target"] == "sm_90"
+
+
+def test_lookup_table_lines_and_summarize(cluster, tmp_path, capsys):
+    out = tmp_path / "rows.jsonl"
+    code, text = _sweep(capsys, f"onednn:{TABLE}", "--target", "xehpg", "--prop", "bwd_d", "--types", "f16",
+                        "--out", out)
+    rows = read_rows([out])
+    lines = [line for line in TABLE.read_text().splitlines() if line.startswith("xehpg") and " bwd_d " in line]
+    assert code == 0 and len(rows) == len(lines) and {r["task"]["type"] for r in rows} == {"f16"}
+    assert all(r["problem"]["prop"] == "bwd_d" and r["target"] == "xehpg" for r in rows)
+    table_lines = [line for line in text.splitlines() if line.startswith(("xehpg", "all"))]
+    # a second copy of the same rows counts once
+    again = tmp_path / "again.jsonl"
+    again.write_text(out.read_text())
+    assert _sweep(capsys, "--summarize", out, again) == (0, "\n".join(
+        text.splitlines()[:len(table_lines) + 1]) + "\n")
+
+
+def test_bad_inputs_exit_2(cluster, batch, tmp_path, capsys):
+    out = tmp_path / "rows.jsonl"
+    assert main(["sweep", str(batch), "--out", str(out)]) == 2           # descriptors need a target
+    assert "give --target" in capsys.readouterr().err
+    assert main(["sweep", str(tmp_path / "nothing"), "--target", "xehpg", "--out", str(out)]) == 2
+    assert main(["sweep", str(BENCHDNN / "conv/shapes_1x1"), "--target", "xehpg", "--types", "f17",
+                 "--out", str(out)]) == 2
+    assert "--types 'f17'" in capsys.readouterr().err
+    assert not out.exists()
