@@ -12,6 +12,7 @@ from pathlib import Path
 
 from .ray_pool import map_unordered, progress_bar, ray_session
 from .rows import RowWriter, done_keys, read_rows
+from .tasks import check_cost
 from .work import lost, row, run_task, same_as
 
 
@@ -41,6 +42,8 @@ def sweep(tasks: list, out: Path, *, address: str | None = None, workers: int | 
             by_key.setdefault(t.key, []).append(t)
         elif (t.key, t.label) not in labelled:     # its twin's row was written before the run stopped
             writer.write(same_as(earlier[t.key], t))
+    if tasks and tasks[0].options.stage == "check":
+        by_key = dict(sorted(by_key.items(), key=lambda item: -check_cost(item[1][0])))
     fresh: dict[str, dict] = {}
     start = time.perf_counter()
     bar = progress_bar(len(by_key), "task")

@@ -105,6 +105,19 @@ def read_tasks(inputs: list[str], selection: Selection, options: StageOptions) -
     return [t.keyed() for t in tasks]
 
 
+def check_cost(task: Task) -> int:
+    """The multiply-adds the check of ``task`` interprets (0 when its document does not read): a run of
+    the check stage starts the longest first, so that the workers finish together."""
+    from kdd.core.engine import Engine, Source
+    from kdd.core.problem.reduced import check_macs
+    from kdd.core.spec import read_file
+
+    files = dict(task.files)
+    spec = Engine(read_text=lambda p: files.get(os.path.normpath(os.path.abspath(p))) or read_file(p)).parse(
+        Source(task.text, task.path)).spec
+    return check_macs(spec.check) if spec is not None and spec.check is not None else 0
+
+
 def _batch_file(path: Path, selection: Selection, options: StageOptions) -> list[Task]:
     from kdd.core.problem.batch_file import read_batch_file
     from kdd.core.problem.document import kernel_document

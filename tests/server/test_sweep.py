@@ -124,7 +124,7 @@ def test_failures_are_rows_and_types_targets_multiply_configs(cluster, tmp_path,
     (configs / "child.kernel.toml").write_text('extends = "base.kernel.toml"\n[config]\niter = "mb8oc16ic16"\n')
     (configs / "broken.kernel.toml").write_text('[problem]\nop = "conv"\n[target]\nhw = "xehpg"\n')
     out = tmp_path / "rows.jsonl"
-    code, text = _sweep(capsys, configs, "--types", "f16,bf16", "--target", "xehpg,sm_90", "--out", out)
+    code, text = _sweep(capsys, configs, "--types", "f16,bf16", "--target", "xehpg,xehpc", "--out", out)
     rows = read_rows([out])
     by = {(Path(r["task"]["label"]).name, r["task"]["target"], r["task"]["type"]): r for r in rows}
     assert len(rows) == 9      # broken reads as no config: one row; the others 2 types x 2 targets
@@ -134,7 +134,7 @@ def test_failures_are_rows_and_types_targets_multiply_configs(cluster, tmp_path,
     child = by[("child.kernel.toml", "xehpg", "bf16")]
     assert child["problem"]["types"] == "bf16" and child["target"] == "xehpg"
     assert "i=mb8oc16ic16" in child["config"].split()       # the knob its file writes
-    assert by[("base.kernel.toml", "sm_90", "f16")]["target"] == "sm_90"
+    assert by[("base.kernel.toml", "xehpc", "f16")]["target"] == "xehpc"
 
 
 def test_lookup_table_lines_and_summarize(cluster, tmp_path, capsys):
@@ -162,3 +162,64 @@ def test_bad_inputs_exit_2(cluster, batch, tmp_path, capsys):
                  "--out", str(out)]) == 2
     assert "--types 'f17'" in capsys.readouterr().err
     assert not out.exists()
+
+
+# ---- without Ray: verdicts, the rows file, task keys ----------------------------------------------------------
+
+from kdd.server.sweep.rows import RowWriter                                       # noqa: E402
+from kdd.server.sweep.summary import table                                        # noqa: E402
+from kdd.server.sweep.tasks import Selection, StageOptions, read_tasks            # noqa: E402
+from kdd.server.sweep.work import lost, verdict                                   # noqa: E402
+
+
+def _failure(code, internal=False, diagnostics=()):
+    return {"ok": False, "failure": {"stage": "build", "message": "m", "code": code, "internal": internal},
+            "diagnostics": list(diagnostics)}
+
+
+def test_verdicts_name_what_ended_a_task():
+    ok = {"ok": True, "stats": {}}
+    assert verdict(ok) == {"outcome": "ok", "class": None}
+    assert verdict(ok | {"check": {"ok": False}}) == {"outcome": "wrong", "class": "mismatch"}
+    assert verdict(ok | {"check": {"first_bad": "cse", "stages": []}}) == {"outcome": "wrong", "class": "cse"}
+    assert verdict(ok | {"check": {"first_bad": None, "stages": []}})["outcome"] == "ok"
+    assert verdict(ok | {"check": _failure("too-large")}) == {"outcome": "refused", "class": "too-large"}
+    diag = {"severity": "error", "code": "feasibility", "message": "m"}
+    assert verdict(_failure("invalid-config", diagnostics=[{"severity": "warning", "code": "w"}, diag])) == \
+        {"outcome": "refused", "class": "invalid-config:feasibility"}
+    assert verdict(_failure("pass-error", internal=True)) == {"outcome": "error", "class": "pass-error"}
+    assert verdict(lost("died")) == {"outcome": "lost", "class": "worker-lost"}
+
+
+def test_rows_file_survives_a_cut_line(tmp_path):
+    path = tmp_path / "rows.jsonl"
+    row = {"key": "k1", "task": {"label": "a", "target": "xehpg", "prop": "fwd", "type": "f16"},
+           "verdict": {"outcome": "ok", "class": None}, "wall_s": 1.5, "cpu_s": 1.0}
+    path.write_text(json.dumps(row) + "\n" + json.dumps(row | {"key": "k2"})[:30])
+    assert [r["key"] for r in read_rows([path])] == ["k1"]
+    writer = RowWriter(path)
+    writer.write(row | {"key": "k3", "verdict": {"outcome": "refused", "class": "build-error"}})
+    writer.close()
+    rows = read_rows([path])
+    assert [r["key"] for r in rows] == ["k1", "k3"]
+    [entry] = table(rows)
+    assert (entry["tasks"], entry["ok"], entry["refused"], entry["classes"], entry["wall_s"]) == \
+        (2, 1, 1, {"refused build-error": 1}, 3.0)
+
+
+def test_task_keys_follow_content_stage_and_parents(tmp_path):
+    base = tmp_path / "base.kernel.toml"
+    base.write_text('[problem]\nop = "conv"\nshape = "mb2ic16ih8oc16oh8kh3ph1"\ntypes = "f16"\n'
+                    '[target]\nhw = "xehpg"\n')
+    child = tmp_path / "child.kernel.toml"
+    child.write_text('extends = "base.kernel.toml"\n')
+    [a] = read_tasks([str(child)], Selection(), StageOptions("compile"))
+    assert dict(a.files) == {str(base): base.read_text(), str(child): child.read_text()}
+    assert [t.key for t in read_tasks([str(child)], Selection(), StageOptions("compile"))] == [a.key]
+    assert read_tasks([str(child)], Selection(), StageOptions("check"))[0].key != a.key
+    base.write_text(base.read_text().replace("ic16", "ic32"))          # a parent's edit changes the key
+    assert read_tasks([str(child)], Selection(), StageOptions("compile"))[0].key != a.key
+    lines = [t for t in read_tasks([f"onednn:{TABLE}"], Selection(("xehpc",), ("tf32",)), StageOptions())]
+    assert lines and all(t.target == "xehpc" and t.type == "tf32" for t in lines)
+    assert len(lines) == sum(line.startswith("xehpc") and "tf32" in line.split()[3]
+                             for line in TABLE.read_text().splitlines())
