@@ -223,3 +223,23 @@ def test_task_keys_follow_content_stage_and_parents(tmp_path):
     assert lines and all(t.target == "xehpc" and t.type == "tf32" for t in lines)
     assert len(lines) == sum(line.startswith("xehpc") and "tf32" in line.split()[3]
                              for line in TABLE.read_text().splitlines())
+
+
+def test_a_worker_that_dies_is_a_lost_row_and_runs_again(cluster):
+    import ray
+
+    from kdd.server.sweep.ray_pool import map_unordered
+    from kdd.server.sweep.rows import done_keys
+    from kdd.server.sweep.work import row
+
+    def task(n):            # defined here, so that Ray ships it by value
+        if n == 2:
+            os._exit(1)     # the worker process dies mid-task
+        return n * 10
+    results, losses = {}, {}
+    map_unordered(ray, task, [(1,), (2,), (3,)], workers=2, on_result=lambda a, r: results.update({a[0]: r}),
+                  on_lost=lambda a, why: losses.update({a[0]: why}))
+    assert results == {1: 10, 3: 30} and list(losses) == [2] and "Worker" in losses[2]
+    [t] = read_tasks([f"onednn:{TABLE}"], Selection(("xehpg",), ("f16",), ("bwd_d",)), StageOptions())[:1]
+    rows = [row(t, lost(losses[2]), 0, 0)]
+    assert rows[0]["verdict"]["outcome"] == "lost" and done_keys(rows) == set()     # a rerun computes it
