@@ -1,7 +1,8 @@
 """``kdd tune FILE --space SPACE``: search knob values of a config, trials as Ray tasks, the best kept.
 
 SPACE is ``"iter=mb32oc32ic16|mb16oc32ic16; tg=oc4ow4|oc2ow4; slm.bufs=2|3"``: knobs (``[config]``
-keys or oneDNN line keys, or a field of one such as ``slm.bufs``) and their values. Each trial is the
+keys or oneDNN line keys, or a field of one such as ``slm.bufs``) and their values, or ``auto``: the
+defaults heuristic's tuning space for the problem (best tiles, group shapes, SLM stages, split K). Each trial is the
 config with those knobs over its own; ``--objective model`` compiles it, checks it in the
 interpreter and scores the roofline time of its listing (Xe targets); ``--objective bench`` checks
 it on a GPU and times it there (sm_90, on GPU nodes of the cluster). Only trials whose check is
@@ -20,13 +21,13 @@ from pathlib import Path
 
 def run(args) -> int:
     from kdd.server.sweep.ray_pool import ClusterError
-    from kdd.server.sweep.tune import (SAMPLERS, Space, Tunable, TuneError, figure, history_file, tune,
+    from kdd.server.sweep.tune import (AUTO, SAMPLERS, Space, Tunable, TuneError, figure, history_file, tune,
                                        write_best)
 
     assert args.sampler in SAMPLERS
     try:
         tunable = Tunable.read(args.file)
-        space = Space.parse(args.space)
+        space = Space.auto(tunable.spec) if args.space == AUTO else Space.parse(args.space)
         if args.objective == "model" and tunable.spec.target.isa == "ptx":
             raise TuneError("--objective model scores the roofline of an Xe listing; for sm_90 use "
                             "--objective bench (a GPU node)")
@@ -66,7 +67,8 @@ def register(sub) -> None:
     p = sub.add_parser("tune", help="search knob values of a config on Ray; the best checked one kept",
                        description=__doc__.split("\n\n")[1])
     p.add_argument("file", type=Path, help="a *.kernel.toml file")
-    p.add_argument("--space", required=True, help='knobs and values: "iter=A|B; tg=C|D; slm.bufs=2|3"')
+    p.add_argument("--space", required=True, help='knobs and values: "iter=A|B; tg=C|D; slm.bufs=2|3", or auto '
+                                                  "(the heuristic's tuning space)")
     p.add_argument("--objective", choices=tuple(OBJECTIVES), default="model",
                    help="model: roofline of the listing, checked in the interpreter (default); bench: timed "
                         "on a GPU after a device check")

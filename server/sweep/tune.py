@@ -1,9 +1,10 @@
 """``kdd tune``: a search over knob values of one config, its trials run as sweep tasks on Ray.
 
 The space is written ``"iter=mb32oc32ic16|mb16oc32ic16; tg=oc4ow4|oc2ow4; slm.bufs=2|3; s=x2|x3"``:
-each part a knob (a ``[config]`` key or oneDNN line key, as a config line reads it) or a field of
-one (``slm.bufs``, ``prefetch.bufs``, ``subtiles.b``: the rest of the knob as the config resolves
-it) and its values. A trial is the config with those knobs written over its own, run as the task of
+each part a knob (a ``[config]`` key or oneDNN line key, as a config line reads it; ``line``: whole
+config lines) or a field of one (``slm.bufs``, ``prefetch.bufs``, ``subtiles.b``: the rest of the
+knob as the config resolves it) and its values; ``auto`` is the heuristic's own tuning space
+(:func:`kdd.core.config.search.tuning_space`, what ``bench/gpu_tune.py`` searches per layer). A trial is the config with those knobs written over its own, run as the task of
 stage ``check`` (``--objective model``: compiled, checked in the interpreter, scored by the
 roofline time of its listing) or ``bench`` (sm_90 on a GPU node: checked on the device, then timed).
 A trial counts only when its check is right; Optuna's samplers (``tpe``, ``random``, ``grid``)
@@ -22,6 +23,8 @@ from pathlib import Path
 from .tasks import StageOptions, Task
 
 OBJECTIVES = {"model": "check", "bench": "bench"}
+AUTO = "auto"       # --space auto: the heuristic's tuning space (kdd.core.config.search.tuning_space)
+LINE = "line"       # a space knob whose values are whole config lines
 SAMPLERS = ("tpe", "random", "grid")
 _CONFIG_TABLE = re.compile(r"^\[config\][^\n]*\n(?:(?!\[)[^\n]*\n?)*", re.M)
 
@@ -48,6 +51,14 @@ class Space:
         if not knobs:
             raise TuneError("--space names no knob: write \"iter=...|...; tg=...|...\"")
         return Space(tuple(knobs))
+
+    @staticmethod
+    def auto(spec) -> "Space":
+        """The configs :func:`~kdd.core.config.search.tuning_space` gives the file's problem and target
+        (the heuristic's best tiles, group shapes, SLM stages, split K on a small grid) as config lines."""
+        from kdd.core.config.search import tuning_space
+
+        return Space(((LINE, tuple(c.line() for c in tuning_space(spec.problem, spec.target))),))
 
     @property
     def size(self) -> int:
@@ -97,7 +108,8 @@ class Tunable:
             knob, _, part = name.partition(".")
             try:
                 if not part:
-                    user = parse_config_line(f"{knob}={value}", dims).over(user)
+                    text = value if knob == LINE else f"{knob}={value}"
+                    user = parse_config_line(text, dims).over(user)
                     continue
             except ConfigError as exc:
                 raise TuneError(f"--space {name}={value}: {exc}") from None

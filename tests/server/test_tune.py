@@ -84,3 +84,17 @@ def test_bad_space_or_file_exits_2(tmp_path, capsys):
     sm90.write_text(CONFIG.replace('"xehpg"', '"sm_90"'))
     assert main(["tune", str(sm90), "--space", "slm.bufs=2"]) == 2
     assert "--objective bench" in capsys.readouterr().err
+
+
+def test_space_auto_tries_the_heuristics_tuning_space(cluster, tmp_path, capsys):
+    from kdd.core.config.search import tuning_space
+
+    path = tmp_path / "small.kernel.toml"
+    path.write_text(CONFIG)
+    spec = Engine().parse(Source(CONFIG, str(path))).spec
+    lines = [c.line() for c in tuning_space(spec.problem, spec.target)]
+    assert main(["tune", str(path), "--space", "auto", "--sampler", "grid", "--budget", "50"]) == 0
+    trials = [r for r in read_rows([tmp_path / "small.tune.jsonl"]) if r["trial"]["number"] is not None]
+    assert [r["trial"]["params"]["line"] for r in trials] != [] and \
+        sorted(r["trial"]["params"]["line"] for r in trials) == sorted(lines)
+    assert all(r["config"] == r["trial"]["params"]["line"] for r in trials if r["ok"])   # compiled as proposed
