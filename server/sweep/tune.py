@@ -283,10 +283,13 @@ def tune(tunable: Tunable, space: Space, *, objective: str, budget: int, sampler
     def on_lost(args, why: str) -> None:
         on_result(args, work.row(args[0], work.lost(why), 0, 0))
     try:
-        with ray_session(address, workers) as ray:
-            map_unordered(ray, work.run_task, calls(),
-                          workers=workers, gpus=1 if objective == "bench" else 0, on_result=on_result,
-                          on_lost=on_lost)
+        proposed = calls()
+        first = next(proposed, None)
+        if first is not None:       # else every trial came from the history: no cluster to start
+            with ray_session(address, workers) as ray:
+                map_unordered(ray, work.run_task, itertools.chain([first], proposed),
+                              workers=workers, gpus=1 if objective == "bench" else 0, on_result=on_result,
+                              on_lost=on_lost)
     finally:
         writer.close()
         bar.close()
