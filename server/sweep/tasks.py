@@ -46,7 +46,8 @@ class StageOptions:
 
 @dataclass(frozen=True)
 class Task:
-    """One unit of work: a document (text, and the path it stands at for ``extends`` and messages),
+    """One unit of work: a document (text, and the path it stands at for ``extends`` and messages: a
+    descriptor's or lookup line's ``FILE:LINE``),
     the files its ``extends`` chain reads (absolute path, text), what it is (``label``: where it came
     from; target, prop and type for the summary) and the stage options."""
 
@@ -139,7 +140,8 @@ def _batch_file(path: Path, selection: Selection, options: StageOptions) -> list
             for target in selection.targets:
                 if selection.keeps(target, problem.prop):
                     tasks.append(Task(f"{entry.path}:{entry.line} {entry.text}", target, problem.prop,
-                                      problem.types.canonical(), kernel_document(problem, target), None, options))
+                                      problem.types.canonical(), kernel_document(problem, target),
+                                      f"{entry.path}:{entry.line}", options))
     return tasks
 
 
@@ -208,5 +210,5 @@ def _lookup_table(name: str, selection: Selection, options: StageOptions) -> lis
         for variant in entry.variants():
             if not selection.types or variant.label in selection.types:
                 tasks.append(Task(f"{name}:{number} {line.strip()}", entry.target, entry.prop, variant.label,
-                                  entry.document(variant), None, options))
+                                  entry.document(variant), f"{name}:{number}", options))
     return tasks

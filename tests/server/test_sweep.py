@@ -243,3 +243,14 @@ def test_a_worker_that_dies_is_a_lost_row_and_runs_again(cluster):
     [t] = read_tasks([f"onednn:{TABLE}"], Selection(("xehpg",), ("f16",), ("bwd_d",)), StageOptions())[:1]
     rows = [row(t, lost(losses[2]), 0, 0)]
     assert rows[0]["verdict"]["outcome"] == "lost" and done_keys(rows) == set()     # a rerun computes it
+
+
+def test_rows_follow_their_schema_and_hold_the_clis_object(cluster, batch, tmp_path, capsys):
+    from protocol_schemas import validator
+
+    out = tmp_path / "rows.jsonl"
+    assert _sweep(capsys, batch, "--target", "xehpg", "--out", out)[0] == 0
+    sweep_fields = ("key", "task", "verdict", "wall_s", "cpu_s", "worker", "same_as")
+    for r in read_rows([out]):
+        validator("sweep.schema.json").validate(r)
+        validator("compile.schema.json").validate({k: v for k, v in r.items() if k not in sweep_fields})
