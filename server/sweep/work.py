@@ -6,7 +6,7 @@ Each stage is what a user would run by hand on the task's document, and the row 
 
 - ``compile``: ``kdd compile --emit stats --json`` (build, passes, register allocation);
 - ``asm``: ``kdd compile --emit stats,asm --json`` with the assembler's report but not the listing
-  text (a row per task is kept small);
+  text nor each value's allocation (a row per task is kept small);
 - ``check``: ``compile`` and, when it builds, ``kdd check --json`` (``--bisect``, ``--unbounded`` as
   asked) under ``check``;
 - ``bench`` (sm_90 on a CUDA GPU): ``compile``, then ``kdd check --device --json`` under ``check``
@@ -110,6 +110,7 @@ def _run(task) -> dict:
         return out
     if o.stage == "asm":
         out["asm"] = {k: v for k, v in out["asm"].items() if k not in ASM_TEXT}
+        out["asm"]["registers"] = {k: v for k, v in out["asm"]["registers"].items() if k != "allocations"}
     elif o.stage == "check":
         out["check"] = call(engine, "kdd/check", {**source, "bisect": o.bisect, "unbounded": o.unbounded})
     elif o.stage == "bench":

@@ -254,3 +254,14 @@ def test_rows_follow_their_schema_and_hold_the_clis_object(cluster, batch, tmp_p
     for r in read_rows([out]):
         validator("sweep.schema.json").validate(r)
         validator("compile.schema.json").validate({k: v for k, v in r.items() if k not in sweep_fields})
+
+
+def test_asm_stage_rows_carry_the_assemblers_report_not_the_listing(cluster, tmp_path, capsys):
+    batch = tmp_path / "batch"
+    batch.write_text("--dt=f16 mb2ic16ih8oc16oh8kh3ph1\n")
+    out = tmp_path / "rows.jsonl"
+    assert _sweep(capsys, batch, "--target", "xehpg", "--stage", "asm", "--out", out)[0] == 0
+    [r] = read_rows([out])
+    assert r["asm"]["assembler"]["tool"] == "iga64" and r["asm"]["assembler"]["ok"] is True
+    assert r["asm"]["registers"]["peak"] > 0 and r["asm"]["mix"]
+    assert not {"asm", "lines", "listing"} & set(r["asm"]) and "allocations" not in r["asm"]["registers"]
