@@ -9,6 +9,7 @@ needs the same kdd installed (a worker checks the generator version a task was k
 from __future__ import annotations
 
 import logging
+import socket
 import sys
 from contextlib import contextmanager
 from typing import Any, Callable, Iterable, Iterator
@@ -30,6 +31,8 @@ def ray_session(address: str | None, workers: int | None) -> Iterator[Any]:
     if ray.is_initialized():
         yield ray
         return
+    if address and address != "auto":
+        _check_reachable(address)
     try:
         if address:
             ray.init(address=address, logging_level=logging.WARNING)
@@ -42,6 +45,17 @@ def ray_session(address: str | None, workers: int | None) -> Iterator[Any]:
         yield ray
     finally:
         ray.shutdown()
+
+
+def _check_reachable(address: str) -> None:
+    """Fail at once when nothing listens at ``[ray://]HOST:PORT`` (Ray itself retries for minutes)."""
+    host, _, port = address.removeprefix("ray://").rpartition(":")
+    if not host or not port.isdigit():
+        raise ClusterError(f"--address {address!r}: write auto, HOST:PORT or ray://HOST:10001")
+    try:
+        socket.create_connection((host.strip("[]"), int(port)), timeout=5).close()
+    except OSError as exc:
+        raise ClusterError(f"no Ray cluster answers at {address}: {exc.strerror or exc}") from None
 
 
 def map_unordered(ray, fn: Callable, calls: Iterable[tuple], *, workers: int | None, gpus: float = 0,

@@ -162,6 +162,10 @@ def test_bad_inputs_exit_2(cluster, batch, tmp_path, capsys):
                  "--out", str(out)]) == 2
     assert "--types 'f17'" in capsys.readouterr().err
     assert not out.exists()
+    # a process of its own: this one is connected to the module's cluster already
+    ran = subprocess.run([str(Path(sys.executable).with_name("kdd")), "sweep", str(batch), "--target", "xehpg",
+                          "--out", str(out), "--address", "127.0.0.1:1"], capture_output=True, text=True, timeout=60)
+    assert ran.returncode == 2 and "no Ray cluster answers at 127.0.0.1:1" in ran.stderr
 
 
 # ---- without Ray: verdicts, the rows file, task keys ----------------------------------------------------------
