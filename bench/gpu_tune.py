@@ -3,7 +3,7 @@
 For every ResNet-50 forward layer of ``bench/gpu_resnet50.py`` (mb 32, f16,
 NHWC) and its GEMMs, :func:`kdd.core.config.search.search_space` gives a
 small space of configs (the heuristic's best per-thread tiles, group shapes,
-SLM stages), and :func:`split_k_variants` adds, for a config whose grid has few
+SLM stages), and :func:`~kdd.core.config.search.split_k_variants` adds, for a config whose grid has few
 thread groups, the same config with K split 2 and 4 ways across the grid.
 ``--lines FILE`` adds configs written by hand (rows ``LAYER-REGEX CONFIG
 LINE``, see :func:`extra_configs`); ``--tiles 0`` leaves only those. In one
@@ -53,7 +53,6 @@ BUNDLE = ROOT / "bench" / "results" / "gpu_tune_bundle"
 TUNED = ROOT / "examples" / "sm90_tuned"
 KNOBS = ("iter", "tg", "loop", "slm", "regs")  # what the search varies; the rest derives from these
 SMS = 132                                   # multiprocessors of an H100 SXM or an H200
-SPLITS = (2, 4)                             # split-K parts tried for a config whose grid fills few SMs
 LINE_KNOBS = ("fma", "i", "T", "l", "s")    # their keys in the config line, with the instruction
 
 
@@ -66,7 +65,7 @@ def _layers(mb: int, only: str) -> list[tuple[str, str, str]]:
 
 
 def _jobs(args) -> list[tuple]:
-    from kdd.core.config.search import search_space
+    from kdd.core.config.search import search_space, split_k_variants
     from kdd.core.spec import load_spec
 
     jobs = []
@@ -99,28 +98,6 @@ def extra_configs(name: str, spec, path: str | None) -> list:
             if re.search(pattern, name):
                 out.append(resolve_config(spec.problem, spec.target, parse_config_line(line)))
     return out
-
-
-def split_k_variants(problem, cfg, below: int) -> list:
-    """``cfg`` with its reduction split across 2 and 4 thread groups, when its kernel grid has fewer than
-    ``below`` groups: the K dim with the most loop iterations runs 1/parts of them, and the kernel grid
-    takes the rest (an f32 scratch and the last arrival's epilogue where the destination is f16).
-    ``search_space`` keeps the whole reduction in one group, which leaves a deep-K layer with few
-    output tiles (res5a_branch2b: 98 groups over K = 4608) on part of the SMs."""
-    from dataclasses import replace
-
-    from kdd.core.config.tiles import Tile
-    from kdd.core.config.tiling import derive_tiling
-
-    tiling = derive_tiling(problem, cfg)
-    if tiling.groups >= below or tiling.split_k:
-        return []
-    k_dims = [d for d in tiling.role("k") if d.loop > 1]
-    if not k_dims:
-        return []
-    dim = max(k_dims, key=lambda d: d.loop)
-    return [replace(cfg, loop=Tile.of({**cfg.loop.as_dict(), dim.name: dim.loop // parts}))
-            for parts in SPLITS if dim.loop % parts == 0]
 
 
 def _prepare_one(job) -> dict:

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Sets up everything kdd needs on a fresh Debian machine, idempotently:
 #   - Debian's libigc-tools (iga64, the Intel assembler the Xe targets are checked with)
-#   - a virtual environment in .venv/ with kdd installed editable, its server, test and
+#   - a virtual environment in .venv/ with kdd installed editable, its server, test, sweep (Ray, Optuna) and
 #     tool extras (ptxas/nvdisasm come from the PyPI wheels nvidia-cuda-nvcc/-nvdisasm)
 #   - what the editor clients' tests need (tools/setup_editors.sh; KDD_NO_EDITORS=1 skips it)
 set -euo pipefail
@@ -18,10 +18,10 @@ fi
 
 PY=${PYTHON:-python3}
 [ -x .venv/bin/python ] || "$PY" -m venv .venv
-if ! .venv/bin/python -c "import kdd.core, pytest, hypothesis, pygls" >/dev/null 2>&1 \
+if ! .venv/bin/python -c "import kdd.core, pytest, hypothesis, pygls, ray, optuna" >/dev/null 2>&1 \
    || [ pyproject.toml -nt .venv/.kdd-installed ] || [ setup.py -nt .venv/.kdd-installed ]; then
   .venv/bin/python -m pip install -q --upgrade pip >/dev/null 2>&1 || true
-  .venv/bin/python -m pip install -q -e '.[server,test,tools]'
+  .venv/bin/python -m pip install -q -e '.[server,test,tools,sweep]'
   touch .venv/.kdd-installed
 fi
 .venv/bin/python -c "import kdd.core, kdd.server" 

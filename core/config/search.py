@@ -1,10 +1,11 @@
-"""A small config space per problem for tuning runs on the device (``bench/gpu_tune.py``).
+"""A small config space per problem for tuning runs (``kdd tune --space auto``, ``bench/gpu_tune.py``).
 
 :func:`search_space` takes the defaults heuristic's best per-thread tiles (rule 4's score in rule 3's
 register mode, :mod:`.defaults`) and varies around each what the heuristic fixes: the group shape (rule 5,
 started from the target's default or from twice as many threads along N or M) and, for the best
 tile, the SLM buffer count (rule 7's, and one less). Every config is complete and within the
-register and SLM budget estimate; the device decides between them.
+register and SLM budget estimate; the device decides between them. :func:`tuning_space` adds, for
+a config whose grid has few thread groups, the same config with K split across the grid.
 """
 from __future__ import annotations
 
@@ -15,7 +16,11 @@ from kdd.core.targets import Target
 from .budget import estimate_budget
 from .defaults import GROUP_SHAPE, _Plan, ranked_in_mode
 from .kernel_config import KernelConfig
+from .tiles import Tile
+from .tiling import derive_tiling
 from .values import Buffering
+
+SPLITS = (2, 4)     # split-K parts tried for a config whose grid fills few cores
 
 
 def search_space(problem, target: Target, tiles: int = 3) -> list[KernelConfig]:
@@ -41,3 +46,34 @@ def search_space(problem, target: Target, tiles: int = 3) -> list[KernelConfig]:
             if rank == 0 and shape == (x, y) and cfg.slm.bufs > 2:
                 add(replace(cfg, slm=Buffering(cfg.slm.bufs - 1, cfg.slm.a, cfg.slm.b, cfg.slm.gmem)))
     return out
+
+
+def split_k_variants(problem, cfg: KernelConfig, below: int) -> list[KernelConfig]:
+    """``cfg`` with its reduction split across 2 and 4 thread groups, when its kernel grid has fewer than
+    ``below`` groups: the K dim with the most loop iterations runs 1/parts of them, and the kernel grid
+    takes the rest (an f32 scratch and the last arrival's epilogue where the destination is f16).
+    :func:`search_space` keeps the whole reduction in one group, which leaves a deep-K layer with few
+    output tiles (res5a_branch2b: 98 groups over K = 4608) on part of the cores."""
+    tiling = derive_tiling(problem, cfg)
+    if tiling.groups >= below or tiling.split_k:
+        return []
+    k_dims = [d for d in tiling.role("k") if d.loop > 1]
+    if not k_dims:
+        return []
+    dim = max(k_dims, key=lambda d: d.loop)
+    return [replace(cfg, loop=Tile.of({**cfg.loop.as_dict(), dim.name: dim.loop // parts}))
+            for parts in SPLITS if dim.loop % parts == 0]
+
+
+def tuning_space(problem, target: Target, tiles: int = 2) -> list[KernelConfig]:
+    """:func:`search_space`'s configs and the split-K variants of those whose grid has fewer than two
+    thread groups per core of the target's first device (an SM of an H100, an Xe-core of an Arc)."""
+    space = search_space(problem, target, tiles)
+    below = 2 * target.devices[0].cores if target.devices else 0
+    seen = {cfg.line() for cfg in space}
+    for cfg in list(space):
+        for variant in split_k_variants(problem, cfg, below):
+            if variant.line() not in seen:
+                seen.add(variant.line())
+                space.append(variant)
+    return space

@@ -24,6 +24,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from .document import kernel_document
 from .problem import Problem, problem_from_text
 
 # Type-filter class -> the concrete kdd types it stands for (tf32 is f32 data multiplied as tf32).
@@ -122,15 +123,10 @@ class LookupEntry:
                                                         tags=tags)))
         return tuple(out)
 
-
     def document(self, variant: Variant) -> str:
         """The kernel config (``*.kernel.toml`` text) a user writes for ``variant``: its problem, the
         target, and the entry's config line with the entry's ``fma``."""
-        p = variant.problem
-        tags = "".join(f'{t} = "{p.tags[t]}"\n' for t in ("src", "wei", "dst") if p.tags[t] != "any")
-        return (f'[problem]\nop = "conv"\nprop = "{p.prop}"\nshape = "{p.shape.canonical()}"\n'
-                f'types = "{p.types.canonical()}"\n{tags}'
-                f'[target]\nhw = "{self.target}"\n[config]\nline = "fma={self.fma} {self.line}"\n')
+        return kernel_document(variant.problem, self.target, f"fma={self.fma} {self.line}")
 
 
 def _mb_blocked_tag(dtype: str) -> str:

@@ -18,6 +18,8 @@ SUBCOMMANDS = (
     "compile",
     "check",
     "bench",
+    "sweep",
+    "tune",
     "lsp",
     "serve",
     "view",

@@ -9,7 +9,8 @@ import pytest
 
 from kdd.core.config import default_config, estimate_budget, resolve_config
 from kdd.core.config.line import parse_config_line
-from kdd.core.config.search import search_space
+from kdd.core.config.search import search_space, split_k_variants, tuning_space
+from kdd.core.targets import TARGETS
 from kdd.core.config.tiling import derive_tiling
 from kdd.core.spec import load_spec
 
@@ -51,21 +52,20 @@ def _gpu_tune():
 
 
 def test_tuner_splits_k_of_configs_with_few_groups_and_leaves_the_others():
-    tune = _gpu_tune()
     path = ROOT / "examples" / "sm90_tuned" / "res5a_branch2b.kernel.toml"
     spec, _ = load_spec(path.read_text(), str(path))
     line = "fma=mma l=ic16kh3kw3 T=oc2 i=mb32oc128ic32 s=x2.a"     # M32 x N256 groups over the whole K
     whole = resolve_config(spec.problem, spec.target, parse_config_line(line))
     base = derive_tiling(spec.problem, whole)
     assert not base.split_k and base.groups == 98
-    variants = tune.split_k_variants(spec.problem, whole, 264)
+    variants = split_k_variants(spec.problem, whole, 264)
     assert [str(v.loop) for v in variants] == ["ic8kh3kw3", "ic4kh3kw3"]
     for parts, cfg in zip((2, 4), variants):
         tiling = derive_tiling(spec.problem, cfg)
         assert tiling.split_k and tiling.groups == parts * base.groups
         assert {d.name: d.grid for d in tiling.role("k")}["ic"] == parts
-    assert tune.split_k_variants(spec.problem, whole, 98) == []       # enough groups already
-    assert tune.split_k_variants(spec.problem, variants[0], 264) == []  # already split
+    assert split_k_variants(spec.problem, whole, 98) == []       # enough groups already
+    assert split_k_variants(spec.problem, variants[0], 264) == []  # already split
 
 
 def test_tuner_adds_the_hand_written_configs_of_the_rows_whose_regex_matches(tmp_path):
@@ -80,3 +80,15 @@ def test_tuner_adds_the_hand_written_configs_of_the_rows_whose_regex_matches(tmp
     assert {"regs=168", "l=ic4kh3kw3", "T=oc2", "i=mb32oc64ic32", "s=x3"} <= set(extra[0].line().split())
     assert tune.extra_configs("resnet50:res5a_branch2c", spec, str(rows)) == []
     assert tune.extra_configs("resnet50:res5a_branch2b", spec, None) == []
+
+
+def test_tuning_space_adds_split_k_where_the_grid_is_small():
+    path = ROOT / "examples" / "sm90_tuned" / "res5a_branch2b.kernel.toml"
+    spec, _ = load_spec(path.read_text(), str(path))
+    space = tuning_space(spec.problem, spec.target)
+    base = search_space(spec.problem, spec.target, 2)
+    assert space[:len(base)] == base and len({c.line() for c in space}) == len(space)
+    below = 2 * TARGETS["sm_90"].devices[0].cores
+    split = [c for c in base if derive_tiling(spec.problem, c).groups < below]
+    assert split and len(space) > len(base)
+    assert all(derive_tiling(spec.problem, c).split_k for c in space[len(base):])
