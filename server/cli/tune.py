@@ -54,6 +54,8 @@ def run(args) -> int:
     outcomes = {t.row["verdict"]["outcome"] for t in trials}
     if written is None:
         print("kdd tune: no trial checked right; nothing written", file=sys.stderr)
+    elif written[0] is None:
+        print(f"best: the config as written ({figure(written[1], args.objective)}); no trial beat it, nothing written")
     else:
         print(f"best: trial {written[1].number}, written to {written[0]}")
     if outcomes & {"error", "lost"}:

@@ -296,13 +296,19 @@ def tune(tunable: Tunable, space: Space, *, objective: str, budget: int, sampler
     return done
 
 
-def write_best(tunable: Tunable, space: Space, objective: str, trials: list[Trial]) -> tuple[Path, Trial] | None:
-    """The best counted trial written as a config beside the tuned file, its figures in a comment."""
+def write_best(tunable: Tunable, space: Space, objective: str, trials: list[Trial]
+               ) -> tuple[Path | None, Trial] | None:
+    """The best counted trial written as a config beside the tuned file, its figures in a comment: the
+    path and the trial; ``(None, the config as written)`` when no trial beats the config as written
+    (nothing is written: a "tuned" file slower than its source would mislead); None when no trial
+    counted."""
     counted = [t for t in trials if t.number is not None and t.value is not None]
     if not counted:
         return None
     best = min(counted, key=lambda t: (t.value, overhead(t.row)))
     baseline = next((t for t in trials if t.number is None), None)
+    if baseline is not None and baseline.value is not None and baseline.value <= best.value:
+        return None, baseline
     outcomes = [t.row["verdict"]["outcome"] for t in trials if t.number is not None]
     head = [f"# kdd tune {tunable.path.name} --space \"{space_text(space)}\" --objective {objective}: "
             f"the best of {len(outcomes)} trials ({outcomes.count('ok')} checked right, "

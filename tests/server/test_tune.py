@@ -98,3 +98,13 @@ def test_space_auto_tries_the_heuristics_tuning_space(cluster, tmp_path, capsys)
     assert [r["trial"]["params"]["line"] for r in trials] != [] and \
         sorted(r["trial"]["params"]["line"] for r in trials) == sorted(lines)
     assert all(r["config"] == r["trial"]["params"]["line"] for r in trials if r["ok"])   # compiled as proposed
+
+
+def test_nothing_is_written_when_no_trial_beats_the_config_as_written(cluster, tmp_path, capsys):
+    """The grid holds the config as written and a refused variant: no trial is faster, so no "tuned"
+    file appears (one slower than its source would mislead), and the command says so."""
+    path = tmp_path / "small.kernel.toml"
+    path.write_text(CONFIG)
+    assert main(["tune", str(path), "--space", "iter=mb8oc16ic16|mb8oc16ic8", "--sampler", "grid"]) == 0
+    assert "no trial beat it, nothing written" in capsys.readouterr().out
+    assert not (tmp_path / "small.tuned.kernel.toml").exists()
