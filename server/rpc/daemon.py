@@ -80,6 +80,12 @@ class Daemon:
         blob = json.dumps([method, rest, source.text, parsed.depends_on], sort_keys=True, default=str)
         return hashlib.sha256(blob.encode()).hexdigest()
 
+    def _keys(self, method: str, params: dict) -> tuple[str | None, str]:
+        """The reply-cache key (None: not cacheable) and the worker affinity of a request (its
+        document); both read the whole text, so they are computed off the event loop."""
+        key = self._reply_key(method, params) if cacheable(method, params) else None
+        return key, params.get("path") or hashlib.sha1(str(params.get("text")).encode()).hexdigest()
+
     async def answer(self, request) -> dict | None:
         """The reply to one decoded message (None for a notification)."""
         if not isinstance(request, dict) or request.get("jsonrpc") != "2.0" or not isinstance(
@@ -120,13 +126,11 @@ class Daemon:
         p = validate(method, params)
         if method == "kdd/stats":  # the daemon's, not one worker's engine's
             return {"daemon": dict(self.counters), "workers": self.pool.stats()}
-        key = await asyncio.get_running_loop().run_in_executor(self._keying, self._reply_key, method, p) \
-            if cacheable(method, p) else None
+        key, affinity = await asyncio.get_running_loop().run_in_executor(self._keying, self._keys, method, p)
         if key is not None and key in self.replies:
             self.replies.move_to_end(key)
             self.counters["cached"] += 1
             return self.replies[key]
-        affinity = p.get("path") or hashlib.sha1(str(p.get("text")).encode()).hexdigest()
         result = await self.pool.call(method, p, affinity)
         if key is not None:
             self.replies[key] = result

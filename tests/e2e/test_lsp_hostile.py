@@ -16,6 +16,13 @@ EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 SECRET = "AWS_SECRET_ACCESS_KEY=wJalrXUtnFEMIK7MDENGbPxRfiCYEXAMPLEKEY"
 
 
+def _example(tmp_path: Path, name: str = "a.kernel.toml") -> Path:
+    """A copy of a shipped example in the workspace."""
+    path = tmp_path / name
+    shutil.copy(EXAMPLES / "gemm_f16.kernel.toml", path)
+    return path
+
+
 def _open(client, path: Path, text: str | None = None):
     client.text_document_did_open(lsp.DidOpenTextDocumentParams(lsp.TextDocumentItem(
         uri=path.as_uri(), language_id="toml", version=1, text=path.read_text() if text is None else text)))
@@ -26,8 +33,7 @@ def _hover(uri, line, character):
 
 
 async def _answers(tmp_path: Path):
-    path = tmp_path / "a.kernel.toml"
-    shutil.copy(EXAMPLES / "gemm_f16.kernel.toml", path)
+    path = _example(tmp_path)
     client = await start(tmp_path, "--no-cache")
     _open(client, path)
     for position in ((0, -1), (2**31, 0)):  # once never answered
@@ -51,8 +57,7 @@ def test_invalid_params_requests_after_shutdown_and_unopened_documents_are_answe
 
 
 async def _target(tmp_path: Path):
-    path = tmp_path / "a.kernel.toml"
-    shutil.copy(EXAMPLES / "gemm_f16.kernel.toml", path)
+    path = _example(tmp_path)
     async with running(tmp_path, "--no-cache", settings={"target": "xehpx"}) as client:
         _open(client, path)
         found = await client.wait_for("textDocument/publishDiagnostics",
@@ -69,8 +74,7 @@ def _errors(p):
 
 
 async def _parents(tmp_path: Path):
-    base = tmp_path / "base.kernel.toml"
-    shutil.copy(EXAMPLES / "gemm_f16.kernel.toml", base)
+    base = _example(tmp_path, "base.kernel.toml")
     child = tmp_path / "child.kernel.toml"
     child.write_text('extends = "base.kernel.toml"\n')
     uri = child.as_uri()
@@ -126,8 +130,7 @@ def test_parents_are_read_inside_the_workspace_only_and_never_quoted(tmp_path):
 
 
 async def _burst(tmp_path: Path):
-    path = tmp_path / "open.kernel.toml"
-    shutil.copy(EXAMPLES / "gemm_f16.kernel.toml", path)
+    path = _example(tmp_path, "open.kernel.toml")
     uri = path.as_uri()
     async with running(tmp_path, "--no-cache", "--workers", "1") as client:
         _open(client, path)
@@ -152,8 +155,7 @@ def test_configs_appearing_on_disk_wait_behind_the_open_document(tmp_path):
 
 
 async def _fuzz(tmp_path: Path):
-    path = tmp_path / "a.kernel.toml"
-    shutil.copy(EXAMPLES / "gemm_f16.kernel.toml", path)
+    path = _example(tmp_path)
     uri = path.as_uri()
     rng = random.Random(29)
     numbers = [-1, 0, 1, 3, 2**31, 2**31 - 1, 10**6]
