@@ -18,6 +18,7 @@ from __future__ import annotations
 import asyncio
 import multiprocessing
 import os
+import sys
 import time
 import traceback
 import zlib
@@ -141,7 +142,11 @@ class Worker:
             return message[1]
         if message[0] == "rpc-error":
             raise RpcError(message[1], message[2])
-        raise RpcError(INTERNAL_ERROR, f"internal error in kdd (please report it):\n{message[1]}")
+        # One line for the client; the traceback goes to the server's stderr, where a bug report starts.
+        sys.stderr.write(message[1])
+        last = message[1].strip().splitlines()[-1][:200]
+        raise RpcError(INTERNAL_ERROR, f"{method}: internal error in kdd ({last}; please report it, with the "
+                                       "traceback the server printed)")
 
     def close(self) -> None:
         self.closed = True

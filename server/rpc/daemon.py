@@ -24,6 +24,7 @@ import ipaddress
 import json
 import math
 import sys
+import threading
 import traceback
 from collections import OrderedDict
 from concurrent.futures import ThreadPoolExecutor
@@ -40,6 +41,7 @@ SERVER_ERROR = -32000  # a request stopped by the time limit, or a worker that d
 UNAUTHORIZED = -32001
 # Buffered bytes past which a connection's frames are decoded on a thread rather than the event loop.
 DECODE_OFF_LOOP = 1 << 18
+KEYING_THREADS = 4
 
 
 def is_loopback(host: str) -> bool:
@@ -59,32 +61,44 @@ class Daemon:
                  memory_mib: int | None = DEFAULT_MEMORY_MIB, read_text=None):
         self.pool = WorkerPool(workers, cache_dir, time_limit, memory_mib, read_text)
         self.token, self.max_body = (None if token is None else auth.as_bytes(token)), max_body
-        # Parses in this process, to key the reply cache by content; on one thread of its own (the
-        # engine's memo is not shared between threads), off the event loop.
-        self.engine = Engine(read_text=read_text) if read_text is not None else Engine()
-        self._keying = ThreadPoolExecutor(1, thread_name_prefix="kdd-key")
+        # Parses in this process, to key the reply cache by content: off the event loop, on a few
+        # threads (one client's large requests do not queue another's), each with an engine of its own
+        # (an engine's memo is not shared between threads).
+        self._read_text = read_text
+        self._keying = ThreadPoolExecutor(KEYING_THREADS, thread_name_prefix="kdd-key")
+        self._local = threading.local()
         self.replies: OrderedDict[str, object] = OrderedDict()
         self.reply_cache_size = reply_cache
         self.stopped = asyncio.Event()
         self.counters = {"requests": 0, "cached": 0, "errors": 0}
 
+    def _engine(self) -> Engine:
+        """This keying thread's engine."""
+        engine = getattr(self._local, "engine", None)
+        if engine is None:
+            engine = self._local.engine = Engine(read_text=self._read_text) if self._read_text else Engine()
+        return engine
+
     def _reply_key(self, method: str, params: dict) -> str | None:
         """A key naming what the answer depends on, or None when the config cannot be read here."""
+        engine = self._engine()
         try:
             source = Source(params["text"], params.get("path")) if params.get("text") is not None \
-                else self.engine.read(params["path"])
+                else engine.read(params["path"])
         except StageFailed:
             return None
-        parsed = self.engine.parse(source)
+        parsed = engine.parse(source)
         rest = {k: v for k, v in params.items() if k != "text"}
-        blob = json.dumps([method, rest, source.text, parsed.depends_on], sort_keys=True, default=str)
-        return hashlib.sha256(blob.encode()).hexdigest()
+        digest = hashlib.sha256(json.dumps([method, rest, parsed.depends_on], sort_keys=True, default=str).encode())
+        digest.update(b"\0" + source.text.encode("utf-8", "surrogatepass"))
+        return digest.hexdigest()
 
     def _keys(self, method: str, params: dict) -> tuple[str | None, str]:
         """The reply-cache key (None: not cacheable) and the worker affinity of a request (its
         document); both read the whole text, so they are computed off the event loop."""
         key = self._reply_key(method, params) if cacheable(method, params) else None
-        return key, params.get("path") or hashlib.sha1(str(params.get("text")).encode()).hexdigest()
+        text = str(params.get("text")).encode("utf-8", "surrogatepass")
+        return key, params.get("path") or hashlib.sha1(text).hexdigest()
 
     async def answer(self, request) -> dict | None:
         """The reply to one decoded message (None for a notification)."""
