@@ -58,12 +58,17 @@ def run(args) -> int:
     async def main() -> int:
         daemon = Daemon(args.workers, cache_dir(args), args.time_limit, token, args.max_message,
                         memory_mib=worker_memory(args), read_text=reader)
-        written = []
+        written, failed = [], []
 
         def ready(bound: int) -> None:
             print(f"kdd serve: listening on {host}:{bound}", file=sys.stderr, flush=True)
             if token is not None:
-                written.append(auth.write_token(bound, token))
+                try:
+                    written.append(auth.write_token(bound, token))
+                except OSError as exc:  # no client could read it: stop rather than serve no one
+                    failed.append(f"cannot write the token file {auth.token_path(bound)}: {exc.strerror or exc}")
+                    daemon.stopped.set()
+                    return
                 print(f"kdd serve: token in {written[0]}", file=sys.stderr, flush=True)
             else:
                 print("kdd serve: warning: no token: any local process or web page can use this daemon",
@@ -72,13 +77,17 @@ def run(args) -> int:
             if not args.tcp:
                 await serve_stdio(daemon)
                 return 0
+            import signal
+
+            for sig in (signal.SIGTERM, signal.SIGINT):  # stop cleanly: the token file goes with the daemon
+                asyncio.get_running_loop().add_signal_handler(sig, daemon.stopped.set)
             try:
                 await serve_tcp(daemon, host, port, ready)
             except OSError as exc:
                 if written:  # not a failure to listen
                     raise
                 return _refuse(f"cannot listen on {args.tcp}: {exc.strerror or exc}")
-            return 0
+            return _refuse(failed[0]) if failed else 0
         finally:
             daemon.close()
             for path in written:
