@@ -40,7 +40,8 @@ def run(args) -> int:
             url = await server.start()
         except OSError as exc:
             pool.close()
-            raise SystemExit(f"kdd view: error: cannot listen on 127.0.0.1:{args.port}: {exc.strerror}") from None
+            print(f"kdd view: error: cannot listen on 127.0.0.1:{args.port}: {exc.strerror}", file=sys.stderr)
+            raise SystemExit(2) from None  # an argument that cannot be served, not a failed check
         observer = follow(session)
         session.reload()
         print(f"kdd view: {url} (following {session.path})", flush=True)
@@ -61,11 +62,20 @@ def run(args) -> int:
     return 0
 
 
+def port_number(text: str) -> int:
+    """``--port``: an integer from 0 (a free port) to 65535."""
+    import argparse
+
+    if not (text.isascii() and text.isdigit()) or int(text) > 65535:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a port number (0-65535)")
+    return int(text)
+
+
 def register(sub) -> None:
     p = sub.add_parser("view", help="serve a live page of a config: IR, assembly, register pressure",
                        description=__doc__.split("\n\n")[1])
     p.add_argument("file", nargs="?", metavar="FILE", help="the *.kernel.toml to follow")
-    p.add_argument("--port", type=int, default=0, help="port on 127.0.0.1 (default: a free one)")
+    p.add_argument("--port", type=port_number, default=0, help="port on 127.0.0.1 (default: a free one)")
     p.add_argument("--no-browser", action="store_true", help="only print the URL")
     p.add_argument("--target", help="compile for this target instead of the config's [target] hw")
     add_root_option(p, "the file's directory and the current one")

@@ -133,3 +133,21 @@ def test_fuzz_random_requests_get_an_answer_or_a_close(tmp_path):
                               .split(b"\r\n\r\n", 1)[1])
         assert document["result"]["path"] == str(path)
     asyncio.run(_serving(tmp_path, body))
+
+
+def test_a_port_out_of_range_or_taken_is_one_line_and_exit_2(tmp_path):
+    """``--port 99999`` printed a traceback."""
+    import socket
+    import subprocess
+    import sys
+
+    kdd = str(Path(sys.executable).parent / "kdd")
+    path = tmp_path / "v.kernel.toml"
+    shutil.copy(EXAMPLES / "gemm_f16.kernel.toml", path)
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        for port in ("99999", str(taken.getsockname()[1])):
+            out = subprocess.run([kdd, "view", str(path), "--port", port, "--no-browser", "--no-cache"],
+                                 capture_output=True, text=True, timeout=60)
+            assert out.returncode == 2 and "Traceback" not in out.stderr and "error" in out.stderr.splitlines()[-1]
