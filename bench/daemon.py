@@ -117,7 +117,7 @@ class StdioDaemon:
     """``kdd serve --stdio`` and a blocking request/reply over its pipes."""
 
     def __init__(self, cache: Path):
-        self.proc = subprocess.Popen([KDD, "serve", "--stdio", "--cache-dir", str(cache)],
+        self.proc = subprocess.Popen([KDD, "serve", "--stdio", "--cache-dir", str(cache), "--root", str(ROOT)],
                                      stdin=subprocess.PIPE, stdout=subprocess.PIPE)
         self.decoder, self.pending, self.ids = FrameDecoder(), [], 0
 

@@ -57,6 +57,7 @@ ASSEMBLY = "assembly"   # the last stage of a bisection with --asm: the simulate
 # [problem] keys a build failure can name (beside the [config] knobs).
 PROBLEM_KEYS = ("shape", "types", "src", "wei", "dst", "bia", "post_ops")
 DOCUMENT_START = Range(Position(0, 0), Position(0, 0))
+JUDGED = "judged"  # a cached verdict's digest of the artifact it judged
 
 
 @dataclass(frozen=True)
@@ -69,12 +70,13 @@ class Source:
 
 @dataclass(frozen=True)
 class Parsed:
-    """The parse stage's result: the spec (None when unreadable), every diagnostic, the files read."""
+    """The parse stage's result: the spec (None when unreadable), every diagnostic, and the files it read
+    as ``(path, digest)``, digest None for a file that could not be read."""
 
     source: Source
     spec: KernelSpec | None
     diagnostics: tuple[Diagnostic, ...]
-    depends_on: tuple[tuple[str, str], ...] = ()
+    depends_on: tuple[tuple[str, str | None], ...] = ()
 
     @property
     def errors(self) -> tuple[Diagnostic, ...]:
@@ -157,10 +159,16 @@ class Engine:
         hit = self._parsed.get(key)
         if hit is not None and all(self._current_digest(p) == d for p, d in hit.depends_on):
             return hit
-        read: list[tuple[str, str]] = []
+        read: list[tuple[str, str | None]] = []
 
         def recording_read(path: str) -> str:
-            text = self.read_text(path)
+            # A file that cannot be read is a dependency too (digest None): when it appears, the
+            # document is parsed again instead of answering "cannot read" from the memo.
+            try:
+                text = self.read_text(path)
+            except BaseException:
+                read.append((path, None))
+                raise
             read.append((path, _digest(text)))
             return text
 
@@ -256,11 +264,15 @@ class Engine:
             self.runs.ran(stage)
             self.last_ms[stage] = (time.perf_counter() - start) * 1e3
 
-    def _artifact(self, kind: str, key: str, compute: Callable[[], Any]) -> Any:
-        """A plain-data result: from memory, else from disk, else computed (and stored in both)."""
+    def _artifact(self, kind: str, key: str, compute: Callable[[], Any],
+                  trusted: Callable[[Any], bool] = lambda hit: isinstance(hit, dict)) -> Any:
+        """A plain-data result: from memory, else from disk when ``trusted(hit)``, else computed (and
+        stored in both)."""
         hit = self._artifacts.get((kind, key))
         if hit is None and self.disk is not None:
             hit = self.disk.get(f"{kind}-{key}")
+            if hit is not None and not trusted(hit):
+                hit = None
         if hit is None:
             hit = compute()
             if self.disk is not None:
@@ -352,17 +364,32 @@ class Engine:
             key = r.key("check", spec.check_seed, spec.check_tol, stage, bisect_passes, unbounded, asm)
             sources = parsed.sources()
 
+            def judged() -> str:
+                """The digest of what the verdict is about: the assembly, or the IR the interpreter runs."""
+                kernel = self.kernel(r, sources)
+                if asm:
+                    return _digest(self.assembly(r, sources)["listing"])
+                trace = self.trace(kernel)
+                body = kernel.body if stage == BUILD else (
+                    trace.final if stage == FINAL or bisect_passes else trace.after(stage))
+                return _digest(to_text(body))
+
             def run() -> dict:
                 kernel = self.kernel(r, sources)
                 check = InterpreterCheck(r.problem, spec.check_seed, spec.check_tol, unbounded)
                 if asm:
-                    return self._asm_check(r, sources, kernel, check, bisect_passes)
-                if bisect_passes:
-                    return self._timed("check", lambda: bisect(kernel, check, trace=self.trace(kernel)).to_dict())
-                body = kernel.body if stage == BUILD else (
-                    self.trace(kernel).final if stage == FINAL else self.trace(kernel).after(stage))
-                return self._timed("check", lambda: check.result(with_body(kernel, body)))
-            out = dict(self._artifact("check", key, run))
+                    out = self._asm_check(r, sources, kernel, check, bisect_passes)
+                elif bisect_passes:
+                    out = self._timed("check", lambda: bisect(kernel, check, trace=self.trace(kernel)).to_dict())
+                else:
+                    body = kernel.body if stage == BUILD else (
+                        self.trace(kernel).final if stage == FINAL else self.trace(kernel).after(stage))
+                    out = self._timed("check", lambda: check.result(with_body(kernel, body)))
+                return {**out, JUDGED: judged()}
+            # A verdict from disk is served only for the very artifact it judged: a planted or stale
+            # entry under the right key costs a check, never a wrong verdict.
+            out = dict(self._artifact("check", key, run, trusted=lambda hit: isinstance(hit, dict) and hit.get(JUDGED) == judged()))
+            out.pop(JUDGED, None)
             out["stage"] = ASM_STAGE if asm else stage
             return out
         except StageFailed as exc:

@@ -8,6 +8,7 @@
 * :mod:`.schema` / :mod:`.schema_check` — the format's tables and keys; unknown names, types, values
 * :mod:`.lint` — ``lint_document``: every check a document gets on its own
 * :mod:`.extends` — ``extends = "other.kernel.toml"``: inheritance through an injectable ``read_text``
+* :mod:`.confined` — ``ConfinedReader``: the ``read_text`` of servers, kernel configs inside the roots only
 * :mod:`.kernel_spec` — ``load_spec``: text to ``KernelSpec`` plus every diagnostic
 """
 from .diagnostics import Diagnostic, Related, Severity

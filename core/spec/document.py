@@ -276,16 +276,18 @@ def parse_document(text: str) -> Document:
 
     A leading UTF-8 byte-order mark is read as a blank (one character, so every
     position stays what the editor counts). A text over the size cap of
-    :mod:`.limits` is not parsed: the document is empty but for one fault
+    :mod:`.limits` is not read at all: the document is empty but for one fault
     saying so.
     """
+    if len(text) > MAX_DOCUMENT_CHARS:
+        # Refused in constant time (an editor sends it again on every keystroke): not even its lines
+        # are indexed, so the document is empty.
+        start = Range(Position(0, 0), Position(0, 0))
+        fault = SyntaxFault(0, 0, start, message=too_large_message(len(text)))
+        return Document("", (Table((), (), start, ()),), (), (fault,), LineIndex(""))
     if text.startswith(BOM):
         text = " " + text[1:]
     lines = LineIndex(text)
-    if len(text) > MAX_DOCUMENT_CHARS:
-        start = Range(Position(0, 0), Position(0, 0))
-        fault = SyntaxFault(0, 0, start, message=too_large_message(len(text)))
-        return Document(text, (Table((), (), lines.range(0, len(text)), ()),), (), (fault,), lines)
     tree = _parser().parse(lines.encoded())
     return _Builder(text, lines).build(tree.root_node)
 

@@ -1,34 +1,74 @@
 """How a CLI command reaches the engine: in-process, or a running daemon with ``--connect HOST:PORT``.
 
 Both paths call the same JSON-RPC method with the same parameters and get
-the same plain-data result, so the command prints the same thing.
+the same plain-data result, so the command prints the same thing. A daemon
+that cannot be reached, or refuses the token, is exit status 2; one that
+answers with something other than a result (or not within
+``--connect-timeout``) is exit status 3; either is one line on stderr.
 """
 from __future__ import annotations
 
 import os
+import sys
 from pathlib import Path
+
+UNREACHABLE, PROTOCOL = 2, 3
 
 
 def add_connect_option(parser) -> None:
     parser.add_argument("--connect", metavar="HOST:PORT",
                         help="ask a running `kdd serve --tcp` daemon instead of compiling in this process "
-                             "(token from $KDD_TOKEN when the daemon requires one)")
+                             "(its token from $KDD_TOKEN, else the file the daemon wrote)")
+    parser.add_argument("--connect-timeout", type=float, default=300.0, metavar="SECONDS",
+                        help="how long to wait for the daemon's answer (default 300)")
 
 
 def call(args, method: str, params: dict):
     """The result of ``method``; the file's text is sent along so a daemon sees what this process sees."""
     if getattr(args, "connect", None):
-        from kdd.server.rpc.client import Client
-
         params = dict(params)
         try:
             params["text"] = Path(params["path"]).read_text(encoding="utf-8")
             params["path"] = os.path.abspath(params["path"])
         except (OSError, UnicodeDecodeError):
             pass  # the daemon reads it and reports why it cannot
-        with Client(args.connect, token=os.environ.get("KDD_TOKEN")) as client:
-            return client.call(method, params)
+        return _remote(args, method, params)
     from kdd.core.engine import Engine
     from kdd.server.rpc.methods import call as local_call
 
     return local_call(Engine(), method, params)
+
+
+def _remote(args, method: str, params: dict):
+    """``method`` answered by the daemon at ``args.connect``; exits 2 or 3 with one line when it is not."""
+    from kdd.server.rpc import auth
+    from kdd.server.rpc.client import Client, ProtocolError, parse_address
+    from kdd.server.rpc.daemon import UNAUTHORIZED
+    from kdd.server.rpc.methods import RpcError
+
+    where = args.connect
+
+    def fail(status: int, message: str):
+        print(f"kdd {args.command}: error: {message}", file=sys.stderr)
+        raise SystemExit(status)
+    try:
+        port = parse_address(where)[1]
+    except ValueError as exc:
+        fail(UNREACHABLE, f"--connect: {exc}")
+    try:
+        client = Client(where, token=os.environ.get("KDD_TOKEN"), timeout=min(10.0, args.connect_timeout))
+    except OSError as exc:
+        fail(UNREACHABLE, f"cannot reach the daemon at {where}: {exc.strerror or str(exc) or type(exc).__name__}")
+    with client:
+        client.sock.settimeout(args.connect_timeout)
+        try:
+            return client.call(method, params)
+        except TimeoutError:
+            fail(PROTOCOL, f"the daemon at {where} did not answer within {args.connect_timeout:g} s")
+        except RpcError as exc:
+            if exc.code == UNAUTHORIZED:
+                fail(UNREACHABLE, f"the daemon at {where} refused the token (set $KDD_TOKEN, or run where the "
+                                  f"daemon's token file {auth.token_path(port)} is readable)")
+            fail(PROTOCOL, f"the daemon at {where} answered error {exc.code}: {exc.message.splitlines()[0]}")
+        except (OSError, ProtocolError) as exc:
+            fail(PROTOCOL, f"the daemon at {where} broke the exchange: {exc}")

@@ -3,20 +3,19 @@
 LINE and COL are 0-based and COL counts UTF-16 code units, as the Language
 Server Protocol does, so a script sees exactly what an editor shows. Exit
 status 0 prints the markdown; 1 means nothing is under the position (nothing
-is printed); 2 means FILE cannot be read.
+is printed); 2 means FILE cannot be read (or is not a regular file of a kernel config's size).
 """
 from __future__ import annotations
 
 import sys
-from pathlib import Path
-
 
 
 def run(args) -> int:
+    from kdd.core.spec import read_file
     from kdd.core.spec.hover import hover
 
     try:
-        text = Path(args.file).read_text(encoding="utf-8")
+        text = read_file(args.file)  # a FIFO or /dev/zero is refused, not waited on or read forever
     except (OSError, UnicodeDecodeError) as exc:
         reason = getattr(exc, "strerror", None) or str(exc)
         print(f"kdd hover: error: cannot read {args.file}: {reason}", file=sys.stderr)

@@ -13,6 +13,20 @@ def add_daemon_options(p) -> None:
     p.add_argument("--time-limit", type=float, default=60.0, help="seconds before a compile or check is stopped")
     p.add_argument("--cache-dir", help="on-disk cache directory (default: $KDD_CACHE_DIR or ~/.cache/kdd)")
     p.add_argument("--no-cache", action="store_true", help="no on-disk cache")
+    p.add_argument("--worker-memory", type=int, metavar="MIB",
+                   help="heap limit of each worker process in MiB (default 4096; 0: none)")
+
+
+def add_root_option(p, default: str) -> None:
+    p.add_argument("--root", action="append", metavar="DIR",
+                   help=f"serve files under DIR only (repeatable; default {default})")
+
+
+def worker_memory(args) -> int | None:
+    """The workers' heap limit in MiB (None: none)."""
+    from kdd.server.workers import DEFAULT_MEMORY_MIB
+
+    return DEFAULT_MEMORY_MIB if args.worker_memory is None else (args.worker_memory or None)
 
 
 def cache_dir(args) -> str | None:
@@ -34,7 +48,7 @@ def run(args) -> int:
     from kdd.server.lsp.server import create_server
 
     quiet_protocol_logs()
-    server = create_server(args.workers, cache_dir(args), args.time_limit)
+    server = create_server(args.workers, cache_dir(args), args.time_limit, worker_memory(args))
     try:
         server.start_io()
     finally:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import sys
+import uuid
 from contextlib import asynccontextmanager
 from pathlib import Path
 
@@ -67,6 +68,16 @@ class KddClient(LanguageClient):
 
     async def request(self, method: str, params: dict, timeout: float = 60.0):
         return await asyncio.wait_for(self.protocol.send_request_async(method, params), timeout)
+
+    async def raw_request(self, method: str, params, timeout: float = 60.0):
+        """A request whose params are sent as given, unchecked (pygls would validate a standard
+        method's params first): what a careless or hostile client sends."""
+        from concurrent.futures import Future
+
+        rid, future = str(uuid.uuid4()), Future()
+        self.protocol._request_futures[rid] = future
+        self.protocol._send_data({"jsonrpc": "2.0", "id": rid, "method": method, "params": params})
+        return await asyncio.wait_for(asyncio.wrap_future(future), timeout)
 
 
 def field(obj, name):

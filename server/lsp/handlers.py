@@ -35,6 +35,10 @@ def register(server: KddLanguageServer) -> None:  # noqa: C901 - one flat list o
     @server.feature(lsp.INITIALIZE)
     def initialize(ls: KddLanguageServer, params: lsp.InitializeParams):
         ls.initialization_options = params.initialization_options
+        roots = [uri_path(f.uri) for f in params.workspace_folders or []]
+        if not roots and params.root_uri:
+            roots = [uri_path(params.root_uri)]
+        ls.set_roots([r for r in roots if r] or ([params.root_path] if params.root_path else []))
 
     @server.feature(lsp.WORKSPACE_DID_CHANGE_CONFIGURATION)
     async def did_change_configuration(ls: KddLanguageServer, params):
@@ -73,9 +77,9 @@ def register(server: KddLanguageServer) -> None:  # noqa: C901 - one flat list o
 
     @server.feature(lsp.TEXT_DOCUMENT_HOVER)
     def on_hover(ls: KddLanguageServer, params: lsp.HoverParams):
-        doc = ls.workspace.get_text_document(params.text_document.uri)
-        markdown = hover(doc.source, params.position.line, params.position.character,
-                         path=uri_path(doc.uri), read_text=ls.read_text,
+        source = ls.source(params.text_document.uri)
+        markdown = hover(source.text, params.position.line, params.position.character,
+                         path=source.path, read_text=ls.read_text,
                          registers=_compiled_registers(ls, params.text_document.uri))
         if markdown is None:
             return None
@@ -84,8 +88,7 @@ def register(server: KddLanguageServer) -> None:  # noqa: C901 - one flat list o
     @server.feature(lsp.TEXT_DOCUMENT_COMPLETION,
                     lsp.CompletionOptions(trigger_characters=['"', "[", "="]))
     def on_completion(ls: KddLanguageServer, params: lsp.CompletionParams):
-        doc = ls.workspace.get_text_document(params.text_document.uri)
-        items = complete(doc.source, params.position.line, params.position.character)
+        items = complete(ls.source(params.text_document.uri).text, params.position.line, params.position.character)
         return lsp.CompletionList(is_incomplete=False, items=[convert.completion(c) for c in items])
 
     @server.feature(lsp.TEXT_DOCUMENT_INLAY_HINT)

@@ -6,6 +6,11 @@ Compiles and checks run in :class:`~kdd.server.workers.WorkerPool`
 processes, debounced per document, and a newer version of a document
 supersedes an older compile (see :meth:`KddLanguageServer.schedule_compile`).
 Custom requests and notifications are specified in ``protocol/lsp.schema.json``.
+
+Files on disk (parents named by ``extends``, configs that are not open) are
+read only inside the workspace roots (the workspace folders; without any,
+the directory the server started in) and only when they are kernel configs
+(:class:`~kdd.core.spec.confined.ConfinedReader`).
 """
 from __future__ import annotations
 
@@ -24,11 +29,12 @@ from pygls.protocol import default_converter
 from kdd.core.engine import Engine, Failure, Source
 from kdd.core.engine.engine import DOCUMENT_START, failed
 from kdd.core.engine.artifacts import failure_diagnostic
-from kdd.core.spec import read_file
+from kdd.core.spec.confined import ConfinedReader
 
 from ..workers import WorkerFailed, WorkerPool
 from . import convert
 from .documents import DocumentState
+from .protocol import KddProtocol
 
 COMPILED, CHECKED = "kdd/compiled", "kdd/checked"
 CUSTOM = ("kdd/passes", "kdd/irAfterPass", "kdd/assembly", "kdd/stats", "kdd/check", "kdd/content")
@@ -80,14 +86,16 @@ def uri_path(uri: str) -> str | None:
 class KddLanguageServer(LanguageServer):
     """``kdd lsp``: one engine for parsing here, a worker pool for compiles and checks."""
 
-    def __init__(self, workers: int = 2, cache_dir: str | None = None, time_limit: float = 60.0):
+    def __init__(self, workers: int = 2, cache_dir: str | None = None, time_limit: float = 60.0,
+                 memory_mib: int | None = None):
         from kdd.server.cli import kdd_version
 
-        super().__init__("kdd", kdd_version(), converter_factory=_converter)
+        super().__init__("kdd", kdd_version(), converter_factory=_converter, protocol_cls=KddProtocol)
         self.settings = Settings(time_limit=time_limit)
         self.docs: dict[str, DocumentState] = {}
         self.engine = Engine(read_text=self.read_text)
-        self._pool_args = (workers, cache_dir)
+        self.reader = ConfinedReader.of([os.getcwd()])  # until initialize names the workspace folders
+        self._pool_args = (workers, cache_dir, memory_mib)
         self._pool: WorkerPool | None = None
         self.watcher = None
         self.counters = {"compiles": 0, "superseded": 0, "timeouts": 0, "checks": 0}
@@ -95,18 +103,27 @@ class KddLanguageServer(LanguageServer):
     @property
     def pool(self) -> WorkerPool:
         if self._pool is None:
-            self._pool = WorkerPool(self._pool_args[0], self._pool_args[1], self.settings.time_limit)
+            workers, cache_dir, memory_mib = self._pool_args
+            self._pool = WorkerPool(workers, cache_dir, self.settings.time_limit, memory_mib, self.reader)
         return self._pool
 
+    def set_roots(self, roots: list[str]) -> None:
+        """The workspace roots files are read under (none given: the directory the server started in)."""
+        self.reader = ConfinedReader.of(roots or [os.getcwd()])
+
     def read_text(self, path: str) -> str:
-        """A file's text: the editor's buffer when it is open, else the disk's."""
+        """A file's text: the editor's buffer when it is open, else the disk's (inside the roots)."""
         uri = Path(path).absolute().as_uri()
         state = self.docs.get(uri)
         if state is not None:
             return self.workspace.get_text_document(uri).source
-        return read_file(path)
+        return self.reader(path)
 
     def source(self, uri: str) -> Source:
+        """The text of open document ``uri``; a request about a document that is not open is refused
+        (rather than read from anywhere on disk)."""
+        if uri not in self.docs:
+            raise JsonRpcException(f"{uri} is not open (send textDocument/didOpen first)", REQUEST_FAILED)
         return Source(self.workspace.get_text_document(uri).source, uri_path(uri))
 
     def request(self, uri: str, **fields) -> dict:
@@ -124,8 +141,7 @@ class KddLanguageServer(LanguageServer):
         uri = doc.get("uri") if isinstance(doc, dict) else None
         if not isinstance(uri, str):
             raise JsonRpcInvalidParams("expected {\"textDocument\": {\"uri\": ...}}")
-        if uri not in self.docs:
-            raise JsonRpcException(f"{uri} is not open (send textDocument/didOpen first)", REQUEST_FAILED)
+        self.source(uri)  # refuses a document that is not open
         return self.docs[uri]
 
     # ---- diagnostics and compiles -----------------------------------------
@@ -178,6 +194,9 @@ class KddLanguageServer(LanguageServer):
         parsed_diags = {(d["code"], d["message"]) for d in state.spec_diagnostics}
         state.compile_diagnostics = [d for d in result.get("diagnostics", [])
                                      if (d["code"], d["message"]) not in parsed_diags]
+        if not result.get("ok") and not state.diagnostics() and result.get("failure"):
+            # A failure of no range (an unknown kdd.target setting) still shows, at the document start.
+            state.compile_diagnostics = [failure_diagnostic(result["failure"], DOCUMENT_START)]
         self.publish(state)
         state.compiled_event.set()
         self.protocol.notify(COMPILED, compiled_notification(state))
@@ -230,11 +249,16 @@ class KddLanguageServer(LanguageServer):
         self.protocol.notify(CHECKED, {"uri": state.uri, "version": version, "result": result})
         return result
 
+    async def documents_idle(self) -> None:
+        """Wait until no open document has a compile waiting or running."""
+        while busy := [s.pending for s in self.docs.values() if s.pending is not None and not s.pending.done()]:
+            await asyncio.wait(busy)
+
     async def compile_on_disk(self, path: str) -> None:
         """Diagnostics for a config that is not open, compiled from the file on disk (none once it is gone)."""
         uri = Path(path).as_uri()
         diagnostics = []
-        if os.path.isfile(path):
+        if os.path.isfile(path) and self.reader.allows(path):
             try:
                 result = await self.pool.call("kdd/compile", {"path": path, "emit": ["ir"]}, uri,
                                               self.settings.time_limit)
@@ -306,9 +330,10 @@ def _worker_failure(path, exc: WorkerFailed, what: str) -> dict:
     return {**failed(path, failure, None), "diagnostics": [failure_diagnostic(failure.to_dict(), DOCUMENT_START)]}
 
 
-def create_server(workers: int = 2, cache_dir: str | None = None, time_limit: float = 60.0) -> KddLanguageServer:
+def create_server(workers: int = 2, cache_dir: str | None = None, time_limit: float = 60.0,
+                  memory_mib: int | None = None) -> KddLanguageServer:
     """The server with every feature registered."""
-    server = KddLanguageServer(workers, cache_dir, time_limit)
+    server = KddLanguageServer(workers, cache_dir, time_limit, memory_mib)
     from .handlers import register
 
     register(server)

@@ -6,6 +6,11 @@ A frame is ``Content-Length: N\\r\\n`` (plus optional headers such as
 request it answers, so a client negotiates msgpack per message simply by
 sending it. :class:`FrameDecoder` is fed bytes as they arrive and yields
 whole messages, so the asyncio server and the blocking client share it.
+
+A frame that looks like HTTP (a request line, a ``Host`` or ``Origin``
+header) is refused as soon as its first line or its header is in, before any
+body is read: a web page can make a browser send ``POST http://127.0.0.1:PORT/``
+with a body of its choosing, and that must never reach a method.
 """
 from __future__ import annotations
 
@@ -22,6 +27,16 @@ DEFAULT_MAX_BODY = 64 * 2**20
 
 class FrameError(Exception):
     """A header that cannot be read: the byte stream cannot be resynchronized."""
+
+
+# Headers a browser always sends and an LSP-style client never does.
+_BROWSER_HEADERS = (b"host", b"origin")
+
+
+def _http_request_line(line: bytes) -> bool:
+    """``GET / HTTP/1.1`` and its kin: a method, a target, a protocol version."""
+    parts = line.split(b" ")
+    return len(parts) == 3 and parts[2].startswith(b"HTTP/")
 
 
 def encode(message, fmt: str = JSON) -> bytes:
@@ -49,6 +64,11 @@ class FrameDecoder:
         self._buf = bytearray()
         self._skip = 0  # bytes of an oversized body still to discard
 
+    @property
+    def buffered(self) -> int:
+        """Bytes received and not yet made into frames."""
+        return len(self._buf)
+
     def feed(self, data: bytes) -> list[Frame]:
         """The frames completed by ``data``; an oversized body is skipped and reported as a frame.
         Raises :class:`FrameError` for a malformed header: the stream is lost."""
@@ -61,6 +81,9 @@ class FrameDecoder:
                 self._skip -= n
                 if self._skip:
                     return frames
+            first = self._buf.find(b"\r\n")
+            if first >= 0 and _http_request_line(bytes(self._buf[:first])):
+                raise FrameError("an HTTP request reached the JSON-RPC port (refused)")
             end = self._buf.find(b"\r\n\r\n")
             if end < 0:
                 if len(self._buf) > MAX_HEADER:
@@ -87,6 +110,10 @@ class FrameDecoder:
             if not sep:
                 raise FrameError(f"malformed header line {line[:80]!r}")
             name = name.strip().lower()
+            if not name or b" " in name or b"\t" in name:
+                raise FrameError(f"malformed header name {name[:80]!r}")
+            if name in _BROWSER_HEADERS:
+                raise FrameError(f"an HTTP request ('{name.decode()}' header) reached the JSON-RPC port (refused)")
             if name == b"content-length":
                 try:
                     length = int(value.strip())

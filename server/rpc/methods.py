@@ -55,6 +55,8 @@ def _params(method: str, params: Any, allowed: tuple[str, ...], source: bool) ->
         params = {}
     if not isinstance(params, dict):
         raise RpcError(INVALID_PARAMS, f"{method}: params must be an object")
+    if not all(isinstance(name, str) for name in params):  # msgpack maps may have any keys
+        raise RpcError(INVALID_PARAMS, f"{method}: parameter names must be strings")
     takes = set(allowed) | ({"path", "text"} if source else set())
     unknown = sorted(set(params) - takes)
     if unknown:

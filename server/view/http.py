@@ -63,7 +63,11 @@ class ViewServer:
         lines = head.decode("latin-1").split("\r\n")
         method, target, _ = (lines[0].split(" ", 2) + ["", ""])[:3]
         headers = {k.strip().lower(): v.strip() for k, _, v in (h.partition(":") for h in lines[1:] if h)}
-        length = int(headers.get("content-length") or 0)
+        length = headers.get("content-length") or "0"
+        if not (length.isascii() and length.isdigit()):
+            await _send(writer, 400, "text/plain", b"bad Content-Length")
+            return False
+        length = int(length)
         if length > MAX_BODY:
             await _send(writer, 413, "text/plain", b"request too large")
             return False
@@ -93,7 +97,7 @@ class ViewServer:
     async def _rpc(self, body: bytes) -> dict:
         try:
             message = json.loads(body)
-        except ValueError as exc:
+        except (ValueError, RecursionError) as exc:  # a deeply nested body once went unanswered
             return {"error": RpcError(PARSE_ERROR, f"body is not JSON: {exc}").to_dict()}
         if not isinstance(message, dict) or not isinstance(message.get("method"), str):
             return {"error": RpcError(INVALID_REQUEST, 'expected {"method": ..., "params": {...}}').to_dict()}
@@ -118,7 +122,7 @@ class ViewServer:
 
 
 async def _send(writer, status: int, content_type: str, body: bytes) -> None:
-    reason = {200: "OK", 403: "Forbidden", 404: "Not Found", 413: "Payload Too Large",
+    reason = {200: "OK", 400: "Bad Request", 403: "Forbidden", 404: "Not Found", 413: "Payload Too Large",
               415: "Unsupported Media Type"}[status]
     writer.write(f"HTTP/1.1 {status} {reason}\r\nContent-Type: {content_type}\r\nContent-Length: {len(body)}\r\n"
                  "Cache-Control: no-store\r\n\r\n".encode() + body)
@@ -126,21 +130,37 @@ async def _send(writer, status: int, content_type: str, body: bytes) -> None:
 
 
 def follow(session: ViewSession):
-    """Re-read the session's file when it changes on disk (watchdog, on its directory); the observer."""
+    """Reload the session when its file or one of its parents changes on disk (watchdog, on their
+    directories, inside the roots); the observer."""
     from watchdog.events import FileSystemEventHandler
     from watchdog.observers import Observer
 
     loop = asyncio.get_running_loop()
+    observer = Observer()
+    watched: set[str] = set()
+
+    def reload() -> None:
+        session.reload()
+        watch()
 
     class Handler(FileSystemEventHandler):
         def on_any_event(self, event) -> None:
             if event.event_type not in CHANGES:  # reading the file is an event too ("opened")
                 return
             paths = [event.src_path, getattr(event, "dest_path", None) or ""]
-            if any(p and os.path.abspath(os.fsdecode(p)) == session.path for p in paths):
-                loop.call_soon_threadsafe(session.reload)
+            if any(p and session.follows(os.path.abspath(os.fsdecode(p))) for p in paths):
+                loop.call_soon_threadsafe(reload)
 
-    observer = Observer()
-    observer.schedule(Handler(), os.path.dirname(session.path), recursive=False)
+    handler = Handler()
+
+    def watch() -> None:
+        for path in [session.path] + [p for p, _ in session.depends_on]:
+            directory = os.path.dirname(os.path.abspath(path))
+            if directory not in watched and os.path.isdir(directory) and (
+                    path == session.path or session.reader.allows(path)):
+                observer.schedule(handler, directory, recursive=False)
+                watched.add(directory)
+
+    watch()
     observer.start()
     return observer

@@ -5,6 +5,10 @@ The page asks the same methods as the VS Code preview asks the language server (
 plus ``kdd/document`` (the config's text), and is told ``kdd/compiled`` after every compile. Compiles
 run in a :class:`~kdd.server.workers.WorkerPool`, debounced and superseded exactly as the language
 server does it (the state is the server's :class:`~kdd.server.lsp.documents.DocumentState`).
+
+The file is read as a kernel config is (a regular file of bounded size: a FIFO or ``/dev/zero`` put in
+its place is an error, not a hang), and so are its parents, inside the roots only. A parent that
+changes, disappears or comes back is a new version too.
 """
 from __future__ import annotations
 
@@ -13,6 +17,9 @@ import os
 import time
 from pathlib import Path
 
+from kdd.core.engine import Engine, Source
+from kdd.core.spec import read_file
+from kdd.core.spec.confined import ConfinedReader
 from kdd.server.lsp.documents import DocumentState
 from kdd.server.lsp.server import COMPILED, REQUEST_FAILED, compiled_notification
 from kdd.server.rpc.methods import INVALID_PARAMS, METHOD_NOT_FOUND, RpcError
@@ -24,8 +31,11 @@ METHODS = ("kdd/document", "kdd/passes", "kdd/irAfterPass", "kdd/assembly", "kdd
 class ViewSession:
     """One config file on disk: its latest text, its latest compile, and the pages listening."""
 
-    def __init__(self, path: str, pool: WorkerPool, target: str | None = None):
+    def __init__(self, path: str, pool: WorkerPool, target: str | None = None, reader: ConfinedReader | None = None):
         self.path = os.path.abspath(path)
+        self.reader = reader or ConfinedReader.of([os.path.dirname(self.path)])
+        self.engine = Engine(read_text=self.reader)  # parses here, to know the parents to follow
+        self.depends_on: tuple = ()  # the parents read, with their digests (None: cannot be read)
         self.uri = Path(self.path).as_uri()
         self.pool = pool
         self.target = target
@@ -38,15 +48,15 @@ class ViewSession:
     # ---- following the file ------------------------------------------------
 
     def reload(self) -> bool:
-        """Read the file again; a new version (and a compile) when its text changed."""
+        """Read the file and its parents again; a new version (and a compile) when any of them changed."""
         try:
-            with open(self.path, encoding="utf-8") as f:
-                text, error = f.read(), None
+            text, error = read_file(self.path), None
         except (OSError, UnicodeDecodeError) as exc:
-            text, error = None, f"cannot read {self.path}: {exc.strerror if isinstance(exc, OSError) else exc}"
-        if self.state.version and text == self.text and error == self.read_error:
+            text, error = None, f"cannot read {self.path}: {getattr(exc, 'strerror', None) or exc}"
+        depends_on = self.engine.parse(Source(text, self.path)).depends_on if text is not None else ()
+        if self.state.version and (text, error, depends_on) == (self.text, self.read_error, self.depends_on):
             return False
-        self.text, self.read_error = text, error
+        self.text, self.read_error, self.depends_on = text, error, depends_on
         self.state.version += 1
         self.schedule_compile()
         return True
@@ -85,6 +95,10 @@ class ViewSession:
         if self.target:
             params["target"] = self.target
         return params
+
+    def follows(self, path: str) -> bool:
+        """Whether a change to ``path`` may change what this session shows: the file or a parent."""
+        return path == self.path or any(path == os.path.abspath(p) for p, _ in self.depends_on)
 
     def subscribe(self) -> asyncio.Queue:
         """A queue of ``(event, params)``; it starts with the latest compile when there is one."""

@@ -20,9 +20,11 @@ EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 
 
 def _start(*args):
+    """A daemon on a free port and its address; its token is in the file it printed, which Client reads."""
     proc = subprocess.Popen([KDD, "serve", "--tcp", "127.0.0.1:0", *args], stderr=subprocess.PIPE, text=True)
     line = proc.stderr.readline()
     assert "listening on 127.0.0.1:" in line, line
+    assert "kdd serve: token in " in proc.stderr.readline()
     return proc, line.strip().rsplit(" ", 1)[1]
 
 
@@ -40,6 +42,13 @@ def daemon(tmp_path_factory):
 def _raw(address):
     host, port = address.rsplit(":", 1)
     return socket.create_connection((host, int(port)), timeout=60)
+
+
+def _token(address):
+    """The token the daemon at ``address`` wrote for this user (what a raw socket client must send)."""
+    from kdd.server.rpc.auth import read_token
+
+    return read_token(int(address.rsplit(":", 1)[1]))
 
 
 def _read(sock, decoder):
@@ -85,21 +94,21 @@ def test_connect_prints_what_the_in_process_cli_prints(daemon):
 
 
 def test_bad_requests_get_errors_and_the_connection_survives(daemon):
-    sock, decoder = _raw(daemon), FrameDecoder()
+    sock, decoder, token = _raw(daemon), FrameDecoder(), _token(daemon)
     cases = [
         (b"Content-Length: 5\r\n\r\n{nope", -32700),
         (encode([1, 2, 3]), -32600),
-        (encode({"jsonrpc": "2.0", "id": 1, "method": "kdd/nope"}), -32601),
-        (encode({"jsonrpc": "2.0", "id": 2, "method": "kdd/compile", "params": {"emit": "ir"}}), -32602),
-        (encode({"jsonrpc": "2.0", "id": 3, "method": "kdd/compile", "params": {"text": 5}}), -32602),
-        (encode({"jsonrpc": "2.0", "id": 4, "method": "kdd/compile", "params": {"text": "", "bogus": 1}}), -32602),
-        (encode({"jsonrpc": "2.0", "id": 5, "method": "kdd/compile", "params": [1]}), -32602),
+        (encode({"jsonrpc": "2.0", "token": token, "id": 1, "method": "kdd/nope"}), -32601),
+        (encode({"jsonrpc": "2.0", "token": token, "id": 2, "method": "kdd/compile", "params": {"emit": "ir"}}), -32602),
+        (encode({"jsonrpc": "2.0", "token": token, "id": 3, "method": "kdd/compile", "params": {"text": 5}}), -32602),
+        (encode({"jsonrpc": "2.0", "token": token, "id": 4, "method": "kdd/compile", "params": {"text": "", "bogus": 1}}), -32602),
+        (encode({"jsonrpc": "2.0", "token": token, "id": 5, "method": "kdd/compile", "params": [1]}), -32602),
     ]
     for data, code in cases:
         sock.sendall(data)
         reply = _read(sock, decoder).value
         assert reply["error"]["code"] == code and reply["error"]["message"]
-    sock.sendall(encode({"jsonrpc": "2.0", "id": 9, "method": "kdd/compile",
+    sock.sendall(encode({"jsonrpc": "2.0", "token": token, "id": 9, "method": "kdd/compile",
                          "params": {"text": "[problem]\nop = 3\n", "path": "bad.kernel.toml"}}))
     reply = _read(sock, decoder).value["result"]
     assert reply["ok"] is False and reply["diagnostics"]
@@ -112,7 +121,8 @@ def test_an_oversized_message_is_refused_and_the_next_one_answered(tmp_path):
     try:
         sock, decoder = _raw(address), FrameDecoder()
         big = encode({"jsonrpc": "2.0", "id": 1, "method": "kdd/compile", "params": {"text": "#" * 5000}})
-        sock.sendall(big + encode({"jsonrpc": "2.0", "id": 2, "method": "kdd/stats"}, MSGPACK))
+        sock.sendall(big + encode({"jsonrpc": "2.0", "token": _token(address), "id": 2, "method": "kdd/stats"},
+                                  MSGPACK))
         first = _read(sock, decoder).value
         assert first["error"]["code"] == -32600 and "over the limit" in first["error"]["message"]
         second = _read(sock, decoder)
@@ -146,7 +156,7 @@ def test_a_remote_address_needs_a_flag_and_a_token():
                             text=True)
     address = proc.stderr.readline().strip().rsplit(" ", 1)[1]
     try:
-        with Client(address) as c:
+        with Client(address, token="s3cre") as c:
             with pytest.raises(RpcError) as info:
                 c.call("kdd/stats")
             assert info.value.code == -32001

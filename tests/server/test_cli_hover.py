@@ -69,3 +69,18 @@ def test_the_installed_script_prints_the_tg_hover():
     assert done.returncode == 0, done.stderr
     assert expected_grid() in done.stdout
     assert f"`{BUDGET.regs[0].formula}`" in done.stdout
+
+
+def test_a_fifo_or_a_device_is_refused_not_waited_on_or_read_forever(tmp_path, capsys):
+    """``kdd hover`` blocked on a FIFO and grew to GBs on /dev/zero."""
+    import os
+
+    fifo = tmp_path / "pipe.kernel.toml"
+    os.mkfifo(fifo)
+    big = tmp_path / "big.kernel.toml"
+    with open(big, "wb") as f:
+        f.truncate(300 * 2**20)  # sparse: 300 MB read as zeros
+    for path in (fifo, "/dev/zero", big):
+        assert main(["hover", str(path), "0", "0"]) == 2
+        err = capsys.readouterr().err
+        assert err.startswith("kdd hover: error: cannot read") and len(err.splitlines()) == 1
