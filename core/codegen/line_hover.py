@@ -22,7 +22,7 @@ def live_by_size(listing: dict, index: int) -> list[dict]:
             sizes[a["label"]] = sizes.get(a["label"], 0) + a["bytes"]
     if sizes and reg_bytes:
         ranked = sorted(sizes.items(), key=lambda kv: (-kv[1], kv[0]))
-        return [{"label": label, "regs": round(nbytes / reg_bytes, 2)} for label, nbytes in ranked]
+        return [{"label": label, "regs": round(nbytes / reg_bytes, 3)} for label, nbytes in ranked]
     return [{"label": label, "regs": None} for label in listing["lines"][index].get("live") or []]
 
 
