@@ -27,8 +27,9 @@ def live_by_size(listing: dict, index: int) -> list[dict]:
 
 
 def line_hover(listing: dict, index: int) -> dict | None:
-    """``{"line", "text", "doc", "live", "sass", "markdown"}`` for line ``index`` of a listing (the
-    ``asm`` object of a compile), or None past its end."""
+    """``{"line", "lines", "text", "doc", "live", "sass", "markdown"}`` for line ``index`` of a listing (the
+    ``asm`` object of a compile; ``lines`` is how many it has, for views that show it under a header), or
+    None past its end."""
     lines = listing.get("lines") or []
     if not 0 <= index < len(lines):
         return None
@@ -47,5 +48,5 @@ def line_hover(listing: dict, index: int) -> dict | None:
     for s in sass:
         what = f" — {s['doc']['summary']} (pipe {s['doc']['pipe']})" if s["doc"] else ""
         parts.append(f"SASS `{s['text']}`{what}")
-    return {"line": index, "text": line["text"], "doc": doc.to_dict() if doc else None, "live": live, "sass": sass,
-            "markdown": "\n\n".join(parts)}
+    return {"line": index, "lines": len(lines), "text": line["text"], "doc": doc.to_dict() if doc else None,
+            "live": live, "sass": sass, "markdown": "\n\n".join(parts)}

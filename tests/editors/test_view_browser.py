@@ -173,8 +173,8 @@ def test_diagnostics_check_plot_colours_bands_docs_and_widths(page_and_view):
     assert doc.startswith("dpas — systolic") and "pipe: xmx" in doc and "live: " in doc and "c_acc 32" in doc
     # the register figure is the allocator's, named, with the IR model beside it
     compiled = _cli(path, "stats")["stats"]["registers"]
-    assert page.inner_text("#asm-summary") == (f"registers {compiled['allocated']}/{compiled['budget']} by the "
-                                               f"allocator (IR model {compiled['ir']})")
+    assert page.inner_text("#asm-summary") == (f"registers {compiled['allocated']}/{compiled['budget']} "
+                                               f"(allocator · IR model {compiled['ir']})")
     assert f"regs {compiled['allocated']}/{compiled['budget']} allocator" in page.inner_text("#status")
     # the roofline has values on both axes
     assert page.locator("#roofline text.tick").count() >= 4

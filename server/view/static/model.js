@@ -64,12 +64,12 @@
     };
   }
 
-  /** "254/256 by the allocator (IR model 256)": the one figure, its source, the model beside it. */
+  /** "254/256 (allocator · IR model 256)": the one figure, its source, the model beside it. */
   function registerText(registers) {
     const r = registerSummary(registers);
     if (!r || r.peak === null) return "";
-    const model = r.source !== "IR model" && r.ir !== null ? ` (IR model ${r.ir})` : "";
-    return `${r.peak}/${r.budget ?? "?"} by the ${r.source}${model}`;
+    const model = r.source !== "IR model" && r.ir !== null ? ` · IR model ${r.ir}` : "";
+    return `${r.peak}/${r.budget ?? "?"} (${r.source}${model})`;
   }
 
   /** Heat bucket 0..4 of a register count against the budget: under half, under 3/4, under 90 %,
