@@ -9,6 +9,7 @@ from kdd.core.engine import Engine, Source
 from kdd.server.lsp.client import running
 from kdd.server.lsp.code_actions import EXTRACT_DEFAULTS
 from lsprotocol import types as lsp
+from protocol_schemas import validator
 from pygls.exceptions import JsonRpcException
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
@@ -66,7 +67,7 @@ async def _session(tmp_path: Path):
             if lens.command.command == "kdd.runCheck":
                 assert answer["ok"] is True
             else:
-                assert answer["uri"].startswith("kdd:/") and answer["text"]
+                validator("lsp.schema.json", "commandResult").validate(answer)
         shown = [p.uri for m, p in client.messages if m == lsp.WINDOW_SHOW_DOCUMENT]
         assert any(u.startswith("kdd:/asm?") for u in shown) and any(u.startswith("kdd:/ir/final?") for u in shown)
         passes = await client.request("kdd/passes", {"textDocument": {"uri": uri}})
@@ -137,6 +138,7 @@ async def _session(tmp_path: Path):
         lines = asm["asm"]["lines"]
         index = next(i for i, l in enumerate(lines) if "dpas" in l["text"])
         hover = await client.request("kdd/asmHover", {"textDocument": {"uri": uri}, "line": index})
+        validator("lsp.schema.json", "asmHover").validate(hover)
         assert hover["doc"]["mnemonic"] == "dpas" and hover["doc"]["pipe"] == "xmx"
         assert "systolic" in hover["markdown"]
         live = [b["regs"] for b in hover["live"]]
