@@ -288,6 +288,8 @@ def test_page_inside_vscode_uses_the_message_transport(page_and_view):
         assert page.inner_text("#asm-error") == f"Assembly unavailable: {asm['error']['message']}"
     if SCREENSHOTS:
         page.set_viewport_size({"width": 1000, "height": 800})
+        page.wait_for_function("document.querySelector('#pressure svg').getAttribute('width') <= "
+                               "document.querySelector('#pressure').clientWidth")
         page.screenshot(path=str(Path(SCREENSHOTS) / "vscode-preview.png"))
 
     ir = view.rpc("kdd/irAfterPass", {"pass": "final"})["result"]
