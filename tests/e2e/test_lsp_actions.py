@@ -145,5 +145,25 @@ async def _session(tmp_path: Path):
         assert live == sorted(live, reverse=True) and {b["label"] for b in hover["live"]} == set(lines[index]["live"])
 
 
+async def _sm90(tmp_path: Path):
+    path = tmp_path / "sm90.kernel.toml"
+    shutil.copy(EXAMPLES / "sm90_gemm.kernel.toml", path)
+    async with running(tmp_path, "--no-cache") as client:
+        _open(client, path)
+        compiled = await client.wait_for("kdd/compiled", lambda p: p["uri"] == path.as_uri(), timeout=180)
+        asm = await client.request("kdd/assembly", {"textDocument": {"uri": path.as_uri()}}, timeout=180)
+        listing = asm["asm"]["registers"]
+        # the one figure is ptxas's allocation, not nvdisasm's live peak nor the IR model's
+        assert compiled["registers"]["source"] == "ptxas"
+        assert compiled["registers"]["estimate"] == compiled["registers"]["allocated"] == listing["allocated"]
+        index = next(i for i, l in enumerate(asm["asm"]["lines"]) if "mma.sync" in l["text"])
+        hover = await client.request("kdd/asmHover", {"textDocument": {"uri": path.as_uri()}, "line": index})
+        assert hover["doc"]["mnemonic"] == "mma.sync" and any(s["doc"]["mnemonic"] == "HMMA" for s in hover["sass"])
+
+
+def test_sm90_reports_ptxas_figure_and_documents_ptx_with_its_sass(tmp_path):
+    asyncio.run(_sm90(tmp_path))
+
+
 def test_commands_refreshes_code_actions_and_assembly_hover(tmp_path):
     asyncio.run(_session(tmp_path))

@@ -20,7 +20,7 @@ def test_plugin_session(tmp_path):
     report = out.stdout + out.stderr
     assert out.returncode == 0 and "ALL OK" in out.stdout, report
     for step in ("KddPasses", "KddDiff", "KddIR final", "KddAsm", "KddJump both ways", "inlay hints", "live refresh",
-                 "KddCheck", "lenses", "K in the assembly", "K on the config", "check pending after an edit",
+                 "KddCheck", "lenses", "K in the assembly", "K on the config", "check pending after an edit", "code action",
                  "kdd not found", "heat without termguicolors"):
         assert f"ok {step}" in out.stdout, report
 

@@ -272,6 +272,20 @@ wait("the lens's check", function() return kdd.state[src].checked ~= before_chec
 assert(status_of(src):match(" · check ✓$"), status_of(src))
 say("ok lenses:", #vim.lsp.codelens.get(src), "shown, all advertised and run")
 
+-- code actions: the quick fix of a "did you mean", applied by Neovim's own code_action
+local typo_line
+for i, l in ipairs(lines(src)) do
+  if l:match('^fma = "dpas"') then typo_line = i; vim.api.nvim_buf_set_lines(src, i - 1, i, false, { 'fma = "dpass"' }) end
+end
+wait("the did-you-mean diagnostic", function()
+  for _, d in ipairs(vim.diagnostic.get(src)) do if d.message:find("did you mean 'dpas'", 1, true) then return true end end
+end)
+vim.api.nvim_set_current_win(vim.fn.bufwinid(src))
+vim.api.nvim_win_set_cursor(0, { typo_line, 8 })
+vim.lsp.buf.code_action({ apply = true, filter = function(a) return a.kind == "quickfix" end })
+wait("the quick fix applied", function() return lines(src)[typo_line] == 'fma = "dpas"' end, 30000)
+say("ok code action:", lines(src)[typo_line])
+
 -- kdd missing: a clear message once, a status that says so, no server started
 local notes = {}
 local notify = vim.notify

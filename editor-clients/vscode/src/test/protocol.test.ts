@@ -180,11 +180,26 @@ test("the preview bridge over the real server: IR line map, assembly or the serv
     const before = (messages.find((m) => m.method === "kdd/compiled" && m.params.version === 1)!.params as Compiled);
     assert.ok((second.registers.estimate as number) < (before.registers!.estimate as number));
 
+    // a quick fix of a "did you mean", as VS Code's light bulb asks for it
+    change(3, 'fma = "dpas"', 'fma = "dpass"');
+    const typo = await waitFor("textDocument/publishDiagnostics",
+      (p) => p.uri === uri && p.version === 3 && p.diagnostics.some((d: { message: string }) => d.message.includes("did you mean")));
+    const diagnostic = typo.diagnostics.find((d: { message: string }) => d.message.includes("did you mean"));
+    const actions = (await conn.sendRequest("textDocument/codeAction", { textDocument: { uri }, range: diagnostic.range,
+      context: { diagnostics: [diagnostic] } })) as Array<{ title: string; kind: string; edit: { changes: Record<string, Array<{ newText: string }>> } }>;
+    const fix = actions.find((a) => a.kind === "quickfix")!;
+    assert.equal(fix.title, "Replace 'dpass' with 'dpas'");
+    assert.deepEqual(fix.edit.changes[uri].map((e) => e.newText), ["dpas"]);
+    assert.ok(actions.some((a) => a.kind === "refactor.extract") === false); // no refactor of a config that does not load
+    change(4, 'fma = "dpass"', 'fma = "dpas"');
+    await waitFor("kdd/compiled", (p) => p.uri === uri && p.version === 4);
+
     conn.sendNotification("textDocument/didSave", { textDocument: { uri } });
-    const checked = await waitFor("kdd/checked", (p) => p.uri === uri && p.version === 2);
+    const checked = await waitFor("kdd/checked", (p) => p.uri === uri && p.version === 4);
     assert.equal(checked.result.ok, true);
-    assert.match(model.statusText(second, checked, 2), / · check ✓$/);
-    assert.match(model.statusText(second, checked, 3), / · check … · compiling…$/); // the next edit: pending
+    const fourth = await waitFor("kdd/compiled", (p) => p.uri === uri && p.version === 4);
+    assert.match(model.statusText(fourth, checked, 4), / · check ✓$/);
+    assert.match(model.statusText(fourth, checked, 5), / · check … · compiling…$/); // the next edit: pending
   });
 
 test("a kernel the code generator cannot lower: the preview gets the server's reason as the error", { timeout: 300_000 }, async () => {
