@@ -292,6 +292,10 @@ def test_page_inside_vscode_uses_the_message_transport(page_and_view):
                                "document.querySelector('#pressure').clientWidth")
         page.screenshot(path=str(Path(SCREENSHOTS) / "vscode-preview.png"))
 
+    # the check button asks through the bridge too
+    page.click("#run-check")
+    page.wait_for_function("document.querySelector('#check').innerText === 'check ✓'", timeout=120_000)
+
     ir = view.rpc("kdd/irAfterPass", {"pass": "final"})["result"]
     index = next(i for i, e in enumerate(ir["lines"]) if e.get("origin", {}).get("range"))
     page.locator("#ir div").nth(index).click()
