@@ -19,7 +19,7 @@ from . import convert
 EXTRACT_DEFAULTS = "Extract this config's defaults as explicit knobs"
 REGISTER_CODES = ("regs", "out-of-registers")
 _SUGGESTION = re.compile(r"did you mean '([^']+)'\?")
-_QUOTED = re.compile(r"'([^']+)'")
+_QUOTED = re.compile(r"'([^']+)'|\[([^\]]+)\]")  # 'word' or [table]
 
 
 def code_actions(uri: str, text: str, parsed, params: lsp.CodeActionParams, compiled: dict | None
@@ -45,15 +45,15 @@ def code_actions(uri: str, text: str, parsed, params: lsp.CodeActionParams, comp
 
 
 def did_you_mean_fix(uri: str, text: str, diagnostic: lsp.Diagnostic) -> lsp.CodeAction | None:
-    """Replace the word the message quotes (the first quoted word found in the diagnostic's range that is not
-    the suggestion) with the suggestion; the whole range when it is that word."""
+    """Replace the word the message quotes (the first word in quotes or brackets found in the diagnostic's
+    range that is not the suggestion) with the suggestion."""
     found = _SUGGESTION.search(diagnostic.message)
     if found is None:
         return None
     suggestion = found.group(1)
     start, end = _offsets(text, diagnostic.range)
     written = text[start:end]
-    for word in _QUOTED.findall(diagnostic.message[:found.start()]):
+    for word in (a or b for a, b in _QUOTED.findall(diagnostic.message[:found.start()])):
         at = written.find(word)
         if word != suggestion and at >= 0:
             rng = _range(text, start + at, start + at + len(word))
