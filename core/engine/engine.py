@@ -466,7 +466,7 @@ class Engine:
         if "failure" in asm:
             f = asm["failure"]
             raise StageFailed(Failure(f["stage"], f["message"], f["code"], f.get("knob"),
-                                      sources.get(f.get("knob")), f["internal"]))
+                                      sources.get(f.get("knob")), f["internal"]), asm.get("out_of_registers"))
         return {**asm, "lines": [artifacts.with_config_range(line, sources) for line in asm["lines"]]}
 
     def on_device(self, source: Source, shape: str | None = None, bench: bool = False, runs: int = 50) -> dict:
@@ -510,11 +510,12 @@ class Engine:
         """The code generator's figures without its listing: the registers it allocated (kdd's allocator
         on Xe, ptxas on sm_90), the peak and what is live there, the instruction mix, the roofline, and
         ``ir``, the IR register model's figure the listing shows; or ``ok: false`` with the failure (out
-        of registers, an operation it cannot lower yet)."""
+        of registers, with its live buffers and repairs; an operation it cannot lower yet)."""
         try:
             asm = self.assembly(r, sources)
         except StageFailed as exc:
-            return {"ok": False, "failure": exc.failure.to_dict()}
+            return {"ok": False, "failure": exc.failure.to_dict(),
+                    **({"out_of_registers": exc.details} if exc.details else {})}
         regs = asm["registers"]
         return {"ok": True, "allocated": regs.get("allocated", regs["peak"]), "peak": regs["peak"], "ir": regs["ir"],
                 "peak_line": regs.get("peak_line"), "by_label": regs.get("by_label", {}), "mix": asm["mix"],

@@ -48,8 +48,10 @@ class Failure:
 
 
 class StageFailed(Exception):
-    """Raised inside the engine to stop at a failed stage; carries the :class:`Failure`."""
+    """Raised inside the engine to stop at a failed stage; carries the :class:`Failure` and, where the
+    stage says more as data (the live buffers and repairs of an out-of-registers error), ``details``."""
 
-    def __init__(self, failure: Failure):
+    def __init__(self, failure: Failure, details: dict | None = None):
         super().__init__(failure.message)
         self.failure = failure
+        self.details = details

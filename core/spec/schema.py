@@ -161,18 +161,18 @@ def knob_key(knob: Knob) -> KeySpec:
         sub_keys = tuple(KeySpec(name, (_FIELD_TYPES[hints[name].__name__],),
                                  f"Field `{name}` of the table form of `{knob.key}`.") for name in names)
     line_value = knob.example.split("=", 1)[1]
-    example = _toml_literal(knob.codec.to_toml(knob.codec.parse(line_value)))
+    example = toml_literal(knob.codec.to_toml(knob.codec.parse(line_value)))
     return KeySpec(knob.key, types, knob.doc, allowed=tuple(getattr(knob.codec, "choices", ())), keys=sub_keys,
                    any_keys="table" in types and table_form is None, example=example,
                    aliases=tuple(k for k in knob.line_keys if k != knob.key))
 
 
-def _toml_literal(value) -> str:
+def toml_literal(value) -> str:
     """``value`` written as TOML (the scalars and inline tables knob examples need)."""
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, dict):
-        return "{ " + ", ".join(f"{k} = {_toml_literal(v)}" for k, v in value.items()) + " }"
+        return "{ " + ", ".join(f"{k} = {toml_literal(v)}" for k, v in value.items()) + " }"
     if isinstance(value, str):
         return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
     return str(value)

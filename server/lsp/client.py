@@ -48,11 +48,17 @@ class KddClient(LanguageClient):
         def progress_create(params):
             return None
 
-    def _recorder(self, method):
+        # What the server asks of an editor after a compile or a command, recorded like notifications.
+        for method, answer in ((lsp.WORKSPACE_INLAY_HINT_REFRESH, None), (lsp.WORKSPACE_CODE_LENS_REFRESH, None),
+                               (lsp.WINDOW_SHOW_DOCUMENT, lsp.ShowDocumentResult(success=True))):
+            self.feature(method)(self._recorder(method, answer))
+
+    def _recorder(self, method, answer=None):
         async def record(params):
             async with self._changed:
                 self.messages.append((method, params))
                 self._changed.notify_all()
+            return answer
         return record
 
     async def wait_for(self, method: str, predicate=lambda p: True, timeout: float = 60.0, after: int = 0):
@@ -91,9 +97,12 @@ async def start(root: Path, *args: str, settings: dict | None = None) -> KddClie
     client.stderr = bytearray()
     client._async_tasks.append(asyncio.ensure_future(_drain(client._server.stderr, client.stderr)))
     caps = lsp.ClientCapabilities(
-        workspace=lsp.WorkspaceClientCapabilities(configuration=True),
-        window=lsp.WindowClientCapabilities(work_done_progress=True))
-    await client.initialize_async(lsp.InitializeParams(
+        workspace=lsp.WorkspaceClientCapabilities(
+            configuration=True, inlay_hint=lsp.InlayHintWorkspaceClientCapabilities(refresh_support=True),
+            code_lens=lsp.CodeLensWorkspaceClientCapabilities(refresh_support=True)),
+        window=lsp.WindowClientCapabilities(work_done_progress=True,
+                                            show_document=lsp.ShowDocumentClientCapabilities(support=True)))
+    client.initialize_result = await client.initialize_async(lsp.InitializeParams(
         capabilities=caps, root_uri=root.as_uri(),
         workspace_folders=[lsp.WorkspaceFolder(root.as_uri(), "root")]))
     client.initialized(lsp.InitializedParams())

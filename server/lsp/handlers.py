@@ -7,18 +7,22 @@ from pygls.exceptions import JsonRpcException, JsonRpcInvalidParams
 from kdd.core.spec.completion import complete
 from kdd.core.spec.hover import hover
 
-from . import convert, features, virtual_docs
-from ..workers import WorkerFailed
+from . import convert, features
+from .code_actions import code_actions
+from .commands import COMMANDS, execute, virtual_text, worker_call
 from .documents import DocumentState
 from .server import REQUEST_FAILED, KddLanguageServer, uri_path
 
-COMMANDS = ("kdd.runCheck",)
+
+def _current_compile(ls: KddLanguageServer, uri: str) -> dict | None:
+    """The compile of the document's current text, if one has finished."""
+    state = ls.docs.get(uri)
+    return state.compiled if state is not None and state.compiled_version == state.version else None
 
 
 def _compiled_registers(ls: KddLanguageServer, uri: str) -> dict | None:
     """The register figures of the compile of the document's current text, if one has finished."""
-    state = ls.docs.get(uri)
-    compiled = state.compiled if state is not None and state.compiled_version == state.version else None
+    compiled = _current_compile(ls, uri)
     return compiled["stats"].get("registers") if compiled and compiled.get("ok") and "stats" in compiled else None
 
 
@@ -112,20 +116,23 @@ def register(server: KddLanguageServer) -> None:  # noqa: C901 - one flat list o
         return features.definition(parsed.document, uri_path(uri), params.position.line,
                                    params.position.character, ls.read_text)
 
-    @server.feature(lsp.WORKSPACE_EXECUTE_COMMAND, lsp.ExecuteCommandOptions(commands=list(COMMANDS)))
-    async def on_command(ls: KddLanguageServer, params: lsp.ExecuteCommandParams):
-        if params.command != "kdd.runCheck" or not params.arguments:
-            raise JsonRpcInvalidParams(f"unknown command {params.command!r} (commands: {', '.join(COMMANDS)})")
-        return await ls.run_check(ls.state({"textDocument": {"uri": params.arguments[0]}}))
+    # pygls advertises what is registered as a command (executeCommandProvider) and answers other names
+    # with InvalidParams; the arguments arrive as they were sent
+    for name in COMMANDS:
+        def runner(command: str):
+            async def run(ls: KddLanguageServer, *args):
+                return await execute(ls, command, list(args))
+            return run
+        server.command(name)(runner(name))
+
+    @server.feature(lsp.TEXT_DOCUMENT_CODE_ACTION, lsp.CodeActionOptions(
+        code_action_kinds=[lsp.CodeActionKind.QuickFix, lsp.CodeActionKind.RefactorExtract]))
+    def on_code_action(ls: KddLanguageServer, params: lsp.CodeActionParams):
+        uri = params.text_document.uri
+        source = ls.source(uri)
+        return code_actions(uri, source.text, ls.engine.parse(source), params, _current_compile(ls, uri))
 
     # ---- kdd's own requests (protocol/lsp.schema.json) ---------------------
-
-    async def worker_call(ls: KddLanguageServer, method: str, request: dict, affinity: str):
-        """A request run by a worker; one stopped at the time limit is a RequestFailed error naming the stage."""
-        try:
-            return await ls.pool.call(method, request, affinity, ls.settings.time_limit)
-        except WorkerFailed as exc:
-            raise JsonRpcException(f"{method}: {exc}", REQUEST_FAILED) from None
 
     async def latest(ls: KddLanguageServer, state: DocumentState) -> dict:
         """The compile of the current version, waiting for it when it is still running."""
@@ -180,21 +187,21 @@ def register(server: KddLanguageServer) -> None:  # noqa: C901 - one flat list o
     async def kdd_check(ls: KddLanguageServer, params):
         return await ls.run_check(ls.state(params))
 
+    @server.feature("kdd/asmHover")
+    async def kdd_asm_hover(ls: KddLanguageServer, params):
+        state = ls.state(params)
+        line = params.get("line")
+        if not isinstance(line, int) or isinstance(line, bool) or line < 0:
+            raise JsonRpcInvalidParams("'line' is a 0-based line of the assembly listing")
+        result = await worker_call(ls, "kdd/asmHover", ls.request(state.uri, line=line), state.uri)
+        if not result["ok"]:
+            raise JsonRpcException(result["error"], REQUEST_FAILED, data=result.get("failure"))
+        return result["hover"]
+
     @server.feature("kdd/content")
     async def kdd_content(ls: KddLanguageServer, params):
         uri = params.get("uri") if isinstance(params, dict) else None
-        try:
-            kind, name, doc_uri = virtual_docs.parse(uri if isinstance(uri, str) else "")
-        except ValueError as exc:
-            raise JsonRpcInvalidParams(str(exc)) from None
-        state = ls.state({"textDocument": {"uri": doc_uri}})
-        if kind == "asm":
-            result = await kdd_assembly(ls, {"textDocument": {"uri": doc_uri}})
-            return {"uri": uri, "text": result["asm"]["listing"]}
-        result = await ir_request(ls, state, name, kind == "diff")
-        if not result["ok"]:
-            raise JsonRpcException(result["error"], REQUEST_FAILED, data=result.get("failure"))
-        return {"uri": uri, "text": result["diff"] if kind == "diff" else result["text"]}
+        return {"uri": uri, "text": await virtual_text(ls, uri if isinstance(uri, str) else "")}
 
     @server.feature(lsp.SHUTDOWN)
     def on_shutdown(ls: KddLanguageServer, params):

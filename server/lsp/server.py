@@ -37,7 +37,7 @@ from .documents import DocumentState
 from .protocol import KddProtocol
 
 COMPILED, CHECKED = "kdd/compiled", "kdd/checked"
-CUSTOM = ("kdd/passes", "kdd/irAfterPass", "kdd/assembly", "kdd/stats", "kdd/check", "kdd/content")
+CUSTOM = ("kdd/passes", "kdd/irAfterPass", "kdd/assembly", "kdd/asmHover", "kdd/stats", "kdd/check", "kdd/content")
 REQUEST_FAILED = -32803  # LSP's RequestFailed
 
 
@@ -200,6 +200,18 @@ class KddLanguageServer(LanguageServer):
         self.publish(state)
         state.compiled_event.set()
         self.protocol.notify(COMPILED, compiled_notification(state))
+        self.refresh_client_views()
+
+    def refresh_client_views(self) -> None:
+        """Ask the client to fetch inlay hints and code lenses again (their figures come from the compile
+        that just finished), where it says it can be asked."""
+        workspace = self.client_capabilities.workspace
+        if workspace is None:
+            return
+        if workspace.inlay_hint is not None and workspace.inlay_hint.refresh_support:
+            self.workspace_inlay_hint_refresh(None)
+        if workspace.code_lens is not None and workspace.code_lens.refresh_support:
+            self.workspace_code_lens_refresh(None)
 
     async def _with_passes(self, state: DocumentState, version: int, params: dict, result: dict) -> dict | None:
         """``result`` with the pass table (from the same worker's memo, without the IR texts: the

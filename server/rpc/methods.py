@@ -17,6 +17,8 @@ messages).
   ms, nodes, cached}], "build": {nodes}}``
 - ``kdd/irAfterPass``: ``pass``, ``diff`` -> ``{"ok", "pass", "text",
   "lines", "diff"?}``
+- ``kdd/asmHover``: ``line`` (0-based, of the assembly listing) -> ``{"ok", "hover": {line, text, doc,
+  live, sass, markdown} | null}``: the instruction's documentation and the buffers live there
 - ``kdd/check`` with ``device``: the compiled sm_90 kernel run on a CUDA GPU
   against the float64 reference instead of the interpreter; with ``asm`` (Xe):
   the assembled kernel run in the instruction-level simulator (``kdd.core.xesim``)
@@ -47,7 +49,7 @@ class RpcError(Exception):
 
 
 _TYPES = {"path": str, "text": str, "shape": str, "target": str, "stage": str, "pass": str, "bisect": bool,
-          "diff": bool, "unbounded": bool, "device": bool, "asm": bool, "runs": int, "emit": (str, list)}
+          "diff": bool, "unbounded": bool, "device": bool, "asm": bool, "runs": int, "emit": (str, list), "line": int}
 
 
 def _params(method: str, params: Any, allowed: tuple[str, ...], source: bool) -> dict:
@@ -110,6 +112,17 @@ def _ir_after(engine, source, p):
     return engine.ir_view(source, p.get("pass") or FINAL, bool(p.get("diff")), p.get("shape"), p.get("target"))
 
 
+def _asm_hover(engine, source, p):
+    """What the assembly views show over one listing line (``core/codegen/line_hover``): its instruction's
+    documentation, the buffers live there, and on sm_90 the SASS of a PTX line."""
+    from kdd.core.codegen.line_hover import line_hover
+
+    out = engine.compile(source, "asm", p.get("shape"), p.get("target"))
+    if not out["ok"]:
+        return out
+    return {"ok": True, "hover": line_hover(out["asm"], p.get("line") or 0)}
+
+
 def _bench(engine, source, p):
     return engine.on_device(source, p.get("shape"), bench=True, runs=p.get("runs") or 50)
 
@@ -135,6 +148,7 @@ METHODS: dict[str, Method] = {
     "kdd/check": Method(("shape", "stage", "bisect", "unbounded", "target", "device", "asm"), _check),
     "kdd/passes": Method(("shape", "target"), _passes),
     "kdd/irAfterPass": Method(("pass", "diff", "shape", "target"), _ir_after),
+    "kdd/asmHover": Method(("line", "shape", "target"), _asm_hover),
     "kdd/bench": Method(("shape", "runs"), _bench, cacheable=False),  # a measurement is taken anew
     "kdd/stats": Method((), _stats, reads_config=False, cacheable=False),
 }

@@ -1,8 +1,10 @@
 """The file ``kdd view`` follows and the requests its page makes.
 
 The page asks the same methods as the VS Code preview asks the language server (``kdd/passes``,
-``kdd/irAfterPass``, ``kdd/assembly``, ``kdd/stats``, ``kdd/check``; ``protocol/lsp.schema.json``)
-plus ``kdd/document`` (the config's text), and is told ``kdd/compiled`` after every compile. Compiles
+``kdd/irAfterPass``, ``kdd/assembly``, ``kdd/asmHover``, ``kdd/stats``, ``kdd/check``;
+``protocol/lsp.schema.json``) plus ``kdd/document`` (the config's text) and ``kdd/diagnostics`` (what an
+editor would underline, of the latest compile), and is told ``kdd/compiled`` after every compile and
+``kdd/checked`` after every check. Compiles
 run in a :class:`~kdd.server.workers.WorkerPool`, debounced and superseded exactly as the language
 server does it (the state is the server's :class:`~kdd.server.lsp.documents.DocumentState`).
 
@@ -21,11 +23,12 @@ from kdd.core.engine import Engine, Source
 from kdd.core.spec import read_file
 from kdd.core.spec.confined import ConfinedReader
 from kdd.server.lsp.documents import DocumentState
-from kdd.server.lsp.server import COMPILED, REQUEST_FAILED, compiled_notification
+from kdd.server.lsp.server import CHECKED, COMPILED, REQUEST_FAILED, compiled_notification
 from kdd.server.rpc.methods import INVALID_PARAMS, METHOD_NOT_FOUND, RpcError
 from kdd.server.workers import WorkerFailed, WorkerPool
 
-METHODS = ("kdd/document", "kdd/passes", "kdd/irAfterPass", "kdd/assembly", "kdd/stats", "kdd/check")
+METHODS = ("kdd/document", "kdd/diagnostics", "kdd/passes", "kdd/irAfterPass", "kdd/assembly", "kdd/asmHover",
+           "kdd/stats", "kdd/check")
 
 
 class ViewSession:
@@ -43,6 +46,7 @@ class ViewSession:
         self.text: str | None = None
         self.read_error: str | None = None
         self.last: dict | None = None  # the latest kdd/compiled event, for pages that connect later
+        self.checked: dict | None = None  # the latest kdd/checked event
         self.listeners: set[asyncio.Queue] = set()
 
     # ---- following the file ------------------------------------------------
@@ -87,8 +91,11 @@ class ViewSession:
         state.compiled, state.compiled_version = result, version
         state.compiled_event.set()
         self.last = compiled_notification(state)
+        self._tell(COMPILED, self.last)
+
+    def _tell(self, event: str, params: dict) -> None:
         for queue in list(self.listeners):
-            queue.put_nowait((COMPILED, self.last))
+            queue.put_nowait((event, params))
 
     def _source(self, **fields) -> dict:
         params = {"text": self.text, "path": self.path, **fields}
@@ -105,6 +112,8 @@ class ViewSession:
         queue: asyncio.Queue = asyncio.Queue()
         if self.last is not None:
             queue.put_nowait((COMPILED, self.last))
+        if self.checked is not None:
+            queue.put_nowait((CHECKED, self.checked))
         self.listeners.add(queue)
         return queue
 
@@ -134,8 +143,23 @@ class ViewSession:
             if not isinstance(name, str):
                 raise RpcError(INVALID_PARAMS, "'pass' is a pass name (build, a pass, or final)")
             return await self._call("kdd/irAfterPass", self._source(**{"pass": name, "diff": bool(params.get("diff"))}))
+        if method == "kdd/diagnostics":
+            result = await self.latest()
+            return {"version": self.state.compiled_version, "diagnostics": result.get("diagnostics") or []}
+        if method == "kdd/asmHover":
+            line = params.get("line")
+            if not isinstance(line, int) or isinstance(line, bool) or line < 0:
+                raise RpcError(INVALID_PARAMS, "'line' is a 0-based line of the assembly listing")
+            result = await self._call("kdd/asmHover", self._source(line=line))
+            if not result.get("ok"):
+                raise RpcError(REQUEST_FAILED, result.get("error") or "no assembly")
+            return result["hover"]
         if method == "kdd/check":
-            return await self._call("kdd/check", {"text": self.text, "path": self.path})
+            version = self.state.version
+            result = await self._call("kdd/check", {"text": self.text, "path": self.path})
+            self.checked = {"uri": self.uri, "version": version, "result": result}
+            self._tell(CHECKED, self.checked)
+            return result
         result = await self._call("kdd/compile", self._source(emit=["asm"]))
         if not result.get("ok"):
             raise RpcError(REQUEST_FAILED, result.get("error") or "no assembly")

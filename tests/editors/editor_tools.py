@@ -37,6 +37,12 @@ def nvim_cmd() -> list[str]:
     return [str(lib / "ld-linux-x86-64.so.2"), "--library-path", str(lib), str(NVIM_ROOT / "usr" / "bin" / "nvim")]
 
 
+def nvim_parsers() -> list[str]:
+    """Arguments that put the unpacked Neovim's tree-sitter parsers (markdown for hover windows) on its
+    runtime path, where an installed Neovim finds them by itself."""
+    return ["--cmd", f"set rtp+={NVIM_ROOT / 'usr' / 'lib' / 'nvim'}"]
+
+
 def nvim_env() -> dict:
     return {**os.environ, "VIMRUNTIME": str(NVIM_ROOT / "usr" / "share" / "nvim" / "runtime")}
 

@@ -5,7 +5,7 @@ import subprocess
 import time
 from pathlib import Path
 
-from editor_tools import EXAMPLES, KDD, NEOVIM, SCREENSHOTS, need, nvim_cmd, nvim_env
+from editor_tools import EXAMPLES, KDD, NEOVIM, SCREENSHOTS, need, nvim_cmd, nvim_env, nvim_parsers
 
 SESSION = Path(__file__).resolve().parent / "nvim" / "session.lua"
 
@@ -13,13 +13,15 @@ SESSION = Path(__file__).resolve().parent / "nvim" / "session.lua"
 def test_plugin_session(tmp_path):
     config = tmp_path / "resnet.kernel.toml"
     shutil.copy(EXAMPLES / "resnet50_3x3.kernel.toml", config)
-    out = subprocess.run([*nvim_cmd(), "--headless", "--clean", "--cmd", f"set rtp^={NEOVIM}", "-l", str(SESSION),
+    out = subprocess.run([*nvim_cmd(), "--headless", "--clean", *nvim_parsers(), "--cmd", f"set rtp^={NEOVIM}",
+                          "-l", str(SESSION),
                           str(config), KDD, str(tmp_path / "cache")],
                          capture_output=True, text=True, timeout=600, env={**nvim_env(), "HOME": str(tmp_path)})
     report = out.stdout + out.stderr
     assert out.returncode == 0 and "ALL OK" in out.stdout, report
     for step in ("KddPasses", "KddDiff", "KddIR final", "KddAsm", "KddJump both ways", "inlay hints", "live refresh",
-                 "KddCheck"):
+                 "KddCheck", "lenses", "K in the assembly", "K on the config", "check pending after an edit", "code action",
+                 "kdd not found", "heat without termguicolors"):
         assert f"ok {step}" in out.stdout, report
 
 
@@ -39,7 +41,8 @@ def test_tmux_capture(tmp_path):
     # The editor runs headless and tmux shows its terminal UI attached with --remote-ui: run through its
     # own loader, Neovim's TUI cannot re-start itself as an embedded server (its program path is the loader).
     server = str(tmp_path / "nvim.sock")
-    editor = subprocess.Popen([*nvim_cmd(), "--headless", "--listen", server, "--clean", "-u", str(init), str(config)],
+    editor = subprocess.Popen([*nvim_cmd(), "--headless", "--listen", server, "--clean", *nvim_parsers(), "-u", str(init),
+                               str(config)],
                               env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     socket = str(tmp_path / "tmux.sock")
     try:
@@ -48,15 +51,17 @@ def test_tmux_capture(tmp_path):
                 break
             time.sleep(0.1)
         ui = " ".join(f"'{c}'" for c in [*nvim_cmd(), "--remote-ui", "--server", server])
-        subprocess.run([tmux, "-S", socket, "new-session", "-d", "-x", "160", "-y", "40", ui], env=env, check=True)
+        subprocess.run([tmux, "-S", socket, "new-session", "-d", "-x", "200", "-y", "40", ui], env=env, check=True)
         screen = ""
         for _ in range(600):
             screen = subprocess.run([tmux, "-S", socket, "capture-pane", "-p"], capture_output=True, text=True).stdout
             asm_shown = "Assembly unavailable" in screen or "│▌" in screen  # the reason, or lines with heat signs
-            if "kernel {" in screen and "kdd xehpg" in screen and asm_shown:
+            # the compile's register hint (the server asked for fresh hints), the lenses, the live column
+            settled = "by the" in screen and "Run check" in screen and "c_acc kernel" in screen
+            if "kernel {" in screen and "kdd xehpg" in screen and asm_shown and settled:
                 break
             time.sleep(0.2)
-        assert "kernel {" in screen and "kdd xehpg" in screen, screen
+        assert "kernel {" in screen and "kdd xehpg" in screen and "allocator" in screen, screen
         if SCREENSHOTS:
             (Path(SCREENSHOTS) / "neovim.txt").write_text(screen.rstrip() + "\n")
     finally:

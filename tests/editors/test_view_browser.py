@@ -74,9 +74,6 @@ def test_page_follows_the_file(page_and_view):
         assert page.locator("#mix tr").count() == 1 + len(listing["mix"]["static"])
         assert page.locator("#roofline svg").get_attribute("data-bound") == listing["roofline"]["bound"]
         assert page.inner_text("#asm div >> nth=0").endswith(listing["lines"][0]["text"])
-    if SCREENSHOTS:
-        page.screenshot(path=str(Path(SCREENSHOTS) / "view.png"))
-
     before_ir, before_asm = page.inner_text("#ir"), page.inner_text("#asm")
     before_estimate = _estimate(path)
     path.write_text(path.read_text().replace('iter = "mb8oc32ic16"', 'iter = "mb8oc16ic16"'))
@@ -129,6 +126,92 @@ def test_pass_picker_diff_and_click_through(page_and_view):
                 if (r := e.get("origin", {}).get("range")) and r["start"]["line"] <= target <= r["end"]["line"]]
     lit = page.eval_on_selector_all("#ir div", "rows => rows.flatMap((r, i) => r.classList.contains('hl') ? [i] : [])")
     assert lit == expected and expected
+
+
+def test_diagnostics_check_plot_colours_bands_docs_and_widths(page_and_view):
+    """What the page shows beyond the listing: the compile's diagnostics (message, severity, position; a click
+    shows the config line), the check and its button, the pressure plot's axes, colours and hover, syntax
+    colours, colour bands linking the config to the IR and the assembly, instruction docs, the roofline's
+    axes, and panes that fit the window."""
+    page, view, path = page_and_view
+    _wait_version(page, 1)
+    listing = view.rpc("kdd/assembly")["result"]["asm"]
+    # syntax colours in all three panes
+    for pane, cls in (("#config", "t-key"), ("#config", "t-str"), ("#ir", "t-type"), ("#asm", "t-op"), ("#asm", "t-reg")):
+        assert page.locator(f"{pane} .{cls}").count() > 0, (pane, cls)
+    # bands: a config line and the IR and assembly lines from it share one band
+    ir = view.rpc("kdd/irAfterPass", {"pass": "final"})["result"]
+    index = next(i for i, e in enumerate(ir["lines"]) if e.get("origin", {}).get("range"))
+    line = ir["lines"][index]["origin"]["range"]["start"]["line"]
+    band = lambda sel: [c for c in page.locator(sel).get_attribute("class").split() if c.startswith("band")]
+    assert band(f"#ir div >> nth={index}") == band(f"#config div >> nth={line}") != []
+    at = next(i for i, l in enumerate(listing["lines"]) if (l.get("config_range") or {}).get("start", {}).get("line") == line)
+    assert band(f"#asm div >> nth={at}") == band(f"#config div >> nth={line}")
+    # the pressure plot: axes with values, one fixed colour per category, distinct for all
+    plot = page.locator("#pressure svg")
+    assert plot.locator("line.axis").count() >= 2 and plot.locator("text.tick").count() >= 4
+    fills = page.eval_on_selector_all("#pressure rect", "rs => rs.map(r => [r.dataset.category, r.getAttribute('fill')])")
+    by_category = {}
+    for category, fill in fills:
+        by_category.setdefault(category, set()).add(fill)
+    assert all(len(f) == 1 for f in by_category.values())
+    colours = [next(iter(f)) for f in by_category.values()]
+    assert len(set(colours)) == len(colours) == len({a["category"] for a in listing["registers"]["allocations"]})
+    # hovering a column names its line and scrolls the listing to it
+    box = plot.bounding_box()
+    page.mouse.move(box["x"] + box["width"] * 0.6, box["y"] + 40)
+    page.wait_for_function("document.querySelector('#pressure-info').innerText.startsWith('line ')")
+    shown = int(page.locator("#pressure-info").get_attribute("data-line"))
+    assert page.locator(f"#asm div >> nth={shown}").get_attribute("class").split().count("hl") == 1
+    total = listing["lines"][shown]["live_regs"]
+    assert page.inner_text("#pressure-info").startswith(f"line {shown + 1}: {total} registers live")
+    # the instruction docs of an assembly line, with its live buffers
+    dpas = next(i for i, l in enumerate(listing["lines"]) if "dpas" in l["text"])
+    page.locator(f"#asm div >> nth={dpas}").hover()
+    page.wait_for_function(f"document.querySelector('#asm-doc').dataset.line === '{dpas}'")
+    doc = page.inner_text("#asm-doc")
+    assert doc.startswith("dpas — systolic") and "pipe: xmx" in doc and "live: " in doc and "c_acc 32" in doc
+    # the register figure is the allocator's, named, with the IR model beside it
+    compiled = _cli(path, "stats")["stats"]["registers"]
+    assert page.inner_text("#asm-summary") == (f"registers {compiled['allocated']}/{compiled['budget']} "
+                                               f"(allocator · IR model {compiled['ir']})")
+    assert f"regs {compiled['allocated']}/{compiled['budget']} allocator" in page.inner_text("#status")
+    # the roofline has values on both axes
+    assert page.locator("#roofline text.tick").count() >= 4
+    assert "x: ops/byte" in page.inner_text("#roofline")
+    # the check: none yet, then the button's verdict
+    assert page.inner_text("#check") == ""
+    page.click("#run-check")
+    page.wait_for_function("document.querySelector('#check').innerText === 'check ✓'", timeout=120_000)
+    # panes fit the window: nothing wider than the viewport, the assembly the widest pane
+    for width in (1100, 1500):
+        page.set_viewport_size({"width": width, "height": 900})
+        widths = page.eval_on_selector_all(".pane", "ps => ps.map(p => p.getBoundingClientRect().right)")
+        assert max(widths) <= width
+        sizes = page.eval_on_selector_all(".pane", "ps => ps.map(p => p.getBoundingClientRect().width)")
+        assert sizes[2] == max(sizes)
+        page.wait_for_function(f"document.querySelector('#pressure svg').getAttribute('width') <= {sizes[2]}")
+    if SCREENSHOTS:
+        page.set_viewport_size({"width": 1500, "height": 900})
+        page.locator(f"#asm div >> nth={dpas}").hover()
+        page.wait_for_timeout(500)
+        page.screenshot(path=str(Path(SCREENSHOTS) / "view.png"))
+
+    # an error: listed with severity, position and message; a click shows its line; the check is pending
+    path.write_text(path.read_text().replace('fma = "dpas"', 'fma = "dpass"'))
+    page.wait_for_selector("#diagnostics li.diag.sev-error", timeout=120_000)
+    item = page.locator("#diagnostics li.diag.sev-error").first
+    typo = next(i for i, l in enumerate(path.read_text().splitlines()) if l.startswith("fma"))
+    column = path.read_text().splitlines()[typo].index('"dpass"')
+    assert item.locator(".sev").inner_text() == "error"
+    assert item.locator(".pos").inner_text() == f"{typo + 1}:{column + 1}"
+    assert "did you mean 'dpas'" in item.inner_text()
+    item.click()
+    assert page.locator("#config div.hl").get_attribute("data-line") == str(typo)
+    page.wait_for_function("document.querySelector('#check').innerText === 'check …'")
+    assert page.inner_text("#asm-summary") == ""  # no stale figure once the compile fails
+    if SCREENSHOTS:
+        page.screenshot(path=str(Path(SCREENSHOTS) / "view-error.png"))
 
 
 def test_view_refuses_other_hosts_and_unknown_methods_and_streams_compiles(tmp_path):
@@ -205,7 +288,13 @@ def test_page_inside_vscode_uses_the_message_transport(page_and_view):
         assert page.inner_text("#asm-error") == f"Assembly unavailable: {asm['error']['message']}"
     if SCREENSHOTS:
         page.set_viewport_size({"width": 1000, "height": 800})
+        page.wait_for_function("document.querySelector('#pressure svg').getAttribute('width') <= "
+                               "document.querySelector('#pressure').clientWidth")
         page.screenshot(path=str(Path(SCREENSHOTS) / "vscode-preview.png"))
+
+    # the check button asks through the bridge too
+    page.click("#run-check")
+    page.wait_for_function("document.querySelector('#check').innerText === 'check ✓'", timeout=120_000)
 
     ir = view.rpc("kdd/irAfterPass", {"pass": "final"})["result"]
     index = next(i for i, e in enumerate(ir["lines"]) if e.get("origin", {}).get("range"))

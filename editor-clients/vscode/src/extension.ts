@@ -5,8 +5,8 @@ import * as path from "path";
 import * as vscode from "vscode";
 import { LanguageClient, LanguageClientOptions, ServerOptions } from "vscode-languageclient/node";
 import {
-  PassItem, PreviewBridge, asmUri, contentUri, diffItems, heatLines, irUri, passItems, previewHtml, previousPass,
-  serverCommand,
+  PassItem, PreviewBridge, asmListingLine, asmUri, commandRoute, contentUri, diffItems, heatLines, irUri, passItems,
+  previewHtml, previousPass, serverCommand,
 } from "./logic";
 import { Checked, Compiled, PassEntry, Range, model } from "./model";
 
@@ -32,11 +32,21 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
   const settings = vscode.workspace.getConfiguration("kdd");
   const folders = (vscode.workspace.workspaceFolders ?? []).map((f) => f.uri.fsPath);
   const server: ServerOptions = serverCommand(settings.get<string>("path") ?? "", folders, fs.existsSync);
+  // The server advertises every command a lens names and vscode-languageclient registers them; those that
+  // open a view run here (viewCommands, defined below), kdd.runCheck runs on the server.
+  const viewCommands = new Map<string, (arg?: unknown, pass?: unknown) => Promise<void> | void>();
   const options: LanguageClientOptions = {
     documentSelector: [{ scheme: "file", language: "kernel-toml" }],
     initializationOptions: { target: settings.get("target"), timeLimit: settings.get("timeLimit"),
       checkOnSave: settings.get("checkOnSave") },
     synchronize: { configurationSection: "kdd" },
+    middleware: {
+      executeCommand: async (command, args, next) => {
+        const run = viewCommands.get(command);
+        if (commandRoute(command) === "view" && run) return run(args[0], args[1]);
+        return next(command, args.length ? args : [configEditor()?.document.uri.toString()]);
+      },
+    },
   };
   client = new LanguageClient("kdd", "kdd", server, options);
   const lsp = client;
@@ -49,14 +59,23 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
   const targetUri = (arg: unknown): string | undefined =>
     typeof arg === "string" ? arg : arg instanceof vscode.Uri ? arg.toString() : configEditor()?.document.uri.toString();
 
+  /** The status of the active config: its latest compile, and its check while that is about this text
+   * (pending after an edit until the new version's verdict). */
   function updateStatus(): void {
-    const uri = configEditor()?.document.uri.toString();
-    if (!uri) {
+    const editor = configEditor();
+    if (!editor) {
       status.hide();
       return;
     }
-    status.text = model.statusText(compiled.get(uri) ?? null, checked.get(uri) ?? null);
+    const uri = editor.document.uri.toString();
+    status.text = model.statusText(compiled.get(uri) ?? null, checked.get(uri) ?? null, editor.document.version);
     status.show();
+  }
+
+  function clearHeat(uri: string): void {
+    for (const editor of vscode.window.visibleTextEditors.filter((e) => e.document.uri.toString() === uri)) {
+      heat.forEach((type) => editor.setDecorations(type, []));
+    }
   }
 
   /** The gutter heat and per-line hints of a config, from its assembly; none (and the reason in the
@@ -87,9 +106,10 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     for (const v of openVirtual) if (v.includes(encodeURIComponent(params.uri))) virtualChanged.fire(vscode.Uri.parse(v));
     updateStatus();
     if (params.ok) void refreshHeat(params.uri);
+    else clearHeat(params.uri); // no figures of an older text stay beside a config that does not compile
   });
-  lsp.onNotification("kdd/checked", (params: { uri: string; result: Checked }) => {
-    checked.set(params.uri, params.result);
+  lsp.onNotification("kdd/checked", (params: Checked & { uri: string }) => {
+    checked.set(params.uri, params);
     previews.get(params.uri)?.bridge.notify("kdd/checked", params);
     updateStatus();
   });
@@ -104,6 +124,25 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
       } catch (err) {
         return `# ${(err as Error).message}\n`; // the server's reason, e.g. no code generator for the target
       }
+    },
+  }));
+
+  // Instruction docs and live buffers over the lines of the kdd:/asm document.
+  const listingSizes = new Map<string, number>();
+  context.subscriptions.push(vscode.languages.registerHoverProvider({ scheme: "kdd" }, {
+    async provideHover(doc: vscode.TextDocument, position: vscode.Position): Promise<vscode.Hover | undefined> {
+      if (doc.uri.path !== "/asm") return undefined;
+      const configUri = doc.uri.query;
+      const ask = (line: number) => request("kdd/asmHover", { textDocument: { uri: configUri }, line }) as
+        Promise<{ line: number; lines: number; markdown: string } | null>;
+      let lines = listingSizes.get(doc.uri.toString());
+      if (lines === undefined) {
+        lines = (await ask(0))?.lines ?? 0;
+        listingSizes.set(doc.uri.toString(), lines);
+      }
+      const line = asmListingLine(position.line, doc.lineCount, lines);
+      const hover = line === null ? null : await ask(line);
+      return hover ? new vscode.Hover(new vscode.MarkdownString(hover.markdown)) : undefined;
     },
   }));
 
@@ -144,27 +183,29 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     editor.revealRange(r, vscode.TextEditorRevealType.InCenterIfOutsideViewport);
   }
 
+  viewCommands.set("kdd.showAssembly", (arg?: unknown) => {
+    const uri = targetUri(arg);
+    if (uri) openPreview(uri);
+  });
+  viewCommands.set("kdd.showIR", async (arg?: unknown, pass?: unknown) => {
+    const uri = targetUri(arg);
+    const name = typeof pass === "string" ? pass
+      : uri && (await pickPass(uri, (p) => passItems(p, false), "IR after pass (passes that changed the IR)"))?.item.pass;
+    if (uri && name) {
+      await vscode.window.showTextDocument(vscode.Uri.parse(irUri(uri, name)), { viewColumn: vscode.ViewColumn.Beside });
+    }
+  });
+  viewCommands.set("kdd.showDiff", async (arg?: unknown) => {
+    const uri = targetUri(arg);
+    const picked = uri && await pickPass(uri, diffItems, "What a pass changed (passes that changed the IR)");
+    if (uri && picked) {
+      const before = previousPass(picked.passes, picked.item.pass);
+      await vscode.commands.executeCommand("vscode.diff", vscode.Uri.parse(irUri(uri, before)),
+        vscode.Uri.parse(irUri(uri, picked.item.pass)), `IR: ${before} ↔ ${picked.item.pass}`);
+    }
+  });
+
   context.subscriptions.push(
-    vscode.commands.registerCommand("kdd.showAssembly", (arg?: unknown) => {
-      const uri = targetUri(arg);
-      if (uri) openPreview(uri);
-    }),
-    vscode.commands.registerCommand("kdd.showIR", async (arg?: unknown) => {
-      const uri = targetUri(arg);
-      const picked = uri && await pickPass(uri, (p) => passItems(p, false), "IR after pass (passes that changed the IR)");
-      if (uri && picked) {
-        await vscode.window.showTextDocument(vscode.Uri.parse(irUri(uri, picked.item.pass)), { viewColumn: vscode.ViewColumn.Beside });
-      }
-    }),
-    vscode.commands.registerCommand("kdd.showDiff", async (arg?: unknown) => {
-      const uri = targetUri(arg);
-      const picked = uri && await pickPass(uri, diffItems, "What a pass changed (passes that changed the IR)");
-      if (uri && picked) {
-        const before = previousPass(picked.passes, picked.item.pass);
-        await vscode.commands.executeCommand("vscode.diff", vscode.Uri.parse(irUri(uri, before)),
-          vscode.Uri.parse(irUri(uri, picked.item.pass)), `IR: ${before} ↔ ${picked.item.pass}`);
-      }
-    }),
     vscode.commands.registerCommand("kdd.showAssemblyText", async (arg?: unknown) => {
       const uri = targetUri(arg);
       if (uri) await vscode.window.showTextDocument(vscode.Uri.parse(asmUri(uri)), { viewColumn: vscode.ViewColumn.Beside });
@@ -177,6 +218,9 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     }),
     vscode.commands.registerCommand("kdd.restart", () => lsp.restart()),
     vscode.window.onDidChangeActiveTextEditor(updateStatus),
+    vscode.workspace.onDidChangeTextDocument((e) => {
+      if (e.document.languageId === "kernel-toml") updateStatus();
+    }),
     vscode.window.onDidChangeTextEditorSelection((e) => {
       previews.get(e.textEditor.document.uri.toString())?.bridge.cursor(e.selections[0].active.line);
     }),

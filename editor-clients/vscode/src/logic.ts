@@ -63,8 +63,28 @@ export function heatLines(listing: Listing): HeatLine[] {
   }));
 }
 
+/** The commands the server advertises (executeCommandProvider) and the lenses name. vscode-languageclient
+ * registers each of them; the extension's middleware runs the ones that open a view here (the preview, a
+ * pass picker, VS Code's diff) and passes kdd.runCheck on to the server. */
+export const SERVER_COMMANDS = ["kdd.runCheck", "kdd.showAssembly", "kdd.showIR", "kdd.showDiff"];
+export const VIEW_COMMANDS = ["kdd.showAssembly", "kdd.showIR", "kdd.showDiff"];
+
+/** Where a command runs: "view" (the extension opens a view) or "server" (workspace/executeCommand). */
+export function commandRoute(command: string): "view" | "server" {
+  return VIEW_COMMANDS.includes(command) ? "view" : "server";
+}
+
+/** The listing line under a line of the kdd:/asm document: that text form is a header, then one row per
+ * listing line (and a final newline), so the header is what the document has beyond the listing. */
+export function asmListingLine(docLine: number, docLineCount: number, listingLines: number): number | null {
+  const header = docLineCount - 1 - listingLines;
+  const line = docLine - header;
+  return header >= 0 && line >= 0 && line < listingLines ? line : null;
+}
+
 /** Requests the preview page may make; the bridge adds the document to each. */
-export const PREVIEW_METHODS = ["kdd/passes", "kdd/irAfterPass", "kdd/assembly", "kdd/stats", "kdd/check"];
+export const PREVIEW_METHODS = ["kdd/passes", "kdd/irAfterPass", "kdd/assembly", "kdd/asmHover", "kdd/stats",
+  "kdd/check"];
 
 export type Send = (method: string, params: object) => Promise<unknown>;
 

@@ -24,6 +24,7 @@ export interface Listing {
 
 export interface RegisterSummary {
   peak: number | null;
+  livePeak: number | null;
   budget: number | null;
   ir: number | null;
   byLabel: Record<string, number>;
@@ -45,13 +46,18 @@ export interface Compiled {
   error?: string | null;
 }
 
-export interface Checked { ok: boolean; rel_err?: number | null; tol?: number; error?: string }
+export interface CheckResult { ok: boolean; verdict?: string; rel_err?: number | null; tol?: number; error?: string }
+
+/** A kdd/checked notification: the check of one text version. */
+export interface Checked { uri?: string; version: number | null; result: CheckResult }
 
 export interface IrEntry { line: number; kind: string; origin?: { step: string; knob: string | null; range?: Range } }
 
 interface KddModel {
   listing(result: unknown): Listing | null;
   registerSummary(registers: unknown): RegisterSummary | null;
+  registerText(registers: unknown): string;
+  checkText(checked: Checked | null, version?: number | null): string;
   heat(value: number | null, budget: number | null | undefined): number;
   covers(range: Range | null, line: number): boolean;
   entriesForConfigLine<T>(entries: T[], line: number, rangeOf: (e: T) => Range | null): number[];
@@ -59,7 +65,7 @@ interface KddModel {
   asmRange(line: AsmLine): Range | null;
   configPressure(listing: Listing): Map<number, number>;
   pickablePasses(passes: PassEntry[], onlyChanged: boolean): string[];
-  statusText(compiled: Compiled | null, checked: Checked | null): string;
+  statusText(compiled: Compiled | null, checked: Checked | null, version?: number | null): string;
 }
 
 // eslint-disable-next-line @typescript-eslint/no-var-requires

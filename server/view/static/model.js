@@ -34,21 +34,42 @@
     };
   }
 
-  /** Peak, budget and IR register model's figure of a registers object: the compile's stats ({estimate,
-   * source, ir, budget, floor, unit}: estimate is the allocation where a code generator ran, source says
-   * so) or the assembly listing's ({peak, budget, ir, by_label}). */
+  /** The register figure of a registers object, with who made it: the code generator's allocation wherever
+   * one ran (kdd's allocator on Xe, ptxas on sm_90), the IR register model only where none did, and that
+   * labelled as the model. A compile's stats ({estimate, source, allocated, ir, budget, floor, unit}) say
+   * so in `source`; an assembly listing's registers ({peak, budget, ir, by_label, allocated?}) carry
+   * ptxas's figure as `allocated` on sm_90 (their `peak` is then nvdisasm's live-register peak), and on Xe
+   * the allocator's as `peak`. `livePeak` is the most registers live on one line of the listing. */
   function registerSummary(registers) {
     if (!registers) return null;
-    const compiled = typeof registers.source === "string" ? registers.estimate : registers.ir;
-    const peak = typeof registers.peak === "number" ? registers.peak : compiled;
+    let figure, source;
+    if (typeof registers.estimate === "number") {
+      figure = registers.estimate;
+      source = typeof registers.source === "string" ? registers.source : "IR model";
+    } else if (typeof registers.allocated === "number") {
+      figure = registers.allocated;
+      source = "ptxas";
+    } else {
+      figure = registers.peak;
+      source = "allocator";
+    }
     return {
-      peak: typeof peak === "number" ? peak : null,
+      peak: typeof figure === "number" ? figure : null,
       budget: typeof registers.budget === "number" ? registers.budget : null,
       ir: typeof registers.ir === "number" ? registers.ir : null,
+      livePeak: typeof registers.peak === "number" ? registers.peak : null,
       byLabel: registers.by_label || {},
-      source: typeof registers.peak === "number" ? "allocator" : registers.source || "IR model",
+      source,
       unit: registers.unit || "registers",
     };
+  }
+
+  /** "254/256 (allocator · IR model 256)": the one figure, its source, the model beside it. */
+  function registerText(registers) {
+    const r = registerSummary(registers);
+    if (!r || r.peak === null) return "";
+    const model = r.source !== "IR model" && r.ir !== null ? ` · IR model ${r.ir}` : "";
+    return `${r.peak}/${r.budget ?? "?"} (${r.source}${model})`;
   }
 
   /** Heat bucket 0..4 of a register count against the budget: under half, under 3/4, under 90 %,
@@ -137,15 +158,43 @@
     return ["build", ...names, "final"];
   }
 
-  /** One status line: target, peak/budget registers, compile time, the check's verdict. */
-  function statusText(compiled, checked) {
+  /** A check's verdict: the result's `verdict` (ok | wrong | not-checkable) where it has one, else
+   * ok or wrong from `ok`, and "error" for a check that could not run (a failed stage). */
+  function verdict(result) {
+    if (!result) return null;
+    if (typeof result.verdict === "string") return result.verdict;
+    if (result.ok) return "ok";
+    return result.failure ? "error" : "wrong";
+  }
+
+  const VERDICT_MARK = { ok: "check ✓", wrong: "check ✗", "not-checkable": "check n/a", error: "check error" };
+
+  /** The check part of a status line: the verdict of `checked` (a kdd/checked event: {version, result}) when
+   * it is about `version`, "check …" (pending) when the text has changed since, nothing before any check. */
+  function checkText(checked, version) {
+    if (!checked || !checked.result) return "";
+    if (typeof version === "number" && typeof checked.version === "number" && checked.version !== version) {
+      return "check …";
+    }
+    const v = verdict(checked.result);
+    return VERDICT_MARK[v] || `check ${v}`;
+  }
+
+  /** One status line: target, the register figure (the code generator's, its source named), compile time,
+   * the check's verdict. `version` is the text's current version: while the compile is older, the status
+   * says it is compiling, and a check of an older text is pending. */
+  function statusText(compiled, checked, version) {
     if (!compiled) return "kdd: compiling…";
-    if (!compiled.ok) return `kdd: ${firstLine(compiled.error) || "compile failed"}`;
+    const current = typeof version === "number" ? version : compiled.version;
+    const stale = typeof current === "number" && typeof compiled.version === "number" && compiled.version < current;
+    if (!compiled.ok) return `kdd: ${firstLine(compiled.error) || "compile failed"}${stale ? " · compiling…" : ""}`;
     const parts = [compiled.target];
     const r = registerSummary(compiled.registers);
-    if (r && r.peak !== null && r.budget !== null) parts.push(`regs ${r.peak}/${r.budget}`);
+    if (r && r.peak !== null && r.budget !== null) parts.push(`regs ${r.peak}/${r.budget} ${r.source}`);
     if (typeof compiled.compile_ms === "number") parts.push(`${Math.round(compiled.compile_ms)} ms`);
-    if (checked) parts.push(checked.ok ? "check ✓" : "check ✗");
+    const check = checkText(checked, current);
+    if (check) parts.push(check);
+    if (stale) parts.push("compiling…");
     return `kdd ${parts.join(" · ")}`;
   }
 
@@ -175,8 +224,98 @@
     }));
   }
 
+  // A colour per register category, fixed so that a category keeps its colour across compiles and
+  // targets, and distinct for all of them (Tableau 10, then further colours for categories kdd adds).
+  const CATEGORY_COLORS = {
+    "C accumulators": "#4e79a7", "A/B operands": "#f28e2b", "SLM load buffers": "#59a14f", buffers: "#76b7b2",
+    headers: "#edc948", scalars: "#b07aa1", temporaries: "#ff9da7", vectors: "#9c755f", reserved: "#bab0ac",
+    "register buffer": "#e15759", live: "#e15759",
+  };
+  const MORE_COLORS = ["#17becf", "#bcbd22", "#8c564b", "#7f7f7f", "#d62728", "#1f77b4"];
+
+  function categoryColor(category) {
+    if (CATEGORY_COLORS[category]) return CATEGORY_COLORS[category];
+    let h = 0;
+    for (const c of String(category)) h = (h * 31 + c.charCodeAt(0)) >>> 0;
+    return MORE_COLORS[h % MORE_COLORS.length];
+  }
+
+  /** Compiler Explorer's colour bands: each config line that produced IR or assembly gets a band (0..7, in
+   * the order of the config), and every view line from it the same band. Returns config line -> band. */
+  function bands(lineLists) {
+    const lines = new Set();
+    for (const list of lineLists) for (const l of list) if (typeof l === "number") lines.add(l);
+    const out = new Map();
+    [...lines].sort((a, b) => a - b).forEach((line, i) => out.set(line, i % 8));
+    return out;
+  }
+
+  /** The config line a view entry came from (its range's first line), or null. */
+  function originLine(range) {
+    return range && range.start && typeof range.start.line === "number" ? range.start.line : null;
+  }
+
+  // Syntax colouring: [class, regex] per kind of text, tried in order at each position; what no rule takes
+  // stays plain. The classes are kw (keywords, tables), key, str, num, com, op (mnemonics), reg, type, dir.
+  const RULES = {
+    config: [["com", /#.*/y], ["kw", /\[\[?[^\]]*\]\]?/y], ["str", /"(?:[^"\\]|\\.)*"?/y],
+      ["key", /[A-Za-z_][\w.-]*(?=\s*=)/y], ["num", /\b(?:true|false|\d[\d_.]*)\b/y]],
+    ir: [["com", /\/\/.*/y], ["kw", /\b(?:kernel|for|if|else|let|alloc\.\w+|in|barrier|return)\b/y],
+      ["type", /\.(?:[usfb]f?\d+|bf16|f16|f32|f64|pred)(?:x\d+)?\b/y], ["num", /\b0x[\da-fA-F]+\b|\b\d+(?:\.\d+)?\b/y],
+      ["op", /\b[a-z_][\w]*(?=\()/y]],
+    xe: [["com", /\/\/.*/y], ["dir", /^[\w$]+:/y], ["kw", /^\s*\((?:W|[^)]*f\d[^)]*)\)/y],
+      ["op", /(?<=^\s*(?:\([^)]*\)\s*)?)[a-z_][\w.]*/y], ["reg", /\b(?:r\d+(?:\.\d+)?|acc\d+(?:\.\d+)?|f\d\.\d|null)\b/y],
+      ["type", /:[a-z]{1,3}\b/y], ["num", /\b0x[\da-fA-F]+\b|-?\b\d+\b/y]],
+    ptx: [["com", /\/\/.*/y], ["dir", /^\s*\.[\w]+/y], ["dir", /^\s*\$?[\w]+:/y], ["kw", /@!?%?\w+/y],
+      ["op", /(?<=^\s*(?:@!?%?\w+\s+)?)[a-z][\w.]*/y], ["reg", /%[\w<>]+/y], ["num", /\b0[xXfF][\da-fA-F]+\b|-?\b\d+\b/y]],
+  };
+
+  /** A line as [class, text] spans for `kind` (config, ir, xe, ptx); the spans' texts join to the line. */
+  function tokens(kind, line) {
+    const rules = RULES[kind] || [];
+    const out = [];
+    let plain = "";
+    let i = 0;
+    while (i < line.length) {
+      let hit = null;
+      for (const [cls, re] of rules) {
+        re.lastIndex = i;
+        const m = re.exec(line);
+        if (m && m.index === i && m[0].length) { hit = [cls, m[0]]; break; }
+      }
+      if (hit) {
+        if (plain) { out.push(["", plain]); plain = ""; }
+        out.push(hit);
+        i += hit[1].length;
+      } else {
+        plain += line[i++];
+      }
+    }
+    if (plain) out.push(["", plain]);
+    return out;
+  }
+
+  /** "nice" axis ticks from 0 to top: about `count` round steps (1, 2 or 5 times a power of ten). */
+  function ticks(top, count) {
+    if (!(top > 0)) return [0];
+    const raw = top / Math.max(count, 1);
+    const p = 10 ** Math.floor(Math.log10(raw));
+    const step = [1, 2, 5, 10].map((k) => k * p).find((s) => s >= raw);
+    const out = [];
+    for (let v = 0; v <= top + 1e-9; v += step) out.push(Math.round(v * 1e6) / 1e6);
+    return out;
+  }
+
+  /** A number of operations (or bytes) per second as text: 1.4e14 -> "140 T". */
+  function siText(v) {
+    const units = [[1e15, "P"], [1e12, "T"], [1e9, "G"], [1e6, "M"], [1e3, "k"]];
+    for (const [f, u] of units) if (Math.abs(v) >= f) return `${+(v / f).toPrecision(3)} ${u}`;
+    return `${+v.toPrecision(3)} `;
+  }
+
   return {
-    listing, registerSummary, heat, pressureSeries, registerBars, covers, entriesForConfigLine, irRange,
+    listing, registerSummary, registerText, verdict, checkText, categoryColor, bands, originLine, tokens, ticks,
+    siText, heat, pressureSeries, registerBars, covers, entriesForConfigLine, irRange,
     asmRange, configPressure, pickablePasses, statusText, rooflinePoint, mixRows,
   };
 });

@@ -22,7 +22,36 @@ function M.listing(result)
     for i, l in ipairs(lines) do t[i] = l.text end
     text = table.concat(t, "\n")
   end
-  return { text = text, lines = lines, registers = type(a.registers) == "table" and a.registers or {} }
+  return { text = text, lines = lines, registers = type(a.registers) == "table" and a.registers or {},
+    target = a.target or result.target }
+end
+
+--- The labels live on each line (0-based index -> list), largest first: the registers each holds, summed
+--- from the listing's allocations (ties by name); a line's own `live` labels where there are none.
+function M.live_ranked(listing)
+  local regs = listing.registers or {}
+  local allocs = type(regs.allocations) == "table" and regs.allocations or {}
+  local out = {}
+  if #allocs == 0 then
+    for i, l in ipairs(listing.lines) do out[i - 1] = l.live end
+    return out
+  end
+  local sizes = {} -- line -> label -> bytes
+  for _, a in ipairs(allocs) do
+    for line = a.first_line, math.min(a.last_line, #listing.lines - 1) do
+      sizes[line] = sizes[line] or {}
+      sizes[line][a.label] = (sizes[line][a.label] or 0) + a.bytes
+    end
+  end
+  for line, by in pairs(sizes) do
+    local labels = vim.tbl_keys(by)
+    table.sort(labels, function(x, y)
+      if by[x] ~= by[y] then return by[x] > by[y] end
+      return x < y
+    end)
+    out[line] = labels
+  end
+  return out
 end
 
 --- Heat bucket 0..4: under half the budget, under 3/4, under 90 %, within it, over it.
@@ -47,18 +76,20 @@ function M.config_pressure(listing)
   return out
 end
 
-local COLORS = { "#2f6f3f", "#7a8a2a", "#b58a1c", "#c4571d", "#d11f1f" }
+-- Heat colours in true colour and as the nearest of the 256-colour palette, so that they show with and
+-- without 'termguicolors'.
+local COLORS = { { "#2f6f3f", 29 }, { "#7a8a2a", 100 }, { "#b58a1c", 136 }, { "#c4571d", 166 }, { "#d11f1f", 160 } }
 M.ns = vim.api.nvim_create_namespace("kdd-pressure")
 
 function M.define_highlights()
-  for i, color in ipairs(COLORS) do
-    vim.api.nvim_set_hl(0, "KddHeat" .. (i - 1), { fg = color, default = true })
+  for i, c in ipairs(COLORS) do
+    vim.api.nvim_set_hl(0, "KddHeat" .. (i - 1), { fg = c[1], ctermfg = c[2], default = true })
   end
 end
 
 --- Marks a buffer's lines: a heat sign in the sign column and the live registers as virtual text.
---- `marks` is a list of {line (0-based), regs, live (labels, optional)}. `column`: the count as a column
---- before each line (the assembly view), else at the end of the line (the config).
+--- `marks` is a list of {line (0-based), regs}. `column`: the count as a column before each line (the
+--- assembly view), else at the end of the line (the config).
 function M.place(buf, marks, budget, column)
   vim.api.nvim_buf_clear_namespace(buf, M.ns, 0, -1)
   local count = vim.api.nvim_buf_line_count(buf)
@@ -71,11 +102,7 @@ function M.place(buf, marks, budget, column)
       else
         opts.virt_text, opts.virt_text_pos = { { m.regs .. (budget and ("/" .. budget) or "") .. " regs", group } }, "eol"
       end
-      local id = vim.api.nvim_buf_set_extmark(buf, M.ns, m.line, 0, opts)
-      if m.live and #m.live > 0 then -- which buffers are live, after the line
-        vim.api.nvim_buf_set_extmark(buf, M.ns, m.line, 0, { id = id + 1000000,
-          virt_text = { { table.concat(m.live, " "), "Comment" } }, virt_text_pos = "eol" })
-      end
+      vim.api.nvim_buf_set_extmark(buf, M.ns, m.line, 0, opts)
     end
   end
 end

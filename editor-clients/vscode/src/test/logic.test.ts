@@ -4,7 +4,8 @@ import * as fs from "fs";
 import * as path from "path";
 import { test } from "node:test";
 import {
-  PreviewBridge, asmUri, contentUri, diffItems, heatLines, irUri, passItems, previewHtml, previousPass, serverCommand,
+  PreviewBridge, SERVER_COMMANDS, asmListingLine, asmUri, commandRoute, contentUri, diffItems, heatLines, irUri,
+  passItems, previewHtml, previousPass, serverCommand,
 } from "../logic";
 import { Listing, PassEntry, model } from "../model";
 
@@ -118,12 +119,37 @@ test("a compile's registers: the allocation where a code generator ran, named by
   assert.deepEqual([modelOnly.peak, modelOnly.source], [140, "IR model"]);
 });
 
-test("status line: target, peak/budget, compile time, check verdict; the error when the compile failed", () => {
+test("status line: the one register figure and its source, compile time, the check of this text", () => {
   const compiled = { uri: "u", version: 1, ok: true, target: "xehpg", compile_ms: 212.4,
-    registers: { estimate: 119, ir: 127, budget: 128, by_label: {} } };
-  assert.equal(model.statusText(compiled, null), "kdd xehpg · regs 127/128 · 212 ms");
-  assert.equal(model.statusText(compiled, { ok: false }), "kdd xehpg · regs 127/128 · 212 ms · check ✗");
-  assert.equal(model.statusText({ uri: "u", version: 2, ok: false, error: "bad iter\nmore" }, null), "kdd: bad iter");
+    registers: { estimate: 254, allocated: 254, source: "allocator", ir: 256, budget: 256, by_label: {} } };
+  const head = "kdd xehpg · regs 254/256 allocator · 212 ms";
+  assert.equal(model.statusText(compiled, null, 1), head);
+  assert.equal(model.statusText(compiled, { version: 1, result: { ok: false } }, 1), `${head} · check ✗`);
+  assert.equal(model.statusText(compiled, { version: 1, result: { ok: true } }, 1), `${head} · check ✓`);
+  // issue 25's verdicts when the result has them
+  assert.equal(model.statusText(compiled, { version: 1, result: { ok: false, verdict: "not-checkable" } }, 1),
+    `${head} · check n/a`);
+  // after an edit: compiling, and the check of the older text is pending until this version's verdict
+  assert.equal(model.statusText(compiled, { version: 1, result: { ok: true } }, 2), `${head} · check … · compiling…`);
+  assert.equal(model.statusText({ uri: "u", version: 2, ok: false, error: "bad iter\nmore" }, null, 2), "kdd: bad iter");
+  // sm_90: ptxas's figure, not nvdisasm's live peak nor the IR model's
+  const sm90 = { ...compiled, target: "sm_90", registers: { estimate: 229, allocated: 229, source: "ptxas", ir: 215, budget: 255 } };
+  assert.equal(model.statusText(sm90, null, 1), "kdd sm_90 · regs 229/255 ptxas · 212 ms");
+  const listing = { peak: 211, allocated: 229, ir: 215, budget: 255 };
+  assert.deepEqual([model.registerSummary(listing)!.peak, model.registerSummary(listing)!.livePeak], [229, 211]);
+  assert.equal(model.registerText(listing), "229/255 (ptxas · IR model 215)");
+  assert.equal(model.registerText({ peak: 107, ir: 107, budget: 128 }), "107/128 (allocator · IR model 107)");
+  assert.equal(model.registerText({ estimate: 140, source: "IR model", ir: 140, budget: 128 }), "140/128 (IR model)");
+});
+
+test("commands: those that open a view run in the extension, the rest on the server; kdd:/asm lines", () => {
+  assert.deepEqual(SERVER_COMMANDS.map(commandRoute), ["server", "view", "view", "view"]);
+  assert.equal(commandRoute("kdd.runCheck"), "server");
+  // a 3-line header, then 4 listing lines and the final newline: 8 document lines
+  assert.equal(asmListingLine(3, 8, 4), 0);
+  assert.equal(asmListingLine(6, 8, 4), 3);
+  assert.equal(asmListingLine(2, 8, 4), null);
+  assert.equal(asmListingLine(7, 8, 4), null);
 });
 
 test("the preview bridge: requests carry the document, errors keep the server's message, events are filtered", async () => {

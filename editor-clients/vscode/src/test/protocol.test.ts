@@ -8,7 +8,7 @@ import * as os from "os";
 import * as path from "path";
 import { after, before, test } from "node:test";
 import * as rpc from "vscode-jsonrpc/node";
-import { PreviewBridge, diffItems, heatLines, irUri, passItems } from "../logic";
+import { PreviewBridge, SERVER_COMMANDS, asmListingLine, commandRoute, diffItems, heatLines, irUri, passItems } from "../logic";
 import { Compiled, IrEntry, Listing, PassEntry, model } from "../model";
 
 const ROOT = path.resolve(__dirname, "../../../..");
@@ -23,6 +23,7 @@ let dir: string;
 let uri: string;
 let text: string;
 const messages: Message[] = [];
+let advertised: string[] = [];
 const waiters: Array<() => boolean> = []; // each returns true once it is satisfied
 
 function waitFor(method: string, pred: (p: any) => boolean, timeoutMs = 120_000): Promise<any> {
@@ -60,16 +61,27 @@ before(async () => {
   conn = rpc.createMessageConnection(new rpc.StreamMessageReader(server.stdout!), new rpc.StreamMessageWriter(server.stdin!));
   conn.onRequest("workspace/configuration", (p: { items: unknown[] }) => p.items.map(() => ({ checkOnSave: true })));
   conn.onRequest("window/workDoneProgress/create", () => null);
+  // what vscode-languageclient answers (it refreshes its inlay hints and lenses); recorded as messages
+  for (const method of ["workspace/inlayHint/refresh", "workspace/codeLens/refresh"]) {
+    conn.onRequest(method, () => {
+      messages.push({ method, params: null });
+      const pending = waiters.splice(0).filter((w) => !w());
+      waiters.push(...pending);
+      return null;
+    });
+  }
   conn.onNotification((method: string, params: any) => {
     messages.push({ method, params });
     const pending = waiters.splice(0).filter((w) => !w());
     waiters.push(...pending);
   });
   conn.listen();
-  await conn.sendRequest("initialize", {
+  const init = (await conn.sendRequest("initialize", {
     processId: process.pid, rootUri: `file://${dir}`, workspaceFolders: [{ uri: `file://${dir}`, name: "w" }],
-    capabilities: { workspace: { configuration: true }, window: { workDoneProgress: true } },
-  });
+    capabilities: { workspace: { configuration: true, inlayHint: { refreshSupport: true }, codeLens: { refreshSupport: true } },
+      window: { workDoneProgress: true } },
+  })) as { capabilities: { executeCommandProvider?: { commands: string[] } } };
+  advertised = init.capabilities.executeCommandProvider?.commands ?? [];
   conn.sendNotification("initialized", {});
   conn.sendNotification("textDocument/didOpen", { textDocument: { uri, languageId: "kernel-toml", version: 1, text } });
 });
@@ -88,7 +100,11 @@ test("a shipped example: status line, pass picker, kdd: documents, code lenses",
   const compiled: Compiled = await waitFor("kdd/compiled", (p) => p.uri === uri && p.version === 1);
   assert.equal(compiled.ok, true);
   const r = model.registerSummary(compiled.registers);
-  assert.match(model.statusText(compiled, null), new RegExp(`^kdd xehpg · regs ${r!.peak}/${r!.budget} · \\d+ ms$`));
+  assert.match(model.statusText(compiled, null, 1), new RegExp(`^kdd xehpg · regs ${r!.peak}/${r!.budget} allocator · \\d+ ms$`));
+  assert.equal(r!.peak, (compiled.registers as { allocated: number }).allocated); // the allocator's figure, not the model's
+  // after the compile the server asks for fresh inlay hints and lenses
+  await waitFor("workspace/inlayHint/refresh", () => true);
+  await waitFor("workspace/codeLens/refresh", () => true);
 
   const passes = (await conn.sendRequest("kdd/passes", { textDocument: { uri } })) as { ok: boolean; passes: PassEntry[] };
   assert.equal(passes.ok, true);
@@ -102,13 +118,32 @@ test("a shipped example: status line, pass picker, kdd: documents, code lenses",
   const diff = (await conn.sendRequest("kdd/content", { uri: irUri(uri, first, true) })) as { text: string };
   assert.ok(diff.text.startsWith(`--- before ${first}\n`));
 
-  const lenses = (await conn.sendRequest("textDocument/codeLens", { textDocument: { uri } })) as Array<{ command: { command: string } }>;
+  const lenses = (await conn.sendRequest("textDocument/codeLens", { textDocument: { uri } })) as
+    Array<{ command: { command: string; arguments: unknown[] } }>;
   const contributed = new Set(PACKAGE.contributes.commands.map((c: { command: string }) => c.command));
+  assert.deepEqual([...advertised].sort(), [...SERVER_COMMANDS].sort());
   for (const lens of lenses) {
-    // every lens is a command the extension contributes, or one the server executes itself
-    assert.ok(contributed.has(lens.command.command) || lens.command.command === "kdd.runCheck", lens.command.command);
+    // every lens names a command the server advertises (so vscode-languageclient registers it) and the
+    // palette lists; the server runs each (the extension's middleware opens the views itself)
+    assert.ok(advertised.includes(lens.command.command) && contributed.has(lens.command.command), lens.command.command);
+    const answer = (await conn.sendRequest("workspace/executeCommand", lens.command)) as { ok?: boolean; uri?: string; text?: string };
+    if (commandRoute(lens.command.command) === "server") assert.equal(answer.ok, true);
+    else assert.ok(answer.uri!.startsWith("kdd:/") && answer.text!.length > 0);
   }
   assert.ok(lenses.some((l) => l.command.command === "kdd.showAssembly"));
+
+  // the hover of the kdd:/asm document: a dpas line's instruction docs and live buffers
+  const asmText = ((await conn.sendRequest("kdd/content", { uri: `kdd:/asm?${encodeURIComponent(uri)}` })) as { text: string }).text;
+  const docLines = asmText.split("\n");
+  const probe = (await conn.sendRequest("kdd/asmHover", { textDocument: { uri }, line: 0 })) as { lines: number };
+  const at = docLines.findIndex((l) => l.includes("dpas"));
+  const line = asmListingLine(at, docLines.length, probe.lines);
+  const hover = (await conn.sendRequest("kdd/asmHover", { textDocument: { uri }, line })) as
+    { text: string; markdown: string; doc: { mnemonic: string; pipe: string } };
+  assert.equal(hover.doc.mnemonic, "dpas");
+  assert.equal(hover.doc.pipe, "xmx");
+  assert.ok(docLines[at].startsWith(hover.text), "the hovered document line is that listing line");
+  assert.match(hover.markdown, /live: /);
 });
 
 test("the preview bridge over the real server: IR line map, assembly or the server's reason, live refresh",
@@ -145,10 +180,26 @@ test("the preview bridge over the real server: IR line map, assembly or the serv
     const before = (messages.find((m) => m.method === "kdd/compiled" && m.params.version === 1)!.params as Compiled);
     assert.ok((second.registers.estimate as number) < (before.registers!.estimate as number));
 
+    // a quick fix of a "did you mean", as VS Code's light bulb asks for it
+    change(3, 'fma = "dpas"', 'fma = "dpass"');
+    const typo = await waitFor("textDocument/publishDiagnostics",
+      (p) => p.uri === uri && p.version === 3 && p.diagnostics.some((d: { message: string }) => d.message.includes("did you mean")));
+    const diagnostic = typo.diagnostics.find((d: { message: string }) => d.message.includes("did you mean"));
+    const actions = (await conn.sendRequest("textDocument/codeAction", { textDocument: { uri }, range: diagnostic.range,
+      context: { diagnostics: [diagnostic] } })) as Array<{ title: string; kind: string; edit: { changes: Record<string, Array<{ newText: string }>> } }>;
+    const fix = actions.find((a) => a.kind === "quickfix")!;
+    assert.equal(fix.title, "Replace 'dpass' with 'dpas'");
+    assert.deepEqual(fix.edit.changes[uri].map((e) => e.newText), ["dpas"]);
+    assert.ok(actions.some((a) => a.kind === "refactor.extract") === false); // no refactor of a config that does not load
+    change(4, 'fma = "dpass"', 'fma = "dpas"');
+    await waitFor("kdd/compiled", (p) => p.uri === uri && p.version === 4);
+
     conn.sendNotification("textDocument/didSave", { textDocument: { uri } });
-    const checked = await waitFor("kdd/checked", (p) => p.uri === uri && p.version === 2);
+    const checked = await waitFor("kdd/checked", (p) => p.uri === uri && p.version === 4);
     assert.equal(checked.result.ok, true);
-    assert.match(model.statusText(second, checked.result), / · check ✓$/);
+    const fourth = await waitFor("kdd/compiled", (p) => p.uri === uri && p.version === 4);
+    assert.match(model.statusText(fourth, checked, 4), / · check ✓$/);
+    assert.match(model.statusText(fourth, checked, 5), / · check … · compiling…$/); // the next edit: pending
   });
 
 test("a kernel the code generator cannot lower: the preview gets the server's reason as the error", { timeout: 300_000 }, async () => {
