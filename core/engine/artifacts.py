@@ -183,6 +183,16 @@ def instruction_node(lines: list[dict], index: int) -> dict | None:
     return None
 
 
+def blame(wrong: dict, listing: dict, final) -> dict:
+    """A simulator's wrong instruction (``index`` among the listing's instructions) with its listing line
+    and the line of ``final`` (the IR the listing came from) its instruction came from; in place."""
+    wrong["listing"] = instruction_node(listing["lines"], wrong["index"])
+    node = (wrong["listing"] or {}).get("ir_node")
+    if node is not None:
+        wrong["ir"] = print_ir(final).text.splitlines()[node["line"]].strip()
+    return wrong
+
+
 def register_checkpoints(listing: dict) -> list[dict]:
     """The register buffers of a Xe listing as checkpoints for the register comparison of
     ``kdd check --asm --bisect``: each buffer's last placement (``start`` byte, ``bytes``) and the index of

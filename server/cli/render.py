@@ -98,32 +98,46 @@ def sass_text(sass: dict) -> str:
     return "\n".join(rows) + "\n"
 
 
+ARTIFACT_TEXT = {"asm": "the assembled kernel in kdd's Xe simulator", "ptx": "the PTX in kdd's PTX simulator",
+                 "ir": "the IR after {stage} in the interpreter", "device": "the cubin on the CUDA GPU"}
+
+
+def ran(result: dict) -> str:
+    """What a check ran, in words (``artifact`` and ``stage``)."""
+    return ARTIFACT_TEXT.get(result.get("artifact", "ir"), "{stage}").format(stage=result.get("stage", "final"))
+
+
 def check_text(result: dict) -> str:
-    """One line per check (or the bisection's table)."""
+    """The verdict and what ran (or the bisection's table), then what the check shape reduced."""
     from kdd.core.passes.pass_bisect import render_bisect
 
+    reduced = result.get("reduced")
+    note = f"check shape {reduced['shape']}: {reduced['text']}\n" if reduced else ""
     if not result.get("ok", False) and "failure" in result:
         return f"FAIL: {result['error']}\n"
     if "stages" in result:
-        return render_bisect(result)
+        tail = f"not checkable: {result['stages'][-1]['detail']}\n" if result.get("verdict") == "not-checkable" else ""
+        return render_bisect(result) + tail + note
+    if result.get("verdict") == "not-checkable":
+        return f"not checkable {result.get('shape')} ({ran(result)}): {result['reason']}\n" + note
     if "error" in result:
-        if "asm" in result:
-            ir = (result["asm"].get("first_wrong") or {}).get("ir")
-            return f"FAIL {result['shape']}: the assembled kernel failed in the simulator:\n{result['error']}\n" + \
-                (f"  from IR: {ir}\n" if ir else "")
-        return f"FAIL {result['shape']}: the kernel broke the IR semantics while running:\n{result['error']}\n"
+        if result.get("artifact") in ("asm", "ptx"):
+            ir = ((result.get("asm") or {}).get("first_wrong") or {}).get("ir")
+            return f"WRONG {result['shape']}: {ran(result)} failed:\n{result['error']}\n" + \
+                (f"  from IR: {ir}\n" if ir else "") + note
+        return f"WRONG {result['shape']}: the kernel broke the IR semantics while running:\n{result['error']}\n" + note
     rel = "nan" if result["rel_err"] is None else f"{result['rel_err']:.3g}"
-    line = f"{'ok' if result['ok'] else 'FAIL'} {result['shape']}: rel_err {rel} (tol {result['tol']:g}), " \
-           f"{result['ms']:.0f} ms"
+    line = f"{'ok' if result['ok'] else 'WRONG'} {result['shape']} ({ran(result)}): rel_err {rel} " \
+           f"(tol {result['tol']:g}), {result['ms']:.0f} ms"
     if result.get("unwritten"):
         line += f"; {result['unwritten']} element(s) of {result['tensor']} never written"
     if result.get("first_bad_index") is not None:
         line += f"; first bad {result.get('tensor')}{result['first_bad_index']}"
     sim = result.get("asm")
-    if sim is not None:
+    if sim is not None and "thread_instructions" in sim:
         line += f"; simulated {sim['thread_instructions']} thread-instructions"
         line += _first_wrong(sim.get("first_wrong"))
-    return line + "\n"
+    return line + "\n" + note
 
 
 def _first_wrong(wrong: dict | None) -> str:
