@@ -17,7 +17,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from . import alu
-from .errors import Fault, SimError, Unsupported
+from .errors import Fault, SimError, SimulatorGap
 from .memory import Global, Slm
 from .program import TYPES, Imm, Instr, Operand
 
@@ -103,7 +103,7 @@ class Machine:
         plan = self._plans.get(id(ins))
         if plan is None:
             if ins.op in alu.INT_ONLY and any(s.type in alu.FLOAT for s in ins.srcs):
-                raise Unsupported(ins.line, ins.text, f"{ins.op} of float operands")
+                raise SimulatorGap(ins.line, ins.text, f"{ins.op} of float operands")
             plan = self._plans[id(ins)] = [self._reader(ins, s) for s in ins.srcs]
         return plan
 
@@ -114,7 +114,7 @@ class Machine:
             const = alu.as_compute(self._imm(ins, src, n), src.type, wide)
             return lambda rows: const
         if src.kind == "null":
-            raise Unsupported(ins.line, ins.text, "null source")
+            raise SimulatorGap(ins.line, ins.text, "null source")
         if src.kind == "flag":
             return self._flag_reader(ins, src, n)
         view, idx, cast = self.views[src.type], self._index(src, n), alu.caster(src.type, wide)
@@ -128,7 +128,7 @@ class Machine:
 
     def _flag_reader(self, ins: Instr, src: Operand, n: int):
         if n != 1:
-            raise Unsupported(ins.line, ins.text, "a flag operand over more than one channel")
+            raise SimulatorGap(ins.line, ins.text, "a flag operand over more than one channel")
         weights = np.int64(1) << np.arange(FLAG_SUBREG_BITS, dtype=np.int64)
 
         def read(rows):
@@ -223,13 +223,13 @@ class Machine:
     def step(self, ins: Instr, rows, pc: int) -> None:
         handler = HANDLERS.get(ins.op)
         if handler is None:
-            raise Unsupported(ins.line, ins.text, f"opcode {ins.op}")
+            raise SimulatorGap(ins.line, ins.text, f"opcode {ins.op}")
         try:
             handler(self, ins, rows)
         except SimError:
             raise
         except (ValueError, IndexError, KeyError, TypeError) as exc:
-            raise Unsupported(ins.line, ins.text, str(exc)) from None
+            raise SimulatorGap(ins.line, ins.text, str(exc)) from None
 
     def rows_array(self, rows) -> np.ndarray:
         return self.everyone if isinstance(rows, slice) else rows
@@ -257,7 +257,7 @@ def _compile_alu(m: Machine, ins: Instr):
     else:
         fn = alu.TABLE.get(op)
         if fn is None:
-            raise Unsupported(ins.line, ins.text, f"opcode {op}")
+            raise SimulatorGap(ins.line, ins.text, f"opcode {op}")
         compute = lambda vals: fn(*vals)                                    # noqa: E731
     convert = alu.converter(dst.type, ins.sat)
     view, idx = m.views[dst.type], m._index(dst, n)
@@ -292,7 +292,7 @@ def _alu_general(m: Machine, ins: Instr, rows) -> None:
     else:
         fn = alu.TABLE.get(op)
         if fn is None:
-            raise Unsupported(ins.line, ins.text, f"opcode {op}")
+            raise SimulatorGap(ins.line, ins.text, f"opcode {op}")
         res = fn(*vals)
     _store(m, ins, rows, res)
 
@@ -324,7 +324,7 @@ def _set_flag(m: Machine, ins: Instr, rows, value, mask) -> None:
 def _cmp(m: Machine, ins: Instr, rows, vals) -> None:
     n = ins.exec_size
     if ins.cmod is None:
-        raise Unsupported(ins.line, ins.text, "cmp without a condition")
+        raise SimulatorGap(ins.line, ins.text, "cmp without a condition")
     a, b = np.broadcast_arrays(*vals)
     flag = np.broadcast_to(alu.CMP[ins.cmod](a, b), (_nrows(m, rows), n))
     mask = m.channel_mask(ins, rows, n)
@@ -367,7 +367,7 @@ def _sync(m: Machine, ins: Instr, rows) -> None:
     if ins.sub == "bar":
         return _wait(m, ins, rows)
     if ins.sub not in ("nop", "allrd", "allwr"):
-        raise Unsupported(ins.line, ins.text, f"sync.{ins.sub}")
+        raise SimulatorGap(ins.line, ins.text, f"sync.{ins.sub}")
     m._advance(rows)
 
 
@@ -400,13 +400,13 @@ def _signal(m: Machine, ins: Instr, r: np.ndarray) -> None:
 
 def _dpas(m: Machine, ins: Instr, rows) -> None:
     if ins.op == "dpasw":
-        raise Unsupported(ins.line, ins.text, "dpasw (the thread pair's shared operand) is not simulated")
+        raise SimulatorGap(ins.line, ins.text, "dpasw (the thread pair's shared operand) is not simulated")
     depth, _, repeat = ins.sub.partition("x")
     sd, rc = int(depth), int(repeat)
     n = ins.exec_size
     dst, c, b, a = ins.dst, *ins.srcs
     if b.type != a.type or (TYPES[b.type][1] not in (1, 2) and b.type != "tf32"):
-        raise Unsupported(ins.line, ins.text, f"dpas of {b.type} x {a.type}")
+        raise SimulatorGap(ins.line, ins.text, f"dpas of {b.type} x {a.type}")
     opc = 4 // TYPES[b.type][1]  # elements per dword: tf32 takes a whole dword
     rb = m.geo.reg_bytes
     T = _nrows(m, rows)
@@ -431,7 +431,7 @@ def _dpas(m: Machine, ins: Instr, rows) -> None:
     start = (dst.reg * rb) // size + dst.sub
     out = alu.convert(res.astype(np.float32) if dst.type == "f" else res.astype(np.int64), dst.type, False)
     if ins.pred is not None:
-        raise Unsupported(ins.line, ins.text, "predicated dpas")
+        raise SimulatorGap(ins.line, ins.text, "predicated dpas")
     if isinstance(rows, slice):
         m.views[dst.type][:, start: start + rc * n] = out
     else:
@@ -446,7 +446,7 @@ def _send(m: Machine, ins: Instr, rows) -> None:
         return gateway(m, ins, rows)
     if ins.sub in ("ugm", "slm"):
         return lsc(m, ins, rows)
-    raise Unsupported(ins.line, ins.text, f"messages to {ins.sub}")
+    raise SimulatorGap(ins.line, ins.text, f"messages to {ins.sub}")
 
 
 HANDLERS = {op: _alu for op in ("mov", "add", "mul", "add3", "mad", "and", "or", "xor", "not", "mach", "shl",
