@@ -52,7 +52,8 @@ class Block:
 @dataclass(frozen=True)
 class Reduction:
     """The check shape of a problem: ``shape``, the sizes it changed (``changes``: ``"mb 22 -> 6"``)
-    and the loops it had to cut below two trips to fit the bound (``short``)."""
+    and the dims it had to cut below two blocks or two loop trips, or to another tail, to fit the bound
+    (``short``)."""
 
     shape: ConvShape | GemmShape
     changes: tuple[str, ...] = ()
@@ -68,7 +69,8 @@ class Reduction:
             return "not reduced"
         kept = "kernel sizes, strides, padding, dilation and tails kept"
         loops = ("; two trips of every loop the full shape runs" if not self.short else
-                 f"; below two trips to fit the bound: {', '.join(self.short)}")
+                 f"; cut further to fit the bound: {', '.join(self.short)} (fewer thread groups or loop trips "
+                 f"than the full shape, or another tail)")
         return f"reduced {', '.join(self.changes)} ({kept}{loops})"
 
     def to_dict(self) -> dict:
@@ -103,27 +105,33 @@ class _Dim:
         return self.rungs[self.at]
 
 
+def _keeps(n: int, d: int, b: int, t: int) -> bool:
+    """Whether size ``n`` runs what size ``d`` runs of a dim with block ``b`` and loop trip ``t``: as many
+    thread groups' blocks up to two, the same tail, and as many loop trips in a group up to two."""
+    return (min(-(-n // b), 2) == min(-(-d // b), 2) and (d <= b or (n - 1) % b == (d - 1) % b)
+            and min(-(-min(n, b) // t), 2) == min(-(-min(d, b) // t), 2))
+
+
 def _dim(name: str, d: int, blk: Block, fewer: tuple[int, ...] = (), valid: Callable[[int], bool] = lambda n: True,
          least: int = 1) -> _Dim:
     """The sizes ``d`` may shrink to: two groups' blocks with the tail, then two loop trips with the tail
     (:data:`STRUCTURE`), then the ``fewer`` sizes, then one block's or trip's tail and ``least``
-    (:data:`TAIL`); each valid by ``valid``."""
+    (:data:`TAIL`); each valid by ``valid``. It starts at the smallest structure rung."""
     b, t = blk.block, blk.trip
-    rungs: dict[int, tuple[int, bool]] = {}
+    levels: dict[int, int] = {}
     if d > b:
-        rungs[b + _tail(d, b)] = (STRUCTURE, True)
-    if d > t:
-        rungs.setdefault(t + _tail(min(d, b), t), (STRUCTURE, True))
-    rungs.setdefault(d, (STRUCTURE, True))
+        levels[b + _tail(d, b)] = STRUCTURE
+    if d > t and t < b:     # two loop trips: all the structure within one group, fewer groups beyond
+        levels.setdefault(t + _tail(min(d, b), t), STRUCTURE if d <= b else FEWER)
+    levels.setdefault(d, STRUCTURE)
     for n in fewer:
-        rungs.setdefault(n, (FEWER, n > t or d <= t))
+        levels.setdefault(n, FEWER)
     for n in (_tail(d, b), _tail(d, t), least):
-        rungs.setdefault(n, (TAIL, d <= t))
-    ordered = sorted((n for n in rungs if n <= d and valid(n)), reverse=True)
-    first = next(i for i, n in enumerate(ordered) if rungs[n][0] == STRUCTURE and n < d) \
-        if any(rungs[n][0] == STRUCTURE and n < d for n in ordered) else 0
-    ordered = ordered[first:]
-    return _Dim(name, d, ordered, [rungs[n][0] for n in ordered], [rungs[n][1] for n in ordered])
+        levels.setdefault(n, TAIL)
+    ordered = sorted((n for n in levels if n <= d and valid(n)), reverse=True)
+    start = min((n for n in ordered if levels[n] == STRUCTURE), default=d)
+    ordered = ordered[ordered.index(start):] if start in ordered else ordered
+    return _Dim(name, d, ordered, [levels[n] for n in ordered], [_keeps(n, d, b, t) for n in ordered])
 
 
 def _dims(shape, blocks: dict[str, Block]) -> list[_Dim]:

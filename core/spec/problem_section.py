@@ -193,9 +193,10 @@ def _check_problem(chain: Chain, report: Reporter, problem: Problem, shape_at: L
         reduction = reduce_problem(problem)
         if not reduction.reduced:
             return problem
-        report.on_value(shape_at, f"no [check] shape: this problem is over the check's bound; the check runs it "
-                                  f"at a reduced shape, {reduction.describe()} by default units (kdd check says "
-                                  f"what it runs for the config's tiles)", CODE, severity=Severity.INFORMATION)
+        report.on_value(shape_at, f"no [check] shape: this problem ({check_macs(problem)} multiply-adds) is over the "
+                                  f"check's bound of {MAX_CHECK_MACS}; the check runs it at a reduced shape that "
+                                  f"keeps the config's tiles (kdd check lists what it reduced)", CODE,
+                        severity=Severity.INFORMATION)
         return replace(problem, shape=reduction.shape)
     if text is None:
         return None
