@@ -215,7 +215,11 @@ class Engine:
             # The check runs the document's kernel structure: the sub-tiles fitted for its problem.
             user = replace(user, subtiles=self.resolve(parsed).config.subtiles)
             return Resolved(problem, resolve_config(problem, tgt, user), tgt)
-        config = spec.config if problem is spec.problem and tgt is spec.target else resolve_config(problem, tgt, user)
+        if problem is spec.problem and tgt is spec.target:
+            config = spec.config
+        else:
+            config = resolve_config(problem, tgt, user)
+            _refuse_written_knobs(config, problem, tgt, parsed.sources(), shape, target)
         return Resolved(problem, fitted_config(problem, config, tgt, user, partial(self._allocated, problem, tgt)),
                         tgt)
 
@@ -317,8 +321,10 @@ class Engine:
                 traced = self._artifact("passes", r.key("passes"),
                                         lambda: artifacts.trace_artifact(self.trace(kernel())))
                 out.update(artifacts.pass_items(items, traced))
+            # Every compile generates the code (memoized): a kernel the code generator cannot lower is an
+            # error whatever is emitted, reported once, at its knob.
+            codegen = self._codegen_summary(r, sources)
             if "stats" in items:
-                codegen = self._codegen_summary(r, sources)
                 ir = codegen.pop("ir", None)  # the listing's IR model figure: the stats need not walk again
                 stats = self._artifact("stats", r.key("stats"),
                                        lambda: artifacts.stats_artifact(r, kernel(), self.trace(kernel()), ir))
@@ -326,6 +332,14 @@ class Engine:
                 out["stats"] = {**stats, "codegen": codegen, "registers": registers}
                 where = sources.get("iter") or parsed.anchor("config")
                 out["diagnostics"] += artifacts.register_diagnostics(registers, codegen, where)
+            if codegen.get("spill"):
+                out["diagnostics"].append(artifacts.spill_diagnostic(codegen, sources, parsed.anchor("config")))
+            if not codegen["ok"]:
+                failure = codegen["failure"]
+                out.update(ok=False, error=failure["message"], failure=failure)
+                if failure["code"] != "out-of-registers" or "stats" not in items:  # else the stats' diagnostic
+                    out["diagnostics"].append(artifacts.failure_diagnostic(failure, parsed.anchor("config")))
+                return out
             if "verify" in items:
                 out["verify"] = self._artifact("verify", r.key("verify"),
                                                lambda: artifacts.verify_artifact(kernel(), self.trace(kernel())))
@@ -547,7 +561,8 @@ class Engine:
         regs = asm["registers"]
         return {"ok": True, "allocated": regs.get("allocated", regs["peak"]), "peak": regs["peak"], "ir": regs["ir"],
                 "peak_line": regs.get("peak_line"), "by_label": regs.get("by_label", {}), "mix": asm["mix"],
-                "roofline": asm.get("roofline", {}), "assembler_ok": asm["assembler"].get("ok")}
+                "roofline": asm.get("roofline", {}), "assembler_ok": asm["assembler"].get("ok"),
+                "spill": {k: regs[k] for k in ("spill_stores", "spill_loads") if regs.get(k)}}
 
     def ir_view(self, source: Source, pass_name: str = FINAL, diff: bool = False, shape: str | None = None,
                 target: str | None = None) -> dict:
@@ -585,6 +600,19 @@ class Engine:
         if self.disk is not None:
             out["disk_cache"] = self.disk.stats()
         return out
+
+
+def _refuse_written_knobs(config, problem, target, sources: dict[str, Range], shape: str | None,
+                          target_name: str | None) -> None:
+    """Raises :class:`StageFailed` at the first written knob that does not suit the ``--shape`` or
+    ``--target`` override (``fma = "mad"`` for sm_90: the knob, and the values that target has)."""
+    from kdd.core.config.validate import validate_config
+
+    override = " and ".join(x for x in (target_name and f"--target {target_name}", shape and f"--shape {shape}") if x)
+    for issue in validate_config(problem, config, target):
+        if issue.severity == "error" and issue.knob in sources:
+            raise StageFailed(Failure("build", f"{issue.knob}: {issue.message} (with {override})", "bad-knob",
+                                      issue.knob, sources[issue.knob]))
 
 
 def _reduced_by_spec(spec: KernelSpec) -> bool:

@@ -36,13 +36,15 @@ def run(args) -> int:
     if args.json:
         print(json.dumps(result, indent=1))
         return unsound if result["ok"] else (3 if result["failure"]["internal"] else 2)
+    items = [e.strip() for e in emit.split(",") if e.strip()]
     if not result["ok"]:
+        if "kernel" in result:      # built, but the code generator failed: what was asked for, then why
+            print(render.compile_text(result, [i for i in items if render.emitted(result, i)]), end="")
         return render.print_failure("compile", result)
     render.print_diagnostics(args.file, result["diagnostics"])
     assembler = (result.get("asm") or result.get("ptx") or {}).get("assembler", {})
     for message in assembler.get("messages", []):
         print(f"{assembler.get('tool')}: {message}", file=sys.stderr)
-    items = [e.strip() for e in emit.split(",") if e.strip()]
     print(render.compile_text(result, items), end="")
     return unsound
 

@@ -24,9 +24,17 @@ def print_diagnostics(path: str | None, diagnostics: list[dict], severities=None
 def print_failure(command: str, result: dict) -> int:
     """A failed result on stderr: the error, then every diagnostic; returns the exit status."""
     failure = result.get("failure", {})
-    print(f"kdd {command}: error: {result['error']}", file=sys.stderr)
-    print_diagnostics(result.get("file"), result.get("diagnostics", []))
+    diagnostics = result.get("diagnostics", [])
+    if not any(d["severity"] == "error" and d["message"] == result["error"] for d in diagnostics):
+        print(f"kdd {command}: error: {result['error']}", file=sys.stderr)   # else its diagnostic says it, once
+    print_diagnostics(result.get("file"), diagnostics)
     return 3 if failure.get("internal") else 2
+
+
+def emitted(result: dict, item: str) -> bool:
+    """Whether ``result`` holds emit ``item`` (a failed compile holds those made before the failure)."""
+    head = item.split(":")[0] + ":" if ":" in item else item
+    return {"passes": "trace", "ir:": "ir_after", "diff:": "diff"}.get(head, head) in result
 
 
 def compile_text(result: dict, items: list[str]) -> str:

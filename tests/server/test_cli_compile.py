@@ -167,15 +167,17 @@ def test_bisect_reports_every_stage_right_on_a_correct_pipeline(config_file, cap
     code, out, _ = run_cli(capsys, "check", config_file, "--bisect", "--json")
     assert code == 0
     doc = json.loads(out)
-    assert doc["first_bad"] is None
-    assert [s["name"] for s in doc["stages"]] == ["build"] + KERNEL_PIPELINE.names()
+    assert doc["first_bad"] is None and (doc["verdict"], doc["artifact"]) == ("ok", "asm")
+    assert [s["name"] for s in doc["stages"]] == ["build"] + KERNEL_PIPELINE.names() + ["assembly"]  # then the code
+    code, out, _ = run_cli(capsys, "check", config_file, "--bisect", "--stage", "final", "--json")
+    assert code == 0 and [s["name"] for s in json.loads(out)["stages"]] == ["build"] + KERNEL_PIPELINE.names()
 
 
 def test_bisect_blames_the_build_when_the_skeleton_already_misses_the_tolerance(config_file, capsys):
     config_file.write_text(CONFIG + "\n[check]\ntol = 1e-30\n")
     code, out, _ = run_cli(capsys, "check", config_file, "--bisect")
     assert code == 1
-    assert out.splitlines()[0].startswith("build  WRONG  rel_err")
+    assert out.splitlines()[0].split()[:3] == ["build", "WRONG", "rel_err"]
     assert out.splitlines()[-1] == "first wrong after: build"
 
 
