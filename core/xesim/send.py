@@ -97,6 +97,11 @@ def lsc(m, ins: Instr, rows) -> None:
         data_regs = d.vector * _regs(width * slot, rb)
     is_load = d.op == messages.LOAD
     is_atomic = d.op in (messages.ATOMIC_IADD, messages.ATOMIC_FADD)
+    if is_load and ins.dst.kind == "null" and d.rlen == 0:
+        # a prefetch: a load with no response only warms the caches (no register or memory changes,
+        # and an address outside every buffer does not fault: prefetches drop what they cannot fetch)
+        m.pc[r] += 1
+        return
     if is_load or (is_atomic and ins.dst.kind != "null"):
         _expect(ins, "response length", d.rlen, data_regs)
     else:

@@ -144,10 +144,23 @@ def _move_runs(cg, pairs_dst, pairs_src, src_t: Type, dst_t: Type, op: str = "mo
             isa.move(cg, dst, Imm(0, _UINT[dst_t.scalar.size]) if dt.is_int else Imm(0.0, dt), k)
             continue
         src = Reg(s, st.base, ss if k > 1 else 0)
-        if op == "mov":
+        if op == "mov" and st.is_float and dt.is_int:
+            _round_to_int(cg, dst, src, k)
+        elif op == "mov":
             isa.alu(cg, "mov", k, dst, [src], sat=dst_t.is_int and not same)
         else:
             isa.alu(cg, op, k, dst, [Reg(d, dt.base, ds), src])
+
+
+def _round_to_int(cg, dst: Reg, src: Reg, k: int) -> None:
+    """A reorder's float-to-integer conversion: round to nearest even, saturate, NaN to 0. The
+    hardware's float-to-integer ``mov`` truncates toward zero, so ``rnde`` rounds first (into a
+    temporary: the source may be read again) and the saturating ``mov`` converts the integral value."""
+    mark = len(cg.temps)
+    t = cg.temp(src.type, k)
+    isa.alu(cg, "rnde", k, t, [src])
+    isa.alu(cg, "mov", k, dst, [t], sat=True)
+    cg.release_temps(mark)
 
 
 def _layout_bytes(layout, indices: np.ndarray, base: int) -> np.ndarray:
@@ -242,7 +255,7 @@ def eltwise(cg, x) -> None:
     n = f.elems
     if f.alg == "relu":
         if f.alpha == 0:
-            isa.alu(cg, "sel", n, v, [v, Imm(0.0, f32)], cmod=("ge", cg.flags.take()))
+            isa.alu(cg, "sel", n, v, [v, Imm(0.0, f32)], cmod=("ge", cg.flags.take(min(n, cg.xe.max_exec))))
             return
     if f.alg == "linear":
         isa.alu(cg, "mul", n, v, [v, Imm(float(f.alpha), f32)])
@@ -279,7 +292,7 @@ def _sigmoid_of(cg, x: Reg, t: Reg, k: int, scale: float) -> None:
 
 def _leaky_relu(cg, x, t, k, f):
     isa.alu(cg, "mul", k, t, [x, Imm(float(f.alpha), f32)])
-    flag = cg.flags.take()
+    flag = cg.flags.take(k)
     isa.alu(cg, "cmp", k, None, [x, Imm(0.0, f32)], cmod=("lt", flag))
     isa.alu(cg, "mov", k, x, [t], pred=flag)
 
@@ -321,7 +334,7 @@ def _elu(cg, x, t, k, f):
     isa.alu(cg, "math.exp", k, t, [t])
     isa.alu(cg, "add", k, t, [t, Imm(-1.0, f32)])
     isa.alu(cg, "mul", k, t, [t, Imm(float(f.alpha), f32)])
-    flag = cg.flags.take()
+    flag = cg.flags.take(k)
     isa.alu(cg, "cmp", k, None, [x, Imm(0.0, f32)], cmod=("le", flag))
     isa.alu(cg, "mov", k, x, [t], pred=flag)
 
