@@ -67,7 +67,23 @@ def vector_fma(cg, x) -> None:
     src0 = Reg(_place(cg, a.src0, a.src0_offset, "fma src0"), dst_t.base, 1)
     src1 = Reg(_place(cg, a.src1, a.src1_offset, "fma src1"), t1.base, 1)
     src2 = Reg(_place(cg, a.src2, a.src2_offset, "fma src2"), t2.base, stride2)
+    mark = len(cg.temps)
+    src1 = _byte_aligned(cg, src1, f.simd)
+    src2 = _byte_aligned(cg, src2, f.simd)
     isa.alu(cg, "mad" if is_mad else "dp4a", f.simd, dst, [src0, src1, src2], ternary=True)
+    cg.release_temps(mark)
+
+
+def _byte_aligned(cg, src: Reg, lanes: int) -> Reg:
+    """A byte-typed ternary source where the target can encode it: copied to a temporary when it starts
+    at a byte the target's ternary subregister field cannot name (``XeIsa.ternary_byte_align``)."""
+    align = cg.xe.ternary_byte_align
+    if src.size != 1 or src.byte % align == 0:
+        return src
+    n = 1 if src.stride == 0 else lanes
+    t = cg.temp(src.type, n * max(src.stride, 1))
+    isa.alu(cg, "mov", n, t.retype(src.type, src.stride or 1), [src if n > 1 else src.scalar()])
+    return Reg(t.byte, src.type, src.stride)
 
 
 def _runs(dst_bytes: np.ndarray, src_bytes: np.ndarray, dsize: int, ssize: int, top: int):
