@@ -111,18 +111,22 @@ def run_case(problem, config, target_name: str, seed: int = 0) -> dict | None:
 
 
 def sweep(seed: int, count: int, targets=TARGETS, on_case=None) -> list[dict]:
-    """``count`` random kernels (each built and under the size bound) drawn with hypothesis from ``seed``,
-    each run through :func:`run_case`; ``on_case(record)`` is called after each."""
+    """``count`` distinct random kernels (each built, valid and under the size bound) drawn with
+    hypothesis from ``seed``, each run through :func:`run_case`; ``on_case(record)`` is called after each."""
     from hypothesis import HealthCheck, Phase, assume, given, settings
     from hypothesis import seed as fixed_seed
     from hypothesis import strategies as st
 
     records: list[dict] = []
+    seen: set = set()
 
     def one(data):
         p = data.draw(problems(TYPES, post_ops=True))
         target = data.draw(st.sampled_from(list(targets)))
         config = data.draw(configs(p, FMAS[target]))
+        key = (p.to_dict().__repr__(), str(config), target)
+        assume(key not in seen)         # hypothesis mutates what it drew: each kernel is checked once
+        seen.add(key)
         record = run_case(p, config, target, seed=seed)
         assume(record is not None)
         records.append(record)

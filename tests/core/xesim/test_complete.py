@@ -158,3 +158,15 @@ def test_a_prefetch_with_no_response_changes_nothing_and_never_faults():
     assert m.file[0, 128:136].view(np.uint64)[0] == 0x1000       # the mov ran, nothing else wrote
     m.file[0, 128:136] = 0
     assert (m.file == before).all()
+
+
+def test_the_instruction_limit_is_a_gap_of_kdd_and_scales_with_the_program(monkeypatch):
+    from kdd.core.xesim import machine as mod
+
+    monkeypatch.setattr(mod, "STEP_LIMIT", 50)
+    monkeypatch.setattr(mod, "LOOP_ALLOWANCE", 2)
+    straight = [f"(W) add (1|M0) r2.0<1>:d r2.0<0;1,0>:d {i}:d" for i in range(60)]
+    machine(straight).run()             # 61 instructions, past STEP_LIMIT: loop-free code never trips it
+    looping = machine(["L0:", "(W) add (1|M0) r2.0<1>:d r2.0<0;1,0>:d 1:d", "(W) jmpi L0"])
+    with pytest.raises(SimulatorGap, match="kdd's limit"):
+        looping.run()
