@@ -13,6 +13,15 @@ class CodegenUnsupported(CodegenError):
     """The target has no kdd code generator, or the IR uses a form the generator cannot lower."""
 
 
+class AssemblerRejected(CodegenError):
+    """The target's assembler refused the generated text: a bug in the generator (never output as a
+    listing). ``messages`` are the assembler's."""
+
+    def __init__(self, tool: str, messages: list[str]):
+        super().__init__(f"{tool} rejected the generated assembly: " + "; ".join(messages[:3]))
+        self.messages = messages
+
+
 @dataclass(frozen=True)
 class LiveBuffer:
     """One value live at the register peak: label, category, size in registers, config knob behind it."""

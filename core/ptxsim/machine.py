@@ -21,6 +21,8 @@ from .program import Instr, Program
 # A warp that runs this many instructions stops the simulation: kdd's limit (a SimulatorGap), not a
 # verdict on the kernel, so it is far above what a checked shape runs (a few hundred thousand).
 MAX_WARP_STEPS = 20_000_000
+MMA = {"mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32", "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32",
+       *(f"mma.sync.aligned.m16n8k32.row.col.s32.{a}.{b}.s32" for a in ("s8", "u8") for b in ("s8", "u8"))}
 
 
 class Machine:
@@ -198,11 +200,11 @@ class Warp:
             lane = (self.val(args[2]) & np.uint64(31)).astype(np.int64)
             self.set(args[0], src[lane])
             return None
-        if op == "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32":
-            self._mma(args)
+        if op in MMA:
+            self._mma(name, args)
             return None
         if base == "mma":
-            raise SimulatorGap(None, "", f"{op} (only m16n8k16 f32 += f16 x f16)")
+            raise SimulatorGap(None, "", f"{op} (only {', '.join(sorted(MMA))})")
         if base == "setp":
             r = compare(name[1], name[-1], self.val(args[1]), self.val(args[2]))
             if len(name) == 4:           # setp.cmp.and.type p, a, b, q
@@ -311,25 +313,35 @@ class Warp:
                 lo, hi = m[lane // 4, 2 * (lane % 4)], m[lane // 4, 2 * (lane % 4) + 1]
             self.set(dest, lo | (hi << np.uint64(16)))
 
-    def _mma(self, args) -> None:
-        """mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 with the PTX fragment layouts (products of
-        f16 are exact in float64, the sum rounds once to f32)."""
+    def _mma(self, name: list[str], args) -> None:
+        """``mma.sync.aligned.m16n8k16.row.col.f32.{f16,bf16}x2.f32`` and ``m16n8k32...s32.{s8,u8}x2.s32``
+        with the PTX ISA's fragments (g = lane / 4, t = lane % 4, e = elements per 32-bit register):
+        A register j holds row g (+8 for odd j), columns t*e .. t*e+e-1 (+k/2 for j >= 2); B register j
+        rows t*e .. (+k/2 for j = 1), column g; C/D registers 0, 1 row g, columns 2t, 2t+1 (2, 3: row
+        g+8). Float products are exact in float64 and the sum rounds once to f32; integers wrap."""
+        k = int(name[3].split("k")[1])
+        dt, at, bt, ct = name[6:10]
         d, a, b, c = ([x.strip() for x in arg.strip("{}").split(",")] for arg in args)
         lane = np.arange(LANES)
         g, t = lane >> 2, lane % 4
 
-        def halves(name):
-            v = self.val(name)
-            return read(v, "f16").astype(np.float64), read(v >> np.uint64(16), "f16").astype(np.float64)
-        A = np.zeros((16, 16))
-        for i in range(8):
-            A[g + (8 if i in (2, 3, 6, 7) else 0), 2 * t + (i & 1) + (8 if i >= 4 else 0)] = halves(a[i // 2])[i % 2]
-        B = np.zeros((16, 8))
-        for i in range(4):
-            B[2 * t + (i & 1) + (8 if i >= 2 else 0), g] = halves(b[i // 2])[i % 2]
-        C = np.zeros((16, 8))
-        for i in range(4):
-            C[g + (8 if i >= 2 else 0), 2 * t + (i & 1)] = read(self.val(c[i]), "f32").astype(np.float64)
+        def elems(reg: str, ty: str) -> list[np.ndarray]:
+            bits = bits_of(ty)
+            v = self.val(reg)
+            out = [read(v >> np.uint64(bits * i), ty) for i in range(32 // bits)]
+            return [x.astype(np.float64) if ty in ("f16", "bf16") else x.astype(np.int64) for x in out]
+        ea = 32 // bits_of(at)
+        A = np.zeros((16, k), dtype=np.float64 if at in ("f16", "bf16") else np.int64)
+        for j, reg in enumerate(a):
+            for i, x in enumerate(elems(reg, at)):
+                A[g + 8 * (j & 1), t * ea + i + (k // 2 if j >= 2 else 0)] = x
+        B = np.zeros((k, 8), dtype=A.dtype)
+        for j, reg in enumerate(b):
+            for i, x in enumerate(elems(reg, bt)):
+                B[t * ea + i + (k // 2 if j == 1 else 0), g] = x
+        C = np.zeros((16, 8), dtype=A.dtype)
+        for i, reg in enumerate(c):
+            C[g + (8 if i >= 2 else 0), 2 * t + (i & 1)] = read(self.val(reg), ct)
         D = A @ B + C
         for i in range(4):
-            self.regs[d[i]] = write(D[g + (8 if i >= 2 else 0), 2 * t + (i & 1)], "f32")
+            self.regs[d[i]] = write(D[g + (8 if i >= 2 else 0), 2 * t + (i & 1)], dt)

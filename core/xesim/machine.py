@@ -25,7 +25,11 @@ ACC_REGS = 4          # acc0..acc3 after the GRFs, two register rows each
 FLAG_BITS = 32
 FLAG_SUBREG_BITS = 16   # f0.0, f0.1...: a flag subregister read or written as a word
 CONTROL = {"jmpi", "sync", "send", "sendc"}    # what can stop a thread or move threads apart
-STEP_LIMIT = 20_000_000
+# The most thread-instructions one simulation runs: its time is kdd's limit, not the kernel's fault (a
+# SimulatorGap). It scales with the program and the threads: a loop-free kernel runs each instruction
+# once per thread, and LOOP_ALLOWANCE times that leaves room for its loops.
+STEP_LIMIT = 160_000_000
+LOOP_ALLOWANCE = 256
 
 
 @dataclass(frozen=True)
@@ -165,6 +169,7 @@ class Machine:
         if ins.pred is None:
             return None
         reg, bit, inv = ins.pred
+        _whole_flag(ins, bit, n)
         m = self.flag_bits(rows, reg, bit, n)
         return ~m if inv else m
 
@@ -179,6 +184,7 @@ class Machine:
         T = self.geo.threads
         everyone = np.arange(T)
         lockstep = True          # every thread live and at one program counter: no reductions needed
+        limit = max(STEP_LIMIT, LOOP_ALLOWANCE * len(self.program) * T)
         while True:
             if lockstep:
                 pc, rows, count = int(self.pc[0]), slice(None), T
@@ -198,8 +204,9 @@ class Machine:
             ins = self.program[pc]
             self.executed += 1
             self.thread_steps += count
-            if self.thread_steps > STEP_LIMIT * 8:
-                raise Fault(ins.line, ins.text, f"ran past {STEP_LIMIT * 8} thread-instructions (an endless loop?)")
+            if self.thread_steps > limit:
+                raise SimulatorGap(ins.line, ins.text, f"the run passed {limit} thread-instructions, kdd's limit for "
+                                   "one simulation (check a smaller shape)")
             self.step(ins, rows, pc)
             if self.after:
                 seen = self.after.get(pc)
@@ -314,11 +321,35 @@ def _nrows(m: Machine, rows) -> int:
     return m.geo.threads if isinstance(rows, slice) else len(rows)
 
 
+def _whole_flag(ins: Instr, bit: int, n: int) -> None:
+    """A flag read or written over ``n`` channels must hold them: over 16 channels only a whole flag
+    register (``fN.0``) does, the subregister ``fN.1`` is its upper 16 bits."""
+    if bit + n > FLAG_BITS:
+        raise Fault(ins.line, ins.text, f"{n} channels on a flag subregister starting at bit {bit} (over 16 "
+                                        "channels the flag must be a whole register, fN.0)")
+
+
 def _set_flag(m: Machine, ins: Instr, rows, value, mask) -> None:
     reg, bit = ins.cmod_flag
     n = ins.exec_size
+    _whole_flag(ins, bit, n)
     cur = m.flags[rows, reg, bit: bit + n]
     m.flags[rows, reg, bit: bit + n] = value if mask is None else np.where(mask, value, cur)
+
+
+def _math(m: Machine, ins: Instr, rows) -> None:
+    fn = alu.MATH.get(ins.sub)
+    if fn is None or ins.dst.type not in ("f", "hf") or any(s.type not in ("f", "hf") for s in ins.srcs):
+        raise SimulatorGap(ins.line, ins.text, f"math.{ins.sub} of {ins.dst.type}")
+    vals = [np.asarray(read(rows), dtype=np.float64) for read in m.readers(ins)]
+    _store(m, ins, rows, fn(*vals))
+
+
+def _dp4a(m: Machine, ins: Instr, rows) -> None:
+    if ins.dst.type not in ("d", "ud") or any(s.type not in ("d", "ud") for s in ins.srcs):
+        raise SimulatorGap(ins.line, ins.text, "dp4a of other than dword operands")
+    a, b, c = (read(rows) for read in m.readers(ins))
+    _store(m, ins, rows, alu.op_dp4a(a, b, c, ins.srcs[1].type, ins.srcs[2].type))
 
 
 def _cmp(m: Machine, ins: Instr, rows, vals) -> None:
@@ -405,7 +436,8 @@ def _dpas(m: Machine, ins: Instr, rows) -> None:
     sd, rc = int(depth), int(repeat)
     n = ins.exec_size
     dst, c, b, a = ins.dst, *ins.srcs
-    if b.type != a.type or (TYPES[b.type][1] not in (1, 2) and b.type != "tf32"):
+    bytes_ = {"ub", "b"}     # u8 and s8 mix in either order; other formats pair with themselves
+    if not ({a.type, b.type} <= bytes_ or (b.type == a.type and b.type in ("hf", "bf", "tf32"))):
         raise SimulatorGap(ins.line, ins.text, f"dpas of {b.type} x {a.type}")
     opc = 4 // TYPES[b.type][1]  # elements per dword: tf32 takes a whole dword
     rb = m.geo.reg_bytes
@@ -450,7 +482,8 @@ def _send(m: Machine, ins: Instr, rows) -> None:
 
 
 HANDLERS = {op: _alu for op in ("mov", "add", "mul", "add3", "mad", "and", "or", "xor", "not", "mach", "shl",
-                                "shr", "asr", "addc", "sel", "cmp")}
-HANDLERS.update({"jmpi": _jmpi, "sync": _sync, "dpas": _dpas, "dpasw": _dpas, "send": _send, "sendc": _send})
+                                "shr", "asr", "addc", "sel", "cmp", "rnde", "rndd", "rndu", "rndz")}
+HANDLERS.update({"jmpi": _jmpi, "sync": _sync, "dpas": _dpas, "dpasw": _dpas, "send": _send, "sendc": _send,
+                 "math": _math, "dp4a": _dp4a})
 
 __all__ = ["Geometry", "Machine"]

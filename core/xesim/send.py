@@ -97,6 +97,11 @@ def lsc(m, ins: Instr, rows) -> None:
         data_regs = d.vector * _regs(width * slot, rb)
     is_load = d.op == messages.LOAD
     is_atomic = d.op in (messages.ATOMIC_IADD, messages.ATOMIC_FADD)
+    if is_load and ins.dst.kind == "null" and d.rlen == 0:
+        # a prefetch: a load with no response only warms the caches (no register or memory changes,
+        # and an address outside every buffer does not fault: prefetches drop what they cannot fetch)
+        m.pc[r] += 1
+        return
     if is_load or (is_atomic and ins.dst.kind != "null"):
         _expect(ins, "response length", d.rlen, data_regs)
     else:
@@ -266,7 +271,7 @@ def _atomic(m, ins: Instr, d, r: np.ndarray, addr: np.ndarray, enabled: np.ndarr
     mem = _mem(m, ins)
     slots = _slots(m, ins, d, ins.srcs[1].reg, n)[0]                          # (n, size)
     src = m.file[r[rows][:, None], slots[chans]]                              # (k, size)
-    if (idx[:, 0] % size).any():
+    if (addr[rows, chans].astype(np.uint64) % np.uint64(size)).any():     # the address, not the flat index
         raise Fault(ins.line, ins.text, f"an atomic address is not {size}-byte aligned")
     floats, ints = {4: (np.float32, np.int32), 8: (np.float64, np.int64)}[size]
     kind = floats if d.op == messages.ATOMIC_FADD else ints

@@ -414,7 +414,8 @@ class PtxLowering(LaneWords, ExprLowering, MemoryLowering):
             srcb = [int(sfirst[i]) if i >= 0 else -1 for i in slot.index]
             has = sum(1 << ln for ln, b in enumerate(srcb) if b >= 0)
             if has:
-                v = self.convert(self.grf_load(sbuf, srcb, has, sl.dtype), dl.dtype, saturate=dl.dtype.is_int)
+                v = self.convert(self.grf_load(sbuf, srcb, has, sl.dtype), dl.dtype, saturate=dl.dtype.is_int,
+                                 nearest=True)
                 if has != slot.mask:
                     v = self.select(self.lane_pred(has), v, Value(imm_text(0, dl.dtype), dl.dtype, 0))
             else:
