@@ -492,7 +492,8 @@ class Engine:
             try:
                 listing = self._timed("codegen", lambda: generate_asm(kernel, trace.final, r.target))
             except CodegenUnsupported as exc:
-                return {"failure": Failure("codegen", str(exc), "no-codegen").to_dict()}
+                return {"failure": Failure("codegen", f"{r.target.name} code generation: {exc}", "no-codegen",
+                                           exc.knob).to_dict()}
             except OutOfRegisters as exc:
                 return {"failure": Failure("codegen", str(exc), "out-of-registers",
                                            exc.knobs[0] if exc.knobs else None).to_dict(),

@@ -171,7 +171,10 @@ class PtxLowering(LaneWords, ExprLowering, MemoryLowering):
                 self._store(item)
             elif isinstance(item, FuncCall):
                 self.em.node = item
-                self._call(item)
+                try:
+                    self._call(item)
+                except CodegenUnsupported as exc:
+                    raise CodegenUnsupported.located(exc, item)
             else:
                 raise CodegenUnsupported(f"PTX lowering has no rule for {type(item).__name__}")
 

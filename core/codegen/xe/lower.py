@@ -317,8 +317,11 @@ class XeLowering(AllocationWalk):
         f = x.func
         handler = _CALLS.get(type(f))
         if handler is None:
-            raise CodegenUnsupported(f"no Xe lowering for {f}")
-        handler(self, x)
+            raise CodegenUnsupported(f"no Xe lowering for {f}", getattr(x.origin, "knob", None))
+        try:
+            handler(self, x)
+        except CodegenUnsupported as exc:
+            raise CodegenUnsupported.located(exc, x)
 
     # -- synchronization ----------------------------------------------------------------------
     def barrier_signal(self, x=None):

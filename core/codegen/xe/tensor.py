@@ -288,11 +288,14 @@ def eltwise(cg, x) -> None:
         return
     recipe = _RECIPES.get("leaky_relu" if f.alg == "relu" else f.alg)
     if recipe is None:
-        raise CodegenUnsupported(f"eltwise {f.alg} is not lowered for Xe (erf has no Xe instruction)")
+        raise CodegenUnsupported(f"eltwise {f.alg} is not lowered for Xe", "post_ops")
     top = cg.xe.max_exec
-    t = cg.temp(f32, min(n, top))
+    # Scratch vectors a recipe uses, each a whole number of registers (a chunk of at most ``top`` lanes).
+    lanes = -(-min(n, top) * 4 // cg.rb) * cg.rb // 4
+    t = cg.temp(f32, lanes * _SCRATCH.get(f.alg, 1))
     for c in range(0, n, top):
-        recipe(cg, v.at(c), t, min(top, n - c), f)
+        recipe(cg, v.at(c), t, min(top, n - c), f) if f.alg not in _SCRATCH else \
+            recipe(cg, v.at(c), [t.at(i * lanes) for i in range(_SCRATCH[f.alg])], min(top, n - c), f)
 
 
 LOG2E = 1.4426950408889634
@@ -355,8 +358,40 @@ def _elu(cg, x, t, k, f):
     isa.alu(cg, "mov", k, x, [t], pred=flag)
 
 
-_RECIPES = {"leaky_relu": _leaky_relu, "exp": _exp, "logistic": _logistic, "swish": _swish, "tanh": _tanh, "gelu_tanh": _gelu_tanh,
-            "elu": _elu}
+# erf by Abramowitz and Stegun 7.1.26 (absolute error below 1.5e-7 over the reals, as oneDNN's kernels
+# approximate it): erf z = 1 - (a1 t + ... + a5 t^5) exp(-z^2), t = 1 / (1 + p z), for z >= 0, odd in z.
+_ERF_P = 0.3275911
+_ERF_A = (0.254829592, -0.284496736, 1.421413741, -1.453152027, 1.061405429)
+
+
+def _gelu_erf(cg, x, scratch, k, f):
+    # 0.5 x (1 + erf(x / sqrt 2)) with q = poly(t) exp(-z^2), z = |x| / sqrt 2: x - 0.5 x q for x >= 0,
+    # 0.5 x q below (erf is odd).
+    t, w, q = scratch
+    isa.alu(cg, "and", k, t.retype(u32), [x.retype(u32), Imm(0x7FFFFFFF, u32)])
+    isa.alu(cg, "mul", k, t, [t, Imm(0.7071067811865476, f32)])                 # z
+    isa.alu(cg, "mul", k, w, [t, t])
+    isa.alu(cg, "mul", k, w, [w, Imm(-LOG2E, f32)])
+    isa.alu(cg, "math.exp", k, w, [w])                                          # exp(-z^2)
+    isa.alu(cg, "mul", k, t, [t, Imm(_ERF_P, f32)])
+    isa.alu(cg, "add", k, t, [t, Imm(1.0, f32)])
+    isa.alu(cg, "math.inv", k, t, [t])                                          # t
+    isa.alu(cg, "mul", k, q, [t, Imm(_ERF_A[4], f32)])
+    for a in reversed(_ERF_A[:4]):
+        isa.alu(cg, "add", k, q, [q, Imm(a, f32)])
+        isa.alu(cg, "mul", k, q, [q, t])
+    isa.alu(cg, "mul", k, q, [q, w])
+    isa.alu(cg, "mul", k, q, [q, x])
+    isa.alu(cg, "mul", k, q, [q, Imm(0.5, f32)])                                # 0.5 x q
+    isa.alu(cg, "add", k, t, [x, q.negated()])
+    flag = cg.flags.take(k)
+    isa.alu(cg, "cmp", k, None, [x, Imm(0.0, f32)], cmod=("ge", flag))
+    isa.alu(cg, "sel", k, x, [t, q], pred=flag)
+
+
+_RECIPES = {"leaky_relu": _leaky_relu, "exp": _exp, "logistic": _logistic, "swish": _swish, "tanh": _tanh,
+            "gelu_tanh": _gelu_tanh, "gelu_erf": _gelu_erf, "elu": _elu}
+_SCRATCH = {"gelu_erf": 3}   # recipes that take a list of scratch vectors instead of one
 
 
 def _abs(cg, v: Reg, n: int) -> None:
