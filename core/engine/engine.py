@@ -420,7 +420,7 @@ class Engine:
     def _code_check(self, r: Resolved, sources: dict[str, Range], kernel, check: InterpreterCheck,
                     bisect_passes: bool) -> dict:
         """The code's check (see :meth:`check`): the simulator's verdict, or the bisection ending in it."""
-        listing = self.assembly(r, sources)
+        listing = self.assembly(r, sources, tools=False)
         final = self.trace(kernel).final
         simulated = self._simulate(r, listing, kernel, final, check)
         if not bisect_passes:
@@ -479,10 +479,13 @@ class Engine:
             simulated.update(verdict=NOT_CHECKABLE, code="simulator-gap", reason=simulated["error"])
         return simulated
 
-    def assembly(self, r: Resolved, sources: dict[str, Range]) -> dict:
+    def assembly(self, r: Resolved, sources: dict[str, Range], tools: bool = True) -> dict:
         """Stage ``codegen``: the target's assembly of the final IR with register pressure per line and the
         assembler's report (``Listing.to_dict()`` plus ``listing``, its text form), each line's IR node
-        joined to the config range of its knob. Out of registers is a failure on the responsible knob."""
+        joined to the config range of its knob. Out of registers is a failure on the responsible knob.
+        Without ``tools`` sm_90's PTX is not run through ptxas and nvdisasm (the PTX simulator reads the
+        text: the check need not wait for them); Xe code is always assembled (the simulator runs the
+        binary)."""
         from kdd.core.codegen import CodegenError, CodegenUnsupported, OutOfRegisters, generate_asm
         from kdd.core.codegen.assembler import tool_version
 
@@ -490,7 +493,7 @@ class Engine:
             kernel = self.kernel(r, sources)
             trace = self.trace(kernel)
             try:
-                listing = self._timed("codegen", lambda: generate_asm(kernel, trace.final, r.target))
+                listing = self._timed("codegen", lambda: generate_asm(kernel, trace.final, r.target, check))
             except CodegenUnsupported as exc:
                 return {"failure": Failure("codegen", f"{r.target.name} code generation: {exc}", "no-codegen",
                                            exc.knob).to_dict()}
@@ -502,8 +505,9 @@ class Engine:
                 return {"failure": Failure("codegen", f"internal error (please report it): {exc}", "codegen-error",
                                            internal=True).to_dict()}
             return {**listing.to_dict(), "listing": listing.render()}
-        tool = r.target.assembler[0] if r.target.assembler else ""
-        asm = self._artifact("asm", r.key("asm", tool, tool_version(tool)), lower)
+        check = tools or r.target.isa != "ptx"
+        tool = r.target.assembler[0] if r.target.assembler and check else ""
+        asm = self._artifact("asm", r.key("asm", tool, tool_version(tool) if tool else None), lower)
         if "failure" in asm:
             f = asm["failure"]
             raise StageFailed(Failure(f["stage"], f["message"], f["code"], f.get("knob"),

@@ -12,6 +12,7 @@ a narrow destination (``.s8``, ``.u16``...) is sign- or zero-extended into its r
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 
 import numpy as np
 
@@ -23,18 +24,20 @@ FLOATS = ("f16", "bf16", "f32", "f64")
 INTS = tuple(f"{s}{b}" for s in "sub" for b in (8, 16, 32, 64))
 
 
+@lru_cache(maxsize=None)
 def bits_of(t: str) -> int:
     """The width of PTX type ``t`` (``pred`` counts as 64: a predicate moves whole)."""
     return 64 if t == "pred" else int(re.sub(r"\D", "", t) or 32)
 
 
+_UNSIGNED = {8: (np.uint8, np.int8), 16: (np.uint16, np.int16), 32: (np.uint32, np.int32), 64: (np.uint64, np.int64)}
+
+
 def signed(v: np.ndarray, bits: int) -> np.ndarray:
-    """The low ``bits`` of raw ``v`` as signed integers (int64)."""
-    v = np.asarray(v).astype(np.uint64) & np.uint64(MASK[bits])
-    out = v.astype(np.int64)
-    if bits < 64:
-        out = np.where(out >= (1 << (bits - 1)), out - (1 << bits), out)
-    return out
+    """The low ``bits`` of raw ``v`` as signed integers (int64): the truncating cast keeps the low bits,
+    the view reads them two's complement."""
+    unsigned, signed_t = _UNSIGNED[bits]
+    return np.asarray(v).astype(np.uint64).astype(unsigned).view(signed_t).astype(np.int64)
 
 
 def raw(v, bits: int) -> np.ndarray:
