@@ -6,8 +6,8 @@ final IR), ``ir:PASS`` (the IR after one pass; ``ir:build``), ``diff:PASS``
 (what one pass changed), ``stats`` (registers and operation counts),
 ``asm`` (the target's assembly with live registers per line: Xe assembly
 checked by iga64, or PTX checked by ptxas on sm_90), ``ptx`` and ``sass``
-(sm_90: the PTX, and the SASS with nvdisasm's live registers per
-instruction), ``check`` (the correctness check). ``--verify`` runs the IR verifier
+(sm_90: the plain PTX module, as ptxas assembles it, and the SASS with
+nvdisasm's live registers per instruction), ``check`` (the correctness check). ``--verify`` runs the IR verifier
 (``core/passes/verify``) on the builder's IR and after every pass and exits
 with 3 when it finds a problem. ``--json`` prints one JSON object (see
 ``protocol/compile.schema.json``). ``--shape DESC`` and ``--target NAME``

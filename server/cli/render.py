@@ -55,8 +55,10 @@ def compile_text(result: dict, items: list[str]) -> str:
             parts.append(result["diff"][item[5:]] or f"=== {item[5:]} changed nothing\n")
         elif item == "stats":
             parts.append(stats_text(result["stats"]))
-        elif item in ("asm", "ptx"):
-            parts.append(result[item]["listing"])
+        elif item == "asm":
+            parts.append(result["asm"]["listing"])      # annotated: live registers per line, the header
+        elif item == "ptx":
+            parts.append(result["ptx"]["asm"])          # plain PTX, as ptxas assembles it
         elif item == "sass":
             parts.append(sass_text(result["sass"]))
         elif item == "check":

@@ -3,6 +3,7 @@ trace (``--emit passes|ir:PASS|diff:PASS``) and ``kdd check --bisect``."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
@@ -193,3 +194,15 @@ def test_a_failing_pass_is_named_and_exits_3(config_file, capsys, monkeypatch):
     assert "pass 'cse' failed: ZeroDivisionError: division by zero" in err
     code, out, _ = run_cli(capsys, "compile", config_file, "--emit", "passes", "--json")
     assert code == 3 and "pass 'cse' failed" in json.loads(out)["error"]
+
+
+def test_emit_ptx_prints_plain_ptx_that_ptxas_assembles_and_asm_keeps_the_annotated_listing(capsys):
+    from kdd.core.codegen.ptx.tools import ptxas
+
+    example = Path(__file__).resolve().parents[2] / "examples" / "sm90_gemm.kernel.toml"
+    code, out, _ = run_cli(capsys, "compile", example, "--emit", "ptx")
+    assert code == 0 and out.startswith(".version ") and "// target sm_90: ptxas allocated" not in out
+    assembled = ptxas(out)
+    assert assembled.cubin is not None, assembled.report.messages
+    code, out, _ = run_cli(capsys, "compile", example, "--emit", "asm")
+    assert code == 0 and out.startswith("// target sm_90: ptxas allocated")
