@@ -1,8 +1,9 @@
 """A reduced problem for the correctness check: the same kernel structure at a size the check runs.
 
 Checking the real problem (a 4096^3 GEMM) would take minutes, so a problem over
-:data:`MAX_CHECK_MACS` multiply-adds is checked at a reduced shape
-(:func:`reduce_for_check`). What the reduction keeps:
+:data:`REDUCED_MACS` multiply-adds is checked at a reduced shape under that
+(:func:`reduce_for_check`; a check refuses more than :data:`MAX_CHECK_MACS`
+unless asked). What the reduction keeps:
 
 - kernel sizes, strides, both paddings and dilations: an output spatial size
   shrinks and its input by whole strides, so the right padding stays;
@@ -33,6 +34,9 @@ CHANNELS, MINIBATCH, SPATIAL, GEMM, BATCH = 64, 8, 8, 64, 2
 # The interpreter runs a few tens of millions of multiply-adds a second: beyond this a check would
 # keep an editor waiting for many seconds, so it is refused unless asked for.
 MAX_CHECK_MACS = 1 << 25
+# What an automatic reduction aims at: the simulators run a few million thread-instructions a second
+# (about one per multiply-add in the small tiles of a reduced shape), and the on-save check runs the code.
+REDUCED_MACS = 1 << 22
 
 
 def check_macs(problem) -> int:
@@ -167,7 +171,7 @@ def _shape_of(shape, dims: list[_Dim]):
 
 
 def reduce_for_check(shape: ConvShape | GemmShape, macs: Callable[[object], int],
-                     blocks: dict[str, Block] | None = None, bound: int = MAX_CHECK_MACS) -> Reduction:
+                     blocks: dict[str, Block] | None = None, bound: int = REDUCED_MACS) -> Reduction:
     """The check shape of ``shape`` (see the module doc): unchanged when ``macs(shape)`` is within
     ``bound``; else every dim at two blocks or two loop trips with its tail, then, while still over the
     bound, one dim a rung lower: the rung that keeps the most of the structure, the largest dim first."""
@@ -188,6 +192,6 @@ def reduce_for_check(shape: ConvShape | GemmShape, macs: Callable[[object], int]
     return Reduction(reduced, changes, short)
 
 
-def reduce_problem(problem, blocks: dict[str, Block] | None = None, bound: int = MAX_CHECK_MACS) -> Reduction:
+def reduce_problem(problem, blocks: dict[str, Block] | None = None, bound: int = REDUCED_MACS) -> Reduction:
     """:func:`reduce_for_check` of ``problem``'s shape, its multiply-adds counted as the check counts them."""
     return reduce_for_check(problem.shape, lambda shape: check_macs(replace(problem, shape=shape)), blocks, bound)

@@ -14,7 +14,7 @@ from typing import Callable, TypeVar
 
 from kdd.core.layout import parse_layout
 from kdd.core.problem import OPS, PROPS, TENSORS, FrozenMap, Problem, parse_data_types, parse_post_op, parse_shape
-from kdd.core.problem.reduced import MAX_CHECK_MACS, check_macs, reduce_problem
+from kdd.core.problem.reduced import MAX_CHECK_MACS, REDUCED_MACS, check_macs, reduce_problem
 
 from .diagnostics import Severity
 from .extends import Chain, Located
@@ -194,7 +194,7 @@ def _check_problem(chain: Chain, report: Reporter, problem: Problem, shape_at: L
         if not reduction.reduced:
             return problem
         report.on_value(shape_at, f"no [check] shape: this problem ({check_macs(problem)} multiply-adds) is over the "
-                                  f"check's bound of {MAX_CHECK_MACS}; the check runs it at a reduced shape that "
+                                  f"{REDUCED_MACS} an on-save check runs; the check runs it at a reduced shape that "
                                   f"keeps the config's tiles (kdd check lists what it reduced)", CODE,
                         severity=Severity.INFORMATION)
         return replace(problem, shape=reduction.shape)

@@ -12,8 +12,8 @@ from hypothesis import given, settings, strategies as st
 from benchdnn_data import BENCHDNN, shape_lines
 from kdd.core.problem import parse_shape, problem_from_text
 from kdd.core.problem.gemm_shape import GemmShape
-from kdd.core.problem.reduced import (BATCH, CHANNELS, GEMM, MAX_CHECK_MACS, MINIBATCH, SPATIAL, Block, check_macs,
-                                      reduce_problem)
+from kdd.core.problem.reduced import (BATCH, CHANNELS, GEMM, MAX_CHECK_MACS, MINIBATCH, REDUCED_MACS, SPATIAL, Block,
+                                      check_macs, reduce_problem)
 
 DESCRIPTORS = [line for folder in ("conv", "matmul") for f in sorted((BENCHDNN / folder).iterdir())
                for line in shape_lines(f"{folder}/{f.name}")]
@@ -36,7 +36,7 @@ def _default(name: str) -> Block:
 def _assert_keeps_the_kernel(problem, blocks: dict[str, Block]):
     reduction = reduce_problem(problem, blocks)
     full, small = problem.shape, reduction.shape
-    assert check_macs(replace(problem, shape=small)) <= MAX_CHECK_MACS
+    assert check_macs(replace(problem, shape=small)) <= REDUCED_MACS <= MAX_CHECK_MACS
     if not isinstance(full, GemmShape):
         for a in full.used_axes:
             f, r = full.axis(a), small.axis(a)
@@ -87,7 +87,7 @@ def test_the_k_loop_keeps_two_trips_and_the_message_lists_what_was_reduced():
     assert reduction.describe() == ("reduced m 1024 -> 128, n 1024 -> 128, k 65536 -> 32 (kernel sizes, strides, "
                                     "padding, dilation and tails kept; cut further to fit the bound: k (fewer thread "
                                     "groups or loop trips than the full shape, or another tail))")
-    two_groups = reduce_problem(problem_from_text("m64n64k65536"), {"k": Block(4096, 16)})
+    two_groups = reduce_problem(problem_from_text("m64n64k65536"), {"k": Block(4096, 16)}, bound=MAX_CHECK_MACS)
     assert two_groups.shape.k == 8192 and two_groups.describe().endswith("two trips of every loop the full shape runs)")
     small = reduce_problem(problem_from_text("m64n64k65536"), {"k": Block(32768, 16)})
     assert small.shape.k == 32 and small.short == ("k",)    # two K groups would be the full problem: said
@@ -96,5 +96,5 @@ def test_the_k_loop_keeps_two_trips_and_the_message_lists_what_was_reduced():
 def test_the_googlenet_and_i3d_shapes_the_issue_found_over_the_bound_now_fit():
     for text in ("mb22ic832ih7oc384oh7kh1ph0", "mb16ic256id16ih28iw28oc256od16oh28ow28kd3kh3kw3pd1ph1pw1"):
         problem = problem_from_text(text)
-        assert check_macs(replace(problem, shape=reduce_problem(problem).shape)) <= MAX_CHECK_MACS
+        assert check_macs(replace(problem, shape=reduce_problem(problem).shape)) <= REDUCED_MACS
     assert parse_shape("mb22ic832ih7oc384oh7kh1ph0").mb == 22
