@@ -84,10 +84,9 @@ def _run_one(line: str, label: str, stage: str, unbounded: bool) -> dict:
     row["allocated"] = codegen["allocated"]
     if stage == "check":  # kdd check --bisect on the reduced shape the document gets
         checked = engine.check(source, bisect_passes=True, unbounded=unbounded)
-        if "first_bad" not in checked:
-            f = checked["failure"]
-            return row | {"outcome": "refused", "stage": "check", "message": f["message"],
-                          "reason": reason(f["message"])}
+        if "first_bad" not in checked:   # not checkable (a simulator gap, over the bound) or failed
+            message = checked["reason"] if checked.get("verdict") == "not-checkable" else checked["failure"]["message"]
+            return row | {"outcome": "refused", "stage": "check", "message": message, "reason": reason(message)}
         if checked["first_bad"] is not None:
             message = f"wrong result after {checked['first_bad']}"
             return row | {"outcome": "refused", "stage": "check", "message": message, "reason": message}

@@ -193,7 +193,7 @@ def _check_problem(chain: Chain, report: Reporter, problem: Problem, shape_at: L
         reduction = reduce_problem(problem)
         if not reduction.reduced:
             return problem
-        report.on_value(shape_at, f"no [check] shape: this problem ({check_macs(problem)} multiply-adds) is over the "
+        report.on_value(shape_at, f"no [check] shape: this problem has {check_macs(problem)} multiply-adds, more than the "
                                   f"{REDUCED_MACS} an on-save check runs; the check runs it at a reduced shape that "
                                   f"keeps the config's tiles (kdd check lists what it reduced)", CODE,
                         severity=Severity.INFORMATION)

@@ -104,8 +104,8 @@ def test_bisect_says_ir_right_assembly_wrong_and_names_the_ir_node(monkeypatch):
     engine = Engine()
     real = Engine.assembly
 
-    def mutated(self, r, sources):
-        listing = real(self, r, sources)
+    def mutated(self, r, sources, tools=True):
+        listing = real(self, r, sources, tools)
         return {**listing, "asm": "\n".join(off_by_one_offset(listing["asm"].splitlines())) + "\n"}
     monkeypatch.setattr(Engine, "assembly", mutated)
     text = (EXAMPLES / "int8.kernel.toml").read_text()
@@ -171,8 +171,8 @@ def test_a_fault_names_the_instruction_and_its_ir_node(monkeypatch):
     """A load from a register holding no address (the thread header) faults; the check names it."""
     real = Engine.assembly
 
-    def mutated(self, r, sources):
-        listing = real(self, r, sources)
+    def mutated(self, r, sources, tools=True):
+        listing = real(self, r, sources, tools)
         lines = _first(listing["asm"].splitlines(), r"load\.ugm\.d32x8t\.a64", lambda line: re.sub(r"\[r\d+:1\]", "[r0:1]", line))
         return {**listing, "asm": "\n".join(lines) + "\n"}
     monkeypatch.setattr(Engine, "assembly", mutated)
