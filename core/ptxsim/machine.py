@@ -21,6 +21,9 @@ from .program import Instr, Program
 # A warp that runs this many instructions stops the simulation: kdd's limit (a SimulatorGap), not a
 # verdict on the kernel, so it is far above what a checked shape runs (a few hundred thousand).
 MAX_WARP_STEPS = 20_000_000
+# The lane mask of an unpredicated instruction: one read-only array, not a new one per instruction.
+_ALL_LANES = np.ones(LANES, dtype=bool)
+_ALL_LANES.flags.writeable = False
 MMA = {"mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32", "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32",
        *(f"mma.sync.aligned.m16n8k32.row.col.s32.{a}.{b}.s32" for a in ("s8", "u8") for b in ("s8", "u8"))}
 
@@ -138,7 +141,7 @@ class Warp:
             if count > MAX_WARP_STEPS:
                 raise SimulatorGap(ins.line, ins.text, f"a warp ran {MAX_WARP_STEPS} instructions, kdd's limit for "
                                    "one simulation (check a smaller shape)")
-            active = np.ones(LANES, dtype=bool)
+            active = _ALL_LANES
             self.active = None
             if ins.pred is not None:
                 active = self.regs[ins.pred.lstrip("!")].copy()
