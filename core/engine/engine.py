@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import hashlib
 import time
+from math import prod
 from dataclasses import dataclass, field, replace
 from functools import cached_property, partial
 from typing import Any, Callable
@@ -192,7 +193,8 @@ class Engine:
         if spec is None or parsed.errors:
             raise StageFailed(Failure("parse", f"{len(parsed.errors)} error(s) in {where}", "invalid-config"))
         if for_check and (shape is not None or _reduced_by_spec(spec)):
-            return self._check_size(self.resolve(parsed, shape, target), exact)
+            full = self.resolve(parsed, shape, target)
+            return self._check_size(full, exact, lambda p: self._config_for(p, full.target, spec.user_config))
         problem = spec.check if for_check else spec.problem
         tgt = spec.target
         if shape is not None:
@@ -224,12 +226,14 @@ class Engine:
                         tgt)
 
     @staticmethod
-    def _check_size(full: Resolved, exact: bool) -> Resolved:
+    def _check_size(full: Resolved, exact: bool, own_config: Callable[[Any], Any]) -> Resolved:
         """``full`` (a problem and the config compiled for it) at check size: every dim cut to two of the
-        config's blocks or two trips of its loops with its tail (as far as the check's bound allows),
-        the same config."""
+        config's blocks or two trips of its loops with its tail (as far as the bound allows), the same
+        config. Where that config's fixed loops would still run more multiply-adds than the check's
+        bound on the small shape (masked, but run), the reduced problem gets its own config
+        (``own_config``: the written knobs, defaults for that shape), and the reduction says so."""
         from kdd.core.config.tiling import derive_tiling
-        from kdd.core.problem.reduced import Block, reduce_problem
+        from kdd.core.problem.reduced import MAX_CHECK_MACS, Block, reduce_problem
 
         if exact:
             return full
@@ -238,7 +242,18 @@ class Engine:
         reduction = reduce_problem(full.problem, blocks)
         if not reduction.reduced:
             return full
-        return Resolved(replace(full.problem, shape=reduction.shape), full.config, full.target, reduction)
+        problem = replace(full.problem, shape=reduction.shape)
+        run = prod(d.padded for d in derive_tiling(problem, full.config).dims)
+        if run <= MAX_CHECK_MACS:
+            return Resolved(problem, full.config, full.target, reduction)
+        note = (f"the compiled config's loops would run {run} multiply-adds (padding included) on it, over the "
+                f"bound of {MAX_CHECK_MACS}: checked with the written knobs and defaults for the check shape")
+        return Resolved(problem, own_config(problem), full.target, replace(reduction, config_note=note))
+
+    def _config_for(self, problem, target, user):
+        """The complete config of ``problem`` from the ``user`` knobs (defaults around them, sub-tiles fitted)."""
+        config = resolve_config(problem, target, user)
+        return fitted_config(problem, config, target, user, partial(self._allocated, problem, target))
 
     def _allocated(self, problem, target, config) -> int | None:
         """The registers the code generator allocates for the kernel built from ``config`` (None when it

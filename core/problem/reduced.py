@@ -55,13 +55,14 @@ class Block:
 
 @dataclass(frozen=True)
 class Reduction:
-    """The check shape of a problem: ``shape``, the sizes it changed (``changes``: ``"mb 22 -> 6"``)
-    and the dims it had to cut below two blocks or two loop trips, or to another tail, to fit the bound
-    (``short``)."""
+    """The check shape of a problem: ``shape``, the sizes it changed (``changes``: ``"mb 22 -> 6"``),
+    the dims it had to cut below two blocks or two loop trips, or to another tail, to fit the bound
+    (``short``), and ``config_note`` when the check runs another config than the compiled one."""
 
     shape: ConvShape | GemmShape
     changes: tuple[str, ...] = ()
     short: tuple[str, ...] = ()
+    config_note: str | None = None   # set when the check shape runs another config than the compiled one
 
     @property
     def reduced(self) -> bool:
@@ -75,7 +76,8 @@ class Reduction:
         loops = ("; two trips of every loop the full shape runs" if not self.short else
                  f"; cut further to fit the bound: {', '.join(self.short)} (fewer thread groups or loop trips "
                  f"than the full shape, or another tail)")
-        return f"reduced {', '.join(self.changes)} ({kept}{loops})"
+        note = f"; {self.config_note}" if self.config_note else ""
+        return f"reduced {', '.join(self.changes)} ({kept}{loops}){note}"
 
     def to_dict(self) -> dict:
         return {"shape": self.shape.canonical(), "changes": list(self.changes), "short": list(self.short),

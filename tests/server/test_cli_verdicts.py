@@ -106,3 +106,23 @@ def test_a_shape_option_is_reduced_unless_exact_and_the_output_says_what_was_red
     code, out, _ = run(capsys, "check", path, "--shape", "m64n64k65536", "--exact", "--json")
     result = json.loads(out)
     assert code == 4 and result["code"] == "check-too-large" and result["shape"] == "64x65536:65536x64"
+
+
+def test_a_reduced_shape_runs_the_compiled_config_unless_its_loops_would_run_over_the_bound(tmp_path, capsys):
+    """The check of a reduced problem runs the config compiled for the full one (its tiles, its loops);
+    bwd_w's default config loops over the whole minibatch and output (mb32 oh28 ow7 trips): on the reduced
+    shape those fixed loops would still run billions of masked multiply-adds, so the check says it runs
+    the written knobs with defaults for the check shape instead."""
+    text = (EXAMPLES / "bwd_w.kernel.toml").read_text()
+    path = tmp_path / "bwd_w.kernel.toml"
+    path.write_text(text[:text.index("[check]")])
+    code, out, _ = run(capsys, "check", path, "--json")
+    result = json.loads(out)
+    assert code == 0 and result["verdict"] == "ok"
+    assert "checked with the written knobs and defaults for the check shape" in result["reduced"]["text"]
+    code, out, _ = run(capsys, "check", EXAMPLES / "resnet50_3x3.kernel.toml", "--shape", "mb32ic64ih56oc64oh56kh3ph1",
+                       "--json")
+    result = json.loads(out)
+    assert code == 0 and "defaults for the check shape" not in result["reduced"]["text"]   # the compiled config
+    code, out, _ = run(capsys, "check", EXAMPLES / "gemm_f16.kernel.toml", "--shape", "m256n256k4096", "--json")
+    assert "the compiled config's loops would run 67108864" in json.loads(out)["reduced"]["text"]  # l=k256: 4096
