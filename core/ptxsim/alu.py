@@ -135,6 +135,8 @@ def convert(name: list[str], v: np.ndarray) -> np.ndarray:
 
 
 def _float_op(base: str, name: list[str], t: str, v: list[np.ndarray]) -> np.ndarray:
+    if set(name[1:-1]) - {"rn", "sat"}:     # .approx, .ftz, other roundings: not modelled
+        raise SimulatorGap(None, ".".join(name), "a float modifier other than .rn/.sat")
     x = [read(a, t) for a in v]
     if t in ("f16", "bf16"):    # exact in float32 for add/mul/fma of two narrow operands, then one rounding
         x = [a.astype(np.float32) for a in x]
@@ -180,13 +182,17 @@ def alu(op: str, v: list[np.ndarray]) -> np.ndarray:
     if base == "bfi":
         m = ((np.uint64(1) << v[3]) - np.uint64(1)) << v[2]
         return ((v[1] & ~m) | ((v[0] << v[2]) & m)) & np.uint64(MASK[32])
-    if base == "mad" and name[1] == "wide":
-        return raw(signed(v[0], 32) * signed(v[1], 32) + signed(v[2], 64), 64)
-    if base == "mul" and name[1] == "hi" and t == "u32":     # u32 x u32 fits in 64 bits
+    mods = name[1:-1]
+    if base in ("mul", "mad") and mods == ["wide"] and t in ("s32", "u32"):    # 32 x 32 -> 64 bits
+        product = read(v[0], t) * read(v[1], t)
+        return raw(product + (signed(v[2], 64) if base == "mad" else 0), 64)
+    if base == "mul" and mods == ["hi"] and t == "u32":     # u32 x u32 fits in 64 bits
         m = np.uint64(MASK[32])
         return ((v[0] & m) * (v[1] & m)) >> np.uint64(32)
-    if t not in INTS:
+    if t not in INTS and not (base == "shl" and t[0] == "b"):
         raise SimulatorGap(None, op, f"type .{t}")
+    if mods not in ([], ["lo"]) or (mods == ["lo"] and base not in ("mul", "mad")):
+        raise SimulatorGap(None, op, f"modifiers .{'.'.join(mods)}")
     is_signed = t.startswith("s")
     x = [signed(a, bits) if is_signed else (a & np.uint64(MASK[bits])).astype(np.int64) for a in v]
     if base in ("shl", "shr"):

@@ -348,3 +348,38 @@ class Warp:
         D = A @ B + C
         for i in range(4):
             self.regs[d[i]] = write(D[g + (8 if i >= 2 else 0), 2 * t + (i & 1)], dt)
+
+
+_FIXED = {"ret", "bra.uni", "bar.sync", "fence.acq_rel.gpu", "ld.param.u64", "shfl.sync.idx.b32",
+          "cp.async.ca.shared.global", "cp.async.cg.shared.global", "cp.async.commit_group",
+          "cp.async.wait_group", "cp.async.wait_all"}
+
+
+def supports(op: str) -> bool:
+    """Whether :class:`Warp` runs opcode ``op`` (the full PTX opcode, ``cvt.rni.sat.s8.f32``): the
+    forms :meth:`Warp.execute` handles itself, else whatever :func:`.alu.alu` or :func:`.alu.compare`
+    computes without a :class:`SimulatorGap`."""
+    name = op.split(".")
+    base = name[0]
+    if op in _FIXED or op in MMA or base in ("mov", "cvta", "selp") or name[:3] == ["ldmatrix", "sync", "aligned"]:
+        return True
+    if base in ("ld", "st"):
+        return name[1] in ("global", "shared")
+    if base in ("atom", "red"):
+        return name[1] in ("global", "shared") and name[2] == "add"
+    if name[-1] == "pred":
+        return base in ("and", "or", "xor", "not")
+    zeros = np.zeros(LANES, dtype=np.uint64)
+    for arity in (2, 1, 3, 4):          # the operand count is the opcode's; a wrong one raises otherwise
+        try:
+            if base == "setp":
+                compare(name[1], name[-1], zeros, zeros)
+            else:
+                alu(op, [zeros] * arity)
+        except SimulatorGap:
+            return False
+        except (ValueError, IndexError, KeyError):
+            continue
+        return True
+    return False
+

@@ -21,6 +21,7 @@ class SimulatorGap(SimError):
 
     def __init__(self, line: int | None, text: str, message: str):
         super().__init__(line, text, f"not simulated by kdd ({message})")
+        self.reason = message       # unprefixed, so the error can be raised again at another line
 
 
 class Fault(SimError):

@@ -11,7 +11,7 @@ what the binary encodes. One instruction per line::
 Labels (``L320:``) name byte offsets; a jump's target becomes an instruction
 index. Software-scoreboard annotations (``{I@1}``, ``{$0.src}``) are timing,
 not semantics, and are dropped; ``{EOT}`` is kept. A line the parser cannot
-read is an :class:`SimulatorGap` naming the line.
+read is a :class:`SimulatorGap` naming the line.
 """
 from __future__ import annotations
 

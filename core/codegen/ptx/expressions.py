@@ -93,11 +93,13 @@ class ExprLowering:
                        f"{self.reg(v)}")
         else:
             if t.size < 4:
+                # to a sub-word type: clamp to its range (cvt.sat.u8.s32) or keep its low bits
+                # (cvt.u32.u8), extended into the 32-bit register either way
                 ty = ("s" if t.is_signed else "u") + BITS[t.size]
-                sat = ".sat" if saturate else ""
-                self.em.op(f"cvt{sat}.{d}.{ty if not saturate else s} {r}, {self.reg(v)}")
                 if saturate:
-                    self.em.op(f"cvt.{d}.{ty} {r}, {r}")
+                    self.em.op(f"cvt.sat.{ty}.{s} {r}, {self.reg(v)}")
+                else:
+                    self.em.op(f"cvt.{d}.{ty} {r}, {self.reg(v)}")
             elif t.size == src.size or (t.size == 4 and src.size < 4):
                 self.em.op(f"mov.b{max(32, t.size * 8)} {r}, {self.reg(v)}")
             else:

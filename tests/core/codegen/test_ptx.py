@@ -216,10 +216,8 @@ def test_sm90_example_computes_the_reference_in_a_ptx_simulator(name, shape):
     matches the float64 reference under the check protocol (no GPU needed), every output element written."""
     from dataclasses import replace
 
-    import numpy as np
-
     from kdd.core.codegen.ptx.device import device_buffers
-    from kdd.core.interp.check import compare, default_tol, unpack
+    from kdd.core.interp.check import compare, default_tol, unpack, written_elements
     from kdd.core.interp.reference import reference
     from kdd.core.problem.problem import parse_shape
     from kdd.core.ptxsim import run_ptx
@@ -238,7 +236,8 @@ def test_sm90_example_computes_the_reference_in_a_ptx_simulator(name, shape):
     for arg in kernel.outputs:
         dims = tuple(size for _, size in arg.dims)
         out = unpack(host[arg.name], arg.dtype, arg.layout, dims)
-        r = compare(arg.name, out, refs[arg.name], np.ones(dims, dtype=bool), default_tol(problem, arg.dtype))
+        written = written_elements(run.written[arg.name], arg.dtype, arg.layout, dims)
+        r = compare(arg.name, out, refs[arg.name], written, default_tol(problem, arg.dtype))
         assert r.ok and r.unwritten == 0, r
 
 

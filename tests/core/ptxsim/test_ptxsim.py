@@ -60,3 +60,25 @@ def test_a_store_outside_the_buffers_is_a_fault_not_a_gap():
     with pytest.raises(Fault, match="out of bounds") as info:
         _run(body, np.zeros(32))
     assert not isinstance(info.value, SimulatorGap)
+
+
+@pytest.mark.parametrize("types", ["u8", "s8:s8:s8"])
+def test_sm90_code_saturates_sums_past_the_narrow_destination(types):
+    """u8 sums of 64 products of 1..8 pass 255: the PTX clamps them (cvt.sat.u8.s32), as the IR's
+    reorder does; before, cvt.sat.u32.s32 then cvt.u32.u8 kept the low byte (found by the differential
+    sweep)."""
+    from kdd.core.builder import build_kernel
+    from kdd.core.codegen.ptx import generate_ptx
+    from kdd.core.config.defaults import resolve_config
+    from kdd.core.passes.kernel_pipeline import run_pipeline
+    from kdd.core.problem import problem_from_text
+    from kdd.core.ptxsim import check_ptx
+    from kdd.core.targets import get_target
+
+    target = get_target("sm_90")
+    p = problem_from_text("m16n8k64", types=types)
+    kernel = build_kernel(p, resolve_config(p, target), target)
+    listing = generate_ptx(kernel, run_pipeline(kernel).final, target, check=False)
+    assert "cvt.sat." + types[:2] + ".s32" in listing.asm
+    out = check_ptx(kernel, {"asm": listing.asm, "launch": listing.launch})
+    assert out["ok"] and out["unwritten"] == 0, out
