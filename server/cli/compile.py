@@ -14,8 +14,11 @@ with 3 when it finds a problem. ``--json`` prints one JSON object (see
 compile the same config for another problem shape or target (the defaults
 are re-resolved around the written knobs). Warnings are printed on stderr
 as ``FILE:LINE:COL: severity: message [code]``. Exit status 0 on success, 2
-when FILE cannot be read or the config is invalid or cannot be built, 3 for
-a failure inside kdd (named in the message).
+when FILE cannot be read or the config is invalid or cannot be built, or the
+code generator cannot generate its code (out of registers, an operation it
+cannot lower: an error whatever ``--emit`` asks for, at the knob responsible;
+what was asked for is printed first), 3 for a failure inside kdd (named in the
+message).
 """
 from __future__ import annotations
 

@@ -126,3 +126,11 @@ def test_a_reduced_shape_runs_the_compiled_config_unless_its_loops_would_run_ove
     assert code == 0 and "defaults for the check shape" not in result["reduced"]["text"]   # the compiled config
     code, out, _ = run(capsys, "check", EXAMPLES / "gemm_f16.kernel.toml", "--shape", "m256n256k4096", "--json")
     assert "the compiled config's loops would run 67108864" in json.loads(out)["reduced"]["text"]  # l=k256: 4096
+
+
+def test_check_help_documents_the_verdicts_and_their_exit_statuses(capsys):
+    with pytest.raises(SystemExit):
+        main(["check", "--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    assert "0 ok" in text and "1 wrong" in text and "4 not checkable" in text and "--asm is accepted" not in text
+    assert "``--asm`` is accepted and means the default" in text
