@@ -394,6 +394,8 @@ class Engine:
         multiply-adds than the check's bound (unless ``unbounded``), a simulator gap or a missing tool
         is not-checkable, never wrong. ``shape`` is reduced to check size like ``[problem] shape``
         unless ``exact``."""
+        from kdd.core.codegen.assembler import tool_version
+
         parsed = None
         try:
             parsed = self.parse(source)
@@ -407,7 +409,10 @@ class Engine:
                 stage = None
             artifact = CODE_ARTIFACT[r.target.isa] if stage is None else IR_ARTIFACT
             shown = stage or FINAL
-            key = r.key("check", spec.check_seed, spec.check_tol, stage, bisect_passes, unbounded, artifact)
+            # The assembler's version too: a check it could not run (not installed) is not served once it is.
+            tool = r.target.assembler[0] if artifact == CODE_ARTIFACT["xe"] and r.target.assembler else ""
+            key = r.key("check", spec.check_seed, spec.check_tol, stage, bisect_passes, unbounded, artifact,
+                        tool_version(tool) if tool else None)
             sources = parsed.sources()
 
             def run() -> dict:
