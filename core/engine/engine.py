@@ -473,7 +473,18 @@ class Engine:
 
     def _simulate(self, r: Resolved, listing: dict, kernel, final, check: InterpreterCheck) -> dict:
         """The code of ``listing`` run in its target's simulator against the reference; a simulator gap
-        is a not-checkable result (``verdict``, ``code``, ``reason``) that keeps the simulator's figures."""
+        is a not-checkable result (``verdict``, ``code``, ``reason``) that keeps the simulator's figures,
+        a simulator that breaks a failure inside kdd (exit 3)."""
+        try:
+            return self._simulated(r, listing, kernel, final, check)
+        except (StageFailed, NotCheckable):
+            raise
+        except Exception as exc:  # noqa: BLE001 - a simulator bug is kdd's failure, never a verdict on the kernel
+            raise StageFailed(Failure("check", f"internal error (please report it): the {CODE_ARTIFACT[r.target.isa]} "
+                                               f"simulator raised {type(exc).__name__}: {exc}", "simulator-error",
+                                      internal=True)) from None
+
+    def _simulated(self, r: Resolved, listing: dict, kernel, final, check: InterpreterCheck) -> dict:
         if r.target.isa == "ptx":
             from kdd.core.ptxsim import check_ptx
 
@@ -523,6 +534,10 @@ class Engine:
                         "out_of_registers": exc.to_dict()}
             except CodegenError as exc:
                 return {"failure": Failure("codegen", f"internal error (please report it): {exc}", "codegen-error",
+                                           internal=True).to_dict()}
+            except Exception as exc:  # noqa: BLE001 - a generator bug is a failure inside kdd (exit 3), not a crash
+                return {"failure": Failure("codegen", f"internal error (please report it): {r.target.name} code "
+                                                      f"generation raised {type(exc).__name__}: {exc}", "codegen-error",
                                            internal=True).to_dict()}
             return {**listing.to_dict(), "listing": listing.render()}
         check = tools or r.target.isa != "ptx"

@@ -134,3 +134,24 @@ def test_check_help_documents_the_verdicts_and_their_exit_statuses(capsys):
     text = " ".join(capsys.readouterr().out.split())
     assert "0 ok" in text and "1 wrong" in text and "4 not checkable" in text and "--asm is accepted" not in text
     assert "``--asm`` is accepted and means the default" in text
+
+
+def test_a_simulator_that_breaks_is_a_failure_inside_kdd_exit_3_never_a_verdict(capsys, monkeypatch):
+    from kdd.core.xesim import check as xe_check
+
+    def broken(*args, **kwargs):
+        raise ValueError("operands could not be broadcast together")
+    monkeypatch.setattr(xe_check, "simulate", broken)
+    code, _, err = run(capsys, "check", EXAMPLES / "int8.kernel.toml")
+    assert code == 3 and "the asm simulator raised ValueError: operands could not be broadcast" in err
+
+
+def test_a_code_generator_that_breaks_is_a_failure_inside_kdd_exit_3(capsys, monkeypatch):
+    from kdd.core.codegen.xe import lower
+    from kdd.core.ir.funcs import Dpas
+
+    def broken(*args, **kwargs):
+        raise StopIteration
+    monkeypatch.setitem(lower._CALLS, Dpas, broken)
+    code, _, err = run(capsys, "compile", EXAMPLES / "resnet50_3x3.kernel.toml", "--emit", "asm")
+    assert code == 3 and "xehpg code generation raised StopIteration" in err
