@@ -8,6 +8,9 @@ kernel gets it from the B tiles it loads anyway, as oneDNN's bwd_w kernels do:
 - after each B (sub)tile load, a ``reduce`` sums the tile over K into a
   ``(b, 1, n)`` vector in the accumulator type, which is added into a
   register accumulator zeroed with C (K tails and padding load as zeros);
+  a B narrower than the accumulator (f16, bf16 diff_dst) is converted first,
+  element for element, into a copy in the accumulator type (``wide``): the
+  sums are exact in f32, and a reduce does not change the type on the way;
 - only the threads whose M tile (ic, kd, kh, kw) starts at 0 do this: every
   M tile loads the same B tile, and each diff_dst element must count once;
 - after the reduction those threads convert the sums to the bias type and
@@ -70,6 +73,8 @@ class BiasGradient:
         self.acc = RegTensor(names.fresh("bias_acc", u64), row_major(acc_type, (bt, 1, n_tile)), 0, _ROLES)
         self.part = RegTensor(names.fresh("bias_part", u64), row_major(acc_type, (bt, 1, n_sub)), 0, _ROLES)
         self.out = self.acc if op.dt == acc_type else self.acc.with_dtype(op.dt, names.fresh("bias_out", u64))
+        self.wide = None if b_tile.layout.dtype == acc_type else b_tile.with_dtype(acc_type,
+                                                                                  names.fresh("bias_wide", u64))
         view = bias_view(b.view, op.dt)
         self.access = TileAccess(view, var(NAME, u64), "global", (b.roles[0], MatrixDim(), b.roles[2]),
                                  {d.name: b.starts[d.name] for d in view.dims}, b.bounded, b.facts)
@@ -81,7 +86,7 @@ class BiasGradient:
     @property
     def allocs(self) -> list[tuple[RegTensor, Origin]]:
         """The registers to allocate around the whole body: they live from ``init`` to ``store``."""
-        regs = [self.acc, self.part] + ([self.out] if self.out is not self.acc else [])
+        regs = [self.acc, self.part] + [r for r in (self.out, self.wide) if r is not None and r is not self.acc]
         return [(r, Origin(f"bias_grad.{r.buf.name}", "post_ops")) for r in regs]
 
     def _owned(self, stmt: Stmt, origin: Origin) -> Stmt:
@@ -98,10 +103,12 @@ class BiasGradient:
         b, part = self.b_tile, self.part
         n_sub = part.layout.dims[2]
         acc = self.acc if n_sub == self.acc.layout.dims[2] else self.acc.rows(2, s, n_sub)
-        reduce = FuncCall.make(Reduce(b.layout, part.layout, (1,)), [b.buf, b.offset, part.buf, part.offset],
+        widen = [] if self.wide is None else [convert(b, self.wide, origin)]
+        src = b if self.wide is None else self.wide
+        reduce = FuncCall.make(Reduce(src.layout, part.layout, (1,)), [src.buf, src.offset, part.buf, part.offset],
                                origin=origin)
         add = elementwise(acc, [acc, part], lambda x, y: x + y, self.names, self.simd, origin)
-        return self._owned(seq(reduce, add), origin)
+        return self._owned(seq(*widen, reduce, add), origin)
 
     def after(self, load: Callable[[Expr], Stmt]) -> Callable[[Expr], Stmt]:
         """``load`` (of B subtile ``s``) followed by the accumulation of that subtile."""

@@ -10,7 +10,28 @@ class CodegenError(Exception):
 
 
 class CodegenUnsupported(CodegenError):
-    """The target has no kdd code generator, or the IR uses a form the generator cannot lower."""
+    """The target has no kdd code generator, or the IR uses a form the generator cannot lower; ``knob``
+    is the config knob (or ``post_ops``) of the node it could not lower, when that node has one."""
+
+    def __init__(self, message: str, knob: str | None = None):
+        super().__init__(message)
+        self.knob = knob
+
+    @classmethod
+    def located(cls, exc: "CodegenUnsupported", node) -> "CodegenUnsupported":
+        """``exc`` given the knob of the IR ``node`` being lowered, unless it names one already."""
+        if exc.knob is None and node.origin is not None:
+            exc.knob = getattr(node.origin, "knob", None)
+        return exc
+
+
+class AssemblerRejected(CodegenError):
+    """The target's assembler refused the generated text: a bug in the generator (never output as a
+    listing). ``messages`` are the assembler's."""
+
+    def __init__(self, tool: str, messages: list[str]):
+        super().__init__(f"{tool} rejected the generated assembly: " + "; ".join(messages[:3]))
+        self.messages = messages
 
 
 @dataclass(frozen=True)

@@ -112,13 +112,10 @@ class Listing:
             out.append(f"// roofline on {r['device']}: {r['flops']:.3g} ops, {r['bytes']:.3g} B global, "
                        f"intensity {inten} ops/B, {r['bound']}-bound, >= {r['time_s'] * 1e6:.1f} us "
                        f"({r['engine']} {r['dtype']})")
-        a = self.assembler
-        if a:
-            state = "ok" if a.get("ok") else "FAILED"
-            msg = "" if a.get("ok") else ": " + "; ".join(a.get("messages", [])[:3])
-            out.append(f"// assembler {a.get('tool')} ({a.get('version')}): {state}, "
-                       f"{a.get('binary_bytes')} bytes{msg}")
+        if self.assembler:
+            out.append(assembler_line(self.assembler))
         return out
+
 
     def render(self) -> str:
         rows = self.header()
@@ -126,3 +123,11 @@ class Listing:
         for ln in self.lines:
             rows.append(f"{ln.text:<{width}}  // {ln.live_regs:3d} live")
         return "\n".join(rows) + "\n"
+
+
+def assembler_line(a: dict) -> str:
+    """The listing's assembler line: ``ok``, ``ok with warnings`` (a binary, and messages such as ptxas's
+    spills) or ``FAILED`` (no binary: the assembler rejected the code)."""
+    state = "FAILED" if a.get("binary_bytes") is None else "ok" if a.get("ok") else "ok with warnings"
+    msg = "" if a.get("ok") else ": " + "; ".join(a.get("messages", [])[:3])
+    return f"// assembler {a.get('tool')} ({a.get('version')}): {state}, {a.get('binary_bytes')} bytes{msg}"

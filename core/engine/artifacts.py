@@ -157,6 +157,21 @@ def register_diagnostics(registers: dict, codegen: dict, where: Range) -> list[d
                         f"it fits)"}]
 
 
+SPILL_KNOBS = ("iter", "slm", "regs")   # what removes a spill: a smaller thread tile, fewer buffers, more registers
+
+
+def spill_diagnostic(codegen: dict, sources: dict[str, Range], where: Range) -> dict:
+    """ptxas's spill as a warning (the kernel runs, slower): at the first written knob that removes it, or
+    at ``where``, naming each of them."""
+    spill = codegen["spill"]
+    knob = next((k for k in SPILL_KNOBS if k in sources), None)
+    return {"range": range_dict(sources[knob] if knob else where), "severity": "warning", "code": "spill",
+            "source": BUDGET_SOURCE,
+            "message": f"ptxas spilled {spill.get('spill_stores', 0)} bytes stored and {spill.get('spill_loads', 0)} "
+                       f"loaded to local memory at {codegen['allocated']} registers: a smaller thread tile (iter, "
+                       f"i=), fewer shared-memory buffers (slm, s=) or more registers (regs=, up to 255) removes it"}
+
+
 def verify_artifact(kernel, trace) -> dict:
     """The IR verifier's verdict on the builder's IR and the IR after every pass: ``ok``, the number of
     stages verified and each problem with its stage."""
@@ -181,6 +196,16 @@ def instruction_node(lines: list[dict], index: int) -> dict | None:
             return {"asm_line": i, "text": line["text"], "ir_node": line.get("ir_node")}
         count += 1
     return None
+
+
+def blame(wrong: dict, listing: dict, final) -> dict:
+    """A simulator's wrong instruction (``index`` among the listing's instructions) with its listing line
+    and the line of ``final`` (the IR the listing came from) its instruction came from; in place."""
+    wrong["listing"] = instruction_node(listing["lines"], wrong["index"])
+    node = (wrong["listing"] or {}).get("ir_node")
+    if node is not None:
+        wrong["ir"] = print_ir(final).text.splitlines()[node["line"]].strip()
+    return wrong
 
 
 def register_checkpoints(listing: dict) -> list[dict]:

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import hashlib
 import time
+from math import prod
 from dataclasses import dataclass, field, replace
 from functools import cached_property, partial
 from typing import Any, Callable
@@ -50,10 +51,13 @@ from .fit import fitted_config
 from .interpreter_check import InterpreterCheck
 from .keys import content_key
 from .memo import Memo, StageCounter, memoized
+from .verdict import NOT_CHECKABLE, NotCheckable, is_gap, not_checkable, verdict_of
 
 STAGES = ("parse", "build", "passes", "codegen", "check")
 FINAL = "final"
-ASSEMBLY = "assembly"   # the last stage of a bisection with --asm: the simulated assembly
+ASSEMBLY = "assembly"   # the last stage of a bisection of the code: the simulated assembly or PTX
+IR_ARTIFACT, DEVICE_ARTIFACT = "ir", "device"
+CODE_ARTIFACT = {"xe": "asm", "ptx": "ptx"}   # what the default check runs, by the target's ISA
 # [problem] keys a build failure can name (beside the [config] knobs).
 PROBLEM_KEYS = ("shape", "types", "src", "wei", "dst", "bia", "post_ops")
 DOCUMENT_START = Range(Position(0, 0), Position(0, 0))
@@ -112,6 +116,7 @@ class Resolved:
     problem: Any
     config: Any
     target: Any
+    reduction: Any = field(default=None, compare=False)   # the check's Reduction of the full problem, if any
 
     def key(self, stage: str, *extra: object) -> str:
         return content_key(stage, self.problem, self.config, self.target.name, *extra)
@@ -183,16 +188,21 @@ class Engine:
             return None
 
     def resolve(self, parsed: Parsed, shape: str | None = None, target: str | None = None,
-                for_check: bool = False) -> Resolved:
+                for_check: bool = False, exact: bool = False) -> Resolved:
         """The problem, complete config and target to build: the document's, or with overrides.
 
-        ``for_check`` takes the ``[check]`` problem. A shape or target
-        override re-resolves the defaults around the knobs the user wrote.
+        ``for_check`` takes the ``[check]`` problem: the ``[check] shape`` as written, else the problem
+        (or ``shape``) reduced to check size by the tiles of its own config, which the check then runs
+        (:func:`~kdd.core.problem.reduced.reduce_problem`; ``exact``: ``shape`` as given). A shape or
+        target override re-resolves the defaults around the knobs the user wrote.
         """
         spec = parsed.spec
         where = parsed.source.path or "the config"
         if spec is None or parsed.errors:
             raise StageFailed(Failure("parse", f"{len(parsed.errors)} error(s) in {where}", "invalid-config"))
+        if for_check and (shape is not None or _reduced_by_spec(spec)):
+            full = self.resolve(parsed, shape, target)
+            return self._check_size(full, exact, lambda p: self._config_for(p, full.target, spec.user_config))
         problem = spec.check if for_check else spec.problem
         tgt = spec.target
         if shape is not None:
@@ -215,9 +225,43 @@ class Engine:
             # The check runs the document's kernel structure: the sub-tiles fitted for its problem.
             user = replace(user, subtiles=self.resolve(parsed).config.subtiles)
             return Resolved(problem, resolve_config(problem, tgt, user), tgt)
-        config = spec.config if problem is spec.problem and tgt is spec.target else resolve_config(problem, tgt, user)
+        if problem is spec.problem and tgt is spec.target:
+            config = spec.config
+        else:
+            config = resolve_config(problem, tgt, user)
+            _refuse_written_knobs(config, problem, tgt, parsed.sources(), shape, target)
         return Resolved(problem, fitted_config(problem, config, tgt, user, partial(self._allocated, problem, tgt)),
                         tgt)
+
+    @staticmethod
+    def _check_size(full: Resolved, exact: bool, own_config: Callable[[Any], Any]) -> Resolved:
+        """``full`` (a problem and the config compiled for it) at check size: every dim cut to two of the
+        config's blocks or two trips of its loops with its tail (as far as the bound allows), the same
+        config. Where that config's fixed loops would still run more multiply-adds than the check's
+        bound on the small shape (masked, but run), the reduced problem gets its own config
+        (``own_config``: the written knobs, defaults for that shape), and the reduction says so."""
+        from kdd.core.config.tiling import derive_tiling
+        from kdd.core.problem.reduced import MAX_CHECK_MACS, Block, reduce_problem
+
+        if exact:
+            return full
+        tiling = derive_tiling(full.problem, full.config)
+        blocks = {d.name: Block(d.block, d.iter * d.tg) for d in tiling.dims}
+        reduction = reduce_problem(full.problem, blocks)
+        if not reduction.reduced:
+            return full
+        problem = replace(full.problem, shape=reduction.shape)
+        run = prod(d.padded for d in derive_tiling(problem, full.config).dims)
+        if run <= MAX_CHECK_MACS:
+            return Resolved(problem, full.config, full.target, reduction)
+        note = (f"the compiled config's loops would run {run} multiply-adds (padding included) on it, over the "
+                f"bound of {MAX_CHECK_MACS}: checked with the written knobs and defaults for the check shape")
+        return Resolved(problem, own_config(problem), full.target, replace(reduction, config_note=note))
+
+    def _config_for(self, problem, target, user):
+        """The complete config of ``problem`` from the ``user`` knobs (defaults around them, sub-tiles fitted)."""
+        config = resolve_config(problem, target, user)
+        return fitted_config(problem, config, target, user, partial(self._allocated, problem, target))
 
     def _allocated(self, problem, target, config) -> int | None:
         """The registers the code generator allocates for the kernel built from ``config`` (None when it
@@ -304,8 +348,10 @@ class Engine:
                 traced = self._artifact("passes", r.key("passes"),
                                         lambda: artifacts.trace_artifact(self.trace(kernel())))
                 out.update(artifacts.pass_items(items, traced))
+            # Every compile generates the code (memoized): a kernel the code generator cannot lower is an
+            # error whatever is emitted, reported once, at its knob.
+            codegen = self._codegen_summary(r, sources)
             if "stats" in items:
-                codegen = self._codegen_summary(r, sources)
                 ir = codegen.pop("ir", None)  # the listing's IR model figure: the stats need not walk again
                 stats = self._artifact("stats", r.key("stats"),
                                        lambda: artifacts.stats_artifact(r, kernel(), self.trace(kernel()), ir))
@@ -313,6 +359,14 @@ class Engine:
                 out["stats"] = {**stats, "codegen": codegen, "registers": registers}
                 where = sources.get("iter") or parsed.anchor("config")
                 out["diagnostics"] += artifacts.register_diagnostics(registers, codegen, where)
+            if codegen.get("spill"):
+                out["diagnostics"].append(artifacts.spill_diagnostic(codegen, sources, parsed.anchor("config")))
+            if not codegen["ok"]:
+                failure = codegen["failure"]
+                out.update(ok=False, error=failure["message"], failure=failure)
+                if failure["code"] != "out-of-registers" or "stats" not in items:  # else the stats' diagnostic
+                    out["diagnostics"].append(artifacts.failure_diagnostic(failure, parsed.anchor("config")))
+                return out
             if "verify" in items:
                 out["verify"] = self._artifact("verify", r.key("verify"),
                                                lambda: artifacts.verify_artifact(kernel(), self.trace(kernel())))
@@ -336,113 +390,163 @@ class Engine:
 
     def check(self, source: Source, shape: str | None = None, stage: str | None = None,
               bisect_passes: bool = False, unbounded: bool = False, target: str | None = None,
-              asm: bool = False) -> dict:
-        """The ``kdd check --json`` object: the kernel of the ``[check]`` problem after ``stage`` (``build``,
-        a pass name, or the final IR; by default ``[check] stage``) run by the interpreter against the
-        float64 reference; with ``bisect_passes``, the verdict after every stage and the first wrong one.
-        A problem with more multiply-adds than the interpreter's bound is refused unless ``unbounded``.
+              asm: bool = False, exact: bool = False) -> dict:
+        """The ``kdd check --json`` object of the ``[check]`` problem's kernel against the float64 reference.
 
-        With ``asm`` (Xe targets) the assembled kernel runs in the instruction-level simulator
-        (:mod:`kdd.core.xesim`) instead, against the same reference; with ``bisect_passes`` too, the
-        assembly is the last stage of the bisection, so an IR that checks right and an assembly
-        that does not is "IR right, assembly wrong" with the first wrong instruction (the first store of a
-        wrong value, or the faulting one) and its IR node."""
+        By default the check runs the deepest artifact this machine can run (:data:`CODE_ARTIFACT`): on Xe
+        the assembled binary in kdd's instruction-level simulator (:mod:`kdd.core.xesim`), on sm_90 the
+        PTX in kdd's PTX simulator (:mod:`kdd.core.ptxsim`); ``artifact`` says which. A ``stage``
+        (``build``, a pass name, ``final``; else ``[check] stage``) runs that IR in the interpreter
+        instead (``artifact: "ir"``). ``asm`` (the old ``--asm``) asks for the default. With
+        ``bisect_passes`` the verdict after every IR stage and then, for the code, the code's: an IR
+        that checks right and code that does not is "IR right, assembly wrong" with the first wrong
+        instruction and its IR node.
+
+        ``verdict`` is ``ok``, ``wrong`` or ``not-checkable`` (:mod:`.verdict`): a problem with more
+        multiply-adds than the check's bound (unless ``unbounded``), a simulator gap or a missing tool
+        is not-checkable, never wrong. ``shape`` is reduced to check size like ``[problem] shape``
+        unless ``exact``."""
+        from kdd.core.codegen.assembler import tool_version
+
         parsed = None
         try:
             parsed = self.parse(source)
-            r = self.resolve(parsed, shape, target, for_check=True)
+            r = self.resolve(parsed, shape, target, for_check=True, exact=exact)
             spec = parsed.spec
             stage = stage or spec.check_stage
-            if stage not in CHECK_STAGES:
+            if stage is not None and stage not in CHECK_STAGES:
                 raise StageFailed(Failure("input", f"no stage named {stage!r} (stages: {', '.join(CHECK_STAGES)})",
                                           "bad-stage"))
-            if stage == ASM_STAGE:          # [check] stage = "asm": what --asm runs, on every save
-                asm, stage = True, FINAL
-            if asm and r.target.isa == "ptx":
-                raise StageFailed(Failure("input", "--asm simulates Xe assembly; sm_90 kernels run on a GPU "
-                                                   "(kdd check --device)", "bad-target"))
-            key = r.key("check", spec.check_seed, spec.check_tol, stage, bisect_passes, unbounded, asm)
+            if asm or stage == ASM_STAGE:   # --asm, [check] stage = "asm": the code, as by default
+                stage = None
+            artifact = CODE_ARTIFACT[r.target.isa] if stage is None else IR_ARTIFACT
+            shown = stage or FINAL
+            # The assembler's version too: a check it could not run (not installed) is not served once it is.
+            tool = r.target.assembler[0] if artifact == CODE_ARTIFACT["xe"] and r.target.assembler else ""
+            key = r.key("check", spec.check_seed, spec.check_tol, stage, bisect_passes, unbounded, artifact,
+                        tool_version(tool) if tool else None)
             sources = parsed.sources()
 
             def judged() -> str:
                 """The digest of what the verdict is about: the assembly, or the IR the interpreter runs."""
                 kernel = self.kernel(r, sources)
-                if asm:
-                    return _digest(self.assembly(r, sources)["listing"])
+                if artifact != IR_ARTIFACT:
+                    return _digest(self.assembly(r, sources, tools=False)["listing"])
                 trace = self.trace(kernel)
                 body = kernel.body if stage == BUILD else (
                     trace.final if stage == FINAL or bisect_passes else trace.after(stage))
                 return _digest(to_text(body))
 
             def run() -> dict:
-                kernel = self.kernel(r, sources)
                 check = InterpreterCheck(r.problem, spec.check_seed, spec.check_tol, unbounded)
-                if asm:
-                    out = self._asm_check(r, sources, kernel, check, bisect_passes)
-                elif bisect_passes:
-                    out = self._timed("check", lambda: bisect(kernel, check, trace=self.trace(kernel)).to_dict())
-                else:
-                    body = kernel.body if stage == BUILD else (
-                        self.trace(kernel).final if stage == FINAL else self.trace(kernel).after(stage))
-                    out = self._timed("check", lambda: check.result(with_body(kernel, body)))
+                try:
+                    check.within_bound()
+                    kernel = self.kernel(r, sources)
+                    if artifact != IR_ARTIFACT:
+                        out = self._code_check(r, sources, kernel, check, bisect_passes)
+                    elif bisect_passes:
+                        out = self._timed("check", lambda: bisect(kernel, check, trace=self.trace(kernel)).to_dict())
+                    else:
+                        body = kernel.body if stage == BUILD else (
+                            self.trace(kernel).final if stage == FINAL else self.trace(kernel).after(stage))
+                        out = self._timed("check", lambda: check.result(with_body(kernel, body)))
+                except NotCheckable as exc:
+                    return not_checkable(exc, r.problem.shape.canonical(), artifact, shown)
                 return {**out, JUDGED: judged()}
             # A verdict from disk is served only for the very artifact it judged: a planted or stale
-            # entry under the right key costs a check, never a wrong verdict.
-            out = dict(self._artifact("check", key, run, trusted=lambda hit: isinstance(hit, dict) and hit.get(JUDGED) == judged()))
+            # entry under the right key costs a check, never a wrong verdict. A not-checkable answer
+            # judged nothing (and passes nothing), so it carries no digest.
+            out = dict(self._artifact("check", key, run, trusted=lambda hit: isinstance(hit, dict) and (
+                hit.get(JUDGED) == judged() if JUDGED in hit
+                else hit.get("verdict") == NOT_CHECKABLE and hit.get("ok") is False)))
             out.pop(JUDGED, None)
-            out["stage"] = ASM_STAGE if asm else stage
+            out.update(artifact=artifact, stage=shown, verdict=verdict_of(out))
+            if r.reduction is not None:
+                out["reduced"] = r.reduction.to_dict()
             return out
         except StageFailed as exc:
             return failed(source.path, exc.failure, parsed)
 
-    def _asm_check(self, r: Resolved, sources: dict[str, Range], kernel, check: InterpreterCheck,
-                   bisect_passes: bool) -> dict:
-        """``check --asm`` (see :meth:`check`): the simulator's verdict, or the bisection ending in it."""
-        from kdd.core.xesim.check import check_assembly, first_wrong_registers
-
-        listing = self.assembly(r, sources)
+    def _code_check(self, r: Resolved, sources: dict[str, Range], kernel, check: InterpreterCheck,
+                    bisect_passes: bool) -> dict:
+        """The code's check (see :meth:`check`): the simulator's verdict, or the bisection ending in it."""
+        listing = self.assembly(r, sources, tools=False)
         final = self.trace(kernel).final
-
-        def blame(wrong: dict) -> dict:
-            """``wrong`` with its listing line and the final-IR line its instruction came from."""
-            wrong["listing"] = artifacts.instruction_node(listing["lines"], wrong["index"])
-            node = (wrong["listing"] or {}).get("ir_node")
-            if node is not None:
-                wrong["ir"] = print_ir(final).text.splitlines()[node["line"]].strip()
-            return wrong
-        if listing["assembler"].get("binary_bytes") is None:      # warnings still give a binary to run
-            raise StageFailed(Failure("codegen", "the assembler rejected the listing: "
-                                      + "; ".join(listing["assembler"].get("messages", [])), "assembler-error"))
-        spec_seed, spec_tol = check.seed, check.tol
-        simulated = self._timed("check", lambda: check_assembly(kernel, listing, r.target.assembler, r.problem,
-                                                                seed=spec_seed, tol=spec_tol))
-        wrong = simulated.get("asm", {}).get("first_wrong")
-        if wrong is not None and wrong.get("index") is not None:
-            blame(wrong)
+        simulated = self._simulate(r, listing, kernel, final, check)
         if not bisect_passes:
             return simulated
         trace = self.trace(kernel)
         out = self._timed("check", lambda: bisect(kernel, check, trace=trace).to_dict())
+        gap = verdict_of(simulated) == NOT_CHECKABLE
         ok = simulated["ok"]
         detail = "" if ok else simulated.get("error") or f"rel_err {simulated['rel_err']} > tol {simulated['tol']}"
-        out["stages"].append({"name": ASSEMBLY, "ok": ok, "checked": True, "detail": detail})
-        if out["first_bad"] is None and not ok:
+        out["stages"].append({"name": ASSEMBLY, "ok": ok, "checked": not gap,
+                              "detail": f"not checkable: {detail}" if gap else detail})
+        if out["first_bad"] is None and gap:
+            out["verdict"] = NOT_CHECKABLE
+        elif out["first_bad"] is None and not ok:
             out["first_bad"] = ASSEMBLY
+            wrong = (simulated.get("asm") or {}).get("first_wrong")
             out["assembly"] = {"verdict": "IR right, assembly wrong", "check": simulated, "first_wrong": wrong}
-            if "error" not in simulated:    # ran to the end: every register buffer reached its last use
-                # Register buffers compared with the interpreter's as their scopes end: the first that
-                # disagrees is nearer the wrong instruction than the first wrong store.
+            if "error" not in simulated and r.target.isa == "xe":
+                # Register buffers compared with the interpreter's as their scopes end (every buffer reached
+                # its last use): the first that disagrees is nearer the wrong instruction than the first
+                # wrong store.
+                from kdd.core.xesim.check import first_wrong_registers
+
                 registers = self._timed("check", lambda: first_wrong_registers(
                     final, kernel, listing, r.target.assembler, artifacts.register_checkpoints(listing),
-                    seed=spec_seed))
+                    seed=check.seed))
                 if registers is not None:
-                    out["assembly"]["first_wrong_registers"] = blame(registers)
+                    out["assembly"]["first_wrong_registers"] = artifacts.blame(registers, listing, final)
         return out
 
-    def assembly(self, r: Resolved, sources: dict[str, Range]) -> dict:
+    def _simulate(self, r: Resolved, listing: dict, kernel, final, check: InterpreterCheck) -> dict:
+        """The code of ``listing`` run in its target's simulator against the reference; a simulator gap
+        is a not-checkable result (``verdict``, ``code``, ``reason``) that keeps the simulator's figures,
+        a simulator that breaks a failure inside kdd (exit 3)."""
+        try:
+            return self._simulated(r, listing, kernel, final, check)
+        except (StageFailed, NotCheckable):
+            raise
+        except Exception as exc:  # noqa: BLE001 - a simulator bug is kdd's failure, never a verdict on the kernel
+            raise StageFailed(Failure("check", f"internal error (please report it): the {CODE_ARTIFACT[r.target.isa]} "
+                                               f"simulator raised {type(exc).__name__}: {exc}", "simulator-error",
+                                      internal=True)) from None
+
+    def _simulated(self, r: Resolved, listing: dict, kernel, final, check: InterpreterCheck) -> dict:
+        if r.target.isa == "ptx":
+            from kdd.core.ptxsim import check_ptx
+
+            simulated = self._timed("check", lambda: check_ptx(kernel, listing, r.problem, seed=check.seed,
+                                                               tol=check.tol))
+        else:
+            from kdd.core.xesim.check import check_assembly
+
+            assembler = listing["assembler"]
+            if assembler.get("version") is None:
+                raise NotCheckable("tool-missing", "; ".join(assembler.get("messages", []))
+                                   or f"{assembler.get('tool')} is not installed")
+            if assembler.get("binary_bytes") is None:      # warnings still give a binary to run
+                raise StageFailed(Failure("codegen", "internal error (please report it): the assembler rejected "
+                                          "kdd's listing: " + "; ".join(assembler.get("messages", [])),
+                                          "assembler-error", internal=True))
+            simulated = self._timed("check", lambda: check_assembly(kernel, listing, r.target.assembler, r.problem,
+                                                                    seed=check.seed, tol=check.tol))
+            wrong = simulated.get("asm", {}).get("first_wrong")
+            if wrong is not None and wrong.get("index") is not None:
+                artifacts.blame(wrong, listing, final)
+        if is_gap(simulated):
+            simulated.update(verdict=NOT_CHECKABLE, code="simulator-gap", reason=simulated["error"])
+        return simulated
+
+    def assembly(self, r: Resolved, sources: dict[str, Range], tools: bool = True) -> dict:
         """Stage ``codegen``: the target's assembly of the final IR with register pressure per line and the
         assembler's report (``Listing.to_dict()`` plus ``listing``, its text form), each line's IR node
-        joined to the config range of its knob. Out of registers is a failure on the responsible knob."""
+        joined to the config range of its knob. Out of registers is a failure on the responsible knob.
+        Without ``tools`` sm_90's PTX is not run through ptxas and nvdisasm (the PTX simulator reads the
+        text: the check need not wait for them); Xe code is always assembled (the simulator runs the
+        binary)."""
         from kdd.core.codegen import CodegenError, CodegenUnsupported, OutOfRegisters, generate_asm
         from kdd.core.codegen.assembler import tool_version
 
@@ -450,9 +554,10 @@ class Engine:
             kernel = self.kernel(r, sources)
             trace = self.trace(kernel)
             try:
-                listing = self._timed("codegen", lambda: generate_asm(kernel, trace.final, r.target))
+                listing = self._timed("codegen", lambda: generate_asm(kernel, trace.final, r.target, check))
             except CodegenUnsupported as exc:
-                return {"failure": Failure("codegen", str(exc), "no-codegen").to_dict()}
+                return {"failure": Failure("codegen", f"{r.target.name} code generation: {exc}", "no-codegen",
+                                           exc.knob).to_dict()}
             except OutOfRegisters as exc:
                 return {"failure": Failure("codegen", str(exc), "out-of-registers",
                                            exc.knobs[0] if exc.knobs else None).to_dict(),
@@ -460,9 +565,14 @@ class Engine:
             except CodegenError as exc:
                 return {"failure": Failure("codegen", f"internal error (please report it): {exc}", "codegen-error",
                                            internal=True).to_dict()}
+            except Exception as exc:  # noqa: BLE001 - a generator bug is a failure inside kdd (exit 3), not a crash
+                return {"failure": Failure("codegen", f"internal error (please report it): {r.target.name} code "
+                                                      f"generation raised {type(exc).__name__}: {exc}", "codegen-error",
+                                           internal=True).to_dict()}
             return {**listing.to_dict(), "listing": listing.render()}
-        tool = r.target.assembler[0] if r.target.assembler else ""
-        asm = self._artifact("asm", r.key("asm", tool, tool_version(tool)), lower)
+        check = tools or r.target.isa != "ptx"
+        tool = r.target.assembler[0] if r.target.assembler and check else ""
+        asm = self._artifact("asm", r.key("asm", tool, tool_version(tool) if tool else None), lower)
         if "failure" in asm:
             f = asm["failure"]
             raise StageFailed(Failure(f["stage"], f["message"], f["code"], f.get("knob"),
@@ -495,12 +605,15 @@ class Engine:
             spec = parsed.spec
             try:
                 if not bench:
-                    return {**check_on_device(listing, kernel, r.problem, seed=spec.check_seed, tol=spec.check_tol),
-                            "stage": FINAL}
+                    out = check_on_device(listing, kernel, r.problem, seed=spec.check_seed, tol=spec.check_tol)
+                    return {**out, "stage": FINAL, "artifact": DEVICE_ARTIFACT, "verdict": verdict_of(out)}
                 flops = float(r.problem.flops())
                 timed = time_on_device(listing, kernel, runs=runs, flops=flops)
             except DeviceUnavailable as exc:
-                raise StageFailed(Failure("check", f"no CUDA device to run on: {exc}", "no-device")) from None
+                if bench:
+                    raise StageFailed(Failure("check", f"no CUDA device to run on: {exc}", "no-device")) from None
+                return not_checkable(NotCheckable("no-device", f"no CUDA device to run on: {exc}"),
+                                     r.problem.shape.canonical(), DEVICE_ARTIFACT, FINAL)
             return {"ok": True, "shape": r.problem.shape.canonical(), "flops": flops, **timed,
                     **_fraction_of_peak(r, timed)}
         except StageFailed as exc:
@@ -519,7 +632,8 @@ class Engine:
         regs = asm["registers"]
         return {"ok": True, "allocated": regs.get("allocated", regs["peak"]), "peak": regs["peak"], "ir": regs["ir"],
                 "peak_line": regs.get("peak_line"), "by_label": regs.get("by_label", {}), "mix": asm["mix"],
-                "roofline": asm.get("roofline", {}), "assembler_ok": asm["assembler"].get("ok")}
+                "roofline": asm.get("roofline", {}), "assembler_ok": asm["assembler"].get("ok"),
+                "spill": {k: regs[k] for k in ("spill_stores", "spill_loads") if regs.get(k)}}
 
     def ir_view(self, source: Source, pass_name: str = FINAL, diff: bool = False, shape: str | None = None,
                 target: str | None = None) -> dict:
@@ -557,6 +671,26 @@ class Engine:
         if self.disk is not None:
             out["disk_cache"] = self.disk.stats()
         return out
+
+
+def _refuse_written_knobs(config, problem, target, sources: dict[str, Range], shape: str | None,
+                          target_name: str | None) -> None:
+    """Raises :class:`StageFailed` at the first written knob that does not suit the ``--shape`` or
+    ``--target`` override (``fma = "mad"`` for sm_90: the knob, and the values that target has)."""
+    from kdd.core.config.validate import validate_config
+
+    override = " and ".join(x for x in (target_name and f"--target {target_name}", shape and f"--shape {shape}") if x)
+    for issue in validate_config(problem, config, target):
+        if issue.severity == "error" and issue.knob in sources:
+            raise StageFailed(Failure("build", f"{issue.knob}: {issue.message} (with {override})", "bad-knob",
+                                      issue.knob, sources[issue.knob]))
+
+
+def _reduced_by_spec(spec: KernelSpec) -> bool:
+    """Whether the spec's check problem is its problem reduced by default units (no ``[check] shape``)."""
+    from kdd.core.problem.reduced import reduce_problem
+
+    return spec.check is not spec.problem and spec.check.shape == reduce_problem(spec.problem).shape
 
 
 def _load(source: Source, read_text) -> tuple[KernelSpec | None, tuple[Diagnostic, ...]]:

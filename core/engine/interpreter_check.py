@@ -5,7 +5,7 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-from .failure import Failure, StageFailed
+from .verdict import NotCheckable
 
 
 @dataclass(frozen=True)
@@ -20,19 +20,28 @@ class InterpreterCheck:
     tol: float | None = None
     unbounded: bool = False
 
+    def within_bound(self) -> None:
+        """Raises :class:`NotCheckable` when the problem has more multiply-adds than a check runs (the
+        interpreter's and the simulators' bound), unless ``unbounded``."""
+        from kdd.core.problem.reduced import MAX_CHECK_MACS, check_macs
+
+        macs = check_macs(self.problem)
+        if not self.unbounded and macs > MAX_CHECK_MACS:
+            raise NotCheckable("check-too-large", f"the check of {self.problem.shape.canonical()} would run {macs} "
+                                                  f"multiply-adds, more than the bound of {MAX_CHECK_MACS}: check "
+                                                  f"a smaller shape (or run it anyway: kdd check --unbounded)",
+                               knob="shape")
+
     def result(self, kernel) -> dict:
         """The check's JSON object (``error`` set when the kernel broke the IR semantics while running).
 
-        Raises :class:`StageFailed` when the problem is over the interpreter's bound."""
+        Raises :class:`NotCheckable` when the problem is over the check's bound."""
         from kdd.core.interp import InterpError
-        from kdd.core.interp.check import CheckResult, CheckTooLarge, check_kernel
+        from kdd.core.interp.check import CheckResult, check_kernel
 
+        self.within_bound()
         try:
-            kwargs = {"max_macs": None} if self.unbounded else {}
-            return check_kernel(kernel, self.problem, seed=self.seed, tol=self.tol, **kwargs).to_dict()
-        except CheckTooLarge as exc:
-            raise StageFailed(Failure("check", f"{exc} (or run it anyway: kdd check --unbounded)",
-                                      "check-too-large", knob="shape")) from None
+            return check_kernel(kernel, self.problem, seed=self.seed, tol=self.tol, max_macs=None).to_dict()
         except InterpError as exc:
             out = CheckResult(False, math.inf, math.nan, None, self.problem.shape.canonical(), 0.0).to_dict()
             out["error"] = str(exc)

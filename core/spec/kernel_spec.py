@@ -41,7 +41,8 @@ class KernelSpec:
     ``line`` or inherited); ``knob_sources`` says where each written knob is.
     ``layouts`` has the parsed layout of every tensor with a written tag.
     ``check`` is the problem of the on-save check (``[check] shape``, else the
-    problem itself, or a reduced shape for a large problem) and ``check_stage`` the IR it runs.
+    problem itself, or a reduced shape for a large problem) and ``check_stage`` the IR stage it runs
+    (None: the code, the deepest artifact kdd can run).
     """
 
     path: str | None
@@ -54,7 +55,7 @@ class KernelSpec:
     check: Problem
     check_seed: int
     check_tol: float | None
-    check_stage: str = "final"
+    check_stage: str | None = None  # None: the code (the engine picks the artifact)
 
     @property
     def user_knobs(self) -> tuple[str, ...]:

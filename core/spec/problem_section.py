@@ -14,7 +14,7 @@ from typing import Callable, TypeVar
 
 from kdd.core.layout import parse_layout
 from kdd.core.problem import OPS, PROPS, TENSORS, FrozenMap, Problem, parse_data_types, parse_post_op, parse_shape
-from kdd.core.problem.reduced import MAX_CHECK_MACS, check_macs, reduced_shape
+from kdd.core.problem.reduced import MAX_CHECK_MACS, REDUCED_MACS, check_macs, reduce_problem
 
 from .diagnostics import Severity
 from .extends import Chain, Located
@@ -34,7 +34,7 @@ class ProblemPart:
     check: Problem
     check_seed: int
     check_tol: float | None
-    check_stage: str = "final"
+    check_stage: str | None = None  # None: the deepest artifact this machine runs (the code)
 
 
 def _text(chain: Chain, path: tuple[str, str]) -> tuple[Located | None, str | None]:
@@ -106,7 +106,7 @@ def build_problem(chain: Chain, report: Reporter) -> ProblemPart | None:
         return None
     _, stage = _text(chain, ("check", "stage"))  # the schema checked its value
     return ProblemPart(problem, FrozenMap(layouts), check, 0 if seed is None else seed,
-                       None if tol is None else float(tol), stage or "final")
+                       None if tol is None else float(tol), stage)
 
 
 _BAD = object()
@@ -190,13 +190,14 @@ def _check_problem(chain: Chain, report: Reporter, problem: Problem, shape_at: L
     """
     located, text = _text(chain, ("check", "shape"))
     if located is None:
-        shape = reduced_shape(problem.shape)
-        if shape is problem.shape or check_macs(problem) <= MAX_CHECK_MACS:
+        reduction = reduce_problem(problem)
+        if not reduction.reduced:
             return problem
-        report.on_value(shape_at, f"no [check] shape: the check runs '{shape.canonical()}', this problem at small "
-                                  f"sizes (same kernel sizes, strides, padding and tails)", CODE,
+        report.on_value(shape_at, f"no [check] shape: this problem has {check_macs(problem)} multiply-adds, more than the "
+                                  f"{REDUCED_MACS} an on-save check runs; the check runs it at a reduced shape that "
+                                  f"keeps the config's tiles (kdd check lists what it reduced)", CODE,
                         severity=Severity.INFORMATION)
-        return replace(problem, shape=shape)
+        return replace(problem, shape=reduction.shape)
     if text is None:
         return None
     shape = _parsed(report, located, lambda: parse_shape(text, problem.op))

@@ -127,10 +127,11 @@ CHECK = TableSpec("check", "The correctness check run on save: the generated ker
             "Largest accepted relative error against the reference; default by destination type.",
             example="1e-3"),
     KeySpec("stage", ("string",),
-            "The IR the check runs: `final` (after every pass, what is compiled; the default), `build` (the "
-            "builder's IR) or the name of a pass (the IR after it); `asm` (Xe targets) runs the assembled "
-            "kernel in kdd's instruction-level simulator instead.",
-            allowed=CHECK_STAGES, example='"final"'),
+            "What the check runs. Default: the code, the deepest artifact kdd runs (Xe: the assembled binary "
+            "in kdd's instruction-level simulator; sm_90: the PTX in kdd's PTX simulator); `asm` says the "
+            "same. An IR stage instead: `final` (after every pass), `build` (the builder's IR) or the name "
+            "of a pass (the IR after it), run by the interpreter.",
+            allowed=CHECK_STAGES, example='"build"'),
 ))
 
 

@@ -179,7 +179,9 @@ XEHPC = Target(
              max_exec=32, grf_banks=2, eot_regs=16, min_message_lanes=8,
              source="Xe-HPC (PVC): 64-bit integer ALU and 2D block messages (oneDNN nGEN hw >= XeHPC); "
                     "SIMD32 dword ALU over two 64-byte GRFs; EOT payload in the last 16 GRFs; a scattered "
-                    "message's address payload is SIMD8 at least"),
+                    "message's address payload is SIMD8 at least; iga64 -p=12p72 rejects a byte source of a "
+                    "ternary instruction at an odd byte (GED_SetSrc1SubRegNum / GED_SetSrc2SubRegNum)",
+             ternary_byte_align=2),
     devices=(
         Device(
             name="Data Center GPU Max 1550", cores=128, core_name="Xe-core",

@@ -391,7 +391,9 @@ class XeIsa:
     different banks); ``eot_regs``: how many of the last GRFs an end-of-thread
     message may use as its payload; ``min_message_lanes``: a scattered LSC
     message's address payload (and the header holding it) covers at least
-    this many lanes, whatever its execution size.
+    this many lanes, whatever its execution size; ``ternary_byte_align``: the
+    byte offsets a byte-typed ``mad``/``dp4a`` source may start at are
+    multiples of it (Xe-HPC encodes those subregisters in words).
     """
 
     iga_platform: str
@@ -402,6 +404,7 @@ class XeIsa:
     eot_regs: int
     min_message_lanes: int
     source: str
+    ternary_byte_align: int = 1
 
 
 @dataclass(frozen=True)

@@ -5,8 +5,14 @@ integer operation computes in 64-bit integers and the destination keeps
 its low bits (two's complement wrap, as the hardware does for a narrower
 destination); a float operation computes in ``f32`` (``f64`` for ``df``)
 with round-to-nearest-even, and a fused ``mad`` rounds once. Conversions
-to integers truncate toward zero and saturate (NaN becomes 0); ``.sat``
-clamps floats to [0, 1] and integers to the destination's range.
+to integers (a ``mov`` from a float type) truncate toward zero and saturate
+(NaN becomes 0), as the hardware's float-to-integer conversion does (Mesa's
+Intel backend lowers the truncating ``f2i`` to a plain ``mov``, and kdd's
+generator rounds with ``rnde`` first where the IR asks for nearest even);
+``.sat`` clamps floats to [0, 1] and integers to the destination's range.
+``rnde``/``rndd``/``rndu``/``rndz`` round a float to an integral float (half
+to even, down, up, toward zero); ``math`` functions are correctly rounded
+(:data:`MATH_ULP` is the error allowed to the hardware).
 """
 from __future__ import annotations
 
@@ -141,9 +147,49 @@ def op_mach(a, b):
     return (a * b) >> 32
 
 
+def op_rnde(a):
+    return np.rint(a)       # half to even
+
+
+def op_rndd(a):
+    return np.floor(a)
+
+
+def op_rndu(a):
+    return np.ceil(a)
+
+
+def op_rndz(a):
+    return np.trunc(a)
+
+
+# ``math`` functions, computed in float64 and rounded once to the destination (so the simulator gives
+# the correctly rounded result; MATH_ULP is the error the check allows the hardware beyond it).
+MATH = {"exp": np.exp2, "log": np.log2, "inv": lambda a: 1.0 / a, "sqt": np.sqrt,
+        "rsqt": lambda a: 1.0 / np.sqrt(a), "sin": np.sin, "cos": np.cos,
+        "pow": np.power, "fdiv": lambda a, b: a / b}
+# Units in the last place of f32 the hardware's math unit may be off by, per function: an assumed
+# bound, not a measured one (the Xe documents kdd's authors found give none). They are OpenCL's
+# full-profile bounds for the matching built-ins (exp2 and log2 3 ulp, divide/inverse 2.5, sqrt 3,
+# rsqrt 2, sin/cos 4, pow 16); docs/xesim.md says so.
+MATH_ULP = {"exp": 3.0, "log": 3.0, "inv": 2.5, "sqt": 3.0, "rsqt": 2.0, "sin": 4.0, "cos": 4.0,
+            "pow": 16.0, "fdiv": 2.5}
+
+
+def op_dp4a(a, b, c, tb: str, tc: str):
+    """``dst = src0 + sum of the four byte products of src1 and src2``, each byte signed when its
+    dword operand is signed (``:d``) and unsigned for ``:ud``."""
+    def lanes(x, t):
+        x = x.astype(np.int64) & 0xFFFFFFFF
+        parts = [(x >> (8 * i)) & 0xFF for i in range(4)]
+        return [np.where(p >= 128, p - 256, p) for p in parts] if t == "d" else parts
+    return a + sum(p * q for p, q in zip(lanes(b, tb), lanes(c, tc)))
+
+
 # the ALU operations computed by one numpy expression (shifts, addc, cmp and sel have their own handlers)
 TABLE = {"mov": op_mov, "add": op_add, "mul": op_mul, "add3": op_add3, "mad": op_mad, "and": op_and,
-         "or": op_or, "xor": op_xor, "not": op_not, "mach": op_mach}
+         "or": op_or, "xor": op_xor, "not": op_not, "mach": op_mach, "rnde": op_rnde, "rndd": op_rndd,
+         "rndu": op_rndu, "rndz": op_rndz}
 INT_ONLY = {"and", "or", "xor", "not", "mach", "add3", "shl", "shr", "asr", "addc"}
 
 

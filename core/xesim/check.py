@@ -18,7 +18,7 @@ import numpy as np
 from kdd.core.interp.check import CheckResult, check_buffers, default_tol, kernel_math, pack, verdict
 from kdd.core.interp.reference import reference
 
-from .errors import SimError, Unsupported
+from .errors import SimError, SimulatorGap
 from .program import Instr
 from .run import Launch, load, simulate
 
@@ -90,7 +90,7 @@ def check_assembly(kernel, listing: dict, command: tuple[str, ...], problem=None
         out = CheckResult(False, math.inf, math.nan, None, problem.shape.canonical(),
                           (time.perf_counter() - start) * 1e3).to_dict()
         out["error"] = str(exc)
-        kind = "unsupported" if isinstance(exc, Unsupported) else "fault"
+        kind = "unsupported" if isinstance(exc, SimulatorGap) else "fault"
         out["asm"] = {"unsupported": kind == "unsupported",
                       "first_wrong": _where(program, kind, exc.line, exc.text) if exc.line is not None else None}
         return out

@@ -1,4 +1,5 @@
-"""What the simulator reports instead of a result: an instruction outside the subset, or a fault."""
+"""What a simulator reports instead of a result: a gap in the simulator (:class:`SimulatorGap`), or a fault
+of the program (:class:`Fault`). Both simulators, Xe and PTX, raise these."""
 from __future__ import annotations
 
 
@@ -12,11 +13,15 @@ class SimError(Exception):
         self.line, self.text, self.reason = line, text, message
 
 
-class Unsupported(SimError):
-    """An instruction, operand or message outside the simulated subset (never skipped silently)."""
+class SimulatorGap(SimError):
+    """What kdd's simulator cannot run: an instruction, operand or message outside the simulated subset,
+    or a run past its instruction limit. A gap in kdd, never a verdict on the kernel (a check that meets
+    one is not-checkable, not wrong); never skipped silently. The PTX simulator (:mod:`kdd.core.ptxsim`)
+    raises this class too."""
 
     def __init__(self, line: int | None, text: str, message: str):
-        super().__init__(line, text, f"unsupported instruction ({message})")
+        super().__init__(line, text, f"not simulated by kdd ({message})")
+        self.reason = message       # unprefixed, so the error can be raised again at another line
 
 
 class Fault(SimError):

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from . import alu
-from .errors import Fault, SimError, Unsupported
+from .errors import Fault, SimError, SimulatorGap
 from .memory import Global, Slm
 from .program import TYPES, Imm, Instr, Operand
 
@@ -25,7 +25,11 @@ ACC_REGS = 4          # acc0..acc3 after the GRFs, two register rows each
 FLAG_BITS = 32
 FLAG_SUBREG_BITS = 16   # f0.0, f0.1...: a flag subregister read or written as a word
 CONTROL = {"jmpi", "sync", "send", "sendc"}    # what can stop a thread or move threads apart
-STEP_LIMIT = 20_000_000
+# The most thread-instructions one simulation runs: its time is kdd's limit, not the kernel's fault (a
+# SimulatorGap). It scales with the program and the threads: a loop-free kernel runs each instruction
+# once per thread, and LOOP_ALLOWANCE times that leaves room for its loops.
+STEP_LIMIT = 160_000_000
+LOOP_ALLOWANCE = 256
 
 
 @dataclass(frozen=True)
@@ -103,7 +107,7 @@ class Machine:
         plan = self._plans.get(id(ins))
         if plan is None:
             if ins.op in alu.INT_ONLY and any(s.type in alu.FLOAT for s in ins.srcs):
-                raise Unsupported(ins.line, ins.text, f"{ins.op} of float operands")
+                raise SimulatorGap(ins.line, ins.text, f"{ins.op} of float operands")
             plan = self._plans[id(ins)] = [self._reader(ins, s) for s in ins.srcs]
         return plan
 
@@ -114,7 +118,7 @@ class Machine:
             const = alu.as_compute(self._imm(ins, src, n), src.type, wide)
             return lambda rows: const
         if src.kind == "null":
-            raise Unsupported(ins.line, ins.text, "null source")
+            raise SimulatorGap(ins.line, ins.text, "null source")
         if src.kind == "flag":
             return self._flag_reader(ins, src, n)
         view, idx, cast = self.views[src.type], self._index(src, n), alu.caster(src.type, wide)
@@ -128,7 +132,7 @@ class Machine:
 
     def _flag_reader(self, ins: Instr, src: Operand, n: int):
         if n != 1:
-            raise Unsupported(ins.line, ins.text, "a flag operand over more than one channel")
+            raise SimulatorGap(ins.line, ins.text, "a flag operand over more than one channel")
         weights = np.int64(1) << np.arange(FLAG_SUBREG_BITS, dtype=np.int64)
 
         def read(rows):
@@ -165,6 +169,7 @@ class Machine:
         if ins.pred is None:
             return None
         reg, bit, inv = ins.pred
+        _whole_flag(ins, bit, n)
         m = self.flag_bits(rows, reg, bit, n)
         return ~m if inv else m
 
@@ -179,6 +184,7 @@ class Machine:
         T = self.geo.threads
         everyone = np.arange(T)
         lockstep = True          # every thread live and at one program counter: no reductions needed
+        limit = max(STEP_LIMIT, LOOP_ALLOWANCE * len(self.program) * T)
         while True:
             if lockstep:
                 pc, rows, count = int(self.pc[0]), slice(None), T
@@ -198,8 +204,9 @@ class Machine:
             ins = self.program[pc]
             self.executed += 1
             self.thread_steps += count
-            if self.thread_steps > STEP_LIMIT * 8:
-                raise Fault(ins.line, ins.text, f"ran past {STEP_LIMIT * 8} thread-instructions (an endless loop?)")
+            if self.thread_steps > limit:
+                raise SimulatorGap(ins.line, ins.text, f"the run passed {limit} thread-instructions, kdd's limit for "
+                                   "one simulation (check a smaller shape)")
             self.step(ins, rows, pc)
             if self.after:
                 seen = self.after.get(pc)
@@ -223,13 +230,13 @@ class Machine:
     def step(self, ins: Instr, rows, pc: int) -> None:
         handler = HANDLERS.get(ins.op)
         if handler is None:
-            raise Unsupported(ins.line, ins.text, f"opcode {ins.op}")
+            raise SimulatorGap(ins.line, ins.text, f"opcode {ins.op}")
         try:
             handler(self, ins, rows)
         except SimError:
             raise
         except (ValueError, IndexError, KeyError, TypeError) as exc:
-            raise Unsupported(ins.line, ins.text, str(exc)) from None
+            raise SimulatorGap(ins.line, ins.text, str(exc)) from None
 
     def rows_array(self, rows) -> np.ndarray:
         return self.everyone if isinstance(rows, slice) else rows
@@ -257,7 +264,7 @@ def _compile_alu(m: Machine, ins: Instr):
     else:
         fn = alu.TABLE.get(op)
         if fn is None:
-            raise Unsupported(ins.line, ins.text, f"opcode {op}")
+            raise SimulatorGap(ins.line, ins.text, f"opcode {op}")
         compute = lambda vals: fn(*vals)                                    # noqa: E731
     convert = alu.converter(dst.type, ins.sat)
     view, idx = m.views[dst.type], m._index(dst, n)
@@ -292,7 +299,7 @@ def _alu_general(m: Machine, ins: Instr, rows) -> None:
     else:
         fn = alu.TABLE.get(op)
         if fn is None:
-            raise Unsupported(ins.line, ins.text, f"opcode {op}")
+            raise SimulatorGap(ins.line, ins.text, f"opcode {op}")
         res = fn(*vals)
     _store(m, ins, rows, res)
 
@@ -314,17 +321,41 @@ def _nrows(m: Machine, rows) -> int:
     return m.geo.threads if isinstance(rows, slice) else len(rows)
 
 
+def _whole_flag(ins: Instr, bit: int, n: int) -> None:
+    """A flag read or written over ``n`` channels must hold them: over 16 channels only a whole flag
+    register (``fN.0``) does, the subregister ``fN.1`` is its upper 16 bits."""
+    if bit + n > FLAG_BITS:
+        raise Fault(ins.line, ins.text, f"{n} channels on a flag subregister starting at bit {bit} (over 16 "
+                                        "channels the flag must be a whole register, fN.0)")
+
+
 def _set_flag(m: Machine, ins: Instr, rows, value, mask) -> None:
     reg, bit = ins.cmod_flag
     n = ins.exec_size
+    _whole_flag(ins, bit, n)
     cur = m.flags[rows, reg, bit: bit + n]
     m.flags[rows, reg, bit: bit + n] = value if mask is None else np.where(mask, value, cur)
+
+
+def _math(m: Machine, ins: Instr, rows) -> None:
+    fn = alu.MATH.get(ins.sub)
+    if fn is None or ins.dst.type not in ("f", "hf") or any(s.type not in ("f", "hf") for s in ins.srcs):
+        raise SimulatorGap(ins.line, ins.text, f"math.{ins.sub} of {ins.dst.type}")
+    vals = [np.asarray(read(rows), dtype=np.float64) for read in m.readers(ins)]
+    _store(m, ins, rows, fn(*vals))
+
+
+def _dp4a(m: Machine, ins: Instr, rows) -> None:
+    if ins.dst.type not in ("d", "ud") or any(s.type not in ("d", "ud") for s in ins.srcs):
+        raise SimulatorGap(ins.line, ins.text, "dp4a of other than dword operands")
+    a, b, c = (read(rows) for read in m.readers(ins))
+    _store(m, ins, rows, alu.op_dp4a(a, b, c, ins.srcs[1].type, ins.srcs[2].type))
 
 
 def _cmp(m: Machine, ins: Instr, rows, vals) -> None:
     n = ins.exec_size
     if ins.cmod is None:
-        raise Unsupported(ins.line, ins.text, "cmp without a condition")
+        raise SimulatorGap(ins.line, ins.text, "cmp without a condition")
     a, b = np.broadcast_arrays(*vals)
     flag = np.broadcast_to(alu.CMP[ins.cmod](a, b), (_nrows(m, rows), n))
     mask = m.channel_mask(ins, rows, n)
@@ -367,7 +398,7 @@ def _sync(m: Machine, ins: Instr, rows) -> None:
     if ins.sub == "bar":
         return _wait(m, ins, rows)
     if ins.sub not in ("nop", "allrd", "allwr"):
-        raise Unsupported(ins.line, ins.text, f"sync.{ins.sub}")
+        raise SimulatorGap(ins.line, ins.text, f"sync.{ins.sub}")
     m._advance(rows)
 
 
@@ -400,13 +431,14 @@ def _signal(m: Machine, ins: Instr, r: np.ndarray) -> None:
 
 def _dpas(m: Machine, ins: Instr, rows) -> None:
     if ins.op == "dpasw":
-        raise Unsupported(ins.line, ins.text, "dpasw (the thread pair's shared operand) is not simulated")
+        raise SimulatorGap(ins.line, ins.text, "dpasw (the thread pair's shared operand) is not simulated")
     depth, _, repeat = ins.sub.partition("x")
     sd, rc = int(depth), int(repeat)
     n = ins.exec_size
     dst, c, b, a = ins.dst, *ins.srcs
-    if b.type != a.type or (TYPES[b.type][1] not in (1, 2) and b.type != "tf32"):
-        raise Unsupported(ins.line, ins.text, f"dpas of {b.type} x {a.type}")
+    bytes_ = {"ub", "b"}     # u8 and s8 mix in either order; other formats pair with themselves
+    if not ({a.type, b.type} <= bytes_ or (b.type == a.type and b.type in ("hf", "bf", "tf32"))):
+        raise SimulatorGap(ins.line, ins.text, f"dpas of {b.type} x {a.type}")
     opc = 4 // TYPES[b.type][1]  # elements per dword: tf32 takes a whole dword
     rb = m.geo.reg_bytes
     T = _nrows(m, rows)
@@ -431,7 +463,7 @@ def _dpas(m: Machine, ins: Instr, rows) -> None:
     start = (dst.reg * rb) // size + dst.sub
     out = alu.convert(res.astype(np.float32) if dst.type == "f" else res.astype(np.int64), dst.type, False)
     if ins.pred is not None:
-        raise Unsupported(ins.line, ins.text, "predicated dpas")
+        raise SimulatorGap(ins.line, ins.text, "predicated dpas")
     if isinstance(rows, slice):
         m.views[dst.type][:, start: start + rc * n] = out
     else:
@@ -446,11 +478,12 @@ def _send(m: Machine, ins: Instr, rows) -> None:
         return gateway(m, ins, rows)
     if ins.sub in ("ugm", "slm"):
         return lsc(m, ins, rows)
-    raise Unsupported(ins.line, ins.text, f"messages to {ins.sub}")
+    raise SimulatorGap(ins.line, ins.text, f"messages to {ins.sub}")
 
 
 HANDLERS = {op: _alu for op in ("mov", "add", "mul", "add3", "mad", "and", "or", "xor", "not", "mach", "shl",
-                                "shr", "asr", "addc", "sel", "cmp")}
-HANDLERS.update({"jmpi": _jmpi, "sync": _sync, "dpas": _dpas, "dpasw": _dpas, "send": _send, "sendc": _send})
+                                "shr", "asr", "addc", "sel", "cmp", "rnde", "rndd", "rndu", "rndz")}
+HANDLERS.update({"jmpi": _jmpi, "sync": _sync, "dpas": _dpas, "dpasw": _dpas, "send": _send, "sendc": _send,
+                 "math": _math, "dp4a": _dp4a})
 
 __all__ = ["Geometry", "Machine"]

@@ -11,7 +11,7 @@ what the binary encodes. One instruction per line::
 Labels (``L320:``) name byte offsets; a jump's target becomes an instruction
 index. Software-scoreboard annotations (``{I@1}``, ``{$0.src}``) are timing,
 not semantics, and are dropped; ``{EOT}`` is kept. A line the parser cannot
-read is an :class:`Unsupported` naming the line.
+read is a :class:`SimulatorGap` naming the line.
 """
 from __future__ import annotations
 
@@ -19,7 +19,7 @@ import re
 from dataclasses import dataclass, field
 from functools import lru_cache
 
-from .errors import Unsupported
+from .errors import SimulatorGap
 
 # IGA type names -> (numpy dtype name, bytes). ``bf`` is stored as its 16 raw bits, ``tf32`` (a dpas
 # source) as its 32 raw bits.
@@ -155,7 +155,7 @@ def _strip(line: str) -> tuple[str, bool]:
 
 
 def parse(text: str) -> list[Instr]:
-    """The instructions of ``iga64 -d`` output; raises :class:`Unsupported` for a line outside the
+    """The instructions of ``iga64 -d`` output; raises :class:`SimulatorGap` for a line outside the
     grammar of the simulated subset."""
     instrs: list[Instr] = []
     labels: dict[str, int] = {}
@@ -170,11 +170,11 @@ def parse(text: str) -> list[Instr]:
         try:
             instrs.append(_instruction(lineno, code, eot))
         except (ValueError, IndexError) as exc:
-            raise Unsupported(lineno, code, str(exc)) from None
+            raise SimulatorGap(lineno, code, str(exc)) from None
     for ins in instrs:
         if ins.label is not None:
             if ins.label not in labels:
-                raise Unsupported(ins.line, ins.text, f"jump to unknown label {ins.label}")
+                raise SimulatorGap(ins.line, ins.text, f"jump to unknown label {ins.label}")
             ins.target = labels[ins.label]
     return instrs
 

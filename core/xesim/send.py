@@ -32,7 +32,7 @@ from __future__ import annotations
 import numpy as np
 
 from . import messages
-from .errors import Fault, Unsupported
+from .errors import Fault, SimulatorGap
 from .program import Instr
 
 UNDEFINED_HIGH = 0xA5A5
@@ -44,7 +44,7 @@ def gateway(m, ins: Instr, rows) -> None:
     r = m.rows_array(rows)
     if ins.eot:
         if op != messages.GATEWAY_EOT:
-            raise Unsupported(ins.line, ins.text, f"end of thread on gateway message {op}")
+            raise SimulatorGap(ins.line, ins.text, f"end of thread on gateway message {op}")
         m.done[r] = True
         return
     if op == messages.GATEWAY_BARRIER:
@@ -53,7 +53,7 @@ def gateway(m, ins: Instr, rows) -> None:
         _signal(m, ins, r)
         m.pc[r] += 1
         return
-    raise Unsupported(ins.line, ins.text, f"gateway message {op:#x}")
+    raise SimulatorGap(ins.line, ins.text, f"gateway message {op:#x}")
 
 
 def _regs(nbytes: int, rb: int) -> int:
@@ -67,9 +67,9 @@ def lsc(m, ins: Instr, rows) -> None:
         return
     d = messages.decode_lsc(ins.desc)
     if isinstance(d, str):
-        raise Unsupported(ins.line, ins.text, d)
+        raise SimulatorGap(ins.line, ins.text, d)
     if ins.exdesc != 0:
-        raise Unsupported(ins.line, ins.text, f"extended descriptor {ins.exdesc:#x}")
+        raise SimulatorGap(ins.line, ins.text, f"extended descriptor {ins.exdesc:#x}")
     rb = m.geo.reg_bytes
     r = m.rows_array(rows)
     if d.op == messages.FENCE:
@@ -92,11 +92,16 @@ def lsc(m, ins: Instr, rows) -> None:
     if d.transposed:
         data_regs = _regs(d.vector * d.mem_bytes, rb)
         if d.mem_bytes != d.reg_bytes:
-            raise Unsupported(ins.line, ins.text, f"transposed {d.name}")
+            raise SimulatorGap(ins.line, ins.text, f"transposed {d.name}")
     else:
         data_regs = d.vector * _regs(width * slot, rb)
     is_load = d.op == messages.LOAD
     is_atomic = d.op in (messages.ATOMIC_IADD, messages.ATOMIC_FADD)
+    if is_load and ins.dst.kind == "null" and d.rlen == 0:
+        # a prefetch: a load with no response only warms the caches (no register or memory changes,
+        # and an address outside every buffer does not fault: prefetches drop what they cannot fetch)
+        m.pc[r] += 1
+        return
     if is_load or (is_atomic and ins.dst.kind != "null"):
         _expect(ins, "response length", d.rlen, data_regs)
     else:
@@ -127,11 +132,11 @@ def lsc(m, ins: Instr, rows) -> None:
 
 def _block2d(m, ins: Instr, d, r: np.ndarray) -> None:
     if d.vnni or d.transposed or not d.elem_bytes:
-        raise Unsupported(ins.line, ins.text, "a transposed, VNNI or unknown-size 2D block load")
+        raise SimulatorGap(ins.line, ins.text, "a transposed, VNNI or unknown-size 2D block load")
     if ins.exec_size != 1 or ins.pred is not None:
-        raise Unsupported(ins.line, ins.text, "a 2D block load that is not SIMD1 and unpredicated")
+        raise SimulatorGap(ins.line, ins.text, "a 2D block load that is not SIMD1 and unpredicated")
     if ins.exdesc != 0:
-        raise Unsupported(ins.line, ins.text, f"extended descriptor {ins.exdesc:#x}")
+        raise SimulatorGap(ins.line, ins.text, f"extended descriptor {ins.exdesc:#x}")
     rb, size = m.geo.reg_bytes, d.elem_bytes
     _expect(ins, "message length", d.mlen, 1)
     hdr = ins.srcs[0].reg * rb
@@ -141,7 +146,7 @@ def _block2d(m, ins: Instr, d, r: np.ndarray) -> None:
     x0, y0 = ud[:, 5].astype(np.int32).astype(np.int64), ud[:, 6].astype(np.int32).astype(np.int64)
     shape = ud[:, 7]
     if (shape != shape[0]).any():
-        raise Unsupported(ins.line, ins.text, "threads of one instruction with different 2D block shapes")
+        raise SimulatorGap(ins.line, ins.text, "threads of one instruction with different 2D block shapes")
     bw, bh, arr = (int(shape[0]) & 0xFF) + 1, (int(shape[0]) >> 8 & 0xFF) + 1, (int(shape[0]) >> 16 & 0xFF) + 1
     row_bytes = 1 << (bw * size - 1).bit_length()
     block_bytes = _regs(row_bytes * bh, rb) * rb
@@ -258,7 +263,7 @@ def _scattered(m, ins: Instr, d, r: np.ndarray, addr: np.ndarray, enabled: np.nd
 
 def _atomic(m, ins: Instr, d, r: np.ndarray, addr: np.ndarray, enabled: np.ndarray) -> None:
     if d.vector != 1 or d.mem_bytes not in (4, 8):
-        raise Unsupported(ins.line, ins.text, f"atomic {d.name}")
+        raise SimulatorGap(ins.line, ins.text, f"atomic {d.name}")
     size = d.mem_bytes
     n = addr.shape[1]
     rows, chans = np.nonzero(enabled)
@@ -266,7 +271,7 @@ def _atomic(m, ins: Instr, d, r: np.ndarray, addr: np.ndarray, enabled: np.ndarr
     mem = _mem(m, ins)
     slots = _slots(m, ins, d, ins.srcs[1].reg, n)[0]                          # (n, size)
     src = m.file[r[rows][:, None], slots[chans]]                              # (k, size)
-    if (idx[:, 0] % size).any():
+    if (addr[rows, chans].astype(np.uint64) % np.uint64(size)).any():     # the address, not the flat index
         raise Fault(ins.line, ins.text, f"an atomic address is not {size}-byte aligned")
     floats, ints = {4: (np.float32, np.int32), 8: (np.float64, np.int64)}[size]
     kind = floats if d.op == messages.ATOMIC_FADD else ints

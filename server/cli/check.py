@@ -1,32 +1,40 @@
-"""``kdd check FILE``: run the compiled kernel of the ``[check]`` problem in the interpreter and compare.
+"""``kdd check FILE``: run the compiled kernel of the ``[check]`` problem and compare with a float64 reference.
 
-The kernel is built from the knobs written in FILE for the ``[check]``
-shape (the omitted knobs chosen by the defaults for that shape), optimized
-by every pass, run by the numpy interpreter on random inputs and compared
-with the float64 reference (protocol and tolerances:
-``kdd.core.interp.check``). ``--stage NAME`` checks the IR after an earlier
-stage instead (``build`` or a pass name); ``--shape DESC`` checks another
-shape; a problem over the interpreter's size bound is refused (exit 2)
-unless ``--unbounded``. ``--device`` (sm_90) runs the cubin on a CUDA GPU
-instead, against the same reference; ``--asm`` (Xe) runs the binary the assembler built in
-kdd's instruction-level simulator, against the same reference. ``--bisect`` checks the IR after the build and after every pass and
-names the first stage whose IR computes a wrong result. Exit status 0 when
-the outputs match, 1 when they do not (or the kernel breaks the IR
-semantics while running), 2 when FILE cannot be read or the config is
-invalid, 3 for a failure inside kdd (a pass that raised).
+By default the check runs the deepest artifact kdd can run here: on Xe targets
+the binary iga64 assembled from kdd's assembly, in kdd's instruction-level
+simulator; on sm_90 the PTX, in kdd's PTX simulator (``--device`` runs the
+cubin on a CUDA GPU instead, where there is one). ``--stage NAME`` runs the IR
+after a stage instead (``build``, a pass name or ``final``) in the
+interpreter, the reference semantics; ``--bisect`` checks the IR after the
+build and after every pass, then the code, and names the first wrong one. The
+output says what ran (``artifact``: asm, ptx or ir). The kernel is built from
+the knobs written in FILE; without a ``[check] shape`` a problem over the
+check's size bound is checked at a reduced shape that keeps the config's
+tiles, every kernel size, stride, padding, dilation and tail and two trips of
+every loop, and ``--shape DESC`` is reduced the same way unless ``--exact``;
+the output lists what was reduced. ``--asm`` is accepted and means the default.
+
+Verdicts and exit status: 0 ok (the outputs match); 1 wrong (a wrong value, an
+output never written, or a fault: an access outside a buffer, an SLM race);
+4 not checkable (a gap in kdd's simulator, a tool that is not installed, or a
+shape over the check's bound without --unbounded: no verdict on the kernel);
+2 when FILE cannot be read, the config is invalid or the kernel cannot be
+compiled; 3 for a failure inside kdd (a pass that raised, assembly the
+assembler rejects).
 """
 from __future__ import annotations
 
+import argparse
 import json
 
 from . import engine_call, render
 
-PASS, MISMATCH = 0, 1
-
 
 def run(args) -> int:
+    from kdd.core.engine.verdict import exit_status
+
     params = {"path": args.file, "bisect": args.bisect, "unbounded": args.unbounded, "device": args.device,
-              "asm": args.asm}
+              "asm": args.asm, "exact": args.exact}
     for name in ("shape", "stage", "target"):
         if getattr(args, name) is not None:
             params[name] = getattr(args, name)
@@ -40,27 +48,28 @@ def run(args) -> int:
         print(render.check_text(result), end="")
     if failure is not None:
         return 3 if failure["internal"] else 2
-    ok = result["first_bad"] is None if args.bisect else result["ok"]
-    return PASS if ok else MISMATCH
+    return exit_status(result)
 
 
 def register(sub) -> None:
-    p = sub.add_parser("check", help="run a kernel config in the interpreter and compare with a reference",
-                       description=__doc__.split("\n\n")[1])
+    p = sub.add_parser("check", help="run a kernel config's code (or an IR stage) and compare with a reference",
+                       description="\n\n".join(__doc__.split("\n\n")[1:3]),
+                       formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("file", help="a *.kernel.toml file")
     p.add_argument("--shape", help="check this problem shape instead of [check] shape (benchdnn descriptor)")
     p.add_argument("--target", help="check for this target instead (xehpg, xehpc, sm_90)")
-    p.add_argument("--stage", help="check the IR after this stage (build, a pass name or final; "
-                                   "default: [check] stage, else final)")
+    p.add_argument("--stage", help="check the IR after this stage in the interpreter (build, a pass name or "
+                                   "final) instead of the code; default: [check] stage, else the code")
     p.add_argument("--bisect", action="store_true",
-                   help="check the IR after the build and after every pass; name the first wrong stage")
+                   help="check the IR after the build and after every pass, then the code; name the first wrong")
     p.add_argument("--device", action="store_true",
-                   help="sm_90: run the compiled kernel on the CUDA GPU (CuPy) instead of the interpreter")
+                   help="sm_90: run the compiled kernel on the CUDA GPU (CuPy) instead of the PTX simulator")
     p.add_argument("--asm", action="store_true",
-                   help="xehpg/xehpc: run the assembled kernel in the instruction-level simulator instead; "
-                        "with --bisect, say whether the IR or the assembly is wrong")
+                   help="the default now (the assembled kernel in the simulator); kept for old scripts")
+    p.add_argument("--exact", action="store_true",
+                   help="check --shape as given, not reduced to check size")
     p.add_argument("--unbounded", action="store_true",
-                   help="interpret the problem even when it is over the interpreter's size bound (slow)")
+                   help="run the check even when the problem is over the check's size bound (slow)")
     p.add_argument("--json", action="store_true",
                    help="print the verdict as JSON (protocol/check.schema.json)")
     engine_call.add_connect_option(p)

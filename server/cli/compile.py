@@ -6,16 +6,19 @@ final IR), ``ir:PASS`` (the IR after one pass; ``ir:build``), ``diff:PASS``
 (what one pass changed), ``stats`` (registers and operation counts),
 ``asm`` (the target's assembly with live registers per line: Xe assembly
 checked by iga64, or PTX checked by ptxas on sm_90), ``ptx`` and ``sass``
-(sm_90: the PTX, and the SASS with nvdisasm's live registers per
-instruction), ``check`` (the correctness check). ``--verify`` runs the IR verifier
+(sm_90: the plain PTX module, as ptxas assembles it, and the SASS with
+nvdisasm's live registers per instruction), ``check`` (the correctness check). ``--verify`` runs the IR verifier
 (``core/passes/verify``) on the builder's IR and after every pass and exits
 with 3 when it finds a problem. ``--json`` prints one JSON object (see
 ``protocol/compile.schema.json``). ``--shape DESC`` and ``--target NAME``
 compile the same config for another problem shape or target (the defaults
 are re-resolved around the written knobs). Warnings are printed on stderr
 as ``FILE:LINE:COL: severity: message [code]``. Exit status 0 on success, 2
-when FILE cannot be read or the config is invalid or cannot be built, 3 for
-a failure inside kdd (named in the message).
+when FILE cannot be read or the config is invalid or cannot be built, or the
+code generator cannot generate its code (out of registers, an operation it
+cannot lower: an error whatever ``--emit`` asks for, at the knob responsible;
+what was asked for is printed first), 3 for a failure inside kdd (named in the
+message).
 """
 from __future__ import annotations
 
@@ -36,13 +39,15 @@ def run(args) -> int:
     if args.json:
         print(json.dumps(result, indent=1))
         return unsound if result["ok"] else (3 if result["failure"]["internal"] else 2)
+    items = [e.strip() for e in emit.split(",") if e.strip()]
     if not result["ok"]:
+        if "kernel" in result:      # built, but the code generator failed: what was asked for, then why
+            print(render.compile_text(result, [i for i in items if render.emitted(result, i)]), end="")
         return render.print_failure("compile", result)
     render.print_diagnostics(args.file, result["diagnostics"])
     assembler = (result.get("asm") or result.get("ptx") or {}).get("assembler", {})
     for message in assembler.get("messages", []):
         print(f"{assembler.get('tool')}: {message}", file=sys.stderr)
-    items = [e.strip() for e in emit.split(",") if e.strip()]
     print(render.compile_text(result, items), end="")
     return unsound
 

@@ -24,9 +24,17 @@ def print_diagnostics(path: str | None, diagnostics: list[dict], severities=None
 def print_failure(command: str, result: dict) -> int:
     """A failed result on stderr: the error, then every diagnostic; returns the exit status."""
     failure = result.get("failure", {})
-    print(f"kdd {command}: error: {result['error']}", file=sys.stderr)
-    print_diagnostics(result.get("file"), result.get("diagnostics", []))
+    diagnostics = result.get("diagnostics", [])
+    if not any(d["severity"] == "error" and d["message"] == result["error"] for d in diagnostics):
+        print(f"kdd {command}: error: {result['error']}", file=sys.stderr)   # else its diagnostic says it, once
+    print_diagnostics(result.get("file"), diagnostics)
     return 3 if failure.get("internal") else 2
+
+
+def emitted(result: dict, item: str) -> bool:
+    """Whether ``result`` holds emit ``item`` (a failed compile holds those made before the failure)."""
+    head = item.split(":")[0] + ":" if ":" in item else item
+    return {"passes": "trace", "ir:": "ir_after", "diff:": "diff"}.get(head, head) in result
 
 
 def compile_text(result: dict, items: list[str]) -> str:
@@ -47,8 +55,10 @@ def compile_text(result: dict, items: list[str]) -> str:
             parts.append(result["diff"][item[5:]] or f"=== {item[5:]} changed nothing\n")
         elif item == "stats":
             parts.append(stats_text(result["stats"]))
-        elif item in ("asm", "ptx"):
-            parts.append(result[item]["listing"])
+        elif item == "asm":
+            parts.append(result["asm"]["listing"])      # annotated: live registers per line, the header
+        elif item == "ptx":
+            parts.append(result["ptx"]["asm"])          # plain PTX, as ptxas assembles it
         elif item == "sass":
             parts.append(sass_text(result["sass"]))
         elif item == "check":
@@ -98,32 +108,46 @@ def sass_text(sass: dict) -> str:
     return "\n".join(rows) + "\n"
 
 
+ARTIFACT_TEXT = {"asm": "the assembled kernel in kdd's Xe simulator", "ptx": "the PTX in kdd's PTX simulator",
+                 "ir": "the IR after {stage} in the interpreter", "device": "the cubin on the CUDA GPU"}
+
+
+def ran(result: dict) -> str:
+    """What a check ran, in words (``artifact`` and ``stage``)."""
+    return ARTIFACT_TEXT.get(result.get("artifact", "ir"), "{stage}").format(stage=result.get("stage", "final"))
+
+
 def check_text(result: dict) -> str:
-    """One line per check (or the bisection's table)."""
+    """The verdict and what ran (or the bisection's table), then what the check shape reduced."""
     from kdd.core.passes.pass_bisect import render_bisect
 
+    reduced = result.get("reduced")
+    note = f"check shape {reduced['shape']}: {reduced['text']}\n" if reduced else ""
     if not result.get("ok", False) and "failure" in result:
         return f"FAIL: {result['error']}\n"
     if "stages" in result:
-        return render_bisect(result)
+        tail = f"not checkable: {result['stages'][-1]['detail']}\n" if result.get("verdict") == "not-checkable" else ""
+        return render_bisect(result) + tail + note
+    if result.get("verdict") == "not-checkable":
+        return f"not checkable {result.get('shape')} ({ran(result)}): {result['reason']}\n" + note
     if "error" in result:
-        if "asm" in result:
-            ir = (result["asm"].get("first_wrong") or {}).get("ir")
-            return f"FAIL {result['shape']}: the assembled kernel failed in the simulator:\n{result['error']}\n" + \
-                (f"  from IR: {ir}\n" if ir else "")
-        return f"FAIL {result['shape']}: the kernel broke the IR semantics while running:\n{result['error']}\n"
+        if result.get("artifact") in ("asm", "ptx"):
+            ir = ((result.get("asm") or {}).get("first_wrong") or {}).get("ir")
+            return f"WRONG {result['shape']}: {ran(result)} failed:\n{result['error']}\n" + \
+                (f"  from IR: {ir}\n" if ir else "") + note
+        return f"WRONG {result['shape']}: the kernel broke the IR semantics while running:\n{result['error']}\n" + note
     rel = "nan" if result["rel_err"] is None else f"{result['rel_err']:.3g}"
-    line = f"{'ok' if result['ok'] else 'FAIL'} {result['shape']}: rel_err {rel} (tol {result['tol']:g}), " \
-           f"{result['ms']:.0f} ms"
+    line = f"{'ok' if result['ok'] else 'WRONG'} {result['shape']} ({ran(result)}): rel_err {rel} " \
+           f"(tol {result['tol']:g}), {result['ms']:.0f} ms"
     if result.get("unwritten"):
         line += f"; {result['unwritten']} element(s) of {result['tensor']} never written"
     if result.get("first_bad_index") is not None:
         line += f"; first bad {result.get('tensor')}{result['first_bad_index']}"
     sim = result.get("asm")
-    if sim is not None:
+    if sim is not None and "thread_instructions" in sim:
         line += f"; simulated {sim['thread_instructions']} thread-instructions"
         line += _first_wrong(sim.get("first_wrong"))
-    return line + "\n"
+    return line + "\n" + note
 
 
 def _first_wrong(wrong: dict | None) -> str:

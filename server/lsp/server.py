@@ -319,17 +319,30 @@ def compiled_notification(state: DocumentState) -> dict:
 
 
 def check_diagnostics(result: dict, parsed) -> list[dict]:
-    """A failed check as an error at ``[check]`` (the document start without one); a passed check as none."""
-    if result.get("ok"):
-        return []
+    """A wrong check as an error at ``[check]`` (the document start without one), a check kdd could not
+    run (``not-checkable``: a simulator gap, a shape over the bound) as a warning there; an ok check as
+    none."""
+    from kdd.core.engine.verdict import NOT_CHECKABLE, OK, verdict_of
+
     if "failure" in result:
         return [d for d in result["diagnostics"] if d.get("source") not in ("kdd/spec", "kdd/budget")]
+    verdict = verdict_of(result)
+    if verdict == OK:
+        return []
     rng = parsed.anchor("check")
-    rel = "nan" if result.get("rel_err") is None else f"{result['rel_err']:.3g}"
-    unwritten = result.get("unwritten")
-    detail = result.get("error") or f"rel_err {rel} > tol {result['tol']:g}" + (
-        f", {unwritten} element(s) of {result.get('tensor')} never written" if unwritten else "")
-    failure = Failure("check", f"check failed on {result.get('shape')}: {detail}", "check-failed")
+    if verdict == NOT_CHECKABLE:
+        reason = result.get("reason") or (result.get("stages") or [{}])[-1].get("detail", "")
+        failure = Failure("check", f"not checkable on {result.get('shape')}: {reason}", "not-checkable")
+        return [{**failure_diagnostic(failure.to_dict(), rng), "severity": "warning"}]
+    if "stages" in result:
+        detail = f"first wrong after {result['first_bad']}"
+    else:
+        rel = "nan" if result.get("rel_err") is None else f"{result['rel_err']:.3g}"
+        unwritten = result.get("unwritten")
+        detail = result.get("error") or f"rel_err {rel} > tol {result['tol']:g}" + (
+            f", {unwritten} element(s) of {result.get('tensor')} never written" if unwritten else "")
+    failure = Failure("check", f"check failed on {result.get('shape')} ({result.get('artifact', 'ir')}): {detail}",
+                      "check-failed")
     return [failure_diagnostic(failure.to_dict(), rng)]
 
 

@@ -9,10 +9,11 @@ messages).
 
 - ``kdd/compile``: ``emit`` (list or comma-separated string; default
   ``["ir"]``), ``shape``, ``target`` -> the ``kdd compile --json`` object
-- ``kdd/check``: ``shape``, ``stage`` (``build``, a pass, ``final``; default
-  ``[check] stage``),
-  ``bisect``, ``unbounded`` (past the interpreter's size bound), ``target`` -> the
-  ``kdd check --json`` object
+- ``kdd/check``: ``shape`` (reduced to check size unless ``exact``), ``stage``
+  (an IR stage: ``build``, a pass, ``final``; default ``[check] stage``, else the
+  code: the engine runs the deepest artifact it can), ``bisect``, ``unbounded``
+  (past the check's size bound), ``target`` -> the ``kdd check --json`` object
+  (``verdict``: ok, wrong or not-checkable; ``artifact``: asm, ptx or ir)
 - ``kdd/passes``: ``shape``, ``target`` -> ``{"ok", "passes": [{name, changed,
   ms, nodes, cached}], "build": {nodes}}``
 - ``kdd/irAfterPass``: ``pass``, ``diff`` -> ``{"ok", "pass", "text",
@@ -20,8 +21,8 @@ messages).
 - ``kdd/asmHover``: ``line`` (0-based, of the assembly listing) -> ``{"ok", "hover": {line, text, doc,
   live, sass, markdown} | null}``: the instruction's documentation and the buffers live there
 - ``kdd/check`` with ``device``: the compiled sm_90 kernel run on a CUDA GPU
-  against the float64 reference instead of the interpreter; with ``asm`` (Xe):
-  the assembled kernel run in the instruction-level simulator (``kdd.core.xesim``)
+  against the float64 reference instead of the PTX simulator; ``asm`` asks for
+  the default (the code) and is kept for old clients
 - ``kdd/bench``: ``shape``, ``runs`` -> the sm_90 kernel of the problem timed on
   a CUDA GPU (median microseconds, TFLOP/s, fraction of the device's peak)
 - ``kdd/stats``: ``{}`` -> what the engine ran and its caches
@@ -49,7 +50,8 @@ class RpcError(Exception):
 
 
 _TYPES = {"path": str, "text": str, "shape": str, "target": str, "stage": str, "pass": str, "bisect": bool,
-          "diff": bool, "unbounded": bool, "device": bool, "asm": bool, "runs": int, "emit": (str, list), "line": int}
+          "diff": bool, "unbounded": bool, "device": bool, "asm": bool,
+          "exact": bool, "runs": int, "emit": (str, list), "line": int}
 
 
 def _params(method: str, params: Any, allowed: tuple[str, ...], source: bool) -> dict:
@@ -94,7 +96,7 @@ def _check(engine, source, p):
     if p.get("device"):
         return engine.on_device(source, p.get("shape"))
     return engine.check(source, p.get("shape"), p.get("stage"), bool(p.get("bisect")), bool(p.get("unbounded")),
-                        p.get("target"), bool(p.get("asm")))
+                        p.get("target"), bool(p.get("asm")), bool(p.get("exact")))
 
 
 def _passes(engine, source, p):
@@ -145,7 +147,7 @@ class Method:
 
 METHODS: dict[str, Method] = {
     "kdd/compile": Method(("emit", "shape", "target"), _compile),
-    "kdd/check": Method(("shape", "stage", "bisect", "unbounded", "target", "device", "asm"), _check),
+    "kdd/check": Method(("shape", "stage", "bisect", "unbounded", "target", "device", "asm", "exact"), _check),
     "kdd/passes": Method(("shape", "target"), _passes),
     "kdd/irAfterPass": Method(("pass", "diff", "shape", "target"), _ir_after),
     "kdd/asmHover": Method(("line", "shape", "target"), _asm_hover),

@@ -2,6 +2,8 @@
 import ast
 from pathlib import Path
 
+import pytest
+
 CORE = Path(__file__).resolve().parents[2] / "core"
 FORBIDDEN = ("kdd.server", "pygls", "lsprotocol", "watchdog")
 
@@ -16,12 +18,13 @@ def test_core_imports_no_adapter_package():
     assert found == []
 
 
-def test_the_xe_simulator_imports_nothing_from_the_code_generator_it_checks():
+@pytest.mark.parametrize("simulator", ["xesim", "ptxsim"])
+def test_the_simulators_import_nothing_from_the_code_generator_they_check(simulator):
     found = []
-    for path in (CORE / "xesim").rglob("*.py"):
+    for path in (CORE / simulator).rglob("*.py"):
         for node in ast.walk(ast.parse(path.read_text())):
             names = [a.name for a in node.names] if isinstance(node, ast.Import) else \
                 [node.module or ""] if isinstance(node, ast.ImportFrom) and node.level == 0 else []
             found += [f"{path.name}: {n}" for n in names if n.startswith("kdd.core.codegen")]
     assert found == []
-    assert (CORE / "xesim" / "machine.py").exists()
+    assert (CORE / simulator / "machine.py").exists()

@@ -3,6 +3,7 @@ trace (``--emit passes|ir:PASS|diff:PASS``) and ``kdd check --bisect``."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
@@ -167,15 +168,17 @@ def test_bisect_reports_every_stage_right_on_a_correct_pipeline(config_file, cap
     code, out, _ = run_cli(capsys, "check", config_file, "--bisect", "--json")
     assert code == 0
     doc = json.loads(out)
-    assert doc["first_bad"] is None
-    assert [s["name"] for s in doc["stages"]] == ["build"] + KERNEL_PIPELINE.names()
+    assert doc["first_bad"] is None and (doc["verdict"], doc["artifact"]) == ("ok", "asm")
+    assert [s["name"] for s in doc["stages"]] == ["build"] + KERNEL_PIPELINE.names() + ["assembly"]  # then the code
+    code, out, _ = run_cli(capsys, "check", config_file, "--bisect", "--stage", "final", "--json")
+    assert code == 0 and [s["name"] for s in json.loads(out)["stages"]] == ["build"] + KERNEL_PIPELINE.names()
 
 
 def test_bisect_blames_the_build_when_the_skeleton_already_misses_the_tolerance(config_file, capsys):
     config_file.write_text(CONFIG + "\n[check]\ntol = 1e-30\n")
     code, out, _ = run_cli(capsys, "check", config_file, "--bisect")
     assert code == 1
-    assert out.splitlines()[0].startswith("build  WRONG  rel_err")
+    assert out.splitlines()[0].split()[:3] == ["build", "WRONG", "rel_err"]
     assert out.splitlines()[-1] == "first wrong after: build"
 
 
@@ -191,3 +194,15 @@ def test_a_failing_pass_is_named_and_exits_3(config_file, capsys, monkeypatch):
     assert "pass 'cse' failed: ZeroDivisionError: division by zero" in err
     code, out, _ = run_cli(capsys, "compile", config_file, "--emit", "passes", "--json")
     assert code == 3 and "pass 'cse' failed" in json.loads(out)["error"]
+
+
+def test_emit_ptx_prints_plain_ptx_that_ptxas_assembles_and_asm_keeps_the_annotated_listing(capsys):
+    from kdd.core.codegen.ptx.tools import ptxas
+
+    example = Path(__file__).resolve().parents[2] / "examples" / "sm90_gemm.kernel.toml"
+    code, out, _ = run_cli(capsys, "compile", example, "--emit", "ptx")
+    assert code == 0 and out.startswith(".version ") and "// target sm_90: ptxas allocated" not in out
+    assembled = ptxas(out)
+    assert assembled.cubin is not None, assembled.report.messages
+    code, out, _ = run_cli(capsys, "compile", example, "--emit", "asm")
+    assert code == 0 and out.startswith("// target sm_90: ptxas allocated")

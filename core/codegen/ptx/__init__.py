@@ -48,7 +48,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from ..listing import AsmLine, Listing
+from ..listing import AsmLine, Listing, assembler_line
 from ..xe import _ir_nodes, ir_model_registers
 from .asyncs import plan_waits
 from .lower import PtxLowering, Redo
@@ -83,11 +83,8 @@ class PtxListing(Listing):
                f"{r.get('spill_loads')} B loaded; stack {r.get('stack')} B; budget {self.budget}"]
         st, dy = self.mix["static"], self.mix["dynamic"]
         out.append("// mix (static / dynamic): " + ", ".join(f"{p} {st[p]}/{dy[p]}" for p in st))
-        a = self.assembler
-        if a:
-            state = "ok" if a.get("ok") else "FAILED"
-            msg = "" if a.get("ok") else ": " + "; ".join(a.get("messages", [])[:3])
-            out.append(f"// assembler {a.get('tool')} ({a.get('version')}): {state}, {a.get('binary_bytes')} bytes{msg}")
+        if self.assembler:
+            out.append(assembler_line(self.assembler))
         return out
 
 

@@ -53,8 +53,10 @@ class ExprLowering:
             return self.reg(v)
         return v.text
 
-    def convert(self, v: Value, t: Type, saturate: bool = False) -> Value:
-        """``v`` converted to ``t`` (C semantics of the IR: truncation toward zero, wrap)."""
+    def convert(self, v: Value, t: Type, saturate: bool = False, nearest: bool = False) -> Value:
+        """``v`` converted to ``t``: a ``Cast``'s C semantics (float to integer truncates toward zero;
+        integers wrap, or clamp with ``saturate``), or with ``nearest`` a reorder's float to integer,
+        rounded to nearest even (``cvt.rni``; PTX's float-to-integer ``cvt`` clamps and maps NaN to 0)."""
         src, t = v.type, t.base
         if src == t:
             return v
@@ -87,14 +89,17 @@ class ExprLowering:
         elif src.is_float:
             narrow = t.size < 4
             ty = ("s" if t.is_signed else "u") + BITS[t.size] if (narrow and saturate) else d
-            self.em.op(f"cvt.rzi{'.sat' if narrow and saturate else ''}.{ty}.{s} {r}, {self.reg(v)}")
+            self.em.op(f"cvt.{'rni' if nearest else 'rzi'}{'.sat' if narrow and saturate else ''}.{ty}.{s} {r}, "
+                       f"{self.reg(v)}")
         else:
             if t.size < 4:
+                # to a sub-word type: clamp to its range (cvt.sat.u8.s32) or keep its low bits
+                # (cvt.u32.u8), extended into the 32-bit register either way
                 ty = ("s" if t.is_signed else "u") + BITS[t.size]
-                sat = ".sat" if saturate else ""
-                self.em.op(f"cvt{sat}.{d}.{ty if not saturate else s} {r}, {self.reg(v)}")
                 if saturate:
-                    self.em.op(f"cvt.{d}.{ty} {r}, {r}")
+                    self.em.op(f"cvt.sat.{ty}.{s} {r}, {self.reg(v)}")
+                else:
+                    self.em.op(f"cvt.{d}.{ty} {r}, {self.reg(v)}")
             elif t.size == src.size or (t.size == 4 and src.size < 4):
                 self.em.op(f"mov.b{max(32, t.size * 8)} {r}, {self.reg(v)}")
             else:

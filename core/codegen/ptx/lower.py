@@ -171,7 +171,10 @@ class PtxLowering(LaneWords, ExprLowering, MemoryLowering):
                 self._store(item)
             elif isinstance(item, FuncCall):
                 self.em.node = item
-                self._call(item)
+                try:
+                    self._call(item)
+                except CodegenUnsupported as exc:
+                    raise CodegenUnsupported.located(exc, item)
             else:
                 raise CodegenUnsupported(f"PTX lowering has no rule for {type(item).__name__}")
 
@@ -414,7 +417,8 @@ class PtxLowering(LaneWords, ExprLowering, MemoryLowering):
             srcb = [int(sfirst[i]) if i >= 0 else -1 for i in slot.index]
             has = sum(1 << ln for ln, b in enumerate(srcb) if b >= 0)
             if has:
-                v = self.convert(self.grf_load(sbuf, srcb, has, sl.dtype), dl.dtype, saturate=dl.dtype.is_int)
+                v = self.convert(self.grf_load(sbuf, srcb, has, sl.dtype), dl.dtype, saturate=dl.dtype.is_int,
+                                 nearest=True)
                 if has != slot.mask:
                     v = self.select(self.lane_pred(has), v, Value(imm_text(0, dl.dtype), dl.dtype, 0))
             else:

@@ -14,6 +14,10 @@ from .operand import FLOAT_SUFFIXES, Imm, Reg, iga_type
 from .regalloc import RegisterFile
 
 PIPES = ("float", "int", "xmx", "send", "control")
+# Every ALU mnemonic the generator emits (:meth:`Emitter.op` refuses others): the table the simulator's
+# completeness test enumerates (tests/core/xesim/test_complete.py).
+MNEMONICS = frozenset({"mov", "add", "addc", "add3", "mul", "mach", "mad", "and", "or", "xor", "not", "shl", "shr",
+                       "asr", "cmp", "sel", "rnde", "math.exp", "math.inv", "math.sqt", "dp4a"})
 
 
 @dataclass(slots=True)
@@ -52,6 +56,8 @@ class Emitter:
     def op(self, mnemonic: str, lanes: int, dst: Reg | None, srcs, *, pred: str | None = None,
            cmod: str | None = None, sat: bool = False, ternary: bool = False, pipe: str | None = None) -> None:
         """One ALU instruction, already legal (the caller split it by region rules)."""
+        if mnemonic not in MNEMONICS:
+            raise ValueError(f"{mnemonic} is not in the generator's mnemonic table")
         rb = self.regs.reg_bytes
         head = f"(W&{pred})" if pred else "(W)"
         cm = f" ({cmod[0]}){cmod[1]}" if cmod else ""

@@ -287,7 +287,7 @@ def _cast(cg, e, dst):
         return out
     if dst_t.is_bool:
         out = _dst(cg, e, dst)
-        alu(cg, "cmp", lanes, out, [_as_reg(cg, a, src_t, lanes), Imm(0, src_t)], cmod=("ne", cg.flags.take()))
+        alu(cg, "cmp", lanes, out, [_as_reg(cg, a, src_t, lanes), Imm(0, src_t)], cmod=("ne", cg.flags.take(lanes)))
         return out
     if isinstance(a, Imm) and dst is None and src_t.is_int and dst_t.is_int and not e.saturate:
         return Imm(wrap_int(int(a.value), dst_t), dst_t)
@@ -336,7 +336,7 @@ def _binary(cg, e, dst):
     out = _dst(cg, e, dst)
     if op in (Op.MIN, Op.MAX):
         a, b = _reg_first(cg, a, b, e.type, lanes, commutative=True)
-        alu(cg, "sel", lanes, out, [a, b], cmod=("lt" if op is Op.MIN else "ge", cg.flags.take()))
+        alu(cg, "sel", lanes, out, [a, b], cmod=("lt" if op is Op.MIN else "ge", cg.flags.take(lanes)))
         return out
     if op is Op.SUB:
         if isinstance(b, Imm):
@@ -386,7 +386,7 @@ def _compare_flag(cg, e, lanes: int) -> str:
             a = _as_reg(cg, a, t, 1)
         else:
             a, b, cond = b, a, SWAPPED[cond]
-    f = cg.flags.take()
+    f = cg.flags.take(lanes)
     if t.is_int and t.scalar.bits == 64 and not cg.xe.native_int64:
         raise CodegenUnsupported("64-bit integer comparison on a target without 64-bit integer ALU")
     alu(cg, "cmp", lanes, None, [a, b], cmod=(cond, f))
@@ -409,7 +409,7 @@ def _mask_flag(cg, cond, lanes):
     m = evaluate(cg, cond, None)
     m = _as_reg(cg, m, s32, lanes)
     n = cond.type.lanes if isinstance(m, Reg) and m.stride else lanes
-    f = cg.flags.take()
+    f = cg.flags.take(max(n, lanes))
     alu(cg, "cmp", max(n, lanes), None, [m.retype(s32), Imm(0, s32)], cmod=("ne", f))
     return f
 

@@ -41,9 +41,20 @@ class FlagPool:
         self.next = 0
         self.clear_past: dict[str, int] = {}   # flag -> lanes: its bits past them are known clear
 
-    def take(self) -> str:
-        f = self.names[self.next % len(self.names)]
-        self.next += 1
+    def take(self, lanes: int = 1) -> str:
+        """The next flag for an instruction over ``lanes`` channels. A flag subregister holds 16
+        channels, so over more the flag is a whole register (``fN.0``, its 32 bits), one whose
+        register the previous flag does not share (that one is still to be read)."""
+        if lanes <= 16:
+            f = self.names[self.next % len(self.names)]
+            self.next += 1
+        else:
+            last = self.names[(self.next - 1) % len(self.names)].split(".")[0]
+            while True:
+                f = self.names[self.next % len(self.names)]
+                self.next += 1
+                if f.endswith(".0") and f.split(".")[0] != last:
+                    break
         self.clear_past.pop(f, None)
         return f
 
@@ -306,8 +317,11 @@ class XeLowering(AllocationWalk):
         f = x.func
         handler = _CALLS.get(type(f))
         if handler is None:
-            raise CodegenUnsupported(f"no Xe lowering for {f}")
-        handler(self, x)
+            raise CodegenUnsupported(f"no Xe lowering for {f}", getattr(x.origin, "knob", None))
+        try:
+            handler(self, x)
+        except CodegenUnsupported as exc:
+            raise CodegenUnsupported.located(exc, x)
 
     # -- synchronization ----------------------------------------------------------------------
     def barrier_signal(self, x=None):

@@ -120,6 +120,8 @@ class Imm:
             bits = struct.unpack('<I', struct.pack('<f', self.value))[0] >> 16
             return f"0x{bits:04X}:bf"
         v = int(self.value)
+        if t.bits == 8:     # no byte immediates in the encoding: the word of the same signedness holds it
+            s = "w" if self.type.is_signed else "uw"
         return f"{v}:{s}" if v >= 0 else f"-{-v}:{s}"
 
     def fits16(self) -> bool:

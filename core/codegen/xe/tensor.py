@@ -67,7 +67,23 @@ def vector_fma(cg, x) -> None:
     src0 = Reg(_place(cg, a.src0, a.src0_offset, "fma src0"), dst_t.base, 1)
     src1 = Reg(_place(cg, a.src1, a.src1_offset, "fma src1"), t1.base, 1)
     src2 = Reg(_place(cg, a.src2, a.src2_offset, "fma src2"), t2.base, stride2)
+    mark = len(cg.temps)
+    src1 = _byte_aligned(cg, src1, f.simd)
+    src2 = _byte_aligned(cg, src2, f.simd)
     isa.alu(cg, "mad" if is_mad else "dp4a", f.simd, dst, [src0, src1, src2], ternary=True)
+    cg.release_temps(mark)
+
+
+def _byte_aligned(cg, src: Reg, lanes: int) -> Reg:
+    """A byte-typed ternary source where the target can encode it: copied to a temporary when it starts
+    at a byte the target's ternary subregister field cannot name (``XeIsa.ternary_byte_align``)."""
+    align = cg.xe.ternary_byte_align
+    if src.size != 1 or src.byte % align == 0:
+        return src
+    n = 1 if src.stride == 0 else lanes
+    t = cg.temp(src.type, n * max(src.stride, 1))
+    isa.alu(cg, "mov", n, t.retype(src.type, src.stride or 1), [src if n > 1 else src.scalar()])
+    return Reg(t.byte, src.type, src.stride)
 
 
 def _runs(dst_bytes: np.ndarray, src_bytes: np.ndarray, dsize: int, ssize: int, top: int):
@@ -144,10 +160,23 @@ def _move_runs(cg, pairs_dst, pairs_src, src_t: Type, dst_t: Type, op: str = "mo
             isa.move(cg, dst, Imm(0, _UINT[dst_t.scalar.size]) if dt.is_int else Imm(0.0, dt), k)
             continue
         src = Reg(s, st.base, ss if k > 1 else 0)
-        if op == "mov":
+        if op == "mov" and st.is_float and dt.is_int:
+            _round_to_int(cg, dst, src, k)
+        elif op == "mov":
             isa.alu(cg, "mov", k, dst, [src], sat=dst_t.is_int and not same)
         else:
             isa.alu(cg, op, k, dst, [Reg(d, dt.base, ds), src])
+
+
+def _round_to_int(cg, dst: Reg, src: Reg, k: int) -> None:
+    """A reorder's float-to-integer conversion: round to nearest even, saturate, NaN to 0. The
+    hardware's float-to-integer ``mov`` truncates toward zero, so ``rnde`` rounds first (into a
+    temporary: the source may be read again) and the saturating ``mov`` converts the integral value."""
+    mark = len(cg.temps)
+    t = cg.temp(src.type, k)
+    isa.alu(cg, "rnde", k, t, [src])
+    isa.alu(cg, "mov", k, dst, [t], sat=True)
+    cg.release_temps(mark)
 
 
 def _layout_bytes(layout, indices: np.ndarray, base: int) -> np.ndarray:
@@ -242,7 +271,7 @@ def eltwise(cg, x) -> None:
     n = f.elems
     if f.alg == "relu":
         if f.alpha == 0:
-            isa.alu(cg, "sel", n, v, [v, Imm(0.0, f32)], cmod=("ge", cg.flags.take()))
+            isa.alu(cg, "sel", n, v, [v, Imm(0.0, f32)], cmod=("ge", cg.flags.take(min(n, cg.xe.max_exec))))
             return
     if f.alg == "linear":
         isa.alu(cg, "mul", n, v, [v, Imm(float(f.alpha), f32)])
@@ -259,11 +288,14 @@ def eltwise(cg, x) -> None:
         return
     recipe = _RECIPES.get("leaky_relu" if f.alg == "relu" else f.alg)
     if recipe is None:
-        raise CodegenUnsupported(f"eltwise {f.alg} is not lowered for Xe (erf has no Xe instruction)")
+        raise CodegenUnsupported(f"eltwise {f.alg} is not lowered for Xe", "post_ops")
     top = cg.xe.max_exec
-    t = cg.temp(f32, min(n, top))
+    # Scratch vectors a recipe uses, each a whole number of registers (a chunk of at most ``top`` lanes).
+    lanes = -(-min(n, top) * 4 // cg.rb) * cg.rb // 4
+    t = cg.temp(f32, lanes * _SCRATCH.get(f.alg, 1))
     for c in range(0, n, top):
-        recipe(cg, v.at(c), t, min(top, n - c), f)
+        recipe(cg, v.at(c), t, min(top, n - c), f) if f.alg not in _SCRATCH else \
+            recipe(cg, v.at(c), [t.at(i * lanes) for i in range(_SCRATCH[f.alg])], min(top, n - c), f)
 
 
 LOG2E = 1.4426950408889634
@@ -279,7 +311,7 @@ def _sigmoid_of(cg, x: Reg, t: Reg, k: int, scale: float) -> None:
 
 def _leaky_relu(cg, x, t, k, f):
     isa.alu(cg, "mul", k, t, [x, Imm(float(f.alpha), f32)])
-    flag = cg.flags.take()
+    flag = cg.flags.take(k)
     isa.alu(cg, "cmp", k, None, [x, Imm(0.0, f32)], cmod=("lt", flag))
     isa.alu(cg, "mov", k, x, [t], pred=flag)
 
@@ -321,13 +353,45 @@ def _elu(cg, x, t, k, f):
     isa.alu(cg, "math.exp", k, t, [t])
     isa.alu(cg, "add", k, t, [t, Imm(-1.0, f32)])
     isa.alu(cg, "mul", k, t, [t, Imm(float(f.alpha), f32)])
-    flag = cg.flags.take()
+    flag = cg.flags.take(k)
     isa.alu(cg, "cmp", k, None, [x, Imm(0.0, f32)], cmod=("le", flag))
     isa.alu(cg, "mov", k, x, [t], pred=flag)
 
 
-_RECIPES = {"leaky_relu": _leaky_relu, "exp": _exp, "logistic": _logistic, "swish": _swish, "tanh": _tanh, "gelu_tanh": _gelu_tanh,
-            "elu": _elu}
+# erf by Abramowitz and Stegun 7.1.26 (absolute error below 1.5e-7 over the reals, as oneDNN's kernels
+# approximate it): erf z = 1 - (a1 t + ... + a5 t^5) exp(-z^2), t = 1 / (1 + p z), for z >= 0, odd in z.
+_ERF_P = 0.3275911
+_ERF_A = (0.254829592, -0.284496736, 1.421413741, -1.453152027, 1.061405429)
+
+
+def _gelu_erf(cg, x, scratch, k, f):
+    # 0.5 x (1 + erf(x / sqrt 2)) with q = poly(t) exp(-z^2), z = |x| / sqrt 2: x - 0.5 x q for x >= 0,
+    # 0.5 x q below (erf is odd).
+    t, w, q = scratch
+    isa.alu(cg, "and", k, t.retype(u32), [x.retype(u32), Imm(0x7FFFFFFF, u32)])
+    isa.alu(cg, "mul", k, t, [t, Imm(0.7071067811865476, f32)])                 # z
+    isa.alu(cg, "mul", k, w, [t, t])
+    isa.alu(cg, "mul", k, w, [w, Imm(-LOG2E, f32)])
+    isa.alu(cg, "math.exp", k, w, [w])                                          # exp(-z^2)
+    isa.alu(cg, "mul", k, t, [t, Imm(_ERF_P, f32)])
+    isa.alu(cg, "add", k, t, [t, Imm(1.0, f32)])
+    isa.alu(cg, "math.inv", k, t, [t])                                          # t
+    isa.alu(cg, "mul", k, q, [t, Imm(_ERF_A[4], f32)])
+    for a in reversed(_ERF_A[:4]):
+        isa.alu(cg, "add", k, q, [q, Imm(a, f32)])
+        isa.alu(cg, "mul", k, q, [q, t])
+    isa.alu(cg, "mul", k, q, [q, w])
+    isa.alu(cg, "mul", k, q, [q, x])
+    isa.alu(cg, "mul", k, q, [q, Imm(0.5, f32)])                                # 0.5 x q
+    isa.alu(cg, "add", k, t, [x, q.negated()])
+    flag = cg.flags.take(k)
+    isa.alu(cg, "cmp", k, None, [x, Imm(0.0, f32)], cmod=("ge", flag))
+    isa.alu(cg, "sel", k, x, [t, q], pred=flag)
+
+
+_RECIPES = {"leaky_relu": _leaky_relu, "exp": _exp, "logistic": _logistic, "swish": _swish, "tanh": _tanh,
+            "gelu_tanh": _gelu_tanh, "gelu_erf": _gelu_erf, "elu": _elu}
+_SCRATCH = {"gelu_erf": 3}   # recipes that take a list of scratch vectors instead of one
 
 
 def _abs(cg, v: Reg, n: int) -> None:

@@ -212,3 +212,16 @@ def test_every_pass_keeps_the_bias_gradient_exact(shape, types, post_ops, target
     """SLM multi-buffering, prefetching and the rest move and rewrite the guarded bias steps
     without changing a bit of either output."""
     _passes_kernels().check_example_pipeline(build(shape, types, target, post_ops, line))
+
+
+@pytest.mark.parametrize("types,target", [("bf16:f32:bf16", "xehpg"), ("f16:f32:f16", "xehpg"),
+                                          ("bf16:bf16:bf16", "xehpc"), ("f16:f32:f16", "xehpc")])
+def test_the_bias_gradient_of_narrow_data_compiles_and_its_assembly_checks(types, target):
+    """An f16/bf16 diff_dst is widened to the f32 accumulator before its K sums (a reduce keeps its type):
+    the kernel's assembly runs in kdd's simulator and matches the reference."""
+    from kdd.core.engine import Engine, Source
+
+    text = (f'[problem]\nop = "conv"\nprop = "bwd_w"\nshape = "mb2ic16ih6oc16oh6kh3ph1"\ntypes = "{types}"\n'
+            f'post_ops = ["bias"]\n\n[target]\nhw = "{target}"\n')
+    out = Engine().check(Source(text))
+    assert (out["artifact"], out["verdict"]) == ("asm", "ok"), out

@@ -69,3 +69,56 @@ def test_int8_mad_multiplies_bytes_and_assembles(hw):
 def test_int8_mad_line_runs_right_in_the_simulator(hw):
     out = Engine().check(Source(LINES[hw], f"{hw}.kernel.toml"), asm=True)
     assert out["ok"] and out["rel_err"] == 0, out
+
+
+S8_MAD = """[problem]
+op = "conv"
+prop = "fwd"
+shape = "mb2ic64ih4oc32oh4kh1ph0"
+types = "s8:s8:s8"
+src = "axb"
+wei = "axcb"
+dst = "axb"
+[config]
+fma = "mad"
+[target]
+hw = "{hw}"
+"""
+
+
+@pytest.mark.skipif(shutil.which("iga64") is None, reason="iga64 (Debian libigc-tools) is not installed")
+@pytest.mark.parametrize("hw", ["xehpg", "xehpc"])
+def test_s8_mad_reads_odd_bytes_where_the_target_encodes_them_and_assembles(hw):
+    """Xe-HPC encodes a ternary byte source's subregister in words: a broadcast byte at an odd offset is
+    copied to an even one first (iga64 -p=12p72 rejects ``r6.1<0>:b`` as src2); no byte immediates."""
+    engine = Engine()
+    parsed = engine.parse(Source(S8_MAD.format(hw=hw), f"{hw}.kernel.toml"))
+    r = engine.resolve(parsed, None, None, for_check=True)
+    listing = engine.assembly(r, parsed.sources())
+    assert listing["assembler"]["ok"], listing["assembler"]
+    asm = listing["asm"]
+    assert not re.search(r"\s-?\d+:u?b(\s|$)", asm)
+    subs = re.findall(r"\(W\) mad \(\d+\|M0\) \S+ \S+ r\d+\.(\d+)<\d+;\d+>:u?b r\d+\.(\d+)<\d+>:u?b", asm)
+    assert subs
+    if hw == "xehpc":
+        assert all(int(a) % 2 == 0 and int(b) % 2 == 0 for a, b in subs), subs[:4]
+    out = engine.check(Source(S8_MAD.format(hw=hw), f"{hw}.kernel.toml"), asm=True)
+    assert out["ok"], out
+
+
+@pytest.mark.skipif(shutil.which("iga64") is None, reason="iga64 (Debian libigc-tools) is not installed")
+def test_assembly_the_assembler_rejects_is_an_internal_codegen_error_never_a_listing():
+    from dataclasses import replace
+
+    from kdd.core.builder import build_kernel
+    from kdd.core.codegen import AssemblerRejected, generate_asm
+    from kdd.core.passes.kernel_pipeline import run_pipeline
+    from kdd.core.spec import load_spec
+
+    spec, _ = load_spec(S8_MAD.format(hw="xehpc"), "k.kernel.toml")
+    kernel = build_kernel(spec.problem, spec.config, spec.target)
+    final = run_pipeline(kernel).final
+    careless = replace(spec.target, xe=replace(spec.target.xe, ternary_byte_align=1))   # forgets the rule
+    with pytest.raises(AssemblerRejected, match="GED_SetSrc2SubRegNum"):
+        generate_asm(kernel, final, careless)
+    assert generate_asm(kernel, final, spec.target).assembler["ok"]

@@ -85,8 +85,10 @@ def test_with_regs_and_subtiles_pinned_the_allocation_refuses_at_the_knob_it_nam
     parsed = engine.parse(Source(text))
     assert not [d for d in parsed.diagnostics if d.severity.name == "ERROR"]  # the floor (112) fits
     out = engine.compile(Source(text), "stats")
-    errors = [d for d in out["diagnostics"] if d["code"] == "regs"]
-    assert [d["severity"] for d in errors] == ["error"]
+    assert not out["ok"] and out["failure"]["code"] == "out-of-registers" and out["failure"]["knob"] == "iter"
+    errors = [d for d in out["diagnostics"] if d["severity"] == "error"]
+    assert [d["code"] for d in errors] == ["regs"]       # one error, at the knob
+    assert not engine.compile(Source(text), "ir")["ok"]  # whatever is emitted
     assert errors[0]["message"].startswith("out of registers at ") and "live: C accumulators 64" in errors[0]["message"]
     line = text.splitlines()[errors[0]["range"]["start"]["line"]]
     assert line.startswith("line = ") and out["stats"]["registers"]["allocated"] is None

@@ -36,16 +36,26 @@ def config_file(tmp_path):
 def test_pass_prints_a_verdict_and_exits_0(config_file, capsys):
     assert main(["check", str(config_file)]) == 0
     out = capsys.readouterr().out
-    assert out.startswith("ok ic16ih5oc16oh5kh3ph1: rel_err")
+    assert out.startswith("ok ic16ih5oc16oh5kh3ph1 (the assembled kernel in kdd's Xe simulator): rel_err")
 
 
-def test_json_output(config_file, capsys):
+def test_json_output_says_what_ran(config_file, capsys):
     assert main(["check", str(config_file), "--json"]) == 0
     result = json.loads(capsys.readouterr().out)
-    assert set(result) == {"ok", "rel_err", "tol", "first_bad_index", "shape", "ms", "tensor", "unwritten", "stage"}
-    assert result["stage"] == "final"  # the kernel after every pass, as compiled
+    assert set(result) == {"ok", "rel_err", "tol", "first_bad_index", "shape", "ms", "tensor", "unwritten", "stage",
+                           "artifact", "verdict", "asm"}
+    assert (result["artifact"], result["stage"], result["verdict"]) == ("asm", "final", "ok")  # the code, by default
     assert result["ok"] is True and result["shape"] == "ic16ih5oc16oh5kh3ph1"
     assert result["tol"] == 4e-3 and result["first_bad_index"] is None
+
+
+def test_stage_runs_that_ir_in_the_interpreter(config_file, capsys):
+    assert main(["check", str(config_file), "--stage", "final", "--json"]) == 0
+    result = json.loads(capsys.readouterr().out)
+    assert (result["artifact"], result["stage"], result["verdict"]) == ("ir", "final", "ok")
+    assert "asm" not in result
+    assert main(["check", str(config_file), "--stage", "build"]) == 0
+    assert "(the IR after build in the interpreter)" in capsys.readouterr().out
 
 
 def test_shape_option_checks_another_shape(config_file, capsys):
@@ -56,11 +66,11 @@ def test_shape_option_checks_another_shape(config_file, capsys):
 def test_mismatch_exits_1_with_the_first_bad_index(config_file, capsys, monkeypatch):
     real = interp_check.check_kernel
 
-    def strict(kernel, problem, seed, tol):  # no kernel this side of exact f16 passes a negative tolerance
-        return real(kernel, problem, seed=seed, tol=-1.0)
+    def strict(kernel, problem, seed, tol, max_macs):  # no kernel this side of exact f16 passes a negative tolerance
+        return real(kernel, problem, seed=seed, tol=-1.0, max_macs=max_macs)
     monkeypatch.setattr(interp_check, "check_kernel", strict)
-    assert main(["check", str(config_file)]) == 1
-    assert "FAIL ic16ih5oc16oh5kh3ph1" in capsys.readouterr().out
+    assert main(["check", str(config_file), "--stage", "final"]) == 1
+    assert "WRONG ic16ih5oc16oh5kh3ph1" in capsys.readouterr().out
 
 
 def test_invalid_config_exits_2_with_located_diagnostics(tmp_path, capsys):

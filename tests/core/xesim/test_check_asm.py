@@ -104,8 +104,8 @@ def test_bisect_says_ir_right_assembly_wrong_and_names_the_ir_node(monkeypatch):
     engine = Engine()
     real = Engine.assembly
 
-    def mutated(self, r, sources):
-        listing = real(self, r, sources)
+    def mutated(self, r, sources, tools=True):
+        listing = real(self, r, sources, tools)
         return {**listing, "asm": "\n".join(off_by_one_offset(listing["asm"].splitlines())) + "\n"}
     monkeypatch.setattr(Engine, "assembly", mutated)
     text = (EXAMPLES / "int8.kernel.toml").read_text()
@@ -158,21 +158,21 @@ def test_right_assembly_agrees_with_the_interpreter_at_every_register_checkpoint
 def test_check_asm_matches_the_interpreter_checks_json_shape():
     engine = Engine()
     source = Source((EXAMPLES / "gemm_bert.kernel.toml").read_text(), str(EXAMPLES / "gemm_bert.kernel.toml"))
-    ir, asm = engine.check(source), engine.check(source, asm=True)
+    ir, asm = engine.check(source, stage="final"), engine.check(source, asm=True)
     assert asm["ok"] and ir["ok"]
     assert set(ir) <= set(asm) and set(asm) - set(ir) == {"asm"}
     assert asm["shape"] == ir["shape"] and asm["tol"] == ir["tol"]
+    assert (ir["artifact"], asm["artifact"]) == ("ir", "asm")
+    assert engine.check(source) == asm       # the assembly is what kdd check runs by default; --asm says the same
     validator("check.schema.json").validate(asm)
-    refused = engine.check(source, target="sm_90", asm=True)
-    assert not refused["ok"] and refused["failure"]["code"] == "bad-target"
 
 
 def test_a_fault_names_the_instruction_and_its_ir_node(monkeypatch):
     """A load from a register holding no address (the thread header) faults; the check names it."""
     real = Engine.assembly
 
-    def mutated(self, r, sources):
-        listing = real(self, r, sources)
+    def mutated(self, r, sources, tools=True):
+        listing = real(self, r, sources, tools)
         lines = _first(listing["asm"].splitlines(), r"load\.ugm\.d32x8t\.a64", lambda line: re.sub(r"\[r\d+:1\]", "[r0:1]", line))
         return {**listing, "asm": "\n".join(lines) + "\n"}
     monkeypatch.setattr(Engine, "assembly", mutated)
@@ -190,7 +190,7 @@ def test_check_stage_asm_runs_the_simulator_on_every_check():
     assert text.rstrip().rsplit("\n[", 1)[-1].startswith("check]")     # the file ends in its [check] table
     text += 'stage = "asm"\n'
     out = Engine().check(Source(text, str(EXAMPLES / "int8.kernel.toml")))
-    assert out["ok"] and out["stage"] == "asm" and out["asm"]["thread_instructions"] > 0
+    assert out["ok"] and out["artifact"] == "asm" and out["asm"]["thread_instructions"] > 0
 
 
 def _benchdnn_sample():

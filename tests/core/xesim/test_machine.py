@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kdd.core.xesim.errors import Fault, Unsupported
+from kdd.core.xesim.errors import Fault, SimulatorGap
 from kdd.core.xesim.machine import Geometry, Machine
 from kdd.core.xesim.memory import Global
 from kdd.core.xesim.program import parse
@@ -34,8 +34,8 @@ def test_parse_reads_predicates_regions_sends_and_labels():
 
 
 def test_an_instruction_outside_the_subset_names_its_line():
-    with pytest.raises(Unsupported, match="line 2: .*math"):
-        run(["(W) mov (1|M0) r2.0<1>:f 0x3F800000:f", "(W) math.inv (1|M0) r3.0<1>:f r2.0<0;1,0>:f"],
+    with pytest.raises(SimulatorGap, match="line 2: .*lzd"):
+        run(["(W) mov (1|M0) r2.0<1>:ud 0x10:ud", "(W) lzd (1|M0) r3.0<1>:ud r2.0<0;1,0>:ud"],
             lambda m: None)
 
 

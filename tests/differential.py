@@ -1,0 +1,155 @@
+"""The differential test's harness: one random kernel checked twice, by the IR interpreter and by the
+generated code in its simulator (Xe: the assembled binary in ``kdd.core.xesim``; sm_90: the PTX in
+``kdd.core.ptxsim``), each against the float64 reference under the check protocol and tolerances.
+
+``sweep(seed, count)`` draws ``count`` kernels from the builder's random strategies
+(tests/core/builder/kernel_strategies.py) and returns one record per kernel with its ``outcome``:
+
+* ``agree``: both checks pass;
+* ``disagree``: one passes and the other does not, or both fail (``reason`` says which: ``code
+  wrong``, ``code faults``, ``assembler rejected`` - invalid code is a generator bug -, ``ir wrong``);
+* ``not-checkable``: kdd cannot check the code (``reason``: ``no-codegen``, ``out-of-registers``,
+  ``simulator-gap``, ``no-assembler``), never counted as agreement or disagreement.
+
+Used by tests/core/test_differential.py (a bounded sweep) and bench/differential.py (a long one).
+"""
+from __future__ import annotations
+
+import shutil
+import sys
+import time
+from math import prod
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent / "core" / "builder"))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from kernel_strategies import configs, problems  # noqa: E402
+
+from kdd.core.builder import BuildError, build_kernel  # noqa: E402
+from kdd.core.config.validate import validate_config  # noqa: E402
+from kdd.core.interp.check import check_kernel  # noqa: E402
+
+TYPES = ["f32", "f16", "bf16", "s8", "u8", "f16:f16:f32", "bf16:bf16:f32", "s8:s8:s32", "u8:s8:s32",
+         "s8:s8:f32", "u8:s8:u8", "s8:s8:s8", "bf16:f32:bf16"]
+TARGETS = ("xehpg", "xehpc", "sm_90")
+FMAS = {"xehpg": ("mad", "dp4a", "dpas"), "xehpc": ("mad", "dp4a", "dpas"), "sm_90": ("fma", "mma")}
+# The interpreter and the simulators run every thread of the launch: keep launches small.
+MAX_THREADS = {"xehpg": 256, "xehpc": 256, "sm_90": 64}
+
+
+def _code_check(kernel, target) -> tuple[dict | None, str | None]:
+    """The check of the generated code, or (None, why it is not checkable); raises nothing kdd-internal."""
+    from kdd.core.codegen import CodegenUnsupported, OutOfRegisters, generate_asm
+    from kdd.core.passes.kernel_pipeline import run_pipeline
+
+    final = run_pipeline(kernel).final
+    try:
+        if target.isa == "ptx":
+            from kdd.core.codegen.ptx import generate_ptx
+            from kdd.core.ptxsim import check_ptx
+
+            listing = generate_ptx(kernel, final, target, check=False)
+            return check_ptx(kernel, {"asm": listing.asm, "launch": listing.launch}), None
+        if shutil.which(target.assembler[0]) is None:
+            return None, "no-assembler"
+        listing = generate_asm(kernel, final, target, check=False)    # the check assembles it once
+    except CodegenUnsupported as exc:
+        return None, f"no-codegen: {exc}"
+    except OutOfRegisters:
+        return None, "out-of-registers"
+    from kdd.core.xesim.check import check_assembly
+
+    out = check_assembly(kernel, listing.to_dict(), target.assembler)
+    out["rejected"] = "the assembler failed" in out.get("error", "")      # what generate_asm raises as
+    return out, None                                                     # AssemblerRejected
+
+
+def run_case(problem, config, target_name: str, seed: int = 0) -> dict | None:
+    """One kernel checked by the interpreter and by its code; None when the builder or the config
+    validation (what ``kdd compile`` runs) rejects the config, or the launch is over the size bound
+    (not a case)."""
+    from kdd.core.targets import get_target
+
+    start = time.perf_counter()
+    target = get_target(target_name)
+    try:
+        kernel = build_kernel(problem, config, target)
+    except BuildError:
+        return None
+    if prod(kernel.grid) * prod(kernel.tg) > MAX_THREADS[target_name]:
+        return None
+    if any(i.severity == "error" for i in validate_config(problem, kernel.config, target)):
+        return None         # kdd compile refuses it too: not a kernel a user gets
+    d = problem.to_dict()
+    case = {"problem": {"op": d["op"], "prop": d["prop"], "shape": problem.shape.canonical(), "types": d["types"],
+                        "tags": d["tags"], "post_ops": d["post_ops"]},
+            "config": str(kernel.config), "target": target_name}
+    ir = check_kernel(kernel, problem, seed=seed)
+    middle = time.perf_counter()
+    code, why = _code_check(kernel, target)
+    case["interp_s"], case["code_s"] = round(middle - start, 3), round(time.perf_counter() - middle, 3)
+    case["interp"] = {"ok": ir.ok, "rel_err": ir.rel_err, "tol": ir.tol}
+    if code is None:
+        outcome, reason = "not-checkable", why.split(":")[0]
+        case["detail"] = why
+    elif "error" in code:
+        gap = (code.get("asm") or {}).get("unsupported") or (code.get("ptx") or {}).get("gap")
+        outcome = "not-checkable" if gap else "disagree"
+        reason = "simulator-gap" if gap else ("assembler rejected" if code.get("rejected") else "code faults")
+        case["detail"] = code["error"]
+    else:
+        case["code"] = {"ok": code["ok"], "rel_err": code.get("rel_err"), "tol": code.get("tol"),
+                        "unwritten": code.get("unwritten")}
+        if ir.ok and code["ok"]:
+            outcome, reason = "agree", None
+        else:
+            outcome = "disagree"
+            reason = "code wrong" if ir.ok else ("ir wrong" if code["ok"] else "both wrong")
+    case.update(outcome=outcome, reason=reason, seconds=round(time.perf_counter() - start, 3))
+    return case
+
+
+def sweep(seed: int, count: int, targets=TARGETS, on_case=None) -> list[dict]:
+    """``count`` distinct random kernels (each built, valid and under the size bound) drawn with
+    hypothesis from ``seed``, each run through :func:`run_case`; ``on_case(record)`` is called after each."""
+    from hypothesis import HealthCheck, Phase, assume, given, settings
+    from hypothesis import seed as fixed_seed
+    from hypothesis import strategies as st
+
+    records: list[dict] = []
+    seen: set = set()
+
+    def one(data):
+        p = data.draw(problems(TYPES, post_ops=True))
+        target = data.draw(st.sampled_from(list(targets)))
+        config = data.draw(configs(p, FMAS[target]))
+        key = (p.to_dict().__repr__(), str(config), target)
+        assume(key not in seen)         # hypothesis mutates what it drew: each kernel is checked once
+        seen.add(key)
+        record = run_case(p, config, target, seed=seed)
+        assume(record is not None)
+        records.append(record)
+        if on_case is not None:
+            on_case(record)
+
+    # hypothesis stops a run early when most draws are rejected (configs the builder or the validation
+    # refuses), so runs continue from derived seeds until ``count`` kernels were checked
+    for attempt in range(50):
+        if len(records) >= count:
+            break
+        run = settings(max_examples=count - len(records), deadline=None, database=None, derandomize=False,
+                       phases=[Phase.generate], suppress_health_check=list(HealthCheck))(given(st.data())(one))
+        fixed_seed(seed * 1000 + attempt)(run)()
+    return records
+
+
+def counts(records: list[dict]) -> dict:
+    """Outcome counts, and per outcome other than agree the counts by reason."""
+    out: dict = {"cases": len(records), "agree": 0, "disagree": 0, "not-checkable": 0, "reasons": {}}
+    for r in records:
+        out[r["outcome"]] += 1
+        if r["reason"]:
+            key = f"{r['outcome']}: {r['reason']}"
+            out["reasons"][key] = out["reasons"].get(key, 0) + 1
+    return out
