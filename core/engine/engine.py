@@ -13,8 +13,10 @@ The command line, the language server and the JSON-RPC server all call one
 - ``check``: the check problem, config, target, seed, tolerance and stage.
 
 Results are plain data (:mod:`.artifacts`); the heavy ones (the build, the
-pass trace, the check) also go to an optional :class:`DiskCache` under keys
-that include the generator version, so a restarted process is warm.
+pass trace, the listing, the check) also go to an optional :class:`DiskCache`
+under keys that include the generator version (and, for what an assembler
+made, the tools' stamps: :mod:`kdd.core.toolchain`), so a restarted process
+is warm.
 ``runs`` counts what each stage really ran, which tests and ``kdd/stats``
 read.
 """
@@ -41,6 +43,7 @@ from kdd.core.spec import (Diagnostic, KernelSpec, Position, Range, Severity, lo
                            read_file)
 from kdd.core.spec.schema import ASM_STAGE, CHECK_STAGES
 from kdd.core.targets import TARGETS
+from kdd.core.toolchain import find_tool, stamps
 
 from . import artifacts
 from .disk_cache import DiskCache
@@ -349,7 +352,9 @@ class Engine:
             if asm and r.target.isa == "ptx":
                 raise StageFailed(Failure("input", "--asm simulates Xe assembly; sm_90 kernels run on a GPU "
                                                    "(kdd check --device)", "bad-target"))
-            key = r.key("check", spec.check_seed, spec.check_tol, stage, bisect_passes, unbounded, asm)
+            # --asm runs the binary the assembler made: the verdict is that assembler's too
+            key = r.key("check", spec.check_seed, spec.check_tol, stage, bisect_passes, unbounded, asm,
+                        stamps() if asm else ())
             sources = parsed.sources()
 
             def run() -> dict:
@@ -417,7 +422,6 @@ class Engine:
         assembler's report (``Listing.to_dict()`` plus ``listing``, its text form), each line's IR node
         joined to the config range of its knob. Out of registers is a failure on the responsible knob."""
         from kdd.core.codegen import CodegenError, CodegenUnsupported, OutOfRegisters, generate_asm
-        from kdd.core.codegen.assembler import tool_version
 
         def lower() -> dict:
             kernel = self.kernel(r, sources)
@@ -434,8 +438,7 @@ class Engine:
                 return {"failure": Failure("codegen", f"internal error (please report it): {exc}", "codegen-error",
                                            internal=True).to_dict()}
             return {**listing.to_dict(), "listing": listing.render()}
-        tool = r.target.assembler[0] if r.target.assembler else ""
-        asm = self._artifact("asm", r.key("asm", tool, tool_version(tool)), lower)
+        asm = self._artifact("asm", r.key("asm", stamps()), lower)
         if "failure" in asm:
             f = asm["failure"]
             raise StageFailed(Failure(f["stage"], f["message"], f["code"], f.get("knob"),
@@ -452,7 +455,6 @@ class Engine:
         try:
             from kdd.core.codegen.ptx import generate_ptx
             from kdd.core.codegen.ptx.device import DeviceUnavailable, check_on_device, time_on_device
-            from kdd.core.codegen.ptx.tools import find_tool
 
             parsed = self.parse(source)
             r = self.resolve(parsed, shape, for_check=not bench)

@@ -10,7 +10,10 @@ shape; a problem over the interpreter's size bound is refused (exit 2)
 unless ``--unbounded``. ``--device`` (sm_90) runs the cubin on a CUDA GPU
 instead, against the same reference; ``--asm`` (Xe) runs the binary the assembler built in
 kdd's instruction-level simulator, against the same reference. ``--bisect`` checks the IR after the build and after every pass and
-names the first stage whose IR computes a wrong result. Exit status 0 when
+names the first stage whose IR computes a wrong result. A verdict already
+reached for the same config, options, tools and kdd is answered from the
+on-disk cache the daemons share (``$KDD_CACHE_DIR``, else ``~/.cache/kdd``;
+``--no-cache`` checks anew; ``--device`` runs are never cached). Exit status 0 when
 the outputs match, 1 when they do not (or the kernel breaks the IR
 semantics while running), 2 when FILE cannot be read or the config is
 invalid, 3 for a failure inside kdd (a pass that raised).
@@ -63,5 +66,5 @@ def register(sub) -> None:
                    help="interpret the problem even when it is over the interpreter's size bound (slow)")
     p.add_argument("--json", action="store_true",
                    help="print the verdict as JSON (protocol/check.schema.json)")
-    engine_call.add_connect_option(p)
+    engine_call.add_engine_options(p)
     p.set_defaults(run=run)

@@ -2,9 +2,9 @@
 
 The tools come from the PyPI wheels ``nvidia-cuda-nvcc`` (``ptxas``) and
 ``nvidia-cuda-nvdisasm`` (``nvdisasm``), installed into the virtual
-environment by ``tools/setup.sh``; :func:`find_tool` looks in the
-``nvidia/*/bin`` folders of the running interpreter's site-packages, then on
-``PATH``. A missing tool is a report with ``ok: False`` and the reason.
+environment by ``tools/setup.sh``; :func:`kdd.core.toolchain.find_tool` looks in
+the ``nvidia/*/bin`` folders of the running interpreter's site-packages, then
+on ``PATH``. A missing tool is a report with ``ok: False`` and the reason.
 
 :func:`ptxas` runs ``ptxas -arch=sm_90 -v -lineinfo`` and parses ``-v``
 (registers, spill stores and loads, stack frame, barriers, constant bank).
@@ -16,31 +16,16 @@ two by instruction offset.
 """
 from __future__ import annotations
 
-import glob
 import os
 import re
-import shutil
-import site
 import subprocess
-import sys
 import tempfile
 from dataclasses import dataclass, field
 from functools import lru_cache
 
+from kdd.core.toolchain import find_tool
+
 from ..assembler import AssemblerReport
-
-
-@lru_cache(maxsize=None)
-def find_tool(name: str) -> str | None:
-    """Path of ``name`` from the nvidia wheels of this interpreter's environment, or on PATH."""
-    roots = list(site.getsitepackages()) + [site.getusersitepackages()]
-    roots.append(os.path.join(sys.prefix, "lib", f"python{sys.version_info[0]}.{sys.version_info[1]}",
-                              "site-packages"))
-    for root in roots:
-        for path in sorted(glob.glob(os.path.join(root, "nvidia", "*", "bin", name))):
-            if os.access(path, os.X_OK):
-                return path
-    return shutil.which(name)
 
 
 @lru_cache(maxsize=None)
