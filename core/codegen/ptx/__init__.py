@@ -46,6 +46,7 @@ GPU and comparing with the float64 reference).
 """
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 from ..listing import AsmLine, Listing
@@ -53,7 +54,7 @@ from ..xe import _ir_nodes, ir_model_registers
 from .asyncs import plan_waits
 from .lower import PtxLowering, Redo
 from .swizzle import shift_for
-from .tools import find_tool, ptxas, sass
+from .tools import PtxasResult, SassLine, find_tool, ptxas, sass
 
 PTX_VERSION = "8.0"     # CUDA 12.0: any CUDA 12 driver can JIT it
 
@@ -167,6 +168,13 @@ def _lower(kernel, body) -> PtxLowering:
     return planned
 
 
+def _assemble(ptx: str) -> tuple[PtxasResult, list[SassLine], str | None]:
+    """ptxas's result and, when it made a cubin, nvdisasm's SASS lines (or why there are none)."""
+    result = ptxas(ptx)
+    found, why = sass(result.cubin) if result.cubin is not None else ([], None)
+    return result, found, why
+
+
 def generate_ptx(kernel, body, target, check: bool = True) -> PtxListing:
     """Lower ``body`` (the final IR of ``kernel``) for ``sm_90``; with ``check`` run ptxas and
     nvdisasm and put their figures on the lines. Raises ``CodegenUnsupported`` for IR forms the
@@ -174,17 +182,21 @@ def generate_ptx(kernel, body, target, check: bool = True) -> PtxListing:
     cg = _lower(kernel, body)
     name = "kdd_kernel"
     text, nodes, where = _module(kernel, cg, name)
-    ir = _ir_nodes(body)
+    with ThreadPoolExecutor(1) as pool:
+        # ptxas and nvdisasm run while this thread maps IR nodes and runs the register model.
+        tools = pool.submit(_assemble, "\n".join(text) + "\n") if check else None
+        ir = _ir_nodes(body)
+        model = ir_model_registers(kernel, body, target)
+        mix = _mix(cg.em.lines)
+        result, found, why = tools.result() if tools is not None else (None, [], None)
     live = [0] * len(text)
     sass_lines: list[dict] = []
     report: dict = {}
     resources: dict = {}
     cubin = None
     if check:
-        result = ptxas("\n".join(text) + "\n")
         report, resources, cubin = result.report.to_dict(), result.resources, result.cubin
         if cubin is not None:
-            found, why = sass(cubin)
             if why:
                 report["messages"] = report["messages"] + [why]
                 report["ok"] = False
@@ -211,8 +223,8 @@ def generate_ptx(kernel, body, target, check: bool = True) -> PtxListing:
     budget = getattr(kernel.config, "regs", None) or target.registers.max_regs
     launch = {"entry": name, "grid": list(kernel.grid), "block": [32 * kernel.tg[0], kernel.tg[1], kernel.tg[2]],
               "shared_bytes": cg.slm_bytes, "params": [a.name for a in kernel.args]}
-    return PtxListing(target.name, lines, peak, peak_line, budget, ir_model_registers(kernel, body, target), {},
-                      _mix(cg.em.lines), {}, [], report, allocations, target.registers.reg_bytes, [], sass_lines, resources, launch,
+    return PtxListing(target.name, lines, peak, peak_line, budget, model, {},
+                      mix, {}, [], report, allocations, target.registers.reg_bytes, [], sass_lines, resources, launch,
                       cubin)
 
 

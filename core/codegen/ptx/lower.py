@@ -75,7 +75,6 @@ class PtxLowering(LaneWords, ExprLowering, MemoryLowering):
         self.stashed: tuple | None = None   # (condition, deferred global loads) of a closed branch
         self.slot_m = slot_multiples(body, {a.var.name: 16 for a in kernel.args})
         self.deferred: dict[str, list[Deferred]] = {}
-        self.constant: dict[int, tuple] = {}
         self.dropped: dict[str, list[tuple[int, int]]] = {}
         self.em = Emitter()
         self.env: dict[str, list] = {}
