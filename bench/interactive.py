@@ -14,9 +14,11 @@ change of load falls on both. Per example and round:
 
 Bytecode is cached (in a folder of this run, as an installed package has it)
 for both: with ``PYTHONDONTWRITEBYTECODE`` set every process would compile
-every module it imports again. The table shows each example's median ratio over ``--rounds``; the summary
-the median and the worst over the examples beside the issue's bounds (cold:
-median <= 1.25, worst <= 2.5; repeat: <= 0.5). Writes JSON (default
+every module it imports again. The table shows each example's median wall
+ratio over ``--rounds`` (the issue's figure) and, in parentheses, its median
+ratio of CPU time (user + system), which a loaded machine disturbs less; the
+summary the median and the worst over the examples beside the issue's bounds
+(cold: median <= 1.25, worst <= 2.5; repeat: <= 0.5). Writes JSON (default
 ``bench/results/interactive.json``). No asserts on time.
 
     .venv/bin/python bench/interactive.py [--rounds 3] [--json PATH] [EXAMPLE ...]
@@ -24,15 +26,14 @@ median <= 1.25, worst <= 2.5; repeat: <= 0.5). Writes JSON (default
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import platform
 import statistics
-import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
+
+from fresh_process import timed, write_json
 
 ROOT = Path(__file__).resolve().parents[1]
 KDD = str(Path(sys.executable).parent / "kdd")
@@ -40,33 +41,29 @@ LOOP = "s = 0\nfor i in range(2_000_000): s += i*i % 7\n"
 BOUNDS = {"cold_median": 1.25, "cold_worst": 2.5, "repeat_median": 0.5}
 
 
-def wall_s(argv: list[str], env: dict) -> float:
-    """Seconds a fresh process of ``argv`` takes; a failing command stops the run (its time is no figure)."""
-    t0 = time.perf_counter()
-    run = subprocess.run(argv, capture_output=True, env=env, check=False)
-    seconds = time.perf_counter() - t0
-    if run.returncode not in (0, 1):
-        raise SystemExit(f"{' '.join(argv)} exited {run.returncode}: {run.stderr.decode()[-500:]}")
-    return seconds
-
-
 def ratios(example: Path, rounds: int, env: dict) -> dict:
     """The example's cold and repeat ratios to the loop, one of each per round."""
     loop = [sys.executable, "-c", LOOP]
     cold = [KDD, "compile", str(example), "--emit", "passes", "--no-cache"]
     repeat = [KDD, "compile", str(example), "--emit", "asm"]
-    wall_s(repeat, env)  # fills the cache directory: the timed runs are the repeats
-    out: dict = {"loop_s": [], "cold_s": [], "repeat_s": [], "cold": [], "repeat": []}
+    def run(argv: list[str]) -> tuple[float, float]:
+        wall, cpu, _ = timed(argv, env, ok=(0, 1))
+        return wall, cpu
+
+    run(repeat)  # fills the cache directory: the timed runs are the repeats
+    out: dict = {k: [] for k in ("loop_s", "cold_s", "repeat_s", "cold", "repeat", "cold_cpu", "repeat_cpu")}
     for i in range(rounds):
         if i % 2:
-            c, r, lp = wall_s(cold, env), wall_s(repeat, env), wall_s(loop, env)
+            c, r, lp = run(cold), run(repeat), run(loop)
         else:
-            lp, c, r = wall_s(loop, env), wall_s(cold, env), wall_s(repeat, env)
-        out["loop_s"].append(lp)
-        out["cold_s"].append(c)
-        out["repeat_s"].append(r)
-        out["cold"].append(c / lp)
-        out["repeat"].append(r / lp)
+            lp, c, r = run(loop), run(cold), run(repeat)
+        out["loop_s"].append(lp[0])
+        out["cold_s"].append(c[0])
+        out["repeat_s"].append(r[0])
+        out["cold"].append(c[0] / lp[0])
+        out["repeat"].append(r[0] / lp[0])
+        out["cold_cpu"].append(c[1] / lp[1])
+        out["repeat_cpu"].append(r[1] / lp[1])
     return out
 
 
@@ -84,23 +81,23 @@ def main() -> int:
         env.update(KDD_CACHE_DIR=cache, PYTHONPYCACHEPREFIX=pyc)
         for path in examples:
             rows[path.name[: -len(".kernel.toml")]] = ratios(path, args.rounds, env)
-    print(f"wall time / the loop's wall time in the same round; median of {args.rounds} rounds")
-    print(f"{'example':<22} {'loop s':>7} {'cold':>6} {'repeat':>7}")
+    print(f"time / the loop's time in the same round, wall (and CPU); median of {args.rounds} rounds")
+    print(f"{'example':<22} {'loop s':>7} {'cold':>13} {'repeat':>13}")
     for name, r in rows.items():
-        print(f"{name:<22} {statistics.median(r['loop_s']):7.3f} {statistics.median(r['cold']):6.2f} "
-              f"{statistics.median(r['repeat']):7.2f}")
-    cold = [statistics.median(r["cold"]) for r in rows.values()]
-    repeat = [statistics.median(r["repeat"]) for r in rows.values()]
-    summary = {"cold_median": round(statistics.median(cold), 3), "cold_worst": round(max(cold), 3),
-               "repeat_median": round(statistics.median(repeat), 3), "repeat_worst": round(max(repeat), 3)}
+        print(f"{name:<22} {statistics.median(r['loop_s']):7.3f} "
+              + " ".join(f"{statistics.median(r[k]):6.2f} ({statistics.median(r[k + '_cpu']):4.2f})"
+                         for k in ("cold", "repeat")))
+    summary = {}
+    for k in ("cold", "repeat", "cold_cpu", "repeat_cpu"):
+        per_example = [statistics.median(r[k]) for r in rows.values()]
+        summary[f"{k}_median"] = round(statistics.median(per_example), 3)
+        summary[f"{k}_worst"] = round(max(per_example), 3)
     for key, value in summary.items():
         bound = BOUNDS.get(key)
         print(f"{key:<14} {value:6.2f}" + (f"   (issue: <= {bound})" if bound is not None else ""))
     out = {"python": platform.python_version(), "machine": platform.machine(), "loop": LOOP,
            "rounds": args.rounds, "bounds": BOUNDS, "summary": summary, "examples": rows}
-    Path(args.json).parent.mkdir(parents=True, exist_ok=True)
-    Path(args.json).write_text(json.dumps(out, indent=1) + "\n")
-    print(f"wrote {args.json}")
+    write_json(args.json, out)
     return 0
 
 

@@ -11,13 +11,13 @@
 Adapters (the CLI, the language server, the JSON-RPC server) call an
 ``Engine`` and only translate its results.
 
-The names below load their module on first use (PEP 562): the command line
+The names below load their module on first use (:mod:`kdd.core.lazy_exports`): the command line
 keys and reads its on-disk cache (``.keys``, ``.disk_cache``) without loading
 the compiler behind ``.engine``.
 """
 from __future__ import annotations
 
-import importlib
+from kdd.core.lazy_exports import lazy_exports
 
 _WHERE = {
     "DiskCache": "disk_cache", "default_cache_dir": "disk_cache", "FINAL": "engine", "STAGES": "engine",
@@ -26,10 +26,4 @@ _WHERE = {
 }
 __all__ = sorted(_WHERE)
 
-
-def __getattr__(name: str):
-    if name not in _WHERE:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(f".{_WHERE[name]}", __name__), name)
-    globals()[name] = value
-    return value
+__getattr__ = lazy_exports(__name__, _WHERE)

@@ -11,13 +11,13 @@
 * :mod:`.extends` — ``extends = "other.kernel.toml"``: inheritance through an injectable ``read_text``
 * :mod:`.kernel_spec` — ``load_spec``: text to ``KernelSpec`` plus every diagnostic
 
-The names below load their module on first use (PEP 562), so a caller that
+The names below load their module on first use (:mod:`kdd.core.lazy_exports`), so a caller that
 needs one submodule (the command line reading a file to key its cache) does
 not load the parser.
 """
 from __future__ import annotations
 
-import importlib
+from kdd.core.lazy_exports import lazy_exports
 
 _WHERE = {
     "Diagnostic": "diagnostics", "Related": "diagnostics", "Severity": "diagnostics",
@@ -28,10 +28,4 @@ _WHERE = {
 }
 __all__ = sorted(_WHERE)
 
-
-def __getattr__(name: str):
-    if name not in _WHERE:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(f".{_WHERE[name]}", __name__), name)
-    globals()[name] = value
-    return value
+__getattr__ = lazy_exports(__name__, _WHERE)

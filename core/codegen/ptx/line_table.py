@@ -40,7 +40,8 @@ def _sections(elf: bytes) -> dict[str, bytes]:
     return out
 
 
-def _uleb(data: bytes, i: int) -> tuple[int, int]:
+def _leb128(data: bytes, i: int, signed: bool = False) -> tuple[int, int]:
+    """The (unsigned, or ``signed``) LEB128 number at ``data[i]`` and the index after it."""
     value = shift = 0
     while True:
         b = data[i]
@@ -48,18 +49,7 @@ def _uleb(data: bytes, i: int) -> tuple[int, int]:
         value |= (b & 0x7F) << shift
         shift += 7
         if b < 0x80:
-            return value, i
-
-
-def _sleb(data: bytes, i: int) -> tuple[int, int]:
-    value = shift = 0
-    while True:
-        b = data[i]
-        i += 1
-        value |= (b & 0x7F) << shift
-        shift += 7
-        if b < 0x80:
-            return (value - (1 << shift) if b & 0x40 else value), i
+            return (value - (1 << shift) if signed and b & 0x40 else value), i
 
 
 def _program_rows(data: bytes, start: int) -> tuple[list[list[tuple[int, int]]], int]:
@@ -98,7 +88,7 @@ def _program_rows(data: bytes, start: int) -> tuple[list[list[tuple[int, int]]],
             line += line_base + adjusted % line_range
             rows.append((address, line))
         elif op == 0:                       # extended
-            size, i = _uleb(data, i)
+            size, i = _leb128(data, i)
             sub = data[i]
             if sub == 1:                    # end_sequence
                 rows.append((address, line))
@@ -110,10 +100,10 @@ def _program_rows(data: bytes, start: int) -> tuple[list[list[tuple[int, int]]],
         elif op == 1:                       # copy
             rows.append((address, line))
         elif op == 2:                       # advance_pc
-            n, i = _uleb(data, i)
+            n, i = _leb128(data, i)
             address += n * min_inst
         elif op == 3:                       # advance_line
-            n, i = _sleb(data, i)
+            n, i = _leb128(data, i, signed=True)
             line += n
         elif op == 8:                       # const_add_pc
             address += (255 - opcode_base) // line_range * min_inst
@@ -123,7 +113,7 @@ def _program_rows(data: bytes, start: int) -> tuple[list[list[tuple[int, int]]],
             address += n
         else:                               # set_file, set_column, flags, set_isa: skip the arguments
             for _ in range(arg_counts[op - 1]):
-                _, i = _uleb(data, i)
+                _, i = _leb128(data, i)
     if rows:
         sequences.append(rows)
     return sequences, end
