@@ -10,13 +10,13 @@ from __future__ import annotations
 
 import importlib
 import sys
-from typing import Any, Callable
+from collections.abc import Callable
 
 
-def lazy_exports(package: str, where: dict[str, str]) -> Callable[[str], Any]:
+def lazy_exports(package: str, where: dict[str, str]) -> Callable[[str], object]:
     """The module ``__getattr__`` of ``package``: ``where`` maps each name to the submodule (relative to the
     package) defining it; a loaded name is stored in the package, so it is looked up once."""
-    def __getattr__(name: str) -> Any:
+    def __getattr__(name: str) -> object:
         if name not in where:
             raise AttributeError(f"module {package!r} has no attribute {name!r}")
         value = getattr(importlib.import_module(f".{where[name]}", package), name)

@@ -39,16 +39,18 @@ def call(args, method: str, params: dict):
             pass  # the daemon reads it and reports why it cannot
         with Client(args.connect, token=os.environ.get("KDD_TOKEN")) as client:
             return client.call(method, params)
-    from kdd.core.engine.disk_cache import DiskCache
-    from kdd.server.rpc import disk_replies
+    disk = request = None
+    if not getattr(args, "no_cache", False):
+        from kdd.core.engine.disk_cache import DiskCache
+        from kdd.server.rpc import disk_replies
 
-    disk = None if getattr(args, "no_cache", False) else DiskCache()
-    request = disk_replies.request(method, params) if disk is not None else None
-    if request is not None:
-        hit = disk_replies.get(disk, request)
-        if hit is not None:
-            return hit
-        params = dict(params, text=request.text)  # compile exactly the text the key names
+        disk = DiskCache()
+        request = disk_replies.request(method, params)
+        if request is not None:
+            hit = disk_replies.get(disk, request)
+            if hit is not None:
+                return hit
+            params = dict(params, text=request.text)  # compile exactly the text the key names
     from kdd.core.engine import Engine, Source
     from kdd.server.rpc.methods import call as local_call
 
