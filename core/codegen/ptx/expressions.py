@@ -7,7 +7,7 @@ import numpy as np
 
 from kdd.core.ir.expr import (Binary, BoolImm, Broadcast, Cast, FloatImm, IntImm, Load, Op, Ramp, Ternary,
                               Unary, Var)
-from kdd.core.ir.eval import evaluate
+from kdd.core.ir.eval import evaluate, evaluate_operation
 from kdd.core.ir.types import Type, bool_, s32, u32
 from kdd.core.ir.visitor import walk
 
@@ -19,12 +19,16 @@ from .lanes import LANES
 from .values import ARITH, BITS, CMP, FCMP, Ctx, Value, imm_text, pow2
 
 
-@lru_cache(maxsize=4096)
+@lru_cache(maxsize=8192)
 def lane_constants(e) -> tuple | None:
     """The elements of vector ``e`` where it depends on nothing but its element index (ramps of
     constants), else None. A function of ``e``'s structure (nodes hash and compare structurally), so
-    evaluated once for every slot, lowering run and kernel that reads it."""
-    if any(isinstance(n, (Var, Load)) for n in walk(e)):
+    evaluated once for every slot, lowering run and kernel that reads it, and an operation from its
+    operands' values, so a sub-expression many lane maps share is evaluated once too."""
+    if isinstance(e, (Binary, Unary, Ternary, Cast)):
+        operands = [lane_constants(k) for k in e.children()]
+        return None if any(v is None for v in operands) else evaluate_operation(e, operands)
+    if isinstance(e, (Var, Load)) or any(isinstance(n, (Var, Load)) for n in walk(e)):
         return None
     return evaluate(e)
 
