@@ -20,9 +20,11 @@ what only the NVIDIA path has:
   knob, as on Xe).
 - ``sass``: per SASS instruction ``offset``, ``text``, ``live_regs`` (from
   ``nvdisasm --print-life-ranges --life-range-mode count``), ``ptx_line``
-  (0-based index into ``lines``, from ``nvdisasm --print-line-info``, joined
-  by instruction offset) and ``ir_node`` (that PTX line's). This is what
-  ``kdd compile --emit sass`` shows.
+  (0-based index into ``lines``, from the cubin's line table, what
+  ``nvdisasm --print-line-info`` prints, joined by instruction offset) and
+  ``ir_node`` (that PTX line's). This is what ``kdd compile --emit sass``
+  shows. ptxas and nvdisasm run in a thread while the IR node map and the
+  register model are computed.
 - ``registers``: ``peak`` (nvdisasm's most live registers), ``allocated``
   (ptxas ``-v``: registers per thread), ``spill_stores``/``spill_loads``/
   ``stack`` (bytes), ``budget`` (255, or the config's ``regs``), ``source``
@@ -41,8 +43,9 @@ what only the NVIDIA path has:
 ``check=False`` skips ptxas and nvdisasm (``live_regs`` are then 0 and
 ``sass`` empty). Modules: ``lanes`` (which lane holds which byte, slots),
 ``emitter`` (registers and lines), ``lower`` (the IR visitor), ``tools``
-(ptxas and nvdisasm runners and parsers), ``device`` (running a cubin on a
-GPU and comparing with the float64 reference).
+(ptxas and nvdisasm runners and parsers), ``line_table`` (the cubin's DWARF
+line table), ``device`` (running a cubin on a GPU and comparing with the
+float64 reference).
 """
 from __future__ import annotations
 
