@@ -163,7 +163,8 @@ class WorkerPool:
                  memory_mib: int | None = DEFAULT_MEMORY_MIB, read_text=None):
         ctx = multiprocessing.get_context("forkserver" if os.name == "posix" else "spawn")
         if os.name == "posix":
-            ctx.set_forkserver_preload(["kdd.core.engine", "kdd.server.rpc.methods"])
+            # the compiler itself (kdd.core.engine loads it lazily), so a forked worker starts with it loaded
+            ctx.set_forkserver_preload(["kdd.core.engine.engine", "kdd.server.rpc.methods"])
         self.time_limit = time_limit
         self.workers = [Worker(ctx, None if cache_dir is None else str(cache_dir), memory_mib, read_text)
                         for _ in range(max(1, size))]

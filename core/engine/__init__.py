@@ -10,11 +10,20 @@
 
 Adapters (the CLI, the language server, the JSON-RPC server) call an
 ``Engine`` and only translate its results.
-"""
-from .disk_cache import DiskCache, default_cache_dir
-from .engine import FINAL, STAGES, Engine, Parsed, Source
-from .interpreter_check import InterpreterCheck
-from .failure import INTERNAL, INVALID, Failure, StageFailed
 
-__all__ = ["DiskCache", "Engine", "FINAL", "Failure", "INTERNAL", "INVALID", "InterpreterCheck", "Parsed",
-           "STAGES", "Source", "StageFailed", "default_cache_dir"]
+The names below load their module on first use (:mod:`kdd.core.lazy_exports`): the command line
+keys and reads its on-disk cache (``.keys``, ``.disk_cache``) without loading
+the compiler behind ``.engine``.
+"""
+from __future__ import annotations
+
+from kdd.core.lazy_exports import lazy_exports
+
+_WHERE = {
+    "DiskCache": "disk_cache", "default_cache_dir": "disk_cache", "FINAL": "engine", "STAGES": "engine",
+    "Engine": "engine", "Parsed": "engine", "Source": "engine", "InterpreterCheck": "interpreter_check",
+    "INTERNAL": "failure", "INVALID": "failure", "Failure": "failure", "StageFailed": "failure",
+}
+__all__ = sorted(_WHERE)
+
+__getattr__ = lazy_exports(__name__, _WHERE)

@@ -13,8 +13,10 @@ The command line, the language server and the JSON-RPC server all call one
 - ``check``: the check problem, config, target, seed, tolerance and stage.
 
 Results are plain data (:mod:`.artifacts`); the heavy ones (the build, the
-pass trace, the check) also go to an optional :class:`DiskCache` under keys
-that include the generator version, so a restarted process is warm.
+pass trace, the listing, the check) also go to an optional :class:`DiskCache`
+under keys that include the generator version (and, for what an assembler
+made, the tools' stamps: :mod:`kdd.core.toolchain`), so a restarted process
+is warm.
 ``runs`` counts what each stage really ran, which tests and ``kdd/stats``
 read.
 """
@@ -42,6 +44,7 @@ from kdd.core.spec import (Diagnostic, KernelSpec, Position, Range, Severity, lo
                            read_file)
 from kdd.core.spec.schema import ASM_STAGE, CHECK_STAGES
 from kdd.core.targets import TARGETS
+from kdd.core.toolchain import find_tool, stamps
 
 from . import artifacts
 from .disk_cache import DiskCache
@@ -406,7 +409,6 @@ class Engine:
         multiply-adds than the check's bound (unless ``unbounded``), a simulator gap or a missing tool
         is not-checkable, never wrong. ``shape`` is reduced to check size like ``[problem] shape``
         unless ``exact``."""
-        from kdd.core.codegen.assembler import tool_version
 
         parsed = None
         try:
@@ -421,10 +423,10 @@ class Engine:
                 stage = None
             artifact = CODE_ARTIFACT[r.target.isa] if stage is None else IR_ARTIFACT
             shown = stage or FINAL
-            # The assembler's version too: a check it could not run (not installed) is not served once it is.
-            tool = r.target.assembler[0] if artifact == CODE_ARTIFACT["xe"] and r.target.assembler else ""
+            # The code's verdict is its tools' too (the assembler made the binary the simulator ran): a check
+            # they could not run (not installed) is not served once they are.
             key = r.key("check", spec.check_seed, spec.check_tol, stage, bisect_passes, unbounded, artifact,
-                        tool_version(tool) if tool else None)
+                        stamps() if artifact != IR_ARTIFACT else ())
             sources = parsed.sources()
 
             def judged() -> str:
@@ -548,7 +550,6 @@ class Engine:
         text: the check need not wait for them); Xe code is always assembled (the simulator runs the
         binary)."""
         from kdd.core.codegen import CodegenError, CodegenUnsupported, OutOfRegisters, generate_asm
-        from kdd.core.codegen.assembler import tool_version
 
         def lower() -> dict:
             kernel = self.kernel(r, sources)
@@ -571,8 +572,7 @@ class Engine:
                                            internal=True).to_dict()}
             return {**listing.to_dict(), "listing": listing.render()}
         check = tools or r.target.isa != "ptx"
-        tool = r.target.assembler[0] if r.target.assembler and check else ""
-        asm = self._artifact("asm", r.key("asm", tool, tool_version(tool) if tool else None), lower)
+        asm = self._artifact("asm", r.key("asm", check, stamps() if check else ()), lower)
         if "failure" in asm:
             f = asm["failure"]
             raise StageFailed(Failure(f["stage"], f["message"], f["code"], f.get("knob"),
@@ -589,7 +589,6 @@ class Engine:
         try:
             from kdd.core.codegen.ptx import generate_ptx
             from kdd.core.codegen.ptx.device import DeviceUnavailable, check_on_device, time_on_device
-            from kdd.core.codegen.ptx.tools import find_tool
 
             parsed = self.parse(source)
             r = self.resolve(parsed, shape, for_check=not bench)

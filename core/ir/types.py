@@ -114,7 +114,8 @@ class Type:
 
     @property
     def base(self) -> "Type":
-        return Type(self.scalar) if self.lanes != 1 else self
+        """The scalar type of one lane (one shared object per scalar kind: asked for everywhere)."""
+        return self if self.lanes == 1 else _SCALAR_TYPES[self.scalar]
 
     @property
     def size(self) -> int:
@@ -130,8 +131,11 @@ class Type:
         return self.scalar.short if self.lanes == 1 else f"{self.scalar.short}x{self.lanes}"
 
 
+_SCALAR_TYPES = {s: Type(s) for s in Scalar}
+
+
 def _t(s: Scalar) -> Type:
-    return Type(s)
+    return _SCALAR_TYPES[s]
 
 
 s8, s16, s32, s64 = _t(Scalar.S8), _t(Scalar.S16), _t(Scalar.S32), _t(Scalar.S64)

@@ -7,19 +7,26 @@
 * :mod:`.duplicates` — keys and tables defined twice
 * :mod:`.schema` / :mod:`.schema_check` — the format's tables and keys; unknown names, types, values
 * :mod:`.lint` — ``lint_document``: every check a document gets on its own
+* :mod:`.files` — ``read_file``: a config file, regular and size-capped
 * :mod:`.extends` — ``extends = "other.kernel.toml"``: inheritance through an injectable ``read_text``
 * :mod:`.confined` — ``ConfinedReader``: the ``read_text`` of servers, kernel configs inside the roots only
 * :mod:`.kernel_spec` — ``load_spec``: text to ``KernelSpec`` plus every diagnostic
-"""
-from .diagnostics import Diagnostic, Related, Severity
-from .document import Document, Entry, Hit, Table, Value, parse_document
-from .extends import read_file
-from .kernel_spec import KernelSpec, KnobSource, load_spec
-from .lint import lint_document
-from .positions import LineIndex, Position, Range
-from .schema import SCHEMA
 
-__all__ = [
-    "Diagnostic", "Document", "Entry", "Hit", "KernelSpec", "KnobSource", "LineIndex", "Position", "Range",
-    "Related", "SCHEMA", "Severity", "Table", "Value", "lint_document", "load_spec", "parse_document", "read_file",
-]
+The names below load their module on first use (:mod:`kdd.core.lazy_exports`), so a caller that
+needs one submodule (the command line reading a file to key its cache) does
+not load the parser.
+"""
+from __future__ import annotations
+
+from kdd.core.lazy_exports import lazy_exports
+
+_WHERE = {
+    "Diagnostic": "diagnostics", "Related": "diagnostics", "Severity": "diagnostics",
+    "Document": "document", "Entry": "document", "Hit": "document", "Table": "document", "Value": "document",
+    "parse_document": "document", "read_file": "files", "KernelSpec": "kernel_spec", "KnobSource": "kernel_spec",
+    "load_spec": "kernel_spec", "lint_document": "lint", "LineIndex": "positions", "Position": "positions",
+    "Range": "positions", "SCHEMA": "schema",
+}
+__all__ = sorted(_WHERE)
+
+__getattr__ = lazy_exports(__name__, _WHERE)

@@ -38,5 +38,5 @@ def register(sub) -> None:
     p.add_argument("--shape", help="time this problem shape instead (benchdnn descriptor)")
     p.add_argument("--runs", type=int, default=50, help="timed launches (default 50)")
     p.add_argument("--json", action="store_true", help="print one JSON object")
-    engine_call.add_connect_option(p)
+    engine_call.add_engine_options(p)
     p.set_defaults(run=run)

@@ -20,7 +20,12 @@ output never written, or a fault: an access outside a buffer, an SLM race);
 shape over the check's bound without --unbounded: no verdict on the kernel);
 2 when FILE cannot be read, the config is invalid or the kernel cannot be
 compiled; 3 for a failure inside kdd (a pass that raised, assembly the
-assembler rejects).
+assembler rejects). A verdict
+already reached for the same config, options, tools and kdd is answered from
+the on-disk cache the daemons share (``$KDD_CACHE_DIR``, else
+``~/.cache/kdd``; ``--no-cache`` checks anew) once the kernel is rebuilt and
+its code or IR is the one that verdict judged; ``--device`` runs are never
+cached.
 """
 from __future__ import annotations
 
@@ -72,5 +77,5 @@ def register(sub) -> None:
                    help="run the check even when the problem is over the check's size bound (slow)")
     p.add_argument("--json", action="store_true",
                    help="print the verdict as JSON (protocol/check.schema.json)")
-    engine_call.add_connect_option(p)
+    engine_call.add_engine_options(p)
     p.set_defaults(run=run)

@@ -13,7 +13,10 @@ with 3 when it finds a problem. ``--json`` prints one JSON object (see
 ``protocol/compile.schema.json``). ``--shape DESC`` and ``--target NAME``
 compile the same config for another problem shape or target (the defaults
 are re-resolved around the written knobs). Warnings are printed on stderr
-as ``FILE:LINE:COL: severity: message [code]``. Exit status 0 on success, 2
+as ``FILE:LINE:COL: severity: message [code]``. A repeated compile of an
+unchanged config is answered from the on-disk cache the daemons share
+(``$KDD_CACHE_DIR``, else ``~/.cache/kdd``); ``--no-cache`` compiles from
+scratch. Exit status 0 on success, 2
 when FILE cannot be read or the config is invalid or cannot be built, or the
 code generator cannot generate its code (out of registers, an operation it
 cannot lower: an error whatever ``--emit`` asks for, at the knob responsible;
@@ -63,5 +66,5 @@ def register(sub) -> None:
                    help="run the IR verifier on the builder's IR and after every pass (exit 3 if it finds a problem)")
     p.add_argument("--shape", help="compile for this problem shape instead (benchdnn descriptor)")
     p.add_argument("--target", help="compile for this target instead (xehpg, xehpc, sm_90)")
-    engine_call.add_connect_option(p)
+    engine_call.add_engine_options(p)
     p.set_defaults(run=run)

@@ -5,6 +5,13 @@ the same plain-data result, so the command prints the same thing. A daemon
 that cannot be reached, or refuses the token, is exit status 2; one that
 answers with something other than a result (or not within
 ``--connect-timeout``) is exit status 3; either is one line on stderr.
+
+In-process, the engine reads and writes the on-disk cache the daemons use
+(``$KDD_CACHE_DIR``, else the user cache directory; ``--no-cache`` skips
+it), and a reply already computed for the same config, parameters, tools and
+generator is answered from that cache before the compiler is even loaded
+(:mod:`kdd.server.rpc.disk_replies`): a repeated ``kdd compile`` costs the
+interpreter's start-up and one read.
 """
 from __future__ import annotations
 
@@ -15,12 +22,16 @@ from pathlib import Path
 UNREACHABLE, PROTOCOL = 2, 3
 
 
-def add_connect_option(parser) -> None:
+def add_engine_options(parser) -> None:
     parser.add_argument("--connect", metavar="HOST:PORT",
                         help="ask a running `kdd serve --tcp` daemon instead of compiling in this process "
                              "(its token from $KDD_TOKEN, else the file the daemon wrote)")
     parser.add_argument("--connect-timeout", type=float, default=300.0, metavar="SECONDS",
                         help="how long to wait for the daemon's answer (default 300)")
+    parser.add_argument("--no-cache", action="store_true",
+                        help="compile from scratch, without reading or writing the on-disk cache the daemons "
+                             "share ($KDD_CACHE_DIR, else ~/.cache/kdd), which otherwise answers an unchanged "
+                             "config at once")
 
 
 def call(args, method: str, params: dict):
@@ -33,10 +44,26 @@ def call(args, method: str, params: dict):
         except (OSError, UnicodeDecodeError):
             pass  # the daemon reads it and reports why it cannot
         return _remote(args, method, params)
-    from kdd.core.engine import Engine
+    disk = request = None
+    if not getattr(args, "no_cache", False):
+        from kdd.core.engine.disk_cache import DiskCache
+        from kdd.server.rpc import disk_replies
+
+        disk = DiskCache()
+        request = disk_replies.request(method, params)
+        if request is not None:
+            hit = disk_replies.get(disk, request)
+            if hit is not None:
+                return hit
+            params = dict(params, text=request.text)  # compile exactly the text the key names
+    from kdd.core.engine import Engine, Source
     from kdd.server.rpc.methods import call as local_call
 
-    return local_call(Engine(), method, params)
+    engine = Engine(disk=disk)
+    result = local_call(engine, method, params)
+    if request is not None:
+        disk_replies.put(disk, request, result, engine.parse(Source(request.text, request.path)).depends_on)
+    return result
 
 
 def _remote(args, method: str, params: dict):

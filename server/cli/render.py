@@ -39,13 +39,13 @@ def emitted(result: dict, item: str) -> bool:
 
 def compile_text(result: dict, items: list[str]) -> str:
     """The text of ``kdd compile``: each emitted item in the order asked."""
-    from kdd.core.passes.trace_view import render_trace_table
-
     parts = []
     if "ir" in items:
         parts.append(result["ir"]["text"])
     for item in items:
         if item == "passes":
+            from kdd.core.passes.trace_view import render_trace_table
+
             trace = result["trace"]
             final = trace["passes"][-1]["ir"] if trace["passes"] else trace["build"]["ir"]
             parts.append(render_trace_table(trace) + "=== final IR\n" + final)

@@ -189,10 +189,11 @@ def test_a_failing_pass_is_named_and_exits_3(config_file, capsys, monkeypatch):
     passes = tuple(Pass("cse", broken_cse) if p.name == "cse" else p for p in KERNEL_PIPELINE.passes)
     monkeypatch.setattr(engine_module, "run_pipeline",
                         lambda kernel, pipeline, cache: Pipeline(passes).run(kernel.body, kernel_options(kernel)))
-    code, out, err = run_cli(capsys, "compile", config_file, "--emit", "passes")
+    # --no-cache: the broken pipeline must run, not an answer cached by an earlier test
+    code, out, err = run_cli(capsys, "compile", config_file, "--emit", "passes", "--no-cache")
     assert code == 3 and out == ""
     assert "pass 'cse' failed: ZeroDivisionError: division by zero" in err
-    code, out, _ = run_cli(capsys, "compile", config_file, "--emit", "passes", "--json")
+    code, out, _ = run_cli(capsys, "compile", config_file, "--emit", "passes", "--json", "--no-cache")
     assert code == 3 and "pass 'cse' failed" in json.loads(out)["error"]
 
 

@@ -20,9 +20,11 @@ what only the NVIDIA path has:
   knob, as on Xe).
 - ``sass``: per SASS instruction ``offset``, ``text``, ``live_regs`` (from
   ``nvdisasm --print-life-ranges --life-range-mode count``), ``ptx_line``
-  (0-based index into ``lines``, from ``nvdisasm --print-line-info``, joined
-  by instruction offset) and ``ir_node`` (that PTX line's). This is what
-  ``kdd compile --emit sass`` shows.
+  (0-based index into ``lines``, from the cubin's line table, what
+  ``nvdisasm --print-line-info`` prints, joined by instruction offset) and
+  ``ir_node`` (that PTX line's). This is what ``kdd compile --emit sass``
+  shows. ptxas and nvdisasm run in a thread while the IR node map and the
+  register model are computed.
 - ``registers``: ``peak`` (nvdisasm's most live registers), ``allocated``
   (ptxas ``-v``: registers per thread), ``spill_stores``/``spill_loads``/
   ``stack`` (bytes), ``budget`` (255, or the config's ``regs``), ``source``
@@ -41,11 +43,13 @@ what only the NVIDIA path has:
 ``check=False`` skips ptxas and nvdisasm (``live_regs`` are then 0 and
 ``sass`` empty). Modules: ``lanes`` (which lane holds which byte, slots),
 ``emitter`` (registers and lines), ``lower`` (the IR visitor), ``tools``
-(ptxas and nvdisasm runners and parsers), ``device`` (running a cubin on a
-GPU and comparing with the float64 reference).
+(ptxas and nvdisasm runners and parsers), ``line_table`` (the cubin's DWARF
+line table), ``device`` (running a cubin on a GPU and comparing with the
+float64 reference).
 """
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 from ..listing import AsmLine, Listing, assembler_line
@@ -53,7 +57,7 @@ from ..xe import _ir_nodes, ir_model_registers
 from .asyncs import plan_waits
 from .lower import PtxLowering, Redo
 from .swizzle import shift_for
-from .tools import find_tool, ptxas, sass
+from .tools import PtxasResult, SassLine, find_tool, ptxas, sass
 
 PTX_VERSION = "8.0"     # CUDA 12.0: any CUDA 12 driver can JIT it
 
@@ -164,6 +168,13 @@ def _lower(kernel, body) -> PtxLowering:
     return planned
 
 
+def _assemble(ptx: str) -> tuple[PtxasResult, list[SassLine], str | None]:
+    """ptxas's result and, when it made a cubin, nvdisasm's SASS lines (or why there are none)."""
+    result = ptxas(ptx)
+    found, why = sass(result.cubin) if result.cubin is not None else ([], None)
+    return result, found, why
+
+
 def generate_ptx(kernel, body, target, check: bool = True) -> PtxListing:
     """Lower ``body`` (the final IR of ``kernel``) for ``sm_90``; with ``check`` run ptxas and
     nvdisasm and put their figures on the lines. Raises ``CodegenUnsupported`` for IR forms the
@@ -171,17 +182,21 @@ def generate_ptx(kernel, body, target, check: bool = True) -> PtxListing:
     cg = _lower(kernel, body)
     name = "kdd_kernel"
     text, nodes, where = _module(kernel, cg, name)
-    ir = _ir_nodes(body)
+    with ThreadPoolExecutor(1) as pool:
+        # ptxas and nvdisasm run while this thread maps IR nodes and runs the register model.
+        tools = pool.submit(_assemble, "\n".join(text) + "\n") if check else None
+        ir = _ir_nodes(body)
+        model = ir_model_registers(kernel, body, target)
+        mix = _mix(cg.em.lines)
+        result, found, why = tools.result() if tools is not None else (None, [], None)
     live = [0] * len(text)
     sass_lines: list[dict] = []
     report: dict = {}
     resources: dict = {}
     cubin = None
     if check:
-        result = ptxas("\n".join(text) + "\n")
         report, resources, cubin = result.report.to_dict(), result.resources, result.cubin
         if cubin is not None:
-            found, why = sass(cubin)
             if why:
                 report["messages"] = report["messages"] + [why]
                 report["ok"] = False
@@ -208,8 +223,8 @@ def generate_ptx(kernel, body, target, check: bool = True) -> PtxListing:
     budget = getattr(kernel.config, "regs", None) or target.registers.max_regs
     launch = {"entry": name, "grid": list(kernel.grid), "block": [32 * kernel.tg[0], kernel.tg[1], kernel.tg[2]],
               "shared_bytes": cg.slm_bytes, "params": [a.name for a in kernel.args]}
-    return PtxListing(target.name, lines, peak, peak_line, budget, ir_model_registers(kernel, body, target), {},
-                      _mix(cg.em.lines), {}, [], report, allocations, target.registers.reg_bytes, [], sass_lines, resources, launch,
+    return PtxListing(target.name, lines, peak, peak_line, budget, model, {},
+                      mix, {}, [], report, allocations, target.registers.reg_bytes, [], sass_lines, resources, launch,
                       cubin)
 
 

@@ -1,11 +1,13 @@
 """Expressions to PTX: scalars (warp-uniform) and, in a slot's per-lane context, vector elements."""
 from __future__ import annotations
 
+from functools import lru_cache
+
 import numpy as np
 
 from kdd.core.ir.expr import (Binary, BoolImm, Broadcast, Cast, FloatImm, IntImm, Load, Op, Ramp, Ternary,
                               Unary, Var)
-from kdd.core.ir.eval import evaluate
+from kdd.core.ir.eval import evaluate, evaluate_operation
 from kdd.core.ir.types import Type, bool_, s32, u32
 from kdd.core.ir.visitor import walk
 
@@ -15,6 +17,20 @@ from .divide import magic
 from .emitter import ptx_type, reg_class
 from .lanes import LANES
 from .values import ARITH, BITS, CMP, FCMP, Ctx, Value, imm_text, pow2
+
+
+@lru_cache(maxsize=8192)
+def lane_constants(e) -> tuple | None:
+    """The elements of vector ``e`` where it depends on nothing but its element index (ramps of
+    constants), else None. A function of ``e``'s structure (nodes hash and compare structurally), so
+    evaluated once for every slot, lowering run and kernel that reads it, and an operation from its
+    operands' values, so a sub-expression many lane maps share is evaluated once too."""
+    if isinstance(e, (Binary, Unary, Ternary, Cast)):
+        operands = [lane_constants(k) for k in e.children()]
+        return None if any(v is None for v in operands) else evaluate_operation(e, operands)
+    if isinstance(e, (Var, Load)) or any(isinstance(n, (Var, Load)) for n in walk(e)):
+        return None
+    return evaluate(e)
 
 
 class ExprLowering:
@@ -124,18 +140,10 @@ class ExprLowering:
         self.em.op(f"selp.{ty} {r}, {self.reg(a)}, {self.reg(b)}, {p}")
         return Value(r, t)
 
-    def _lane_constant(self, e) -> bool:
-        """Whether vector ``e`` depends on nothing but its element index (ramps of constants)."""
-        key = id(e)
-        if key not in self.constant:
-            self.constant[key] = (e, not any(isinstance(n, (Var, Load)) for n in walk(e)))
-        return self.constant[key][1]
-
     def ev(self, e, ctx: Ctx | None = None) -> Value:
         em = self.em
-        if ctx is not None and e.type.lanes > 1 and e.type.is_int and self._lane_constant(e):
+        if ctx is not None and e.type.lanes > 1 and e.type.is_int and (vals := lane_constants(e)) is not None:
             # Folded here: each lane's value is known, and lane maps are cheap (affine, bit fields).
-            vals = evaluate(e)
             per = [int(vals[i]) if i >= 0 else 0 for i in ctx.slot.index]
             if all(-(1 << 31) <= v < (1 << 31) for v in per):
                 return self.convert(self.lane_value(per, ctx.slot.mask), e.type.base)
@@ -207,8 +215,7 @@ class ExprLowering:
             c = int(e.c.value)
             (a, ka, ma), (b, kb, mb) = self.ev_split(e.a, ctx), self.ev_split(e.b, ctx)
             return self._scale_add(b, c, a), ka + kb * c, min(ma, 16, mb * pow2(c))
-        if ctx is not None and e.type.lanes > 1 and self._lane_constant(e):
-            vals = evaluate(e)
+        if ctx is not None and e.type.lanes > 1 and (vals := lane_constants(e)) is not None:
             per = [int(vals[i]) if i >= 0 else 0 for i in ctx.slot.index]
             if all(-(1 << 31) <= v < (1 << 31) for v in per):
                 v, k = self.lane_offset(per, ctx.slot.mask)

@@ -12,6 +12,7 @@ where that fits, else from a per-slot constant table).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 
@@ -28,9 +29,10 @@ class Slot:
     byte: int
     index: tuple[int, ...]
 
-    @property
+    @cached_property
     def mask(self) -> int:
-        """Bit ``l`` set when lane ``l`` has an element in this slot."""
+        """Bit ``l`` set when lane ``l`` has an element in this slot (asked for every operand of every
+        instruction of the slot: computed once)."""
         return sum(1 << lane for lane, i in enumerate(self.index) if i >= 0)
 
     @property

@@ -75,7 +75,6 @@ class PtxLowering(LaneWords, ExprLowering, MemoryLowering):
         self.stashed: tuple | None = None   # (condition, deferred global loads) of a closed branch
         self.slot_m = slot_multiples(body, {a.var.name: 16 for a in kernel.args})
         self.deferred: dict[str, list[Deferred]] = {}
-        self.constant: dict[int, tuple] = {}
         self.dropped: dict[str, list[tuple[int, int]]] = {}
         self.em = Emitter()
         self.env: dict[str, list] = {}
@@ -383,8 +382,9 @@ class PtxLowering(LaneWords, ExprLowering, MemoryLowering):
         if inside.any():
             sfirst[inside] = soff.value + sl.offsets_of(grid[inside]) * ss
         sbuf, dbuf = self.grf[src.name], self.grf[dst.name]
-        planned = self._word_slots(dfirst, ds, sfirst, ss, sl.dtype == dl.dtype)
-        direct = self._direct(src.name, planned, sfirst, ss) if sl.dtype == dl.dtype else None
+        source = sfirst.tolist()    # read element by element per lane below: Python ints, not numpy scalars
+        planned = self._word_slots(dfirst, ds, source, ss, sl.dtype == dl.dtype)
+        direct = self._direct(src.name, planned, source, ss) if sl.dtype == dl.dtype else None
         if direct is not None and src.name != dst.name:
             inside_src = sfirst[sfirst >= 0]
             self.reads(src.name, int(inside_src.min()), int(inside_src.max()) + ss, reorder=True)
@@ -414,7 +414,7 @@ class PtxLowering(LaneWords, ExprLowering, MemoryLowering):
                 row, src_word_bytes, mask = slot
                 writes.append((row, 0, 4, self.gather_word(sbuf, src_word_bytes, mask), self.lane_pred(mask)))
                 continue
-            srcb = [int(sfirst[i]) if i >= 0 else -1 for i in slot.index]
+            srcb = [source[i] if i >= 0 else -1 for i in slot.index]
             has = sum(1 << ln for ln, b in enumerate(srcb) if b >= 0)
             if has:
                 v = self.convert(self.grf_load(sbuf, srcb, has, sl.dtype), dl.dtype, saturate=dl.dtype.is_int,
@@ -485,7 +485,7 @@ class PtxLowering(LaneWords, ExprLowering, MemoryLowering):
             if same_type and ds * len(group) == 4 and len({s.mask for s in group}) == 1:
                 word = []
                 for ln in range(LANES):
-                    parts = [(s.byte, int(sfirst[s.index[ln]])) for s in group if s.index[ln] >= 0]
+                    parts = [(s.byte, sfirst[s.index[ln]]) for s in group if s.index[ln] >= 0]
                     bases = {sb - db for db, sb in parts}
                     word.append(bases.pop() if len(bases) == 1 and parts and min(sb for _, sb in parts) >= 0
                                 and all(sb >= 0 for _, sb in parts) else None)

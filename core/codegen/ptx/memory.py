@@ -400,7 +400,7 @@ class MemoryLowering:
                 byte, n = 0, 4
             else:
                 row, byte, n, mask = piece.row, piece.byte, size, piece.mask
-                src_bytes = [int(sfirst[i]) if i >= 0 else -1 for i in piece.index]
+                src_bytes = [sfirst[i] if i >= 0 else -1 for i in piece.index]
             found = None
             deltas = [0] * LANES
             for ln in range(LANES):

@@ -2,45 +2,32 @@
 
 The tools come from the PyPI wheels ``nvidia-cuda-nvcc`` (``ptxas``) and
 ``nvidia-cuda-nvdisasm`` (``nvdisasm``), installed into the virtual
-environment by ``tools/setup.sh``; :func:`find_tool` looks in the
-``nvidia/*/bin`` folders of the running interpreter's site-packages, then on
-``PATH``. A missing tool is a report with ``ok: False`` and the reason.
+environment by ``tools/setup.sh``; :func:`kdd.core.toolchain.find_tool` looks in
+the ``nvidia/*/bin`` folders of the running interpreter's site-packages, then
+on ``PATH``. A missing tool is a report with ``ok: False`` and the reason.
 
 :func:`ptxas` runs ``ptxas -arch=sm_90 -v -lineinfo`` and parses ``-v``
 (registers, spill stores and loads, stack frame, barriers, constant bank).
-:func:`sass` runs nvdisasm twice on the cubin: ``--print-life-ranges
+:func:`sass` runs nvdisasm once on the cubin, ``--print-life-ranges
 --life-range-mode count`` (the number of live general registers at every
-instruction) and ``--print-line-info`` (the ``.loc`` line each instruction
-came from; nvdisasm ignores ``-g`` together with life ranges), and joins the
-two by instruction offset.
+instruction), and joins it by instruction offset with the ``.loc`` line each
+instruction came from, read from the cubin's own line table
+(:mod:`.line_table`: nvdisasm ignores ``--print-line-info`` together with life
+ranges, and a second run cost as much as the first).
 """
 from __future__ import annotations
 
-import glob
 import os
 import re
-import shutil
-import site
 import subprocess
-import sys
 import tempfile
 from dataclasses import dataclass, field
 from functools import lru_cache
 
+from kdd.core.toolchain import find_tool
+
 from ..assembler import AssemblerReport
-
-
-@lru_cache(maxsize=None)
-def find_tool(name: str) -> str | None:
-    """Path of ``name`` from the nvidia wheels of this interpreter's environment, or on PATH."""
-    roots = list(site.getsitepackages()) + [site.getusersitepackages()]
-    roots.append(os.path.join(sys.prefix, "lib", f"python{sys.version_info[0]}.{sys.version_info[1]}",
-                              "site-packages"))
-    for root in roots:
-        for path in sorted(glob.glob(os.path.join(root, "nvidia", "*", "bin", name))):
-            if os.access(path, os.X_OK):
-                return path
-    return shutil.which(name)
+from .line_table import LineTableError, lines_at
 
 
 @lru_cache(maxsize=None)
@@ -114,9 +101,7 @@ def ptxas(text: str, arch: str = "sm_90", timeout: float = 300.0) -> PtxasResult
     return PtxasResult(AssemblerReport("ptxas", version, ok, messages, len(cubin)), cubin, resources)
 
 
-_INSTR = re.compile(r"/\*([0-9a-f]{4,})\*/\s+(.*?)\s*;?\s*(?:/\*|//|$)")
 _LIVE = re.compile(r"/\*([0-9a-f]{4,})\*/\s+(.*?;)\s*//\s*\|\s*(\d*)")
-_LINE = re.compile(r'//## File "([^"]*)", line (\d+)')
 
 
 @dataclass
@@ -158,21 +143,6 @@ def parse_life_ranges(text: str) -> list[tuple[int, str, int]]:
     return out
 
 
-def parse_line_info(text: str) -> dict[int, int]:
-    """Instruction offset -> 1-based source line, from ``nvdisasm -g``."""
-    out: dict[int, int] = {}
-    current = None
-    for line in _code(text):
-        m = _LINE.search(line)
-        if m:
-            current = int(m.group(2))
-            continue
-        m = _INSTR.search(line)
-        if m and current is not None:
-            out[int(m.group(1), 16)] = current
-    return out
-
-
 def sass(cubin: bytes, timeout: float = 300.0) -> tuple[list[SassLine], str | None]:
     """SASS lines with live registers and their PTX lines, or ``([], reason)``."""
     path = find_tool("nvdisasm")
@@ -184,7 +154,10 @@ def sass(cubin: bytes, timeout: float = 300.0) -> tuple[list[SassLine], str | No
             f.write(cubin)
         try:
             live = parse_life_ranges(_run(path, ["--print-life-ranges", "--life-range-mode", "count"], binary, timeout))
-            where = parse_line_info(_run(path, ["--print-line-info"], binary, timeout))
         except (OSError, subprocess.TimeoutExpired, RuntimeError) as exc:
             return [], f"nvdisasm failed: {exc}"
+    try:
+        where = lines_at(cubin, [off for off, _, _ in live])
+    except LineTableError as exc:
+        return [], f"the cubin's line table cannot be read: {exc}"
     return [SassLine(off, text, n, where[off] - 1 if off in where else None) for off, text, n in live], None

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+import subprocess
 from collections import Counter
 from functools import lru_cache
 from pathlib import Path
@@ -15,6 +16,7 @@ from hypothesis import given, strategies as st
 from kdd.core.builder import build_kernel
 from kdd.core.codegen.ptx import generate_ptx, tools
 from kdd.core.codegen.ptx.lanes import LANES, affine, lane_fields, slots
+from kdd.core.codegen.ptx.line_table import LineTableError, lines_at
 from kdd.core.codegen.ptx.matrix import lane_addresses, matrix_rows
 from kdd.core.passes.kernel_pipeline import run_pipeline
 from kdd.core.spec import load_spec
@@ -177,6 +179,44 @@ def test_sm90_example_assembles_with_register_figures_per_line(name):
     assert d["launch"]["block"] == [32 * kernel.tg[0], kernel.tg[1], kernel.tg[2]]
     assert d["launch"]["grid"] == list(kernel.grid) and d["launch"]["params"] == [x.name for x in kernel.args]
     assert listing.render().count("\n") == len(d["lines"]) + len(listing.header())
+
+
+def _nvdisasm_lines(cubin: bytes, tmp_path) -> dict[int, int]:
+    """The oracle: instruction offset -> line as ``nvdisasm --print-line-info`` prints it (a
+    ``//## File "...", line N`` comment before the instructions of that line)."""
+    path = tmp_path / "kernel.cubin"
+    path.write_bytes(cubin)
+    run = subprocess.run([tools.find_tool("nvdisasm"), "--print-line-info", str(path)], capture_output=True,
+                         text=True, check=True)
+    out, current, inside = {}, None, False
+    for line in run.stdout.splitlines():
+        if ".section" in line:
+            inside = ".text." in line
+            continue
+        found = re.search(r'//## File "[^"]*", line (\d+)', line)
+        if found:
+            current = int(found.group(1))
+        elif inside and current is not None and (at := re.search(r"/\*([0-9a-f]{4,})\*/\s+\S", line)):
+            out[int(at.group(1), 16)] = current
+    return out
+
+
+@pytest.mark.skipif(not HAVE_PTXAS, reason="ptxas/nvdisasm (PyPI nvidia-cuda-nvcc/-nvdisasm) not installed")
+@pytest.mark.parametrize("name", SM90)
+def test_the_cubins_line_table_is_what_nvdisasm_prints(name, tmp_path):
+    _, listing = _listing(name)
+    sass = listing.to_dict()["sass"]
+    oracle = _nvdisasm_lines(listing.cubin, tmp_path)
+    ours = lines_at(listing.cubin, [s["offset"] for s in sass])
+    assert len(ours) >= 0.9 * len(sass)
+    assert ours == {s["offset"]: oracle[s["offset"]] for s in sass if s["offset"] in oracle}
+    assert [s["ptx_line"] for s in sass] == [ours[s["offset"]] - 1 if s["offset"] in ours else None for s in sass]
+
+
+def test_a_damaged_cubin_has_no_line_table():
+    for junk in (b"", b"\x7fELF", b"\x7fELF\x02\x01" + bytes(58), b"\x7fELF\x02\x01" + bytes(58) + b"\xff" * 200):
+        with pytest.raises(LineTableError):
+            lines_at(junk, [0])
 
 
 IMM = r"(?:-?\d+|0[fd][0-9A-F]+)"

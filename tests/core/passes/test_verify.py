@@ -148,7 +148,7 @@ def test_compile_verify_reports_a_broken_pass(capsys, monkeypatch):
     # resnet50_3x3's store addresses have immediates wider than Xe-HPG's 16 bits (a row of the batch:
     # 401408 bytes) for the loose fusion to take
     path = str(EXAMPLES / "resnet50_3x3.kernel.toml")
-    code = main(["compile", path, "--emit", "stats", "--verify", "--json"])
+    code = main(["compile", path, "--emit", "stats", "--verify", "--json", "--no-cache"])
     doc = json.loads(capsys.readouterr().out)
     validator("compile.schema.json").validate(doc)
     assert code == 3 and not doc["verify"]["ok"]
