@@ -16,6 +16,13 @@ OUT_OF_REGISTERS = ('[problem]\nop = "conv"\nprop = "fwd"\nshape = "mb32ic64ih56
                     'line = "simd=8 l=kh3kw3ic4 T=oc2ow2 i=ic16oc32ow16 bufs=3 S=a1b1"\nregs = 128\n')
 
 
+@pytest.fixture(autouse=True)
+def own_cache(tmp_path, monkeypatch):
+    """Each test its own on-disk cache: these tests patch the simulators and the code generator, and a verdict
+    cached under a patched run must not answer another test."""
+    monkeypatch.setenv("KDD_CACHE_DIR", str(tmp_path / "cache"))
+
+
 def run(capsys, *argv):
     code = main([str(a) for a in argv])
     out, err = capsys.readouterr()
