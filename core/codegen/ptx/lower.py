@@ -25,7 +25,7 @@ from __future__ import annotations
 import numpy as np
 
 from kdd.core.ir.expr import IntImm
-from kdd.core.ir.funcs import Barrier, BarrierSignal, BarrierWait, Eltwise, Fence, Mma, Reorder, Send
+from kdd.core.ir.funcs import Barrier, BarrierSignal, BarrierWait, Eltwise, Fence, Mma, Reduce, Reorder, Send
 from kdd.core.ir.stmt import Alloc, For, FuncCall, Group, If, Let, MemKind, Seq, Store
 from kdd.core.ir.types import s32, u32
 
@@ -321,6 +321,8 @@ class PtxLowering(LaneWords, ExprLowering, MemoryLowering):
             self._mma(call)
         elif isinstance(f, Reorder):
             self._reorder(call)
+        elif isinstance(f, Reduce):
+            self._reduce(call)
         elif isinstance(f, Eltwise):
             self._eltwise(call)
         elif isinstance(f, (Barrier, BarrierWait)):
@@ -473,6 +475,53 @@ class PtxLowering(LaneWords, ExprLowering, MemoryLowering):
                            f"{{{regs}}}, [{where}]")
                 done.update(r for r, _, _ in chunk)
         return done
+
+    def _reduce(self, call: FuncCall) -> None:
+        """``dst = sum of src over f.dims`` in the destination's type: each destination element, in each
+        lane, adds the source elements it sums, gathered from whichever lanes hold them, in the order of
+        the reduced index (as the interpreter sums)."""
+        f: Reduce = call.func
+        src, soff, dst, doff = call.ops
+        for b, o in ((src, soff), (dst, doff)):
+            if b.name not in self.grf or not isinstance(o, IntImm):
+                raise CodegenUnsupported("reduce operands must be register buffers at constant offsets")
+        sl, dl = f.src_layout, f.dst_layout
+        if src.name == dst.name:
+            raise CodegenUnsupported("a reduce in place")
+        grid = np.indices(dl.padded_dims).reshape(dl.ndims, -1).T
+        inside = (grid < np.asarray(dl.dims)).all(axis=1)
+        ss, ds = sl.dtype.size, dl.dtype.size
+        dfirst = doff.value + dl.offsets_of(grid) * ds
+        sources = []
+        for combo in np.ndindex(*(sl.dims[d] for d in f.dims)):
+            at = grid.copy()
+            for d, c in zip(f.dims, combo):
+                at[:, d] = c
+            first = np.full(len(grid), -1, dtype=np.int64)
+            if inside.any():
+                first[inside] = soff.value + sl.offsets_of(at[inside]) * ss
+            sources.append(first.tolist())
+        every = np.asarray(sources)
+        self.reads(src.name, int(every[every >= 0].min()), int(every.max()) + ss)
+        self.writes(dst.name, int(dfirst.min()), int(dfirst.max()) + ds)
+        sbuf, dbuf = self.grf[src.name], self.grf[dst.name]
+        zero = Value(imm_text(0, dl.dtype), dl.dtype, 0)
+        add = f"add{'.rn' if dl.dtype.is_float else ''}.{ptx_type(dl.dtype)} {{}}, {{}}, {{}}"
+        for slot in self._word_slots(dfirst, ds, sources[0], ss, False):
+            total = None
+            for source in sources:
+                srcb = [source[i] if i >= 0 else -1 for i in slot.index]
+                has = sum(1 << ln for ln, b in enumerate(srcb) if b >= 0)
+                if not has:
+                    continue
+                v = self.convert(self.grf_load(sbuf, srcb, has, sl.dtype), dl.dtype)
+                if has != slot.mask:
+                    v = self.select(self.lane_pred(has), v, zero)
+                total = v if total is None else Value(
+                    self.em.calc(reg_class(dl.dtype), add.format("{}", self.reg(total), self.reg(v))), dl.dtype)
+            total = total if total is not None else zero
+            bits = "0" if total.imm == 0 else self.value_bits(total)
+            self.write_word(dbuf, slot.row, slot.byte, ds, bits, self.lane_pred(slot.mask))
 
     def _word_slots(self, dfirst, ds: int, sfirst, ss: int, same_type: bool):
         """The reorder's destination slots, with whole-word copies (``(row, source bytes, lanes)``)

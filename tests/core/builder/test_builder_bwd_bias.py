@@ -29,7 +29,8 @@ from kdd.core.ir.funcs import Send, SendOp
 from kdd.core.ir.stmt import seq
 from kdd.core.problem import ConvShape, parse_post_ops, parse_shape
 from kdd.core.spec import load_spec
-from test_builder_random import assert_checks_if_built, configs, shapes
+from kernel_strategies import configs, shapes
+from test_builder_random import assert_checks_if_built
 
 
 def build(shape, types="f32", target="xehpg", post_ops="bias", line=""):
@@ -215,13 +216,15 @@ def test_every_pass_keeps_the_bias_gradient_exact(shape, types, post_ops, target
 
 
 @pytest.mark.parametrize("types,target", [("bf16:f32:bf16", "xehpg"), ("f16:f32:f16", "xehpg"),
-                                          ("bf16:bf16:bf16", "xehpc"), ("f16:f32:f16", "xehpc")])
+                                          ("bf16:bf16:bf16", "xehpc"), ("f16:f32:f16", "xehpc"),
+                                          ("f16", "sm_90"), ("bf16:bf16:bf16", "sm_90")])
 def test_the_bias_gradient_of_narrow_data_compiles_and_its_assembly_checks(types, target):
     """An f16/bf16 diff_dst is widened to the f32 accumulator before its K sums (a reduce keeps its type):
-    the kernel's assembly runs in kdd's simulator and matches the reference."""
+    the kernel's code (Xe assembly; sm_90 PTX, whose generator sums a reduce across the lanes holding its
+    elements) runs in kdd's simulator and matches the reference."""
     from kdd.core.engine import Engine, Source
 
     text = (f'[problem]\nop = "conv"\nprop = "bwd_w"\nshape = "mb2ic16ih6oc16oh6kh3ph1"\ntypes = "{types}"\n'
             f'post_ops = ["bias"]\n\n[target]\nhw = "{target}"\n')
     out = Engine().check(Source(text))
-    assert (out["artifact"], out["verdict"]) == ("asm", "ok"), out
+    assert (out["artifact"], out["verdict"]) == ("ptx" if target == "sm_90" else "asm", "ok"), out
