@@ -23,9 +23,10 @@ chmod +x "$shim/bin/kdd"
 export PYTHONPATH="$shim:/tmp/site312${PYTHONPATH:+:$PYTHONPATH}" PYTHONUNBUFFERED=1 PATH="$shim/bin:$PATH"
 nproc; nvidia-smi --query-gpu=name --format=csv,noheader
 
-# Tuning on the GPUs: two ResNet-50 layers (one with split K), each trial checked on the device first.
+# Tuning on the GPUs: ResNet-50 layers of examples/sm90_tuned (TUNE_LAYERS; by default two, one with split K),
+# each trial checked on the device first; the best goes to $OUT as LAYER.tuned.kernel.toml.
 mkdir -p /tmp/tune
-for layer in res2a_branch2a res4a_branch2a; do
+for layer in ${TUNE_LAYERS:-res2a_branch2a res4a_branch2a}; do
   cp "examples/sm90_tuned/$layer.kernel.toml" /tmp/tune/
   /usr/bin/time -f "tune $layer: %e s wall" kdd tune "/tmp/tune/$layer.kernel.toml" --space auto --sampler grid \
     --objective bench --budget "${TUNE_BUDGET:-6}" --runs 30 --history "$OUT/tune_$layer.jsonl" 2>&1 \

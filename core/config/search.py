@@ -1,4 +1,4 @@
-"""A small config space per problem for tuning runs (``kdd tune --space auto``, ``bench/gpu_tune.py``).
+"""A small config space per problem for tuning runs (``kdd tune --space auto``).
 
 :func:`search_space` takes the defaults heuristic's best per-thread tiles (rule 4's score in rule 3's
 register mode, :mod:`.defaults`) and varies around each what the heuristic fixes: the group shape (rule 5,

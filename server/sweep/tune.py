@@ -4,7 +4,7 @@ The space is written ``"iter=mb32oc32ic16|mb16oc32ic16; tg=oc4ow4|oc2ow4; slm.bu
 each part a knob (a ``[config]`` key or oneDNN line key, as a config line reads it; ``line``: whole
 config lines) or a field of one (``slm.bufs``, ``prefetch.bufs``, ``subtiles.b``: the rest of the
 knob as the config resolves it) and its values; ``auto`` is the heuristic's own tuning space
-(:func:`kdd.core.config.search.tuning_space`, what ``bench/gpu_tune.py`` searches per layer). A trial is the config with those knobs written over its own, run as the task of
+(:func:`kdd.core.config.search.tuning_space`). A trial is the config with those knobs written over its own, run as the task of
 stage ``check`` (``--objective model``: compiled, checked in the interpreter, scored by the
 roofline time of its listing) or ``bench`` (sm_90 on a GPU node: checked on the device, then timed).
 A trial counts only when its check is right; Optuna's samplers (``tpe``, ``random``, ``grid``)

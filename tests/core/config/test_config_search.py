@@ -1,7 +1,6 @@
 """The tuning space (:func:`kdd.core.config.search.search_space`) and the tuned sm_90 examples it chose."""
 from __future__ import annotations
 
-import importlib.util
 import re
 from pathlib import Path
 
@@ -41,14 +40,8 @@ def test_tuned_examples_resolve_to_the_config_their_comment_times():
         cfg = resolve_config(spec.problem, spec.target, spec.config)
         line = re.search(r'^line = "([^"]*)"', text, re.M).group(1)
         assert all(kv in cfg.line().split() for kv in line.split()), path
-        assert re.search(r"ratio \d\.\d{3}", text), path
-
-
-def _gpu_tune():
-    spec = importlib.util.spec_from_file_location("gpu_tune", ROOT / "bench" / "gpu_tune.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+        assert re.search(r"\d+\.\d us", text), path            # the time it was chosen for, and on which card
+        assert re.search(r"NVIDIA H[12]00", text), path
 
 
 def test_tuner_splits_k_of_configs_with_few_groups_and_leaves_the_others():
@@ -66,20 +59,6 @@ def test_tuner_splits_k_of_configs_with_few_groups_and_leaves_the_others():
         assert {d.name: d.grid for d in tiling.role("k")}["ic"] == parts
     assert split_k_variants(spec.problem, whole, 98) == []       # enough groups already
     assert split_k_variants(spec.problem, variants[0], 264) == []  # already split
-
-
-def test_tuner_adds_the_hand_written_configs_of_the_rows_whose_regex_matches(tmp_path):
-    tune = _gpu_tune()
-    path = ROOT / "examples" / "sm90_tuned" / "res5a_branch2b.kernel.toml"
-    spec, _ = load_spec(path.read_text(), str(path))
-    rows = tmp_path / "lines.txt"
-    rows.write_text("# a comment\n\nres5a_branch2b$ regs=168 fma=mma l=ic4kh3kw3 T=oc2 i=mb32oc64ic32 s=x3\n"
-                    "res5a_branch2bx fma=mma l=ic8kh3kw3 T=oc2 i=mb32oc128ic32 s=x3\n")
-    extra = tune.extra_configs("resnet50:res5a_branch2b", spec, str(rows))
-    assert len(extra) == 1 and extra[0].is_complete
-    assert {"regs=168", "l=ic4kh3kw3", "T=oc2", "i=mb32oc64ic32", "s=x3"} <= set(extra[0].line().split())
-    assert tune.extra_configs("resnet50:res5a_branch2c", spec, str(rows)) == []
-    assert tune.extra_configs("resnet50:res5a_branch2b", spec, None) == []
 
 
 def test_tuning_space_adds_split_k_where_the_grid_is_small():
