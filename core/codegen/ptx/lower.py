@@ -371,10 +371,7 @@ class PtxLowering(LaneWords, ExprLowering, MemoryLowering):
 
     def _reorder(self, call: FuncCall) -> None:
         f: Reorder = call.func
-        src, soff, dst, doff = call.ops
-        for b, o in ((src, soff), (dst, doff)):
-            if b.name not in self.grf or not isinstance(o, IntImm):
-                raise CodegenUnsupported("reorder operands must be register buffers at constant offsets")
+        src, soff, dst, doff = self._register_operands(call, "reorder")
         sl, dl = f.src_layout, f.dst_layout
         grid = np.indices(dl.padded_dims).reshape(dl.ndims, -1).T
         inside = (grid < np.asarray(dl.dims)).all(axis=1)
@@ -476,15 +473,21 @@ class PtxLowering(LaneWords, ExprLowering, MemoryLowering):
                 done.update(r for r, _, _ in chunk)
         return done
 
+    def _register_operands(self, call: FuncCall, what: str) -> tuple:
+        """``(src, src_offset, dst, dst_offset)`` of a register-to-register call: both register buffers at
+        constant offsets, as the lane rule places them."""
+        src, soff, dst, doff = call.ops
+        for b, o in ((src, soff), (dst, doff)):
+            if b.name not in self.grf or not isinstance(o, IntImm):
+                raise CodegenUnsupported(f"{what} operands must be register buffers at constant offsets")
+        return src, soff, dst, doff
+
     def _reduce(self, call: FuncCall) -> None:
         """``dst = sum of src over f.dims`` in the destination's type: each destination element, in each
         lane, adds the source elements it sums, gathered from whichever lanes hold them, in the order of
         the reduced index (as the interpreter sums)."""
         f: Reduce = call.func
-        src, soff, dst, doff = call.ops
-        for b, o in ((src, soff), (dst, doff)):
-            if b.name not in self.grf or not isinstance(o, IntImm):
-                raise CodegenUnsupported("reduce operands must be register buffers at constant offsets")
+        src, soff, dst, doff = self._register_operands(call, "reduce")
         sl, dl = f.src_layout, f.dst_layout
         if src.name == dst.name:
             raise CodegenUnsupported("a reduce in place")
