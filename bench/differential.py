@@ -52,9 +52,9 @@ def main(argv=None) -> int:
     seconds = time.perf_counter() - start
     by_target = {t: counts([r for r in records if r["target"] == t]) for t in args.targets.split(",")}
     print(f"\nseed {args.seed}: {summary['cases']} kernels in {seconds:.0f} s")
-    print("| target | kernels | agree | disagree | not checkable |\n|---|---|---|---|---|")
+    print("| target | kernels | agree | disagree | not checkable | IR faults |\n|---|---|---|---|---|---|")
     for t, c in [*by_target.items(), ("all", summary)]:
-        print(f"| {t} | {c['cases']} | {c['agree']} | {c['disagree']} | {c['not-checkable']} |")
+        print(f"| {t} | {c['cases']} | {c['agree']} | {c['disagree']} | {c['not-checkable']} | {c['ir-fault']} |")
     for reason, n in sorted(summary["reasons"].items()):
         print(f"  {reason}: {n}")
     args.json.write_text(json.dumps({"seed": args.seed, "count": args.count, "seconds": round(seconds, 1),

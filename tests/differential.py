@@ -10,6 +10,9 @@ generated code in its simulator (Xe: the assembled binary in ``kdd.core.xesim``;
   finite);
 * ``disagree``: one passes and the other does not, or both fail (``reason`` says which: ``code
   wrong``, ``code faults``, ``assembler rejected`` - invalid code is a generator bug -, ``ir wrong``);
+* ``ir-fault``: the interpreter stops on the IR itself (an access outside a buffer...): a bug of the
+  builder or a pass, found here but not a difference between IR and code;
+* ``error``: kdd itself raised (the traceback is kept);
 * ``not-checkable``: kdd cannot check the code (``reason``: ``no-codegen``, ``out-of-registers``,
   ``simulator-gap``, ``no-assembler``), never counted as agreement or disagreement.
 
@@ -20,6 +23,7 @@ from __future__ import annotations
 import shutil
 import sys
 import time
+import traceback
 from math import prod
 from pathlib import Path
 
@@ -33,6 +37,7 @@ from kernel_strategies import configs, problems  # noqa: E402
 from kdd.core.builder import BuildError, build_kernel  # noqa: E402
 from kdd.core.config.validate import validate_config  # noqa: E402
 from kdd.core.interp.check import check_kernel  # noqa: E402
+from kdd.core.interp.errors import InterpError  # noqa: E402
 
 TYPES = ["f32", "f16", "bf16", "s8", "u8", "f16:f16:f32", "bf16:bf16:f32", "s8:s8:s32", "u8:s8:s32",
          "s8:s8:f32", "u8:s8:u8", "s8:s8:s8", "bf16:f32:bf16"]
@@ -126,7 +131,12 @@ def run_case(problem, config, target_name: str, seed: int = 0) -> dict | None:
     case = {"problem": {"op": d["op"], "prop": d["prop"], "shape": problem.shape.canonical(), "types": d["types"],
                         "tags": d["tags"], "post_ops": d["post_ops"]},
             "config": str(kernel.config), "target": target_name}
-    ir = check_kernel(kernel, problem, seed=seed)
+    try:
+        ir = check_kernel(kernel, problem, seed=seed)
+    except InterpError as exc:      # the IR itself faults: a bug of the builder or a pass, not of the code
+        case.update(outcome="ir-fault", reason="ir faults", detail=str(exc),
+                    seconds=round(time.perf_counter() - start, 3))
+        return case
     middle = time.perf_counter()
     code, why, listing = _code_check(kernel, target)
     case["interp_s"], case["code_s"] = round(middle - start, 3), round(time.perf_counter() - middle, 3)
@@ -170,7 +180,11 @@ def sweep(seed: int, count: int, targets=TARGETS, on_case=None) -> list[dict]:
         key = (p.to_dict().__repr__(), str(config), target)
         assume(key not in seen)         # hypothesis mutates what it drew: each kernel is checked once
         seen.add(key)
-        record = run_case(p, config, target, seed=seed)
+        try:
+            record = run_case(p, config, target, seed=seed)
+        except Exception as exc:       # noqa: BLE001 - kept as a record: a crash inside kdd is a finding
+            record = {"problem": p.to_dict(), "config": str(config), "target": target, "outcome": "error",
+                      "reason": type(exc).__name__, "detail": traceback.format_exc()[-2000:]}
         assume(record is not None)
         records.append(record)
         if on_case is not None:
@@ -189,7 +203,8 @@ def sweep(seed: int, count: int, targets=TARGETS, on_case=None) -> list[dict]:
 
 def counts(records: list[dict]) -> dict:
     """Outcome counts, and per outcome other than agree the counts by reason."""
-    out: dict = {"cases": len(records), "agree": 0, "disagree": 0, "not-checkable": 0, "reasons": {}}
+    out: dict = {"cases": len(records), "agree": 0, "disagree": 0, "not-checkable": 0, "ir-fault": 0, "error": 0,
+                 "reasons": {}}
     for r in records:
         out[r["outcome"]] += 1
         if r["reason"]:
