@@ -5,7 +5,8 @@ each kernel is drawn and what each outcome means).
     .venv/bin/python bench/differential.py --seed 7 --count 500
 
 Prints the agreement counts (agree / disagree / not-checkable, by reason) and every disagreement, and
-writes every record to JSON (bench/results/differential.json, or ``--json``). No asserts.
+writes every record to JSON (bench/results/differential.json, or ``--json``; while it runs, each record
+goes to ``differential.partial.jsonl`` beside it, removed at the end). No asserts.
 """
 from __future__ import annotations
 
@@ -30,8 +31,17 @@ def main(argv=None) -> int:
     ap.add_argument("--json", type=Path, default=ROOT / "bench" / "results" / "differential.json")
     args = ap.parse_args(argv)
     start = time.perf_counter()
+    args.json.parent.mkdir(parents=True, exist_ok=True)
+    partial = args.json.with_suffix(".partial.jsonl")      # every record as it comes: a cut-short run keeps them
+    partial.write_text("")
+    done = [0]
 
     def progress(r: dict) -> None:
+        done[0] += 1
+        with partial.open("a") as f:
+            f.write(json.dumps(r, default=str) + "\n")
+        if done[0] % 10 == 0:
+            print(f"[{done[0]} kernels, {time.perf_counter() - start:.0f} s]", flush=True)
         if r["outcome"] != "agree":
             print(f"{r['outcome']:14} {r['reason'] or '':18} {r['target']:6} {r['problem']['shape']} "
                   f"{r['problem']['types']['canonical']} {r['problem']['post_ops']} | {r['config']} "
@@ -42,15 +52,15 @@ def main(argv=None) -> int:
     seconds = time.perf_counter() - start
     by_target = {t: counts([r for r in records if r["target"] == t]) for t in args.targets.split(",")}
     print(f"\nseed {args.seed}: {summary['cases']} kernels in {seconds:.0f} s")
-    print("| target | kernels | agree | disagree | not checkable |\n|---|---|---|---|---|")
+    print("| target | kernels | agree | disagree | not checkable | IR faults |\n|---|---|---|---|---|---|")
     for t, c in [*by_target.items(), ("all", summary)]:
-        print(f"| {t} | {c['cases']} | {c['agree']} | {c['disagree']} | {c['not-checkable']} |")
+        print(f"| {t} | {c['cases']} | {c['agree']} | {c['disagree']} | {c['not-checkable']} | {c['ir-fault']} |")
     for reason, n in sorted(summary["reasons"].items()):
         print(f"  {reason}: {n}")
-    args.json.parent.mkdir(parents=True, exist_ok=True)
     args.json.write_text(json.dumps({"seed": args.seed, "count": args.count, "seconds": round(seconds, 1),
                                      "machine": platform.node(), "summary": summary, "by_target": by_target,
                                      "records": records}, indent=1, default=str))
+    partial.unlink()
     print(f"wrote {args.json}")
     return 0
 

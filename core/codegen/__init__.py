@@ -52,5 +52,5 @@ def generate_asm(kernel, body, target: Target | str, check: bool = True) -> List
     return listing
 
 
-__all__ = ["AsmLine", "AssemblerRejected", "AssemblerReport", "CodegenError", "CodegenUnsupported", "Listing", "LiveBuffer",
-           "OutOfRegisters", "assemble", "generate_asm"]
+__all__ = ["AsmLine", "AssemblerRejected", "AssemblerReport", "CodegenError", "CodegenUnsupported", "Listing",
+           "LiveBuffer", "OutOfRegisters", "assemble", "generate_asm"]

@@ -15,6 +15,6 @@ from differential import counts, sweep  # noqa: E402
 def test_interpreter_and_generated_code_agree_on_random_kernels(target):
     records = sweep(seed=25, count=4, targets=(target,))
     c = counts(records)
-    wrong = [r for r in records if r["outcome"] == "disagree"]
+    wrong = [r for r in records if r["outcome"] in ("disagree", "ir-fault", "error")]
     assert wrong == [], wrong
     assert c["agree"] >= 2, c      # the sweep checks code, not only gaps

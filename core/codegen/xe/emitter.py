@@ -15,7 +15,7 @@ from .regalloc import RegisterFile
 
 PIPES = ("float", "int", "xmx", "send", "control")
 # Every ALU mnemonic the generator emits (:meth:`Emitter.op` refuses others): the table the simulator's
-# completeness test enumerates (tests/core/xesim/test_xesim_complete.py).
+# completeness test enumerates (tests/core/xesim/test_xe_completeness.py).
 MNEMONICS = frozenset({"mov", "add", "addc", "add3", "mul", "mach", "mad", "and", "or", "xor", "not", "shl", "shr",
                        "asr", "cmp", "sel", "rnde", "math.exp", "math.inv", "math.sqt", "dp4a"})
 

@@ -39,22 +39,22 @@ class FlagPool:
     def __init__(self, names: tuple[str, ...]):
         self.names = names
         self.next = 0
+        self.last, self.last_wide = "", False     # the flag handed out last, and whether it was whole
         self.clear_past: dict[str, int] = {}   # flag -> lanes: its bits past them are known clear
 
     def take(self, lanes: int = 1) -> str:
         """The next flag for an instruction over ``lanes`` channels. A flag subregister holds 16
-        channels, so over more the flag is a whole register (``fN.0``, its 32 bits), one whose
-        register the previous flag does not share (that one is still to be read)."""
-        if lanes <= 16:
+        channels, so over more the flag is a whole register (``fN.0``, its 32 bits). A whole register
+        never shares its register with the flag handed out just before or just after it (that one
+        is still to be read, or is read after it)."""
+        wide = lanes > 16
+        while True:
             f = self.names[self.next % len(self.names)]
             self.next += 1
-        else:
-            last = self.names[(self.next - 1) % len(self.names)].split(".")[0]
-            while True:
-                f = self.names[self.next % len(self.names)]
-                self.next += 1
-                if f.endswith(".0") and f.split(".")[0] != last:
-                    break
+            clash = (wide or self.last_wide) and f.split(".")[0] == self.last.split(".")[0]
+            if (not wide or f.endswith(".0")) and not clash:
+                break
+        self.last, self.last_wide = f, wide
         self.clear_past.pop(f, None)
         return f
 
