@@ -509,7 +509,7 @@ class Engine:
         a simulator that breaks a failure inside kdd (exit 3)."""
         try:
             return self._simulated(r, listing, kernel, final, check)
-        except (StageFailed, NotCheckable):
+        except (StageFailed, NotCheckable, MemoryError):   # out of memory: the caller's limit says so
             raise
         except Exception as exc:  # noqa: BLE001 - a simulator bug is kdd's failure, never a verdict on the kernel
             raise StageFailed(Failure("check", f"internal error (please report it): the {CODE_ARTIFACT[r.target.isa]} "

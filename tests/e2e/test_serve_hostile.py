@@ -164,12 +164,13 @@ def test_malformed_requests_get_an_answer(served):
 
 
 def test_a_request_over_the_memory_limit_is_a_clear_error(served):
-    """``unbounded: true`` allocated without limit (a MemoryError came back with a traceback)."""
+    """``unbounded: true`` at an exact full shape allocated without limit (a MemoryError came back with a
+    traceback)."""
     address, root, _, _ = served
     with Client(address, timeout=120) as c:
         with pytest.raises(RpcError) as info:
             c.call("kdd/check", {"path": str(root / "base.kernel.toml"), "shape": "m8192n8192k8192",
-                                 "unbounded": True})
+                                 "exact": True, "unbounded": True})
         assert "out of memory" in info.value.message and "Traceback" not in info.value.message
         assert c.call("kdd/compile", {"path": str(root / "base.kernel.toml")})["ok"] is True
 
