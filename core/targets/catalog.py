@@ -176,10 +176,11 @@ XEHPC = Target(
     fused_int_ops=_XE_FUSED_INT_OPS,
     assembler=("iga64", "-a", "-p=12p72", "-Xauto-deps", "-Wall"),
     xe=XeIsa(iga_platform="12p72", flags=("f0.0", "f0.1", "f1.0", "f1.1"), native_int64=True,
-             max_exec=32, grf_banks=2, eot_regs=16, min_message_lanes=8,
+             max_exec=32, grf_banks=2, eot_regs=16, min_message_lanes=16,
              source="Xe-HPC (PVC): 64-bit integer ALU and 2D block messages (oneDNN nGEN hw >= XeHPC); "
                     "SIMD32 dword ALU over two 64-byte GRFs; EOT payload in the last 16 GRFs; a scattered "
-                    "message's address payload is SIMD8 at least; iga64 -p=12p72 rejects a byte source of a "
+                    "message's address payload is SIMD16 at least (iga64 -p=12p72 -Wall: a SIMD1 or SIMD8 A64 address "
+                    "takes 2 GRFs, 'Src0.Length: should be 2'); iga64 -p=12p72 rejects a byte source of a "
                     "ternary instruction at an odd byte (GED_SetSrc1SubRegNum / GED_SetSrc2SubRegNum)",
              ternary_byte_align=2),
     devices=(

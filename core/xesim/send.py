@@ -12,8 +12,9 @@ Payload layouts (what the descriptor's fields say, :mod:`.messages`):
   loaded slots' upper bits being undefined (the simulator fills them with
   a pattern, so a program that reads them fails);
 - ``mlen``/``rlen`` and the ``src1`` length must match these sizes, a scattered
-  message's payloads being sized for at least 8 channels (fewer channels
-  still send a SIMD8 payload, as IGA's message decoder expects).
+  message's payloads being sized for at least the native SIMD, 8 channels on
+  Xe-HPG and 16 on Xe-HPC (fewer channels still send that wide a payload, as
+  IGA's message decoder expects).
 
 A predicated message skips disabled channels (loads leave their registers
 as they were).
@@ -36,7 +37,6 @@ from .errors import Fault, SimulatorGap
 from .program import Instr
 
 UNDEFINED_HIGH = 0xA5A5
-MIN_PAYLOAD_LANES = 8   # a scattered payload covers at least SIMD8 (IGA: "Src0.Length: should be 2" for a64 SIMD4)
 
 
 def gateway(m, ins: Instr, rows) -> None:
@@ -54,6 +54,13 @@ def gateway(m, ins: Instr, rows) -> None:
         m.pc[r] += 1
         return
     raise SimulatorGap(ins.line, ins.text, f"gateway message {op:#x}")
+
+
+def min_payload_lanes(rb: int) -> int:
+    """The fewest lanes a scattered payload covers: the native SIMD, one register of dwords (IGA's
+    decoder: a SIMD1 or SIMD4 A64 address takes 2 GRFs on Xe-HPG, "Src0.Length: should be 2", and a
+    SIMD1 or SIMD8 one 2 GRFs on Xe-HPC)."""
+    return rb // 4
 
 
 def _regs(nbytes: int, rb: int) -> int:
@@ -86,7 +93,7 @@ def lsc(m, ins: Instr, rows) -> None:
     if not d.transposed and d.vector > 1 and d.mem_bytes != d.reg_bytes:
         raise Fault(ins.line, ins.text, f"{d.name}: 8- and 16-bit data in 32-bit slots is not a vector")
     abytes = d.addr_bytes
-    width = 1 if d.transposed else max(n, MIN_PAYLOAD_LANES)
+    width = 1 if d.transposed else max(n, min_payload_lanes(rb))
     _expect(ins, "message length", d.mlen, _regs(width * abytes, rb))
     slot = d.reg_bytes
     if d.transposed:
@@ -229,7 +236,7 @@ def _stored(m, ins: Instr, idx: np.ndarray, r: np.ndarray) -> None:
 def _slots(m, ins: Instr, d, reg: int, n: int) -> np.ndarray:
     """Register byte offsets (vector, channel, byte) of the data of a scattered message."""
     rb = m.geo.reg_bytes
-    block = _regs(n * d.reg_bytes, rb) * rb
+    block = _regs(max(n, min_payload_lanes(rb)) * d.reg_bytes, rb) * rb   # a vector component's registers
     v = np.arange(d.vector)[:, None, None]
     c = np.arange(n)[None, :, None]
     b = np.arange(d.mem_bytes)[None, None, :]

@@ -109,13 +109,13 @@ class AllocationWalk:
 
     def buffer_request(self, name: str) -> tuple[int, str, int | None, str | None]:
         """``(bytes, category, preferred bank, knob)`` of grf buffer ``name``: a scattered message's header
-        holds its addresses (``sends.address_bytes``); dpas operands prefer different banks."""
+        holds its addresses (``sends.payload_bytes``); dpas operands prefer different banks."""
         roles = self.live.roles.get(name, set())
         node = self.live.allocs[name]
         size = node.size
         hdr = self.live.headers.get(name)
         if hdr is not None and hdr[2] == "scattered":
-            size = sends.address_bytes(self, size // 4, 8 if hdr[0] == "global" else 4)
+            size = sends.payload_bytes(self, size // 4, 8 if hdr[0] == "global" else 4)
         category = next((CATEGORY[r] for r in ("acc", "a", "b", "header", "reorder") if r in roles), None)
         if category is None:
             category = "SLM load buffers" if {"load_global", "store_slm"} <= roles else "buffers"

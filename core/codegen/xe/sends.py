@@ -6,8 +6,9 @@ into a header buffer becomes the address the message needs: for global memory
 the 64-bit address ``argument + offset`` (``addc``/``add`` on Xe-HPG, one
 ``add`` where 64-bit integers are native), for SLM the 32-bit offset plus the
 buffer's place in SLM. Block messages move ``d32 x N`` transposed dwords from
-one address; scattered ones one element per lane (16- and 8-bit data in
-32-bit slots, packed or unpacked with a ``mov``). A masked-off load leaves its
+one address, and the last 1-3 bytes of a block that is not whole dwords as
+SIMD1 scattered ``d8u32``/``d16u32`` messages; scattered ones one element per
+lane (16- and 8-bit data in 32-bit slots, packed or unpacked with a ``mov``). A masked-off load leaves its
 destination unchanged, on the hardware as in the IR (the builder zero-fills
 where padding needs zeros).
 
@@ -63,11 +64,12 @@ def store_header(cg, x) -> None:
     isa.add64(cg, Reg(hdr.start, u32, 2), arg, off, lanes)
 
 
-def address_bytes(cg, lanes: int, abytes: int) -> int:
-    """Bytes of the address payload of ``lanes`` addresses: whole groups of the target's fewest message
-    lanes (a SIMD4 A64 message still reads SIMD8 addresses; the lanes past ``lanes`` are disabled)."""
+def payload_bytes(cg, lanes: int, size: int) -> int:
+    """Bytes of a scattered message's payload of ``lanes`` addresses or data slots of ``size`` bytes: whole
+    groups of the target's fewest message lanes (a SIMD4 A64 message still reads SIMD8 addresses on
+    Xe-HPG, SIMD16 ones on Xe-HPC; the lanes past ``lanes`` are disabled)."""
     least = cg.xe.min_message_lanes
-    return -(-lanes // least) * least * abytes
+    return -(-lanes // least) * least * size
 
 
 def _pred(cg, mask, lanes: int) -> str | None:
@@ -84,8 +86,8 @@ def _header(cg, mem_off) -> Reg:
 
 
 def _copy(cg, dst: Reg, src: Reg, nbytes: int) -> None:
-    """Byte-exact copy between register ranges, in dwords."""
-    if nbytes % 4:
+    """Byte-exact copy between register ranges, in dwords where both ranges are whole dwords."""
+    if (nbytes | dst.byte | src.byte) % 4:
         isa.alu(cg, "mov", nbytes, dst.retype(u8), [src.retype(u8)])
     else:
         isa.alu(cg, "mov", nbytes // 4, dst.retype(u32), [src.retype(u32)])
@@ -127,34 +129,59 @@ def _block_data(nbytes: int) -> str | None:
 
 
 def _pieces(nbytes: int) -> list[tuple[int, int]]:
-    """``(offset, bytes)`` of the LSC block messages that move ``nbytes``: one where a data size fits,
-    else the largest dword vectors first (a 40-byte block is 32 + 8)."""
+    """``(offset, bytes)`` of the LSC block messages that move the whole dwords of ``nbytes``: one where
+    a data size fits, else the largest dword vectors first (a 40-byte block is 32 + 8; a 7-byte one 4)."""
     if _block_data(nbytes) is not None:
         return [(0, nbytes)]
-    if nbytes % 4:
-        return []
-    out, off = [], 0
-    while off < nbytes:
-        n = max(d for d in BLOCK_DWORDS if d * 4 <= nbytes - off)
+    out, off, whole = [], 0, nbytes - nbytes % 4
+    while off < whole:
+        n = max(d for d in BLOCK_DWORDS if d * 4 <= whole - off)
         out.append((off, n * 4))
         off += n * 4
     return out
 
 
 def _block(cg, f, sfid, addr, hdr: Reg, data: Reg, pred) -> None:
+    """Dword block messages, then the last 1-3 bytes (no transposed data size holds them) as SIMD1
+    scattered messages of one 16-bit element where the type is that wide (so aligned), else one byte."""
     nbytes = f.elems * f.type.size
-    pieces = _pieces(nbytes)
-    if not pieces:
-        raise CodegenUnsupported(f"{f}: a block of {nbytes} bytes is not one LSC message")
-    for off, size in pieces:
-        where = hdr
-        if off:  # the piece's address: the header's plus its offset
-            where = cg.temp(u32, cg.rb // 4, whole=True, header=True)
-            if addr == "a64":
-                isa.add64(cg, Reg(where.byte, u32, 2), Reg(hdr.byte, u32, 0), Imm(off, s32), 1)
-            else:
-                isa.alu(cg, "add", 1, Reg(where.byte, u32, 1), [Reg(hdr.byte, u32, 0), Imm(off, s32)])
+    abytes = 8 if addr == "a64" else 4
+    for off, size in _pieces(nbytes):
+        where = _address(cg, addr, hdr, off, cg.rb) if off else hdr
         _block_message(cg, f.op, _block_data(size), size, sfid, addr, where, Reg(data.byte + off, u32, 1), pred)
+    step = min(f.type.size, 2)
+    for off in range(nbytes - nbytes % 4, nbytes, step):
+        where = _address(cg, addr, hdr, off, payload_bytes(cg, 1, abytes))
+        _narrow_message(cg, f.op, step, sfid, addr, where, Reg(data.byte + off, NARROW[step], 1), pred)
+
+
+def _address(cg, addr, hdr: Reg, off: int, nbytes: int) -> Reg:
+    """A header temporary of ``nbytes`` (whole registers) whose first address is the header's plus ``off``."""
+    where = cg.temp(u32, max(nbytes, cg.rb) // 4, whole=True, header=True)
+    if addr == "a64":
+        isa.add64(cg, Reg(where.byte, u32, 2), Reg(hdr.byte, u32, 0), Imm(off, s32), 1)
+    else:
+        isa.alu(cg, "add", 1, Reg(where.byte, u32, 1), [Reg(hdr.byte, u32, 0), Imm(off, s32)])
+    return where
+
+
+def _narrow_message(cg, op, size: int, sfid, addr, hdr: Reg, data: Reg, pred) -> None:
+    """One ``size``-byte element at the header's first address, through the low bytes of lane 0's dword
+    slot (``d8u32``/``d16u32``; the slot's upper bytes are undefined after a load and never read)."""
+    rb = cg.rb
+    aregs = -(-payload_bytes(cg, 1, 8 if addr == "a64" else 4) // rb)
+    dregs = -(-payload_bytes(cg, 1, 4) // rb)
+    slot = cg.temp(u32, dregs * rb // 4, whole=True)
+    low = slot.retype(data.type)
+    message = f"{sfid}.{SCATTERED_DATA[size]}.{addr} (1|M0)"
+    if op is SendOp.LOAD:
+        if pred:
+            isa.alu(cg, "mov", 1, low, [data])  # a masked-off load keeps the destination's contents
+        cg.em.raw(f"{_head(pred)} load.{message} r{slot.byte // rb}:{dregs} [r{hdr.byte // rb}:{aregs}]", "send")
+        isa.alu(cg, "mov", 1, data, [low])
+    else:
+        isa.alu(cg, "mov", 1, low, [data])
+        cg.em.raw(f"{_head(pred)} store.{message} [r{hdr.byte // rb}:{aregs}] r{slot.byte // rb}:{dregs}", "send")
 
 
 def _block_message(cg, op, data_size: str, nbytes: int, sfid, addr, hdr: Reg, data: Reg, pred) -> None:
@@ -193,8 +220,8 @@ def _scattered(cg, f, sfid, addr, hdr: Reg, data: Reg, pred) -> None:
             raise CodegenUnsupported(f"{f}: {lanes} addresses need a {sent}-lane message and a flag that wide")
         pred = _only_lanes(cg, pred, lanes)
     slot = max(size, 4)
-    per = -(-sent * slot // rb)  # registers of one vector element
-    aregs = -(-address_bytes(cg, sent, 8 if addr == "a64" else 4) // rb)
+    per = -(-payload_bytes(cg, sent, slot) // rb)  # registers of one vector element
+    aregs = -(-payload_bytes(cg, sent, 8 if addr == "a64" else 4) // rb)
     h = hdr.byte // rb
     direct = size == slot and data.byte % rb == 0 and (vec == 1 or sent * slot % rb == 0) \
         and per == -(-lanes * slot // rb)
@@ -256,7 +283,7 @@ def _atomic_add(cg, f, sfid, addr, hdr: Reg, data: Reg, pred, mask) -> None:
     for c in range(0, f.elems, top):
         lanes = min(top, f.elems - c)
         if f.kind is SendKind.BLOCK:
-            where = cg.temp(u32, max(address_bytes(cg, lanes, abytes), rb) // 4, whole=True, header=True)
+            where = cg.temp(u32, max(payload_bytes(cg, lanes, abytes), rb) // 4, whole=True, header=True)
             offs = cg.temp(s32, lanes)
             isa.evaluate(cg, Ramp.make(IntImm.make(s32, c * size), size, lanes), offs)
             if addr == "a64":
@@ -271,8 +298,8 @@ def _atomic_add(cg, f, sfid, addr, hdr: Reg, data: Reg, pred, mask) -> None:
             moved = cg.temp(u32, max(lanes * size, rb) // 4, whole=True)
             _copy(cg, moved, src, lanes * size)
             src = moved
-        aregs = -(-address_bytes(cg, lanes, abytes) // rb)
-        dregs = -(-lanes * size // rb)
+        aregs = -(-payload_bytes(cg, lanes, abytes) // rb)
+        dregs = -(-payload_bytes(cg, lanes, size) // rb)
         if pred is not None and f.kind is SendKind.BLOCK:  # the block's one mask, on every lane's add
             pred = isa.flag_of(cg, Broadcast.make(mask, lanes), lanes)
         back = cg.temp(u32, dregs * rb // 4, whole=True) if fetch else None
@@ -288,7 +315,7 @@ def _prefetch(cg, f, mem_off) -> None:
         raise CodegenUnsupported(f"{f}: only global block and vector prefetches are lowered")
     hdr = _header(cg, mem_off)
     if f.kind is SendKind.SCATTERED:  # a vector gather to null: one address per lane, cached
-        aregs = -(-address_bytes(cg, f.lanes, 8) // cg.rb)
+        aregs = -(-payload_bytes(cg, f.lanes, 8) // cg.rb)
         cg.em.raw(f"(W) load.ugm.{VECTOR_DATA[f.type.size]}x{f.vec}.a64.ca.ca ({f.lanes}|M0) null:0 "
                   f"[r{hdr.byte // cg.rb}:{aregs}]", "send")
         return
