@@ -17,9 +17,12 @@ from kdd.core.codegen.xe.emitter import Emitter
 from kdd.core.codegen.xe.lower import FlagPool
 from kdd.core.codegen.xe.operand import Reg
 from kdd.core.codegen.xe.regalloc import RegisterFile
+from kdd.core.engine import Engine
+from kdd.core.engine.engine import Source
 from kdd.core.ir.funcs import SendOp
 from kdd.core.ir.types import u8, u16, u32
 from kdd.core.targets import XEHPC, XEHPG
+from kdd.core.xesim.errors import Fault
 from kdd.core.xesim.machine import Geometry, Machine
 from kdd.core.xesim.memory import Global, base
 from kdd.core.xesim.run import load
@@ -101,3 +104,55 @@ def test_a_block_of_any_byte_count_moves_exactly_its_bytes(target, space, op, t,
             want_mem[at: at + nbytes] = regs[lo: lo + nbytes]
         assert m.file[0, : TEMPS * rb].tolist() == want_regs.tolist(), (masked, enabled)
         assert mem.tolist() == want_mem.tolist(), (masked, enabled)
+
+
+# Kernels of the differential sweep that the generator refused ("a block of 1 bytes is not one LSC
+# message"): a u8 GEMM on Xe-HPG loading single bytes, an s8 GEMM on Xe-HPC storing bytes to SLM.
+KERNELS = {
+    "xehpg-u8-gemm": ("gemm", "1x1:1x26", "u8:s8:s32", 'src = "ba"\ndst = "ba"\npost_ops = ["add:f32"]', "xehpg",
+                      "T=n2 i=n16 s=x0.b", "load.ugm.d8u32.a64 (1|M0)"),
+    "xehpc-s8-gemm-slm": ("gemm", "3x1:1x28", "s8", 'src = "ba"\nwei = "ba"\ndst = "ba"', "xehpc",
+                          "T=m1n1 i=m1n16 s=x1.a", "store.slm.d8u32.a32 (1|M0)"),
+}
+KERNEL = """[problem]
+op = "{op}"
+shape = "{shape}"
+types = "{types}"
+{tags}
+[target]
+hw = "{hw}"
+[config]
+line = "fma=mad simd=16 regs=128 vec=16 l=x {line} u=x p=x0 P=r S=a1b1"
+"""
+
+
+@pytest.mark.parametrize("name", KERNELS)
+def test_int8_kernels_with_byte_blocks_check_ok_in_the_simulator(name):
+    op, shape, types, tags, hw, line, message = KERNELS[name]
+    source = Source(KERNEL.format(op=op, shape=shape, types=types, tags=tags, hw=hw, line=line), f"{name}.kernel.toml")
+    engine = Engine()
+    parsed = engine.parse(source)
+    listing = engine.assembly(engine.resolve(parsed, None, None, for_check=True), parsed.sources())
+    assert message in listing["asm"] and listing["assembler"]["ok"], listing["assembler"]
+    out = engine.check(source, asm=True)
+    assert out["verdict"] == "ok" and out["artifact"] == "asm", out
+
+
+@pytest.mark.parametrize("target,aregs,ok", [(XEHPC, 1, False), (XEHPC, 2, True), (XEHPG, 2, True)],
+                         ids=["xehpc-1", "xehpc-2", "xehpg-2"])
+def test_a_simd1_a64_address_payload_is_the_native_simds(target, aregs, ok):
+    """IGA sizes a scattered A64 address payload for the native SIMD (16 lanes on Xe-HPC, two 64-byte
+    registers): the simulator faults on the one-register payload iga64 warns about."""
+    text = f"(W) load.ugm.d8u32.a64 (1|M0) r7:1 [r4:{aregs}]\n" + EOT.format(r=GRF - 1)
+    assert assemble(text, target.assembler, f"-p={target.xe.iga_platform}").ok is ok
+    program, _ = load(text, target.assembler)
+    rb = target.registers.reg_bytes
+    memory = np.arange(MEMORY, dtype=np.uint8)
+    m = Machine(program, Geometry(1, 1, rb, GRF, 0), Global([memory]))
+    m.views["uq"][0, 4 * rb // 8] = np.uint64(base(0) + 9)
+    if not ok:
+        with pytest.raises(Fault, match="message length is 1; the payload needs 2"):
+            m.run()
+        return
+    m.run()
+    assert m.file[0, 7 * rb] == 9
