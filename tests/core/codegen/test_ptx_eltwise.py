@@ -4,10 +4,16 @@ rules built on it (elu, swish, logistic) against :mod:`kdd.core.interp.eltwise_m
 import numpy as np
 import pytest
 
+from kdd.core.builder import build_kernel
+from kdd.core.codegen.ptx import generate_ptx
 from kdd.core.codegen.ptx.eltwise import eltwise_f32
 from kdd.core.codegen.ptx.emitter import Emitter
+from kdd.core.config.defaults import resolve_config
 from kdd.core.interp.eltwise_math import apply_eltwise
-from kdd.core.ptxsim import run_ptx
+from kdd.core.passes.kernel_pipeline import run_pipeline
+from kdd.core.problem import problem_from_text
+from kdd.core.ptxsim import check_ptx, run_ptx
+from kdd.core.targets import get_target
 
 WARPS = 64
 X = np.concatenate([np.linspace(-110.0, 95.0, 32 * WARPS - 64), np.geomspace(1e-30, 1.0, 32) * np.tile([-1, 1], 16),
@@ -64,3 +70,17 @@ def test_rules_on_exp_match_the_interpreters_definitions(alg, alpha):
     assert np.all(_ulps(got[normal], want[normal]) <= 4), alg
     assert np.all(np.abs(got[finite & ~normal] - want[finite & ~normal]) <= 2.0 ** -140), alg
     assert np.array_equal(got[~finite], want[~finite].astype(np.float32), equal_nan=True)
+
+
+@pytest.mark.parametrize("post_op", ["exp", "elu:0.5", "swish:1.5", "logistic"])
+@pytest.mark.parametrize("shape, types, tags", [
+    ("m32n16k64", "f16:f16:f32", {}),
+    ("mb2ic32ih6oc32oh6kh3ph1", "f16:f16:f32", {"src": "axb", "wei": "axcb", "dst": "axb"})])
+def test_sm90_kernels_with_the_post_op_check_ok_in_the_ptx_simulator(post_op, shape, types, tags):
+    target = get_target("sm_90")
+    p = problem_from_text(shape, types=types, tags=tags, post_ops=[post_op])
+    kernel = build_kernel(p, resolve_config(p, target), target)
+    listing = generate_ptx(kernel, run_pipeline(kernel).final, target, check=False)
+    assert "ex2" not in listing.asm      # no approximate instruction: the simulator runs what the GPU does
+    out = check_ptx(kernel, {"asm": listing.asm, "launch": listing.launch})
+    assert out["ok"] and out["unwritten"] == 0, out
