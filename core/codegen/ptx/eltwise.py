@@ -5,7 +5,7 @@ Only IEEE-exact instructions (``.rn`` arithmetic, ``cvt``, integer and bit moves
 ``setp``/``selp``): their results are fully specified by the PTX ISA, so the PTX simulator computes
 what the GPU does. ``ex2.approx`` would be faster but its error is not documented, so no simulator
 could reproduce it. ``exp`` is therefore built here (:func:`exp_f32`) and ``elu``, ``swish`` and
-``logistic`` use it.
+``logistic``, ``tanh`` and ``gelu_tanh`` use it.
 """
 from __future__ import annotations
 
@@ -26,7 +26,7 @@ LN2_HI, LN2_LO = 0.693145751953125, 1.4286068202862268e-06
 Q = [1.0 / math.factorial(k + 1) for k in range(7)]
 ONE, ZERO = imm_text(1.0, F32), imm_text(0.0, F32)
 SIMPLE = ("relu", "linear", "abs", "square", "sqrt")
-RULES = SIMPLE + ("exp", "elu", "swish", "logistic")
+RULES = SIMPLE + ("exp", "elu", "swish", "logistic", "tanh", "gelu_tanh")
 
 
 def _f(v: float) -> str:
@@ -94,4 +94,13 @@ def eltwise_f32(em: Emitter, alg: str, x: str, alpha: float, beta: float) -> str
         return _over_one_plus_exp(em, x, x, -alpha)
     if alg == "logistic":           # 1 / (1 + exp(-x))
         return _over_one_plus_exp(em, ONE, x, -1.0)
+    if alg == "tanh":               # -tanh |x| = m / (m + 2), m = exp(-2 |x|) - 1 in (-1, 0]: no overflow
+        m = exp_f32(em, em.calc("f", f"abs.f32 {{}}, {x}"), -2.0, minus_one=True)
+        t = em.calc("f", f"div.rn.f32 {{}}, {m}, {em.calc('f', f'add.rn.f32 {{}}, {m}, {_f(2.0)}')}")
+        negative = em.calc("p", f"setp.lt.f32 {{}}, {x}, {ZERO}")
+        return em.calc("f", f"selp.f32 {{}}, {t}, {em.calc('f', f'neg.f32 {{}}, {t}')}, {negative}")
+    if alg == "gelu_tanh":          # 0.5 x (1 + tanh u) = x / (1 + exp(-2 u)), u = k x (1 + 0.044715 x^2)
+        k = math.sqrt(2.0 / math.pi)
+        w = em.calc("f", f"fma.rn.f32 {{}}, {em.calc('f', f'mul.rn.f32 {{}}, {x}, {x}')}, {_f(0.044715 * k)}, {_f(k)}")
+        return _over_one_plus_exp(em, x, em.calc("f", f"mul.rn.f32 {{}}, {x}, {w}"), -2.0)
     raise CodegenUnsupported(f"eltwise.{alg} has no PTX rule yet ({', '.join(RULES)})")

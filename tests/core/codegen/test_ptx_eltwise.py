@@ -1,6 +1,7 @@
 """The sm_90 eltwise rules built from IEEE-exact PTX, run in the PTX simulator against float64 numpy:
-``exp`` within a few ulp over the whole f32 range (subnormal results and overflow included), and the
-rules built on it (elu, swish, logistic) against :mod:`kdd.core.interp.eltwise_math`."""
+``exp`` within a few ulp over the whole f32 range (subnormal results and overflow included), the
+rules built on it (elu, swish, logistic, tanh, gelu_tanh) against :mod:`kdd.core.interp.eltwise_math`,
+and small GEMM and conv kernels with each as a post-op checked in the simulator."""
 import numpy as np
 import pytest
 
@@ -58,7 +59,7 @@ def test_exp_is_within_a_few_ulp_of_float64_exp_over_the_f32_range():
     assert (got[(X > -87.3) & (X < -87)] > 0).any() and 0 < got[X == np.float32(-103.2)][0] < 1e-44   # subnormals
 
 
-@pytest.mark.parametrize("alg, alpha", [("elu", 0.5), ("swish", 1.5), ("logistic", 0.0), ("swish", -1.0)])
+@pytest.mark.parametrize("alg, alpha", [("elu", 0.5), ("swish", 1.5), ("logistic", 0.0), ("swish", -1.0), ("tanh", 0.0)])
 def test_rules_on_exp_match_the_interpreters_definitions(alg, alpha):
     got = _simulate(alg, alpha)
     with np.errstate(all="ignore"):
@@ -72,7 +73,26 @@ def test_rules_on_exp_match_the_interpreters_definitions(alg, alpha):
     assert np.array_equal(got[~finite], want[~finite].astype(np.float32), equal_nan=True)
 
 
-@pytest.mark.parametrize("post_op", ["exp", "elu:0.5", "swish:1.5", "logistic"])
+
+def test_gelu_tanh_is_x_over_one_plus_exp_within_the_rounding_of_its_cubic_argument():
+    # oneDNN's 0.5 x (1 + tanh u) cancels in float64 for x < -3; x / (1 + exp(-2u)) is the same function
+    # without the cancellation. exp magnifies the f32 rounding of u = k x (1 + 0.044715 x^2) by |2u|.
+    got = _simulate("gelu_tanh")
+    x = X.astype(np.float64)
+    with np.errstate(all="ignore"):
+        u = np.sqrt(2 / np.pi) * (x + 0.044715 * x ** 3)
+        want = x / (1 + np.exp(-2 * u))
+    finite = np.isfinite(x)
+    ulps = _ulps(got[finite], want[finite])
+    # below |x| 2^-126 the quotient also inherits the few bits of a subnormal exp(-2 |u|)
+    tiny = np.abs(want[finite]) < 2.0 ** -119
+    assert np.all((ulps <= 4 + 2 * np.abs(2 * u[finite])) | tiny & (np.abs(got[finite] - want[finite]) <= 2.0 ** -140))
+    assert np.all(ulps[np.abs(x[finite]) < 3] <= 4)
+    with np.errstate(invalid="ignore"):     # -inf (1 + tanh(-inf)) = -inf 0
+        special = apply_eltwise("gelu_tanh", X[~finite]).astype(np.float32)
+    assert np.array_equal(got[~finite], special, equal_nan=True)
+
+@pytest.mark.parametrize("post_op", ["exp", "elu:0.5", "swish:1.5", "logistic", "tanh", "gelu_tanh"])
 @pytest.mark.parametrize("shape, types, tags", [
     ("m32n16k64", "f16:f16:f32", {}),
     ("mb2ic32ih6oc32oh6kh3ph1", "f16:f16:f32", {"src": "axb", "wei": "axcb", "dst": "axb"})])
