@@ -4,7 +4,7 @@ defines them; ``alpha``/``beta`` as there).
 Only IEEE-exact instructions (``.rn`` arithmetic, ``cvt``, integer and bit moves, ``min``/``max``,
 ``setp``/``selp``): their results are fully specified by the PTX ISA, so the PTX simulator computes
 what the GPU does. ``ex2.approx`` would be faster but its error is not documented, so no simulator
-could reproduce it. ``exp`` is therefore built here (:func:`exp_f32`) and ``elu``, ``swish`` and
+could reproduce it. ``exp`` is therefore built here (:func:`exp_f32`), and ``elu``, ``swish``,
 ``logistic``, ``tanh`` and ``gelu_tanh`` use it.
 """
 from __future__ import annotations
@@ -25,8 +25,7 @@ LN2_HI, LN2_LO = 0.693145751953125, 1.4286068202862268e-06
 # exp(r) = 1 + r q(r), q the Taylor series to r^6 / 7!: truncation error below 2^-27 on |r| <= ln2 / 2
 Q = [1.0 / math.factorial(k + 1) for k in range(7)]
 ONE, ZERO = imm_text(1.0, F32), imm_text(0.0, F32)
-SIMPLE = ("relu", "linear", "abs", "square", "sqrt")
-RULES = SIMPLE + ("exp", "elu", "swish", "logistic", "tanh", "gelu_tanh")
+RULES = ("relu", "linear", "abs", "square", "sqrt", "exp", "elu", "swish", "logistic", "tanh", "gelu_tanh")
 
 
 def _f(v: float) -> str:
