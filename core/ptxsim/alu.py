@@ -2,8 +2,9 @@
 the instruction's type and written back as bits, following the PTX ISA's rules per type.
 
 Floating point computes in the instruction's format: an f32 ``add``/``mul``/``div``/``sqrt`` in numpy
-float32 (IEEE round-to-nearest-even, as ``.rn``), ``fma`` from the exact float64 product, f16/bf16
-operations in float32 rounded once to the format. Conversions (``cvt``) follow the PTX ISA's
+float32 (IEEE round-to-nearest-even, as ``.rn``), ``fma`` from the exact float64 product, added
+rounding to odd so that the one rounding to the format is the correct one, f16/bf16 operations in
+float32 rounded once to the format. Conversions (``cvt``) follow the PTX ISA's
 ``cvt`` section: float-to-integer rounds by the instruction's integer rounding modifier (``.rni``
 nearest even, ``.rzi`` toward zero, ``.rmi`` down, ``.rpi`` up) and always saturates to the
 destination range (NaN gives 0); integer-to-integer keeps the low bits (``.sat`` clamps instead);
@@ -134,6 +135,19 @@ def convert(name: list[str], v: np.ndarray) -> np.ndarray:
     return write(x, d)
 
 
+def _sum_to_odd(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """``a + b`` in float64 rounded to odd: where the sum is inexact, the neighbour of the two around it
+    whose last bit is 1. Rounding that once more to a format of at most 51 bits gives the correctly rounded
+    sum (Boldo and Melquiond); float64's own nearest-even rounding would round twice, wrongly for an exact
+    sum just off a midpoint of the narrow format. The error term is Knuth's TwoSum, exact in float64."""
+    s = a + b
+    bb = s - a
+    err = (a - (s - bb)) + (b - bb)
+    even = (s.view(np.uint64) & np.uint64(1)) == 0
+    fix = np.isfinite(err) & (err != 0) & even
+    return np.where(fix, np.nextafter(s, np.where(err > 0, np.inf, -np.inf)), s)
+
+
 def _float_op(base: str, name: list[str], t: str, v: list[np.ndarray]) -> np.ndarray:
     if set(name[1:-1]) - {"rn", "sat"}:     # .approx, .ftz, other roundings: not modelled
         raise SimulatorGap(None, ".".join(name), "a float modifier other than .rn/.sat")
@@ -142,7 +156,7 @@ def _float_op(base: str, name: list[str], t: str, v: list[np.ndarray]) -> np.nda
         x = [a.astype(np.float32) for a in x]
     with np.errstate(all="ignore"):
         if base == "fma" or (base == "mad" and t != "f64"):
-            r = x[0].astype(np.float64) * x[1].astype(np.float64) + x[2].astype(np.float64)
+            r = _sum_to_odd(x[0].astype(np.float64) * x[1].astype(np.float64), x[2].astype(np.float64))
         elif base in ("add", "sub", "mul", "div", "min", "max"):
             a, b = x
             r = {"add": lambda: a + b, "sub": lambda: a - b, "mul": lambda: a * b, "div": lambda: a / b,

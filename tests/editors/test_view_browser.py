@@ -309,11 +309,11 @@ def test_page_inside_vscode_uses_the_message_transport(page_and_view):
 
 
 def test_a_kernel_without_assembly_shows_the_servers_reason(tmp_path):
-    """A kernel the code generator cannot lower (sm_90 has no PTX rule for tanh yet): the page says why,
+    """A kernel the code generator cannot lower (sm_90 has no PTX rule for gelu_erf yet): the page says why,
     verbatim, and plots the register estimate."""
     path = tmp_path / "sm90.kernel.toml"
     path.write_text((EXAMPLES / "sm90_conv.kernel.toml").read_text().replace('post_ops = ["relu"]',
-                                                                               'post_ops = ["tanh"]'))
+                                                                               'post_ops = ["gelu_erf"]'))
     reason = _cli(path, "asm")
     assert not reason["ok"] and reason["failure"]["stage"] == "codegen"
     view = View(path, tmp_path / "cache")

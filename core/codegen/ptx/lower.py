@@ -32,6 +32,7 @@ from kdd.core.ir.types import s32, u32
 from ..errors import CodegenUnsupported
 from .align import slot_multiples
 from .asyncs import MAX_QUEUE, Events, Plan, bounds
+from .eltwise import eltwise_f32
 from .emitter import Emitter, ptx_type, reg_class
 from .expressions import ExprLowering
 from .lanes import LANES, ROW, Slot, slots
@@ -556,27 +557,8 @@ class PtxLowering(LaneWords, ExprLowering, MemoryLowering):
         buf = self.grf[buf_arg.name]
         self.reads(buf.name, off.value, off.value + 4 * f.elems)
         em = self.em
-        alpha, beta = imm_text(f.alpha, f.dtype), imm_text(f.beta, f.dtype)
         for slot in slots(off.value + np.arange(f.elems) * 4):
             x = em.new("f")
             em.op(f"mov.b32 {x}, {buf.row(slot.row)}")
-            y = em.new("f")
-            if f.alg == "relu":
-                if f.alpha == 0:
-                    em.op(f"max.f32 {y}, {x}, 0f00000000")
-                else:
-                    p, ax = em.new("p"), em.new("f")
-                    em.op(f"mul.rn.f32 {ax}, {x}, {alpha}")
-                    em.op(f"setp.gt.f32 {p}, {x}, 0f00000000")
-                    em.op(f"selp.f32 {y}, {x}, {ax}, {p}")
-            elif f.alg == "linear":
-                em.op(f"fma.rn.f32 {y}, {x}, {alpha}, {beta}")
-            elif f.alg == "abs":
-                em.op(f"abs.f32 {y}, {x}")
-            elif f.alg == "square":
-                em.op(f"mul.rn.f32 {y}, {x}, {x}")
-            elif f.alg == "sqrt":
-                em.op(f"sqrt.rn.f32 {y}, {x}")
-            else:
-                raise CodegenUnsupported(f"eltwise.{f.alg} has no PTX rule yet (relu, linear, abs, square, sqrt)")
+            y = eltwise_f32(em, f.alg, x, f.alpha, f.beta)
             em.op(f"mov.b32 {buf.row(slot.row)}, {y}", self.lane_pred(slot.mask))

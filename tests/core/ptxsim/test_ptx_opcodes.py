@@ -16,7 +16,7 @@ from kdd.core.targets import get_target
 
 ROOT = Path(__file__).resolve().parents[3]
 TYPES = ["f16", "bf16", "f16:f16:f32", "bf16:bf16:f32", "s8:s8:s32", "u8:s8:u8", "s8", "u8:u8:s32", "f16:f16:s8"]
-POST_OPS = "relu+linear:2:1+abs+square+sqrt+bias+sum:0.5+add:f32:per_oc+scale:0.5"
+POST_OPS = "relu+linear:2:1+abs+square+sqrt+exp+elu:0.5+swish:1.5+logistic+tanh+gelu_tanh+bias+sum:0.5+add:f32:per_oc+scale:0.5"
 
 
 def _opcodes(ptx: str) -> set[str]:

@@ -82,3 +82,12 @@ def test_sm90_code_saturates_sums_past_the_narrow_destination(types):
     assert "cvt.sat." + types[:2] + ".s32" in listing.asm
     out = check_ptx(kernel, {"asm": listing.asm, "launch": listing.launch})
     assert out["ok"] and out["unwritten"] == 0, out
+
+
+def test_fma_rounds_once_where_float64_then_f32_would_round_twice():
+    # 2^-24 (1 + 2^-18) (1 - 2^-18) + (1 + 2^-23) = 1 + 2^-23 + 2^-24 - 2^-60: just below the midpoint of
+    # 1 + 2^-23 and 1 + 2^-22, so fma gives the first; float64 would round to the midpoint, f32 then to even
+    a, b, c = (write(np.full(32, v), "f32") for v in (2.0 ** -24 * (1 + 2.0 ** -18), 1 - 2.0 ** -18, 1 + 2.0 ** -23))
+    assert read(alu("fma.rn.f32", [a, b, c]), "f32")[0] == np.float32(1 + 2.0 ** -23)
+    minus_a, minus_c = (write(-read(v, "f32"), "f32") for v in (a, c))
+    assert read(alu("fma.rn.f32", [minus_a, b, minus_c]), "f32")[0] == np.float32(-1 - 2.0 ** -23)
