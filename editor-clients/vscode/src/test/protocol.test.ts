@@ -203,10 +203,10 @@ test("the preview bridge over the real server: IR line map, assembly or the serv
   });
 
 test("a kernel the code generator cannot lower: the preview gets the server's reason as the error", { timeout: 300_000 }, async () => {
-  // sm_90 has no PTX rule for tanh yet: kdd/assembly answers RequestFailed with the reason.
+  // sm_90 has no PTX rule for gelu_erf yet: kdd/assembly answers RequestFailed with the reason.
   const file = path.join(dir, "sm90.kernel.toml");
   const text = fs.readFileSync(path.join(ROOT, "examples", "sm90_conv.kernel.toml"), "utf8")
-    .replace('post_ops = ["relu"]', 'post_ops = ["tanh"]');
+    .replace('post_ops = ["relu"]', 'post_ops = ["gelu_erf"]');
   fs.writeFileSync(file, text);
   const sm90 = `file://${file}`;
   conn.sendNotification("textDocument/didOpen",
@@ -218,5 +218,5 @@ test("a kernel the code generator cannot lower: the preview gets the server's re
   const answer = posted.pop();
   assert.equal(answer.id, 7);
   assert.equal(answer.error.code, -32803);
-  assert.match(answer.error.message, /tanh/);
+  assert.match(answer.error.message, /gelu_erf/);
 });
