@@ -13,8 +13,11 @@ generated code in its simulator (Xe: the assembled binary in ``kdd.core.xesim``;
 * ``ir-fault``: the interpreter stops on the IR itself (an access outside a buffer...): a bug of the
   builder or a pass, found here but not a difference between IR and code;
 * ``error``: kdd itself raised (the traceback is kept);
-* ``not-checkable``: kdd cannot check the code (``reason``: ``no-codegen``, ``out-of-registers``,
-  ``simulator-gap``, ``no-assembler``), never counted as agreement or disagreement.
+* ``not-checkable``: kdd cannot check the code (``reason``: ``no-codegen``, a form the generator cannot
+  lower yet; ``simulator-gap``; ``no-assembler``), never counted as agreement or disagreement.
+
+A config that runs out of registers is no case, like one the builder or the validation refuses: ``kdd
+compile`` refuses it as written (exit 2, naming the knobs that would make it fit).
 
 Used by tests/core/test_differential.py (a bounded sweep) and bench/differential.py (a long one).
 """
@@ -112,9 +115,9 @@ def _outputs_agree(kernel, problem, target, listing, seed: int) -> bool:
 
 
 def run_case(problem, config, target_name: str, seed: int = 0) -> dict | None:
-    """One kernel checked by the interpreter and by its code; None when the builder or the config
-    validation (what ``kdd compile`` runs) rejects the config, or the launch is over the size bound
-    (not a case)."""
+    """One kernel checked by the interpreter and by its code; None when the builder, the config
+    validation or the register allocation (what ``kdd compile`` runs) rejects the config, or the launch is
+    over the size bound (not a case)."""
     from kdd.core.targets import get_target
 
     start = time.perf_counter()
@@ -141,6 +144,8 @@ def run_case(problem, config, target_name: str, seed: int = 0) -> dict | None:
     code, why, listing = _code_check(kernel, target)
     case["interp_s"], case["code_s"] = round(middle - start, 3), round(time.perf_counter() - middle, 3)
     case["interp"] = {"ok": ir.ok, "rel_err": ir.rel_err, "tol": ir.tol}
+    if why == "out-of-registers":
+        return None         # kdd compile refuses the config (exit 2, with its repairs): not a kernel a user gets
     if code is None:
         outcome, reason = "not-checkable", why.split(":")[0]
         case["detail"] = why
