@@ -314,13 +314,6 @@ def _triton_gemm(torch, ab, runs: int) -> dict:
     return {"triton": {**best[1], "config": list(best[0])}}
 
 
-def _time_torch(problem, torch, runs: int) -> float:
-    """The library's GPU time per call that kdd's kernel is measured against: cuDNN conv+relu where the
-    problem has relu (else conv alone), cuBLAS for a GEMM."""
-    peers = _baselines(problem, torch, runs)
-    return (peers.get("cudnn_relu") or peers.get("cudnn") or peers["cublas"])["median_us"]
-
-
 def environment(torch) -> dict:
     """The card and the software a run measured with: ``compare`` refuses runs of different cards."""
     import subprocess

@@ -298,6 +298,12 @@ def check_buffers(kernel, seed: int = 0) -> tuple[dict[str, np.ndarray], dict[st
     return _buffers(kernel.args, _fills_mantissa(kernel), seed)
 
 
+def unwritten_bytes(arg) -> np.ndarray:
+    """An output or scratch buffer before a launch (step 1 of the protocol): zeroed where the kernel adds
+    into it (``zero_init``), else poisoned with ``0xFF`` so an element never written shows."""
+    return np.full(arg.layout.size_bytes(), 0 if arg.zero_init else 0xFF, dtype=np.uint8)
+
+
 def _buffers(args, mantissa: bool, seed: int) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
     rng = np.random.default_rng(seed)
     buffers: dict[str, np.ndarray] = {}
@@ -305,8 +311,7 @@ def _buffers(args, mantissa: bool, seed: int) -> tuple[dict[str, np.ndarray], di
     for arg in args:
         dims = tuple(size for _, size in arg.dims)
         if arg.role in ("output", "scratch"):  # the kernel writes them before reading
-            fill = 0 if arg.zero_init else 0xFF
-            buffers[arg.name] = np.full(arg.layout.size_bytes(), fill, dtype=np.uint8)
+            buffers[arg.name] = unwritten_bytes(arg)
             continue
         values = random_values(arg.dtype, dims, rng, mantissa)
         inputs[arg.name] = values
@@ -343,4 +348,4 @@ def run_check(problem, config, target, *, seed: int = 0, tol: float | None = Non
     return check_kernel(build_kernel(problem, config, target), problem, seed=seed, tol=tol, max_macs=max_macs)
 
 
-__all__ = ["CheckResult", "CheckTooLarge", "check_buffers", "check_kernel", "default_tol", "kernel_math", "pack", "random_values", "run_check", "unpack", "verdict"]
+__all__ = ["CheckResult", "CheckTooLarge", "check_buffers", "check_kernel", "default_tol", "kernel_math", "pack", "random_values", "run_check", "unpack", "unwritten_bytes", "verdict"]

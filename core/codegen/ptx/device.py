@@ -76,7 +76,7 @@ def device_buffers(kernel, seed: int = 0, *, rounding: bool = False) -> tuple[di
     check makes them; with ``rounding``, float inputs are normal random values of their type instead of
     the check's exactly-summable ``k / 8`` (products and sums round, as in real use: see
     :func:`rounding_tol`)."""
-    from kdd.core.interp.check import pack, random_values
+    from kdd.core.interp.check import pack, random_values, unwritten_bytes
 
     rng = np.random.default_rng(seed)
     mantissa = all(a.dtype.is_float for a in kernel.outputs)
@@ -84,7 +84,7 @@ def device_buffers(kernel, seed: int = 0, *, rounding: bool = False) -> tuple[di
     for arg in kernel.args:
         dims = tuple(size for _, size in arg.dims)
         if arg.role in ("output", "scratch"):  # the kernel writes them before reading
-            buffers[arg.name] = _unwritten(arg)
+            buffers[arg.name] = unwritten_bytes(arg)
             continue
         if rounding and arg.dtype.is_float:
             values = _normal(arg.dtype, dims, rng)
@@ -93,11 +93,6 @@ def device_buffers(kernel, seed: int = 0, *, rounding: bool = False) -> tuple[di
         inputs[arg.name] = values
         buffers[arg.name] = pack(values, arg.dtype, arg.layout)
     return buffers, inputs
-
-
-def _unwritten(arg) -> np.ndarray:
-    """An output or scratch buffer before a launch: zeroed where the kernel adds into it, else poisoned."""
-    return np.full(arg.layout.size_bytes(), 0 if arg.zero_init else 0xFF, dtype=np.uint8)
 
 
 def _normal(t, dims: tuple[int, ...], rng: np.random.Generator) -> np.ndarray:
@@ -137,7 +132,7 @@ def check_on_device(listing, kernel, problem=None, *, seed: int = 0, tol: float 
     zeroed where it adds into them) before each launch but its scratch buffers never reset by the host:
     every launch must be correct on what the one before left (split K's scratch and arrival counters).
     The answer is the worst launch's."""
-    from kdd.core.interp.check import compare, default_tol, unpack
+    from kdd.core.interp.check import compare, default_tol, unpack, unwritten_bytes
     from kdd.core.interp.reference import reference as numpy_reference
 
     cp = _cupy()
@@ -150,7 +145,7 @@ def check_on_device(listing, kernel, problem=None, *, seed: int = 0, tol: float 
     results = []
     for _ in range(launches):
         for arg in kernel.outputs:
-            dev[arg.name][...] = cp.asarray(_unwritten(arg))
+            dev[arg.name][...] = cp.asarray(unwritten_bytes(arg))
         _launch(fn, listing, [dev[a.name] for a in kernel.args])
         cp.cuda.Device().synchronize()
         refs = refs if refs is not None else (reference or numpy_reference)(problem, inputs)

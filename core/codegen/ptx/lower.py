@@ -374,10 +374,8 @@ class PtxLowering(LaneWords, ExprLowering, MemoryLowering):
         f: Reorder = call.func
         src, soff, dst, doff = self._register_operands(call, "reorder")
         sl, dl = f.src_layout, f.dst_layout
-        grid = np.indices(dl.padded_dims).reshape(dl.ndims, -1).T
-        inside = (grid < np.asarray(dl.dims)).all(axis=1)
+        grid, inside, dfirst = _destination(dl, doff.value)
         ss, ds = sl.dtype.size, dl.dtype.size
-        dfirst = doff.value + dl.offsets_of(grid) * ds
         sfirst = np.full(len(grid), -1, dtype=np.int64)
         if inside.any():
             sfirst[inside] = soff.value + sl.offsets_of(grid[inside]) * ss
@@ -492,10 +490,8 @@ class PtxLowering(LaneWords, ExprLowering, MemoryLowering):
         sl, dl = f.src_layout, f.dst_layout
         if src.name == dst.name:
             raise CodegenUnsupported("a reduce in place")
-        grid = np.indices(dl.padded_dims).reshape(dl.ndims, -1).T
-        inside = (grid < np.asarray(dl.dims)).all(axis=1)
+        grid, inside, dfirst = _destination(dl, doff.value)
         ss, ds = sl.dtype.size, dl.dtype.size
-        dfirst = doff.value + dl.offsets_of(grid) * ds
         sources = []
         for combo in np.ndindex(*(sl.dims[d] for d in f.dims)):
             at = grid.copy()
@@ -511,7 +507,7 @@ class PtxLowering(LaneWords, ExprLowering, MemoryLowering):
         sbuf, dbuf = self.grf[src.name], self.grf[dst.name]
         zero = Value(imm_text(0, dl.dtype), dl.dtype, 0)
         add = f"add{'.rn' if dl.dtype.is_float else ''}.{ptx_type(dl.dtype)} {{}}, {{}}, {{}}"
-        for slot in self._word_slots(dfirst, ds, sources[0], ss, False):
+        for slot in slots(dfirst):
             total = None
             for source in sources:
                 srcb = [source[i] if i >= 0 else -1 for i in slot.index]
@@ -562,3 +558,11 @@ class PtxLowering(LaneWords, ExprLowering, MemoryLowering):
             em.op(f"mov.b32 {x}, {buf.row(slot.row)}")
             y = eltwise_f32(em, f.alg, x, f.alpha, f.beta)
             em.op(f"mov.b32 {buf.row(slot.row)}, {y}", self.lane_pred(slot.mask))
+
+
+def _destination(layout, offset: int):
+    """Every logical index of a register-to-register call's destination ``layout`` (padding included), whether
+    it is inside the logical dims, and its first byte in the destination buffer (``offset`` the call's)."""
+    grid = np.indices(layout.padded_dims).reshape(layout.ndims, -1).T
+    inside = (grid < np.asarray(layout.dims)).all(axis=1)
+    return grid, inside, offset + layout.offsets_of(grid) * layout.dtype.size

@@ -16,7 +16,7 @@ from kdd.core.builder import build_kernel
 from kdd.core.config import parse_config_line
 from kdd.core.config.defaults import resolve_config
 from kdd.core.interp import Launch, run_ir
-from kdd.core.interp.check import pack, random_values
+from kdd.core.interp.check import pack, random_values, unwritten_bytes
 from kdd.core.spec import load_spec
 
 EXAMPLES = Path(__file__).resolve().parents[3] / "examples"
@@ -41,7 +41,7 @@ def outputs(kernel, body=None, seed: int = 0) -> dict[str, tuple[bytes, bytes]]:
     buffers = {}
     for arg in kernel.args:
         if arg.role == "output":
-            buffers[arg.var.name] = np.full(arg.layout.size_bytes(), 0 if arg.zero_init else 0xFF, dtype=np.uint8)
+            buffers[arg.var.name] = unwritten_bytes(arg)
         else:
             values = random_values(arg.dtype, tuple(s for _, s in arg.dims), rng)
             buffers[arg.var.name] = pack(values, arg.dtype, arg.layout)
