@@ -429,15 +429,19 @@ class Engine:
                         stamps() if artifact != IR_ARTIFACT else ())
             sources = parsed.sources()
 
+            def stage_body(kernel):
+                """The IR the interpreter checks: after the build, or after ``stage`` (a bisection's verdict
+                is the final IR's)."""
+                if stage == BUILD:
+                    return kernel.body
+                trace = self.trace(kernel)
+                return trace.final if stage == FINAL or bisect_passes else trace.after(stage)
+
             def judged() -> str:
                 """The digest of what the verdict is about: the assembly, or the IR the interpreter runs."""
-                kernel = self.kernel(r, sources)
                 if artifact != IR_ARTIFACT:
                     return _digest(self.assembly(r, sources, tools=False)["listing"])
-                trace = self.trace(kernel)
-                body = kernel.body if stage == BUILD else (
-                    trace.final if stage == FINAL or bisect_passes else trace.after(stage))
-                return _digest(to_text(body))
+                return _digest(to_text(stage_body(self.kernel(r, sources))))
 
             def run() -> dict:
                 check = InterpreterCheck(r.problem, spec.check_seed, spec.check_tol, unbounded)
@@ -449,8 +453,7 @@ class Engine:
                     elif bisect_passes:
                         out = self._timed("check", lambda: bisect(kernel, check, trace=self.trace(kernel)).to_dict())
                     else:
-                        body = kernel.body if stage == BUILD else (
-                            self.trace(kernel).final if stage == FINAL else self.trace(kernel).after(stage))
+                        body = stage_body(kernel)
                         out = self._timed("check", lambda: check.result(with_body(kernel, body)))
                 except NotCheckable as exc:
                     return not_checkable(exc, r.problem.shape.canonical(), artifact, shown)
