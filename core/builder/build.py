@@ -52,7 +52,7 @@ from .loop_nest import GROUP_IDS, THREAD_IDS, LoopNest, build_loop_nest
 from .loops import nest
 from .names import Names
 from .origin import Origin
-from .slm import SlmStage, read_tile, slm_barrier, stage, subtile_chunks
+from .slm import SLM_BLOCK_GRAIN, SlmStage, read_tile, slm_barrier, stage, subtile_chunks
 from .split_k import ORIGIN as ORIGIN_SPLIT_K
 from .split_k import SplitFinish, needs_finish
 from .tile import MatrixDim, RegTensor, TileAccess
@@ -306,7 +306,9 @@ class _Builder:
                               tuple(base))
 
         origin = Origin(f"loads.{which}", "iter")
-        if staged is not None and staged.tile_offset is not None:  # subtile s: the tile's s-th chunk
+        # subtile s: the tile's s-th chunk, read with block messages; a chunk that is no whole number of
+        # dwords (a u8 subtile of 2 bytes) would read past it, so it takes the general path below
+        if staged is not None and staged.tile_offset is not None and reg.bytes % SLM_BLOCK_GRAIN == 0:
             return lambda s: read_tile(staged, reg, self.rules, names, origin, arith.mul(s, reg.bytes))
         probe = source(arith.const(0))
         # 2D block messages land the rows where reg's layout holds them: taken where they are fewer

@@ -21,7 +21,9 @@ combines with a ``per_tensor``/``per_oc``/``common`` operand, ``sum`` adds
 rounded to nearest even and saturated to their type, after post-ops computed
 step by step in the kernel's post-op precision (f32, or f64 for an f64
 accumulator: a value near a .5 boundary must round as the kernel's does);
-float outputs stay float64 (the comparison's tolerance covers their rounding).
+float outputs stay float64 (the comparison's tolerance covers their rounding)
+except where the value is past the type's range: there it is the infinity
+that rounding to the type gives (an ``exp`` of 91 is inf in f32 and bf16).
 """
 from __future__ import annotations
 
@@ -95,9 +97,13 @@ def apply_post_ops(acc: np.ndarray, post_ops, inputs: Mapping[str, np.ndarray], 
 
 
 def round_to_type(x: np.ndarray, t: Type) -> np.ndarray:
-    """Integer types: round to nearest even and saturate (as oneDNN stores); floats unchanged."""
+    """Integer types: round to nearest even and saturate (as oneDNN stores); floats unchanged but where
+    rounding to ``t`` overflows, to the infinity of that sign (the tolerance covers in-range rounding,
+    not a finite value the type cannot hold)."""
     if not t.is_int:
-        return x
+        with np.errstate(over="ignore"):
+            overflows = np.isinf(round_float(x, t)) & np.isfinite(x)
+        return np.where(overflows, np.copysign(np.inf, x), x) if overflows.any() else x
     lo, hi = t.scalar.int_range()
     return np.clip(np.rint(x), lo, hi)
 

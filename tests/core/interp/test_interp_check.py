@@ -188,3 +188,17 @@ def test_equal_infinities_and_nans_compare_equal_and_a_finite_value_against_inf_
     out = ref.copy()
     out[1] = 3.0e38
     assert not compare("dst", out, ref, written, 1e-5).ok
+
+
+def test_an_infinite_reference_element_leaves_the_others_judged_on_their_own_scale():
+    """One inf in the reference must not make the norm infinite (every other error relative to it
+    would vanish, and any value would pass)."""
+    from kdd.core.interp.check import compare
+
+    ref = np.array([np.inf, 1.0, 2.0, 3.0])
+    written = np.ones(4, dtype=bool)
+    assert compare("dst", ref.copy(), ref, written, 1e-3).ok
+    out = ref.copy()
+    out[2] = 5.0
+    wrong = compare("dst", out, ref, written, 1e-3)
+    assert not wrong.ok and wrong.first_bad == (2,)
