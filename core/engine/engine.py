@@ -586,8 +586,11 @@ class Engine:
         """``kdd check --device`` / ``kdd bench``: the compiled sm_90 kernel run on a CUDA GPU (CuPy).
 
         The check runs the ``[check]`` problem against the float64 reference (the
-        ``kdd check --json`` object plus ``device``); ``bench`` times the problem itself with CUDA events
-        and gives TFLOP/s and the fraction of the device's peak from target data."""
+        ``kdd check --json`` object plus ``device``); ``bench`` first checks the problem itself, at its
+        full shape, three launches on the same buffers with inputs that round (a kernel that leaves state
+        for the next launch, split K's scratch say, is caught), and times only a correct kernel: GPU time
+        per launch, TFLOP/s and the fraction of the device's peak from target data, with the check's
+        figures under ``check``. A wrong kernel is the check's object (verdict ``wrong``), untimed."""
         parsed = None
         try:
             from kdd.core.codegen.ptx import generate_ptx
@@ -609,8 +612,14 @@ class Engine:
                 if not bench:
                     out = check_on_device(listing, kernel, r.problem, seed=spec.check_seed, tol=spec.check_tol)
                     return {**out, "stage": FINAL, "artifact": DEVICE_ARTIFACT, "verdict": verdict_of(out)}
+                checked = check_on_device(listing, kernel, r.problem, seed=spec.check_seed, tol=spec.check_tol,
+                                          rounding=True, launches=3)
+                if not checked["ok"]:
+                    return {**checked, "stage": FINAL, "artifact": DEVICE_ARTIFACT, "verdict": verdict_of(checked),
+                            "timed": False}
                 flops = float(r.problem.flops())
                 timed = time_on_device(listing, kernel, runs=runs, flops=flops)
+                timed["check"] = {k: checked[k] for k in ("ok", "rel_err", "tol", "launches", "inputs")}
             except DeviceUnavailable as exc:
                 if bench:
                     raise StageFailed(Failure("check", f"no CUDA device to run on: {exc}", "no-device")) from None
