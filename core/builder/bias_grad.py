@@ -36,7 +36,7 @@ from .errors import BuildError
 from .kernel import KernelArg
 from .layouts import vector_layout
 from .loads import MessageRules, transfer
-from .names import Names
+from kdd.core.ir.names import Names
 from .origin import Origin
 from .tile import MatrixDim, RegTensor, TileAccess, row_major
 

@@ -50,7 +50,7 @@ from .loads import (MessageRules, contiguous_role, load_block2d, memory_ordered,
                     transfer, vector_gather)
 from .loop_nest import GROUP_IDS, THREAD_IDS, LoopNest, build_loop_nest
 from .loops import nest
-from .names import Names
+from kdd.core.ir.names import Names
 from .origin import Origin
 from .slm import SLM_BLOCK_GRAIN, SlmStage, read_tile, slm_barrier, stage, subtile_chunks
 from .split_k import ORIGIN as ORIGIN_SPLIT_K

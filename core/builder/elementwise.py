@@ -16,7 +16,7 @@ from kdd.core.ir.types import Type
 
 from . import arith
 from .loops import nest
-from .names import Names
+from kdd.core.ir.names import Names
 from .origin import Origin
 from .tile import RegTensor
 

@@ -28,7 +28,7 @@ from kdd.core.problem.post_ops import Bias, Binary, Eltwise, Scale, Sum
 from .elementwise import convert, elementwise
 from .errors import BuildError
 from .loads import MessageRules, memory_ordered, plan_messages, transfer
-from .names import Names
+from kdd.core.ir.names import Names
 from .origin import Origin
 from .tile import RegTensor, TileAccess
 

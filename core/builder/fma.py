@@ -32,7 +32,7 @@ from kdd.core.targets import FmaShape
 from . import arith
 from .errors import BuildError
 from .loops import nest
-from .names import Names
+from kdd.core.ir.names import Names
 from .origin import Origin
 from .tile import RegTensor, row_major
 

@@ -27,7 +27,7 @@ from . import arith
 from .elementwise import elementwise
 from .loop_nest import THREAD_IDS
 from .loops import nest
-from .names import Names
+from kdd.core.ir.names import Names
 from .origin import Origin
 from .slm import slm_barrier
 from .tile import RegTensor, row_major

@@ -48,7 +48,7 @@ from kdd.core.targets.target import Block2D
 
 from . import arith
 from .elementwise import fill
-from .names import Names
+from kdd.core.ir.names import Names
 from .origin import Origin
 from .tile import RegTensor, TileAccess, row_major
 

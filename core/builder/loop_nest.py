@@ -22,7 +22,7 @@ from kdd.core.ir.types import s32
 
 from . import arith
 from .errors import BuildError
-from .names import Names
+from kdd.core.ir.names import Names
 from .origin import Origin
 
 GROUP_IDS = ("group_id0", "group_id1", "group_id2")

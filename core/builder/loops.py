@@ -7,7 +7,7 @@ from kdd.core.ir.expr import Expr
 from kdd.core.ir.stmt import For, Stmt
 
 from . import arith
-from .names import Names
+from kdd.core.ir.names import Names
 from .origin import Origin
 
 

@@ -49,7 +49,7 @@ from kdd.core.layout.view import View, ViewDim, offset_expr
 from . import arith
 from .loads import (MessageMask, MessagePlan, MessageRules, VectorPlan, contiguous_run, inner_last, plan_messages,
                     plan_vectors, same_placement, transfer, zero_fill)
-from .names import Names
+from kdd.core.ir.names import Names
 from .origin import Origin
 from .tile import MatrixDim, RegTensor, TileAccess, row_major
 

@@ -47,7 +47,7 @@ from .kernel import KernelArg
 from .layouts import vector_layout
 from .loads import MessageRules, transfer
 from .loop_nest import GROUP_IDS
-from .names import Names
+from kdd.core.ir.names import Names
 from .origin import Origin
 from .tile import RegTensor, TileAccess, row_major
 

@@ -24,33 +24,19 @@ the knob to its source range in the config file (``config_range``).
 """
 from __future__ import annotations
 
-import shutil
-
-from kdd.core.targets import Target, get_target
+from kdd.core.targets import Target
 
 from .assembler import AssemblerReport, assemble
+from .backend import Backend, backend_for
 from .errors import AssemblerRejected, CodegenError, CodegenUnsupported, LiveBuffer, OutOfRegisters
 from .listing import AsmLine, Listing
 
 
 def generate_asm(kernel, body, target: Target | str, check: bool = True) -> Listing:
-    """Lower ``body`` for ``target`` and (``check``) run the target's assembler on the result; an Xe
-    listing the installed assembler rejects raises :class:`AssemblerRejected` (a generator bug)."""
-    t = get_target(target) if isinstance(target, str) else target
-    if t.isa == "ptx":
-        from .ptx import generate_ptx
-        return generate_ptx(kernel, body, t, check)
-    if t.xe is None:
-        raise CodegenUnsupported(f"kdd has no assembly generator for {t.name}")
-    from .xe import lower_kernel
-    listing = lower_kernel(kernel, body, t)
-    if check:
-        report = assemble(listing.asm, t.assembler, f"-p={t.xe.iga_platform}")
-        if report.binary_bytes is None and shutil.which(t.assembler[0]) is not None:
-            raise AssemblerRejected(report.tool, report.messages)
-        listing.assembler = report.to_dict()
-    return listing
+    """Lower ``body`` for ``target`` (its :class:`Backend`) and (``check``) run the target's assembler on the
+    result; an Xe listing the installed assembler rejects raises :class:`AssemblerRejected` (a generator bug)."""
+    return backend_for(target).generate(kernel, body, check)
 
 
-__all__ = ["AsmLine", "AssemblerRejected", "AssemblerReport", "CodegenError", "CodegenUnsupported", "Listing",
-           "LiveBuffer", "OutOfRegisters", "assemble", "generate_asm"]
+__all__ = ["AsmLine", "AssemblerRejected", "AssemblerReport", "Backend", "CodegenError", "CodegenUnsupported", "Listing",
+           "LiveBuffer", "OutOfRegisters", "assemble", "backend_for", "generate_asm"]

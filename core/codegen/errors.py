@@ -2,7 +2,7 @@
 kernel whose live values do not fit the register file."""
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 
 class CodegenError(Exception):
@@ -56,7 +56,9 @@ class OutOfRegisters(CodegenError):
     ``live`` lists what holds registers at that point (largest first), ``by_category``
     sums them per kind (C accumulators, A/B operands, SLM load buffers, headers,
     scalars, temporaries, reserved), ``repairs`` the changes oneDNN's generator
-    tries in order, each naming the config knob it changes.
+    tries, in its order, by category (``{"category", ...values}``: the generator
+    knows no knob); :meth:`with_repairs` gives them in the config's terms
+    (``{"repair", "knob", "how"}``, ``kdd.core.config.repairs``).
     """
 
     needed: int
@@ -90,10 +92,15 @@ class OutOfRegisters(CodegenError):
     def message(self) -> str:
         parts = ", ".join(f"{k} {v}" for k, v in sorted(self.by_category.items(), key=lambda kv: -kv[1]))
         top = ", ".join(f"{b.label} {b.regs}" for b in self.live[:8])
-        fixes = "; ".join(f"{r['repair']} ({r['knob']}: {r['how']})" for r in self.repairs)
+        fixes = "; ".join(f"{r['repair']} ({r['knob']}: {r['how']})" if "knob" in r else r["category"]
+                          for r in self.repairs)
         where = f" at {self.at}" if self.at else ""
         return (f"out of registers{where}: {self.wanted} needs {self.needed} more, budget {self.budget} "
                 f"GRFs; live: {parts} [{top}]" + (f"; try: {fixes}" if fixes else ""))
+
+    def with_repairs(self, repairs: list[dict]) -> "OutOfRegisters":
+        """The same error with ``repairs`` (the categories' repairs in the config's knobs) in its message."""
+        return replace(self, repairs=repairs)
 
     def to_dict(self) -> dict:
         return {"needed": self.needed, "budget": self.budget, "reg_bytes": self.reg_bytes, "wanted": self.wanted, "at": self.at,

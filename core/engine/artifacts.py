@@ -7,11 +7,12 @@ characters, exclusive ends.
 """
 from __future__ import annotations
 
+from kdd.core.codegen.backend import backend_for
 from kdd.core.config.budget import FLOOR, estimate_budget
 from kdd.core.ir.printer import print_ir
 from kdd.core.passes.loop_stats import loop_stats
 from kdd.core.passes.metrics import kernel_metrics, reduction_iterations
-from kdd.core.passes.registers import RegisterModel, estimate_registers
+from kdd.core.passes.registers import estimate_registers
 from kdd.core.passes.trace_view import BUILD, text_diff, trace_to_json
 from kdd.core.passes.verify import verify_trace
 from kdd.core.spec import Diagnostic, Range
@@ -112,7 +113,7 @@ def stats_artifact(r, kernel, trace, ir: int | None = None) -> dict:
     generator's listing already has it, else computed here; ``floor`` is what refuses a config before the
     build (C, A, B); ``config`` and ``by_label`` keep the config-time estimate the defaults heuristic ranks
     tiles with, before any IR exists."""
-    model = RegisterModel.of(r.target, kernel)
+    model = backend_for(r.target).register_model(kernel)
     budget = estimate_budget(r.problem, r.config, r.target)
     iterations = reduction_iterations(trace.input)
     loop = loop_stats(trace.input, trace.final, r.target)

@@ -31,6 +31,7 @@ from typing import Any, Callable
 
 from kdd.core.builder import BuildError, build_kernel
 from kdd.core.config.defaults import resolve_config
+from kdd.core.config.repairs import knob_repairs
 from kdd.core.ir.gc_pause import gc_paused
 from kdd.core.ir.printer import print_ir, to_text
 from kdd.core.passes import PassError
@@ -563,6 +564,7 @@ class Engine:
                 return {"failure": Failure("codegen", f"{r.target.name} code generation: {exc}", "no-codegen",
                                            exc.knob).to_dict()}
             except OutOfRegisters as exc:
+                exc = exc.with_repairs(knob_repairs(exc.repairs))
                 return {"failure": Failure("codegen", str(exc), "out-of-registers",
                                            exc.knobs[0] if exc.knobs else None).to_dict(),
                         "out_of_registers": exc.to_dict()}

@@ -297,9 +297,7 @@ class Reduce(Func):
 def _layouts(src, dst) -> str:
     """``512 f16 (16,32):(32,1) -> f16 ((8,2),32):((1,256),8)``: the element count and both layouts
     (type and CuTe shape:stride per logical dim), so a printed reorder says what it moves where."""
-    from kdd.core.layout.render import cute  # layouts import IR types: imported when printed
-
-    return f"{src.elems()} {src.dtype} {cute(src)} -> {dst.dtype} {cute(dst)}"
+    return f"{src.elems()} {src.dtype} {src.cute()} -> {dst.dtype} {dst.cute()}"
 
 
 @dataclass(frozen=True)

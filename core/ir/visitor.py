@@ -240,3 +240,26 @@ def free_vars(root: Node) -> set:
             kids.reverse()
             stack += [("node", k) for k in kids]
     return free
+
+
+def distinct_nodes(root: Node) -> Iterator[Node]:
+    """Every node object reachable from ``root``, each once (pre-order of first visits)."""
+    seen: set[int] = set()
+    stack = [root]
+    pop, push, mark = stack.pop, stack.append, seen.add
+    while stack:
+        node = pop()
+        if id(node) in seen:
+            continue
+        mark(id(node))
+        yield node
+        for k in reversed(node._children_of(node)):
+            if id(k) not in seen:
+                push(k)
+
+
+def var_names(root: Node) -> set[str]:
+    """Names of every variable (bound or free, buffers included) under ``root``."""
+    from .expr import Var
+
+    return {n.name for n in distinct_nodes(root) if isinstance(n, Var)}

@@ -209,10 +209,34 @@ class Layout:
                 return text
         return None
 
+    def cute(self) -> str:
+        """``(shape):(stride)`` with one mode per logical dim, in dim order.
+
+        A mode is the dim's blocks inner to outer: a plain ``size``/``stride``
+        for one block, a nested tuple for several, ``1``/``0`` for a dim without
+        blocks. ``NChw32n32c`` for 128x64x7x7 reads
+        ``((32,4),(32,2),7,7):((32,100352),(1,50176),7168,1024)``. A non-zero
+        offset is prefixed as ``offset + ``.
+        """
+        shapes, strides = [], []
+        for d in range(self.ndims):
+            blocks = [b for b in self.blocks if b.dim == d]
+            shapes.append(_cute_mode([b.size for b in blocks], 1))
+            strides.append(_cute_mode([b.stride for b in blocks], 0))
+        text = f"({','.join(shapes)}):({','.join(strides)})"
+        return f"{self.offset} + {text}" if self.offset else text
+
     def blocks_str(self, dim_names: Sequence[str] | None = None) -> str:
         """Explicit block form, outer to inner: ``4n2c7h7w32n32c`` (named) or ``4a2b7c7d32a32b``."""
         letters, _ = _alphabet(dim_names)
         return tags.format_blocks([(b.dim, b.size) for b in reversed(self.blocks)], letters)
+
+
+def _cute_mode(values: Sequence[int], empty: int) -> str:
+    """One dim's mode of the CuTe form: its blocks' sizes or strides, ``empty`` without blocks."""
+    if not values:
+        return str(empty)
+    return str(values[0]) if len(values) == 1 else f"({','.join(map(str, values))})"
 
 
 def _alphabet(dim_names: Sequence[str] | None) -> tuple[Sequence[str], Sequence[str] | None]:

@@ -21,27 +21,8 @@ _CLIP = "…"
 
 
 def cute(layout: Layout) -> str:
-    """``(shape):(stride)`` with one mode per logical dim, in dim order.
-
-    A mode is the dim's blocks inner to outer: a plain ``size``/``stride``
-    for one block, a nested tuple for several, ``1``/``0`` for a dim without
-    blocks. ``NChw32n32c`` for 128x64x7x7 reads
-    ``((32,4),(32,2),7,7):((32,100352),(1,50176),7168,1024)``. A non-zero
-    offset is prefixed as ``offset + ``.
-    """
-    shapes, strides = [], []
-    for d in range(layout.ndims):
-        blocks = [b for b in layout.blocks if b.dim == d]
-        shapes.append(_mode([b.size for b in blocks], 1))
-        strides.append(_mode([b.stride for b in blocks], 0))
-    text = f"({','.join(shapes)}):({','.join(strides)})"
-    return f"{layout.offset} + {text}" if layout.offset else text
-
-
-def _mode(values: Sequence[int], empty: int) -> str:
-    if not values:
-        return str(empty)
-    return str(values[0]) if len(values) == 1 else f"({','.join(map(str, values))})"
+    """``(shape):(stride)`` with one mode per logical dim (:meth:`Layout.cute`)."""
+    return layout.cute()
 
 
 def slice_table(

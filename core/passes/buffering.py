@@ -54,7 +54,8 @@ from ..ir.node import Node
 from ..ir.stmt import Alloc, For, FuncCall, Group, If, Let, MemKind, Seq, Stmt, Store, seq
 from ..ir.types import s32
 from ..ir.visitor import IRMutator
-from .naming import NameSource, rename_bound
+from ..ir.names import Names
+from .naming import rename_bound
 from .reduction_nest import ReductionNest, find_reduction_nest
 from .tree import distinct_nodes, replace_node
 
@@ -163,7 +164,7 @@ def multi_buffer(ir: Node, options: Mapping[str, Any] | None = None) -> Node:
     slm = {b for b in _send_buffers(stages.stores, lambda f: f.space == "slm", "mem") if b in sizes}
     staging = {b for b in _send_buffers(stages.loads, lambda f: True, "reg") if b in sizes}
     g = 2 if int(options.get("gmem_bufs") or 0) >= 2 else 1
-    names = NameSource(ir)
+    names = Names.of(ir)
     pipe = _Pipeline(nest, stages, names, n, g, {b: sizes[b] for b in slm}, {b: sizes[b] for b in staging})
     loop = pipe.loop(options.get("pipeline_unroll", False))
     drain = FuncCall.make(BarrierWait(), origin=stages.origin)
@@ -173,7 +174,7 @@ def multi_buffer(ir: Node, options: Mapping[str, Any] | None = None) -> Node:
 
 
 class _Pipeline:
-    def __init__(self, nest: ReductionNest, stages: Stages, names: NameSource, n: int, g: int,
+    def __init__(self, nest: ReductionNest, stages: Stages, names: Names, n: int, g: int,
                  slm: Mapping[str, int], staging: Mapping[str, int]):
         self.nest, self.stages, self.names = nest, stages, names
         self.n, self.g, self.slm, self.staging = n, g, slm, staging

@@ -31,7 +31,7 @@ from ..ir.printer import expr_to_text
 from ..ir.stmt import Let, Seq, Stmt, Store, seq
 from ..ir.visitor import IRMutator, Substitute
 from .forms import Forms
-from .naming import NameSource
+from ..ir.names import Names
 from .opcount import is_int_op
 from .options import target_of
 from .registers import RegisterModel, estimate_registers
@@ -333,7 +333,7 @@ def eliminate(ir: Node, options: Mapping[str, Any], rounds: int = _ROUNDS) -> tu
     chosen, skipped, budget = _plan(tree, options)
     if not chosen:
         return ir, CseReport((), tuple(skipped), budget)
-    names = NameSource(ir)
+    names = Names.of(ir)
     mapping = {c.expr: names.fresh("cse", c.expr.type) for c in chosen}
     # Smaller expressions are bound outside larger ones that use them.
     order = {c.expr: rank for rank, c in enumerate(reversed(chosen))}

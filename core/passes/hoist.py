@@ -63,7 +63,7 @@ from ..ir.types import Type, s32
 from ..ir.visitor import IRMutator
 from .cse import register_budget
 from .forms import Forms
-from .naming import NameSource
+from ..ir.names import Names
 from .opcount import int_ops
 from .send_headers import ADDR_ATTR, header_of
 from .tree import DropLets, binder, child_stmts, distinct_nodes, expr_vars, has_load, own_exprs, trip_count, var_names
@@ -233,34 +233,42 @@ def vector_addends(e: Expr, lets: Mapping[str, Expr] | None = None) -> tuple[dic
     stack: list[tuple[Expr, int]] = [(e, 1)]
     while stack:
         x, c = stack.pop()
-        if x.type.scalar is not scalar:
+        parts = _addend_parts(x, c, lets) if x.type.scalar is scalar else None
+        if parts is None:
             terms[x] = terms.get(x, 0) + c
-            continue
-        k = _constant(x)
-        if isinstance(x, Var) and lets and x.name in lets and lets[x.name].type == x.type:
-            stack.append((lets[x.name], c))
-        elif k is not None:
-            const += c * k
-        elif isinstance(x, Broadcast):
-            stack.append((x.a, c))
-        elif isinstance(x, Ramp) and not (isinstance(x.base, IntImm) and x.base.value == 0):
-            stack += [(x.base, c), (Ramp.make(IntImm.make(x.base.type, 0), x.stride, x.lanes), c)]
-        elif isinstance(x, Unary) and x.op is Op.NEG:
-            stack.append((x.a, -c))
-        elif isinstance(x, Binary) and x.op in (Op.ADD, Op.SUB):
-            stack += [(x.a, c), (x.b, c if x.op is Op.ADD else -c)]
-        elif isinstance(x, Binary) and x.op is Op.MUL and (_constant(x.a) is not None or _constant(x.b) is not None):
-            k, y = (_constant(x.a), x.b) if _constant(x.a) is not None else (_constant(x.b), x.a)
-            stack.append((y, c * k))
-        elif isinstance(x, Ternary) and x.op is Op.ADD3:
-            stack += [(x.a, c), (x.b, c), (x.c, c)]
-        elif isinstance(x, Ternary) and x.op is Op.MAD and (_constant(x.b) is not None or _constant(x.c) is not None):
-            k, y = (_constant(x.b), x.c) if _constant(x.b) is not None else (_constant(x.c), x.b)
-            stack += [(x.a, c), (y, c * k)]
+        elif isinstance(parts, int):
+            const += parts
         else:
-            terms[x] = terms.get(x, 0) + c
+            stack += parts
     t = e.type
     return {x: wrap_int(c, t) for x, c in terms.items() if wrap_int(c, t)}, wrap_int(const, t)
+
+
+def _addend_parts(x: Expr, c: int, lets: Mapping[str, Expr] | None) -> list[tuple[Expr, int]] | int | None:
+    """One step of :func:`vector_addends` on ``c * x``: the parts it sums (``(expression, coefficient)``,
+    in the order the walk takes them), a constant, or None where ``x`` is a term itself."""
+    k = _constant(x)
+    if isinstance(x, Var) and lets and x.name in lets and lets[x.name].type == x.type:
+        return [(lets[x.name], c)]
+    if k is not None:
+        return c * k
+    if isinstance(x, Broadcast):
+        return [(x.a, c)]
+    if isinstance(x, Ramp) and not (isinstance(x.base, IntImm) and x.base.value == 0):
+        return [(x.base, c), (Ramp.make(IntImm.make(x.base.type, 0), x.stride, x.lanes), c)]
+    if isinstance(x, Unary) and x.op is Op.NEG:
+        return [(x.a, -c)]
+    if isinstance(x, Binary) and x.op in (Op.ADD, Op.SUB):
+        return [(x.a, c), (x.b, c if x.op is Op.ADD else -c)]
+    if isinstance(x, Binary) and x.op is Op.MUL and (_constant(x.a) is not None or _constant(x.b) is not None):
+        k, y = (_constant(x.a), x.b) if _constant(x.a) is not None else (_constant(x.b), x.a)
+        return [(y, c * k)]
+    if isinstance(x, Ternary) and x.op is Op.ADD3:
+        return [(x.a, c), (x.b, c), (x.c, c)]
+    if isinstance(x, Ternary) and x.op is Op.MAD and (_constant(x.b) is not None or _constant(x.c) is not None):
+        k, y = (_constant(x.b), x.c) if _constant(x.b) is not None else (_constant(x.c), x.b)
+        return [(x.a, c), (y, c * k)]
+    return None
 
 
 def _vector_sum(t: Type, terms: dict[Expr, int], forms: Forms) -> Expr | None:
@@ -450,7 +458,7 @@ class _Hoist(IRMutator):
     def __init__(self, ir: Node, free_bytes: int | None, reg_bytes: int):
         self.root = ir
         self.forms = Forms()
-        self.names = NameSource(ir)
+        self.names = Names.of(ir)
         self.free_bytes = free_bytes  # None: no register file to run out of
         self.reg_bytes = reg_bytes
         # The send headers' allocations (name -> bytes) whose every read is the send right after

@@ -9,34 +9,12 @@ from __future__ import annotations
 from typing import Iterable, Mapping
 
 from ..ir.expr import Expr, Var
+from ..ir.names import Names
 from ..ir.node import Node
 from ..ir.simplify.engine import fold_immediates
 from ..ir.stmt import Stmt
-from ..ir.types import Type
 from ..ir.visitor import post_order
-from .tree import binder, var_names
-
-
-class NameSource:
-    """Hands out names unused in one kernel: ``base``, ``base_1``, ``base_2``...
-
-    The kernel's names are collected on the first request: most pass runs
-    change nothing and never pay for the walk.
-    """
-
-    def __init__(self, ir: Node):
-        self._ir = ir
-        self._used: set[str] | None = None
-
-    def fresh(self, base: str, type: Type) -> Var:
-        if self._used is None:
-            self._used = var_names(self._ir)
-        name, k = base, 0
-        while name in self._used:
-            k += 1
-            name = f"{base}_{k}"
-        self._used.add(name)
-        return Var.make(type, name)
+from .tree import binder
 
 
 def bound_vars(s: Stmt) -> list[Var]:
@@ -56,7 +34,7 @@ def bound_vars(s: Stmt) -> list[Var]:
     return out
 
 
-def rename_bound(s: Stmt, names: NameSource, mapping: dict | None = None) -> Stmt:
+def rename_bound(s: Stmt, names: Names, mapping: dict | None = None) -> Stmt:
     """``s`` with every variable bound inside it renamed to a fresh name.
 
     ``mapping`` adds substitutions for free variables (an unrolled copy maps
@@ -103,7 +81,7 @@ class Copies:
                 self._plan.append((node, slots, isinstance(node, Expr)))
         self._root_touched = id(s) in at
 
-    def copy(self, mapping: Mapping[Var, Expr], names: NameSource | None = None) -> Stmt:
+    def copy(self, mapping: Mapping[Var, Expr], names: Names | None = None) -> Stmt:
         """The statement with ``mapping`` applied (keys among ``replaced``) and, with ``names``,
         every variable bound inside it renamed to a fresh name."""
         if not self._root_touched:

@@ -28,7 +28,7 @@ from ..ir.stmt import For, FuncCall, Let, Stmt, Store
 from ..ir.types import s64
 from ..ir.visitor import IRMutator
 from .intervals import IntervalAnalysis
-from .naming import NameSource
+from ..ir.names import Names
 from .options import launch_ranges
 from .tree import distinct_nodes
 
@@ -128,7 +128,7 @@ def widen_overflowing_offsets(ir: Node, options: Mapping[str, Any] | None = None
     if not isinstance(ir, Stmt):
         return ir
     analysis, wrapping = _analyse(ir, launch_ranges(options or {}))
-    names = NameSource(ir) if wrapping else None
+    names = Names.of(ir) if wrapping else None
     twins = {s.var.name: names.fresh(f"{s.var.name}_w", s64) for s in wrapping
              if _narrow_int(s.var.type) and s.var.type.lanes == 1}
     return _Rewrite(analysis, twins).mutate(ir)

@@ -24,7 +24,8 @@ from ..ir.node import Node
 from ..ir.stmt import Alloc, For, FuncCall, Group, If, Let, Seq, Stmt, Store, empty, seq
 from ..ir.types import s32
 from ..ir.visitor import IRMutator
-from .naming import NameSource, rename_bound
+from ..ir.names import Names
+from .naming import rename_bound
 from .reduction_nest import find_reduction_nest
 from .tree import replace_node
 
@@ -77,7 +78,7 @@ def prefetch_pipeline(ir: Node, options: Mapping[str, Any] | None = None) -> Nod
     fetch = _PrefetchOnly(buffers).mutate(nest.body)
     if _is_empty(fetch):
         return ir
-    names = NameSource(ir)
+    names = Names.of(ir)
     it = names.fresh("k_it", s32)
     total = nest.total
 

@@ -1,35 +1,28 @@
 """Register pressure of kernel IR: the most registers live at any one statement.
 
-On Xe the model is the code generator's own allocation walk
-(``codegen/xe/allocation.py``) run without emitting code: the live intervals
-of ``codegen/xe/liveness.py``, packed by the allocator's register file
-(buffers in whole registers on their banks, scalars in sub-registers), with
-the payload the thread starts with (r0, the kernel arguments, the thread ids
-the body reads) reserved as the code generator reserves it. What it leaves
-out are the temporaries an instruction takes for itself while it is emitted.
-In the register budget the walk runs in the budget's registers and, where
-it runs out, recomputes values at their uses (``remat``) by the allocator's
-own rounds (``allocation.with_remat``).
-
-On ``sm_90`` ptxas allocates, so the model is an interval sweep: every loop
+The passes' model, on every target, is an interval sweep: every loop
 variable over its loop; every ``let`` value from its definition to its last
 use, extended to the end of a loop when the use sits in a loop the
 definition is outside of; every ``alloc.grf`` buffer from its first use to
-its last, and over the whole of any loop that uses it. Every lane holds its
-own copy of a value, so a scalar takes whole 32-bit registers
+its last, and over the whole of any loop that uses it. On ``sm_90`` every
+lane holds its own copy of a value, so a scalar takes whole 32-bit registers
 (``lane_bytes``) across the warp. Variables bound outside the IR (thread and
-group ids, kernel arguments) are not counted there. Of a kernel
-(``RegisterModel.of(target, kernel)``), buffers the PTX generator keeps out of
-registers are left out: those only reorders read (loaded straight into the
-reorder's destination words) and those only sends read (``cp.async`` copies).
-The passes budget with the sweep of ``RegisterModel.of(target)`` on every
-target (their decisions, and so every final IR, are as before the walk).
+group ids, kernel arguments) are not counted there. The passes budget with
+the sweep of ``RegisterModel.of(target)`` (:func:`interval_sweep`).
+
+The model of a built kernel is its code generator's
+(``kdd.core.codegen.backend_for(target).register_model(kernel)``), handed in
+as the model's ``walk``, so nothing here knows a code generator: on Xe the
+allocator's own walk (``codegen/xe/allocation.py``) run without emitting
+code, which in the register budget recomputes values where it runs out as
+the allocator does; on ``sm_90``, where ptxas allocates, the sweep without
+the buffers the PTX generator keeps out of registers.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from math import ceil
-from typing import Any
+from typing import Callable
 
 from ..ir.expr import Var
 from ..ir.stmt import Alloc, For, Let, MemKind, Stmt
@@ -40,24 +33,19 @@ from .tree import child_stmts, distinct_nodes, own_exprs
 @dataclass(frozen=True)
 class RegisterModel:
     """How values map to registers: ``reg_bytes`` per register row, ``lane_bytes`` per lane (or None).
-    ``target`` (a ``kdd.core.targets.Target`` with an Xe ISA) makes the model the Xe allocator's walk, for a
-    kernel with arguments ``arg_names`` (ABI order; their payload registers are reserved) at ``simd``."""
+    ``walk(ir, model, budget)``, a code generator's own count of a kernel's IR (its backend's
+    ``register_model``), replaces the interval sweep where given."""
 
     reg_bytes: int
     lane_bytes: int | None = None
-    target: Any = field(default=None, compare=False)
-    arg_names: tuple[str, ...] = ()
-    simd: int = 0
+    walk: Callable[["Stmt", "RegisterModel", int | None], "RegisterEstimate"] | None = \
+        field(default=None, compare=False)
 
     @staticmethod
-    def of(target, kernel=None) -> "RegisterModel":
-        """The model of a ``kdd.core.targets.Target``: with ``kernel`` (a built ``Kernel``: its arguments and
-        SIMD width) on Xe, the allocator's walk; else the interval sweep (what the passes budget with)."""
+    def of(target) -> "RegisterModel":
+        """The interval sweep's model of a ``kdd.core.targets.Target`` (what the passes budget with)."""
         regs = target.registers
-        if kernel is None:
-            return RegisterModel(regs.reg_bytes, regs.lane_bytes)
-        return RegisterModel(regs.reg_bytes, regs.lane_bytes, target, tuple(a.var.name for a in kernel.args),
-                             kernel.simd)
+        return RegisterModel(regs.reg_bytes, regs.lane_bytes)
 
     def value_bytes(self, t: Type) -> int:
         """Register bytes one value of type ``t`` occupies."""
@@ -91,29 +79,15 @@ class _Def:
 
 
 def estimate_registers(ir: Stmt, model: RegisterModel, budget: int | None = None) -> RegisterEstimate:
-    """The register estimate of statement ``ir`` (iterative). On Xe, in ``budget`` registers the walk
-    recomputes values where it runs out as the allocator does; the sweep (sm_90, the passes) ignores it."""
-    if model.target is None:
-        return _estimate(ir, model)
-    if model.target.isa == "ptx":
-        from kdd.core.codegen.ptx.memory import readers_of
-
-        # The PTX generator loads a buffer only reorders read straight into the reorder's destination
-        # words, and copies one only sends read global -> shared with cp.async: neither holds registers.
-        kept_out = {n for n, kinds in readers_of(ir).items() if kinds in ({"reorder"}, {"send"})}
-        return _estimate(ir, model, frozenset(kept_out))
-    return _allocated(ir, model, budget)
+    """The register estimate of statement ``ir`` (iterative): the model's ``walk`` in ``budget`` registers
+    where it has one (a code generator's count), else the interval sweep, which ignores the budget."""
+    if model.walk is not None:
+        return model.walk(ir, model, budget)
+    return interval_sweep(ir, model)
 
 
-def _allocated(ir: Stmt, model: RegisterModel, budget: int | None) -> RegisterEstimate:
-    """The Xe allocator's walk over ``ir`` (``codegen/xe/allocation.py``)."""
-    from kdd.core.codegen.xe.allocation import allocation_peak
-
-    peak = allocation_peak(ir, model.target, model.arg_names, model.simd, budget)
-    return RegisterEstimate(peak * model.reg_bytes, peak)
-
-
-def _estimate(ir: Stmt, model: RegisterModel, kept_out: frozenset = frozenset()) -> RegisterEstimate:
+def interval_sweep(ir: Stmt, model: RegisterModel, kept_out: frozenset = frozenset()) -> RegisterEstimate:
+    """The interval sweep over ``ir`` (the module docstring), leaving out the buffers named in ``kept_out``."""
     defs: dict[str, _Def] = {}
     uses: list[tuple[str, int, tuple | None]] = []
     loop_start: dict[int, int] = {}

@@ -37,7 +37,7 @@ from ..ir.types import u64
 from ..ir.visitor import IRMutator
 from .options import target_of
 from .forms import Forms
-from .naming import NameSource
+from ..ir.names import Names
 
 ADDR_ATTR = "addr"
 
@@ -47,7 +47,7 @@ def _lowered(call: FuncCall) -> bool:
 
 
 class _Headers(IRMutator):
-    def __init__(self, names: NameSource, reg_bytes: int, local: bool):
+    def __init__(self, names: Names, reg_bytes: int, local: bool):
         self.names, self.reg_bytes, self.local = names, reg_bytes, local
         self.lifted: list[tuple[Var, int]] = []
 
@@ -104,7 +104,7 @@ def header_of(s: Node) -> str | None:
 
 
 class _Registers(IRMutator):
-    def __init__(self, names: NameSource):
+    def __init__(self, names: Names):
         self.names = names
         self.forms = Forms()
 
@@ -132,7 +132,7 @@ def lower_sends(ir: Node, options: Mapping[str, Any] | None = None) -> Node:
     if target is None or not isinstance(ir, Stmt):
         return ir
     form = target.addressing
-    names = NameSource(ir)
+    names = Names.of(ir)
     if form.kind == "reg":
         return _Registers(names).mutate(ir)
     headers = _Headers(names, int(options.get("reg_bytes") or 32), bool(options.get("reuse_headers")))

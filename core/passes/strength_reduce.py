@@ -68,7 +68,7 @@ from .cse import register_budget
 from .forms import Forms
 from .loop_level import LoopLevel
 from .mixed_radix import Chain, Digit, digit_of, fits, plan_chain
-from .naming import NameSource
+from ..ir.names import Names
 from .register_loops import stays_loop
 from .tree import DropLets, ReplaceNodes, binder, distinct_nodes, expr_vars, has_load, trip_count
 
@@ -232,7 +232,7 @@ class _Reduce(IRMutator):
         self.reg_bytes = reg_bytes
         self.max_registers = max_registers  # registers (one GRF row each) the pass adds per loop at most
         self.forms = Forms()
-        self.names = NameSource(ir)
+        self.names = Names.of(ir)
 
     def mutate_For(self, old: For, new: For):
         if not stays_loop(new) or split_induction(new.body) is not None:
@@ -390,9 +390,36 @@ class _Reduce(IRMutator):
     def reduce_loop(self, loop: For) -> Stmt:
         k = loop.var
         inner = {k.name} | {v.name for v in (binder(n) for n in distinct_nodes(loop.body)) if v is not None}
-        level = LoopLevel(loop.body)
+        chains, counters, body, level = self._place_counters(loop, LoopLevel(loop.body), inner)
+        inner |= {v.name for _, pairs in counters for v, _ in pairs}
+        left = self.max_registers - sum(c.registers for c in chains)
+        chosen, ivs, core = self._place_inductions(loop, body, level, inner, left)
+        digit_ivs = []  # (candidate, value var, register buffer)
+        if counters:
+            level = LoopLevel(core) if core is not body else level
+            inner |= {iv.name for _, iv, _, _ in ivs}
+            digit_ivs, core = self._place_digit_inductions(loop, core, level, inner, counters, chains,
+                                                           left - len(chosen))
+        if not counters and not ivs:
+            return loop
+        # Lets nothing reads go now (a let is pure), so the pass's own figures show the saving.
+        unread = LoopLevel(core).unread_lets()
+        core = DropLets(lambda let: let.var.name in unread).mutate(core) if unread else core
+        if digit_ivs:
+            counters = _needed_counters(core, counters, digit_ivs)
+        if counters:
+            core = _advance_counters(core, k, counters, digit_ivs)
+        if ivs:
+            core = InductionBody(tuple((iv, buf, step) for buf, iv, _, step in ivs), core).rebuild(core)
+        out: Stmt = For.make(k, loop.init, loop.bound, core, loop.step, loop.unroll, origin=loop.origin)
+        return self._started(loop, out, ivs, counters, digit_ivs)
+
+    def _place_counters(self, loop: For, level: LoopLevel, inner: set[str]):
+        """The digit counters chosen within the register budget, each digit a fresh value and register
+        (``(chain, ((value var, register buffer), ...))``), the loop body reading them, and its level."""
+        k = loop.var
         chains = _choose(level, self.digit_counters(loop, level, inner), k, self.forms, self.max_registers)
-        counters = []  # (chain, ((value var, register buffer), ...))
+        counters = []
         replace: dict[int, Expr] = {}
         for c in chains:
             pairs = tuple((self.names.fresh(f"{k.name}_digit", c.type), self.names.fresh(f"{k.name}_digit_reg", c.type))
@@ -400,12 +427,15 @@ class _Reduce(IRMutator):
             counters.append((c.chain, pairs))
             replace.update(c.replacements(tuple(v for v, _ in pairs), self.forms))
         body = ReplaceNodes(replace).mutate(loop.body) if replace else loop.body
-        inner |= {v.name for _, pairs in counters for v, _ in pairs}
-        level = LoopLevel(body) if replace else level
-        left = self.max_registers - sum(c.registers for c in chains)
+        return chains, counters, body, LoopLevel(body) if replace else level
+
+    def _place_inductions(self, loop: For, body: Stmt, level: LoopLevel, inner: set[str], left: int):
+        """The linear sums turned into induction variables in ``left`` registers (``(register buffer, value
+        var, start, step)`` each) and the body reading them (``body`` itself where none is replaced)."""
+        k = loop.var
         chosen = _choose(level, self.inductions(loop, level, inner), k, self.forms, left)
-        ivs = []  # (register buffer, value var, start, step)
-        replace = {}
+        ivs = []
+        replace: dict[int, Expr] = {}
         for g in chosen:
             buf = self.names.fresh(f"{k.name}_iv_reg", g.type)
             iv = self.names.fresh(f"{k.name}_iv", g.type)
@@ -416,47 +446,26 @@ class _Reduce(IRMutator):
                 start = self.forms.build(g.type, {**rest, loop.init: rest.get(loop.init, 0) + g.coef}, g.const)
             ivs.append((buf, iv, start, g.coef * loop.step))
             replace.update(g.replacements((iv,), self.forms))
-        core = ReplaceNodes(replace).mutate(body) if replace else body
-        digit_ivs = []  # (candidate, value var, register buffer)
-        if counters:
-            level = LoopLevel(core) if replace else level
-            inner |= {iv.name for _, iv, _, _ in ivs}
-            left -= len(chosen)
-            found = self.digit_inductions(loop, level, inner, counters)
-            for g in _choose_digit(level, found, k, self.forms, left, [c.chain.bounds[0] for c in chains]):
-                digit_ivs.append((g, self.names.fresh(f"{k.name}_div", g.type),
-                                  self.names.fresh(f"{k.name}_div_reg", g.type)))
-            if digit_ivs:
-                replace = {}
-                for g, v, _ in digit_ivs:
-                    replace.update(g.replacements((v,), self.forms))
-                core = ReplaceNodes(replace).mutate(core)
-        if not counters and not ivs:
-            return loop
-        # Lets nothing reads go now (a let is pure), so the pass's own figures show the saving.
-        unread = LoopLevel(core).unread_lets()
-        core = DropLets(lambda let: let.var.name in unread).mutate(core) if unread else core
-        if digit_ivs:  # counters only the replaced sums read go (lower ones stay: their wraps carry)
-            read = {n.name for n in distinct_nodes(core) if isinstance(n, Var)}
-            for c, (chain, pairs) in enumerate(counters):
-                needed = {i for i, (v, _) in enumerate(pairs) if v.name in read}
-                needed |= {i for g, _, _ in digit_ivs if g.chain == c for i in g.reads(chain)}
-                counters[c] = (chain, pairs[:max(needed, default=-1) + 1])
-        if counters:
-            updates = []
-            for c, (chain, pairs) in enumerate(counters):
-                digits = tuple(v for v, _ in pairs)
-                carried = [Store.make(buf, 0, v + g.step(chain, digits)) for g, v, buf in digit_ivs if g.chain == c]
-                updates.append(chain.update(k, list(pairs), carried))
-            core = seq(core, *updates)
-            for _, v, buf in reversed(digit_ivs):
-                core = Let.make(v, Load.make(v.type, buf, 0), core)
-            for _, pairs in reversed(counters):
-                for v, buf in reversed(pairs):
-                    core = Let.make(v, Load.make(v.type, buf, 0), core)
-        if ivs:
-            core = InductionBody(tuple((iv, buf, step) for buf, iv, _, step in ivs), core).rebuild(core)
-        out: Stmt = For.make(k, loop.init, loop.bound, core, loop.step, loop.unroll, origin=loop.origin)
+        return chosen, ivs, ReplaceNodes(replace).mutate(body) if replace else body
+
+    def _place_digit_inductions(self, loop: For, core: Stmt, level: LoopLevel, inner: set[str], counters: list,
+                                chains: list, left: int):
+        """The sums of counter digits turned into induction variables carried by the counters' wraps
+        (``(candidate, value var, register buffer)`` each), and the body reading them."""
+        k = loop.var
+        found = self.digit_inductions(loop, level, inner, counters)
+        digit_ivs = [(g, self.names.fresh(f"{k.name}_div", g.type), self.names.fresh(f"{k.name}_div_reg", g.type))
+                     for g in _choose_digit(level, found, k, self.forms, left, [c.chain.bounds[0] for c in chains])]
+        if not digit_ivs:
+            return digit_ivs, core
+        replace: dict[int, Expr] = {}
+        for g, v, _ in digit_ivs:
+            replace.update(g.replacements((v,), self.forms))
+        return digit_ivs, ReplaceNodes(replace).mutate(core)
+
+    def _started(self, loop: For, out: Stmt, ivs: list, counters: list, digit_ivs: list) -> Stmt:
+        """``out`` (the reduced loop) after the stores of every register's value at the first iteration,
+        inside the allocations of those registers."""
         starts = [(buf, start) for buf, _, start, _ in ivs]
         x0 = loop.init.value if counters else 0
         starts += [(buf, IntImm.make(v.type, d.value(x0 + chain.offset)))
@@ -469,6 +478,35 @@ class _Reduce(IRMutator):
         for buf, value in reversed(starts):
             out = Alloc.make(buf, max(self.reg_bytes, value.type.size), MemKind.GRF, out)
         return out
+
+
+def _needed_counters(core: Stmt, counters: list, digit_ivs: list) -> list:
+    """The counters with only the digits ``core`` or a digit induction still reads (lower ones stay: their
+    wraps carry)."""
+    read = {n.name for n in distinct_nodes(core) if isinstance(n, Var)}
+    out = []
+    for c, (chain, pairs) in enumerate(counters):
+        needed = {i for i, (v, _) in enumerate(pairs) if v.name in read}
+        needed |= {i for g, _, _ in digit_ivs if g.chain == c for i in g.reads(chain)}
+        out.append((chain, pairs[:max(needed, default=-1) + 1]))
+    return out
+
+
+def _advance_counters(core: Stmt, k: Var, counters: list, digit_ivs: list) -> Stmt:
+    """``core`` reading every counter digit and digit induction from its register at the top and advancing
+    them at the end (a digit induction by the step its chain's wraps give)."""
+    updates = []
+    for c, (chain, pairs) in enumerate(counters):
+        digits = tuple(v for v, _ in pairs)
+        carried = [Store.make(buf, 0, v + g.step(chain, digits)) for g, v, buf in digit_ivs if g.chain == c]
+        updates.append(chain.update(k, list(pairs), carried))
+    core = seq(core, *updates)
+    for _, v, buf in reversed(digit_ivs):
+        core = Let.make(v, Load.make(v.type, buf, 0), core)
+    for _, pairs in reversed(counters):
+        for v, buf in reversed(pairs):
+            core = Let.make(v, Load.make(v.type, buf, 0), core)
+    return core
 
 
 def _is_sum(e: Node) -> bool:

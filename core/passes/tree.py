@@ -12,7 +12,7 @@ from typing import Callable, Iterator, Mapping
 from ..ir.expr import Expr, IntImm, Load, Var
 from ..ir.node import Node
 from ..ir.stmt import Alloc, For, Let, Stmt
-from ..ir.visitor import IRMutator
+from ..ir.visitor import IRMutator, distinct_nodes, var_names  # noqa: F401 - the passes' names for them
 
 
 def binder(s: Node) -> Var | None:
@@ -22,27 +22,6 @@ def binder(s: Node) -> Var | None:
     if isinstance(s, Alloc):
         return s.buf
     return None
-
-
-def distinct_nodes(root: Node) -> Iterator[Node]:
-    """Every node object reachable from ``root``, each once (pre-order of first visits)."""
-    seen: set[int] = set()
-    stack = [root]
-    pop, push, mark = stack.pop, stack.append, seen.add
-    while stack:
-        node = pop()
-        if id(node) in seen:
-            continue
-        mark(id(node))
-        yield node
-        for k in reversed(node._children_of(node)):
-            if id(k) not in seen:
-                push(k)
-
-
-def var_names(root: Node) -> set[str]:
-    """Names of every variable (bound or free, buffers included) under ``root``."""
-    return {n.name for n in distinct_nodes(root) if isinstance(n, Var)}
 
 
 def own_exprs(s: Stmt) -> tuple[Expr, ...]:

@@ -36,7 +36,8 @@ from ..ir.expr import Binary, IntImm, Op, Var, max_
 from ..ir.node import Node
 from ..ir.stmt import For, Let, Stmt, seq
 from ..ir.visitor import IRMutator
-from .naming import Copies, NameSource
+from ..ir.names import Names
+from .naming import Copies
 from .strength_reduce import split_induction
 from .tree import distinct_nodes, trip_count
 
@@ -46,12 +47,12 @@ _COMPARE = (Op.LT, Op.LE, Op.GT, Op.GE)
 class _Unroll(IRMutator):
     def __init__(self, ir: Node):
         self.root = ir
-        self._names: NameSource | None = None
+        self._names: Names | None = None
 
     @property
-    def names(self) -> NameSource:
+    def names(self) -> Names:
         if self._names is None:  # only kernels with a loop to unroll pay for the name scan
-            self._names = NameSource(self.root)
+            self._names = Names.of(self.root)
         return self._names
 
     def mutate_For(self, old: For, new: For):
@@ -64,7 +65,7 @@ def _imm(k: Var, value: int) -> IntImm:
     return IntImm.make(k.type, value)
 
 
-def unroll_loop(loop: For, names: NameSource) -> Stmt:
+def unroll_loop(loop: For, names: Names) -> Stmt:
     """The statement running ``loop`` with its body unrolled ``loop.unroll`` times."""
     k, s, u = loop.var, loop.step, loop.unroll
 

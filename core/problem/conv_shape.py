@@ -304,70 +304,84 @@ def scan_entries(text: str) -> tuple[Given, str | None]:
     return given, name
 
 
-def _fill(given: Given, name: str | None, text: str) -> ConvShape:
-    def tokens(keys) -> str:
-        spans = sorted(given[k][1:] for k in keys if k in given)
-        return " ".join(repr(text[start:end]) for start, end in spans)
+class _Written:
+    """The keys of a descriptor as written: their tokens and their span in ``text``, for messages."""
 
-    def span(keys) -> tuple[int, int]:
-        spans = [given[k][1:] for k in keys if k in given]
+    def __init__(self, given: Given, text: str):
+        self.given, self.text = given, text
+
+    def tokens(self, keys) -> str:
+        spans = sorted(self.given[k][1:] for k in keys if k in self.given)
+        return " ".join(repr(self.text[start:end]) for start, end in spans)
+
+    def span(self, keys) -> tuple[int, int]:
+        spans = [self.given[k][1:] for k in keys if k in self.given]
         return min(s for s, _ in spans), max(e for _, e in spans)
 
+
+def _fill(given: Given, name: str | None, text: str) -> ConvShape:
+    written = _Written(given, text)
     for key in ("ic", "oc"):
         if key not in given:
             raise ProblemError(f"missing {key!r} ({'input' if key == 'ic' else 'output'} channels)",
                                0, len(text))
-
-    axes: dict[str, dict[str, int]] = {}
-    for a in AXES:
-        keys = [p + a for p in _AXIS_PARAMS]
-        v = {p: given[p + a][0] for p in _AXIS_PARAMS if p + a in given}
-        present = any(p in v for p in "iok") or v.get("s", 1) != 1 or v.get("p", 0) != 0 \
-            or v.get("d", 0) != 0
-        if not present:
-            continue
-        missing = [p + a for p in "ik" if p not in v]
-        if missing:
-            raise ProblemError(f"{tokens(keys)} describe the {a} dimension, which also needs "
-                               f"{' and '.join(missing)}", *span(keys))
-        v.setdefault("s", 1)
-        v.setdefault("d", 0)
-        if "o" not in v:
-            v.setdefault("p", 0)
-            v["o"] = compute_out(v["i"], v["k"], v["s"], v["p"], v["d"])
-            if v["o"] <= 0:
-                raise ProblemError(f"o{a} computed from {tokens(keys)} is {v['o']}; "
-                                   f"the kernel does not fit the padded input", *span(keys))
-        elif "p" not in v:
-            v["p"] = compute_pad(v["o"], v["i"], v["k"], v["s"], v["d"])
-        axes[a] = v
-
+    axes = {a: v for a in AXES if (v := _axis(given, a, written)) is not None}
     if not axes:
         raise ProblemError("no spatial size given: write at least an input and a kernel size, "
                            "e.g. ih56kh3 (2D) or iw56kw3 (1D)", 0, len(text))
+    ndims = _spatial_rank(axes, written)
+    for a in AXES:
+        axes.setdefault(a, _UNUSED_AXIS)
+    g = given.get("g", (1,))[0]
+    for key in ("ic", "oc"):
+        if given[key][0] % g:
+            raise ProblemError(f"{written.tokens([key])} is not divisible by {written.tokens(['g'])} "
+                               f"(ic and oc count all groups' channels)", *written.span([key]))
+    return ConvShape(
+        g=g, mb=given.get("mb", (2,))[0], ic=given["ic"][0], oc=given["oc"][0], ndims=ndims, name=name,
+        **{p + a: axes[a][p] for a in AXES for p in _AXIS_PARAMS})
+
+
+def _axis(given: Given, a: str, written: _Written) -> dict[str, int] | None:
+    """Every parameter of spatial axis ``a`` (input, output, kernel, stride, padding, dilation), the
+    output or the padding computed from the others; None when the descriptor does not describe it."""
+    keys = [p + a for p in _AXIS_PARAMS]
+    v = {p: given[p + a][0] for p in _AXIS_PARAMS if p + a in given}
+    present = any(p in v for p in "iok") or v.get("s", 1) != 1 or v.get("p", 0) != 0 \
+        or v.get("d", 0) != 0
+    if not present:
+        return None
+    missing = [p + a for p in "ik" if p not in v]
+    if missing:
+        raise ProblemError(f"{written.tokens(keys)} describe the {a} dimension, which also needs "
+                           f"{' and '.join(missing)}", *written.span(keys))
+    v.setdefault("s", 1)
+    v.setdefault("d", 0)
+    if "o" not in v:
+        v.setdefault("p", 0)
+        v["o"] = compute_out(v["i"], v["k"], v["s"], v["p"], v["d"])
+        if v["o"] <= 0:
+            raise ProblemError(f"o{a} computed from {written.tokens(keys)} is {v['o']}; "
+                               f"the kernel does not fit the padded input", *written.span(keys))
+    elif "p" not in v:
+        v["p"] = compute_pad(v["o"], v["i"], v["k"], v["s"], v["d"])
+    return v
+
+
+def _spatial_rank(axes: dict[str, dict[str, int]], written: _Written) -> int:
+    """3, 2 or 1 spatial dims from the axes given; a missing h or w copies the one above it (``axes`` is
+    completed in place)."""
     if "d" in axes:
-        ndims = 3
         if "h" not in axes and "w" not in axes:
             axes["h"] = axes["w"] = axes["d"]
         elif "h" not in axes or "w" not in axes:
             lone = "h" if "h" in axes else "w"
             other = "w" if lone == "h" else "h"
             keys = [p + lone for p in _AXIS_PARAMS]
-            raise ProblemError(f"3D problem: {tokens(keys)} give the {lone} dimension but nothing "
-                               f"gives {other}; give both or neither (then both copy d)", *span(keys))
-    elif "h" in axes:
-        ndims = 2
+            raise ProblemError(f"3D problem: {written.tokens(keys)} give the {lone} dimension but nothing "
+                               f"gives {other}; give both or neither (then both copy d)", *written.span(keys))
+        return 3
+    if "h" in axes:
         axes.setdefault("w", axes["h"])
-    else:
-        ndims = 1
-    for a in AXES:
-        axes.setdefault(a, _UNUSED_AXIS)
-
-    g = given.get("g", (1,))[0]
-    for key in ("ic", "oc"):
-        if given[key][0] % g:
-            raise ProblemError(f"{tokens([key])} is not divisible by {tokens(['g'])} "
-                               f"(ic and oc count all groups' channels)", *span([key]))
-    return ConvShape(
-        g=g, mb=given.get("mb", (2,))[0], ic=given["ic"][0], oc=given["oc"][0], ndims=ndims, name=name,
-        **{p + a: axes[a][p] for a in AXES for p in _AXIS_PARAMS})
+        return 2
+    return 1

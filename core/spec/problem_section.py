@@ -57,6 +57,28 @@ def _parsed(report: Reporter, located: Located, parse: Callable[[], T], value=No
 
 def build_problem(chain: Chain, report: Reporter) -> ProblemPart | None:
     """The problem part, or None when something needed is missing or wrong (all of it reported)."""
+    base = _base_problem(chain, report)
+    if base is None:
+        return None
+    problem, post_ops, shape_at = base
+    laid_out = _with_layouts(chain, report, problem, post_ops)
+    if laid_out is None:
+        return None
+    problem, layouts = laid_out
+    check = _check_of(chain, report, problem, shape_at)
+    if check is None:
+        return None
+    seed, tol = _check_number(chain, report, "seed"), _check_number(chain, report, "tol")
+    if seed is _BAD or tol is _BAD:
+        return None
+    _, stage = _text(chain, ("check", "stage"))  # the schema checked its value
+    return ProblemPart(problem, FrozenMap(layouts), check, 0 if seed is None else seed,
+                       None if tol is None else float(tol), stage)
+
+
+def _base_problem(chain: Chain, report: Reporter) -> tuple[Problem, tuple, Located | None] | None:
+    """The problem of ``op``, ``prop``, ``shape`` and ``types``, the post-ops written (not yet in it, as
+    the layout tags are not) and where its shape is written."""
     op_at, op = _text(chain, ("problem", "op"))
     prop_at, prop = _text(chain, ("problem", "prop"))
     shape_at, shape_text = _text(chain, ("problem", "shape"))
@@ -71,8 +93,11 @@ def build_problem(chain: Chain, report: Reporter) -> ProblemPart | None:
     if shape is None or types is None or post_ops is None:
         return None
     problem = _parsed(report, prop_at or op_at, lambda: Problem(op, prop, shape, types))
-    if problem is None:
-        return None
+    return None if problem is None else (problem, post_ops, shape_at)
+
+
+def _with_layouts(chain: Chain, report: Reporter, problem: Problem, post_ops) -> tuple[Problem, dict] | None:
+    """``problem`` with its written layout tags and ``post_ops``, and the layout of each tagged tensor."""
     layouts, tags = {}, {}
     for tensor in TENSORS:
         tag_at, tag = _text(chain, ("problem", tensor))
@@ -94,6 +119,12 @@ def build_problem(chain: Chain, report: Reporter) -> ProblemPart | None:
         problem = _parsed(report, chain.get(("problem", "post_ops")), lambda: replace(problem, post_ops=post_ops))
         if problem is None:
             return None
+    return problem, layouts
+
+
+def _check_of(chain: Chain, report: Reporter, problem: Problem, shape_at: Located | None) -> Problem | None:
+    """The ``[check]`` problem (``problem`` itself without a check shape), when both are addressable and the
+    layout tags fit the check shape too."""
     check = _check_problem(chain, report, problem, shape_at)
     if check is None or not _addressable(report, shape_at, problem):
         return None
@@ -101,12 +132,7 @@ def build_problem(chain: Chain, report: Reporter) -> ProblemPart | None:
     if check is not problem and (not _addressable(report, check_at, check) or
                                  not _check_layouts(report, check_at, check)):
         return None
-    seed, tol = _check_number(chain, report, "seed"), _check_number(chain, report, "tol")
-    if seed is _BAD or tol is _BAD:
-        return None
-    _, stage = _text(chain, ("check", "stage"))  # the schema checked its value
-    return ProblemPart(problem, FrozenMap(layouts), check, 0 if seed is None else seed,
-                       None if tol is None else float(tol), stage)
+    return check
 
 
 _BAD = object()

@@ -12,6 +12,7 @@ from kdd.core.ir.types import Type, bf16, f16, f32, f64, s8, s32, u8
 
 from .target import (Addressing, Block2D, Device, Figure, FmaShape, FusedIntOps, Int64, Lanes, MessageLimits, Peak,
                      RegisterFile, SharedMemory, Target, XeIsa)
+from .xe_asm import FLAGS
 
 KIB = 1024
 _INT8 = ((s8, s8), (s8, u8), (u8, s8), (u8, u8))
@@ -124,7 +125,7 @@ XEHPG = Target(
                                     "offset on LSC/HDC messages)"),
     fused_int_ops=_XE_FUSED_INT_OPS,
     assembler=("iga64", "-a", "-p=12p71", "-Xauto-deps", "-Wall"),
-    xe=XeIsa(iga_platform="12p71", flags=("f0.0", "f0.1", "f1.0", "f1.1"), native_int64=False,
+    xe=XeIsa(iga_platform="12p71", flags=tuple(FLAGS), native_int64=False,
              max_exec=16, grf_banks=2, eot_regs=16, min_message_lanes=8,
              source="Xe-HPG (DG2): two 32-bit flag registers; no 64-bit integer ALU and no 2D block "
                     "messages (oneDNN nGEN: emulation and block 2D from XeHPC); SIMD16 dword ALU over two "
@@ -175,7 +176,7 @@ XEHPC = Target(
     addressing=Addressing("header", "Xe-HPC send messages read their address payload from GRF"),
     fused_int_ops=_XE_FUSED_INT_OPS,
     assembler=("iga64", "-a", "-p=12p72", "-Xauto-deps", "-Wall"),
-    xe=XeIsa(iga_platform="12p72", flags=("f0.0", "f0.1", "f1.0", "f1.1"), native_int64=True,
+    xe=XeIsa(iga_platform="12p72", flags=tuple(FLAGS), native_int64=True,
              max_exec=32, grf_banks=2, eot_regs=16, min_message_lanes=16,
              source="Xe-HPC (PVC): 64-bit integer ALU and 2D block messages (oneDNN nGEN hw >= XeHPC); "
                     "SIMD32 dword ALU over two 64-byte GRFs; EOT payload in the last 16 GRFs; a scattered "

@@ -18,9 +18,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from .program import TYPES
+from kdd.core.targets.xe_asm import FLOAT_TYPES, TYPES
 
-FLOAT = {"f", "hf", "df", "bf"}
 CMP = {"eq": np.equal, "ne": np.not_equal, "lt": np.less, "le": np.less_equal, "gt": np.greater,
        "ge": np.greater_equal, "z": np.equal, "nz": np.not_equal}
 
@@ -73,7 +72,7 @@ def caster(t: str, wide_float: bool):
 def converter(t: str, sat: bool):
     """:func:`convert` to ``t``, with the common case (an integer result into an integer type without
     saturation: keep the low bits) decided once."""
-    if t in FLOAT or sat:
+    if t in FLOAT_TYPES or sat:
         return lambda x: convert(x, t, sat)
     dt = dtype(t)
     return lambda x: x.astype(dt) if x.dtype.kind != "f" else convert(x, t, False)
@@ -81,7 +80,7 @@ def converter(t: str, sat: bool):
 
 def convert(x: np.ndarray, t: str, sat: bool) -> np.ndarray:
     """A computed value stored as type ``t``."""
-    if t in FLOAT:
+    if t in FLOAT_TYPES:
         x = np.asarray(x)
         if x.dtype.kind != "f":
             x = x.astype(np.float64)

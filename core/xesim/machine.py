@@ -16,10 +16,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from kdd.core.targets.xe_asm import FLOAT_TYPES, TYPES
+
 from . import alu
 from .errors import Fault, SimError, SimulatorGap
 from .memory import Global, Slm
-from .program import TYPES, Imm, Instr, Operand
+from .program import Imm, Instr, Operand
 
 ACC_REGS = 4          # acc0..acc3 after the GRFs, two register rows each
 FLAG_BITS = 32
@@ -106,14 +108,14 @@ class Machine:
         operation computes in (index arrays, immediates and casts chosen once per instruction)."""
         plan = self._plans.get(id(ins))
         if plan is None:
-            if ins.op in alu.INT_ONLY and any(s.type in alu.FLOAT for s in ins.srcs):
+            if ins.op in alu.INT_ONLY and any(s.type in FLOAT_TYPES for s in ins.srcs):
                 raise SimulatorGap(ins.line, ins.text, f"{ins.op} of float operands")
             plan = self._plans[id(ins)] = [self._reader(ins, s) for s in ins.srcs]
         return plan
 
     def _reader(self, ins: Instr, src):
         n = ins.exec_size
-        wide = any(s.type in alu.FLOAT for s in ins.srcs)
+        wide = any(s.type in FLOAT_TYPES for s in ins.srcs)
         if isinstance(src, Imm):
             const = alu.as_compute(self._imm(ins, src, n), src.type, wide)
             return lambda rows: const
@@ -310,7 +312,7 @@ def _store(m: Machine, ins: Instr, rows, res) -> None:
     dst = ins.dst
     out = alu.convert(np.asarray(res), dst.type, ins.sat)
     if ins.cmod is not None:
-        flag = alu.CMP[ins.cmod](alu.as_compute(out, dst.type, dst.type in alu.FLOAT), 0)
+        flag = alu.CMP[ins.cmod](alu.as_compute(out, dst.type, dst.type in FLOAT_TYPES), 0)
         _set_flag(m, ins, rows, flag, mask)
     if dst.kind != "null":
         m.write(dst, rows, n, out, mask)          # assignment broadcasts a uniform result
@@ -452,7 +454,7 @@ def _dpas(m: Machine, ins: Instr, rows) -> None:
             return alu.bf_to_f32(x).astype(np.float64)
         if op.type == "tf32":
             return alu.tf32_to_f32(x).astype(np.float64)
-        return x.astype(np.float64 if op.type in alu.FLOAT else np.int64)
+        return x.astype(np.float64 if op.type in FLOAT_TYPES else np.int64)
 
     bm = elems(b, sd * n * opc).reshape(T, sd, n, opc)
     am = elems(a, rc * sd * opc).reshape(T, rc, sd, opc)

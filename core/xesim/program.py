@@ -19,17 +19,9 @@ import re
 from dataclasses import dataclass, field
 from functools import lru_cache
 
+from kdd.core.targets.xe_asm import FLAGS, IMM_VECTOR_TYPES, TYPES
+
 from .errors import SimulatorGap
-
-# IGA type names -> (numpy dtype name, bytes). ``bf`` is stored as its 16 raw bits, ``tf32`` (a dpas
-# source) as its 32 raw bits.
-TYPES = {"ub": ("uint8", 1), "b": ("int8", 1), "uw": ("uint16", 2), "w": ("int16", 2),
-         "ud": ("uint32", 4), "d": ("int32", 4), "uq": ("uint64", 8), "q": ("int64", 8),
-         "hf": ("float16", 2), "f": ("float32", 4), "df": ("float64", 8), "bf": ("uint16", 2),
-         "tf32": ("uint32", 4)}
-IMM_VECTOR_TYPES = {"uv", "v"}
-
-FLAGS = {"f0.0": (0, 0), "f0.1": (0, 16), "f1.0": (1, 0), "f1.1": (1, 16)}
 
 
 @dataclass(frozen=True)

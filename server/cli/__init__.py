@@ -11,6 +11,8 @@ import argparse
 import importlib
 import sys
 
+from kdd.server.version import kdd_version
+
 SUBCOMMANDS = (
     "ir_demo",
     "shape",
@@ -24,16 +26,6 @@ SUBCOMMANDS = (
     "serve",
     "view",
 )
-
-
-def kdd_version() -> str:
-    # importlib.metadata is imported here, not at start-up: it costs more than some commands.
-    from importlib.metadata import PackageNotFoundError, version
-
-    try:
-        return version("kdd")
-    except PackageNotFoundError:  # running from a source tree without install
-        return "0+unknown"
 
 
 class _VersionAction(argparse.Action):

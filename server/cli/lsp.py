@@ -24,7 +24,7 @@ def add_root_option(p, default: str) -> None:
 
 def worker_memory(args) -> int | None:
     """The workers' heap limit in MiB (None: none)."""
-    from kdd.server.workers import DEFAULT_MEMORY_MIB
+    from kdd.server.rpc.workers import DEFAULT_MEMORY_MIB
 
     return DEFAULT_MEMORY_MIB if args.worker_memory is None else (args.worker_memory or None)
 

@@ -20,7 +20,7 @@ def run(args) -> int:
     from kdd.core.spec.confined import ConfinedReader
     from kdd.server.view.http import ViewServer, follow
     from kdd.server.view.session import ViewSession
-    from kdd.server.workers import WorkerPool
+    from kdd.server.rpc.workers import WorkerPool
 
     path = args.file or next(iter(sorted(Path.cwd().glob("*.kernel.toml"))), None)
     if path is None:

@@ -15,7 +15,7 @@ from __future__ import annotations
 from lsprotocol import types as lsp
 from pygls.exceptions import JsonRpcException, JsonRpcInvalidParams
 
-from ..workers import WorkerFailed
+from ..rpc.workers import WorkerFailed
 from . import virtual_docs
 from .server import REQUEST_FAILED, KddLanguageServer
 

@@ -2,7 +2,7 @@
 
 Parsing (diagnostics as you type, hover, completion, inlay hints) runs in
 this process on the latest text; it is fast and never blocked by a compile.
-Compiles and checks run in :class:`~kdd.server.workers.WorkerPool`
+Compiles and checks run in :class:`~kdd.server.rpc.workers.WorkerPool`
 processes, debounced per document, and a newer version of a document
 supersedes an older compile (see :meth:`KddLanguageServer.schedule_compile`).
 Custom requests and notifications are specified in ``protocol/lsp.schema.json``.
@@ -31,7 +31,7 @@ from kdd.core.engine.engine import DOCUMENT_START, failed
 from kdd.core.engine.artifacts import failure_diagnostic
 from kdd.core.spec.confined import ConfinedReader
 
-from ..workers import WorkerFailed, WorkerPool
+from ..rpc.workers import WorkerFailed, WorkerPool
 from . import convert
 from .documents import DocumentState
 from .protocol import KddProtocol
@@ -88,7 +88,7 @@ class KddLanguageServer(LanguageServer):
 
     def __init__(self, workers: int = 2, cache_dir: str | None = None, time_limit: float = 60.0,
                  memory_mib: int | None = None):
-        from kdd.server.cli import kdd_version
+        from kdd.server.version import kdd_version
 
         super().__init__("kdd", kdd_version(), converter_factory=_converter, protocol_cls=KddProtocol)
         self.settings = Settings(time_limit=time_limit)

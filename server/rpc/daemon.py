@@ -31,7 +31,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 from kdd.core.engine import Engine, Source, StageFailed
 
-from ..workers import DEFAULT_MEMORY_MIB, WorkerFailed, WorkerPool
+from .workers import DEFAULT_MEMORY_MIB, WorkerFailed, WorkerPool
 from . import auth
 from .framing import JSON, DEFAULT_MAX_BODY, FrameDecoder, FrameError, encode
 from .methods import INTERNAL_ERROR, INVALID_PARAMS, INVALID_REQUEST, PARSE_ERROR, RpcError, cacheable, validate

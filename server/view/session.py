@@ -5,7 +5,7 @@ The page asks the same methods as the VS Code preview asks the language server (
 ``protocol/lsp.schema.json``) plus ``kdd/document`` (the config's text) and ``kdd/diagnostics`` (what an
 editor would underline, of the latest compile), and is told ``kdd/compiled`` after every compile and
 ``kdd/checked`` after every check. Compiles
-run in a :class:`~kdd.server.workers.WorkerPool`, debounced and superseded exactly as the language
+run in a :class:`~kdd.server.rpc.workers.WorkerPool`, debounced and superseded exactly as the language
 server does it (the state is the server's :class:`~kdd.server.lsp.documents.DocumentState`).
 
 The file is read as a kernel config is (a regular file of bounded size: a FIFO or ``/dev/zero`` put in
@@ -25,7 +25,7 @@ from kdd.core.spec.confined import ConfinedReader
 from kdd.server.lsp.documents import DocumentState
 from kdd.server.lsp.server import CHECKED, COMPILED, REQUEST_FAILED, compiled_notification
 from kdd.server.rpc.methods import INVALID_PARAMS, METHOD_NOT_FOUND, RpcError
-from kdd.server.workers import WorkerFailed, WorkerPool
+from kdd.server.rpc.workers import WorkerFailed, WorkerPool
 
 METHODS = ("kdd/document", "kdd/diagnostics", "kdd/passes", "kdd/irAfterPass", "kdd/assembly", "kdd/asmHover",
            "kdd/stats", "kdd/check")

@@ -7,9 +7,10 @@ import random
 import shutil
 from pathlib import Path
 
+import pytest
 from kdd.server.view.http import ViewServer, follow
 from kdd.server.view.session import ViewSession
-from kdd.server.workers import WorkerPool
+from kdd.server.rpc.workers import WorkerPool
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 
@@ -135,6 +136,7 @@ def test_fuzz_random_requests_get_an_answer_or_a_close(tmp_path):
     asyncio.run(_serving(tmp_path, body))
 
 
+@pytest.mark.slow
 def test_a_port_out_of_range_or_taken_is_one_line_and_exit_2(tmp_path):
     """``--port 99999`` printed a traceback."""
     import socket

@@ -5,7 +5,7 @@ from pathlib import Path
 import pytest
 
 from kdd.server.rpc.methods import RpcError
-from kdd.server.workers import WorkerFailed, WorkerPool
+from kdd.server.rpc.workers import WorkerFailed, WorkerPool
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 

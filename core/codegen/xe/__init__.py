@@ -14,8 +14,12 @@ verifier used by tests).
 """
 from __future__ import annotations
 
+import shutil
+
 from kdd.core.ir.printer import print_ir
 
+from ..assembler import assemble
+from ..errors import AssemblerRejected
 from ..listing import AsmLine, Listing
 from .allocation import with_remat
 from .lower import XeLowering
@@ -30,10 +34,9 @@ def _budget(kernel, target) -> int:
 def ir_model_registers(kernel, body, target) -> int:
     """The IR register model's figure for ``body`` (the final IR of ``kernel``), in the config's budget:
     the figure ``kdd compile --emit stats`` reports as ``ir``, shown beside the allocation it models."""
-    from kdd.core.passes.registers import RegisterModel, estimate_registers
+    from ..backend import backend_for
 
-    regs = getattr(kernel.config, "regs", None)
-    return estimate_registers(body, RegisterModel.of(target, kernel), regs).regs
+    return backend_for(target).ir_registers(kernel, body)
 
 
 def _ir_nodes(body) -> dict[int, dict]:
@@ -89,3 +92,15 @@ def lower_kernel(kernel, body, target, ir_map: bool = True) -> Listing:
                    instruction_mix(cg.em.lines, cg.loops), roofline(kernel, target, cg.em.lines), abi,
                    allocations=allocations, reg_bytes=rb, rematerialized=cg.rematerialized,
                    slm_bytes=max((b + s for b, s in cg.slm_base.values()), default=0))
+
+
+def assembled(kernel, body, target, check: bool = True) -> Listing:
+    """:func:`lower_kernel`'s listing with (``check``) the assembler's report; a listing the installed
+    assembler rejects raises :class:`AssemblerRejected` (a generator bug)."""
+    listing = lower_kernel(kernel, body, target)
+    if check:
+        report = assemble(listing.asm, target.assembler, f"-p={target.xe.iga_platform}")
+        if report.binary_bytes is None and shutil.which(target.assembler[0]) is not None:
+            raise AssemblerRejected(report.tool, report.messages)
+        listing.assembler = report.to_dict()
+    return listing

@@ -10,7 +10,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .operand import FLOAT_SUFFIXES, Imm, Reg, iga_type
+from kdd.core.targets.xe_asm import FLOAT_TYPES
+
+from .operand import Imm, Reg, iga_type
 from .regalloc import RegisterFile
 
 PIPES = ("float", "int", "xmx", "send", "control")
@@ -87,4 +89,4 @@ def _pipe(mnemonic: str, dst, srcs) -> str:
     if mnemonic in ("jmpi", "sync", "if", "else", "endif"):
         return "control"
     ref = dst if dst is not None else srcs[0]
-    return "float" if _suffix(ref) in FLOAT_SUFFIXES else "int"
+    return "float" if _suffix(ref) in FLOAT_TYPES else "int"

@@ -355,24 +355,21 @@ def kind_of(stmt):
 
 
 def repairs(cg: XeLowering, live: list[LiveBuffer]) -> list[dict]:
-    """What oneDNN's generator tries when registers run out, in its order, for the knobs this kernel has."""
+    """What oneDNN's generator tries when registers run out, in its order, by category, for what is live
+    (``kdd.core.config.repairs`` says which knob each changes)."""
     cats = {b.category for b in live}
     out = []
     modes = cg.target.registers.modes
     if cg.regs.nregs < max(modes):
-        out.append({"repair": "large GRF mode", "knob": "regs",
-                    "how": f"regs={max(modes)} doubles the registers (halves threads per core)"})
+        out.append({"category": "large-grf", "regs": max(modes)})
     if "A/B operands" in cats:
-        out.append({"repair": "split A/B", "knob": "subtiles",
-                    "how": "S=a2 or S=b2 loads and multiplies A or B in two halves"})
+        out.append({"category": "split-operands"})
     if "headers" in cats:
-        out.append({"repair": "reuse headers", "knob": "pipeline",
-                    "how": "P=r keeps one message header per stream"})
+        out.append({"category": "reuse-headers"})
     if "SLM load buffers" in cats:
-        out.append({"repair": "fewer staging buffers", "knob": "slm",
-                    "how": "fewer global-to-SLM buffers (g=) or SLM buffers (s=)"})
-    out.append({"repair": "drop prefetch", "knob": "prefetch", "how": "p=x0 removes prefetch streams"})
-    out.append({"repair": "smaller thread tile", "knob": "iter", "how": "a smaller i= shrinks C, A and B"})
+        out.append({"category": "fewer-staging-buffers"})
+    out.append({"category": "drop-prefetch"})
+    out.append({"category": "smaller-tile"})
     return out
 
 

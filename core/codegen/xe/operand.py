@@ -13,19 +13,12 @@ import struct
 from dataclasses import dataclass
 
 from kdd.core.ir.types import Scalar, Type
-
-# IGA type suffixes; a bool is kept as a 32-bit mask per lane (0 or all ones).
-IGA_TYPE = {
-    Scalar.S8: "b", Scalar.U8: "ub", Scalar.S16: "w", Scalar.U16: "uw", Scalar.S32: "d", Scalar.U32: "ud",
-    Scalar.S64: "q", Scalar.U64: "uq", Scalar.F16: "hf", Scalar.BF16: "bf", Scalar.F32: "f", Scalar.F64: "df",
-    Scalar.BOOL: "d",
-}
-FLOAT_SUFFIXES = frozenset({"hf", "bf", "f", "df"})
+from kdd.core.targets.xe_asm import SCALAR_TYPES
 
 
 # Keyed by the scalar's short name: a str hashes from its cache, an Enum member through Python code.
 _ELEM_SIZE = {s.short: 4 if s is Scalar.BOOL else s.bits // 8 for s in Scalar}
-_IGA = {s.short: t for s, t in IGA_TYPE.items()}
+_IGA = {s.short: t for s, t in SCALAR_TYPES.items()}
 
 
 def elem_size(t: Type) -> int:

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import re
 
-SIZES = {"b": 1, "ub": 1, "w": 2, "uw": 2, "hf": 2, "bf": 2, "d": 4, "ud": 4, "f": 4, "q": 8, "uq": 8, "df": 8}
+from kdd.core.targets.xe_asm import SIZES
 _EXEC = re.compile(r"\((\d+)\|M0\)")
 _REGION = re.compile(r"^[-~]?(?:\(sat\))?r(\d+)\.(\d+)<([\d;,]+)>:(\w+)$")
 _WHOLE = re.compile(r"^\[?r(\d+):(\w+)\]?$")

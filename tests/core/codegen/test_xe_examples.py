@@ -10,6 +10,7 @@ import pytest
 
 from kdd.core.codegen import OutOfRegisters, generate_asm
 from kdd.core.codegen.xe.verify import address_waits, verify
+from kdd.core.config.repairs import knob_repairs
 
 from xe_kernels import final, xe_examples
 
@@ -66,7 +67,10 @@ def test_a_smaller_budget_gives_an_out_of_registers_diagnostic():
         generate_asm(small, body, target, check=False)
     d = info.value.to_dict()
     assert d["budget"] == 128 and "C accumulators" in d["by_category"]
-    assert [r["knob"] for r in d["repairs"]][0] == "regs"
+    assert d["repairs"][0] == {"category": "large-grf", "regs": 256}
+    assert knob_repairs(d["repairs"])[0] == {"repair": "large GRF mode", "knob": "regs",
+                                             "how": "regs=256 doubles the registers (halves threads per core)"}
+    assert "try: large GRF mode (regs: regs=256" in str(info.value.with_repairs(knob_repairs(d["repairs"])))
     assert "c_acc" in str(info.value)
 
 
@@ -80,7 +84,8 @@ def test_values_are_recomputed_instead_of_running_out():
     from kdd.core.config import KernelConfig
     from kdd.core.config.defaults import resolve_config
     from kdd.core.passes.kernel_pipeline import run_pipeline
-    from kdd.core.passes.registers import RegisterModel, estimate_registers
+    from kdd.core.codegen.backend import backend_for
+    from kdd.core.passes.registers import estimate_registers
     from kdd.core.problem.data_types import parse_data_types
     from kdd.core.problem.problem import problem_from_text
     from kdd.core.targets import XEHPG
@@ -95,7 +100,7 @@ def test_values_are_recomputed_instead_of_running_out():
     assert out["registers"]["rematerialized"] and out["registers"]["peak"] <= 128
     # The IR register model recomputes by the allocator's own rounds, so it agrees with the allocation here
     # too (without the budget it holds every value: far over).
-    model = RegisterModel.of(XEHPG, kernel)
+    model = backend_for(XEHPG).register_model(kernel)
     peak = out["registers"]["peak"]
     assert peak - 4 <= estimate_registers(final, model, config.regs).regs <= peak
     assert estimate_registers(final, model).regs > 128

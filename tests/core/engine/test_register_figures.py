@@ -5,8 +5,9 @@ from pathlib import Path
 
 import pytest
 
+from kdd.core.codegen.backend import backend_for
 from kdd.core.engine import Engine, Source
-from kdd.core.passes.registers import RegisterModel, estimate_registers
+from kdd.core.passes.registers import estimate_registers
 
 EXAMPLES = sorted((Path(__file__).parents[3] / "examples").glob("*.kernel.toml"))
 XE_EXAMPLES = [p for p in EXAMPLES if not p.name.startswith("sm90")]
@@ -34,7 +35,7 @@ def test_xe_examples_report_the_allocators_figure_and_keep_the_ir_model_beside_i
     r = engine.resolve(parsed)
     kernel = engine.kernel(r, parsed.sources())
     final = engine.trace(kernel).final
-    assert regs["ir"] == estimate_registers(final, RegisterModel.of(r.target, kernel), r.config.regs).regs
+    assert regs["ir"] == estimate_registers(final, backend_for(r.target).register_model(kernel), r.config.regs).regs
     listing = engine.compile(source, "asm")["asm"]["registers"]
     assert regs["source"] == "allocator" and regs["estimate"] == regs["allocated"] == listing["peak"]
     # One model: the IR's is the allocator's walk less an instruction's own temporaries.
@@ -49,6 +50,7 @@ def test_xe_examples_report_the_allocators_figure_and_keep_the_ir_model_beside_i
 ONEDNN_LINE = "simd=8 l=ic80kh3kw3 T=oc8ow2 i=ic16oc32ow16"
 
 
+@pytest.mark.slow
 def test_a_production_line_over_the_config_estimate_builds_and_fits_by_its_allocation(engine):
     out = engine.compile(Source(_document(ONEDNN_LINE)), "stats")
     assert out["ok"], out
@@ -111,6 +113,7 @@ SHIPPED = [
 ]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("line", SHIPPED, ids=lambda s: s.split()[5])
 def test_shipped_production_lines_build_and_fit_by_the_allocation_their_listing_shows(engine, line):
     from kdd.core.problem.lookup_entry import LookupEntry
@@ -126,6 +129,7 @@ def test_shipped_production_lines_build_and_fit_by_the_allocation_their_listing_
     assert engine.compile(source, "asm")["asm"]["registers"]["peak"] == regs["allocated"]
 
 
+@pytest.mark.slow
 def test_a_shipped_depthwise_line_takes_large_grf_mode_by_its_estimate_and_fits_by_its_allocation(engine):
     from kdd.core.problem.lookup_entry import LookupEntry
 

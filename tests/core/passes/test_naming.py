@@ -6,7 +6,8 @@ from passes_oracle import OUT, effects, programs
 from kdd.core.ir import Let, Store, seq, var, walk
 from kdd.core.ir.expr import Binary, IntImm, Op
 from kdd.core.ir.types import s32
-from kdd.core.passes.naming import Copies, NameSource, bound_vars
+from kdd.core.ir.names import Names
+from kdd.core.passes.naming import Copies, bound_vars
 from kdd.core.passes.tree import binder
 
 K, X = var("k"), var("x")
@@ -17,7 +18,7 @@ def test_a_copy_folds_what_the_replacement_makes_constant_and_shares_the_rest():
     untouched = X * 3 + 1
     body = Let.make(t, (K % 2) * 32 + X, seq(Store.make(OUT, t, untouched), Store.make(OUT, K * 4, X)))
     copies = Copies(body, (K,))
-    names = NameSource(body)
+    names = Names.of(body)
     copy = copies.copy({K: IntImm.make(s32, 3)}, names)
     assert copy.var.name == "t_1"  # the let's variable is renamed in the copy
     assert copy.value.is_equal(Binary.make(Op.ADD, IntImm.make(s32, 32), X))  # (3 % 2) * 32 folded
@@ -35,7 +36,7 @@ def test_a_copy_folds_what_the_replacement_makes_constant_and_shares_the_rest():
 @settings(max_examples=200, deadline=None)
 @given(programs(), st.integers(-50, 50), st.integers(-50, 50))
 def test_a_copy_does_what_the_original_does_with_the_variable_replaced(p, x, y):
-    names = NameSource(p)
+    names = Names.of(p)
     copy = Copies(p, (X,)).copy({X: IntImm.make(s32, x)}, names)
     assert effects(copy, env={"y": y}) == effects(p, env={"x": x, "y": y})
     old = {v.name for v in bound_vars(p)}

@@ -58,10 +58,12 @@ def test_figures_count_statements_loop_operations_barriers_and_reduction_work():
 
 
 def test_over_the_budget_a_vector_without_loads_is_held_only_where_it_is_used_as_the_allocator_recomputes_it():
-    from kdd.core.ir.expr import Ramp
-    from kdd.core.targets import get_target
+    from types import SimpleNamespace
 
-    walk = RegisterModel(32, None, get_target("xehpg"), (), 16)  # the Xe allocator's walk, no arguments
+    from kdd.core.codegen.backend import backend_for
+    from kdd.core.ir.expr import Ramp
+
+    walk = backend_for("xehpg").register_model(SimpleNamespace(args=(), simd=16))  # the allocator's walk
     v, tmp = var("v", s32.with_lanes(32)), var("tmp", s32)
     loop = For.make(K, 0, 4, seq(Alloc.make(tmp, 256, MemKind.GRF, Store.make(tmp, 0, K)), Store.make(OUT, v, K)))
     s = Let.make(v, Ramp.make(X, 1, 32), loop)

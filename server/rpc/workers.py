@@ -61,7 +61,7 @@ def _limit_memory(mib: int | None) -> None:
 def _serve(conn, cache_dir: str | None, memory_mib: int | None = None, read_text=None) -> None:
     """The worker's loop: requests in, ``("stage", name)`` progress and one reply per request out."""
     from kdd.core.engine import DiskCache, Engine
-    from kdd.server.rpc.methods import RpcError, call
+    from .methods import RpcError, call
 
     # stdout may be a protocol stream (kdd lsp, kdd serve --stdio): a worker must neither write to it
     # nor keep it open after the server exits, or the client never sees the end of the stream.
@@ -116,7 +116,7 @@ class Worker:
     def call(self, method: str, params, timeout: float | None):
         """The reply of one request; raises :class:`WorkerFailed` (after replacing the process) when
         the request runs past ``timeout`` seconds or the process dies."""
-        from kdd.server.rpc.methods import INTERNAL_ERROR, RpcError
+        from .methods import INTERNAL_ERROR, RpcError
 
         start = time.monotonic()
         stage = None

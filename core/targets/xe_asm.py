@@ -1,0 +1,30 @@
+"""Facts of Xe assembly text (IGA syntax, ``../shared/reference/iga-syntax.md``), one source for the code
+generator that writes it and the checkers that read it (``codegen/xe/verify``, ``xesim``).
+
+These are the assembler's spellings, not choices of kdd's lowering: the type
+names and their sizes, which of them are floating point, the IR scalar each
+IR type is written as, and the flag subregisters.
+"""
+from __future__ import annotations
+
+from kdd.core.ir.types import Scalar
+
+# IGA type names -> (numpy dtype name, bytes). ``bf`` is held as its 16 raw bits, ``tf32`` (a dpas source
+# on Xe-HPC) as its 32 raw bits.
+TYPES = {"ub": ("uint8", 1), "b": ("int8", 1), "uw": ("uint16", 2), "w": ("int16", 2),
+         "ud": ("uint32", 4), "d": ("int32", 4), "uq": ("uint64", 8), "q": ("int64", 8),
+         "hf": ("float16", 2), "f": ("float32", 4), "df": ("float64", 8), "bf": ("uint16", 2),
+         "tf32": ("uint32", 4)}
+SIZES = {name: size for name, (_, size) in TYPES.items()}
+FLOAT_TYPES = frozenset({"hf", "bf", "f", "df"})   # the ALU's floating-point types (tf32 is dpas-only)
+IMM_VECTOR_TYPES = frozenset({"uv", "v"})           # packed 4-bit immediates, one per lane of eight
+
+# The IGA type of each IR scalar; a bool is kept as a 32-bit mask per lane (0 or all ones).
+SCALAR_TYPES = {
+    Scalar.S8: "b", Scalar.U8: "ub", Scalar.S16: "w", Scalar.U16: "uw", Scalar.S32: "d", Scalar.U32: "ud",
+    Scalar.S64: "q", Scalar.U64: "uq", Scalar.F16: "hf", Scalar.BF16: "bf", Scalar.F32: "f", Scalar.F64: "df",
+    Scalar.BOOL: "d",
+}
+
+# Flag subregisters by name: (flag register, first bit); each is 16 bits.
+FLAGS = {"f0.0": (0, 0), "f0.1": (0, 16), "f1.0": (1, 0), "f1.1": (1, 16)}
