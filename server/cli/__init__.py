@@ -20,6 +20,7 @@ SUBCOMMANDS = (
     "bench",
     "sweep",
     "tune",
+    "portblas",
     "lsp",
     "serve",
     "view",

@@ -373,7 +373,7 @@ class PtxLowering(LaneWords, ExprLowering, MemoryLowering):
                    f"{{{', '.join(dr)}}}, {{{', '.join(ar)}}}, {{{', '.join(br)}}}, {{{', '.join(cr)}}}")
 
     def _mad(self, call: FuncCall) -> None:
-        """``dst[i] = src0[i] + src1[i] * src2[i * stride]`` for the ``simd`` elements (``fma`` on sm_90):
+        """``dst[i] = src0[i] + src1[i] * src2 at byte i * stride`` for the ``simd`` elements (``fma`` on sm_90):
         each destination element, in the lane that holds it, gathers its three operands from the lanes
         that hold them (a broadcast src2 is one lane's word shuffled to all) and rounds once, as the
         interpreter's exact product and sum rounded to the destination type."""
@@ -389,7 +389,7 @@ class PtxLowering(LaneWords, ExprLowering, MemoryLowering):
         dfirst = doff.value + lanes * t.size
         sources = ((self.grf[s0.name], off0.value + lanes * t.size, t),
                    (self.grf[s1.name], off1.value + lanes * f.src1_type.size, f.src1_type),
-                   (self.grf[s2.name], off2.value + lanes * f.src2_stride * f.src2_type.size, f.src2_type))
+                   (self.grf[s2.name], off2.value + lanes * f.src2_stride, f.src2_type))     # stride in bytes
         # f16/bf16 and 8-bit sources widen exactly to the f32/s32 accumulator, so one fma rounds as the IR does
         acc = f32 if t.is_float else s32
         fused = (f"fma.rn.{ptx_type(acc)} {{}}, {{}}, {{}}, {{}}" if acc.is_float

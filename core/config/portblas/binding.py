@@ -39,9 +39,7 @@ def _order(tag: str, dims: list[str]) -> list[str] | None:
 
 def _plain(nbatch: int, transposed: bool) -> str:
     """The tag of a strided-batch column-major operand (``transposed``: row-major) over ``nbatch`` batch dims."""
-    batch = "".join(chr(ord("a") + i) for i in range(nbatch))
-    row, col = chr(ord("a") + nbatch), chr(ord("a") + nbatch + 1)
-    return batch + (row + col if transposed else col + row)
+    return portblas_tags(nbatch, transposed, transposed, False)["src"]
 
 
 def bind_problem(problem) -> Binding:
@@ -96,3 +94,13 @@ def bind_problem(problem) -> Binding:
     why["is_beta_zero"] = (f"post-op sum:{beta[0]:g}: beta = {beta[0]:g}" if beta else
                            "no sum post-op: beta = 0, C is not read")
     return Binding(values, why, errors)
+
+
+def portblas_tags(nbatch: int, trans_a: bool, trans_b: bool, interleaved: bool) -> dict[str, str]:
+    """The kdd tags of a portBLAS call's A, B and C (see the module doc): the inverse of the binding."""
+    def tag(transposed: bool) -> str:
+        batch = "".join(chr(ord("a") + i) for i in range(nbatch))
+        row, col = chr(ord("a") + nbatch), chr(ord("a") + nbatch + 1)
+        inner = row + col if transposed else col + row
+        return inner + batch if interleaved else batch + inner
+    return {"src": tag(trans_a), "wei": tag(trans_b), "dst": tag(False)}

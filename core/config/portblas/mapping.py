@@ -84,22 +84,25 @@ def _unit(target, fma: str, simd: int, problem) -> tuple[int, int, int]:
     return s.m, s.n, s.k
 
 
-def _split(block_m: int, block_n: int, threads: int, unit_n: int) -> tuple[int, int]:
-    """(threads along M, along N) with ``threads`` in all, dividing the block, N per thread whole FMA
-    columns where it can, the per-thread tile as square as it gets (the larger N share on a tie)."""
+def _split(block_m: int, block_n: int, threads: int, unit_n: int) -> tuple[int, int, int, int]:
+    """(threads along M, along N, iter M, iter N) with ``threads`` in all over a ``block_m x block_n``
+    block: N per thread whole FMA columns (``unit_n``), the per-thread tile as square as it gets (the
+    larger N share on a tie). A block narrower than one FMA's N is widened to it (the lanes past the
+    problem's N compute padding) and its threads go along M."""
     best = None
     for tn in range(1, threads + 1):
         if threads % tn:
             continue
         tm = threads // tn
-        if block_m % tm or block_n % tn:
+        if block_m % tm or block_n % tn or (block_n // tn) % unit_n:
             continue
-        n = block_n // tn
-        whole = n % unit_n == 0
-        score = (not whole, abs(math.log((block_m // tm) / n)), -tn)
+        score = (abs(math.log((block_m // tm) / (block_n // tn))), -tn)
         if best is None or score < best[0]:
-            best = (score, (tm, tn))
-    return best[1] if best else (1, 1)
+            best = (score, (tm, tn, block_m // tm, block_n // tn))
+    if best is not None:
+        return best[1]
+    tm = math.gcd(threads, block_m)
+    return tm, 1, block_m // tm, -(-block_n // unit_n) * unit_n
 
 
 def map_launcher(launcher: Launcher, problem, target) -> PortblasMapping:
@@ -149,18 +152,24 @@ def map_launcher(launcher: Launcher, problem, target) -> PortblasMapping:
                                                              f" (not {lv('WgSize')})"))
     if lv("BatchType") == "interleaved":
         block_b = tile["ItemBatchs"] * tile["WgBatchs"]
+        lanes_b = -(-block_b // simd) * simd
         block_m, block_n = tile["ItemRows"] * tile["WgRows"], tile["ItemCols"] * tile["WgCols"]
-        iter_tile = {**{b: 1 for b in batch[:-1]}, **({batch[-1]: block_b} if batch else {}),
-                     "m": tile["ItemRows"], "n": tile["ItemCols"], "k": k_step}
+        tm, tn = tile["WgRows"], tile["WgCols"]
+        cap = target.max_group_threads(target.registers.max_regs, simd)
+        while tm * tn > cap:            # more item positions than a group holds threads: two per thread
+            tm, tn = (tm // 2, tn) if tm >= tn and tm > 1 else (tm, tn // 2)
+        iter_tile = {**({batch[-1]: lanes_b} if batch else {}), "m": block_m // tm, "n": block_n // tn}
         config["iter"] = Tile.of({k: v for k, v in iter_tile.items() if v > 1})
-        config["tg"] = Tile.of({k: v for k, v in (("m", tile["WgRows"]), ("n", tile["WgCols"])) if v > 1})
+        config["tg"] = Tile.of({k: v for k, v in (("m", tm), ("n", tn)) if v > 1})
         note("ItemBatchs", f"each item computes {tile['ItemBatchs']} batch entries; a work group "
-             f"{block_b} of them (ItemBatchs x WgBatchs)",
-             f"iter {config['iter']}: the group's {block_b} batch entries in one thread, its SIMD lanes along "
-             f"the batch (kdd's batched mad)", "iter")
+             f"{block_b} of them (ItemBatchs x WgBatchs), K one element at a time",
+             f"iter {config['iter']}: the group's batch entries in one thread, its {simd} lanes along the batch "
+             f"(kdd's batched {fma})" + (f", {lanes_b - block_b} of them padding" if lanes_b > block_b else ""),
+             "iter")
         note("WgRows", f"work group {tile['WgRows']} x {tile['WgCols']} x {tile['WgBatchs']} items, block "
-             f"{block_m} x {block_n} x {block_b}", f"tg {config['tg'] or 'x'}: one thread per item "
-             f"position of M x N", "tg")
+             f"{block_m} x {block_n} x {block_b}", f"tg {config['tg'] or 'x'}: {tm * tn} {worker}s over the "
+             f"M x N item positions" + ("" if tm * tn == tile["WgRows"] * tile["WgCols"] else
+                                         f" (at most {cap} per group on {target.name})"), "tg")
     elif algorithm == "naive":
         threads = max(1, items // simd)
         config["iter"] = Tile.of({"m": unit_m, "n": unit_n, "k": unit_k} if unit_m > 1 else {"n": unit_n})
@@ -171,13 +180,14 @@ def map_launcher(launcher: Launcher, problem, target) -> PortblasMapping:
     else:
         block_m, block_n = tile["ItemRows"] * tile["WgRows"], tile["ItemCols"] * tile["WgCols"]
         threads = max(1, items // simd)
-        tm, tn = _split(block_m, block_n, threads, unit_n)
-        it_m, it_n = max(block_m // tm, 1), max(block_n // tn, 1)
+        tm, tn, it_m, it_n = _split(block_m, block_n, threads, unit_n)
         k_iter = max(unit_k, k_step - k_step % unit_k)
         config["iter"] = Tile.of({"m": it_m, "n": it_n, "k": k_iter})
         config["tg"] = Tile.of({k: v for k, v in (("m", tm), ("n", tn)) if v > 1})
+        wide = "" if it_n * tn == block_n else f", N widened from {block_n} to one {fma}'s {it_n}"
         note("ItemRows", f"each work item computes {tile['ItemRows']} x {tile['ItemCols']} of C",
-             f"a {worker} holds {simd} items: iter m{it_m} n{it_n} (the block over {tm} x {tn} {worker}s)", "iter")
+             f"a {worker} holds {simd} items: iter m{it_m} n{it_n} (the block over {tm} x {tn} {worker}s{wide})",
+             "iter")
         note("WgRows", f"work group {tile['WgRows']} x {tile['WgCols']} items: block {block_m} x {block_n} of C",
              f"tg {config['tg'] or 'x'}: {items} items / {simd} lanes = {tm * tn} {worker}s", "tg")
         note("ClSize", f"{lv('ClSize')}-byte cache lines: K advances {k_step} elements per step (cl_elems)",
