@@ -136,7 +136,7 @@ def map_launcher(launcher: Launcher, problem, target) -> PortblasMapping:
         note("jm_M", f"joint_matrix fragment {jm[0]}x{jm[1]}x{jm[2]}, {tile['inp_jmT']} -> {tile['out_jmT']}",
              f"{fma} fragments of {unit_m}x{unit_n}x{unit_k}: {max(1, jm[0] // unit_m)}x{max(1, jm[1] // unit_n)} "
              f"of them per joint_matrix tile")
-        if tile["inp_jmT"] in ("sycl::half", "half") and problem.types.src.name != "f16":
+        if tile["inp_jmT"] in ("sycl::half", "half") and str(problem.types.src) != "f16":
             issues.append(Issue("error", f"joint_matrix inputs {tile['inp_jmT']} from {problem.types.src} A/B: "
                                          f"portBLAS rounds A and B to half in local memory before the "
                                          f"multiply; kdd's {fma} reads the problem's types, so this launcher "
