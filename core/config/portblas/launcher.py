@@ -96,8 +96,7 @@ def parse_launcher(text: str, bindings: dict | None = None) -> Launcher:
         named[name] = _checked(name, arg, bindings)
     tile_arg = named["TileT"]
     tile, tile_args = _tile(tile_arg, bindings)
-    defaulted = tuple(p for p in params if p not in named and p in DEFAULTS)
-    defaulted += tuple(p for p in ("SymmA", "SymmB") if p not in params)
+    defaulted = tuple(p for p in CURRENT_PARAMS if p not in named and p in DEFAULTS)
     return Launcher(text, "current" if current else "seed", named, tile, tile_args, defaulted)
 
 

@@ -40,14 +40,14 @@ class Arg:
 
 def split_args(text: str, offset: int = 0) -> list[tuple[str, int, int]]:
     """``text`` cut at its top-level commas: each piece stripped, with its span (shifted by ``offset``)."""
-    pieces, depth, start = [], 0, 0
+    pieces, start = [], 0
     closers = {"<": ">", "(": ")", "[": "]"}
-    stack: list[str] = []
+    stack: list[tuple[str, int]] = []           # (the closer wanted, where its opener is)
     for i, ch in enumerate(text + ","):
         if i < len(text) and ch in closers:
-            stack.append(closers[ch])
+            stack.append((ch, i))
         elif i < len(text) and ch in ">)]":
-            if not stack or stack[-1] != ch:
+            if not stack or closers[stack[-1][0]] != ch:
                 raise ConfigError(f"unbalanced '{ch}'", offset + i, offset + i + 1)
             stack.pop()
         elif ch == "," and not stack:
@@ -56,10 +56,9 @@ def split_args(text: str, offset: int = 0) -> list[tuple[str, int, int]]:
             piece = raw.strip()
             pieces.append((piece, offset + start + lead, offset + start + lead + len(piece)))
             start = i + 1
-        depth = len(stack)
-    if depth:
-        raise ConfigError(f"unclosed '{ {'>': '<', ')': '(', ']': '['}[stack[-1]] }'", offset + len(text) - 1,
-                          offset + len(text))
+    if stack:
+        opener, at = stack[-1]
+        raise ConfigError(f"'{opener}' is never closed", offset + at, offset + at + 1)
     return pieces
 
 
