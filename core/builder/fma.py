@@ -312,7 +312,7 @@ class MmaKind(FmaKind):
 def make_fma(fma: str, target, simd: int, a: Type, b: Type, acc: Type, m: int, over_batch: bool = False) -> FmaKind:
     """The instruction kind for config knob ``fma`` on ``target`` (``m``: rows of the thread tile;
     ``over_batch``: a ``mad`` puts its lanes along the batch dims, see ``mad_over_batch``)."""
-    if fma == "mad" and over_batch:
+    if fma in ("mad", "fma") and over_batch:
         return MadBatchKind(a, b, acc, simd)
     if fma in ("mad", "fma"):
         return MadKind(a, b, acc, simd)

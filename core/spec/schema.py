@@ -185,8 +185,18 @@ LINE = KeySpec("line", ("string",),
                "or in the line, not both.",
                example='"simd=8 l=kh3kw3ic4 T=oc4ow4 i=mb32oc32ic16 bufs=3"')
 
+PORTBLAS = KeySpec("portblas", ("string",),
+                   "The template arguments of a portBLAS `Gemm_Launcher<...>`, pasted from a backend header "
+                   "(the seed's 14-argument form, or the current one starting with the container types); "
+                   "the dispatcher's `_t_a`, `_t_b`, `s_a`, `s_b`, `is_beta_zero` are bound from [problem]. "
+                   "It sets the knobs it maps to (docs/config.md, portBLAS launchers); hover shows the mapping.",
+                   example='"64, false, false, false, 64, Tile<8, 8, 8, 8>, _t_a, _t_b, '
+                           'static_cast<int>(gemm_memory_t::no_local), static_cast<int>(gemm_algorithm_t::standard), '
+                           'static_cast<int>(gemm_vectorization_t::partial), is_beta_zero, 1, '
+                           'static_cast<int>(gemm_batch_type_t::strided)"')
+
 CONFIG = TableSpec("config", "Kernel parameters (knobs); every knob left out comes from the default heuristic.",
-                   (*(knob_key(k) for k in KNOBS), LINE))
+                   (*(knob_key(k) for k in KNOBS), LINE, PORTBLAS))
 
 SCHEMA: tuple[TableSpec, ...] = (ROOT, PROBLEM, TARGET, CONFIG, CHECK)
 

@@ -141,6 +141,8 @@ XEHPG = Target(
                 ("matrix", "f16"): 16 * 128, ("matrix", "bf16"): 16 * 128, ("matrix", "s8"): 16 * 256,
             }, "per-engine rates from Intel's 'Introduction to the Xe-HPG Architecture' (XVE: 16 FP32 / "
                "32 FP16 / 64 INT8 ops/clk; XMX: 128 FP16/BF16, 256 INT8 ops/clk; 16 of each per Xe-core)"),
+            compute_units=Figure(512, "compute units", "SYCL's max_compute_units on Intel GPUs counts vector "
+                                                       "engines: 32 Xe-cores x 16 XVE"),
         ),
     ),
 )
@@ -195,6 +197,8 @@ XEHPC = Target(
                 ("matrix", "s8"): 8192,
             }, "per-Xe-core rates from Intel's Ponte Vecchio Hot Chips 33 talk (8 XVE x 512-bit, "
                "8 XMX x 4096-bit per Xe-core)"),
+            compute_units=Figure(1024, "compute units", "SYCL's max_compute_units on Intel GPUs counts vector "
+                                                        "engines: 128 Xe-cores x 8 XVE"),
         ),
     ),
 )
@@ -230,6 +234,9 @@ SM90_FMAS = (
     _mma(16, 8, 8, f32, f32, f32, math="tf32"),
     _mma(8, 8, 4, f64, f64, f64),
     FmaShape("fma", f32, f32, f32, 1, 32, 1, 32, "fma.rn.f32"),
+    # f16/bf16 sources widened exactly (cvt.f32.f16, or a shift for bf16) into an f32 fma, as Xe's mixed-mode mad
+    FmaShape("fma", f16, f16, f32, 1, 32, 1, 32, "cvt.f32.f16 + fma.rn.f32"),
+    FmaShape("fma", bf16, bf16, f32, 1, 32, 1, 32, "cvt.f32.bf16 + fma.rn.f32"),
     FmaShape("fma", f64, f64, f64, 1, 32, 1, 32, "fma.rn.f64"),
 )
 
@@ -291,12 +298,16 @@ SM90 = Target(
                                           "lists the same peak rates)"),
             bandwidth=Figure(4.8e12, "B/s", "NVIDIA H200 datasheet: 141 GB HBM3e at 4.8 TB/s"),
             peaks=_hopper_peaks(),
+            compute_units=Figure(132, "compute units", "SYCL's CUDA backend reports the SM count as "
+                                                       "max_compute_units: 132 SMs"),
         ),
         Device(
             name="H100 SXM", cores=132, core_name="SM",
             clock_mhz=Figure(1980, "MHz", f"{_H100_WP}: 1.98 GHz (FP32/FP64 rates), 1.83 GHz for tensor rates"),
             bandwidth=Figure(3.35e12, "B/s", "NVIDIA H100 datasheet, SXM: 80 GB HBM3 at 3.35 TB/s"),
             peaks=_hopper_peaks(),
+            compute_units=Figure(132, "compute units", "SYCL's CUDA backend reports the SM count as "
+                                                       "max_compute_units: 132 SMs"),
         ),
     ),
 )

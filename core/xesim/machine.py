@@ -171,6 +171,7 @@ class Machine:
         if ins.pred is None:
             return None
         reg, bit, inv = ins.pred
+        bit += ins.channel          # (16|M16) reads flag bits 16-31
         _whole_flag(ins, bit, n)
         m = self.flag_bits(rows, reg, bit, n)
         return ~m if inv else m

@@ -22,6 +22,7 @@ SUBCOMMANDS = (
     "bench",
     "sweep",
     "tune",
+    "portblas",
     "lsp",
     "serve",
     "view",

@@ -25,9 +25,9 @@ from __future__ import annotations
 import numpy as np
 
 from kdd.core.ir.expr import IntImm
-from kdd.core.ir.funcs import Barrier, BarrierSignal, BarrierWait, Eltwise, Fence, Mma, Reduce, Reorder, Send
+from kdd.core.ir.funcs import Barrier, BarrierSignal, BarrierWait, Eltwise, Fence, Mad, Mma, Reduce, Reorder, Send
 from kdd.core.ir.stmt import Alloc, For, FuncCall, Group, If, Let, MemKind, Seq, Store
-from kdd.core.ir.types import s32, u32
+from kdd.core.ir.types import f32, s32, u32
 
 from ..errors import CodegenUnsupported
 from .align import slot_multiples
@@ -320,6 +320,8 @@ class PtxLowering(LaneWords, ExprLowering, MemoryLowering):
             self._send(call)
         elif isinstance(f, Mma):
             self._mma(call)
+        elif isinstance(f, Mad):
+            self._mad(call)
         elif isinstance(f, Reorder):
             self._reorder(call)
         elif isinstance(f, Reduce):
@@ -369,6 +371,37 @@ class PtxLowering(LaneWords, ExprLowering, MemoryLowering):
         # integer mma without .satfinite wraps, as the IR's s32 mma does; .b32 registers serve as the .f32 fragments (ptxas takes them), so no moves around the mma
         self.em.op(f"mma.sync.aligned.m{f.m}n{f.n}k{f.k}.row.col.{ct}.{at}.{bt}.{ct} "
                    f"{{{', '.join(dr)}}}, {{{', '.join(ar)}}}, {{{', '.join(br)}}}, {{{', '.join(cr)}}}")
+
+    def _mad(self, call: FuncCall) -> None:
+        """``dst[i] = src0[i] + src1[i] * src2 at byte i * stride`` for the ``simd`` elements (``fma`` on sm_90):
+        each destination element, in the lane that holds it, gathers its three operands from the lanes
+        that hold them (a broadcast src2 is one lane's word shuffled to all) and rounds once, as the
+        interpreter's exact product and sum rounded to the destination type."""
+        f: Mad = call.func
+        dst, doff, s0, off0, s1, off1, s2, off2 = call.ops
+        for b, o in ((dst, doff), (s0, off0), (s1, off1), (s2, off2)):
+            if b.name not in self.grf or not isinstance(o, IntImm):
+                raise CodegenUnsupported("fma operands must be register buffers at constant offsets")
+        t = f.dst_type.base
+        if t.size == 8 or f.src1_type.size == 8 or f.src2_type.size == 8:
+            raise CodegenUnsupported(f"{f}: 64-bit fma has no PTX lowering in kdd yet")
+        lanes = np.arange(f.simd)
+        dfirst = doff.value + lanes * t.size
+        sources = ((self.grf[s0.name], off0.value + lanes * t.size, t),
+                   (self.grf[s1.name], off1.value + lanes * f.src1_type.size, f.src1_type),
+                   (self.grf[s2.name], off2.value + lanes * f.src2_stride, f.src2_type))     # stride in bytes
+        # f16/bf16 and 8-bit sources widen exactly to the f32/s32 accumulator, so one fma rounds as the IR does
+        acc = f32 if t.is_float else s32
+        fused = (f"fma.rn.{ptx_type(acc)} {{}}, {{}}, {{}}, {{}}" if acc.is_float
+                 else f"mad.lo.{ptx_type(acc)} {{}}, {{}}, {{}}, {{}}")
+        dbuf = self.grf[dst.name]
+        self.writes(dst.name, int(dfirst.min()), int(dfirst.max()) + t.size)
+        for slot in slots(dfirst):
+            a, b, c = (self.convert(self.grf_load(buf, [int(first[i]) if i >= 0 else -1 for i in slot.index],
+                                                  slot.mask, st), acc) for buf, first, st in sources)
+            v = Value(self.em.calc(reg_class(acc), fused.format("{}", self.reg(b), self.reg(c), self.reg(a))), acc)
+            v = self.convert(v, t, saturate=False, nearest=True)
+            self.write_word(dbuf, slot.row, slot.byte, t.size, self.value_bits(v), self.lane_pred(slot.mask))
 
     def _reorder(self, call: FuncCall) -> None:
         f: Reorder = call.func
