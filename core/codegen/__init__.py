@@ -24,9 +24,8 @@ the knob to its source range in the config file (``config_range``).
 """
 from __future__ import annotations
 
-import shutil
-
 from kdd.core.targets import Target, get_target
+from kdd.core.toolchain import find_tool
 
 from .assembler import AssemblerReport, assemble
 from .errors import AssemblerRejected, CodegenError, CodegenUnsupported, LiveBuffer, OutOfRegisters
@@ -46,7 +45,7 @@ def generate_asm(kernel, body, target: Target | str, check: bool = True) -> List
     listing = lower_kernel(kernel, body, t)
     if check:
         report = assemble(listing.asm, t.assembler, f"-p={t.xe.iga_platform}")
-        if report.binary_bytes is None and shutil.which(t.assembler[0]) is not None:
+        if report.binary_bytes is None and find_tool(t.assembler[0]) is not None:
             raise AssemblerRejected(report.tool, report.messages)
         listing.assembler = report.to_dict()
     return listing
