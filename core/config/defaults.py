@@ -66,6 +66,7 @@ from kdd.core.targets import FmaShape, Target
 
 from .budget import estimate_budget
 from .buildable import buildable
+from .decompress import Decompress
 from .kernel_config import KernelConfig
 from .operands import Operands, operands
 from .tiles import Tile
@@ -283,7 +284,9 @@ class _Plan:
         unroll = slm.bufs > 1 or cfg.prefetch.enabled
         pipeline = user.pipeline if user.pipeline is not None else Pipeline(unroll, not unroll)
         vec = user.vec if user.vec is not None else self.simd  # oneDNN's default vector: one SIMD
-        return replace(user.over(ONEDNN_ONLY), slm=slm, pipeline=pipeline, vec=vec, **{
+        decompress = user.decompress if user.decompress is not None or self.problem.decompression is None \
+            else Decompress("cvt")  # the exact-most of seed 002's decompressions
+        return replace(user.over(ONEDNN_ONLY), slm=slm, pipeline=pipeline, vec=vec, decompress=decompress, **{
             k: getattr(cfg, k) for k in ("fma", "simd", "regs", "loop", "tg", "iter", "unroll", "prefetch",
                                          "subtiles")})
 

@@ -14,6 +14,7 @@ from typing import Callable, TypeVar
 
 from kdd.core.layout import parse_layout
 from kdd.core.problem import OPS, PROPS, TENSORS, FrozenMap, Problem, parse_data_types, parse_post_op, parse_shape
+from kdd.core.problem.decompression import parse_decompression
 from kdd.core.problem.reduced import MAX_CHECK_MACS, REDUCED_MACS, check_macs, reduce_problem
 
 from .diagnostics import Severity
@@ -94,6 +95,9 @@ def build_problem(chain: Chain, report: Reporter) -> ProblemPart | None:
         problem = _parsed(report, chain.get(("problem", "post_ops")), lambda: replace(problem, post_ops=post_ops))
         if problem is None:
             return None
+    problem = _decompressed(chain, report, problem)
+    if problem is None:
+        return None
     check = _check_problem(chain, report, problem, shape_at)
     if check is None or not _addressable(report, shape_at, problem):
         return None
@@ -162,6 +166,31 @@ def _addressable(report: Reporter, shape_at: Located, problem: Problem) -> bool:
     if message is not None:
         report.on_value(shape_at, message, CODE)
     return message is None
+
+
+def _decompressed(chain: Chain, report: Reporter, problem: Problem) -> Problem | None:
+    """``problem`` with the weight decompression of ``scales``, ``zero_points`` and ``fpmath`` (itself when
+    none is written; None after reporting an error on the key that caused it)."""
+    at = {key: _text(chain, ("problem", key)) for key in ("scales", "zero_points", "fpmath")}
+    if all(located is None for located, _ in at.values()):
+        return problem
+    if any(located is not None and text is None for located, text in at.values()):
+        return None  # mistyped: the schema reported it
+    scales_at, scales = at["scales"]
+    if scales_at is None:
+        located = at["zero_points"][0] or at["fpmath"][0]
+        report.on_value(located, "zero_points and fpmath describe weight decompression: write scales too "
+                                 "(e.g. 'wei:per_ocic:f16:128x1')", CODE)
+        return None
+    for key in ("zero_points", "fpmath"):  # errors inside a value point into it
+        located, text = at[key]
+        if located is not None and _parsed(report, located, lambda: parse_decompression(
+                scales, text if key == "zero_points" else None, text if key == "fpmath" else "f16:true")) is None:
+            return None
+    d = _parsed(report, scales_at, lambda: parse_decompression(scales, at["zero_points"][1], at["fpmath"][1]))
+    if d is None:
+        return None
+    return _parsed(report, scales_at, lambda: replace(problem, decompression=d))
 
 
 def _post_ops(chain: Chain, report: Reporter) -> tuple | None:
