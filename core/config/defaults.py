@@ -49,7 +49,7 @@ user knobs. The rules, in order:
 6. **loop**: the whole reduction inside one group (no split K; K blocks of
    ``iter x tg`` when the user's ``tg`` slices K).
 7. **slm**: A is buffered when several threads share it (X > 1), B when
-   Y > 1; 3 buffers when the loop runs 3+ iterations, else 1; 0 when nothing
+   Y > 1 (never decompressed weights: each thread converts its own bytes in registers); 3 buffers when the loop runs 3+ iterations, else 1; 0 when nothing
    is shared; reduced until it fits the group's SLM. No prefetch. **pipeline**
    unrolls when buffers rotate (``bufs > 1``) and reuses headers otherwise.
    No unroll, no subtiles.
@@ -320,7 +320,7 @@ class _Plan:
         """Rule 7."""
         t = derive_tiling(self.problem, cfg)
         x, y, _ = t.tg_grid
-        share_a, share_b = x > 1, y > 1
+        share_a, share_b = x > 1, y > 1 and not self.ops.decompressed  # decompressed B: bytes from global
         if not (share_a or share_b):
             return Buffering(0)
         bufs = MAX_BUFS if t.k_iters >= 3 else 1
