@@ -26,8 +26,8 @@ caveats; :func:`kdd.core.interp.check.default_tol` widens the check's tolerance 
 from __future__ import annotations
 
 from kdd.core.ir.expr import FloatImm, Load, Op, Ternary, var
-from kdd.core.ir.funcs import Reorder, SendOp
-from kdd.core.ir.stmt import FuncCall, Stmt, Store, seq
+from kdd.core.ir.funcs import SendOp
+from kdd.core.ir.stmt import Stmt, Store, seq
 from kdd.core.ir.types import Type, f16, u16, u64
 from kdd.core.config.decompress import Decompress
 from kdd.core.layout.layout import Block, Layout
@@ -36,7 +36,7 @@ from kdd.core.problem.decompression import SCALES, ZERO_POINTS, Decompression
 
 from .errors import BuildError
 from .kernel import KernelArg
-from .loads import MessageRules, transfer
+from .loads import MessageRules, contiguous_role, inner_last, transfer
 from .names import Names
 from .origin import Origin
 from .tile import MatrixDim, RegTensor, TileAccess, row_major
@@ -63,7 +63,7 @@ class Decompressor:
                              f"row per tile", knob="iter")
         self.origin = Origin("decompress", "decompress")
         bt, _, np_ = b.layout.dims
-        self.raw = RegTensor(names.fresh("b_raw", u64), row_major(weights, b.layout.dims, (0, 1, 2)), 0, b.roles)
+        self.raw = RegTensor(names.fresh("b_raw", u64), _raw_layout(weights, b.layout, access), 0, b.roles)
         self.scale_row = RegTensor(names.fresh("b_scale", u64), row_major(d.scale, (bt, 1, np_)), 0, b.roles)
         self.zp_row = None if d.zero_point is None else \
             RegTensor(names.fresh("b_zp", u64), row_major(d.zero_point, (bt, 1, np_)), 0, b.roles)
@@ -110,7 +110,7 @@ class Decompressor:
         rows = [self.scale_row] + ([self.zp_row] if self.zp_row is not None else [])
         loads = [transfer(SendOp.LOAD, acc, reg, self.rules, self.names, Origin("decompress.rows", "decompress"))
                  for (_, acc), reg in zip(self.args, rows)]
-        return seq(load_raw, *loads, *self._rows(), self._convert(), *self._chunks())
+        return seq(load_raw, *loads, *self._rows(), *self._convert(), *self._chunks())
 
     def _rows(self) -> list[Stmt]:
         """The pair buffers from the rows: each value of the row written to every K of the pack."""
@@ -120,8 +120,12 @@ class Decompressor:
         z = (lambda lanes, at: Load.make(Type(self.d.zero_point.scalar, lanes), self.zp_row.buf,
                                          at * self.d.zero_point.size).cast(t)) if self.zp_row is not None else None
         values = {"scale": s}
+        # the mad modes add their pair buffer: it holds the negated zs (or zero point), so the mad's
+        # addend needs no negation (a ternary's src0 takes no source modifier in kdd's Xe lowering)
         if mode in ("mad", "denorm") and z is not None:
-            values["zp"] = lambda lanes, at: z(lanes, at) * s(lanes, at)  # zs, rounded to the math type
+            values["zp"] = lambda lanes, at: -(z(lanes, at) * s(lanes, at))  # zs, rounded to the math type
+        elif mode == "denorm_sub" and z is not None:
+            values["zp"] = lambda lanes, at: -z(lanes, at)
         elif z is not None:
             values["zp"] = z
         if mode == "denorm":
@@ -131,13 +135,24 @@ class Decompressor:
             out += _spread(self.pairs[name], self.pack, n, value, self.choice.lanes, self.origin)
         return out
 
-    def _convert(self) -> Stmt:
+    def _convert(self) -> list[Stmt]:
         """The raw tile into ``b``'s layout: converted to the math type, or (denormal modes) zero-extended
-        to 16 bits, whose bits ``b`` is then read as."""
-        dst = self.b.layout if not self.choice.mode.startswith("denorm") else \
-            Layout(u16, self.b.layout.dims, self.b.layout.blocks)
-        return FuncCall.make(Reorder(self.raw.layout, dst), [self.raw.buf, 0, self.b.buf, self.b.offset],
-                             origin=self.origin)
+        to 16 bits, whose bits ``b`` is then read as. One move per run of N columns whose raw and ``b``
+        offsets both step evenly (at most ``lanes``, and 16: a VNNI row of f16 holds 16 columns): a byte
+        row into every other f16 of a VNNI row."""
+        to = u16 if self.choice.mode.startswith("denorm") else self.d.math
+        raw, b = self.raw.layout, self.b.layout
+        bt, kp, np_ = b.dims
+        lanes = min(self.choice.lanes, 16)
+        out = []
+        for bi in range(bt):
+            for k in range(kp):
+                for n0, run, r0, rs, b0, bs in _runs(raw, b, bi, k, np_, lanes):
+                    value = Load.make(Type(raw.dtype.scalar, run), self.raw.buf, r0 * raw.dtype.size,
+                                      stride=rs * raw.dtype.size).cast(Type(to.scalar, run))
+                    out.append(Store.make(self.b.buf, b0 * to.size, value, stride=bs * to.size,
+                                          origin=self.origin))
+        return out
 
     def _chunks(self) -> list[Stmt]:
         """``b`` rescaled ``lanes`` elements at a time against the same offsets of the pair buffers."""
@@ -169,12 +184,31 @@ class Decompressor:
             if mode == "cvt":
                 value = (f - zp) * sc if zp is not None else f * sc
             elif mode in ("mad", "denorm"):
-                value = Ternary.make(Op.MAD, -zp, f, sc) if zp is not None else f * sc
+                value = Ternary.make(Op.MAD, zp, f, sc) if zp is not None else f * sc
             else:  # denorm_sub: (f * 512 - zp) * s
                 up = FloatImm.make(t, SCALE_UP)
-                value = (Ternary.make(Op.MAD, -zp, f, up) if zp is not None else f * up) * sc
+                value = (Ternary.make(Op.MAD, zp, f, up) if zp is not None else f * up) * sc
             out.append(Store.make(self.b.buf, off, value, origin=self.origin))
         return out
+
+
+def _runs(raw: Layout, b: Layout, bi: int, k: int, n: int, lanes: int):
+    """``(first column, count, raw offset, raw step, b offset, b step)`` of the runs of row ``k`` (batch
+    ``bi``) whose offsets in ``raw`` and ``b`` both step evenly, at most ``lanes`` columns each."""
+    import numpy as np
+
+    idx = np.array([[bi, k, c] for c in range(n)])
+    ro, bo = raw.offsets_of(idx), b.offsets_of(idx)
+    c = 0
+    while c < n:
+        rs = int(ro[c + 1] - ro[c]) if c + 1 < n else 1
+        bs = int(bo[c + 1] - bo[c]) if c + 1 < n else 1
+        run = 1
+        while c + run < n and run < lanes and ro[c + run] - ro[c + run - 1] == rs and \
+                bo[c + run] - bo[c + run - 1] == bs:
+            run += 1
+        yield c, run, int(ro[c]), rs if run > 1 else 1, int(bo[c]), bs if run > 1 else 1
+        c += run
 
 
 def _spread(dst: RegTensor, pack: Layout, n: int, value, lanes: int, origin: Origin) -> list[Stmt]:
@@ -198,6 +232,24 @@ def _spread(dst: RegTensor, pack: Layout, n: int, value, lanes: int, origin: Ori
                 out.append(Store.make(dst.buf, int(offs[c]) * t.size, vec, stride=step * t.size, origin=origin))
                 c += run
     return out
+
+
+def _raw_layout(weights: Type, b: Layout, access: TileAccess) -> Layout:
+    """The raw bytes' register layout. Weights with N contiguous (``ab``) are rows of K as memory holds
+    them: a byte row converts into every other f16 of a VNNI row. Weights with K contiguous (``ba``: the
+    keys of an attention) are columns of ``DWORD`` K bytes per N row, as 2D block loads 4 bytes wide land
+    them: each K pair of a column is two bytes of every 4, one region ``<4;2,1>`` for a whole VNNI row."""
+    order = inner_last(contiguous_role(access.view, access.roles))
+    bt, kp, np_ = b.dims
+    if order[-1] != 1 or kp % DWORD:
+        return row_major(weights, b.dims, order)
+    blocks = [Block(1, DWORD, 1), Block(2, np_, DWORD), Block(1, kp // DWORD, DWORD * np_)]
+    if bt > 1:
+        blocks.append(Block(0, bt, kp * np_))
+    return Layout(weights, b.dims, tuple(blocks))
+
+
+DWORD = 4
 
 
 def _pack(layout: Layout) -> Layout:
