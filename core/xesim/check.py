@@ -15,7 +15,7 @@ import time
 
 import numpy as np
 
-from kdd.core.interp.check import CheckResult, check_buffers, default_tol, kernel_math, pack, verdict
+from kdd.core.interp.check import CheckResult, check_buffers, default_tol, kernel_caveat, kernel_math, pack, verdict
 from kdd.core.interp.reference import reference
 
 from .errors import SimError, SimulatorGap
@@ -37,7 +37,8 @@ class _FirstWrongStore:
         self.found: Instr | None = None
         self.checks = []
         for arg in kernel.outputs:
-            limit = tol if tol is not None else default_tol(problem, arg.dtype, kernel_math(kernel))
+            limit = tol if tol is not None else default_tol(problem, arg.dtype, kernel_math(kernel),
+                                                            kernel_caveat(kernel))
             ref = np.nan_to_num(refs[arg.name])
             want = pack(ref, arg.dtype, arg.layout)
             self.checks.append((names.index(arg.name), arg, want, limit, float(np.sqrt(np.mean(ref ** 2))) or 1.0))
