@@ -96,7 +96,9 @@ class Decompressor:
             if dtype is None:
                 continue
             layout = Layout.dense(dtype, (rows, cols), [(0, rows), (1, cols)])
-            mapping = (view.mapping[k_at] // self.d.group_k, view.mapping[n_at] // self.d.group_n)
+            # a column per N (groups of 1) maps N as it is, so the row is one block message
+            columns = view.mapping[n_at] if self.d.group_n == 1 else view.mapping[n_at] // self.d.group_n
+            mapping = (view.mapping[k_at] // self.d.group_k, columns)
             v = View(name, name, view.dims, (("kg", rows), ("ng", cols)), mapping,
                      (view.masks[k_at], view.masks[n_at]), layout)
             arg = KernelArg(name, var(name, u64), dtype, layout, v.tensor_dims, "input")

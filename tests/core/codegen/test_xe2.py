@@ -2,8 +2,11 @@
 unpacked by tools/setup.sh as iga64-xe2) and run in the simulator against the reference."""
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
+from kdd.core.engine import Engine, Source
 from kdd.core.toolchain import find_tool
 
 HAVE_IGA_XE2 = find_tool("iga64-xe2") is not None
@@ -34,7 +37,6 @@ def test_the_xe2_iga_knows_platform_2_and_the_bookworm_one_does_not(tmp_path):
 
 @needs_iga
 def test_an_xe2_gemm_assembles_round_trips_and_checks_in_the_simulator(tmp_path):
-    from kdd.core.engine import Engine, Source
     engine, source = Engine(), Source(GEMM, str(tmp_path / "g.kernel.toml"))
     listing = engine.compile(source, "asm")
     assembler = listing["asm"]["assembler"]
@@ -45,7 +47,37 @@ def test_an_xe2_gemm_assembles_round_trips_and_checks_in_the_simulator(tmp_path)
 
 
 def test_xe2_refuses_simd8_naming_its_widths(tmp_path):
-    from kdd.core.engine import Engine, Source
     out = Engine().compile(Source(GEMM + '[config]\nsimd = 8\n', str(tmp_path / "g.kernel.toml")))
     diags = out["diagnostics"]
     assert any("simd=8 is not a SIMD width of xe2 (widths: 16, 32)" in d["message"] for d in diags), diags
+
+
+SEED002 = Path(__file__).resolve().parents[3] / "examples" / "seed002"
+
+
+def _mix(engine, step: str) -> dict:
+    path = SEED002 / f"{step}.kernel.toml"
+    out = engine.compile(Source(path.read_text(), str(path)), "stats")
+    return out["stats"]["codegen"]["mix"]["dynamic"]
+
+
+def test_the_logs_decompression_steps_cut_float_instructions_in_the_assembly():
+    """Seed 002's TRY2.0 (32 weights an instruction), TRY2.1 (mad) and TRY2.2 (the denormal conversion)
+    each issue fewer float-pipe (ALU0) instructions than the step before; the denormal conversion moves
+    the u8 -> u16 widening to the int pipe (ALU1); the dpas count never changes."""
+    engine = Engine()
+    mixes = {step: _mix(engine, step) for step in ("try1", "try2_0", "try2_1", "try2_2")}
+    floats = [mixes[s]["float"] for s in ("try1", "try2_0", "try2_1", "try2_2")]
+    assert floats == sorted(floats, reverse=True) and len(set(floats)) == 4, floats
+    assert mixes["try2_2"]["int"] > mixes["try2_1"]["int"]
+    assert len({m["xmx"] for m in mixes.values()}) == 1
+
+
+@needs_iga
+@pytest.mark.parametrize("step", ["try2_2", "try3_2"])
+def test_seed002_steps_check_as_xe2_assembly(step):
+    engine = Engine()
+    path = SEED002 / f"{step}.kernel.toml"
+    result = engine.check(Source(path.read_text(), str(path)))
+    assert result["artifact"] == "asm" and result["verdict"] == "ok", result
+    assert ("tol_reason" in result) == (step == "try2_2")  # denorm: zp x scale in f16, the scale x 512
