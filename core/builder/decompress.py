@@ -25,7 +25,7 @@ caveats; :func:`kdd.core.interp.check.default_tol` widens the check's tolerance 
 """
 from __future__ import annotations
 
-from kdd.core.ir.expr import FloatImm, Load, Op, Ternary, var
+from kdd.core.ir.expr import Broadcast, FloatImm, Load, Op, Ternary, var
 from kdd.core.ir.funcs import SendOp
 from kdd.core.ir.stmt import Stmt, Store, seq
 from kdd.core.ir.types import Type, f16, u16, u64
@@ -74,7 +74,10 @@ class Decompressor:
 
     # -- what it needs ---------------------------------------------------------------------------
     def _pair_names(self) -> tuple[str, ...]:
-        return ("scale", "zp") if self.d.zero_point is not None else ("scale",)
+        names = ("scale", "zp") if self.d.zero_point is not None else ("scale",)
+        # denorm_sub's mad multiplies by 512 from a register (a ternary's src1 takes no immediate): kept
+        # once, as the seed keeps it in r2.0, rather than moved before every mad
+        return names + ("up",) if self.choice.mode == "denorm_sub" and self.d.zero_point is not None else names
 
     @property
     def buffers(self) -> list[RegTensor]:
@@ -132,6 +135,8 @@ class Decompressor:
             values["zp"] = z
         if mode == "denorm":
             values["scale"] = lambda lanes, at: s(lanes, at) * FloatImm.make(t, SCALE_UP)
+        if "up" in self.pairs:
+            values["up"] = lambda lanes, at: Broadcast.make(FloatImm.make(t, SCALE_UP), lanes)
         out = []
         for name, value in values.items():
             out += _spread(self.pairs[name], self.pack, n, value, self.choice.lanes, self.origin)
@@ -187,9 +192,10 @@ class Decompressor:
                 value = (f - zp) * sc if zp is not None else f * sc
             elif mode in ("mad", "denorm"):
                 value = Ternary.make(Op.MAD, zp, f, sc) if zp is not None else f * sc
-            else:  # denorm_sub: (f * 512 - zp) * s
-                up = FloatImm.make(t, SCALE_UP)
-                value = (Ternary.make(Op.MAD, zp, f, up) if zp is not None else f * up) * sc
+            elif zp is not None:  # denorm_sub: (f * 512 - zp) * s
+                value = Ternary.make(Op.MAD, zp, f, Load.make(vec, pairs["up"].buf, p0 * t.size)) * sc
+            else:
+                value = f * FloatImm.make(t, SCALE_UP) * sc
             out.append(Store.make(self.b.buf, off, value, origin=self.origin))
         return out
 

@@ -81,13 +81,16 @@ def _sum(label: str, title: str, parts: list[tuple[str, int]], note: str = "") -
     return BudgetLine(label, title, total, f"{expr}{note} = {total}")
 
 
-def _decompression(d, ops, k: int, n: int, unit: int) -> BudgetLine:
+def _decompression(d, choice, ops, k: int, n: int, unit: int) -> BudgetLine:
     """The decompression's buffers beside B, each whole registers as the builder allocates them."""
+    pairs = ceil(2 * n * ops.b.size / unit)
     parts = [(f"raw {k}*{n}*{ops.b_memory.size}/{unit}", ceil(k * n * ops.b_memory.size / unit))]
     for name, t in (("scale", d.scale), ("zp", d.zero_point)):
         if t is not None:
             parts += [(f"{name} row {n}*{t.size}/{unit}", ceil(n * t.size / unit)),
-                      (f"{name} pairs 2*{n}*{ops.b.size}/{unit}", ceil(2 * n * ops.b.size / unit))]
+                      (f"{name} pairs 2*{n}*{ops.b.size}/{unit}", pairs)]
+    if choice is not None and choice.mode == "denorm_sub" and d.zero_point is not None:
+        parts.append((f"512 pairs 2*{n}*{ops.b.size}/{unit}", pairs))
     return _sum("decompress", "decompression buffers", parts)
 
 
@@ -215,7 +218,7 @@ def estimate_budget(problem, config: KernelConfig, target: Target) -> Budget:
     regs.append(_addressing(streams, target, config.pipeline.reuse_headers))
 
     if ops.decompressed:
-        regs.append(_decompression(problem.decompression, ops, k, n, unit))
+        regs.append(_decompression(problem.decompression, config.decompress, ops, k, n, unit))
     if ops.c != ops.acc:
         block = min(m * n * sc, target.max_message_bytes)
         regs.append(_quotient("temps", "temporaries", [(f"min({m}*{n}*{sc},{target.max_message_bytes})", block)],
