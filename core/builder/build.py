@@ -350,6 +350,9 @@ class _Builder:
         d = self.problem.decompression
         if d is None:
             return None
+        if self.per_lane:
+            raise BuildError(f"weight decompression is generated for Xe targets (registers of whole rows, the "
+                             f"dpas operand's layout), not {self.target.name}'s per-lane fragments", knob="decompress")
         if "B" in stages or sub_b > 1:
             raise BuildError("decompressed weights are loaded from global memory into whole B tiles: no SLM "
                              "staging of B (slm .a) and no B subtiles", knob="slm" if "B" in stages else "subtiles")

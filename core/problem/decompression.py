@@ -92,14 +92,19 @@ def parse_decompression(scales: str, zero_points: str | None, fpmath: str | None
     if fpmath is None:
         raise ProblemError("scales on integer weights need fpmath (e.g. 'f16:true'): the type the "
                            "decompressed weights are multiplied in", 0, len(scales))
-    kind, colon, applies = fpmath.partition(":")
+    return Decompression(scale, zp, gk, gn, parse_fpmath(fpmath))
+
+
+def parse_fpmath(text: str) -> Type:
+    """The type of ``--attr-fpmath``'s ``TYPE:true`` (f16 or bf16, applied to integer weights)."""
+    kind, _, applies = text.partition(":")
     math = parse_element_type(kind)
     if not math.is_float or math.size != 2:
         raise ProblemError(f"fpmath {kind!r}: kdd multiplies decompressed weights in f16 or bf16", 0, len(kind))
     if applies.strip() != "true":
-        raise ProblemError(f"fpmath {fpmath!r} does not apply to integer weights (write '{kind}:true')",
-                           0, len(fpmath))
-    return Decompression(scale, zp, gk, gn, math)
+        raise ProblemError(f"fpmath {text!r} does not apply to integer weights (write '{kind}:true')",
+                           0, len(text))
+    return math
 
 
-__all__ = ["SCALES", "ZERO_POINTS", "Decompression", "parse_decompression", "parse_quantization"]
+__all__ = ["SCALES", "ZERO_POINTS", "Decompression", "parse_decompression", "parse_fpmath", "parse_quantization"]

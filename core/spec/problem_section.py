@@ -14,7 +14,7 @@ from typing import Callable, TypeVar
 
 from kdd.core.layout import parse_layout
 from kdd.core.problem import OPS, PROPS, TENSORS, FrozenMap, Problem, parse_data_types, parse_post_op, parse_shape
-from kdd.core.problem.decompression import parse_decompression
+from kdd.core.problem.decompression import parse_decompression, parse_fpmath, parse_quantization
 from kdd.core.problem.reduced import MAX_CHECK_MACS, REDUCED_MACS, check_macs, reduce_problem
 
 from .diagnostics import Severity
@@ -182,12 +182,14 @@ def _decompressed(chain: Chain, report: Reporter, problem: Problem) -> Problem |
         report.on_value(located, "zero_points and fpmath describe weight decompression: write scales too "
                                  "(e.g. 'wei:per_ocic:f16:128x1')", CODE)
         return None
-    for key in ("zero_points", "fpmath"):  # errors inside a value point into it
-        located, text = at[key]
-        if located is not None and _parsed(report, located, lambda: parse_decompression(
-                scales, text if key == "zero_points" else None, text if key == "fpmath" else "f16:true")) is None:
-            return None
-    d = _parsed(report, scales_at, lambda: parse_decompression(scales, at["zero_points"][1], at["fpmath"][1]))
+    zp_at, zps = at["zero_points"]
+    fp_at, fpmath = at["fpmath"]
+    # each value alone first, so an error inside one points into it; then how they combine
+    if _parsed(report, scales_at, lambda: parse_quantization(scales, "scales")) is None or \
+            (zp_at is not None and _parsed(report, zp_at, lambda: parse_quantization(zps, "zero points")) is None) \
+            or (fp_at is not None and _parsed(report, fp_at, lambda: parse_fpmath(fpmath)) is None):
+        return None
+    d = _parsed(report, zp_at or scales_at, lambda: parse_decompression(scales, zps, fpmath))
     if d is None:
         return None
     return _parsed(report, scales_at, lambda: replace(problem, decompression=d))

@@ -64,3 +64,9 @@ def test_what_cannot_be_generated_names_its_knob(problem, line, knob):
     with pytest.raises(BuildError) as err:
         _kernel(problem, "fma=dpas simd=16 " + line)
     assert err.value.knob == knob
+
+
+def test_sm90_refuses_decompression_naming_why():
+    with pytest.raises(BuildError, match="generated for Xe targets") as err:
+        _kernel(_problem(), "fma=mma", "sm_90")
+    assert err.value.knob == "decompress"

@@ -73,3 +73,38 @@ def test_reference_weights_match_a_per_element_oracle(k, n, gk, gn, batch, zp, s
             for j in range(n):
                 z = inputs[ZERO_POINTS][b, i // gk, j // gn] if zp else 0.0
                 assert got[b, i, j] == (inputs["wei"][b, i, j] - z) * inputs[SCALES][b, i // gk, j // gn]
+
+
+DOC = """[problem]
+op = "gemm"
+shape = "m16n32k64"
+types = "f16:u8:f16"
+{keys}
+[target]
+hw = "xe2"
+"""
+
+
+@pytest.mark.parametrize("keys,line,col,message", [
+    ('scales = "wei:per_ocic:f16:12a8x1"\nfpmath = "f16:true"', 4, 27, "groups '12a8x1'"),
+    ('scales = "wei:per_ocic:f16:32x1"', 4, 10, "need fpmath"),
+    ('zero_points = "wei:per_ocic:u8:32x1"', 4, 14, "write scales too"),
+    ('scales = "wei:per_ocic:f16:32x1"\nfpmath = "f16"', 5, 10, "does not apply to integer weights"),
+    ('scales = "wei:per_ocic:f16:32x1"\nzero_points = "wei:per_ocic:u8:16x1"\nfpmath = "f16:true"', 5, 15,
+     "differ from the scales' 32x1"),
+])
+def test_config_diagnostics_point_at_the_value(keys, line, col, message):
+    from kdd.core.spec import load_spec
+    spec, diagnostics = load_spec(DOC.format(keys=keys))
+    assert spec is None or spec.problem.decompression is None
+    found = [d for d in diagnostics if message in d.message]
+    assert found and (found[0].range.start.line, found[0].range.start.character) == (line, col), diagnostics
+
+
+def test_a_config_with_decompression_loads_it():
+    from kdd.core.spec import load_spec
+    spec, diagnostics = load_spec(DOC.format(keys='scales = "wei:per_ocic:f16:32x1"\n'
+                                                   'zero_points = "wei:per_ocic:u8:32x1"\nfpmath = "f16:true"'))
+    assert not [d for d in diagnostics if d.severity.name == "ERROR"], diagnostics
+    assert spec.problem.decompression == Decompression(f16, u8, 32, 1, f16)
+    assert spec.check.decompression == spec.problem.decompression
