@@ -81,3 +81,15 @@ def test_seed002_steps_check_as_xe2_assembly(step):
     result = engine.check(Source(path.read_text(), str(path)))
     assert result["artifact"] == "asm" and result["verdict"] == "ok", result
     assert ("tol_reason" in result) == (step == "try2_2")  # denorm: zp x scale in f16, the scale x 512
+
+
+@needs_iga
+def test_2d_block_loads_assemble_for_xe2_and_run():
+    """Xe2 keeps Xe-HPC's load_block2d (the target's Block2D): gemm_bert's A loads, on xe2."""
+    path = Path(__file__).resolve().parents[3] / "examples" / "gemm_bert.kernel.toml"
+    text = path.read_text().replace('hw = "xehpc"', 'hw = "xe2"').replace(
+        "[check]", '[config]\nline = "fma=dpas simd=16 regs=256 l=k2 T=x i=m64n32k32 s=x0 P=r"\n\n[check]')
+    engine, source = Engine(), Source(text, str(path))
+    listing = engine.compile(source, "asm")["asm"]
+    assert listing["assembler"]["ok"] and sum("load_block2d" in ln["text"] for ln in listing["lines"]) == 4
+    assert engine.check(source)["verdict"] == "ok"
