@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from math import inf, prod
 
 from kdd.core.config.budget import estimate_budget
+from kdd.core.config.decompress import Decompress
 from kdd.core.config.defaults import resolve_config
 from kdd.core.config.kernel_config import KernelConfig
 from kdd.core.config.operands import operands
@@ -37,6 +38,7 @@ from kdd.core.targets import Target, get_target
 
 from . import arith
 from .bias_grad import BiasGradient
+from .decompress import Decompressor
 from .elementwise import fill
 from .epilogue import Epilogue, EpilogueContext, PostOpArg
 from .errors import BuildError
@@ -155,7 +157,12 @@ class _Builder:
             "B": subtile_chunks(fma.b_layout(bt, kp, np_), b_reg.layout, 2, sub_b)}
         stages = self._stages(operand, fma_ready)
         a_load = self._loader(operand["A"], stages.get("A"), a_reg, 1, ms if sub_a > 1 else 0)
-        b_load = self._loader(operand["B"], stages.get("B"), b_reg, 2, ns if sub_b > 1 else 0)
+        self.decompressor = self._decompressor(operand["B"], b_reg, kp, sub_b, stages)
+        if self.decompressor is not None:
+            raw_load = self._loader(operand["B"], None, self.decompressor.raw, 2, 0)
+            b_load = lambda s: self.decompressor.statements(raw_load(s))  # noqa: E731
+        else:
+            b_load = self._loader(operand["B"], stages.get("B"), b_reg, 2, ns if sub_b > 1 else 0)
         biases = [op for op in p.post_ops if isinstance(op, Bias)] if p.prop == "bwd_w" else []
         c_post_ops = () if biases else p.post_ops  # bwd_w's bias is an output of the reduction, not a post-op
         finish = SplitFinish(t, self.nest.thread_linear, names, cfg.simd, self.rules) \
@@ -339,6 +346,24 @@ class _Builder:
             return seq(transfer(SendOp.LOAD, source(s), staging, self.rules, names, origin), move)
         return load
 
+    def _decompressor(self, b: _Operand, b_reg: RegTensor, k_tile: int, sub_b: int, stages: dict
+                      ) -> Decompressor | None:
+        """The weight decompression of B (``[problem] scales``), its buffers allocated; None without it."""
+        d = self.problem.decompression
+        if d is None:
+            return None
+        if self.per_lane:
+            raise BuildError(f"weight decompression is generated for Xe targets (registers of whole rows, the "
+                             f"dpas operand's layout), not {self.target.name}'s per-lane fragments", knob="decompress")
+        if "B" in stages or sub_b > 1:
+            raise BuildError("decompressed weights are loaded from global memory into whole B tiles: no SLM "
+                             "staging of B (slm .a) and no B subtiles", knob="slm" if "B" in stages else "subtiles")
+        choice = self.config.decompress or Decompress("cvt")
+        dec = Decompressor(d, choice, b_reg, self._access(b, self.nest.thread_start), k_tile, self.types["wei"],
+                           self.rules, self.names)
+        self.allocs += [(reg, Origin("decompress", "decompress")) for reg in dec.buffers]
+        return dec
+
     def _reduction(self, body: Stmt) -> Stmt:
         """The reduction loops (``loop`` knob) around ``body``, K tile origins bound inside."""
         nest_: LoopNest = self.nest
@@ -394,6 +419,8 @@ class _Builder:
                                  role, zero_init=name == c_tensor and atomic))
         for a in post_args:
             out.append(KernelArg(a.name, var(a.name, u64), a.dtype, a.layout, a.dims, "input"))
+        if self.decompressor is not None:
+            out += [arg for arg, _ in self.decompressor.args]
         return tuple(out)
 
 

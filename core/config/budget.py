@@ -17,6 +17,9 @@ Registers, for a thread tile ``m x n`` of C and ``k`` per iteration:
 - ``headers`` (Xe): one GRF per message header, one per load/store stream
   with ``P=r``; ``addresses`` (sm_90): a 64-bit address per global stream, a
   32-bit one per shared-memory stream;
+- ``decompress``: weight decompression (seed 002's ``i8data`` and scale/zp lines): the B tile as
+  stored, ``k*n*wei/unit``, the scale and zero-point rows, ``n*type/unit`` each, and their spread over a
+  K pack of B's layout, ``2*n*b/unit`` each (``kdd.core.builder.decompress``);
 - ``temps``: the block of C converted to the destination type before a store
   when it differs from the accumulator type;
 - ``reserved``: the target's fixed reserve (kernel arguments, IDs, ...).
@@ -46,7 +49,7 @@ from .operands import operands
 from .tiling import Tiling, derive_tiling
 
 Term = tuple[str, int]
-FLOOR = ("c", "a", "b")  # the budget lines every build of the config holds in registers at once
+FLOOR = ("c", "a", "b", "decompress")  # the budget lines every build of the config holds in registers at once
 
 
 @dataclass(frozen=True)
@@ -76,6 +79,19 @@ def _sum(label: str, title: str, parts: list[tuple[str, int]], note: str = "") -
     total = sum(v for _, v in parts)
     expr = " + ".join(f"{name} {v}" for name, v in parts) if parts else "0"
     return BudgetLine(label, title, total, f"{expr}{note} = {total}")
+
+
+def _decompression(d, choice, ops, k: int, n: int, unit: int) -> BudgetLine:
+    """The decompression's buffers beside B, each whole registers as the builder allocates them."""
+    pairs = ceil(2 * n * ops.b.size / unit)
+    parts = [(f"raw {k}*{n}*{ops.b_memory.size}/{unit}", ceil(k * n * ops.b_memory.size / unit))]
+    for name, t in (("scale", d.scale), ("zp", d.zero_point)):
+        if t is not None:
+            parts += [(f"{name} row {n}*{t.size}/{unit}", ceil(n * t.size / unit)),
+                      (f"{name} pairs 2*{n}*{ops.b.size}/{unit}", pairs)]
+    if choice is not None and choice.mode == "denorm_sub" and d.zero_point is not None:
+        parts.append((f"512 pairs 2*{n}*{ops.b.size}/{unit}", pairs))
+    return _sum("decompress", "decompression buffers", parts)
 
 
 def _addressing(streams: list[tuple[str, int, bool]], target: Target, reuse_headers: bool) -> BudgetLine:
@@ -201,6 +217,8 @@ def estimate_budget(problem, config: KernelConfig, target: Target) -> Budget:
             streams.append((f"prefetch {name}", per_thread_copy[name], False))
     regs.append(_addressing(streams, target, config.pipeline.reuse_headers))
 
+    if ops.decompressed:
+        regs.append(_decompression(problem.decompression, config.decompress, ops, k, n, unit))
     if ops.c != ops.acc:
         block = min(m * n * sc, target.max_message_bytes)
         regs.append(_quotient("temps", "temporaries", [(f"min({m}*{n}*{sc},{target.max_message_bytes})", block)],

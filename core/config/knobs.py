@@ -16,6 +16,8 @@ from typing import Any
 
 from kdd.core.targets import FMA_KINDS
 
+from .decompress import MODES as DECOMPRESS_MODES
+from .decompress import Decompress
 from .errors import ConfigError
 from .tiles import EMPTY, Tile
 from .values import MAX_BUFS, Buffering, Pipeline, Subtiles, WalkOrder, toml_int
@@ -163,6 +165,11 @@ class WalkOrderCodec(Codec):
         return WalkOrder.parse(text)
 
 
+class DecompressCodec(Codec):
+    def parse(self, text, dims=()):
+        return Decompress.parse(text)
+
+
 class LayoutCodec(Codec):
     """A oneDNN layout tag as its config line prints it: ``axb``, ``aBx16b``, or ``compute.user``."""
 
@@ -183,6 +190,8 @@ class Knob:
     ``kind``: ``choice``, ``int``, ``tile``, ``buffering``, ``flags``, ``subtiles``, ``bool``, ``walk`` or
     ``layout``.
     ``allowed``: the values the knob takes in words (targets narrow them further).
+    ``optional``: a complete config may leave it unset (it applies to some problems only, and the
+    builder's default stands when it is unset), so it never shows in a config line unless written.
     """
 
     key: str
@@ -192,6 +201,7 @@ class Knob:
     example: str
     doc: str
     codec: Codec
+    optional: bool = False
 
     @property
     def line_keys(self) -> tuple[str, ...]:
@@ -279,6 +289,15 @@ KNOBS: tuple[Knob, ...] = (
            f"and warns. Default `any`.", LayoutCodec())
       for t, what, example in (("src", "source", "axb"), ("wei", "weights", "axcb"), ("dst", "destination", "axb"),
                                ("bia", "bias", "a"))),
+    Knob("decompress", "decompress", "choice", " | ".join(DECOMPRESS_MODES) + ", optional .16 / .32 lanes",
+         "decompress=mad.32",
+         "How a GEMM with weight decompression (`[problem] scales`) turns its integer weights into the FMA's "
+         "operand in registers (seed 002's steps): `cvt` converts, subtracts the zero point and multiplies "
+         "by the scale; `mad` does both in one `mad` with `zp x scale` precomputed in the math type (less "
+         "accurate); `denorm` converts u8 through the f16 denormal (`x 32768`) and `mad`s with `scale x 512` "
+         "(fewest instructions; the scaled scale loses range); `denorm_sub` converts the same way and keeps "
+         "zero point and scale apart. `.lanes`: weights per decompression instruction (default: `simd`). "
+         "Default `cvt`; other problems ignore it.", DecompressCodec(), optional=True),
 )
 
 KNOB_BY_KEY: dict[str, Knob] = {k.key: k for k in KNOBS}

@@ -33,6 +33,7 @@ import numpy as np
 
 from kdd.core.ir.types import Type
 from kdd.core.problem import Problem
+from kdd.core.problem.decompression import SCALES, ZERO_POINTS
 from kdd.core.problem.post_ops import Bias, Binary, Eltwise, Scale, Sum, post_op_arg_name
 
 from .eltwise_math import apply_eltwise
@@ -48,6 +49,21 @@ _BINARY = {
 def gemm(src: np.ndarray, wei: np.ndarray) -> np.ndarray:
     """``dst[b.., m, n] = sum_k src[b.., m, k] * wei[b.., k, n]`` in float64."""
     return np.matmul(np.asarray(src, dtype=np.float64), np.asarray(wei, dtype=np.float64))
+
+
+def decompressed_weights(problem: Problem, inputs: Mapping[str, np.ndarray]) -> np.ndarray:
+    """The GEMM weights ``(wei - zp) * scale`` per group, exactly in float64 (:mod:`kdd.core.problem.decompression`;
+    the plain weights when the problem has no decompression)."""
+    wei = np.asarray(inputs["wei"], dtype=np.float64)
+    d = problem.decompression
+    if d is None:
+        return wei
+
+    def spread(x: np.ndarray) -> np.ndarray:  # [.., K / gk, N / gn] over every weight of its group
+        x = np.repeat(np.repeat(np.asarray(x, dtype=np.float64), d.group_k, axis=-2), d.group_n, axis=-1)
+        return x[..., :wei.shape[-2], :wei.shape[-1]]
+    zp = spread(inputs[ZERO_POINTS]) if d.zero_point is not None else 0.0
+    return (wei - zp) * spread(inputs[SCALES])
 
 
 def _channel_vector(x: np.ndarray, ndim: int, channel_axis: int) -> np.ndarray:
@@ -115,7 +131,8 @@ def reference(problem: Problem, inputs: Mapping[str, np.ndarray]) -> dict[str, n
     # boundary than the kernel's would move an element by one: round each post-op step as the kernel does.
     precision = types.post_op if types.dst.is_int and problem.post_ops else None
     if problem.op == "gemm":
-        dst = apply_post_ops(gemm(inputs["src"], inputs["wei"]), problem.post_ops, inputs, -1, precision)
+        dst = apply_post_ops(gemm(inputs["src"], decompressed_weights(problem, inputs)), problem.post_ops, inputs,
+                             -1, precision)
         return {"dst": round_to_type(dst, types.dst)}
     shape = problem.shape
     if problem.prop == "fwd":

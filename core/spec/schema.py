@@ -108,6 +108,18 @@ PROBLEM = TableSpec("problem", "The computation: a convolution or a GEMM, in ben
             "Post-operations applied to the destination in order, in benchdnn's `--attr-post-ops` syntax "
             "(`relu`, `sum`, `linear:2:1`, ...).",
             items="string", example='["relu"]'),
+    KeySpec("scales", ("string",),
+            "Grouped scales of integer GEMM weights, benchdnn's `--attr-scales` value "
+            "`wei:per_ocic:TYPE:GKxGN`: one scale per GK rows (K) x GN columns (N) of the weights.",
+            example='"wei:per_ocic:f16:128x1"'),
+    KeySpec("zero_points", ("string",),
+            "Grouped zero points of integer GEMM weights (with `scales`), benchdnn's `--attr-zero-points` "
+            "value `wei:per_ocic:u8:GKxGN`, subtracted from each weight before its scale.",
+            example='"wei:per_ocic:u8:128x1"'),
+    KeySpec("fpmath", ("string",),
+            "The type decompressed weights are multiplied in, benchdnn's `--attr-fpmath` value `f16:true` "
+            "(`:true`: it applies to integer weights).",
+            example='"f16:true"'),
 ), required=True)
 
 TARGET = TableSpec("target", "The hardware the kernel is generated for.", (

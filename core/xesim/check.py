@@ -15,7 +15,7 @@ import time
 
 import numpy as np
 
-from kdd.core.interp.check import CheckResult, check_buffers, default_tol, kernel_math, pack, verdict
+from kdd.core.interp.check import CheckResult, check_buffers, default_tol, kernel_caveat, kernel_math, pack, verdict
 from kdd.core.interp.reference import reference
 
 from .errors import SimError, SimulatorGap
@@ -37,7 +37,8 @@ class _FirstWrongStore:
         self.found: Instr | None = None
         self.checks = []
         for arg in kernel.outputs:
-            limit = tol if tol is not None else default_tol(problem, arg.dtype, kernel_math(kernel))
+            limit = tol if tol is not None else default_tol(problem, arg.dtype, kernel_math(kernel),
+                                                            kernel_caveat(kernel))
             ref = refs[arg.name]
             with np.errstate(over="ignore", invalid="ignore"):
                 want = pack(ref if arg.dtype.is_float else np.nan_to_num(ref), arg.dtype, arg.layout)
