@@ -33,13 +33,14 @@ from .errors import AssemblerRejected, CodegenError, CodegenUnsupported, LiveBuf
 from .listing import AsmLine, Listing
 
 
-def generate_asm(kernel, body, target: Target | str, check: bool = True) -> Listing:
+def generate_asm(kernel, body, target: Target | str, check: bool = True, disassemble: bool = True) -> Listing:
     """Lower ``body`` for ``target`` and (``check``) run the target's assembler on the result; an Xe
-    listing the installed assembler rejects raises :class:`AssemblerRejected` (a generator bug)."""
+    listing the installed assembler rejects raises :class:`AssemblerRejected` (a generator bug).
+    ``disassemble=False`` spares sm_90 its disassembler (no live registers per line; see :mod:`.ptx`)."""
     t = get_target(target) if isinstance(target, str) else target
     if t.isa == "ptx":
         from .ptx import generate_ptx
-        return generate_ptx(kernel, body, t, check)
+        return generate_ptx(kernel, body, t, check, disassemble)
     if t.xe is None:
         raise CodegenUnsupported(f"kdd has no assembly generator for {t.name}")
     from .xe import lower_kernel
