@@ -38,7 +38,6 @@ and ptxas (sm_90) give the measured numbers.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from fractions import Fraction
 from math import ceil, prod
 
 from kdd.core.targets import Target
@@ -69,10 +68,10 @@ class BudgetLine:
 def _quotient(label: str, title: str, nums: list[Term | int], dens: list[int]) -> BudgetLine:
     """``ceil(prod(nums) / prod(dens))`` with its formula, exact division shown without ceil."""
     terms = [(str(t), t) if isinstance(t, int) else t for t in nums]
-    value = Fraction(prod(v for _, v in terms), prod(dens))
+    num, den = prod(v for _, v in terms), prod(dens)
     expr = "*".join(text for text, _ in terms) + "".join(f"/{d}" for d in dens)
-    amount = ceil(value)
-    return BudgetLine(label, title, amount, f"{expr} = {amount}" if value == amount else f"ceil({expr}) = {amount}")
+    amount = -(-num // den)  # exact integers
+    return BudgetLine(label, title, amount, f"{expr} = {amount}" if num % den == 0 else f"ceil({expr}) = {amount}")
 
 
 def _sum(label: str, title: str, parts: list[tuple[str, int]], note: str = "") -> BudgetLine:

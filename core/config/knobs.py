@@ -11,7 +11,6 @@ import re
 from abc import ABC, abstractmethod
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from difflib import get_close_matches
 from typing import Any
 
 from kdd.core.targets import FMA_KINDS
@@ -25,6 +24,8 @@ from .values import MAX_BUFS, Buffering, Pipeline, Subtiles, WalkOrder, toml_int
 
 def did_you_mean(word: str, known: Iterable[str]) -> str:
     """``"; did you mean 'x'?"`` for the closest known word, or ``""``."""
+    from difflib import get_close_matches  # only for a misspelt word: difflib costs start-up time
+
     close = get_close_matches(word, list(known), n=1, cutoff=0.5)
     return f"; did you mean '{close[0]}'?" if close else ""
 

@@ -49,7 +49,7 @@ from kdd.core.toolchain import find_tool, stamps
 
 from . import artifacts
 from .disk_cache import DiskCache
-from .emit import needs_trace, parse_emit
+from .emit import SHOWS_SASS, needs_trace, parse_emit
 from .failure import Failure, StageFailed
 from .fit import fitted_config
 from .interpreter_check import InterpreterCheck
@@ -270,7 +270,7 @@ class Engine:
     def _allocated(self, problem, target, config) -> int | None:
         """The registers the code generator allocates for the kernel built from ``config`` (None when it
         does not build or runs out of registers)."""
-        summary = self._codegen_summary(Resolved(problem, config, target), {})
+        summary = self._codegen_summary(Resolved(problem, config, target), {}, disassemble=False)
         return summary["allocated"] if summary["ok"] else None
 
     def kernel(self, r: Resolved, sources: dict[str, Range] | None = None):
@@ -316,16 +316,24 @@ class Engine:
                   trusted: Callable[[Any], bool] = lambda hit: isinstance(hit, dict)) -> Any:
         """A plain-data result: from memory, else from disk when ``trusted(hit)``, else computed (and
         stored in both)."""
+        hit = self._stored(kind, key, trusted)
+        if hit is None:
+            hit = compute()
+            if self.disk is not None:
+                self.disk.put(f"{kind}-{key}", hit)
+            self._artifacts.put((kind, key), hit)
+        return hit
+
+    def _stored(self, kind: str, key: str,
+                trusted: Callable[[Any], bool] = lambda hit: isinstance(hit, dict)) -> Any:
+        """A plain-data result already at hand: from memory, else from disk when ``trusted(hit)``; else None."""
         hit = self._artifacts.get((kind, key))
         if hit is None and self.disk is not None:
             hit = self.disk.get(f"{kind}-{key}")
             if hit is not None and not trusted(hit):
                 hit = None
-        if hit is None:
-            hit = compute()
-            if self.disk is not None:
-                self.disk.put(f"{kind}-{key}", hit)
-        self._artifacts.put((kind, key), hit)
+        if hit is not None:
+            self._artifacts.put((kind, key), hit)
         return hit
 
     # ---- results (plain data) --------------------------------------------
@@ -353,8 +361,9 @@ class Engine:
                                         lambda: artifacts.trace_artifact(self.trace(kernel())))
                 out.update(artifacts.pass_items(items, traced))
             # Every compile generates the code (memoized): a kernel the code generator cannot lower is an
-            # error whatever is emitted, reported once, at its knob.
-            codegen = self._codegen_summary(r, sources)
+            # error whatever is emitted, reported once, at its knob. sm_90's live registers per SASS
+            # instruction (nvdisasm, the slowest tool) only where an item shows them.
+            codegen = self._codegen_summary(r, sources, disassemble=not SHOWS_SASS.isdisjoint(items))
             if "stats" in items:
                 ir = codegen.pop("ir", None)  # the listing's IR model figure: the stats need not walk again
                 stats = self._artifact("stats", r.key("stats"),
@@ -546,20 +555,22 @@ class Engine:
             simulated.update(verdict=NOT_CHECKABLE, code="simulator-gap", reason=simulated["error"])
         return simulated
 
-    def assembly(self, r: Resolved, sources: dict[str, Range], tools: bool = True) -> dict:
+    def assembly(self, r: Resolved, sources: dict[str, Range], tools: bool = True, disassemble: bool = True) -> dict:
         """Stage ``codegen``: the target's assembly of the final IR with register pressure per line and the
         assembler's report (``Listing.to_dict()`` plus ``listing``, its text form), each line's IR node
         joined to the config range of its knob. Out of registers is a failure on the responsible knob.
         Without ``tools`` sm_90's PTX is not run through ptxas and nvdisasm (the PTX simulator reads the
         text: the check need not wait for them); Xe code is always assembled (the simulator runs the
-        binary)."""
+        binary). Without ``disassemble`` sm_90's PTX is run through ptxas but not nvdisasm (no live
+        registers, no SASS) unless the disassembled listing is already at hand."""
         from kdd.core.codegen import CodegenError, CodegenUnsupported, OutOfRegisters, generate_asm
 
-        def lower() -> dict:
+        def lower(disassembled: bool) -> dict:
             kernel = self.kernel(r, sources)
             trace = self.trace(kernel)
             try:
-                listing = self._timed("codegen", lambda: generate_asm(kernel, trace.final, r.target, check))
+                listing = self._timed("codegen", lambda: generate_asm(kernel, trace.final, r.target, check,
+                                                                       disassembled))
             except CodegenUnsupported as exc:
                 return {"failure": Failure("codegen", f"{r.target.name} code generation: {exc}", "no-codegen",
                                            exc.knob).to_dict()}
@@ -577,7 +588,12 @@ class Engine:
                                            internal=True).to_dict()}
             return {**listing.to_dict(), "listing": listing.render()}
         check = tools or r.target.isa != "ptx"
-        asm = self._artifact("asm", r.key("asm", check, stamps() if check else ()), lower)
+        key = r.key("asm", check, stamps() if check else ())
+        asm = None
+        if check and not disassemble and r.target.isa == "ptx":
+            asm = self._stored("asm", key) or self._artifact(
+                "asm", r.key("asm", "ptxas", stamps()), lambda: lower(False))
+        asm = asm or self._artifact("asm", key, lambda: lower(True))
         if "failure" in asm:
             f = asm["failure"]
             raise StageFailed(Failure(f["stage"], f["message"], f["code"], f.get("knob"),
@@ -632,13 +648,14 @@ class Engine:
         except StageFailed as exc:
             return failed(source.path, exc.failure, parsed)
 
-    def _codegen_summary(self, r: Resolved, sources: dict[str, Range]) -> dict:
+    def _codegen_summary(self, r: Resolved, sources: dict[str, Range], disassemble: bool = True) -> dict:
         """The code generator's figures without its listing: the registers it allocated (kdd's allocator
         on Xe, ptxas on sm_90), the peak and what is live there, the instruction mix, the roofline, and
         ``ir``, the IR register model's figure the listing shows; or ``ok: false`` with the failure (out
-        of registers, with its live buffers and repairs; an operation it cannot lower yet)."""
+        of registers, with its live buffers and repairs; an operation it cannot lower yet). Without
+        ``disassemble`` sm_90's peak and what is live there are not known (0; see :meth:`assembly`)."""
         try:
-            asm = self.assembly(r, sources)
+            asm = self.assembly(r, sources, disassemble=disassemble)
         except StageFailed as exc:
             return {"ok": False, "failure": exc.failure.to_dict(),
                     **({"out_of_registers": exc.details} if exc.details else {})}

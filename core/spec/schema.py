@@ -8,7 +8,6 @@ documents the same keys for people.
 """
 from __future__ import annotations
 
-import difflib
 import typing
 from dataclasses import dataclass, fields
 
@@ -220,5 +219,7 @@ def did_you_mean(name: str, candidates, aliases: dict[str, str] | None = None) -
     """
     if aliases and name in aliases:
         return f" (did you mean '{aliases[name]}'?)"
+    import difflib  # only for a misspelt name: difflib costs every compile's start-up time
+
     close = difflib.get_close_matches(name, list(candidates), n=1, cutoff=0.6)
     return f" (did you mean '{close[0]}'?)" if close else ""

@@ -7,7 +7,6 @@ from the vendor's per-clock figures; the source says which.
 from __future__ import annotations
 
 from dataclasses import replace
-from difflib import get_close_matches
 
 from kdd.core.ir.types import Type, bf16, f16, f32, f64, s8, s32, u8
 
@@ -395,6 +394,8 @@ def get_target(name: str) -> Target:
     try:
         return TARGETS[name]
     except KeyError:
+        from difflib import get_close_matches  # only for a misspelt name
+
         close = get_close_matches(name, TARGETS, n=1)
         hint = f"; did you mean '{close[0]}'?" if close else ""
         raise UnknownTargetError(

@@ -41,7 +41,9 @@ what only the NVIDIA path has:
   ``listing.cubin`` (not in the JSON).
 
 ``check=False`` skips ptxas and nvdisasm (``live_regs`` are then 0 and
-``sass`` empty). Modules: ``lanes`` (which lane holds which byte, slots),
+``sass`` empty); ``disassemble=False`` skips nvdisasm only (ptxas's report,
+registers and spills, but no live registers and no SASS: what a compile
+that shows neither needs, for a fraction of the time). Modules: ``lanes`` (which lane holds which byte, slots),
 ``emitter`` (registers and lines), ``lower`` (the IR visitor), ``tools``
 (ptxas and nvdisasm runners and parsers), ``line_table`` (the cubin's DWARF
 line table), ``device`` (running a cubin on a GPU and comparing with the
@@ -168,15 +170,16 @@ def _lower(kernel, body) -> PtxLowering:
     return planned
 
 
-def _assemble(ptx: str) -> tuple[PtxasResult, list[SassLine], str | None]:
-    """ptxas's result and, when it made a cubin, nvdisasm's SASS lines (or why there are none)."""
+def _assemble(ptx: str, disassemble: bool) -> tuple[PtxasResult, list[SassLine], str | None]:
+    """ptxas's result and, when it made a cubin and ``disassemble``, nvdisasm's SASS lines (or why there
+    are none)."""
     result = ptxas(ptx)
-    found, why = sass(result.cubin) if result.cubin is not None else ([], None)
+    found, why = sass(result.cubin) if result.cubin is not None and disassemble else ([], None)
     return result, found, why
 
 
-def generate_ptx(kernel, body, target, check: bool = True) -> PtxListing:
-    """Lower ``body`` (the final IR of ``kernel``) for ``sm_90``; with ``check`` run ptxas and
+def generate_ptx(kernel, body, target, check: bool = True, disassemble: bool = True) -> PtxListing:
+    """Lower ``body`` (the final IR of ``kernel``) for ``sm_90``; with ``check`` run ptxas and (``disassemble``)
     nvdisasm and put their figures on the lines. Raises ``CodegenUnsupported`` for IR forms the
     PTX generator has no rule for."""
     cg = _lower(kernel, body)
@@ -184,7 +187,7 @@ def generate_ptx(kernel, body, target, check: bool = True) -> PtxListing:
     text, nodes, where = _module(kernel, cg, name)
     with ThreadPoolExecutor(1) as pool:
         # ptxas and nvdisasm run while this thread maps IR nodes and runs the register model.
-        tools = pool.submit(_assemble, "\n".join(text) + "\n") if check else None
+        tools = pool.submit(_assemble, "\n".join(text) + "\n", disassemble) if check else None
         ir = _ir_nodes(body)
         model = ir_model_registers(kernel, body, target)
         mix = _mix(cg.em.lines)
