@@ -28,8 +28,7 @@ def instruction_mix(lines, loops: list[dict]) -> dict:
             continue
         static[ln.pipe] += 1
         dynamic[ln.pipe] += ln.weight
-        if ln.pipe == "xmx" or (ln.pipe == "float" and ln.text.split()[1] in ("mad", "dp4a")) \
-                or ln.text.split()[1] == "dp4a":
+        if _is_fma(ln):
             loop = ln.loop
             while loop >= 0:
                 per_loop_fma[loop] += ln.weight
@@ -39,12 +38,37 @@ def instruction_mix(lines, loops: list[dict]) -> dict:
         best = max(range(len(loops)), key=lambda i: (per_loop_fma[i], -loops[i]["weight"]))
         inner = {i for i in range(len(loops)) if _inside(loops, i, best)}
         body = dict.fromkeys(PIPES, 0)
+        kinds = {"fma": 0, "moves": 0, "int_ops": 0, "float_ops": 0}
         base = loops[best]["weight"]
         for ln in lines:
             if ln.pipe is not None and ln.loop in inner:
-                body[ln.pipe] += ln.weight // base if base else ln.weight
-        out["main_loop"] = {"var": loops[best]["label"], "trips": loops[best]["trips"], "per_iteration": body}
+                times = ln.weight // base if base else ln.weight
+                body[ln.pipe] += times
+                kind = _alu_kind(ln)
+                if kind is not None:
+                    kinds[kind] += times
+        out["main_loop"] = {"var": loops[best]["label"], "trips": loops[best]["trips"], "per_iteration": body,
+                            **kinds}
     return out
+
+
+def _alu_kind(ln) -> str | None:
+    """What a line counts as in the loop figures: a multiply, a register move, an integer or a float
+    operation (None: a send or control flow)."""
+    if _is_fma(ln):
+        return "fma"
+    if ln.pipe not in ("int", "float"):
+        return None
+    return "moves" if _mnemonic(ln) == "mov" else f"{ln.pipe}_ops"
+
+
+def _mnemonic(ln) -> str:
+    return ln.text.split()[1]
+
+
+def _is_fma(ln) -> bool:
+    """A multiply instruction: ``dpas`` (xmx), or the ``mad``/``dp4a`` of a vector kernel."""
+    return ln.pipe == "xmx" or _mnemonic(ln) == "dp4a" or (ln.pipe == "float" and _mnemonic(ln) == "mad")
 
 
 def _inside(loops, i: int, outer: int) -> bool:
