@@ -92,13 +92,13 @@ def _alu_per_fma(loop: dict) -> float:
 
 def _figures(loop: dict | None) -> str:
     if loop is None:
-        return f"{'-':>6}{'-':>7}{'-':>5}{'-':>6}{'-':>7}{'-':>6}{'-':>7}{'-':>8}"
+        return f"{'-':>6}{'-':>7}{'-':>5}{'-':>6}{'-':>9}{'-':>6}{'-':>8}{'-':>8}"
     return (f"{loop['dpas']:>6g}{loop['sends']:>7g}{loop['min_sends']:>5}{loop['sends'] / loop['min_sends']:>6.1f}"
-            f"{loop['int_ops']:>7g}{loop['float_ops']:>6g}{loop['moves']:>7g}{_alu_per_fma(loop):>8.2f}")
+            f"{loop['int_ops']:>9g}{loop['float_ops']:>6g}{loop['moves']:>8g}{_alu_per_fma(loop):>8.2f}")
 
 
 def table(rows: list[dict]) -> str:
-    cols = f"{'mul':>6}{'sends':>7}{'min':>5}{'x':>6}{'int':>7}{'float':>6}{'moves':>7}{'alu/mul':>8}"
+    cols = f"{'mul':>6}{'sends':>7}{'min':>5}{'x':>6}{'int':>9}{'float':>6}{'moves':>8}{'alu/mul':>8}"
     width = max([22] + [len(r["name"]) + 2 for r in rows])
     lines = [f"{'':<{width}}{'':>6} | {'final IR':<{len(cols)}} | {'assembly':<{len(cols)}} |",
              f"{'kernel':<{width}}{'fma':>6} | {cols} | {cols} | regs/floor/budget"]

@@ -122,7 +122,7 @@ def stats_artifact(r, kernel, trace, ir: int | None = None) -> dict:
                           "by_label": {x.label: x.amount for x in budget.regs},
                           "floor": {x.label: x.amount for x in budget.regs if x.label in FLOOR},
                           "budget": budget.reg_capacity, "unit": budget.reg_unit},
-            "loop": None if loop is None else {**loop.to_dict(), "source": "IR"},
+            "loop": None if loop is None else loop.to_dict(),
             "metrics": {"build": kernel_metrics(trace.input, model, iterations).to_dict(),
                         "final": kernel_metrics(trace.final, model, iterations).to_dict()}}
 

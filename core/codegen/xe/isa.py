@@ -545,12 +545,13 @@ def _magic_div(cg, q: Reg, n: Reg, d: int, signed: bool, lanes: int) -> None:
 
 # -- 64-bit integers --------------------------------------------------------------------------
 
-def add64(cg, dst: Reg, base: Reg, off, lanes: int) -> None:
-    """``dst = base + sext(off)`` with ``dst`` 64-bit per lane (``off`` s32 register or immediate).
+def add64(cg, dst: Reg, base: Reg, off, lanes: int, signed: bool = True) -> None:
+    """``dst = base + sext(off)`` with ``dst`` 64-bit per lane (``off`` s32 register or immediate);
+    ``base + zext(off)`` where the caller knows ``off`` is not negative (``signed=False``).
 
     Native on targets with 64-bit integer ALU; else ``addc`` of the low dwords
-    (carry into ``acc0``), ``add`` of the carry and the high dword, and the sign
-    of ``off`` added to the high dword.
+    (carry into ``acc0``), ``add`` of the carry and the high dword, and (signed)
+    the sign of ``off`` added to the high dword.
     """
     if cg.xe.native_int64:
         alu(cg, "add", lanes, Reg(dst.byte, u64, 1), [base.retype(u64, 0), off])
@@ -564,9 +565,10 @@ def add64(cg, dst: Reg, base: Reg, off, lanes: int) -> None:
         acc = "acc0.0<0;1,0>:ud" if k == 1 else "acc0.0<1;1,0>:ud"
         cg.em.raw(f"(W) add ({k}|M0) {hi.dst(cg.rb)} {acc} {Reg(base.byte + 4, u32, 0).src(cg.rb)}", "int")
         if isinstance(off, Reg):
-            t = cg.temp(s32, k)
-            alu(cg, "asr", k, t, [off.at(c).retype(s32), Imm(31, s32)])
-            alu(cg, "add", k, hi, [hi, t.retype(u32)])
+            if signed:
+                t = cg.temp(s32, k)
+                alu(cg, "asr", k, t, [off.at(c).retype(s32), Imm(31, s32)])
+                alu(cg, "add", k, hi, [hi, t.retype(u32)])
         elif int(off.value) < 0:
             alu(cg, "add", k, hi, [hi, Imm(0xFFFFFFFF, u32)])
 
