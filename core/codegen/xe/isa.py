@@ -13,8 +13,9 @@ a constant uses shifts or a multiply-high (``mul`` into ``acc0`` + ``mach``);
 from __future__ import annotations
 
 import struct
+from dataclasses import dataclass
 
-from kdd.core.ir.expr import (Binary, BoolImm, Broadcast, Cast, FloatImm, IntImm, Load, Op, Ramp, Ternary,
+from kdd.core.ir.expr import (Binary, BoolImm, Broadcast, Cast, Expr, FloatImm, IntImm, Load, Op, Ramp, Ternary,
                               Unary, Var, wrap_int)
 from kdd.core.ir.types import Type, s16, s32, u16, u32, u64
 
@@ -80,8 +81,10 @@ def keep_lanes(cg, flag: str, lanes: int, negate: bool = False) -> None:
     keep = (1 << lanes) - 1
     if cg.flags.clear_past.get(flag) != lanes:
         cg.em.raw(f"(W) and (1|M0) {flag}<1>:uw {flag}<0;1,0>:uw 0x{keep:X}:uw", "int")
+        cg.flags.touch(flag)
     if negate:
         cg.em.raw(f"(W) xor (1|M0) {flag}<1>:uw {flag}<0;1,0>:uw 0x{keep:X}:uw", "int")
+        cg.flags.touch(flag)
     cg.flags.clear_past[flag] = lanes
 
 
@@ -393,8 +396,58 @@ def _compare_flag(cg, e, lanes: int) -> str:
     return f
 
 
+@dataclass(frozen=True)
+class ReusableFlag:
+    """A flag computed for a condition, and what it depended on: the control flow (no label or jump
+    since), the flag register (not handed out or changed since) and the condition's variables (each
+    still bound to the same operand)."""
+
+    flag: str
+    flow: int
+    written: int
+    bindings: tuple
+
+    def holds(self, cg) -> bool:
+        return (cg.em.flow == self.flow and cg.flags.written(self.flag) == self.written
+                and all(_bound(cg, name) is op for name, op in self.bindings))
+
+
+def _bound(cg, name: str):
+    stack = cg.env.get(name)
+    return stack[-1] if stack else None
+
+
 def flag_of(cg, cond, lanes: int) -> str:
-    """A flag register (``f0.0``, or ``~f0.0`` negated) true in the lanes where ``cond`` holds."""
+    """A flag register (``f0.0``, or ``~f0.0`` negated) true in the lanes where ``cond`` holds. The flag
+    an earlier instruction computed for the same condition is read again while it still holds it
+    (straight-line code, the condition's variables not rebound, no memory read): sends under one mask
+    share one ``cmp``."""
+    key = (cond, lanes)
+    hit = cg.flag_reuse.get(key)
+    if hit is not None and hit.holds(cg):
+        return hit.flag
+    flag = _flag_of(cg, cond, lanes)
+    names = _reusable(cond)
+    if names is not None:
+        cg.flag_reuse[key] = ReusableFlag(flag, cg.em.flow, cg.flags.written(flag),
+                                          tuple((n, _bound(cg, n)) for n in sorted(names)))
+    return flag
+
+
+def _reusable(cond) -> set[str] | None:
+    """The variables ``cond`` reads, or None when it reads memory (a buffer may change in between)."""
+    names, stack = set(), [cond]
+    while stack:
+        e = stack.pop()
+        if isinstance(e, Load):
+            return None
+        if isinstance(e, Var):
+            names.add(e.name)
+        stack.extend(k for k in e.children() if isinstance(k, Expr))
+    return names
+
+
+def _flag_of(cg, cond, lanes: int) -> str:
     if isinstance(cond, Unary) and cond.op is Op.NOT:
         f = flag_of(cg, cond.a, lanes)
         return f[1:] if f.startswith("~") else "~" + f

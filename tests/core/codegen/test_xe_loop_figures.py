@@ -81,3 +81,18 @@ def test_global_addresses_take_the_carry_only():
     loads = re.findall(r"load\.ugm\.\S+ \(8\|M0\)", loop)
     assert loads and len(re.findall(r"\baddc \(8\|M0\)", loop)) == len(loads)
     assert " asr " not in loop
+
+
+@pytest.mark.parametrize("name", ["resnet50_3x3.kernel.toml", "bwd_d.kernel.toml"])
+def test_sends_under_one_mask_share_its_flag(name):
+    """The padding mask of a staged global load is compared once per step: its flag predicates the load,
+    the SLM store of what it loaded and (negated) the store of zeros beside it."""
+    kernel, body, target = final(name)
+    loop = _main_loop_text(generate_asm(kernel, body, target, check=False)).splitlines()
+    masks = [ln for ln in loop if re.search(r" cmp \(8\|M0\) \(ne\)f", ln)]
+    loads = [ln for ln in loop if re.match(r"\(W&f\d\.\d\) load\.ugm", ln)]
+    assert masks and len(masks) == len(loads)
+    for i, ln in enumerate(loop):
+        negated = re.match(r"\(W&~(f\d\.\d)\) store", ln)
+        if negated:
+            assert loop[i - 1].startswith(f"(W&{negated[1]}) store"), loop[i - 1: i + 1]
