@@ -72,6 +72,7 @@ class Machine:
         self.on_store = on_store   # called (instr, flat byte indices, rows) after a global store
         self.after: dict = {}      # program index -> called (machine, rows) once the instruction ran
         self._index_cache: dict = {}
+        self.cmp_dst: dict = {}          # id(cmp instruction) -> its destination as unsigned bits
         self._plans: dict = {}
         self._compiled: dict = {}
 
@@ -363,8 +364,13 @@ def _cmp(m: Machine, ins: Instr, rows, vals) -> None:
     if ins.dst.kind != "null":
         size = TYPES[ins.dst.type][1]
         raw = np.where(flag, np.uint64((1 << (8 * size)) - 1), np.uint64(0)).astype(np.dtype(f"uint{8 * size}"))
-        m.write(Operand(ins.dst.kind, {1: "ub", 2: "uw", 4: "ud", 8: "uq"}[size], ins.dst.reg,
-                        ins.dst.sub, ins.dst.region), rows, n, raw, mask)
+        # the destination as unsigned bits, one operand per instruction: register indices are cached by the
+        # operand's identity, so a temporary operand would take another one's cached index
+        dst = m.cmp_dst.get(id(ins))
+        if dst is None:
+            dst = m.cmp_dst[id(ins)] = Operand(ins.dst.kind, {1: "ub", 2: "uw", 4: "ud", 8: "uq"}[size],
+                                               ins.dst.reg, ins.dst.sub, ins.dst.region)
+        m.write(dst, rows, n, raw, mask)
     m._advance(rows)
 
 

@@ -370,20 +370,30 @@ def _reg_first(cg, a, b, t: Type, lanes: int, commutative: bool):
 
 
 def _compare_value(cg, e, dst):
-    """A comparison as a value: a 0 / all-ones dword per lane."""
+    """A comparison as a value: a 0 / all-ones dword per lane. Between 32-bit integers one ``cmp``
+    writes both (a ``cmp`` with a destination writes all ones where the condition holds), and its flag
+    is kept for the conditions that read the comparison again (:func:`flag_of`)."""
     lanes = e.type.lanes
     out = _dst(cg, e, dst).retype(s32)
-    f = _compare_flag(cg, e, lanes)
+    t = _compared_type(e)
+    if t.is_int and t.scalar.bits == 32:
+        remember_flag(cg, e, lanes, _compare_flag(cg, e, lanes, out.retype(t.base)))
+        return out
+    f = flag_of(cg, e, lanes)
     move(cg, out, Imm(0, s32), lanes)
     alu(cg, "mov", lanes, out, [Imm(-1, s32)], pred=f)
     return out
 
 
-def _compare_flag(cg, e, lanes: int) -> str:
+def _compared_type(e) -> Type:
+    return e.a.type if not isinstance(e.a, (IntImm, FloatImm)) else e.b.type
+
+
+def _compare_flag(cg, e, lanes: int, dst: Reg | None = None) -> str:
     a = evaluate(cg, e.a, None)
     b = evaluate(cg, e.b, None)
     cond = COMPARE[e.op]
-    t = e.a.type if not isinstance(e.a, (IntImm, FloatImm)) else e.b.type
+    t = _compared_type(e)
     if isinstance(a, Imm):
         if isinstance(b, Imm):
             a = _as_reg(cg, a, t, 1)
@@ -392,7 +402,7 @@ def _compare_flag(cg, e, lanes: int) -> str:
     f = cg.flags.take(lanes)
     if t.is_int and t.scalar.bits == 64 and not cg.xe.native_int64:
         raise CodegenUnsupported("64-bit integer comparison on a target without 64-bit integer ALU")
-    alu(cg, "cmp", lanes, None, [a, b], cmod=(cond, f))
+    alu(cg, "cmp", lanes, dst, [a, b], cmod=(cond, f))
     return f
 
 
@@ -422,15 +432,18 @@ def flag_of(cg, cond, lanes: int) -> str:
     an earlier instruction computed for the same condition is read again while it still holds it
     (straight-line code, the condition's variables not rebound, no memory read): sends under one mask
     share one ``cmp``."""
-    key = (cond, lanes)
-    hit = cg.flag_reuse.get(key)
+    hit = cg.flag_reuse.get((cond, lanes))
     if hit is not None and hit.holds(cg):
         return hit.flag
-    flag = _flag_of(cg, cond, lanes)
+    return remember_flag(cg, cond, lanes, _flag_of(cg, cond, lanes))
+
+
+def remember_flag(cg, cond, lanes: int, flag: str) -> str:
+    """Records that ``flag`` now holds ``cond`` over ``lanes`` (for :func:`flag_of`); returns it."""
     names = _reusable(cond)
     if names is not None:
-        cg.flag_reuse[key] = ReusableFlag(flag, cg.em.flow, cg.flags.written(flag),
-                                          tuple((n, _bound(cg, n)) for n in sorted(names)))
+        cg.flag_reuse[(cond, lanes)] = ReusableFlag(flag, cg.em.flow, cg.flags.written(flag),
+                                                    tuple((n, _bound(cg, n)) for n in sorted(names)))
     return flag
 
 
@@ -470,10 +483,15 @@ def _mask_flag(cg, cond, lanes):
 def _ternary(cg, e, dst):
     lanes = e.type.lanes
     if e.op is Op.IIF:
-        b = _as_reg(cg, evaluate(cg, e.b, None), e.type, lanes)
-        c = evaluate(cg, e.c, None)
+        b, c = evaluate(cg, e.b, None), evaluate(cg, e.c, None)
+        negate = isinstance(b, Imm) and not isinstance(c, Imm)   # only the second source takes an immediate
+        if negate:
+            b, c = c, b
+        b = _as_reg(cg, b, e.type, lanes)
         out = _dst(cg, e, dst)
         f = flag_of(cg, e.a, lanes)
+        if negate:
+            f = f[1:] if f.startswith("~") else "~" + f
         alu(cg, "sel", lanes, out, [b, c], pred=f)
         return out
     mn = TERNARY[e.op]

@@ -238,6 +238,9 @@ class XeLowering(AllocationWalk):
         dst = Reg(a.start, t.base, 1)
         isa.evaluate(self, v, dst)
         self.bind(x.var.name, dst if t.lanes > 1 else dst.scalar())
+        hit = self.flag_reuse.get((v, t.lanes))
+        if hit is not None and hit.holds(self):   # a condition on the variable reads the value's flag
+            isa.remember_flag(self, x.var, t.lanes, hit.flag)
 
     def ev_end_let(self, x, p):
         self.unbind(x.var.name)
