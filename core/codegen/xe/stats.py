@@ -14,6 +14,8 @@ from __future__ import annotations
 import re
 from math import prod
 
+from kdd.core.passes.reduction_nest import K_LOOP
+
 from .emitter import PIPES
 
 _SEND_BYTES = re.compile(r"\b(load|store|atomic_fadd|atomic_iadd)\.ugm\.d(64|32|16u32|8u32)(?:x(\d+)t)?\.a64(?:\.\S+)? \((\d+)\|M0\)")
@@ -37,19 +39,40 @@ def instruction_mix(lines, loops: list[dict]) -> dict:
     if loops and max(per_loop_fma) > 0:
         best = max(range(len(loops)), key=lambda i: (per_loop_fma[i], -loops[i]["weight"]))
         inner = {i for i in range(len(loops)) if _inside(loops, i, best)}
-        body = dict.fromkeys(PIPES, 0)
-        kinds = {"fma": 0, "moves": 0, "int_ops": 0, "float_ops": 0}
         base = loops[best]["weight"]
-        for ln in lines:
-            if ln.pipe is not None and ln.loop in inner:
-                times = ln.weight // base if base else ln.weight
-                body[ln.pipe] += times
-                kind = _alu_kind(ln)
-                if kind is not None:
-                    kinds[kind] += times
-        out["main_loop"] = {"var": loops[best]["label"], "trips": loops[best]["trips"], "per_iteration": body,
-                            **kinds}
+        body = [(ln, ln.weight // base if base else ln.weight) for ln in lines if ln.loop in inner]
+        out["main_loop"] = {"var": loops[best]["label"], "trips": loops[best]["trips"], **_body_counts(body)}
+    else:
+        # Unrolling removed every loop of the reduction: its group stands for the main loop, as in the IR's
+        # loop figures (kdd.core.passes.loop_stats), once.
+        group = _group_lines(lines, K_LOOP)
+        if any(_is_fma(ln) for ln in group):
+            out["main_loop"] = {"var": K_LOOP, "trips": 1, **_body_counts([(ln, ln.weight) for ln in group])}
     return out
+
+
+def _body_counts(body) -> dict:
+    """Instructions per pipe (``per_iteration``) and per loop-figure kind of ``(line, times)`` pairs."""
+    pipes = dict.fromkeys(PIPES, 0)
+    kinds = {"fma": 0, "moves": 0, "int_ops": 0, "float_ops": 0}
+    for ln, times in body:
+        if ln.pipe is None:
+            continue
+        pipes[ln.pipe] += times
+        kind = _alu_kind(ln)
+        if kind is not None:
+            kinds[kind] += times
+    return {"per_iteration": pipes, **kinds}
+
+
+def _group_lines(lines, label: str) -> list:
+    """The lines of the first IR group named ``label`` (between the comments the lowering puts around it)."""
+    start = next((i for i, ln in enumerate(lines) if ln.pipe is None and ln.text == f"// {label} {{"), None)
+    if start is None:
+        return []
+    end = next((i for i in range(start, len(lines)) if lines[i].pipe is None and lines[i].text == f"// }} {label}"),
+               len(lines))
+    return lines[start + 1:end]
 
 
 def _alu_kind(ln) -> str | None:

@@ -43,6 +43,19 @@ def test_hand_made_listing_per_reduction_iteration():
     assert asm_loop_figures(None, ir) is None and asm_loop_figures(main, None) is None
 
 
+def test_a_reduction_unrolled_whole_is_counted_in_its_group():
+    """No loop left around the multiplies: the ``k_loop`` group's lines stand for the main loop, once
+    (the IR's loop figures do the same); the epilogue after it does not count."""
+    lines = [line("// k_loop {", None, loop=-1),
+             *[line("(W) dpas.8x8 (8|M0) r6:f r6:f r81:hf r72:hf", "xmx", loop=-1) for _ in range(6)],
+             line("(W) add (1|M0) r3.0<1>:d r3.0<0;1,0>:d 64:d", "int", loop=-1),
+             line("// } k_loop", None, loop=-1),
+             line("(W) mov (8|M0) r68.0<1>:d r64.0<1;1,0>:d", "int", loop=-1)]
+    main = instruction_mix(lines, [])["main_loop"]
+    assert (main["var"], main["trips"], main["fma"], main["int_ops"], main["moves"]) == ("k_loop", 1, 6, 1, 0)
+    assert asm_loop_figures(main, {"dpas": 2, "min_sends": 1})["iterations_per_trip"] == 3
+
+
 def test_vector_multiplies_are_not_alu_work():
     """A mad kernel's ``mad`` instructions are its multiplies, not float operations."""
     lines = [line("(W) mad (8|M0) r6.0<1>:f r6.0<1;0>:f r8.0<1;0>:f r9.0<0;0>:f", "float") for _ in range(8)]
