@@ -369,7 +369,9 @@ class Engine:
                 stats = self._artifact("stats", r.key("stats"),
                                        lambda: artifacts.stats_artifact(r, kernel(), self.trace(kernel()), ir))
                 registers = artifacts.reported_registers(stats["registers"], codegen, r.target)
-                out["stats"] = {**stats, "codegen": codegen, "registers": registers}
+                main_loop = codegen.get("mix", {}).get("main_loop") if r.target.isa == "xe" else None
+                out["stats"] = {**stats, "codegen": codegen, "registers": registers,
+                                "asm_loop": artifacts.asm_loop_figures(main_loop, stats["loop"])}
                 where = sources.get("iter") or parsed.anchor("config")
                 out["diagnostics"] += artifacts.register_diagnostics(registers, codegen, where)
             if codegen.get("spill"):

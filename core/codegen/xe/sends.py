@@ -63,7 +63,11 @@ def store_header(cg, x) -> None:
     off = isa.value(cg, x.value)
     if x.value.type.scalar.bits == 64:
         raise CodegenUnsupported("64-bit message offsets are not lowered yet")
-    isa.add64(cg, Reg(hdr.start, u32, 2), arg, off, lanes)
+    # A lane that loads, stores or adds reads its buffer in bounds (docs/ir-semantics.md: only a
+    # masked-off element goes unchecked, and its address is never used), so its offset is not negative
+    # and the high dword takes only the carry. A prefetch is not bounds-checked: its offset keeps its sign.
+    signed = "prefetch header" in cg.live.roles.get(x.buf.name, ())
+    isa.add64(cg, Reg(hdr.start, u32, 2), arg, off, lanes, signed=signed)
 
 
 def payload_bytes(cg, lanes: int, size: int) -> int:
