@@ -71,6 +71,9 @@ def build_kernel(problem, config: KernelConfig | None, target: Target | str) -> 
     config = config or KernelConfig()
     if not config.is_complete:
         config = resolve_config(problem, target, config)
+    if config.schedule == "tma":
+        from .hopper import build_tma_gemm
+        return build_tma_gemm(problem, config, target)
     return _Builder(problem, config, target).build()
 
 
