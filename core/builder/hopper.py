@@ -22,11 +22,11 @@ its body, whatever K is.
 """
 from __future__ import annotations
 
-from kdd.core.ir.expr import Broadcast, Ramp, const, land, var
+from kdd.core.ir.expr import Broadcast, Cast, Load, Ramp, const, land, var
 from kdd.core.ir.funcs import (Barrier, MbarrierExpectTx, MbarrierInit, MbarrierWait, Send, SendKind, SendOp,
                                TensorLoad, Wgmma, WgmmaWait)
 from kdd.core.ir.stmt import Alloc, For, FuncCall, Group, If, Let, MemKind, Store, seq
-from kdd.core.ir.types import Scalar, f32, s32, u64
+from kdd.core.ir.types import Scalar, f32, s32, u32, u64
 
 from .errors import BuildError
 from .kernel import Kernel, KernelArg
@@ -57,8 +57,8 @@ def build_tma_gemm(problem, config, target) -> Kernel:
     if target.isa != "ptx":
         raise BuildError(f"schedule=tma is an sm_90 schedule, not one of {target.name}", knob="schedule")
     types = problem.types
-    if types.src.scalar not in INPUTS or types.wei != types.src or types.dst.scalar is not Scalar.F32:
-        raise BuildError(f"schedule=tma takes f16 or bf16 inputs and an f32 destination, got {types}",
+    if types.src.scalar not in INPUTS or types.wei != types.src or types.dst.scalar not in (Scalar.F32, *INPUTS):
+        raise BuildError(f"schedule=tma takes f16 or bf16 inputs and an f32, f16 or bf16 destination, got {types}",
                          knob="schedule")
     if problem.post_ops:
         raise BuildError("schedule=tma has no post-ops yet", knob="schedule")
@@ -93,7 +93,7 @@ def build_tma_gemm(problem, config, target) -> Kernel:
     a_s, b_s, full, acc = var("a_s", u64), var("b_s", u64), var("full", u64), var("acc", u64)
     tid, n0, m0 = var("thread_id0"), var("n0"), var("m0")
     wg, rank = var("wg"), var("rank")
-    kt, s, kk = var("kt"), var("s"), var("kk")
+    kt, s, s_next, kk = var("kt"), var("s"), var("s_next"), var("kk")
     k_iters = K // bk
     acc_rows = bn // 2          # f32 accumulator registers per lane: 16 rows x BN / 32 lanes
     producer = tid.eq(0)
@@ -116,14 +116,15 @@ def build_tma_gemm(problem, config, target) -> Kernel:
     prologue = If.make(producer, For.make(first, 0, min(stages, k_iters), load(first, first)))
     mma = For.make(kk, 0, bk // 16, FuncCall.make(
         Wgmma(bn, types.src, types.wei, f32, bk * ROW),
-        [acc, 0, a_s, s * a_stage + wg * 64 * ROW + kk * 16 * esize, b_s, s * b_stage + kk * 16 * ROW]))
+        [acc, 0, a_s, s * a_stage + wg * 64 * ROW + kk * 16 * esize, b_s, s * b_stage + kk * 16 * ROW]),
+        unroll=bk // 16)        # back-to-back MMAs behind one wgmma.fence
     refill = If.make(land(producer, kt.ge(1), (kt + (stages - 1)).lt(k_iters)),
-                     Let.make(s, (kt + (stages - 1)) % stages, load(s, kt + (stages - 1))))
+                     Let.make(s_next, (kt + (stages - 1)) % stages, load(s_next, kt + (stages - 1))))
     main = For.make(kt, 0, k_iters, seq(
         Let.make(s, kt % stages, seq(FuncCall.make(MbarrierWait(), [full, s * 8, (kt // stages) % 2]), mma)),
         FuncCall.make(WgmmaWait(1), []), FuncCall.make(Barrier(), []), refill))
     body = seq(Group.make("init", init), Group.make("prologue", prologue), Group.make("k_loop", main),
-               FuncCall.make(WgmmaWait(0), []), Group.make("epilogue", _epilogue(dst, acc, acc_rows, N, m0, n0,
+               FuncCall.make(WgmmaWait(0), []), Group.make("epilogue", _epilogue(dst, types.dst, acc, acc_rows, N, m0, n0,
                                                                                wg, rank)))
     body = Alloc.make(acc, acc_rows * ROW, MemKind.GRF, body)
     for buf, size in ((full, stages * 8), (b_s, stages * b_stage), (a_s, stages * a_stage)):
@@ -134,20 +135,31 @@ def build_tma_gemm(problem, config, target) -> Kernel:
                   target.name, target.registers.reg_bytes, smem, problem, config)
 
 
-def _epilogue(dst, acc, acc_rows: int, N: int, m0, n0, wg, rank):
+def _epilogue(dst, out_type, acc, acc_rows: int, N: int, m0, n0, wg, rank):
     """Each warp's 16 rows of C: register pair ``(i, i + 1)`` (``i`` even) holds, in lane ``l``, row
-    ``l / 4 + 8 * (i / 2 % 2)`` and columns ``8 * (i / 4) + 2 * (l % 4)`` and the next one."""
+    ``l / 4 + 8 * (i / 2 % 2)`` and columns ``8 * (i / 4) + 2 * (l % 4)`` and the next one. An f32 C is
+    stored a register at a time; a 16-bit C converts the pair into one word per lane (``packed``) and
+    stores that."""
     i, row, col = var("acc_pair"), var("c_row", s32.with_lanes(32)), var("c_col", s32.with_lanes(32))
     lane = Ramp.make(const(0), 1, 32)
     base_row = m0 + wg * 64 + rank * 16
 
     def bcast(e):
         return Broadcast.make(e, 32)
-    def store(half):
-        return FuncCall.make(Send(SendOp.STORE, SendKind.SCATTERED, "global", f32, 32),
-                             [dst, (row * N + col + half) * 4, acc, (i + half) * ROW, bcast(const(True))])
+    size = out_type.size
+    if size == 4:
+        stores = seq(*(FuncCall.make(Send(SendOp.STORE, SendKind.SCATTERED, "global", f32, 32),
+                                     [dst, (row * N + col + half) * 4, acc, (i + half) * ROW, bcast(const(True))])
+                       for half in (0, 1)))
+    else:
+        packed = var("packed", u64)
+        halves = [Store.make(packed, half * size, Cast.make(out_type.with_lanes(32), Load.make(
+            f32.with_lanes(32), acc, (i + half) * ROW)), stride=4) for half in (0, 1)]
+        stores = Alloc.make(packed, ROW, MemKind.GRF, seq(*halves, FuncCall.make(
+            Send(SendOp.STORE, SendKind.SCATTERED, "global", u32, 32),
+            [dst, (row * N + col) * size, packed, 0, bcast(const(True))])))
     return For.make(i, 0, acc_rows, Let.make(row, bcast(base_row + (i // 2 % 2) * 8) + lane // 4, Let.make(
-        col, bcast(n0 + (i // 4) * 8) + (lane % 4) * 2, seq(store(0), store(1)))), step=2)
+        col, bcast(n0 + (i // 4) * 8) + (lane % 4) * 2, stores)), step=2)
 
 
 def _count(dims) -> int:
