@@ -248,6 +248,14 @@ class Engine:
 
         if exact:
             return full
+        if full.config.schedule == "tma":      # its tile, its K loop: no tiling knob shapes it
+            from kdd.core.builder.hopper import tma_tile
+
+            bm, bn, bk = tma_tile(full.problem, full.config)
+            blocks = {"m": Block(bm, bm), "n": Block(bn, bn), "k": Block(full.problem.shape.k, bk)}
+            reduction = reduce_problem(full.problem, blocks)
+            return Resolved(replace(full.problem, shape=reduction.shape), full.config, full.target,
+                            reduction) if reduction.reduced else full
         tiling = derive_tiling(full.problem, full.config)
         blocks = {d.name: Block(d.block, d.iter * d.tg) for d in tiling.dims}
         reduction = reduce_problem(full.problem, blocks)
