@@ -175,6 +175,9 @@ class HopperWarp:
         else:
             addr = start + (mn // 64) * lead + (k // 8) * stride + (k % 8) * 128 + (mn % 64) * 2
         addr = swizzle128(addr)
+        if addr.max() + 1 >= self.shared.size:
+            raise Fault(None, "", f"a wgmma operand read past the end of shared memory ({addr.max() + 1} >= "
+                                  f"{self.shared.size})")
         raw = self.shared[addr].astype(np.uint64) | (self.shared[addr + 1].astype(np.uint64) << np.uint64(8))
         return read(raw, kind).astype(np.float64)
 
