@@ -136,33 +136,31 @@ def build_tma_gemm(problem, config, target) -> Kernel:
 
 
 def _epilogue(dst, out_type, acc, acc_rows: int, N: int, m0, n0, wg, rank):
-    """Each warp's 16 rows of C: register pair ``(i, i + 1)`` (``i`` even) holds, in lane ``l``, row
-    ``l / 4 + 8 * (i / 2 % 2)`` and columns ``8 * (i / 4) + 2 * (l % 4)`` and the next one. An f32 C is
-    stored a register at a time; a 16-bit C converts the pair into one word per lane (``packed``) and
-    stores that."""
-    pair, i = var("acc_pair"), var("acc_reg")
-    row, col = var("c_row", s32.with_lanes(32)), var("c_col", s32.with_lanes(32))
+    """Each warp's 16 rows of C: register pair ``(i, i + 1)`` (``i = 2 p``) holds, in lane ``l``, row
+    ``l / 4 + 8 * (p % 2)`` and columns ``8 * (p / 2) + 2 * (l % 4)`` and the next one. An f32 C is
+    stored a register at a time; a 16-bit C converts the pair side by side into one word per lane
+    (``packed``) and stores that. Each address is a scalar (the warp's corner, the pair's constant) plus
+    one lane pattern, so that the unrolled stores share one address register."""
+    pair = var("acc_pair")
     lane = Ramp.make(const(0), 1, 32)
-    base_row = m0 + wg * 64 + rank * 16
-
-    def bcast(e):
-        return Broadcast.make(e, 32)
     size = out_type.size
+    corner = ((m0 + wg * 64 + rank * 16) * N + n0) * size
+    pattern = (lane // 4) * (N * size) + (lane % 4) * (2 * size)
+    everywhere = Broadcast.make(const(True), 32)
+
+    def at(half):
+        return Broadcast.make(corner + ((pair % 2) * 8 * N + (pair // 2) * 8) * size + half * size, 32) + pattern
     if size == 4:
         stores = seq(*(FuncCall.make(Send(SendOp.STORE, SendKind.SCATTERED, "global", f32, 32),
-                                     [dst, (row * N + col + half) * 4, acc, (i + half) * ROW, bcast(const(True))])
-                       for half in (0, 1)))
+                                     [dst, at(half), acc, (pair * 2 + half) * ROW, everywhere]) for half in (0, 1)))
     else:
         packed = var("packed", u64)
         halves = [Store.make(packed, half * size, Cast.make(out_type.with_lanes(32), Load.make(
-            f32.with_lanes(32), acc, (i + half) * ROW)), stride=4) for half in (0, 1)]
+            f32.with_lanes(32), acc, (pair * 2 + half) * ROW)), stride=4) for half in (0, 1)]
         stores = Alloc.make(packed, ROW, MemKind.GRF, seq(*halves, FuncCall.make(
-            Send(SendOp.STORE, SendKind.SCATTERED, "global", u32, 32),
-            [dst, (row * N + col) * size, packed, 0, bcast(const(True))])))
+            Send(SendOp.STORE, SendKind.SCATTERED, "global", u32, 32), [dst, at(0), packed, 0, everywhere])))
     # over pairs, not over even registers: a loop of step 1 keeps its index's range exact for the verifier
-    return For.make(pair, 0, acc_rows // 2, Let.make(i, pair * 2, Let.make(
-        row, bcast(base_row + (pair % 2) * 8) + lane // 4, Let.make(
-            col, bcast(n0 + (pair // 2) * 8) + (lane % 4) * 2, stores))))
+    return For.make(pair, 0, acc_rows // 2, stores)
 
 
 def _count(dims) -> int:
