@@ -199,7 +199,7 @@ class Knob:
         return tuple(dict.fromkeys((self.onednn, self.key)))
 
 
-SCHEDULES = ("classic", "tma")
+SCHEDULES = ("classic", "tma", "tma_ws_cooperative")
 BWD_D_OPTIMIZE = ("none", "skip_out_of_bound_w", "skip_strided_dh", "skip_strided_dhw")
 _TILE_DIMS = ("Dimension names come from the problem: conv `g mb ic oc id ih iw od oh ow kd kh kw`, "
               "GEMM `m n k b0 b1..`.")
@@ -280,7 +280,11 @@ KNOBS: tuple[Knob, ...] = (
          "GEMM): CUTLASS's `KernelTma`: A and B tiles copied by the tensor memory accelerator "
          "(`cp.async.bulk.tensor`, 128-byte swizzle) into `stages` shared-memory stages that complete on "
          "transaction barriers (`mbarrier` with expect-tx), multiplied by warpgroup MMAs (`wgmma`, sm_90a) "
-         "from shared memory; `tile`, `stages` and `cluster` shape it and the tiling knobs above are unused.",
+         "from shared memory; `tile`, `stages` and `cluster` shape it and the tiling knobs above are unused. "
+         "`tma_ws_cooperative` (sm_90, GEMM): CUTLASS's `KernelTmaWarpSpecializedCooperative` with a persistent "
+         "tile scheduler: a producer warpgroup issues the copies, the consumer warpgroups multiply and store, "
+         "stages handed back through empty barriers, `setmaxnreg` moving registers to the consumers, one group "
+         "per SM walking the tiles in L2-friendly bands.",
          ChoiceCodec(SCHEDULES)),
     Knob("tile", "tile", "tile", "m (64..256, multiple of 64), n (64..256, multiple of 64), k (128 bytes)",
          "tile=m128n256k64",

@@ -248,8 +248,9 @@ class Engine:
 
         if exact:
             return full
-        if full.config.schedule == "tma":      # its tile, its K loop: no tiling knob shapes it
-            from kdd.core.builder.hopper import tma_tile
+        from kdd.core.builder.hopper import TMA_SCHEDULES, tma_tile
+
+        if full.config.schedule in TMA_SCHEDULES:      # its tile, its K loop: no tiling knob shapes it
 
             bm, bn, bk = tma_tile(full.problem, full.config)
             blocks = {"m": Block(bm, bm), "n": Block(bn, bn), "k": Block(full.problem.shape.k, bk)}

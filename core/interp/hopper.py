@@ -17,8 +17,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from kdd.core.ir.funcs import (MbarrierExpectTx, MbarrierInit, MbarrierWait, TensorLoad, Wgmma, WgmmaWait,
-                               swizzle128)
+from kdd.core.ir.funcs import (HOPPER_FUNCS, MbarrierExpectTx, MbarrierInit, MbarrierWait, SetMaxNreg, TensorLoad,
+                               Wgmma, WgmmaWait, swizzle128)
 from kdd.core.ir.stmt import FuncCall, MemKind
 
 from .errors import InterpError
@@ -62,7 +62,7 @@ def _settle(b: list[int]) -> None:
 
 def compile_hopper(ctx, call: FuncCall):
     grid, f, ops = ctx.grid, call.func, call.ops
-    if isinstance(f, WgmmaWait):
+    if isinstance(f, (WgmmaWait, SetMaxNreg)):     # MMAs write when issued; no register file to share out
         return lambda env: None
     if isinstance(f, Wgmma):
         return _wgmma(ctx, call)
@@ -185,5 +185,4 @@ def _wgmma(ctx, call: FuncCall):
     return mma
 
 
-HOPPER_COMPILERS = {cls: compile_hopper for cls in (MbarrierInit, MbarrierExpectTx, MbarrierWait, TensorLoad,
-                                                    Wgmma, WgmmaWait)}
+HOPPER_COMPILERS = {cls: compile_hopper for cls in HOPPER_FUNCS}

@@ -442,4 +442,20 @@ class WgmmaWait(Func):
         return f"wgmma.wait[{self.pending}]"
 
 
-HOPPER_FUNCS = (MbarrierInit, MbarrierExpectTx, MbarrierWait, TensorLoad, Wgmma, WgmmaWait)
+@dataclass(frozen=True)
+class SetMaxNreg(Func):
+    """The calling warpgroup's registers per thread become ``regs`` (``setmaxnreg``, sm_90a): a producer
+    gives registers back, consumers take them. No effect on values; all four warps of a warpgroup
+    execute it together."""
+
+    regs: int
+
+    def __post_init__(self):
+        if self.regs % 8 or not 24 <= self.regs <= 256:
+            raise ValueError(f"setmaxnreg {self.regs}: a multiple of 8 in 24..256")
+
+    def __str__(self) -> str:
+        return f"setmaxnreg[{self.regs}]"
+
+
+HOPPER_FUNCS = (MbarrierInit, MbarrierExpectTx, MbarrierWait, TensorLoad, Wgmma, WgmmaWait, SetMaxNreg)

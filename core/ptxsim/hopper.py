@@ -76,8 +76,9 @@ class HopperWarp:
         """Runs Hopper instruction ``op``; ``"wait"`` when a ``try_wait`` found its phase incomplete."""
         name = op.split(".")
         base = name[0]
-        if base == "fence":
-            return None                 # one block at a time, copies land at issue: already ordered
+        if base in ("fence", "setmaxnreg"):
+            return None                 # one block at a time, copies land at issue: already ordered; no
+            # register file to share out
         if base == "mbarrier":
             return self._mbarrier(name, args, active)
         if base == "cp":

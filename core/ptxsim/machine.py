@@ -239,7 +239,7 @@ class Warp(HopperWarp):
         if base == "ldmatrix":
             self._ldmatrix(name, args, self.addr(args[1]))
             return None
-        if base in ("mbarrier", "wgmma", "fence") or op.startswith("cp.async.bulk"):
+        if base in ("mbarrier", "wgmma", "fence", "setmaxnreg") or op.startswith("cp.async.bulk"):
             return self.hopper(op, args, active)
         if base == "cp":
             self.copies(op, args, active)
@@ -398,6 +398,7 @@ class Warp(HopperWarp):
 
 HOPPER_OPS = {"fence.mbarrier_init.release.cluster", "fence.proxy.async.shared::cta", "mbarrier.init.shared::cta.b64",
               "mbarrier.arrive.expect_tx.shared::cta.b64", "mbarrier.try_wait.parity.shared::cta.b64",
+              "mbarrier.arrive.shared::cta.b64", "setmaxnreg.inc.sync.aligned.u32", "setmaxnreg.dec.sync.aligned.u32",
               "wgmma.fence.sync.aligned", "wgmma.commit_group.sync.aligned", "wgmma.wait_group.sync.aligned"}
 _FIXED = {"ret", "bra.uni", "bar.sync", "fence.acq_rel.gpu", "ld.param.u64", "shfl.sync.idx.b32",
           "cp.async.ca.shared.global", "cp.async.cg.shared.global", "cp.async.commit_group",

@@ -14,8 +14,8 @@ SLM buffers that tensor copies write or MMAs read are 1024-byte aligned (the swi
 from __future__ import annotations
 
 from kdd.core.ir.expr import IntImm
-from kdd.core.ir.funcs import (HOPPER_FUNCS, MbarrierExpectTx, MbarrierInit, MbarrierWait, TensorLoad, Wgmma,
-                               WgmmaWait)
+from kdd.core.ir.funcs import (HOPPER_FUNCS, MbarrierExpectTx, MbarrierInit, MbarrierWait, SetMaxNreg, TensorLoad,
+                               Wgmma, WgmmaWait)
 from kdd.core.ir.stmt import FuncCall
 from kdd.core.ir.types import s32, u32
 from kdd.core.ir.visitor import walk
@@ -74,7 +74,15 @@ class HopperLowering:
         elif isinstance(f, MbarrierExpectTx):
             bar = self._shared_address(call.ops.bar, call.ops.bar_offset)
             state = self.em.new("rd")
-            self.em.op(f"mbarrier.arrive.expect_tx.shared::cta.b64 {state}, [{bar}], {f.tx_bytes}", self.lane0)
+            if f.tx_bytes:
+                self.em.op(f"mbarrier.arrive.expect_tx.shared::cta.b64 {state}, [{bar}], {f.tx_bytes}", self.lane0)
+            else:
+                self.em.op(f"mbarrier.arrive.shared::cta.b64 {state}, [{bar}]", self.lane0)
+        elif isinstance(f, SetMaxNreg):
+            # relative to the cap ptxas gives each thread at entry (.maxntid with .minnctapersm 1)
+            threads = 32 * self.kernel.tg[0] * self.kernel.tg[1] * self.kernel.tg[2]
+            entry = min(255, 65536 // threads) & ~7
+            self.em.op(f"setmaxnreg.{'dec' if f.regs < entry else 'inc'}.sync.aligned.u32 {f.regs}")
         elif isinstance(f, MbarrierWait):
             self._wait(call)
         elif isinstance(f, TensorLoad):
