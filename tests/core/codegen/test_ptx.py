@@ -162,7 +162,9 @@ def test_sm90_example_assembles_with_register_figures_per_line(name):
     if spilled:
         assert any("spilled" in m for m in a["messages"])
     sass = d["sass"]
-    assert sass and regs["peak"] == max(s["live_regs"] for s in sass) <= regs["allocated"]
+    # setmaxnreg.inc lets consumer warpgroups hold more than ptxas's figure (the count at entry)
+    raised = [int(m) for m in re.findall(r"setmaxnreg\.inc\.sync\.aligned\.u32 (\d+)", d["asm"])]
+    assert sass and regs["peak"] == max(s["live_regs"] for s in sass) <= max([regs["allocated"], *raised])
     mapped = [s for s in sass if s["ptx_line"] is not None]
     assert len(mapped) >= 0.9 * len(sass)
     for s in mapped:                            # the .loc of a SASS line names a PTX instruction line
@@ -171,7 +173,7 @@ def test_sm90_example_assembles_with_register_figures_per_line(name):
         assert d["lines"][s["ptx_line"]]["live_regs"] >= s["live_regs"]
     with_ir = [s for s in mapped if "ir_node" in s]
     assert len(with_ir) >= 0.9 * len(mapped)
-    if kernel.config.schedule == "tma":     # tensor copies into swizzled stages, warpgroup MMAs from them
+    if kernel.config.schedule != "classic":     # tensor copies into swizzled stages, warpgroup MMAs from them
         assert ".target sm_90a" in d["asm"] and "cp.async.bulk.tensor.2d" in d["asm"]
         assert "mbarrier.try_wait.parity" in d["asm"] and "wgmma.mma_async.sync.aligned.m64n" in d["asm"]
         assert any(s["text"].startswith("HGMMA.64x") for s in sass)
@@ -258,7 +260,7 @@ def test_sm90_lane_maps_are_computed_once_and_constants_fold(name):
 # phases waited on; C stores are st.global.v2), a smaller convolution (same tiles, so its padding and tail masks
 # are exercised) to keep the simulated warps few.
 SIM_SHAPES = [("sm90_conv.kernel.toml", "mb1ic32ih4oc32oh4kh3ph1"), ("sm90_gemm.kernel.toml", None),
-              ("sm90_gemm.kernel.toml", "m128n256k640")]   # schedule=tma: 10 K blocks over 4 stages
+              ("sm90_gemm.kernel.toml", "m128n256k640")]   # 10 K blocks over 4 stages
 VECTOR_STORES = {"m128n128k128"}
 
 
@@ -281,7 +283,7 @@ def test_sm90_example_computes_the_reference_in_a_ptx_simulator(name, shape):
         problem = replace(problem, shape=parse_shape(shape, problem.op))
     kernel = build_kernel(problem, spec.config, spec.target)
     listing = generate_ptx(kernel, run_pipeline(kernel).final, spec.target, check=False)
-    assert ("st.global.v2.b32" in listing.asm) == (shape in VECTOR_STORES or spec.config.schedule == "tma")
+    assert ("st.global.v2.b32" in listing.asm) == (shape in VECTOR_STORES or spec.config.schedule != "classic")
     host, inputs = device_buffers(kernel, seed=3)
     run = run_ptx(listing.asm, listing.launch, [host[a.name] for a in kernel.args])
     refs = reference(problem, inputs)

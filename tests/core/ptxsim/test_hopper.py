@@ -2,6 +2,7 @@
 simulator agree with float64; wrong descriptors, a missing copy and a wait nothing completes are caught;
 the verifier and the builder refuse what the hardware cannot run."""
 import re
+from dataclasses import replace
 
 import pytest
 
@@ -130,3 +131,30 @@ def test_the_config_line_round_trips():
     config = parse_line("schedule=tma tile=m128n128k64 stages=3 cluster=m1n1")
     assert (config.schedule, config.stages, config.tile.get("n"), config.cluster.get("m")) == ("tma", 3, 128, 1)
     assert parse_line(config.line()) == config
+
+
+WS = "schedule=tma_ws_cooperative tile=m64n64k64 stages=2"
+
+
+@pytest.mark.parametrize("shape, line", [("m256n256k256", WS),       # 16 tiles over 2 groups, 8 each
+                                         ("m128n384k192", "schedule=tma_ws_cooperative tile=m128n64k64 stages=3")])
+def test_the_warp_specialized_persistent_kernel_in_the_simulator(shape, line):
+    """Producer and consumers apart, several tiles per group (a machine of 2 SMs), the stages' phases
+    running on across tiles; the interpreter, lockstep, declines it."""
+    two_sms = replace(SM90, devices=(replace(SM90.device, cores=2),))
+    kernel = build_kernel(problem_from_text(shape, types="f16:f16:f32"), parse_line(line), two_sms)
+    assert kernel.grid == (2, 1, 1)
+    listing = generate_ptx(kernel, run_pipeline(kernel).final, two_sms, check=False).to_dict()
+    assert "setmaxnreg.dec.sync.aligned.u32 40" in listing["asm"]
+    assert re.search(r"setmaxnreg\.(inc|dec)\.sync\.aligned\.u32 232", listing["asm"])   # the consumers
+    result = check_ptx(kernel, listing)
+    assert result["ok"], result
+
+
+def test_the_interpreter_declines_warp_specialized_kernels():
+    from kdd.core.engine.interpreter_check import InterpreterCheck
+    from kdd.core.engine.verdict import NotCheckable
+
+    kernel = _kernel(config=parse_line(WS))
+    with pytest.raises(NotCheckable, match="lockstep"):
+        InterpreterCheck(kernel.problem).result(kernel)
