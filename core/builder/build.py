@@ -43,6 +43,7 @@ from .elementwise import fill
 from .epilogue import Epilogue, EpilogueContext, PostOpArg
 from .errors import BuildError
 from .fma import make_fma
+from .hopper import TMA_SCHEDULES
 from .k_slices import ORIGIN as K_SLICES_ORIGIN
 from .k_slices import k_slices
 from .kernel import Kernel, KernelArg
@@ -73,6 +74,9 @@ def build_kernel(problem, config: KernelConfig | None, target: Target | str) -> 
     config = config or KernelConfig()
     if not config.is_complete:
         config = resolve_config(problem, target, config)
+    if config.schedule in TMA_SCHEDULES:
+        from .hopper import build_tma_gemm      # noqa: PLC0415 - its schedule's module, when asked for
+        return build_tma_gemm(problem, config, target)
     return _Builder(problem, config, target).build()
 
 

@@ -77,6 +77,8 @@ MAX_THREAD_TILE = 128
 # The knobs kdd reads from oneDNN's lines without a choice of its own: their defaults (rule 8).
 ONEDNN_ONLY = KernelConfig(global_reduction=True, walk_order=WalkOrder(), pad_slm=False, bwd_d_optimize="none",
                            src_layout="any", wei_layout="any", dst_layout="any", bia_layout="any")
+# The schedule knobs' defaults: oneDNN's generator, and what schedule=tma takes when they are unset.
+SCHEDULE = KernelConfig(schedule="classic", tile=Tile(), stages=4, cluster=Tile())
 K_BYTES = (16, 64)
 # FMA instructions per reduction iteration worth a larger register mode (rule 3).
 MIN_FMAS_PER_ITER = 8
@@ -286,7 +288,7 @@ class _Plan:
         vec = user.vec if user.vec is not None else self.simd  # oneDNN's default vector: one SIMD
         decompress = user.decompress if user.decompress is not None or self.problem.decompression is None \
             else Decompress("cvt")  # the exact-most of seed 002's decompressions
-        return replace(user.over(ONEDNN_ONLY), slm=slm, pipeline=pipeline, vec=vec, decompress=decompress, **{
+        return replace(user.over(ONEDNN_ONLY.over(SCHEDULE)), slm=slm, pipeline=pipeline, vec=vec, decompress=decompress, **{
             k: getattr(cfg, k) for k in ("fma", "simd", "regs", "loop", "tg", "iter", "unroll", "prefetch",
                                          "subtiles")})
 

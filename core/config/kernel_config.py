@@ -36,6 +36,10 @@ class KernelConfig:
     walk_order: WalkOrder | None = None
     pad_slm: bool | None = None
     bwd_d_optimize: str | None = None
+    schedule: str | None = None
+    tile: Tile | None = None
+    stages: int | None = None
+    cluster: Tile | None = None
     src_layout: str | None = None
     wei_layout: str | None = None
     dst_layout: str | None = None

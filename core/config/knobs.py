@@ -210,6 +210,7 @@ class Knob:
         return tuple(dict.fromkeys((self.onednn, self.key)))
 
 
+SCHEDULES = ("classic", "tma", "tma_ws_cooperative")
 BWD_D_OPTIMIZE = ("none", "skip_out_of_bound_w", "skip_strided_dh", "skip_strided_dhw")
 _TILE_DIMS = ("Dimension names come from the problem: conv `g mb ic oc id ih iw od oh ow kd kh kw`, "
               "GEMM `m n k b0 b1..`.")
@@ -284,6 +285,29 @@ KNOBS: tuple[Knob, ...] = (
          "oneDNN's skip conditions for backward-by-data taps that fall outside the output or between strides. "
          "Read and printed; kdd's bwd_d kernels mask those taps instead of skipping them, so any value but "
          "`none` (the default) is a warning.", ChoiceCodec(BWD_D_OPTIMIZE)),
+    Knob("schedule", "schedule", "choice", " | ".join(SCHEDULES), "schedule=tma",
+         "How the kernel is organised, named after CUTLASS 3's kernel schedules. `classic` (the default): "
+         "oneDNN's generator, every knob above (on sm_90 `mma.sync` with `cp.async` staging). `tma` (sm_90, "
+         "GEMM): CUTLASS's `KernelTma`: A and B tiles copied by the tensor memory accelerator "
+         "(`cp.async.bulk.tensor`, 128-byte swizzle) into `stages` shared-memory stages that complete on "
+         "transaction barriers (`mbarrier` with expect-tx), multiplied by warpgroup MMAs (`wgmma`, sm_90a) "
+         "from shared memory; `tile`, `stages` and `cluster` shape it and the tiling knobs above are unused. "
+         "`tma_ws_cooperative` (sm_90, GEMM): CUTLASS's `KernelTmaWarpSpecializedCooperative` with a persistent "
+         "tile scheduler: a producer warpgroup issues the copies, the consumer warpgroups multiply and store, "
+         "stages handed back through empty barriers, `setmaxnreg` moving registers to the consumers, one group "
+         "per SM walking the tiles in L2-friendly bands.",
+         ChoiceCodec(SCHEDULES)),
+    Knob("tile", "tile", "tile", "m (64..256, multiple of 64), n (64..256, multiple of 64), k (128 bytes)",
+         "tile=m128n256k64",
+         "The thread group's tile of C and K block, as CUTLASS's `TileShape` (`schedule=tma`): one consumer "
+         "warpgroup per 64 rows of M. Empty (the default): m128n256, k the 128 bytes of a swizzled row "
+         "(64 f16). " + _TILE_DIMS, TileCodec()),
+    Knob("stages", "stages", "int", ">= 1", "stages=4",
+         "Shared-memory stages of the `schedule=tma` main loop (CUTLASS's `PipelineStages`): the tensor "
+         "copies run this many K blocks ahead of the MMAs. Default 4.", IntCodec(1)),
+    Knob("cluster", "cluster", "tile", "m1n1 (larger clusters are not generated yet)", "cluster=m1n1",
+         "Thread-block cluster shape (CUTLASS's `ClusterShape`, `schedule=tma`). Empty (the default): one "
+         "group per cluster.", TileCodec()),
     *(Knob(f"{t}_layout", t, "layout", "a layout tag, or compute.user", f"{t}={example}",
            f"The {what} layout oneDNN's line names (its compute layout, then `.user` when that differs). It "
            f"must agree with `[problem] {t}` when that is set; with `{t} = \"any\"` kdd uses its own choice "

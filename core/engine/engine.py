@@ -249,6 +249,15 @@ class Engine:
 
         if exact:
             return full
+        from kdd.core.builder.hopper import TMA_SCHEDULES, tma_tile
+
+        if full.config.schedule in TMA_SCHEDULES:      # its tile, its K loop: no tiling knob shapes it
+
+            bm, bn, bk = tma_tile(full.problem, full.config)
+            blocks = {"m": Block(bm, bm), "n": Block(bn, bn), "k": Block(full.problem.shape.k, bk)}
+            reduction = reduce_problem(full.problem, blocks)
+            return Resolved(replace(full.problem, shape=reduction.shape), full.config, full.target,
+                            reduction) if reduction.reduced else full
         tiling = derive_tiling(full.problem, full.config)
         blocks = {d.name: Block(d.block, d.iter * d.tg) for d in tiling.dims}
         reduction = reduce_problem(full.problem, blocks)

@@ -35,6 +35,7 @@ from .asyncs import MAX_QUEUE, Events, Plan, bounds
 from .eltwise import eltwise_f32
 from .emitter import Emitter, ptx_type, reg_class
 from .expressions import ExprLowering
+from .hopper import SWIZZLE_ALIGN, HopperLowering
 from .lanes import LANES, ROW, Slot, slots
 from .matrix import lane_addresses, matrix_rows
 from .memory import Deferred, MemoryLowering, Redo, readers_of
@@ -53,7 +54,7 @@ def _staged_store(item) -> bool:
         and item.func.space == "slm"
 
 
-class PtxLowering(LaneWords, ExprLowering, MemoryLowering):
+class PtxLowering(LaneWords, ExprLowering, MemoryLowering, HopperLowering):
     def __init__(self, kernel, body, no_defer: frozenset = frozenset(), plan: Plan | None = None,
                  swizzles: dict[str, int] | None = None):
         self.kernel, self.body = kernel, body
@@ -106,6 +107,7 @@ class PtxLowering(LaneWords, ExprLowering, MemoryLowering):
             self.bind(name, Value(r, s32))
         self.smem = em.new("r")
         em.op(f"mov.u32 {self.smem}, kdd_smem")
+        self.hopper_entry()
         for a in self.kernel.args:
             p, g = em.new("rd"), em.new("rd")
             em.op(f"ld.param.u64 {p}, [p_{a.var.name}]")
@@ -221,6 +223,8 @@ class PtxLowering(LaneWords, ExprLowering, MemoryLowering):
             stack.append(close)
         elif s.kind is MemKind.SLM:
             align = LINE if name in self.swizzle else 16     # a swizzled buffer's lines are bank lines
+            if name in self.tma_slm:                         # the 128-byte swizzle's period
+                align = SWIZZLE_ALIGN
             base = -(-self.slm_bytes // align) * align
             self.slm_sizes[name] = s.size
             self.slm[name] = base
@@ -316,6 +320,8 @@ class PtxLowering(LaneWords, ExprLowering, MemoryLowering):
     # -- functions ----------------------------------------------------------------------------
     def _call(self, call: FuncCall) -> None:
         f = call.func
+        if self.hopper_call(call):
+            return
         if isinstance(f, Send):
             self._send(call)
         elif isinstance(f, Mma):
