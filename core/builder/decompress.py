@@ -37,7 +37,7 @@ from kdd.core.problem.decompression import SCALES, ZERO_POINTS, Decompression
 from .errors import BuildError
 from .kernel import KernelArg
 from .loads import MessageRules, contiguous_role, inner_last, transfer
-from .names import Names
+from kdd.core.ir.names import Names
 from .origin import Origin
 from .tile import MatrixDim, RegTensor, TileAccess, row_major
 
