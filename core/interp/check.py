@@ -39,7 +39,11 @@ data in ``tf32`` on Xe-HPC's ``dpas``) gets at least that format's tolerance,
 4e-3 for tf32 (f16's 10-bit mantissa): its inputs fill the f32 mantissa, so the
 check sees the dropped bits. A decompression that rounds more than the product of each weight and its
 scale (:func:`kernel_caveat`: the ``decompress`` modes of seed 002) widens the tolerance by what it
-loses, and the result names why (``tol_reason``, :data:`CAVEATS`).
+loses, and the result names why (``tol_reason``, :data:`CAVEATS`). A float output's tolerance is for an
+accumulation; a post-op chain that magnifies its rounding (``exp`` of large values, ``exp`` of ``exp``, a
+sum that cancels) scales it by the chain's amplification measured on the inputs
+(:func:`~.reference.post_op_amplification`), and ``tol_reason`` says so. A reference value past the output
+type's range is that type's infinity, matched exactly.
 """
 from __future__ import annotations
 
@@ -58,7 +62,7 @@ from kdd.core.problem.reduced import MAX_CHECK_MACS, check_macs
 from .errors import InterpError
 from .grid import Launch
 from .program import run_ir
-from .reference import reference
+from .reference import post_op_amplification, reference
 from .values import from_storage, round_float, storage_dtype, to_storage
 
 _FLOAT_TOL = {Scalar.F64: 1e-12, Scalar.F32: 1e-5, Scalar.F16: 4e-3, Scalar.BF16: 3e-2}
@@ -374,19 +378,25 @@ def verdict(kernel, problem, inputs: dict, outputs: dict, written: dict, tol: fl
     computed it already). ``start`` is the ``perf_counter`` the check's time counts from."""
     refs = refs if refs is not None else reference(problem, inputs)
     math, caveat = kernel_math(kernel), kernel_caveat(kernel)
+    amplified = tol is None and any(arg.dtype.is_float for arg in kernel.outputs)
+    amplification = post_op_amplification(problem, inputs) if amplified else 1.0
     results = []
     for arg in kernel.outputs:
         dims = tuple(size for _, size in arg.dims)
         out = unpack(outputs[arg.name], arg.dtype, arg.layout, dims)
         written_bytes = written.get(arg.name, np.zeros(arg.layout.size_bytes(), dtype=bool))
         done = written_elements(written_bytes, arg.dtype, arg.layout, dims)
-        limit = tol if tol is not None else default_tol(problem, arg.dtype, math, caveat)
+        limit = tol if tol is not None else default_tol(problem, arg.dtype, math, caveat) * (
+            amplification if arg.dtype.is_float else 1.0)
         results.append(compare(arg.name, out, refs[arg.name], done, limit))
     worst = max(results, key=lambda r: r.badness)
+    reasons = [CAVEATS[caveat][1]] if caveat and tol is None else []
+    if amplification > 1.0:
+        reasons.append(f"the post-ops magnify the accumulator's rounding {amplification:.3g} times on these inputs "
+                       "(measured on the float64 reference), and the tolerance with it")
     return CheckResult(all(r.ok for r in results), worst.rel_err, worst.tol, worst.first_bad,
                        problem.shape.canonical(), (time.perf_counter() - start) * 1e3, worst.name,
-                       sum(r.unwritten for r in results), run_ms,
-                       CAVEATS[caveat][1] if caveat and tol is None else None)
+                       sum(r.unwritten for r in results), run_ms, "; ".join(reasons) or None)
 
 
 def run_check(problem, config, target, *, seed: int = 0, tol: float | None = None,

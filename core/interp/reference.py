@@ -27,6 +27,7 @@ that rounding to the type gives (an ``exp`` of 91 is inf in f32 and bf16).
 """
 from __future__ import annotations
 
+import math
 from typing import Mapping
 
 import numpy as np
@@ -124,20 +125,53 @@ def round_to_type(x: np.ndarray, t: Type) -> np.ndarray:
     return np.clip(np.rint(x), lo, hi)
 
 
+# The relative perturbation of the accumulator by which :func:`post_op_amplification` measures the chain.
+_PERTURBATION = 2.0 ** -20
+
+
+def _accumulator(problem: Problem, inputs: Mapping[str, np.ndarray]) -> np.ndarray:
+    if problem.op == "gemm":
+        return gemm(inputs["src"], decompressed_weights(problem, inputs))
+    return conv_fwd(inputs["src"], inputs["wei"], problem.shape)
+
+
+def post_op_amplification(problem: Problem, inputs: Mapping[str, np.ndarray]) -> float:
+    """How many times the post-op chain magnifies a relative error of the accumulator, as measured on these
+    inputs: the float64 outputs' relative change (in norm, over the elements inside the destination type's
+    range) when every accumulator element moves by 2^-20 of itself (random signs, fixed seed), divided by
+    2^-20. An ``exp`` of values
+    near 20 magnifies about 20 times, ``exp`` of ``exp`` far more, a ``sum`` that cancels likewise; the
+    check's float tolerance is for an accumulation and scales by this where it exceeds 1 (a kernel that
+    computes the chain in f32 correctly cannot do better). 1.0 for a problem without post-ops or that is
+    no forward pass."""
+    if not problem.post_ops or problem.prop != "fwd":
+        return 1.0
+    acc = _accumulator(problem, inputs)
+    signs = np.random.default_rng(0x5EED).choice((-1.0, 1.0), size=acc.shape)
+    channel = -1 if problem.op == "gemm" else 1
+    with np.errstate(all="ignore"):
+        out = round_to_type(apply_post_ops(acc, problem.post_ops, inputs, channel), problem.types.dst)
+        moved = round_to_type(apply_post_ops(acc * (1.0 + _PERTURBATION * signs), problem.post_ops, inputs, channel),
+                              problem.types.dst)
+        finite = np.isfinite(out) & np.isfinite(moved)     # past the type's range both are inf, compared exactly
+        norm = float(np.linalg.norm(out[finite]))
+        change = float(np.linalg.norm((moved - out)[finite]))
+    if norm == 0.0 or not math.isfinite(change / norm):
+        return 1.0
+    return max(1.0, change / norm / _PERTURBATION)
+
+
 def reference(problem: Problem, inputs: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
     """The logical float64 outputs of ``problem`` for ``inputs`` (see the module docstring)."""
     types = problem.types
     # An integer destination rounds to whole numbers, so a float64 value on the other side of a .5
     # boundary than the kernel's would move an element by one: round each post-op step as the kernel does.
     precision = types.post_op if types.dst.is_int and problem.post_ops else None
-    if problem.op == "gemm":
-        dst = apply_post_ops(gemm(inputs["src"], decompressed_weights(problem, inputs)), problem.post_ops, inputs,
-                             -1, precision)
+    if problem.op == "gemm" or problem.prop == "fwd":
+        dst = apply_post_ops(_accumulator(problem, inputs), problem.post_ops, inputs, -1 if problem.op == "gemm" else 1,
+                             precision)
         return {"dst": round_to_type(dst, types.dst)}
     shape = problem.shape
-    if problem.prop == "fwd":
-        dst = apply_post_ops(conv_fwd(inputs["src"], inputs["wei"], shape), problem.post_ops, inputs, 1, precision)
-        return {"dst": round_to_type(dst, types.dst)}
     if problem.prop == "bwd_d":
         return {"src": round_to_type(conv_bwd_d(inputs["dst"], inputs["wei"], shape), types.src)}
     out = {"wei": round_to_type(conv_bwd_w(inputs["src"], inputs["dst"], shape), types.wei)}
