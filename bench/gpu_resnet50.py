@@ -54,7 +54,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 BUNDLE = ROOT / "bench" / "results" / "gpu_bundle"
-RESNET = ROOT.parent / "shared" / "data" / "benchdnn" / "conv" / "shapes_resnet_50"
+RESNET = Path(os.environ.get("KDD_BENCHDNN_DIR") or ROOT.parent / "shared" / "data" / "benchdnn") / "conv" / "shapes_resnet_50"
 GEMMS = ("m4096n4096k4096", "m8192n8192k8192")
 
 

@@ -1,20 +1,26 @@
-"""The steady-state main loop per reduction iteration, for every example and every ResNet-50 1x1/3x3 layer.
+"""The steady-state main loop per reduction iteration, in the final IR and in the assembly.
 
-For each ``examples/*.kernel.toml`` (its real problem shape, its own config)
-and each 1x1 and 3x3 layer of ``../shared/data/benchdnn/conv/shapes_resnet_50``
-(fwd, f16, xehpg, the default config), the engine builds and runs the passes
-and the table shows the ``loop`` object of ``kdd compile FILE --emit stats
---json`` (the code generator is not run): multiply instructions per reduction iteration (``dpas``, ``mma``, or
-``mad``/``dp4a``), sends and the fewest sends their bytes need at the
-target's largest block message (and the ratio), integer, float and move
-operations and their sum against the multiplies, operand reorders; and the
-registers: the IR register model of the final IR (on Xe the allocator's walk; a compile reports the
-allocation beside it), the floor that can refuse a config before the build (C, A and B tiles), the budget.
+For each ``examples/*.kernel.toml`` (its real problem shape, its own config),
+each 1x1 and 3x3 layer of ``../shared/data/benchdnn/conv/shapes_resnet_50``
+(fwd, f16, xehpg, the default config) and, with ``--onednn``, oneDNN's shipped
+conv lookup-table lines taken as written (``tests/data/onednn/conv_lookup_table.txt``,
+the lines ``kdd sweep onednn:FILE`` runs, one concrete type each), the table
+shows ``kdd compile FILE --emit stats --json``: its ``loop`` (source ``IR``,
+the final IR) and its ``asm_loop`` (source ``assembly``, the code generator's
+listing) side by side. Per reduction iteration: multiply instructions
+(``dpas``, ``mma``, or ``mad``/``dp4a``), sends and the fewest sends their
+bytes need at the target's largest block message (and the ratio), integer,
+float and move instructions and their sum against the multiplies; and the
+registers: the allocator's (or the IR register model's) figure, the floor that
+can refuse a config before the build (C, A and B tiles), the budget. The
+oneDNN rows end with the median and worst assembly ALU per multiply of each
+target x prop.
 
-Prints the table and writes the rows as JSON (default
+Prints the tables and writes the rows as JSON (default
 ``bench/results/loop_stats.json``).
 
     .venv/bin/python bench/loop_stats.py [--batch PATH] [--json PATH]
+        [--onednn xehpg:fwd,xehpc:bwd_d,...] [--types f16] [--every N] [--no-examples] [--no-layers]
 """
 from __future__ import annotations
 
@@ -22,17 +28,17 @@ import argparse
 import json
 import platform
 from pathlib import Path
+from statistics import median
 
 from kdd.core.engine import Engine, Source
-from kdd.core.engine.artifacts import stats_artifact
-from kdd.core.engine.failure import StageFailed
 from kdd.core.problem.batch_file import read_batch_file
+from kdd.core.problem.lookup_entry import read_lookup_table
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLES = ROOT / "examples"
 RESNET = ROOT.parent / "shared" / "data" / "benchdnn" / "conv" / "shapes_resnet_50"
+LOOKUP = ROOT / "tests" / "data" / "onednn" / "conv_lookup_table.txt"
 LAYER_DOC = '[problem]\nop = "conv"\nprop = "fwd"\nshape = "{shape}"\ntypes = "f16"\n\n[target]\nhw = "xehpg"\n'
-COLUMNS = ("dpas", "sends", "min_sends", "send_bytes", "int_ops", "float_ops", "moves", "operand_reorders")
 
 
 def example_sources() -> list[tuple[str, Source]]:
@@ -53,60 +59,121 @@ def layer_sources(batch: Path) -> list[tuple[str, Source]]:
     return out
 
 
+def onednn_sources(table: Path, groups: list[tuple[str, str]], types: set[str],
+                   every: int) -> dict[tuple[str, str], list[tuple[str, Source]]]:
+    """oneDNN's lookup-table lines of each (target, prop) as written, one document per concrete type
+    in ``types`` (all of them when empty); every ``every``-th line of a group (1: all)."""
+    entries = read_lookup_table(table.read_text())
+    out = {}
+    for target, prop in groups:
+        picked = [e for e in entries if e.target == target and e.prop == prop][::every]
+        out[(target, prop)] = [(f"{e.fma} {v.label} mb{e.mb} {e.desc}", Source(e.document(v), f"{table}:{target}"))
+                               for e in picked for v in e.variants() if not types or v.label in types]
+    return out
+
+
 def row(engine: Engine, name: str, source: Source) -> dict:
-    """The ``stats`` object of a compile, without the code generator's figures (the engine's stages:
-    parse, resolve, build, passes; then the same artifact ``kdd compile --emit stats`` returns)."""
-    try:
-        parsed = engine.parse(source)
-        r = engine.resolve(parsed)
-        kernel = engine.kernel(r, parsed.sources())
-        stats = stats_artifact(r, kernel, engine.trace(kernel))
-    except StageFailed as exc:
-        return {"name": name, "ok": False, "error": exc.failure.message}
+    """``kdd compile --emit stats --json``'s loop figures: the final IR's and the assembly's."""
+    out = engine.compile(source, emit="stats")
+    if not out["ok"] and "stats" not in out:
+        return {"name": name, "ok": False, "error": out.get("error", "")}
+    stats = out["stats"]
     regs = stats["registers"]
-    return {"name": name, "ok": True, "config": r.config.line(), "target": r.target.name, "loop": stats["loop"],
-            "registers": {"floor": sum(regs["floor"].values()), "ir": regs["ir"], "budget": regs["budget"]}}
+    failure = None if out["ok"] else out.get("error", "")
+    return {"name": name, "ok": True, "config": out["config"], "target": out["target"], "loop": stats["loop"],
+            "asm_loop": stats["asm_loop"], "codegen_error": failure,
+            "registers": {"floor": sum(regs["floor"].values()), "estimate": regs["estimate"],
+                          "source": regs["source"], "budget": regs["budget"]}}
+
+
+def _alu_per_fma(loop: dict) -> float:
+    return loop.get("alu_per_dpas", (loop["int_ops"] + loop["float_ops"] + loop["moves"]) / loop["dpas"])
+
+
+def _figures(loop: dict | None) -> str:
+    if loop is None:
+        return f"{'-':>6}{'-':>7}{'-':>5}{'-':>6}{'-':>9}{'-':>6}{'-':>8}{'-':>8}"
+    return (f"{loop['dpas']:>6g}{loop['sends']:>7g}{loop['min_sends']:>5}{loop['sends'] / loop['min_sends']:>6.1f}"
+            f"{loop['int_ops']:>9g}{loop['float_ops']:>6g}{loop['moves']:>8g}{_alu_per_fma(loop):>8.2f}")
 
 
 def table(rows: list[dict]) -> str:
-    head = (f"{'kernel':<22}{'fma':>6}{'mul':>7}{'sends':>8}{'min':>5}{'x':>6}{'bytes':>8}{'int':>8}"
-            f"{'float':>7}{'moves':>7}{'alu/mul':>8}{'reord':>6}   regs IR/floor/budget")
-    lines = [head]
+    cols = f"{'mul':>6}{'sends':>7}{'min':>5}{'x':>6}{'int':>9}{'float':>6}{'moves':>8}{'alu/mul':>8}"
+    width = max([22] + [len(r["name"]) + 2 for r in rows])
+    lines = [f"{'':<{width}}{'':>6} | {'final IR':<{len(cols)}} | {'assembly':<{len(cols)}} |",
+             f"{'kernel':<{width}}{'fma':>6} | {cols} | {cols} | regs/floor/budget"]
     for r in rows:
         if not r["ok"]:
-            lines.append(f"{r['name']:<22}  failed: {r['error'][:90]}")
+            lines.append(f"{r['name']:<{width}}  failed: {r['error'][:100]}")
             continue
         loop, regs = r["loop"], r["registers"]
-        reg_text = f"{regs['ir']}/{regs['floor']}/{regs['budget']}"
+        reg_text = f"{regs['estimate']}/{regs['floor']}/{regs['budget']}"
         if loop is None:
-            lines.append(f"{r['name']:<22}{'(no main loop)':>40}   {reg_text}")
+            lines.append(f"{r['name']:<{width}}{'(no main loop)':>40}   {reg_text}")
             continue
-        alu = loop["int_ops"] + loop["float_ops"] + loop["moves"]
-        lines.append(
-            f"{r['name']:<22}{loop['fma']:>6}{loop['dpas']:>7g}{loop['sends']:>8g}{loop['min_sends']:>5}"
-            f"{loop['sends'] / loop['min_sends']:>6.1f}{loop['send_bytes']:>8.0f}{loop['int_ops']:>8g}"
-            f"{loop['float_ops']:>7g}{loop['moves']:>7g}{alu / loop['dpas']:>8.1f}{loop['operand_reorders']:>6g}"
-            f"   {reg_text}")
+        note = f"  codegen: {r['codegen_error'][:60]}" if r["codegen_error"] else ""
+        lines.append(f"{r['name']:<{width}}{loop['fma']:>6} | {_figures(loop)} | {_figures(r['asm_loop'])} | "
+                     f"{reg_text}{note}")
     return "\n".join(lines)
+
+
+def summary(rows: list[dict]) -> dict:
+    """Median and worst assembly ALU per multiply and sends per fewest sends over the dpas rows."""
+    asm = [r["asm_loop"] for r in rows if r["ok"] and r["asm_loop"] and r["loop"]["fma"] == "dpas"]
+    if not asm:
+        return {"rows": len(rows), "dpas_rows": 0}
+    alu = [a["alu_per_dpas"] for a in asm]
+    sends = [a["sends"] / a["min_sends"] for a in asm if a["min_sends"]]
+    return {"rows": len(rows), "dpas_rows": len(asm), "failed": sum(not r["ok"] for r in rows),
+            "alu_per_dpas": {"median": round(median(alu), 2), "max": max(alu)},
+            "sends_over_min": {"median": round(median(sends), 2), "max": round(max(sends), 2)}}
+
+
+def _groups(text: str) -> list[tuple[str, str]]:
+    out = []
+    for item in text.split(","):
+        target, _, prop = item.strip().partition(":")
+        out.append((target, prop or "fwd"))
+    return out
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--batch", type=Path, default=RESNET, help="benchdnn conv batch file (its 1x1 and 3x3 layers)")
     parser.add_argument("--json", type=Path, default=ROOT / "bench" / "results" / "loop_stats.json")
+    parser.add_argument("--onednn", default="", help="target:prop groups of oneDNN's lookup-table lines "
+                                                     "(xehpg:fwd,xehpc:bwd_w)")
+    parser.add_argument("--table", type=Path, default=LOOKUP, help="oneDNN's conv lookup table")
+    parser.add_argument("--types", default="", help="concrete type labels of the lines (f16,bf16); all if empty")
+    parser.add_argument("--every", type=int, default=1, help="every N-th line of each group")
+    parser.add_argument("--no-examples", action="store_true")
+    parser.add_argument("--no-layers", action="store_true")
     args = parser.parse_args()
     engine = Engine()
-    examples = [row(engine, name, src) for name, src in example_sources()]
-    layers = [row(engine, name, src) for name, src in layer_sources(args.batch)]
-    print("Main loop per reduction iteration (per SIMD thread); x = sends / min; alu/mul = (int + float + moves) "
-          "/ multiplies")
-    print("\nexamples (their real shapes and configs)")
-    print(table(examples))
-    print(f"\n{args.batch.name}: 1x1 and 3x3 layers, fwd f16 xehpg, default config")
-    print(table(layers))
+    result: dict = {"machine": platform.node()}
+    print("Main loop per reduction iteration (per SIMD thread), final IR and assembly; x = sends / min; "
+          "alu/mul = (int + float + moves) / multiplies")
+    if not args.no_examples:
+        result["examples"] = [row(engine, name, src) for name, src in example_sources()]
+        print("\nexamples (their real shapes and configs)")
+        print(table(result["examples"]))
+    if not args.no_layers:
+        result["layers"] = [row(engine, name, src) for name, src in layer_sources(args.batch)]
+        print(f"\n{args.batch.name}: 1x1 and 3x3 layers, fwd f16 xehpg, default config")
+        print(table(result["layers"]))
+    if args.onednn:
+        types = {t for t in args.types.split(",") if t}
+        result["onednn"] = {}
+        for (target, prop), sources in onednn_sources(args.table, _groups(args.onednn), types, args.every).items():
+            rows = [row(engine, name, src) for name, src in sources]
+            summ = summary(rows)
+            result["onednn"][f"{target}:{prop}"] = {"every": args.every, "rows": rows, "summary": summ}
+            print(f"\noneDNN {args.table.name}: {target} {prop}, lines as written (every {args.every}), "
+                  f"types {','.join(sorted(types)) or 'all'}")
+            print(table(rows))
+            print(f"summary: {json.dumps(summ)}")
     args.json.parent.mkdir(parents=True, exist_ok=True)
-    args.json.write_text(json.dumps({"machine": platform.node(), "examples": examples, "layers": layers},
-                                    indent=1) + "\n")
+    args.json.write_text(json.dumps(result, indent=1) + "\n")
     print(f"\nwrote {args.json}")
 
 

@@ -1,4 +1,4 @@
-"""The external tools kdd runs (``iga64``, ``ptxas``, ``nvdisasm``): where they are, and what cache keys say of them.
+"""The external tools kdd runs (``iga64``, ``iga64-xe2``, ``ptxas``, ``nvdisasm``): where they are, and what cache keys say of them.
 
 A cached listing or verdict is only true for the tools that made it, so every
 key of a result a tool shaped includes the tools' *stamps*: path, size and
@@ -16,12 +16,13 @@ import site
 import sys
 from functools import lru_cache
 
-TOOLS = ("iga64", "ptxas", "nvdisasm")
+TOOLS = ("iga64", "iga64-xe2", "ptxas", "nvdisasm")
 
 
 @lru_cache(maxsize=None)
 def find_tool(name: str) -> str | None:
-    """Path of ``name`` from the nvidia wheels of this interpreter's environment, or on PATH."""
+    """Path of ``name`` from the nvidia wheels of this interpreter's environment, its ``bin`` folder (where
+    ``tools/setup.sh`` writes ``iga64-xe2``), or on PATH."""
     roots = list(site.getsitepackages()) + [site.getusersitepackages()]
     roots.append(os.path.join(sys.prefix, "lib", f"python{sys.version_info[0]}.{sys.version_info[1]}",
                               "site-packages"))
@@ -29,6 +30,9 @@ def find_tool(name: str) -> str | None:
         for path in sorted(glob.glob(os.path.join(root, "nvidia", "*", "bin", name))):
             if os.access(path, os.X_OK):
                 return path
+    own = os.path.join(sys.prefix, "bin", name)
+    if os.access(own, os.X_OK):
+        return own
     return shutil.which(name)
 
 

@@ -50,8 +50,9 @@ FMAS = {"xehpg": ("mad", "dp4a", "dpas"), "xehpc": ("mad", "dp4a", "dpas"), "sm_
 MAX_THREADS = {"xehpg": 256, "xehpc": 256, "sm_90": 64}
 
 
-def _code_check(kernel, target) -> tuple[dict | None, str | None, object]:
-    """The check of the generated code, or (None, why it is not checkable), and the listing."""
+def _code_check(kernel, target, seed: int) -> tuple[dict | None, str | None, object]:
+    """The check of the generated code on the inputs of ``seed`` (the interpreter's), or (None, why it is
+    not checkable), and the listing."""
     from kdd.core.codegen import CodegenUnsupported, OutOfRegisters, generate_asm
     from kdd.core.passes.kernel_pipeline import run_pipeline
 
@@ -62,7 +63,7 @@ def _code_check(kernel, target) -> tuple[dict | None, str | None, object]:
             from kdd.core.ptxsim import check_ptx
 
             listing = generate_ptx(kernel, final, target, check=False)
-            return check_ptx(kernel, {"asm": listing.asm, "launch": listing.launch}), None, listing
+            return check_ptx(kernel, {"asm": listing.asm, "launch": listing.launch}, seed=seed), None, listing
         if shutil.which(target.assembler[0]) is None:
             return None, "no-assembler", None
         listing = generate_asm(kernel, final, target, check=False)    # the check assembles it once
@@ -72,7 +73,7 @@ def _code_check(kernel, target) -> tuple[dict | None, str | None, object]:
         return None, "out-of-registers", None
     from kdd.core.xesim.check import check_assembly
 
-    out = check_assembly(kernel, listing.to_dict(), target.assembler)
+    out = check_assembly(kernel, listing.to_dict(), target.assembler, seed=seed)
     out["rejected"] = "the assembler failed" in out.get("error", "")      # what generate_asm raises as
     return out, None, listing                                            # AssemblerRejected
 
@@ -141,7 +142,7 @@ def run_case(problem, config, target_name: str, seed: int = 0) -> dict | None:
                     seconds=round(time.perf_counter() - start, 3))
         return case
     middle = time.perf_counter()
-    code, why, listing = _code_check(kernel, target)
+    code, why, listing = _code_check(kernel, target, seed)
     case["interp_s"], case["code_s"] = round(middle - start, 3), round(time.perf_counter() - middle, 3)
     case["interp"] = {"ok": ir.ok, "rel_err": ir.rel_err, "tol": ir.tol}
     if why == "out-of-registers":

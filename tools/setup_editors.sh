@@ -37,17 +37,7 @@ fi
 # Neovim 0.10 from Debian trixie, unpacked (not installed) into a cache shared by every clone.
 NVIM_ROOT=${KDD_NVIM_ROOT:-${XDG_CACHE_HOME:-$HOME/.cache}/kdd/nvim-0.10}
 if [ ! -x "$NVIM_ROOT/usr/bin/nvim" ]; then
-  work=$(mktemp -d)
-  mkdir -p "$work/lists/partial" "$NVIM_ROOT/debs"
-  awk 'BEGIN{RS="";ORS="\n\n"} NR==1' /etc/apt/sources.list.d/debian.sources \
-    | sed 's/^Suites:.*/Suites: trixie/' > "$work/trixie.sources"
-  O="-o Dir::Etc::SourceList=$work/trixie.sources -o Dir::Etc::SourceParts=/nonexistent -o Dir::State::Lists=$work/lists"
-  # shellcheck disable=SC2086
-  apt-get $O update -q >/dev/null
-  # shellcheck disable=SC2086
-  (cd "$NVIM_ROOT/debs" && apt-get $O download neovim neovim-runtime libluajit-5.1-2 libluajit-5.1-common \
-     libmsgpack-c2 libtree-sitter0.22 libunibilium4 libuv1t64 libvterm0 lua-lpeg lua-luv libc6 libgcc-s1 \
-     >/dev/null 2>&1)
-  for f in "$NVIM_ROOT"/debs/*.deb; do dpkg -x "$f" "$NVIM_ROOT"; done
-  rm -rf "$work"
+  . tools/debian_unpack.sh
+  unpack_debs trixie "$NVIM_ROOT" neovim neovim-runtime libluajit-5.1-2 libluajit-5.1-common libmsgpack-c2 \
+    libtree-sitter0.22 libunibilium4 libuv1t64 libvterm0 lua-lpeg lua-luv libc6 libgcc-s1
 fi

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from math import inf, prod
 
 from kdd.core.config.budget import estimate_budget
+from kdd.core.config.decompress import Decompress
 from kdd.core.config.defaults import resolve_config
 from kdd.core.config.kernel_config import KernelConfig
 from kdd.core.config.operands import operands
@@ -37,10 +38,12 @@ from kdd.core.targets import Target, get_target
 
 from . import arith
 from .bias_grad import BiasGradient
+from .decompress import Decompressor
 from .elementwise import fill
 from .epilogue import Epilogue, EpilogueContext, PostOpArg
 from .errors import BuildError
 from .fma import make_fma
+from .hopper import TMA_SCHEDULES
 from .k_slices import ORIGIN as K_SLICES_ORIGIN
 from .k_slices import k_slices
 from .kernel import Kernel, KernelArg
@@ -52,7 +55,7 @@ from .loop_nest import GROUP_IDS, THREAD_IDS, LoopNest, build_loop_nest
 from .loops import nest
 from kdd.core.ir.names import Names
 from .origin import Origin
-from .slm import SlmStage, read_tile, slm_barrier, stage, subtile_chunks
+from .slm import SLM_BLOCK_GRAIN, SlmStage, read_tile, slm_barrier, stage, subtile_chunks
 from .split_k import ORIGIN as ORIGIN_SPLIT_K
 from .split_k import SplitFinish, needs_finish
 from .tile import MatrixDim, RegTensor, TileAccess
@@ -71,6 +74,9 @@ def build_kernel(problem, config: KernelConfig | None, target: Target | str) -> 
     config = config or KernelConfig()
     if not config.is_complete:
         config = resolve_config(problem, target, config)
+    if config.schedule in TMA_SCHEDULES:
+        from .hopper import build_tma_gemm      # noqa: PLC0415 - its schedule's module, when asked for
+        return build_tma_gemm(problem, config, target)
     return _Builder(problem, config, target).build()
 
 
@@ -155,7 +161,12 @@ class _Builder:
             "B": subtile_chunks(fma.b_layout(bt, kp, np_), b_reg.layout, 2, sub_b)}
         stages = self._stages(operand, fma_ready)
         a_load = self._loader(operand["A"], stages.get("A"), a_reg, 1, ms if sub_a > 1 else 0)
-        b_load = self._loader(operand["B"], stages.get("B"), b_reg, 2, ns if sub_b > 1 else 0)
+        self.decompressor = self._decompressor(operand["B"], b_reg, kp, sub_b, stages)
+        if self.decompressor is not None:
+            raw_load = self._loader(operand["B"], None, self.decompressor.raw, 2, 0)
+            b_load = lambda s: self.decompressor.statements(raw_load(s))  # noqa: E731
+        else:
+            b_load = self._loader(operand["B"], stages.get("B"), b_reg, 2, ns if sub_b > 1 else 0)
         biases = [op for op in p.post_ops if isinstance(op, Bias)] if p.prop == "bwd_w" else []
         c_post_ops = () if biases else p.post_ops  # bwd_w's bias is an output of the reduction, not a post-op
         finish = SplitFinish(t, self.nest.thread_linear, names, cfg.simd, self.rules) \
@@ -306,7 +317,9 @@ class _Builder:
                               tuple(base))
 
         origin = Origin(f"loads.{which}", "iter")
-        if staged is not None and staged.tile_offset is not None:  # subtile s: the tile's s-th chunk
+        # subtile s: the tile's s-th chunk, read with block messages; a chunk that is no whole number of
+        # dwords (a u8 subtile of 2 bytes) would read past it, so it takes the general path below
+        if staged is not None and staged.tile_offset is not None and reg.bytes % SLM_BLOCK_GRAIN == 0:
             return lambda s: read_tile(staged, reg, self.rules, names, origin, arith.mul(s, reg.bytes))
         probe = source(arith.const(0))
         # 2D block messages land the rows where reg's layout holds them: taken where they are fewer
@@ -336,6 +349,24 @@ class _Builder:
                                  origin=Origin(f"reorder.{which}", "fma"))
             return seq(transfer(SendOp.LOAD, source(s), staging, self.rules, names, origin), move)
         return load
+
+    def _decompressor(self, b: _Operand, b_reg: RegTensor, k_tile: int, sub_b: int, stages: dict
+                      ) -> Decompressor | None:
+        """The weight decompression of B (``[problem] scales``), its buffers allocated; None without it."""
+        d = self.problem.decompression
+        if d is None:
+            return None
+        if self.per_lane:
+            raise BuildError(f"weight decompression is generated for Xe targets (registers of whole rows, the "
+                             f"dpas operand's layout), not {self.target.name}'s per-lane fragments", knob="decompress")
+        if "B" in stages or sub_b > 1:
+            raise BuildError("decompressed weights are loaded from global memory into whole B tiles: no SLM "
+                             "staging of B (slm .a) and no B subtiles", knob="slm" if "B" in stages else "subtiles")
+        choice = self.config.decompress or Decompress("cvt")
+        dec = Decompressor(d, choice, b_reg, self._access(b, self.nest.thread_start), k_tile, self.types["wei"],
+                           self.rules, self.names)
+        self.allocs += [(reg, Origin("decompress", "decompress")) for reg in dec.buffers]
+        return dec
 
     def _reduction(self, body: Stmt) -> Stmt:
         """The reduction loops (``loop`` knob) around ``body``, K tile origins bound inside."""
@@ -392,6 +423,8 @@ class _Builder:
                                  role, zero_init=name == c_tensor and atomic))
         for a in post_args:
             out.append(KernelArg(a.name, var(a.name, u64), a.dtype, a.layout, a.dims, "input"))
+        if self.decompressor is not None:
+            out += [arg for arg, _ in self.decompressor.args]
         return tuple(out)
 
 

@@ -312,7 +312,7 @@ class MmaKind(FmaKind):
 def make_fma(fma: str, target, simd: int, a: Type, b: Type, acc: Type, m: int, over_batch: bool = False) -> FmaKind:
     """The instruction kind for config knob ``fma`` on ``target`` (``m``: rows of the thread tile;
     ``over_batch``: a ``mad`` puts its lanes along the batch dims, see ``mad_over_batch``)."""
-    if fma == "mad" and over_batch:
+    if fma in ("mad", "fma") and over_batch:
         return MadBatchKind(a, b, acc, simd)
     if fma in ("mad", "fma"):
         return MadKind(a, b, acc, simd)
@@ -332,6 +332,9 @@ def make_fma(fma: str, target, simd: int, a: Type, b: Type, acc: Type, m: int, o
             raise _fma_error(f"fma={fma} on {target.name} needs simd={shapes[0].simd}, config has simd={simd}")
         shape = shapes[0]  # its m is the largest repeat count; a smaller tile takes the next power of two
         rcount = shape.m if m >= shape.m else 1 << (max(m, 1) - 1).bit_length()
+        # dpas reads each A piece (rcount rows of depth dwords) from a register boundary: a piece smaller
+        # than a register (one row on Xe-HPC's 64-byte GRFs) takes padding rows until it fills one
+        rcount = min(shape.m, max(rcount, target.registers.reg_bytes // (4 * shape.depth)))
         return DpasKind(a, b, acc, simd, rcount, shape.depth)
     if fma == "mma":
         if not target.shapes(fma="mma"):

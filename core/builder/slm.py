@@ -469,12 +469,16 @@ def _coarse_offset(layout: Layout, dim: int, run: int, index) -> Expr:
     return offset_expr(Layout(layout.dtype, tuple(dims), tuple(blocks), layout.offset), coarse)
 
 
+SLM_BLOCK_GRAIN = 4  # bytes: the smallest block every message kind moves (one dword)
+
+
 def read_tile(stage_: SlmStage, reg: RegTensor, rules: MessageRules, names: Names, origin: Origin,
               start: Expr | None = None) -> Stmt:
     """The thread's tile of an FMA-ready stage, read into ``reg`` with the largest block messages;
     ``start``: the byte offset of ``reg``'s part in the tile (a subtile, see :func:`subtile_chunks`)."""
     nbytes, size = reg.bytes, reg.dtype.size
-    step = 4  # a power of two of dwords: a block size every message kind has
+    assert nbytes % SLM_BLOCK_GRAIN == 0, "read_tile reads whole dwords"
+    step = SLM_BLOCK_GRAIN  # a power of two of dwords: a block size every message kind has
     while step * 2 <= rules.max_block_bytes and nbytes % (step * 2) == 0:
         step *= 2
     j = names.fresh(f"{reg.buf.name}_blk")

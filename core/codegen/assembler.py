@@ -9,11 +9,18 @@ with the reason) instead of raising.
 from __future__ import annotations
 
 import os
-import shutil
 import subprocess
 import tempfile
 from dataclasses import dataclass, field
 from functools import lru_cache
+
+from kdd.core.toolchain import find_tool
+
+
+INSTALL_HINT = {
+    "iga64": "on Debian: apt-get install libigc-tools; tools/setup.sh does it",
+    "iga64-xe2": "Debian sid's libigc2-tools unpacked into .venv/bin/iga64-xe2 by tools/setup.sh",
+}
 
 
 @dataclass(frozen=True)
@@ -36,7 +43,7 @@ class AssemblerReport:
 @lru_cache(maxsize=None)
 def tool_version(tool: str) -> str | None:
     """The tool's version line (``iga64`` prints it when run without arguments), or None."""
-    path = shutil.which(tool)
+    path = find_tool(tool)
     if path is None:
         return None
     try:
@@ -58,10 +65,9 @@ def assemble(text: str, command: tuple[str, ...], platform_flag: str, round_trip
     """Assemble ``text`` with ``command`` (the target's assembler command line; the input and
     ``-o`` output are appended). ``platform_flag`` (``-p=12p71``) is reused to disassemble."""
     tool = command[0]
-    path = shutil.which(tool)
+    path = find_tool(tool)
     if path is None:
-        return AssemblerReport(tool, None, False, [f"{tool} is not installed (on Debian: apt-get install "
-                                                   f"libigc-tools; tools/setup.sh does it)"])
+        return AssemblerReport(tool, None, False, [f"{tool} is not installed ({INSTALL_HINT.get(tool, '')})"])
     version = tool_version(tool)
     with tempfile.TemporaryDirectory(prefix="kdd-asm-") as tmp:
         src, binary = os.path.join(tmp, "kernel.asm"), os.path.join(tmp, "kernel.bin")

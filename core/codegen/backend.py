@@ -39,8 +39,9 @@ class Backend:
         # A kernel built without a config (tests' hand-written kernels) has no budget.
         return estimate_registers(body, self.register_model(kernel), getattr(kernel.config, "regs", None)).regs
 
-    def generate(self, kernel, body, check: bool = True):
-        """The listing of ``body`` (the final IR of ``kernel``); ``check`` runs the target's assembler on it."""
+    def generate(self, kernel, body, check: bool = True, disassemble: bool = True):
+        """The listing of ``body`` (the final IR of ``kernel``); ``check`` runs the target's assembler on it;
+        ``disassemble=False`` leaves out what only a disassembly gives (sm_90's live registers per line)."""
         raise CodegenUnsupported(f"kdd has no assembly generator for {self.target.name}")
 
 
@@ -57,7 +58,7 @@ class XeBackend(Backend):
             return RegisterEstimate(peak * model.reg_bytes, peak)
         return walk
 
-    def generate(self, kernel, body, check: bool = True):
+    def generate(self, kernel, body, check: bool = True, disassemble: bool = True):
         from .xe import assembled
 
         return assembled(kernel, body, self.target, check)
@@ -76,10 +77,10 @@ class PtxBackend(Backend):
             return interval_sweep(ir, model, frozenset(kept_out))
         return walk
 
-    def generate(self, kernel, body, check: bool = True):
+    def generate(self, kernel, body, check: bool = True, disassemble: bool = True):
         from .ptx import generate_ptx
 
-        return generate_ptx(kernel, body, self.target, check)
+        return generate_ptx(kernel, body, self.target, check, disassemble)
 
 
 def backend_for(target: Target | str) -> Backend:

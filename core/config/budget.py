@@ -17,6 +17,9 @@ Registers, for a thread tile ``m x n`` of C and ``k`` per iteration:
 - ``headers`` (Xe): one GRF per message header, one per load/store stream
   with ``P=r``; ``addresses`` (sm_90): a 64-bit address per global stream, a
   32-bit one per shared-memory stream;
+- ``decompress``: weight decompression (seed 002's ``i8data`` and scale/zp lines): the B tile as
+  stored, ``k*n*wei/unit``, the scale and zero-point rows, ``n*type/unit`` each, and their spread over a
+  K pack of B's layout, ``2*n*b/unit`` each (``kdd.core.builder.decompress``);
 - ``temps``: the block of C converted to the destination type before a store
   when it differs from the accumulator type;
 - ``reserved``: the target's fixed reserve (kernel arguments, IDs, ...).
@@ -35,7 +38,6 @@ and ptxas (sm_90) give the measured numbers.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from fractions import Fraction
 from math import ceil, prod
 
 from kdd.core.targets import Target
@@ -46,7 +48,7 @@ from .operands import operands
 from .tiling import Tiling, derive_tiling
 
 Term = tuple[str, int]
-FLOOR = ("c", "a", "b")  # the budget lines every build of the config holds in registers at once
+FLOOR = ("c", "a", "b", "decompress")  # the budget lines every build of the config holds in registers at once
 
 
 @dataclass(frozen=True)
@@ -66,16 +68,29 @@ class BudgetLine:
 def _quotient(label: str, title: str, nums: list[Term | int], dens: list[int]) -> BudgetLine:
     """``ceil(prod(nums) / prod(dens))`` with its formula, exact division shown without ceil."""
     terms = [(str(t), t) if isinstance(t, int) else t for t in nums]
-    value = Fraction(prod(v for _, v in terms), prod(dens))
+    num, den = prod(v for _, v in terms), prod(dens)
     expr = "*".join(text for text, _ in terms) + "".join(f"/{d}" for d in dens)
-    amount = ceil(value)
-    return BudgetLine(label, title, amount, f"{expr} = {amount}" if value == amount else f"ceil({expr}) = {amount}")
+    amount = -(-num // den)  # exact integers
+    return BudgetLine(label, title, amount, f"{expr} = {amount}" if num % den == 0 else f"ceil({expr}) = {amount}")
 
 
 def _sum(label: str, title: str, parts: list[tuple[str, int]], note: str = "") -> BudgetLine:
     total = sum(v for _, v in parts)
     expr = " + ".join(f"{name} {v}" for name, v in parts) if parts else "0"
     return BudgetLine(label, title, total, f"{expr}{note} = {total}")
+
+
+def _decompression(d, choice, ops, k: int, n: int, unit: int) -> BudgetLine:
+    """The decompression's buffers beside B, each whole registers as the builder allocates them."""
+    pairs = ceil(2 * n * ops.b.size / unit)
+    parts = [(f"raw {k}*{n}*{ops.b_memory.size}/{unit}", ceil(k * n * ops.b_memory.size / unit))]
+    for name, t in (("scale", d.scale), ("zp", d.zero_point)):
+        if t is not None:
+            parts += [(f"{name} row {n}*{t.size}/{unit}", ceil(n * t.size / unit)),
+                      (f"{name} pairs 2*{n}*{ops.b.size}/{unit}", pairs)]
+    if choice is not None and choice.mode == "denorm_sub" and d.zero_point is not None:
+        parts.append((f"512 pairs 2*{n}*{ops.b.size}/{unit}", pairs))
+    return _sum("decompress", "decompression buffers", parts)
 
 
 def _addressing(streams: list[tuple[str, int, bool]], target: Target, reuse_headers: bool) -> BudgetLine:
@@ -201,6 +216,8 @@ def estimate_budget(problem, config: KernelConfig, target: Target) -> Budget:
             streams.append((f"prefetch {name}", per_thread_copy[name], False))
     regs.append(_addressing(streams, target, config.pipeline.reuse_headers))
 
+    if ops.decompressed:
+        regs.append(_decompression(problem.decompression, config.decompress, ops, k, n, unit))
     if ops.c != ops.acc:
         block = min(m * n * sc, target.max_message_bytes)
         regs.append(_quotient("temps", "temporaries", [(f"min({m}*{n}*{sc},{target.max_message_bytes})", block)],

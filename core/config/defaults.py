@@ -49,7 +49,7 @@ user knobs. The rules, in order:
 6. **loop**: the whole reduction inside one group (no split K; K blocks of
    ``iter x tg`` when the user's ``tg`` slices K).
 7. **slm**: A is buffered when several threads share it (X > 1), B when
-   Y > 1; 3 buffers when the loop runs 3+ iterations, else 1; 0 when nothing
+   Y > 1 (never decompressed weights: each thread converts its own bytes in registers); 3 buffers when the loop runs 3+ iterations, else 1; 0 when nothing
    is shared; reduced until it fits the group's SLM. No prefetch. **pipeline**
    unrolls when buffers rotate (``bufs > 1``) and reuses headers otherwise.
    No unroll, no subtiles.
@@ -66,6 +66,7 @@ from kdd.core.targets import FmaShape, Target
 
 from .budget import estimate_budget
 from .buildable import buildable
+from .decompress import Decompress
 from .kernel_config import KernelConfig
 from .operands import Operands, operands
 from .tiles import Tile
@@ -76,6 +77,8 @@ MAX_THREAD_TILE = 128
 # The knobs kdd reads from oneDNN's lines without a choice of its own: their defaults (rule 8).
 ONEDNN_ONLY = KernelConfig(global_reduction=True, walk_order=WalkOrder(), pad_slm=False, bwd_d_optimize="none",
                            src_layout="any", wei_layout="any", dst_layout="any", bia_layout="any")
+# The schedule knobs' defaults: oneDNN's generator, and what schedule=tma takes when they are unset.
+SCHEDULE = KernelConfig(schedule="classic", tile=Tile(), stages=4, cluster=Tile())
 K_BYTES = (16, 64)
 # FMA instructions per reduction iteration worth a larger register mode (rule 3).
 MIN_FMAS_PER_ITER = 8
@@ -282,7 +285,9 @@ class _Plan:
         unroll = slm.bufs > 1 or cfg.prefetch.enabled
         pipeline = user.pipeline if user.pipeline is not None else Pipeline(unroll, not unroll)
         vec = user.vec if user.vec is not None else self.simd  # oneDNN's default vector: one SIMD
-        return replace(user.over(ONEDNN_ONLY), slm=slm, pipeline=pipeline, vec=vec, **{
+        decompress = user.decompress if user.decompress is not None or self.problem.decompression is None \
+            else Decompress("cvt")  # the exact-most of seed 002's decompressions
+        return replace(user.over(ONEDNN_ONLY.over(SCHEDULE)), slm=slm, pipeline=pipeline, vec=vec, decompress=decompress, **{
             k: getattr(cfg, k) for k in ("fma", "simd", "regs", "loop", "tg", "iter", "unroll", "prefetch",
                                          "subtiles")})
 
@@ -316,7 +321,7 @@ class _Plan:
         """Rule 7."""
         t = derive_tiling(self.problem, cfg)
         x, y, _ = t.tg_grid
-        share_a, share_b = x > 1, y > 1
+        share_a, share_b = x > 1, y > 1 and not self.ops.decompressed  # decompressed B: bytes from global
         if not (share_a or share_b):
             return Buffering(0)
         bufs = MAX_BUFS if t.k_iters >= 3 else 1

@@ -12,6 +12,7 @@ from typing import Any
 
 from .knobs import KNOB_BY_KEY, KNOBS
 from .tiles import Tile
+from .decompress import Decompress
 from .values import Buffering, Pipeline, Subtiles, WalkOrder
 
 
@@ -35,10 +36,15 @@ class KernelConfig:
     walk_order: WalkOrder | None = None
     pad_slm: bool | None = None
     bwd_d_optimize: str | None = None
+    schedule: str | None = None
+    tile: Tile | None = None
+    stages: int | None = None
+    cluster: Tile | None = None
     src_layout: str | None = None
     wei_layout: str | None = None
     dst_layout: str | None = None
     bia_layout: str | None = None
+    decompress: Decompress | None = None
 
     def set_keys(self) -> tuple[str, ...]:
         """Names of the fields that are set, in ``KNOBS`` order."""
@@ -46,11 +52,11 @@ class KernelConfig:
 
     @property
     def is_complete(self) -> bool:
-        return len(self.set_keys()) == len(KNOBS)
+        return all(getattr(self, k.key) is not None for k in KNOBS if not k.optional)
 
     def require_complete(self, who: str) -> None:
         """Raise ``ValueError`` naming the unset fields unless the config is complete."""
-        missing = [k.key for k in KNOBS if getattr(self, k.key) is None]
+        missing = [k.key for k in KNOBS if getattr(self, k.key) is None and not k.optional]
         if missing:
             raise ValueError(f"{who} needs a complete config (resolve it first); unset: {', '.join(missing)}")
 

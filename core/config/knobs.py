@@ -11,11 +11,12 @@ import re
 from abc import ABC, abstractmethod
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from difflib import get_close_matches
 from typing import Any
 
 from kdd.core.targets import FMA_KINDS
 
+from .decompress import MODES as DECOMPRESS_MODES
+from .decompress import Decompress
 from .errors import ConfigError
 from .tiles import EMPTY, Tile
 from .values import MAX_BUFS, Buffering, Pipeline, Subtiles, WalkOrder, toml_int
@@ -23,6 +24,8 @@ from .values import MAX_BUFS, Buffering, Pipeline, Subtiles, WalkOrder, toml_int
 
 def did_you_mean(word: str, known: Iterable[str]) -> str:
     """``"; did you mean 'x'?"`` for the closest known word, or ``""``."""
+    from difflib import get_close_matches  # only for a misspelt word: difflib costs start-up time
+
     close = get_close_matches(word, list(known), n=1, cutoff=0.5)
     return f"; did you mean '{close[0]}'?" if close else ""
 
@@ -163,6 +166,11 @@ class WalkOrderCodec(Codec):
         return WalkOrder.parse(text)
 
 
+class DecompressCodec(Codec):
+    def parse(self, text, dims=()):
+        return Decompress.parse(text)
+
+
 class LayoutCodec(Codec):
     """A oneDNN layout tag as its config line prints it: ``axb``, ``aBx16b``, or ``compute.user``."""
 
@@ -183,6 +191,8 @@ class Knob:
     ``kind``: ``choice``, ``int``, ``tile``, ``buffering``, ``flags``, ``subtiles``, ``bool``, ``walk`` or
     ``layout``.
     ``allowed``: the values the knob takes in words (targets narrow them further).
+    ``optional``: a complete config may leave it unset (it applies to some problems only, and the
+    builder's default stands when it is unset), so it never shows in a config line unless written.
     """
 
     key: str
@@ -192,6 +202,7 @@ class Knob:
     example: str
     doc: str
     codec: Codec
+    optional: bool = False
 
     @property
     def line_keys(self) -> tuple[str, ...]:
@@ -199,6 +210,7 @@ class Knob:
         return tuple(dict.fromkeys((self.onednn, self.key)))
 
 
+SCHEDULES = ("classic", "tma", "tma_ws_cooperative")
 BWD_D_OPTIMIZE = ("none", "skip_out_of_bound_w", "skip_strided_dh", "skip_strided_dhw")
 _TILE_DIMS = ("Dimension names come from the problem: conv `g mb ic oc id ih iw od oh ow kd kh kw`, "
               "GEMM `m n k b0 b1..`.")
@@ -273,12 +285,44 @@ KNOBS: tuple[Knob, ...] = (
          "oneDNN's skip conditions for backward-by-data taps that fall outside the output or between strides. "
          "Read and printed; kdd's bwd_d kernels mask those taps instead of skipping them, so any value but "
          "`none` (the default) is a warning.", ChoiceCodec(BWD_D_OPTIMIZE)),
+    Knob("schedule", "schedule", "choice", " | ".join(SCHEDULES), "schedule=tma",
+         "How the kernel is organised, named after CUTLASS 3's kernel schedules. `classic` (the default): "
+         "oneDNN's generator, every knob above (on sm_90 `mma.sync` with `cp.async` staging). `tma` (sm_90, "
+         "GEMM): CUTLASS's `KernelTma`: A and B tiles copied by the tensor memory accelerator "
+         "(`cp.async.bulk.tensor`, 128-byte swizzle) into `stages` shared-memory stages that complete on "
+         "transaction barriers (`mbarrier` with expect-tx), multiplied by warpgroup MMAs (`wgmma`, sm_90a) "
+         "from shared memory; `tile`, `stages` and `cluster` shape it and the tiling knobs above are unused. "
+         "`tma_ws_cooperative` (sm_90, GEMM): CUTLASS's `KernelTmaWarpSpecializedCooperative` with a persistent "
+         "tile scheduler: a producer warpgroup issues the copies, the consumer warpgroups multiply and store, "
+         "stages handed back through empty barriers, `setmaxnreg` moving registers to the consumers, one group "
+         "per SM walking the tiles in L2-friendly bands.",
+         ChoiceCodec(SCHEDULES)),
+    Knob("tile", "tile", "tile", "m (64..256, multiple of 64), n (64..256, multiple of 64), k (128 bytes)",
+         "tile=m128n256k64",
+         "The thread group's tile of C and K block, as CUTLASS's `TileShape` (`schedule=tma`): one consumer "
+         "warpgroup per 64 rows of M. Empty (the default): m128n256, k the 128 bytes of a swizzled row "
+         "(64 f16). " + _TILE_DIMS, TileCodec()),
+    Knob("stages", "stages", "int", ">= 1", "stages=4",
+         "Shared-memory stages of the `schedule=tma` main loop (CUTLASS's `PipelineStages`): the tensor "
+         "copies run this many K blocks ahead of the MMAs. Default 4.", IntCodec(1)),
+    Knob("cluster", "cluster", "tile", "m1n1 (larger clusters are not generated yet)", "cluster=m1n1",
+         "Thread-block cluster shape (CUTLASS's `ClusterShape`, `schedule=tma`). Empty (the default): one "
+         "group per cluster.", TileCodec()),
     *(Knob(f"{t}_layout", t, "layout", "a layout tag, or compute.user", f"{t}={example}",
            f"The {what} layout oneDNN's line names (its compute layout, then `.user` when that differs). It "
            f"must agree with `[problem] {t}` when that is set; with `{t} = \"any\"` kdd uses its own choice "
            f"and warns. Default `any`.", LayoutCodec())
       for t, what, example in (("src", "source", "axb"), ("wei", "weights", "axcb"), ("dst", "destination", "axb"),
                                ("bia", "bias", "a"))),
+    Knob("decompress", "decompress", "choice", " | ".join(DECOMPRESS_MODES) + ", optional .16 / .32 lanes",
+         "decompress=mad.32",
+         "How a GEMM with weight decompression (`[problem] scales`) turns its integer weights into the FMA's "
+         "operand in registers (seed 002's steps): `cvt` converts, subtracts the zero point and multiplies "
+         "by the scale; `mad` does both in one `mad` with `zp x scale` precomputed in the math type (less "
+         "accurate); `denorm` converts u8 through the f16 denormal (`x 32768`) and `mad`s with `scale x 512` "
+         "(fewest instructions; the scaled scale loses range); `denorm_sub` converts the same way and keeps "
+         "zero point and scale apart. `.lanes`: weights per decompression instruction (default: `simd`). "
+         "Default `cvt`; other problems ignore it.", DecompressCodec(), optional=True),
 )
 
 KNOB_BY_KEY: dict[str, Knob] = {k.key: k for k in KNOBS}

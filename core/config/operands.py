@@ -8,7 +8,9 @@ bwd_d  dst   wei   src
 bwd_w  src   dst   wei
 =====  ====  ====  ====
 
-GEMM problems are forward: A, B, C are src, wei, dst.
+GEMM problems are forward: A, B, C are src, wei, dst. A GEMM with weight decompression multiplies B in
+its ``fpmath`` type (the integer weights are converted in registers), so ``b`` is that type and
+``b_memory`` the weights' own.
 """
 from __future__ import annotations
 
@@ -28,10 +30,19 @@ class Operands:
     b: Type
     c: Type
     acc: Type
+    b_memory: Type | None = None
+
+    @property
+    def decompressed(self) -> bool:
+        """Whether B is held in memory in another type than the FMA multiplies (weight decompression)."""
+        return self.b_memory is not None and self.b_memory != self.b
 
 
 def operands(problem) -> Operands:
     """A/B/C of ``problem`` (a :class:`kdd.core.problem.Problem`)."""
     tensors = ROLE_TENSORS[problem.prop]
     a, b, c = (getattr(problem.types, t) for t in tensors)
+    d = getattr(problem, "decompression", None)
+    if d is not None:
+        return Operands(tensors, a, d.math, c, problem.types.acc, b)
     return Operands(tensors, a, b, c, problem.types.acc)

@@ -156,12 +156,12 @@ def derive_tiling(problem, config: KernelConfig) -> Tiling:
 
 
 def mad_over_batch(fma: str, simd: int, tiling: Tiling) -> bool:
-    """Whether a ``mad`` thread tile puts its SIMD lanes along the batch dims, not along N.
+    """Whether a ``mad`` (sm_90: ``fma``) thread tile puts its SIMD lanes along the batch dims, not along N.
 
     oneDNN's depthwise form (``i=g16kw3ow8``): each group is its own GEMM
     with N = 1, so the lanes take ``simd`` groups and ``mad`` multiplies a
     vector of A by a vector of B, lane by lane. It applies where N per thread
     is not whole SIMD chunks and the batch per thread is.
     """
-    return fma == "mad" and tiling.n_thread % simd != 0 and tiling.b_thread % simd == 0
+    return fma in ("mad", "fma") and tiling.n_thread % simd != 0 and tiling.b_thread % simd == 0
 

@@ -128,6 +128,29 @@ def stats_artifact(r, kernel, trace, ir: int | None = None) -> dict:
                         "final": kernel_metrics(trace.final, model, iterations).to_dict()}}
 
 
+def asm_loop_figures(main_loop: dict | None, ir_loop: dict | None) -> dict | None:
+    """The assembly's main loop per reduction iteration, in the IR loop figures' terms
+    (:mod:`kdd.core.passes.loop_stats`; the listing's ``mix.main_loop``, :mod:`kdd.core.codegen.xe.stats`) so the two stand side by side: ``dpas`` multiply instructions,
+    ``sends``, ``int_ops`` and ``float_ops`` (instructions of those pipes other than multiplies and
+    moves), ``moves`` (``mov``), ``alu_per_dpas`` ((int + float + moves) / multiplies) and
+    ``min_sends`` (the IR's fewest messages for the same bytes). A trip covers the reduction iterations
+    its multiplies stand for: the listing's multiplies per trip over the IR's per iteration. None without
+    a main loop in either."""
+    if not main_loop or not ir_loop or not main_loop.get("fma") or not ir_loop["dpas"]:
+        return None
+    per_trip = main_loop["fma"] / ir_loop["dpas"]
+
+    def scaled(x: float) -> float:
+        return round(x / per_trip, 2)
+
+    alu = main_loop["int_ops"] + main_loop["float_ops"] + main_loop["moves"]
+    return {"source": "assembly", "var": main_loop["var"], "trips": main_loop["trips"],
+            "iterations_per_trip": round(per_trip, 2), "dpas": scaled(main_loop["fma"]),
+            "sends": scaled(main_loop["per_iteration"]["send"]), "min_sends": ir_loop["min_sends"],
+            **{k: scaled(main_loop[k]) for k in ("int_ops", "float_ops", "moves")},
+            "alu_per_dpas": round(alu / main_loop["fma"], 2)}
+
+
 ALLOCATOR = {"xe": "allocator", "ptx": "ptxas"}  # who allocates the registers of each ISA's code
 
 

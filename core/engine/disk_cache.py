@@ -27,7 +27,6 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-import msgpack
 
 FORMAT = 2
 DEFAULT_MAX_BYTES = 512 * 2**20
@@ -119,6 +118,8 @@ class DiskCache:
     @staticmethod
     def _verified(key: str, data: bytes) -> tuple[Any] | None:
         """``(value,)`` when ``data`` is an entry of this format for ``key`` whose digest matches."""
+        import msgpack  # here, not at start-up: a compile without the cache never reads an entry
+
         try:
             entry = msgpack.unpackb(data, raw=False, strict_map_key=False)
         except Exception:  # noqa: BLE001 - any undecodable entry is simply not an entry
@@ -137,6 +138,8 @@ class DiskCache:
         """Store ``value`` atomically; a cache that cannot be written is silently skipped."""
         if self.unusable:
             return
+        import msgpack
+
         path = self._path(key)
         try:
             packed = msgpack.packb(value, use_bin_type=True)

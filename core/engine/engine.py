@@ -49,7 +49,7 @@ from kdd.core.toolchain import find_tool, stamps
 
 from . import artifacts
 from .disk_cache import DiskCache
-from .emit import needs_trace, parse_emit
+from .emit import SHOWS_SASS, needs_trace, parse_emit
 from .failure import Failure, StageFailed
 from .fit import fitted_config
 from .interpreter_check import InterpreterCheck
@@ -249,6 +249,15 @@ class Engine:
 
         if exact:
             return full
+        from kdd.core.builder.hopper import TMA_SCHEDULES, tma_tile
+
+        if full.config.schedule in TMA_SCHEDULES:      # its tile, its K loop: no tiling knob shapes it
+
+            bm, bn, bk = tma_tile(full.problem, full.config)
+            blocks = {"m": Block(bm, bm), "n": Block(bn, bn), "k": Block(full.problem.shape.k, bk)}
+            reduction = reduce_problem(full.problem, blocks)
+            return Resolved(replace(full.problem, shape=reduction.shape), full.config, full.target,
+                            reduction) if reduction.reduced else full
         tiling = derive_tiling(full.problem, full.config)
         blocks = {d.name: Block(d.block, d.iter * d.tg) for d in tiling.dims}
         reduction = reduce_problem(full.problem, blocks)
@@ -270,7 +279,7 @@ class Engine:
     def _allocated(self, problem, target, config) -> int | None:
         """The registers the code generator allocates for the kernel built from ``config`` (None when it
         does not build or runs out of registers)."""
-        summary = self._codegen_summary(Resolved(problem, config, target), {})
+        summary = self._codegen_summary(Resolved(problem, config, target), {}, disassemble=False)
         return summary["allocated"] if summary["ok"] else None
 
     def kernel(self, r: Resolved, sources: dict[str, Range] | None = None):
@@ -316,16 +325,24 @@ class Engine:
                   trusted: Callable[[Any], bool] = lambda hit: isinstance(hit, dict)) -> Any:
         """A plain-data result: from memory, else from disk when ``trusted(hit)``, else computed (and
         stored in both)."""
+        hit = self._stored(kind, key, trusted)
+        if hit is None:
+            hit = compute()
+            if self.disk is not None:
+                self.disk.put(f"{kind}-{key}", hit)
+            self._artifacts.put((kind, key), hit)
+        return hit
+
+    def _stored(self, kind: str, key: str,
+                trusted: Callable[[Any], bool] = lambda hit: isinstance(hit, dict)) -> Any:
+        """A plain-data result already at hand: from memory, else from disk when ``trusted(hit)``; else None."""
         hit = self._artifacts.get((kind, key))
         if hit is None and self.disk is not None:
             hit = self.disk.get(f"{kind}-{key}")
             if hit is not None and not trusted(hit):
                 hit = None
-        if hit is None:
-            hit = compute()
-            if self.disk is not None:
-                self.disk.put(f"{kind}-{key}", hit)
-        self._artifacts.put((kind, key), hit)
+        if hit is not None:
+            self._artifacts.put((kind, key), hit)
         return hit
 
     # ---- results (plain data) --------------------------------------------
@@ -353,14 +370,17 @@ class Engine:
                                         lambda: artifacts.trace_artifact(self.trace(kernel())))
                 out.update(artifacts.pass_items(items, traced))
             # Every compile generates the code (memoized): a kernel the code generator cannot lower is an
-            # error whatever is emitted, reported once, at its knob.
-            codegen = self._codegen_summary(r, sources)
+            # error whatever is emitted, reported once, at its knob. sm_90's live registers per SASS
+            # instruction (nvdisasm, the slowest tool) only where an item shows them.
+            codegen = self._codegen_summary(r, sources, disassemble=not SHOWS_SASS.isdisjoint(items))
             if "stats" in items:
                 ir = codegen.pop("ir", None)  # the listing's IR model figure: the stats need not walk again
                 stats = self._artifact("stats", r.key("stats"),
                                        lambda: artifacts.stats_artifact(r, kernel(), self.trace(kernel()), ir))
                 registers = artifacts.reported_registers(stats["registers"], codegen, r.target)
-                out["stats"] = {**stats, "codegen": codegen, "registers": registers}
+                main_loop = codegen.get("mix", {}).get("main_loop") if r.target.isa == "xe" else None
+                out["stats"] = {**stats, "codegen": codegen, "registers": registers,
+                                "asm_loop": artifacts.asm_loop_figures(main_loop, stats["loop"])}
                 where = sources.get("iter") or parsed.anchor("config")
                 out["diagnostics"] += artifacts.register_diagnostics(registers, codegen, where)
             if codegen.get("spill"):
@@ -546,20 +566,22 @@ class Engine:
             simulated.update(verdict=NOT_CHECKABLE, code="simulator-gap", reason=simulated["error"])
         return simulated
 
-    def assembly(self, r: Resolved, sources: dict[str, Range], tools: bool = True) -> dict:
+    def assembly(self, r: Resolved, sources: dict[str, Range], tools: bool = True, disassemble: bool = True) -> dict:
         """Stage ``codegen``: the target's assembly of the final IR with register pressure per line and the
         assembler's report (``Listing.to_dict()`` plus ``listing``, its text form), each line's IR node
         joined to the config range of its knob. Out of registers is a failure on the responsible knob.
         Without ``tools`` sm_90's PTX is not run through ptxas and nvdisasm (the PTX simulator reads the
         text: the check need not wait for them); Xe code is always assembled (the simulator runs the
-        binary)."""
+        binary). Without ``disassemble`` sm_90's PTX is run through ptxas but not nvdisasm (no live
+        registers, no SASS) unless the disassembled listing is already at hand."""
         from kdd.core.codegen import CodegenError, CodegenUnsupported, OutOfRegisters, generate_asm
 
-        def lower() -> dict:
+        def lower(disassembled: bool) -> dict:
             kernel = self.kernel(r, sources)
             trace = self.trace(kernel)
             try:
-                listing = self._timed("codegen", lambda: generate_asm(kernel, trace.final, r.target, check))
+                listing = self._timed("codegen", lambda: generate_asm(kernel, trace.final, r.target, check,
+                                                                       disassembled))
             except CodegenUnsupported as exc:
                 return {"failure": Failure("codegen", f"{r.target.name} code generation: {exc}", "no-codegen",
                                            exc.knob).to_dict()}
@@ -577,7 +599,12 @@ class Engine:
                                            internal=True).to_dict()}
             return {**listing.to_dict(), "listing": listing.render()}
         check = tools or r.target.isa != "ptx"
-        asm = self._artifact("asm", r.key("asm", check, stamps() if check else ()), lower)
+        key = r.key("asm", check, stamps() if check else ())
+        asm = None
+        if check and not disassemble and r.target.isa == "ptx":
+            asm = self._stored("asm", key) or self._artifact(
+                "asm", r.key("asm", "ptxas", stamps()), lambda: lower(False))
+        asm = asm or self._artifact("asm", key, lambda: lower(True))
         if "failure" in asm:
             f = asm["failure"]
             raise StageFailed(Failure(f["stage"], f["message"], f["code"], f.get("knob"),
@@ -588,8 +615,11 @@ class Engine:
         """``kdd check --device`` / ``kdd bench``: the compiled sm_90 kernel run on a CUDA GPU (CuPy).
 
         The check runs the ``[check]`` problem against the float64 reference (the
-        ``kdd check --json`` object plus ``device``); ``bench`` times the problem itself with CUDA events
-        and gives TFLOP/s and the fraction of the device's peak from target data."""
+        ``kdd check --json`` object plus ``device``); ``bench`` first checks the problem itself, at its
+        full shape, three launches on the same buffers with inputs that round (a kernel that leaves state
+        for the next launch, split K's scratch say, is caught), and times only a correct kernel: GPU time
+        per launch, TFLOP/s and the fraction of the device's peak from target data, with the check's
+        figures under ``check``. A wrong kernel is the check's object (verdict ``wrong``), untimed."""
         parsed = None
         try:
             from kdd.core.codegen.ptx import generate_ptx
@@ -611,8 +641,14 @@ class Engine:
                 if not bench:
                     out = check_on_device(listing, kernel, r.problem, seed=spec.check_seed, tol=spec.check_tol)
                     return {**out, "stage": FINAL, "artifact": DEVICE_ARTIFACT, "verdict": verdict_of(out)}
+                checked = check_on_device(listing, kernel, r.problem, seed=spec.check_seed, tol=spec.check_tol,
+                                          rounding=True, launches=3)
+                if not checked["ok"]:
+                    return {**checked, "stage": FINAL, "artifact": DEVICE_ARTIFACT, "verdict": verdict_of(checked),
+                            "timed": False}
                 flops = float(r.problem.flops())
                 timed = time_on_device(listing, kernel, runs=runs, flops=flops)
+                timed["check"] = {k: checked[k] for k in ("ok", "rel_err", "tol", "launches", "inputs")}
             except DeviceUnavailable as exc:
                 if bench:
                     raise StageFailed(Failure("check", f"no CUDA device to run on: {exc}", "no-device")) from None
@@ -623,13 +659,14 @@ class Engine:
         except StageFailed as exc:
             return failed(source.path, exc.failure, parsed)
 
-    def _codegen_summary(self, r: Resolved, sources: dict[str, Range]) -> dict:
+    def _codegen_summary(self, r: Resolved, sources: dict[str, Range], disassemble: bool = True) -> dict:
         """The code generator's figures without its listing: the registers it allocated (kdd's allocator
         on Xe, ptxas on sm_90), the peak and what is live there, the instruction mix, the roofline, and
         ``ir``, the IR register model's figure the listing shows; or ``ok: false`` with the failure (out
-        of registers, with its live buffers and repairs; an operation it cannot lower yet)."""
+        of registers, with its live buffers and repairs; an operation it cannot lower yet). Without
+        ``disassemble`` sm_90's peak and what is live there are not known (0; see :meth:`assembly`)."""
         try:
-            asm = self.assembly(r, sources)
+            asm = self.assembly(r, sources, disassemble=disassemble)
         except StageFailed as exc:
             return {"ok": False, "failure": exc.failure.to_dict(),
                     **({"out_of_registers": exc.details} if exc.details else {})}

@@ -40,6 +40,12 @@ class InterpreterCheck:
         from kdd.core.interp.check import CheckResult, check_kernel
 
         self.within_bound()
+        if getattr(kernel.config, "schedule", None) == "tma_ws_cooperative":
+            raise NotCheckable("lockstep", "the interpreter runs a group's threads in lockstep, and a warp-"
+                                           "specialized kernel's producer and consumers wait on each other from "
+                                           "different branches: check its code instead (kdd check without "
+                                           "--stage runs the PTX in kdd's PTX simulator, warps apart)",
+                               knob="schedule")
         try:
             return check_kernel(kernel, self.problem, seed=self.seed, tol=self.tol, max_macs=None).to_dict()
         except InterpError as exc:

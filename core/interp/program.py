@@ -26,6 +26,7 @@ from kdd.core.ir.visitor import free_vars
 
 from .errors import InterpError
 from .fma import compile_dp4a, compile_dpas, compile_mad, compile_mma
+from .hopper import HOPPER_COMPILERS
 from .grid import ID_NAMES, Grid, Launch
 from .memory import ElementBytes, GlobalMemory, Memory, Registers, SharedMemory
 from .operands import Operand, buffer_var, combine_masks, constant_or
@@ -42,6 +43,7 @@ _INTRINSICS = {
     Dp4a: compile_dp4a, Dpas: compile_dpas, Mma: compile_mma,
     Reorder: compile_reorder, Reduce: compile_reduce, Eltwise: compile_eltwise,
     Barrier: compile_sync, BarrierSignal: compile_sync, BarrierWait: compile_sync, Fence: compile_sync,
+    **HOPPER_COMPILERS,
 }
 _MEMORY = {MemKind.GRF: Registers, MemKind.SLM: SharedMemory}
 

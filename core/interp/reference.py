@@ -21,16 +21,20 @@ combines with a ``per_tensor``/``per_oc``/``common`` operand, ``sum`` adds
 rounded to nearest even and saturated to their type, after post-ops computed
 step by step in the kernel's post-op precision (f32, or f64 for an f64
 accumulator: a value near a .5 boundary must round as the kernel's does);
-float outputs stay float64 (the comparison's tolerance covers their rounding).
+float outputs stay float64 (the comparison's tolerance covers their rounding)
+except where the value is past the type's range: there it is the infinity
+that rounding to the type gives (an ``exp`` of 91 is inf in f32 and bf16).
 """
 from __future__ import annotations
 
+import math
 from typing import Mapping
 
 import numpy as np
 
 from kdd.core.ir.types import Type
 from kdd.core.problem import Problem
+from kdd.core.problem.decompression import SCALES, ZERO_POINTS
 from kdd.core.problem.post_ops import Bias, Binary, Eltwise, Scale, Sum, post_op_arg_name
 
 from .eltwise_math import apply_eltwise
@@ -46,6 +50,21 @@ _BINARY = {
 def gemm(src: np.ndarray, wei: np.ndarray) -> np.ndarray:
     """``dst[b.., m, n] = sum_k src[b.., m, k] * wei[b.., k, n]`` in float64."""
     return np.matmul(np.asarray(src, dtype=np.float64), np.asarray(wei, dtype=np.float64))
+
+
+def decompressed_weights(problem: Problem, inputs: Mapping[str, np.ndarray]) -> np.ndarray:
+    """The GEMM weights ``(wei - zp) * scale`` per group, exactly in float64 (:mod:`kdd.core.problem.decompression`;
+    the plain weights when the problem has no decompression)."""
+    wei = np.asarray(inputs["wei"], dtype=np.float64)
+    d = problem.decompression
+    if d is None:
+        return wei
+
+    def spread(x: np.ndarray) -> np.ndarray:  # [.., K / gk, N / gn] over every weight of its group
+        x = np.repeat(np.repeat(np.asarray(x, dtype=np.float64), d.group_k, axis=-2), d.group_n, axis=-1)
+        return x[..., :wei.shape[-2], :wei.shape[-1]]
+    zp = spread(inputs[ZERO_POINTS]) if d.zero_point is not None else 0.0
+    return (wei - zp) * spread(inputs[SCALES])
 
 
 def _channel_vector(x: np.ndarray, ndim: int, channel_axis: int) -> np.ndarray:
@@ -95,11 +114,51 @@ def apply_post_ops(acc: np.ndarray, post_ops, inputs: Mapping[str, np.ndarray], 
 
 
 def round_to_type(x: np.ndarray, t: Type) -> np.ndarray:
-    """Integer types: round to nearest even and saturate (as oneDNN stores); floats unchanged."""
+    """Integer types: round to nearest even and saturate (as oneDNN stores); floats unchanged but where
+    rounding to ``t`` overflows, to the infinity of that sign (the tolerance covers in-range rounding,
+    not a finite value the type cannot hold)."""
     if not t.is_int:
-        return x
+        with np.errstate(over="ignore"):
+            overflows = np.isinf(round_float(x, t)) & np.isfinite(x)
+        return np.where(overflows, np.copysign(np.inf, x), x) if overflows.any() else x
     lo, hi = t.scalar.int_range()
     return np.clip(np.rint(x), lo, hi)
+
+
+# The relative perturbation of the accumulator by which :func:`post_op_amplification` measures the chain.
+_PERTURBATION = 2.0 ** -20
+
+
+def _accumulator(problem: Problem, inputs: Mapping[str, np.ndarray]) -> np.ndarray:
+    if problem.op == "gemm":
+        return gemm(inputs["src"], decompressed_weights(problem, inputs))
+    return conv_fwd(inputs["src"], inputs["wei"], problem.shape)
+
+
+def post_op_amplification(problem: Problem, inputs: Mapping[str, np.ndarray]) -> float:
+    """How many times the post-op chain magnifies a relative error of the accumulator, as measured on these
+    inputs: the float64 outputs' relative change (in norm, over the elements inside the destination type's
+    range) when every accumulator element moves by 2^-20 of itself (random signs, fixed seed), divided by
+    2^-20. An ``exp`` of values
+    near 20 magnifies about 20 times, ``exp`` of ``exp`` far more, a ``sum`` that cancels likewise; the
+    check's float tolerance is for an accumulation and scales by this where it exceeds 1 (a kernel that
+    computes the chain in f32 correctly cannot do better). 1.0 for a problem without post-ops or that is
+    no forward pass."""
+    if not problem.post_ops or problem.prop != "fwd":
+        return 1.0
+    acc = _accumulator(problem, inputs)
+    signs = np.random.default_rng(0x5EED).choice((-1.0, 1.0), size=acc.shape)
+    channel = -1 if problem.op == "gemm" else 1
+    with np.errstate(all="ignore"):
+        out = round_to_type(apply_post_ops(acc, problem.post_ops, inputs, channel), problem.types.dst)
+        moved = round_to_type(apply_post_ops(acc * (1.0 + _PERTURBATION * signs), problem.post_ops, inputs, channel),
+                              problem.types.dst)
+        finite = np.isfinite(out) & np.isfinite(moved)     # past the type's range both are inf, compared exactly
+        norm = float(np.linalg.norm(out[finite]))
+        change = float(np.linalg.norm((moved - out)[finite]))
+    if norm == 0.0 or not math.isfinite(change / norm):
+        return 1.0
+    return max(1.0, change / norm / _PERTURBATION)
 
 
 def reference(problem: Problem, inputs: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
@@ -108,13 +167,11 @@ def reference(problem: Problem, inputs: Mapping[str, np.ndarray]) -> dict[str, n
     # An integer destination rounds to whole numbers, so a float64 value on the other side of a .5
     # boundary than the kernel's would move an element by one: round each post-op step as the kernel does.
     precision = types.post_op if types.dst.is_int and problem.post_ops else None
-    if problem.op == "gemm":
-        dst = apply_post_ops(gemm(inputs["src"], inputs["wei"]), problem.post_ops, inputs, -1, precision)
+    if problem.op == "gemm" or problem.prop == "fwd":
+        dst = apply_post_ops(_accumulator(problem, inputs), problem.post_ops, inputs, -1 if problem.op == "gemm" else 1,
+                             precision)
         return {"dst": round_to_type(dst, types.dst)}
     shape = problem.shape
-    if problem.prop == "fwd":
-        dst = apply_post_ops(conv_fwd(inputs["src"], inputs["wei"], shape), problem.post_ops, inputs, 1, precision)
-        return {"dst": round_to_type(dst, types.dst)}
     if problem.prop == "bwd_d":
         return {"src": round_to_type(conv_bwd_d(inputs["dst"], inputs["wei"], shape), types.src)}
     out = {"wei": round_to_type(conv_bwd_w(inputs["src"], inputs["dst"], shape), types.wei)}

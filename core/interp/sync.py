@@ -30,11 +30,13 @@ from .vexpr import MASK
 
 @dataclass
 class SyncState:
-    """Per-run synchronization state: the live SLM buffers and, per group, a pending signal."""
+    """Per-run synchronization state: the live SLM buffers, per group a pending signal, and the
+    transaction barriers by ``(buffer, group, byte)``."""
 
     groups: int
     live_slm: list = field(default_factory=list)
     signaled: np.ndarray = None
+    mbarriers: dict = field(default_factory=dict)   # transaction barriers (.hopper)
 
     def __post_init__(self):
         self.signaled = np.zeros(self.groups, dtype=bool)

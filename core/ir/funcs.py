@@ -319,3 +319,141 @@ class Eltwise(Func):
     def __str__(self) -> str:
         dtype = "" if self.dtype == f32 else f".{self.dtype}"
         return f"eltwise.{self.alg}{dtype}[{self.elems}, alpha={self.alpha:g}, beta={self.beta:g}]"
+
+
+# -- Hopper: asynchronous tensor copies, transaction barriers, warpgroup MMAs (sm_90a) -----------------
+#
+# A transaction barrier (``mbarrier``) is 8 bytes of SLM at ``bar + bar_offset``. It counts the arrivals
+# of its current phase and the bytes of the copies the phase still waits for; a phase completes when
+# every expected arrival came and every expected byte landed, and the next phase starts (its parity
+# flips). ``docs/ir-semantics.md`` ("Hopper") states the whole protocol.
+
+SWIZZLE_128B = 128
+
+
+def swizzle128(offset):
+    """Byte ``offset`` of a 128-byte-swizzled tile (1024-byte aligned) as stored: the 16-byte chunk
+    index (bits 4-6) XORed with the row index in its 8-row group (bits 7-9); works on ints and arrays."""
+    return offset ^ (((offset >> 7) & 7) << 4)
+
+
+@dataclass(frozen=True)
+class MbarrierInit(Func):
+    """Initializes the barrier at SLM ``bar + bar_offset`` for ``count`` arrivals per phase, in phase 0
+    with no bytes expected. Operands: ``(bar, bar_offset)``."""
+
+    count: int
+    OPERANDS = ("bar", "bar_offset")
+
+    def __str__(self) -> str:
+        return f"mbarrier.init[{self.count}]"
+
+
+@dataclass(frozen=True)
+class MbarrierExpectTx(Func):
+    """The calling thread arrives once at the barrier and the current phase expects ``tx_bytes`` more
+    bytes from tensor copies. Operands: ``(bar, bar_offset)``."""
+
+    tx_bytes: int
+    OPERANDS = ("bar", "bar_offset")
+
+    def __str__(self) -> str:
+        return f"mbarrier.arrive.expect_tx[{self.tx_bytes}]"
+
+
+@dataclass(frozen=True)
+class MbarrierWait(Func):
+    """Waits until the phase of parity ``parity`` (0 or 1) of the barrier completed; the SLM bytes the
+    copies of that phase wrote are then visible to the thread. Operands: ``(bar, bar_offset, parity)``."""
+
+    NAME = "mbarrier.wait"
+    OPERANDS = ("bar", "bar_offset", "parity")
+
+
+@dataclass(frozen=True)
+class TensorLoad(Func):
+    """An asynchronous tensor copy (TMA, ``cp.async.bulk.tensor.2d``): a box of ``rows`` rows of ``cols``
+    elements of ``type`` from a row-pitched 2D tensor in global memory into SLM, completing on a barrier.
+
+    Operands (printed by name): ``(mem, width, height, pitch, x, y, slm, slm_offset, bar, bar_offset)``.
+    The tensor has ``height`` rows of ``width`` elements, ``pitch`` bytes apart, from byte 0 of ``mem``
+    (constants: the tensor map is encoded at launch). Box element ``(r, c)`` is the tensor's element at
+    column ``x + c``, row ``y + r``, zero outside the tensor; it lands at SLM byte ``slm_offset +
+    swizzle128(r * cols * size + c * size)`` (:func:`swizzle128`; a row is 128 bytes, ``cols * size ==
+    128``). Its ``rows * cols * size`` bytes count as transaction bytes of the barrier's current phase."""
+
+    type: Type
+    cols: int
+    rows: int
+    swizzle: int = SWIZZLE_128B
+    NAMED = True
+    OPERANDS = ("mem", "width", "height", "pitch", "x", "y", "slm", "slm_offset", "bar", "bar_offset")
+
+    def __post_init__(self):
+        if self.swizzle != SWIZZLE_128B or self.cols * self.type.size != 128 or not 1 <= self.rows <= 256:
+            raise ValueError(f"a tensor copy box of {self.rows} rows of {self.cols} {self.type} with swizzle "
+                             f"{self.swizzle}: kdd's boxes have 128-byte rows, 128-byte swizzle, 1..256 rows")
+
+    @property
+    def bytes(self) -> int:
+        return self.rows * self.cols * self.type.size
+
+    def __str__(self) -> str:
+        return f"tensor_load.{self.type}.{self.cols}x{self.rows}.sw{self.swizzle}"
+
+
+@dataclass(frozen=True)
+class Wgmma(Func):
+    """A warpgroup MMA (``wgmma.mma_async.m64nNk16``): ``D(64 x n) += A(64 x 16) * B(16 x n)``, A and B
+    read from SLM, D in registers; asynchronous: D holds the result after a :class:`WgmmaWait` that
+    covers it. Four consecutive threads (warps) ``4q .. 4q+3`` issue it together; thread ``4q + r``
+    holds rows ``16r .. 16r+15`` of D in its ``d`` buffer as ``mma.m16n8`` accumulator fragments side by
+    side (register row ``i``, lane ``l``: row ``l / 4 + 8 * (i / 2 % 2)``, column ``8 * (i / 4) + 2 *
+    (l % 4) + i % 2`` of its 16 rows).
+
+    Operands: ``(d, d_offset, a, a_offset, b, b_offset)``. A element ``(m, k)`` is at SLM byte
+    ``swizzle128(a_offset + m * 128 + k * size)`` of ``a`` (K-major 128-byte rows); B element ``(k, n)`` at
+    ``swizzle128(b_offset + (n / 64) * b_block + k * 128 + (n % 64) * size)`` of ``b`` (N-major rows of
+    64 elements, blocks of 64 columns ``b_block`` bytes apart); ``a`` and ``b`` are 1024-byte aligned."""
+
+    n: int
+    a_type: Type
+    b_type: Type
+    c_type: Type
+    b_block: int
+    m = 64
+    k = 16
+    OPERANDS = ("d", "d_offset", "a", "a_offset", "b", "b_offset")
+
+    def __str__(self) -> str:
+        return f"wgmma.m64n{self.n}k16.{self.c_type}.{self.a_type}.{self.b_type}"
+
+
+@dataclass(frozen=True)
+class WgmmaWait(Func):
+    """Ends the group of warpgroup MMAs the thread issued since the last wait and waits until at most
+    ``pending`` groups are still running: every older group's D is written."""
+
+    pending: int = 0
+
+    def __str__(self) -> str:
+        return f"wgmma.wait[{self.pending}]"
+
+
+@dataclass(frozen=True)
+class SetMaxNreg(Func):
+    """The calling warpgroup's registers per thread become ``regs`` (``setmaxnreg``, sm_90a): a producer
+    gives registers back, consumers take them. No effect on values; all four warps of a warpgroup
+    execute it together."""
+
+    regs: int
+
+    def __post_init__(self):
+        if self.regs % 8 or not 24 <= self.regs <= 256:
+            raise ValueError(f"setmaxnreg {self.regs}: a multiple of 8 in 24..256")
+
+    def __str__(self) -> str:
+        return f"setmaxnreg[{self.regs}]"
+
+
+HOPPER_FUNCS = (MbarrierInit, MbarrierExpectTx, MbarrierWait, TensorLoad, Wgmma, WgmmaWait, SetMaxNreg)

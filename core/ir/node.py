@@ -16,13 +16,16 @@ constructor generated from its ``FIELDS`` (straight-line code: no loop over
 the fields on the hot path of every pass), and so does its equality test.
 ``==`` is structural equality and ``hash()`` is the structural hash, so IR
 objects are safe dict and set keys; IR is built with explicit builders
-(``a.eq(b)``, ``a.lt(b)``) instead of overloaded comparisons.
+(``a.eq(b)``, ``a.lt(b)``) instead of overloaded comparisons. The generated code is
+compiled once per installation (:mod:`kdd.core.generated_code`).
 """
 from __future__ import annotations
 
 import struct
 from operator import attrgetter, is_
 from typing import Any, ClassVar
+
+from ..generated_code import compiled
 
 FieldKinds = tuple[tuple[str, str], ...]
 
@@ -57,7 +60,7 @@ def _children_getter(fields: FieldKinds):
     parts = [f"(n.{name},)" if kind == "node" else f"n.{name}" if kind == "nodes"
              else f"(() if n.{name} is None else (n.{name},))" for name, kind in zip(names, kinds)]
     namespace: dict = {}
-    exec(f"def children(n):\n    return {' + '.join(parts)}\n", namespace)  # noqa: S102 - from FIELDS
+    exec(compiled(f"def children(n):\n    return {' + '.join(parts)}\n"), namespace)  # noqa: S102 - from FIELDS
     return namespace["children"]
 
 
@@ -90,7 +93,7 @@ def _make_init(cls: type):
               "    _set(self, 'origin', origin)\n")
     namespace = {"Node": Node, "_not_node": _not_node, "_set": object.__setattr__,
                  "_attr_key": _attr_key, "_type": type, "_name": cls.__name__}
-    exec(source, namespace)  # noqa: S102 - source built above from the class's own FIELDS
+    exec(compiled(source), namespace)  # noqa: S102 - source built above from the class's own FIELDS
     init = namespace["__init__"]
     init.__qualname__ = f"{cls.__name__}.__init__"
     return init
@@ -109,7 +112,7 @@ def _make_with_children(cls: type):
               f"        return self\n"
               f"    return self.rebuild({values})\n")
     namespace: dict = {}
-    exec(source, namespace)  # noqa: S102 - source built above from the class's own FIELDS
+    exec(compiled(source), namespace)  # noqa: S102 - source built above from the class's own FIELDS
     fn = namespace["with_children"]
     fn.__qualname__ = f"{cls.__name__}.with_children"
     fn.__doc__ = Node.with_children.__doc__
@@ -160,7 +163,7 @@ def _make_equal(cls: type):
     source = ("def _eq_small(a, b):\n" + "\n".join(body(True)) + "\n\n"
               "def _eq_step(a, b, push):\n" + "\n".join(body(False)) + "\n")
     namespace = {"_attr_key": _attr_key}
-    exec(source, namespace)  # noqa: S102 - source built above from the class's own FIELDS
+    exec(compiled(source), namespace)  # noqa: S102 - source built above from the class's own FIELDS
     return namespace["_eq_small"], namespace["_eq_step"]
 
 

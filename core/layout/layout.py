@@ -103,13 +103,22 @@ class Layout:
 
     def offset_of(self, idx: Sequence[int]) -> int:
         """Element offset of logical index ``idx`` (padded positions are valid indices)."""
-        import numpy as np
         if len(idx) != self.ndims:
             raise ValueError(f"index {tuple(idx)} has {len(idx)} dims, layout has {self.ndims}")
         for i, p in zip(idx, self.padded_dims):
             if not 0 <= i < p:
                 raise IndexError(f"index {tuple(idx)} out of bounds for padded dims {self.padded_dims}")
-        return int(self.offsets_of(np.asarray(idx, dtype=np.int64)))
+        return self.unchecked_offset(idx)
+
+    def unchecked_offset(self, idx: Sequence[int]) -> int:
+        """:meth:`offset_of` without bounds checks, in plain integers (no numpy: the Xe code generator
+        maps a few hundred indices at a time, and loading numpy would cost more than all of them)."""
+        rest = [int(i) for i in idx]
+        out = self.offset
+        for b in self.blocks:
+            out += rest[b.dim] % b.size * b.stride
+            rest[b.dim] //= b.size
+        return out
 
     def offsets_of(self, indices: np.ndarray) -> np.ndarray:
         """Vectorized :meth:`offset_of` without bounds checks: ``(..., ndims)`` indices to ``(...)`` offsets."""

@@ -71,7 +71,7 @@ class LoopStats:
     def to_dict(self) -> dict:
         keys = ("fma", "iterations_per_trip", "dpas", "sends", "send_bytes", "min_sends", "int_ops", "float_ops",
                 "moves", "operand_reorders")
-        out = {k: getattr(self, k) for k in keys}
+        out = {"source": "IR", **{k: getattr(self, k) for k in keys}}
         out["by_kind"] = {k: dict(v) for k, v in sorted(self.by_kind.items())}
         return out
 

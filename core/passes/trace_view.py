@@ -6,7 +6,6 @@ pass received with the IR it returned.
 """
 from __future__ import annotations
 
-import difflib
 from typing import Any
 
 from ..ir.node import Node
@@ -23,6 +22,8 @@ class UnknownPassError(KeyError):
     def __init__(self, token: str, known: list[str], start: int | None = None, end: int | None = None):
         self.token, self.known, self.start, self.end = token, known, start, end
         where = f" at {start}..{end}" if start is not None else ""
+        import difflib  # for the error and the diff only: difflib costs every compile's start-up time
+
         close = difflib.get_close_matches(token, known, n=1)
         hint = f"; did you mean '{close[0]}'?" if close else ""
         super().__init__(f"no pass named '{token}'{where} (passes: {', '.join(known)}){hint}")
@@ -62,6 +63,8 @@ def diff_after(trace: Trace, name: str, context: int = 3) -> str:
 
 def text_diff(before: str, after: str, name: str, context: int = 3) -> str:
     """Unified diff of two IR texts, labelled with the pass between them."""
+    import difflib
+
     return "".join(difflib.unified_diff(before.splitlines(keepends=True), after.splitlines(keepends=True),
                                         fromfile=f"before {name}", tofile=f"after {name}", n=context))
 

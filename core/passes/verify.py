@@ -37,7 +37,8 @@ from dataclasses import dataclass
 from typing import Iterable, Mapping
 
 from ..ir.expr import Binary, BoolImm, Broadcast, Cast, Expr, IntImm, Load, Op, Ternary, Unary, Var
-from ..ir.funcs import Dp4a, Dpas, Eltwise, Mad, Mma, Reduce, Reorder, Send, Send2D, SendKind, SendOp
+from ..ir.funcs import (HOPPER_FUNCS, Dp4a, Dpas, Eltwise, Mad, Mma, MbarrierExpectTx, MbarrierInit, MbarrierWait,
+                        Reduce, Reorder, Send, Send2D, SendKind, SendOp, TensorLoad, Wgmma)
 from ..ir.node import Node
 from ..ir.printer import print_ir
 from ..ir.simplify import alignment_of
@@ -132,7 +133,21 @@ def _operands(call: FuncCall) -> list[tuple[str, str, int]]:
         return [("src", "src_offset", f.src_layout.size_bytes()), ("dst", "dst_offset", f.dst_layout.size_bytes())]
     if isinstance(f, Eltwise):
         return [("buf", "offset", f.elems * f.dtype.size)]
+    if isinstance(f, (MbarrierInit, MbarrierExpectTx, MbarrierWait)):
+        return [("bar", "bar_offset", 8)]
+    if isinstance(f, TensorLoad):       # the swizzle permutes bytes inside the box's rows
+        return [("slm", "slm_offset", f.bytes), ("bar", "bar_offset", 8)]
+    if isinstance(f, Wgmma):            # ... and inside 1024-byte blocks, so the spans hold
+        return [("d", "d_offset", f.n * 64), ("a", "a_offset", 63 * 128 + 16 * f.a_type.size),
+                ("b", "b_offset", (f.n // 64 - 1) * f.b_block + 15 * 128 + 64 * f.b_type.size)]
     return []
+
+
+def _misaligned(e: Expr, align: int) -> bool:
+    """Whether every value of ``e`` is known to be off a multiple of ``align`` (unknown is not misaligned:
+    strength reduction hides offsets in registers)."""
+    mod, rem = alignment_of(e)
+    return (mod == 0 or mod % align == 0) and rem % align != 0
 
 
 def _fma_form(f) -> tuple | None:
@@ -243,6 +258,8 @@ class _Verifier:
             self.send(s)
         elif isinstance(s.func, Send2D):
             self.send2d(s)
+        elif isinstance(s.func, HOPPER_FUNCS):
+            self.hopper(s)
         form = _fma_form(s.func)
         if form is not None:
             problem = self.target.fma_form_problem(*form)
@@ -255,6 +272,28 @@ class _Verifier:
                 self.access(getattr(ops, buf), getattr(ops, off), nbytes, masked)
             else:
                 self.fail("types", f"operand {buf} of {s.func} is not a buffer")
+
+    def hopper(self, s: FuncCall) -> None:
+        """Tensor copies, transaction barriers and warpgroup MMAs: sm_90 only; a tensor copy's tensor is
+        fixed at launch (constant shape and pitch, 16-byte rows); no offset is provably off the alignment
+        the hardware requires (barriers 8 bytes, swizzled boxes 1024, descriptors 16)."""
+        f, ops = s.func, s.ops
+        if self.target.isa != "ptx":
+            self.fail("target", f"{f} is an sm_90 operation, not one of {self.target.name}")
+        if hasattr(ops, "bar_offset") and _misaligned(ops.bar_offset, 8):
+            self.fail("align", f"{f}: a barrier at an offset not a multiple of 8")
+        if isinstance(f, TensorLoad):
+            if not all(isinstance(e, IntImm) for e in (ops.width, ops.height, ops.pitch)):
+                self.fail("types", f"{f}: the tensor's width, height and pitch must be constants (its map is "
+                                   "encoded at launch)")
+            elif ops.pitch.value % 16 or ops.width.value * f.type.size > ops.pitch.value:
+                self.fail("send", f"{f}: rows of {ops.pitch.value} bytes (a multiple of 16 holding the width)")
+            if _misaligned(ops.slm_offset, 1024):
+                self.fail("align", f"{f}: a swizzled box must start at a multiple of 1024 bytes")
+        if isinstance(f, Wgmma):
+            for what in ("a_offset", "b_offset"):
+                if _misaligned(getattr(ops, what), 16):
+                    self.fail("align", f"{f}: {what} must be a multiple of 16 (a descriptor's address unit)")
 
     def send(self, s: FuncCall) -> None:
         f, ops = s.func, s.ops

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 
 from .conv_shape import ConvShape, parse_conv_shape
 from .data_types import DataTypes, parse_data_types
+from .decompression import Decompression
 from .errors import MAX_SIZE
 from .frozen_map import FrozenMap
 from .gemm_dims import Dims, GemmDims, conv_gemm_dims, gemm_gemm_dims
@@ -33,6 +34,8 @@ class Problem:
     (``axb``, ``ab``, ``ba``, ``NChw32n32c``...; ``any`` when not given); the
     layout module interprets them. ``post_ops`` apply to forward problems;
     ``bwd_w`` accepts only :class:`Bias` (the bias gradient) and ``bwd_d`` none.
+    ``decompression``: a GEMM's integer weights scaled (and shifted by zero points) per group and
+    multiplied in a float type (:mod:`.decompression`); None for plain weights.
     """
 
     op: str
@@ -41,6 +44,7 @@ class Problem:
     types: DataTypes
     tags: Mapping[str, str] = field(default_factory=_default_tags)
     post_ops: tuple[PostOp, ...] = ()
+    decompression: Decompression | None = None
 
     def __post_init__(self):
         if self.op not in OPS:
@@ -69,6 +73,15 @@ class Problem:
                 raise ValueError(f"not a post-op: {op!r}")
             if self.prop == "bwd_d" or (self.prop == "bwd_w" and not isinstance(op, Bias)):
                 raise ValueError(f"post-op {op.canonical()!r} does not apply to {self.prop} problems")
+        d = self.decompression
+        if d is not None:
+            if self.op != "gemm":
+                raise ValueError("weight decompression is generated for GEMM problems only")
+            if not self.types.wei.is_int or self.types.wei.size != 1:
+                raise ValueError(f"weight decompression needs 8-bit integer weights (u8, s8), not {self.types.wei}")
+            if self.types.src != d.math:
+                raise ValueError(f"fpmath {d.math} multiplies the source as it is: types must give src "
+                                 f"{d.math}, not {self.types.src}")
 
     def gemm_dims(self) -> GemmDims:
         """The named B/M/N/K dims of this problem (see :mod:`.gemm_dims`)."""
@@ -140,7 +153,8 @@ class Problem:
         return {"op": self.op, "prop": self.prop, "shape": self.shape.to_dict(),
                 "types": self.types.to_dict(), "tags": dict(self.tags),
                 "post_ops": format_post_ops(self.post_ops), "gemm": self.gemm_dims().to_dict(),
-                "flops": self.flops()}
+                "flops": self.flops()} | (
+                    {"decompression": self.decompression.canonical()} if self.decompression else {})
 
 
 def detect_op(text: str) -> str:

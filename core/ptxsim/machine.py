@@ -16,6 +16,7 @@ import numpy as np
 from kdd.core.xesim.errors import Fault, SimError, SimulatorGap
 
 from .alu import LANES, MASK, alu, bits_of, compare, read, write
+from .hopper import TMAP_TAG, Barriers, HopperWarp
 from .program import Instr, Program
 
 # A warp that runs this many instructions stops the simulation: kdd's limit (a SimulatorGap), not a
@@ -32,12 +33,20 @@ class Machine:
     """Global memory: each kernel argument a byte array at its own base address (argument ``i`` at
     ``(i + 1) << 40``); ``written`` marks the bytes any store wrote, per argument."""
 
-    def __init__(self, program: Program, buffers: list[np.ndarray]):
+    def __init__(self, program: Program, buffers: list[np.ndarray], tensor_maps: list[dict] = ()):
         self.p = program
         self.buffers = buffers
         self.written = [np.zeros(b.size, dtype=bool) for b in buffers]
         self.base = [(i + 1) << 40 for i in range(len(buffers))]
         self.instructions = 0
+        self.tensor_maps = list(tensor_maps)    # the launch's tensor maps, in parameter order
+
+    def tensor_map(self, addr: int) -> dict:
+        """The tensor map whose parameter is at ``addr``."""
+        i = addr - TMAP_TAG
+        if not 0 <= i < len(self.tensor_maps):
+            raise Fault(None, "", f"a tensor copy through {addr:#x}, not a tensor-map parameter's address")
+        return self.tensor_maps[i]
 
     def _mem(self, addr: np.ndarray, shared: np.ndarray | None):
         if shared is not None:
@@ -82,16 +91,47 @@ class Machine:
             for by in range(grid[1]):
                 for bx in range(grid[0]):
                     shared = np.full(max(shared_bytes, 1), 0xFF, dtype=np.uint8)
-                    live = [Warp(self, (bx, by, bz), w, block, shared).steps() for w in range(warps_per_block)]
-                    while live:
-                        live = [w for w in live if next(w, "done") != "done"]
+                    barriers = Barriers()
+                    self._block([Warp(self, (bx, by, bz), w, block, shared, barriers).steps()
+                                 for w in range(warps_per_block)], barriers)
+
+    @staticmethod
+    def _block(live: list, barriers: Barriers) -> None:
+        """Runs a block's warps: each to its next ``bar.sync`` (released when every live warp is there)
+        or failed ``mbarrier.try_wait`` (run again later); a round in which no warp arrived, ended or
+        changed a barrier while some wait is a deadlock."""
+        at_bar: set[int] = set()
+        while live:
+            progress, epoch = False, barriers.epoch
+            for i, w in enumerate(live):
+                if w is None or i in at_bar:
+                    continue
+                got = next(w, "done")
+                if got == "done":
+                    live[i] = None
+                    progress = True
+                elif got == "barrier":
+                    at_bar.add(i)
+                    progress = True
+            running = [i for i, w in enumerate(live) if w is not None]
+            if running and all(i in at_bar for i in running):
+                at_bar.clear()
+            if not running:
+                return
+            if not progress and barriers.epoch == epoch:
+                raise Fault(None, "", "deadlock: every warp of the block waits on an mbarrier phase or a bar.sync "
+                                      "that nothing completes")
 
 
-class Warp:
-    """One warp's registers and program counter; :meth:`steps` yields at each ``bar.sync``."""
+class Warp(HopperWarp):
+    """One warp's registers and program counter; :meth:`steps` yields at each ``bar.sync`` and at each
+    ``mbarrier.try_wait`` that fails."""
 
-    def __init__(self, machine: Machine, ctaid, w: int, block, shared: np.ndarray):
-        self.m, self.shared = machine, shared
+    def __init__(self, machine: Machine, ctaid, w: int, block, shared: np.ndarray, barriers: Barriers):
+        self.m, self.shared, self.barriers = machine, shared, barriers
+        self.warp_rank = w                          # the warp's index in its block
+        self.wgmma_open: list = []                  # (register, value) of MMAs since the last commit
+        self.wgmma_groups: list[list] = []          # committed MMA groups, oldest first
         tid_x = (w % (block[0] // LANES)) * LANES + np.arange(LANES)
         rest = w // (block[0] // LANES)
         special = {"%tid.x": tid_x, "%tid.y": np.full(LANES, rest % block[1]),
@@ -109,6 +149,8 @@ class Warp:
             return self.regs[a]
         if a in self.special:
             return self.special[a]
+        if a.startswith("tmap_"):   # a tensor-map parameter's address
+            return np.full(LANES, TMAP_TAG + int(a[5:]), dtype=np.uint64)
         if a.startswith("%"):       # never written: poison
             return np.full(LANES, MASK[32], dtype=np.uint64)
         if a.startswith(("0f", "0F")):
@@ -158,6 +200,8 @@ class Warp:
                 return
             if jump == "bar":
                 yield "barrier"
+            elif jump == "wait":
+                yield "wait"
             elif jump is not None:
                 pc = labels[jump]
 
@@ -195,6 +239,8 @@ class Warp:
         if base == "ldmatrix":
             self._ldmatrix(name, args, self.addr(args[1]))
             return None
+        if base in ("mbarrier", "wgmma", "fence", "setmaxnreg") or op.startswith("cp.async.bulk"):
+            return self.hopper(op, args, active)
         if base == "cp":
             self.copies(op, args, active)
             return None
@@ -350,6 +396,10 @@ class Warp:
             self.regs[d[i]] = write(D[g + (8 if i >= 2 else 0), 2 * t + (i & 1)], dt)
 
 
+HOPPER_OPS = {"fence.mbarrier_init.release.cluster", "fence.proxy.async.shared::cta", "mbarrier.init.shared::cta.b64",
+              "mbarrier.arrive.expect_tx.shared::cta.b64", "mbarrier.try_wait.parity.shared::cta.b64",
+              "mbarrier.arrive.shared::cta.b64", "setmaxnreg.inc.sync.aligned.u32", "setmaxnreg.dec.sync.aligned.u32",
+              "wgmma.fence.sync.aligned", "wgmma.commit_group.sync.aligned", "wgmma.wait_group.sync.aligned"}
 _FIXED = {"ret", "bra.uni", "bar.sync", "fence.acq_rel.gpu", "ld.param.u64", "shfl.sync.idx.b32",
           "cp.async.ca.shared.global", "cp.async.cg.shared.global", "cp.async.commit_group",
           "cp.async.wait_group", "cp.async.wait_all"}
@@ -362,6 +412,8 @@ def supports(op: str) -> bool:
     name = op.split(".")
     base = name[0]
     if op in _FIXED or op in MMA or base in ("mov", "cvta", "selp") or name[:3] == ["ldmatrix", "sync", "aligned"]:
+        return True
+    if op in HOPPER_OPS or name[:2] == ["wgmma", "mma_async"] or op.startswith("cp.async.bulk.tensor.2d"):
         return True
     if base in ("ld", "st"):
         return name[1] in ("global", "shared")

@@ -28,7 +28,7 @@ def run_ptx(ptx: str, launch: dict, buffers: list[np.ndarray]) -> PtxRun:
     program = Program(ptx)
     if len(program.params) != len(buffers):
         raise ValueError(f"{len(buffers)} buffers for {len(program.params)} parameters")
-    machine = Machine(program, buffers)
+    machine = Machine(program, buffers, launch.get("tensor_maps", ()))
     machine.run(tuple(launch["grid"]), tuple(launch["block"]), launch["shared_bytes"])
     names = [p.removeprefix("p_") for p in program.params]
     return PtxRun(machine.instructions, time.perf_counter() - start, dict(zip(names, machine.written)))

@@ -16,6 +16,8 @@ from dataclasses import dataclass, replace
 
 from kdd.core.config import (LINE_KEYS, ConfigError, KernelConfig, config_from_mapping, resolve_config,
                              validate_config)
+from kdd.core.config.portblas import KEY as PORTBLAS_KEY
+from kdd.core.config.portblas import read_portblas
 from kdd.core.problem import FrozenMap, Problem
 from kdd.core.targets import Target
 
@@ -44,6 +46,7 @@ class KnobSource:
     path: str | None
     inherited: bool
     in_line: bool = False
+    in_portblas: bool = False
 
 
 @dataclass(frozen=True)
@@ -55,7 +58,7 @@ class ConfigPart:
     sources: FrozenMap  # knob -> KnobSource
 
 
-def _groups(chain: Chain) -> dict[str, list[Located]]:
+def groups_of(chain: Chain) -> dict[str, list[Located]]:
     """Merged ``[config]`` entries by first-level key (a key, then the entries nested in it)."""
     groups: dict[str, list[Located]] = {}
     for located in chain.entries:
@@ -98,10 +101,12 @@ def _report(report: Reporter, error: ConfigError, entries: list[Located]) -> Non
 def read_user_config(chain: Chain, report: Reporter, dims: tuple[str, ...]
                      ) -> tuple[KernelConfig, dict[str, tuple[Located, Range]]] | None:
     """The knobs as written and, per knob, its entry and range; None when some knob could not be read."""
-    groups = _groups(chain)
+    groups = groups_of(chain)
     mapping: dict[str, object] = {}
     readable = True
     for key, entries in groups.items():
+        if key == PORTBLAS_KEY:
+            continue  # read against the problem and target (build_config)
         if any(entry_diagnostics(e.entry) for e in entries):
             readable = False  # the schema checks reported it
             continue
@@ -116,7 +121,8 @@ def read_user_config(chain: Chain, report: Reporter, dims: tuple[str, ...]
     try:
         user = config_from_mapping(mapping, dims)
     except ConfigError as exc:
-        _report(report, exc, groups[exc.key] if exc.key in groups else next(iter(groups.values())))
+        _report(report, exc, groups[exc.key] if exc.key in groups and exc.key != PORTBLAS_KEY
+                else next(iter(groups.values())))
         return None
     if not readable:
         return None
@@ -149,6 +155,11 @@ def build_config(chain: Chain, report: Reporter, problem: Problem | None, target
     if read is None or problem is None or target is None:
         return None
     user, where = read
+    portblas = groups_of(chain).get(PORTBLAS_KEY)
+    if portblas is not None:
+        user = _with_portblas(portblas[0], report, problem, target, user, where)
+        if user is None:
+            return None
     resolved = resolve_config(problem, target, user)
     issues = validate_config(problem, resolved, target)
     seen = {(i.knob, i.message) for i in issues}
@@ -166,9 +177,41 @@ def build_config(chain: Chain, report: Reporter, problem: Problem | None, target
             report.here(_defaults_anchor(report), f"{issue.message} (from the defaults for '{issue.knob}')",
                         ISSUE_CODE, severity)
     sources = FrozenMap({knob: KnobSource(rng, located.path if located.inherited else None, located.inherited,
-                                          located.entry.path[1:] == (LINE_KEY,))
+                                          located.entry.path[1:] == (LINE_KEY,),
+                                          located.entry.path[1:] == (PORTBLAS_KEY,))
                          for knob, (located, rng) in where.items()})
     return ConfigPart(user, resolved, sources)
+
+
+def _with_portblas(located: Located, report: Reporter, problem: Problem, target: Target, user: KernelConfig,
+                   where: dict) -> KernelConfig | None:
+    """``user`` with the knobs of ``[config] portblas`` (:mod:`kdd.core.config.portblas`), each knob's source
+    the launcher argument it comes from; its errors and warnings on the argument. None when it is unusable."""
+    if entry_diagnostics(located.entry):
+        return None
+    text = located.entry.value.value
+    try:
+        mapping = read_portblas(text, problem, target)
+    except ConfigError as exc:
+        report.on_value(located, exc.message, CODE, span=(exc.start, exc.end))
+        return None
+    value = located.entry.value
+    failed = False
+    for issue in mapping.issues:
+        start, end = mapping.launcher.span(issue.param)
+        report.at(located, value.sub_range(start, end), f"portblas {issue.param}: {issue.message}", CODE,
+                  SEVERITIES[issue.severity])
+        failed |= issue.severity == "error"
+    both = [k for k in mapping.config.set_keys() if getattr(user, k) is not None]
+    for key in both:
+        report.at(where[key][0], where[key][1], f"'{key}' is set both here and by portblas "
+                                                f"({mapping.sources.get(key, 'its mapping')}); keep one", CODE)
+    if failed or both:
+        return None
+    for key in mapping.config.set_keys():
+        start, end = mapping.launcher.span(mapping.sources.get(key, ""))
+        where[key] = (located, value.sub_range(start, end))
+    return mapping.config.over(user)
 
 
 def _defaults_anchor(report: Reporter) -> Range:

@@ -35,6 +35,7 @@ from .diagnostics import Diagnostic, Severity
 from .document import Document, Hit, KeyPath, Position, Value, parse_document
 from .extends import ReadText, read_file
 from .hover_config import config_table_hover, knob_hover, line_hover
+from .hover_portblas import portblas_hover
 from .hover_context import HoverContext, cursor_offset
 from .hover_layout import layout_hover
 from .hover_problem import (flops_line, gemm_view, post_ops_hover, problem_key_hover, shape_hover,
@@ -98,6 +99,8 @@ def _path_hover(ctx: HoverContext, path: KeyPath, value: Value | None, item: Val
         return knob_hover(ctx, head[1])
     if path == ("config", "line") and text is not None:
         return line_hover(ctx, text, offset)
+    if path == ("config", "portblas") and text is not None:
+        return portblas_hover(ctx, offset)
     if path in (("problem", "shape"), ("check", "shape")) and text is not None:
         return shape_hover(ctx, value, offset, check=path[0] == "check")
     if path[0] == "problem" and len(path) == 2 and path[1] in TENSORS and text is not None:

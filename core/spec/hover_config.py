@@ -184,9 +184,10 @@ def config_table_hover(ctx) -> str:
     if ctx.config is None:
         return join(head, errors, NEEDS_PROBLEM)
     sources = ctx.user.sources
+    in_effect = [k for k in KNOBS if getattr(ctx.config, k.key) is not None]  # optional knobs may be unset
     rows = [(code(k.key), _line_form(k, getattr(ctx.config, k.key)), str(sources.get(k.key, "default")))
-            for k in KNOBS]
-    defaults = [f"- {code(k.key)}: {_line_form(k, getattr(ctx.config, k.key))}" for k in KNOBS
+            for k in in_effect]
+    defaults = [f"- {code(k.key)}: {_line_form(k, getattr(ctx.config, k.key))}" for k in in_effect
                 if k.key not in sources]
     return join(head, errors,
                 table(("knob", "in effect", "from"), rows),

@@ -21,6 +21,8 @@ from functools import cached_property
 from kdd.core.config import (TOML_KEYS, Budget, ConfigError, ConfigIssue, KernelConfig, config_from_mapping,
                              estimate_budget, resolve_config, validate_config)
 from kdd.core.config.mapping import LINE_KEY
+from kdd.core.config.portblas import KEY as PORTBLAS_KEY
+from kdd.core.config.portblas import PortblasMapping, read_portblas
 from kdd.core.problem import OPS, PROPS, FrozenMap, Problem, parse_data_types, parse_shape
 from kdd.core.targets import TARGETS, Target
 
@@ -41,7 +43,7 @@ class KnobOrigin:
     inherited_from: str | None = None
 
     def __str__(self) -> str:
-        words = "set in `line`" if self.key == LINE_KEY else "written"
+        words = {LINE_KEY: "set in `line`", PORTBLAS_KEY: "set by `portblas`"}.get(self.key, "written")
         return words + (f", inherited from {self.inherited_from}" if self.inherited_from else "")
 
 
@@ -131,7 +133,24 @@ class HoverContext:
                 del table[exc.key]
                 continue
             sources = {k: self._origin(k if k in table else LINE_KEY) for k in config.set_keys()}
+            mapping = self.portblas
+            if isinstance(mapping, PortblasMapping) and not any(i.severity == "error" for i in mapping.issues):
+                added = [k for k in mapping.config.set_keys() if k not in sources]
+                config = KernelConfig(**{k: getattr(mapping.config, k) for k in added}).over(config)
+                sources.update({k: self._origin(PORTBLAS_KEY) for k in added})
             return UserConfig(config, FrozenMap(sources), FrozenMap(errors))
+
+    @cached_property
+    def portblas(self) -> PortblasMapping | ConfigError | None:
+        """The mapping of ``[config] portblas`` (its error when it cannot be read; None when absent or
+        before the problem and target are known)."""
+        text = self.string(("config", PORTBLAS_KEY))
+        if text is None or self.problem is None or self.target is None:
+            return None
+        try:
+            return read_portblas(text, self.problem, self.target)
+        except ConfigError as exc:
+            return exc
 
     def _origin(self, key: str) -> KnobOrigin:
         """Where ``[config]`` key ``key`` is written."""

@@ -40,10 +40,13 @@ def knob_text(knob: str, value) -> str:
     return f"{knob} = {toml_literal(KNOB_BY_KEY[knob].codec.to_toml(value))}"
 
 
-def set_knob(doc: Document, spec: KernelSpec, knob: str, value) -> TextEdit:
-    """The edit that makes the document set ``knob`` to ``value`` (a :class:`KernelConfig` field value)."""
+def set_knob(doc: Document, spec: KernelSpec, knob: str, value) -> TextEdit | None:
+    """The edit that makes the document set ``knob`` to ``value`` (a :class:`KernelConfig` field value);
+    None where a pasted portBLAS launcher sets it (its arguments are portBLAS's, not knob values)."""
     source = spec.knob_sources.get(knob)
     codec = KNOB_BY_KEY[knob].codec
+    if source is not None and source.in_portblas:
+        return None
     if source is not None and not source.inherited:
         if source.in_line:
             return TextEdit(source.range, f"{KNOB_BY_KEY[knob].onednn}={codec.format(value)}")

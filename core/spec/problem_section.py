@@ -14,6 +14,7 @@ from typing import Callable, TypeVar
 
 from kdd.core.layout import parse_layout
 from kdd.core.problem import OPS, PROPS, TENSORS, FrozenMap, Problem, parse_data_types, parse_post_op, parse_shape
+from kdd.core.problem.decompression import parse_decompression, parse_fpmath, parse_quantization
 from kdd.core.problem.reduced import MAX_CHECK_MACS, REDUCED_MACS, check_macs, reduce_problem
 
 from .diagnostics import Severity
@@ -119,6 +120,9 @@ def _with_layouts(chain: Chain, report: Reporter, problem: Problem, post_ops) ->
         problem = _parsed(report, chain.get(("problem", "post_ops")), lambda: replace(problem, post_ops=post_ops))
         if problem is None:
             return None
+    problem = _decompressed(chain, report, problem)
+    if problem is None:
+        return None
     return problem, layouts
 
 
@@ -188,6 +192,33 @@ def _addressable(report: Reporter, shape_at: Located, problem: Problem) -> bool:
     if message is not None:
         report.on_value(shape_at, message, CODE)
     return message is None
+
+
+def _decompressed(chain: Chain, report: Reporter, problem: Problem) -> Problem | None:
+    """``problem`` with the weight decompression of ``scales``, ``zero_points`` and ``fpmath`` (itself when
+    none is written; None after reporting an error on the key that caused it)."""
+    at = {key: _text(chain, ("problem", key)) for key in ("scales", "zero_points", "fpmath")}
+    if all(located is None for located, _ in at.values()):
+        return problem
+    if any(located is not None and text is None for located, text in at.values()):
+        return None  # mistyped: the schema reported it
+    scales_at, scales = at["scales"]
+    if scales_at is None:
+        located = at["zero_points"][0] or at["fpmath"][0]
+        report.on_value(located, "zero_points and fpmath describe weight decompression: write scales too "
+                                 "(e.g. 'wei:per_ocic:f16:128x1')", CODE)
+        return None
+    zp_at, zps = at["zero_points"]
+    fp_at, fpmath = at["fpmath"]
+    # each value alone first, so an error inside one points into it; then how they combine
+    if _parsed(report, scales_at, lambda: parse_quantization(scales, "scales")) is None or \
+            (zp_at is not None and _parsed(report, zp_at, lambda: parse_quantization(zps, "zero points")) is None) \
+            or (fp_at is not None and _parsed(report, fp_at, lambda: parse_fpmath(fpmath)) is None):
+        return None
+    d = _parsed(report, zp_at or scales_at, lambda: parse_decompression(scales, zps, fpmath))
+    if d is None:
+        return None
+    return _parsed(report, scales_at, lambda: replace(problem, decompression=d))
 
 
 def _post_ops(chain: Chain, report: Reporter) -> tuple | None:

@@ -8,8 +8,11 @@ pointed at exactly, escapes and multi-line strings included.
 """
 from __future__ import annotations
 
-import datetime as dt
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import datetime as dt
 
 SIMPLE_ESCAPES = {"b": "\b", "t": "\t", "n": "\n", "f": "\f", "r": "\r", '"': '"', "\\": "\\", "e": "\x1b"}
 # Escapes of a fixed number of hex digits: \xHH (TOML 1.1), \uXXXX, \UXXXXXXXX.
@@ -106,6 +109,8 @@ def parse_float(text: str) -> float | None:
 
 def parse_datetime(kind: str, text: str) -> dt.datetime | dt.date | dt.time | None:
     """Value of a TOML date/time token of tree-sitter ``kind``, or None when it is not a real date."""
+    import datetime as dt  # here: a kernel config holds no dates, and the module costs start-up time
+
     normal = text.replace("t", "T").replace(" ", "T").replace("z", "Z")
     parsers = {
         "offset_date_time": dt.datetime.fromisoformat,

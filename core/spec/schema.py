@@ -8,7 +8,6 @@ documents the same keys for people.
 """
 from __future__ import annotations
 
-import difflib
 import typing
 from dataclasses import dataclass, fields
 
@@ -108,6 +107,18 @@ PROBLEM = TableSpec("problem", "The computation: a convolution or a GEMM, in ben
             "Post-operations applied to the destination in order, in benchdnn's `--attr-post-ops` syntax "
             "(`relu`, `sum`, `linear:2:1`, ...).",
             items="string", example='["relu"]'),
+    KeySpec("scales", ("string",),
+            "Grouped scales of integer GEMM weights, benchdnn's `--attr-scales` value "
+            "`wei:per_ocic:TYPE:GKxGN`: one scale per GK rows (K) x GN columns (N) of the weights.",
+            example='"wei:per_ocic:f16:128x1"'),
+    KeySpec("zero_points", ("string",),
+            "Grouped zero points of integer GEMM weights (with `scales`), benchdnn's `--attr-zero-points` "
+            "value `wei:per_ocic:u8:GKxGN`, subtracted from each weight before its scale.",
+            example='"wei:per_ocic:u8:128x1"'),
+    KeySpec("fpmath", ("string",),
+            "The type decompressed weights are multiplied in, benchdnn's `--attr-fpmath` value `f16:true` "
+            "(`:true`: it applies to integer weights).",
+            example='"f16:true"'),
 ), required=True)
 
 TARGET = TableSpec("target", "The hardware the kernel is generated for.", (
@@ -185,8 +196,18 @@ LINE = KeySpec("line", ("string",),
                "or in the line, not both.",
                example='"simd=8 l=kh3kw3ic4 T=oc4ow4 i=mb32oc32ic16 bufs=3"')
 
+PORTBLAS = KeySpec("portblas", ("string",),
+                   "The template arguments of a portBLAS `Gemm_Launcher<...>`, pasted from a backend header "
+                   "(the seed's 14-argument form, or the current one starting with the container types); "
+                   "the dispatcher's `_t_a`, `_t_b`, `s_a`, `s_b`, `is_beta_zero` are bound from [problem]. "
+                   "It sets the knobs it maps to (docs/config.md, portBLAS launchers); hover shows the mapping.",
+                   example='"64, false, false, false, 64, Tile<8, 8, 8, 8>, _t_a, _t_b, '
+                           'static_cast<int>(gemm_memory_t::no_local), static_cast<int>(gemm_algorithm_t::standard), '
+                           'static_cast<int>(gemm_vectorization_t::partial), is_beta_zero, 1, '
+                           'static_cast<int>(gemm_batch_type_t::strided)"')
+
 CONFIG = TableSpec("config", "Kernel parameters (knobs); every knob left out comes from the default heuristic.",
-                   (*(knob_key(k) for k in KNOBS), LINE))
+                   (*(knob_key(k) for k in KNOBS), LINE, PORTBLAS))
 
 SCHEMA: tuple[TableSpec, ...] = (ROOT, PROBLEM, TARGET, CONFIG, CHECK)
 
@@ -198,5 +219,7 @@ def did_you_mean(name: str, candidates, aliases: dict[str, str] | None = None) -
     """
     if aliases and name in aliases:
         return f" (did you mean '{aliases[name]}'?)"
+    import difflib  # only for a misspelt name: difflib costs every compile's start-up time
+
     close = difflib.get_close_matches(name, list(candidates), n=1, cutoff=0.6)
     return f" (did you mean '{close[0]}'?)" if close else ""

@@ -6,7 +6,7 @@ from the vendor's per-clock figures; the source says which.
 """
 from __future__ import annotations
 
-from difflib import get_close_matches
+from dataclasses import replace
 
 from kdd.core.ir.types import Type, bf16, f16, f32, f64, s8, s32, u8
 
@@ -141,6 +141,8 @@ XEHPG = Target(
                 ("matrix", "f16"): 16 * 128, ("matrix", "bf16"): 16 * 128, ("matrix", "s8"): 16 * 256,
             }, "per-engine rates from Intel's 'Introduction to the Xe-HPG Architecture' (XVE: 16 FP32 / "
                "32 FP16 / 64 INT8 ops/clk; XMX: 128 FP16/BF16, 256 INT8 ops/clk; 16 of each per Xe-core)"),
+            compute_units=Figure(512, "compute units", "SYCL's max_compute_units on Intel GPUs counts vector "
+                                                       "engines: 32 Xe-cores x 16 XVE"),
         ),
     ),
 )
@@ -195,6 +197,75 @@ XEHPC = Target(
                 ("matrix", "s8"): 8192,
             }, "per-Xe-core rates from Intel's Ponte Vecchio Hot Chips 33 talk (8 XVE x 512-bit, "
                "8 XMX x 4096-bit per Xe-core)"),
+            compute_units=Figure(1024, "compute units", "SYCL's max_compute_units on Intel GPUs counts vector "
+                                                        "engines: 128 Xe-cores x 8 XVE"),
+        ),
+    ),
+)
+
+
+# Xe2-HPG (Battlemage, Arc B-series) keeps Xe-HPC's thread model: 64-byte GRFs, SIMD16 dpas of
+# depth 8, LSC with 2D block messages, a 64-bit integer add. iga64 learned it as platform "2"
+# (IGC 2.x; Debian's libigc2-tools, which tools/setup.sh unpacks as iga64-xe2).
+_XE2_BLOCK2D = replace(_XEHPC_BLOCK2D, source=(
+    "Xe2 keeps Xe-HPC's 2D block messages (oneDNN nGEN: block 2D for hw >= XeHPC; iga64 -p=2 "
+    "assembles load_block2d.ugm.d16.a64 with the same descriptor fields); " + _XEHPC_BLOCK2D.source))
+
+XE2 = Target(
+    name="xe2",
+    title="Intel Xe2-HPG (Arc B-series, Battlemage)",
+    isa="xe",
+    registers=RegisterFile(
+        reg_bytes=64, lane_bytes=None, modes=(128, 256), min_regs=128, max_regs=256, granularity=1,
+        core_bytes=8 * 8 * 128 * 64, reserved=16,
+        source="64-byte GRF (iga64 -p=2: SIMD16 f32 is one register, as on Xe-HPC); 128 GRFs per thread, "
+               "256 in large-GRF mode (oneDNN device_info: 8 threads per XVE, 4 with large GRF, for Xe2 as "
+               "Xe-HPC); 8 XVE per Xe-core (Intel, Xe2 architecture: 8 512-bit vector engines and 8 2048-bit "
+               "XMX engines per Xe-core) x 8 threads x 128 GRF x 64 B; dpas kernels default to large GRF",
+        reserved_source=_ONEDNN_RESERVED, large_for=("dpas",),
+    ),
+    simd_widths=(16, 32),
+    default_simd=16,
+    fma_shapes=_xe_fmas(dpas_simd=16, simds=(16, 32), dpasw=False, tf32=False, fp64=False),
+    fma_preference=("dpas", "dp4a", "mad"),
+    slm=SharedMemory(per_group=128 * KIB, per_core=128 * KIB,
+                     source="oneDNN device_info: max_slm_size 128 KiB per Xe-core for xe2, all of it "
+                            "available to one work-group (only xe_hp/xe_hpg cap a group at 64 KiB)"),
+    max_group_items=1024,
+    large_grf_halves_group=True,
+    messages=MessageLimits(block=8 * 64, scattered_lanes=32, global_address_bits=64, shared_address_bits=32,
+                           prefetch=True, vectors=_LSC_VECTORS, vector_bytes=(4, 8),
+                           source="LSC on Xe2 as on Xe-HPC: block messages up to 512 B (d64x64t); scattered messages of up to SIMD32 addresses, vectors of "
+                                  "1, 2, 3, 4 or 8 d32/d64 elements; A64 global, A32 SLM addresses",
+                           block2d=_XE2_BLOCK2D),
+    lanes=Lanes(fixed=None, alu=32, source="Xe2: SIMD16 XVE (512-bit) ALUs; a dword instruction covers 32 "
+                                           "lanes over two 64-byte GRFs, as on Xe-HPC; SIMD8 is gone (the "
+                                           "native width is 16)"),
+    int64=Int64(native=True, emulated=(), source="oneDNN nGEN EmulationStrategy: from XeHPC on (Xe2 "
+                                                 "included) 64-bit add is native; only DWxDW->QW multiply "
+                                                 "and QW logic are emulated"),
+    addressing=Addressing("header", "Xe2 send messages read their address payload from GRF"),
+    fused_int_ops=_XE_FUSED_INT_OPS,
+    assembler=("iga64-xe2", "-a", "-p=2", "-Xauto-deps", "-Wall"),
+    xe=XeIsa(iga_platform="2", flags=("f0.0", "f0.1", "f1.0", "f1.1"), native_int64=True,
+             max_exec=32, grf_banks=2, eot_regs=16, min_message_lanes=16,
+             source="Xe2 (iga64 -p=2, IGC 2.x): 64-byte GRFs, SIMD32 dword ALU over two of them, 2D block "
+                    "messages and a 64-bit add (oneDNN nGEN hw >= XeHPC); EOT payload in the last 16 GRFs; "
+                    "a scattered message's address payload is SIMD16 at least, as on Xe-HPC",
+             ternary_byte_align=2),
+    devices=(
+        Device(
+            name="Arc B580", cores=20, core_name="Xe-core",
+            clock_mhz=Figure(2900, "MHz", "seed 002 (the B580 optimization log): '20 Xecores @ 2.9G', its "
+                                          "roofline 2.9G x 20 x 8 x 32 x 4 x 2 = 118 T/s; Intel ARK lists a "
+                                          "2670 MHz graphics clock, boards boost to about 2.85-2.9 GHz"),
+            bandwidth=Figure(456e9, "B/s", "Intel ARK, Arc B580: 456 GB/s (12 GB GDDR6, 192-bit, 19 Gbps)"),
+            peaks=_xe_peaks(20, 2.9, {
+                ("vector", "f32"): 8 * 16 * 2, ("vector", "f16"): 8 * 32 * 2,
+                ("matrix", "f16"): 8 * 256, ("matrix", "bf16"): 8 * 256, ("matrix", "s8"): 8 * 512,
+            }, "per-engine rates from Intel's Xe2 architecture (8 XVE of SIMD16 FMA per Xe-core, FP16 at "
+               "twice FP32; 8 XMX per Xe-core, 256 FP16/BF16 and 512 INT8 ops/clk each); the seed's roofline "
+               "counts the same 2048 FP16 ops/clk/Xe-core; Intel ARK's 233 INT8 TOPS is 20 x 4096 x 2.85 GHz"),
         ),
     ),
 )
@@ -230,6 +301,9 @@ SM90_FMAS = (
     _mma(16, 8, 8, f32, f32, f32, math="tf32"),
     _mma(8, 8, 4, f64, f64, f64),
     FmaShape("fma", f32, f32, f32, 1, 32, 1, 32, "fma.rn.f32"),
+    # f16/bf16 sources widened exactly (cvt.f32.f16, or a shift for bf16) into an f32 fma, as Xe's mixed-mode mad
+    FmaShape("fma", f16, f16, f32, 1, 32, 1, 32, "cvt.f32.f16 + fma.rn.f32"),
+    FmaShape("fma", bf16, bf16, f32, 1, 32, 1, 32, "cvt.f32.bf16 + fma.rn.f32"),
     FmaShape("fma", f64, f64, f64, 1, 32, 1, 32, "fma.rn.f64"),
 )
 
@@ -292,17 +366,21 @@ SM90 = Target(
                                           "lists the same peak rates)"),
             bandwidth=Figure(4.8e12, "B/s", "NVIDIA H200 datasheet: 141 GB HBM3e at 4.8 TB/s"),
             peaks=_hopper_peaks(),
+            compute_units=Figure(132, "compute units", "SYCL's CUDA backend reports the SM count as "
+                                                       "max_compute_units: 132 SMs"),
         ),
         Device(
             name="H100 SXM", cores=132, core_name="SM",
             clock_mhz=Figure(1980, "MHz", f"{_H100_WP}: 1.98 GHz (FP32/FP64 rates), 1.83 GHz for tensor rates"),
             bandwidth=Figure(3.35e12, "B/s", "NVIDIA H100 datasheet, SXM: 80 GB HBM3 at 3.35 TB/s"),
             peaks=_hopper_peaks(),
+            compute_units=Figure(132, "compute units", "SYCL's CUDA backend reports the SM count as "
+                                                       "max_compute_units: 132 SMs"),
         ),
     ),
 )
 
-TARGETS: dict[str, Target] = {t.name: t for t in (XEHPG, XEHPC, SM90)}
+TARGETS: dict[str, Target] = {t.name: t for t in (XEHPG, XEHPC, XE2, SM90)}
 
 
 class UnknownTargetError(KeyError):
@@ -313,10 +391,12 @@ class UnknownTargetError(KeyError):
 
 
 def get_target(name: str) -> Target:
-    """The target called ``name`` (``xehpg``, ``xehpc``, ``sm_90``)."""
+    """The target called ``name`` (``xehpg``, ``xehpc``, ``xe2``, ``sm_90``)."""
     try:
         return TARGETS[name]
     except KeyError:
+        from difflib import get_close_matches  # only for a misspelt name
+
         close = get_close_matches(name, TARGETS, n=1)
         hint = f"; did you mean '{close[0]}'?" if close else ""
         raise UnknownTargetError(

@@ -188,6 +188,8 @@ class Device:
     clock_mhz: Figure
     bandwidth: Figure
     peaks: tuple[Peak, ...]
+    # What SYCL's ``info::device::max_compute_units`` reports (portBLAS sizes its split K by it)
+    compute_units: Figure | None = None
 
     def peak(self, dtype: str, engine: str = "matrix") -> Figure:
         """The peak rate of ``engine`` for ``dtype``; raises ``KeyError`` naming what exists."""

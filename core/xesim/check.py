@@ -15,7 +15,7 @@ import time
 
 import numpy as np
 
-from kdd.core.interp.check import CheckResult, check_buffers, default_tol, kernel_math, pack, verdict
+from kdd.core.interp.check import CheckResult, check_buffers, default_tol, kernel_caveat, kernel_math, pack, verdict
 from kdd.core.interp.reference import reference
 
 from .errors import SimError, SimulatorGap
@@ -37,10 +37,13 @@ class _FirstWrongStore:
         self.found: Instr | None = None
         self.checks = []
         for arg in kernel.outputs:
-            limit = tol if tol is not None else default_tol(problem, arg.dtype, kernel_math(kernel))
-            ref = np.nan_to_num(refs[arg.name])
-            want = pack(ref, arg.dtype, arg.layout)
-            self.checks.append((names.index(arg.name), arg, want, limit, float(np.sqrt(np.mean(ref ** 2))) or 1.0))
+            limit = tol if tol is not None else default_tol(problem, arg.dtype, kernel_math(kernel),
+                                                            kernel_caveat(kernel))
+            ref = refs[arg.name]
+            with np.errstate(over="ignore", invalid="ignore"):
+                want = pack(ref if arg.dtype.is_float else np.nan_to_num(ref), arg.dtype, arg.layout)
+            finite = np.where(np.isfinite(ref), ref, 0.0)
+            self.checks.append((names.index(arg.name), arg, want, limit, float(np.sqrt(np.mean(finite ** 2))) or 1.0))
 
     def __call__(self, ins: Instr, idx: np.ndarray, rows, memory) -> None:
         if self.found is not None:
@@ -58,7 +61,8 @@ class _FirstWrongStore:
             got = _values(memory.data[lo: lo + want.size], arg.dtype, elems)
             exp = _values(want, arg.dtype, elems)
             with np.errstate(invalid="ignore"):
-                bad = ~(np.abs(got - exp) <= limit * (np.abs(exp) + rms))
+                same = (got == exp) | (np.isnan(got) & np.isnan(exp))
+                bad = ~same & ~(np.abs(got - exp) <= limit * (np.abs(exp) + rms))
             if bad.any():
                 self.found = ins
                 return

@@ -73,7 +73,11 @@ class Machine:
         self.thread_steps = 0      # instructions times the threads that ran them
         self.on_store = on_store   # called (instr, flat byte indices, rows) after a global store
         self.after: dict = {}      # program index -> called (machine, rows) once the instruction ran
+        # Register indices are cached by an operand's identity: every operand written or read lives as long as
+        # the machine (the program's, and these), so no cached identity is ever another operand's.
         self._index_cache: dict = {}
+        self.carry = Operand("acc", "ud", 0, 0, (1, 1, 0))   # where addc leaves its carries
+        self.cmp_dst: dict = {}          # id(cmp instruction) -> its destination as unsigned bits
         self._plans: dict = {}
         self._compiled: dict = {}
 
@@ -171,6 +175,7 @@ class Machine:
         if ins.pred is None:
             return None
         reg, bit, inv = ins.pred
+        bit += ins.channel          # (16|M16) reads flag bits 16-31
         _whole_flag(ins, bit, n)
         m = self.flag_bits(rows, reg, bit, n)
         return ~m if inv else m
@@ -292,7 +297,7 @@ def _alu_general(m: Machine, ins: Instr, rows) -> None:
     elif op == "addc":
         total = (vals[0] & 0xFFFFFFFF) + (vals[1] & 0xFFFFFFFF)
         res = total
-        m.write(Operand("acc", "ud", 0, 0, (1, 1, 0)), rows, n, (total >> 32).astype(np.uint32),
+        m.write(m.carry, rows, n, (total >> 32).astype(np.uint32),
                 m.channel_mask(ins, rows, n))
     elif op == "sel":
         return _sel(m, ins, rows, vals)
@@ -365,8 +370,12 @@ def _cmp(m: Machine, ins: Instr, rows, vals) -> None:
     if ins.dst.kind != "null":
         size = TYPES[ins.dst.type][1]
         raw = np.where(flag, np.uint64((1 << (8 * size)) - 1), np.uint64(0)).astype(np.dtype(f"uint{8 * size}"))
-        m.write(Operand(ins.dst.kind, {1: "ub", 2: "uw", 4: "ud", 8: "uq"}[size], ins.dst.reg,
-                        ins.dst.sub, ins.dst.region), rows, n, raw, mask)
+        # the destination as unsigned bits, one operand per instruction kept by the machine (see _index_cache)
+        dst = m.cmp_dst.get(id(ins))
+        if dst is None:
+            dst = m.cmp_dst[id(ins)] = Operand(ins.dst.kind, {1: "ub", 2: "uw", 4: "ud", 8: "uq"}[size],
+                                               ins.dst.reg, ins.dst.sub, ins.dst.region)
+        m.write(dst, rows, n, raw, mask)
     m._advance(rows)
 
 

@@ -58,6 +58,7 @@ class Instr:
     op: str
     sub: str = ""                              # ``ugm`` of ``send.ugm``, ``8x8`` of ``dpas.8x8``
     exec_size: int = 1
+    channel: int = 0                           # the first channel (``M16``): which flag bits predicate it
     pred: tuple[int, int, bool] | None = None  # (flag register, first bit, inverted)
     cmod: str | None = None
     cmod_flag: tuple[int, int] | None = None
@@ -72,7 +73,7 @@ class Instr:
 
 
 _PRED = re.compile(r"^\((W)?(?:&)?(~)?(f[01]\.[01])?\)\s*")
-_EXEC = re.compile(r"^\((\d+)\|M0\)\s*")
+_EXEC = re.compile(r"^\((\d+)\|M(0|8|16|24)\)\s*")
 _CMOD = re.compile(r"^\((eq|ne|lt|le|gt|ge|z|nz)\)(f[01]\.[01])\s+")
 _NULL = re.compile(r"^null(?:<\d+>)?:(\w+)$")
 _FLAG = re.compile(r"^(f[01]\.[01])(?:<[^>]*>)?:(uw|w)$")
@@ -194,6 +195,7 @@ def _instruction(lineno: int, code: str, eot: bool) -> Instr:
     if not m:
         raise ValueError("no execution size")
     ins.exec_size = int(m.group(1))
+    ins.channel = int(m.group(2))
     rest = rest[m.end():]
     m = _CMOD.match(rest)
     if m:

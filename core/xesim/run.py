@@ -17,13 +17,14 @@ from __future__ import annotations
 
 import os
 import re
-import shutil
 import subprocess
 import tempfile
 from dataclasses import dataclass
 from functools import lru_cache
 
 import numpy as np
+
+from kdd.core.toolchain import find_tool
 
 from .errors import SimError
 from .machine import Geometry, Machine
@@ -62,7 +63,7 @@ class SimResult:
 
 def assemble(text: str, command: tuple[str, ...]) -> bytes:
     """The binary of ``text`` under the target's assembler command (``iga64 -a -p=... ...``)."""
-    path = shutil.which(command[0])
+    path = find_tool(command[0])
     if path is None:
         raise ToolMissing(f"{command[0]} is not installed")
     with tempfile.TemporaryDirectory(prefix="kdd-sim-") as tmp:
@@ -78,7 +79,7 @@ def assemble(text: str, command: tuple[str, ...]) -> bytes:
 
 def disassemble(binary: bytes, platform: str, tool: str = "iga64") -> str:
     """``iga64 -d`` of ``binary`` for ``platform`` (``12p71``, ``12p72``)."""
-    path = shutil.which(tool)
+    path = find_tool(tool)
     if path is None:
         raise ToolMissing(f"{tool} is not installed")
     with tempfile.TemporaryDirectory(prefix="kdd-sim-") as tmp:

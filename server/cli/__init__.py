@@ -3,7 +3,9 @@
 Each subcommand lives in its own module of this package and exposes
 ``register(subparsers)``, which adds its parser and sets ``run`` (a function of
 the parsed arguments returning the exit code). ``SUBCOMMANDS`` is the one list
-of them, in the order ``kdd --help`` shows.
+of them, in the order ``kdd --help`` shows. A command line that names a
+subcommand loads and registers that one alone (a module each, some of which
+import more): the others serve only ``kdd --help`` and mistyped commands.
 """
 from __future__ import annotations
 
@@ -22,10 +24,13 @@ SUBCOMMANDS = (
     "bench",
     "sweep",
     "tune",
+    "portblas",
     "lsp",
     "serve",
     "view",
 )
+
+_MODULE_OF = {name.replace("_", "-"): name for name in SUBCOMMANDS}  # command name -> its module
 
 
 class _VersionAction(argparse.Action):
@@ -39,18 +44,20 @@ class _VersionAction(argparse.Action):
         parser.exit()
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(only: str | None = None) -> argparse.ArgumentParser:
+    """The ``kdd`` parser with every subcommand, or with ``only`` that one (its module's name)."""
     parser = argparse.ArgumentParser(
         prog="kdd", description="kernel development daemon: compile, inspect and check GPU kernel configs")
     parser.add_argument("--version", action=_VersionAction)
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
-    for name in SUBCOMMANDS:
+    for name in SUBCOMMANDS if only is None else (only,):
         importlib.import_module(f"{__name__}.{name}").register(sub)
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = build_parser()
+    first = (sys.argv[1:] if argv is None else argv)[:1]
+    parser = build_parser(_MODULE_OF.get(first[0]) if first else None)
     args, extra = parser.parse_known_args(argv)
     if not getattr(args, "run", None):
         if extra:

@@ -62,7 +62,7 @@ def register(sub) -> None:
                        formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("file", help="a *.kernel.toml file")
     p.add_argument("--shape", help="check this problem shape instead of [check] shape (benchdnn descriptor)")
-    p.add_argument("--target", help="check for this target instead (xehpg, xehpc, sm_90)")
+    p.add_argument("--target", help="check for this target instead (xehpg, xehpc, xe2, sm_90)")
     p.add_argument("--stage", help="check the IR after this stage in the interpreter (build, a pass name or "
                                    "final) instead of the code; default: [check] stage, else the code")
     p.add_argument("--bisect", action="store_true",

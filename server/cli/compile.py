@@ -65,6 +65,6 @@ def register(sub) -> None:
     p.add_argument("--verify", action="store_true",
                    help="run the IR verifier on the builder's IR and after every pass (exit 3 if it finds a problem)")
     p.add_argument("--shape", help="compile for this problem shape instead (benchdnn descriptor)")
-    p.add_argument("--target", help="compile for this target instead (xehpg, xehpc, sm_90)")
+    p.add_argument("--target", help="compile for this target instead (xehpg, xehpc, xe2, sm_90)")
     engine_call.add_engine_options(p)
     p.set_defaults(run=run)

@@ -81,7 +81,13 @@ def stats_text(stats: dict) -> str:
                      f"{loop['dpas']:g} {loop['fma']}, {loop['sends']:g} sends of {loop['send_bytes']:g} B "
                      f"(at least {loop['min_sends']}; {kinds}), {loop['int_ops']:g} int ops, "
                      f"{loop['float_ops']:g} float ops, {loop['moves']:g} moves, "
-                     f"{loop['operand_reorders']:g} operand reorders")
+                     f"{loop['operand_reorders']:g} operand reorders (source: {loop['source']})")
+    asm = stats.get("asm_loop")
+    if asm is not None:
+        lines.append(f"main loop per reduction iteration ({asm['iterations_per_trip']:g} per trip of "
+                     f"{asm['var']}): {asm['dpas']:g} {loop['fma']}, {asm['sends']:g} sends (at least "
+                     f"{asm['min_sends']}), {asm['int_ops']:g} int ops, {asm['float_ops']:g} float ops, "
+                     f"{asm['moves']:g} moves, {asm['alu_per_dpas']:g} ALU per {loop['fma']} (source: assembly)")
     for stage in ("build", "final"):
         m = stats["metrics"][stage]
         lines.append(f"{stage:>5}: {m['stmts']} statements, {m['inner_ops']:g} integer ops per reduction "

@@ -82,7 +82,7 @@ def register(sub) -> None:
                        description=__doc__.split("\n\n")[1])
     p.add_argument("inputs", nargs="*", metavar="INPUT",
                    help="benchdnn batch files, *.kernel.toml files or directories, onednn:FILE")
-    p.add_argument("--target", help="targets, comma-separated (xehpg, xehpc, sm_90): set for descriptors and "
+    p.add_argument("--target", help="targets, comma-separated (xehpg, xehpc, xe2, sm_90): set for descriptors and "
                                     "configs, a filter for lookup-table lines")
     p.add_argument("--types", help="types, comma-separated (f16,bf16 or f16:f16:f32): replace a descriptor's or "
                                    "config's; for lookup-table lines, the variants kept (f16, u8:s8:u8, tf32)")

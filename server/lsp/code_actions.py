@@ -72,6 +72,8 @@ def repair_fixes(uri: str, parsed, diagnostic: lsp.Diagnostic, compiled: dict | 
     for repair in details.get("repairs", []):
         for knob, value in repair_settings(parsed.spec, repair):
             edit = set_knob(parsed.document, parsed.spec, knob, value)
+            if edit is None:
+                continue
             actions.append(lsp.CodeAction(f"{repair['repair']}: {knob_text(knob, value)}",
                                           kind=lsp.CodeActionKind.QuickFix, diagnostics=[diagnostic],
                                           edit=_workspace_edit(uri, [edit])))

@@ -128,7 +128,7 @@ def _batch_file(path: Path, selection: Selection, options: StageOptions) -> list
         raise InputError(f"{path}: no such file (inputs: benchdnn batch files, *.kernel.toml files or "
                          f"directories of them, {ONEDNN}FILE)")
     if not selection.targets:
-        raise InputError(f"{path}: a benchdnn batch file names no hardware: give --target (xehpg, xehpc, sm_90)")
+        raise InputError(f"{path}: a benchdnn batch file names no hardware: give --target (xehpg, xehpc, xe2, sm_90)")
     try:
         entries = read_batch_file(path)
     except (ProblemError, OSError, UnicodeDecodeError) as exc:

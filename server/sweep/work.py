@@ -94,6 +94,9 @@ def verdict(result: dict) -> dict:
     check = result.get("check")
     if check is not None and not (check["first_bad"] is None if "first_bad" in check else check["ok"]):
         return {"outcome": "wrong", "class": check.get("first_bad") or "mismatch"}
+    bench = result.get("bench")
+    if bench is not None and not bench["ok"]:       # right at the check shape, wrong at the timed one
+        return {"outcome": "wrong", "class": "wrong at the timed shape"}
     return {"outcome": "ok", "class": None}
 
 

@@ -207,3 +207,15 @@ def test_emit_ptx_prints_plain_ptx_that_ptxas_assembles_and_asm_keeps_the_annota
     assert assembled.cubin is not None, assembled.report.messages
     code, out, _ = run_cli(capsys, "compile", example, "--emit", "asm")
     assert code == 0 and out.startswith("// target sm_90: ptxas allocated")
+
+
+def test_emit_stats_prints_the_main_loop_of_the_ir_and_of_the_assembly(config_file, capsys):
+    code, out, _ = run(capsys, config_file, "--emit", "stats", "--no-cache")
+    assert code == 0
+    ir = next(ln for ln in out.splitlines() if ln.startswith("main loop") and ln.endswith("(source: IR)"))
+    asm = next(ln for ln in out.splitlines() if ln.startswith("main loop") and ln.endswith("(source: assembly)"))
+    assert " dpas," in ir and " ALU per dpas " in asm
+    code, out, _ = run(capsys, config_file, "--emit", "stats", "--json")
+    stats = json.loads(out)["stats"]
+    assert (stats["loop"]["source"], stats["asm_loop"]["source"]) == ("IR", "assembly")
+    assert f"{stats['asm_loop']['alu_per_dpas']:g} ALU per dpas" in asm

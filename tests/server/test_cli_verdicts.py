@@ -1,6 +1,8 @@
 """Verdicts that mean what they say: what ``kdd check`` ran, ok / wrong / not-checkable with their exit
 statuses, and code-generation failures that are errors whatever ``kdd compile`` emits."""
 import json
+import shutil
+import sys
 from pathlib import Path
 
 import pytest
@@ -162,3 +164,46 @@ def test_a_code_generator_that_breaks_is_a_failure_inside_kdd_exit_3(capsys, mon
     monkeypatch.setitem(lower._CALLS, Dpas, broken)
     code, _, err = run(capsys, "compile", EXAMPLES / "resnet50_3x3.kernel.toml", "--emit", "asm")
     assert code == 3 and "xehpg code generation raised StopIteration" in err
+
+
+def _device_patched(monkeypatch, ok: bool) -> list:
+    """kdd's CuPy runner replaced (no GPU here): the full-shape check answers ``ok``; the timer records that
+    it ran. Returns the calls made, in order."""
+    from kdd.core.codegen.ptx import device
+
+    calls = []
+
+    def check(listing, kernel, problem=None, **options):
+        calls.append(("check", problem.shape.canonical(), options["launches"], options["rounding"]))
+        return {"ok": ok, "rel_err": 1e-4 if ok else 0.5, "tol": 0.01, "first_bad_index": None if ok else [0, 3],
+                "tensor": "dst", "shape": problem.shape.canonical(), "ms": 1.0, "launches": options["launches"],
+                "inputs": "rounding", "device": "Fake H100", "loaded_from": "cubin"}
+
+    def time(listing, kernel, **options):
+        calls.append(("time",))
+        return {"median_us": 10.0, "min_us": 9.0, "runs": options["runs"], "reps": 5, "method": "cuda-graph",
+                "rotations": 4, "loaded_from": "cubin", "zeroed_per_launch": [], "device": "Fake H100",
+                "tflops": 1.0}
+
+    monkeypatch.setattr(device, "check_on_device", check)
+    monkeypatch.setattr(device, "time_on_device", time)
+    return calls
+
+
+@pytest.mark.skipif(shutil.which("ptxas") is None and not (Path(sys.executable).parent / "ptxas").exists(),
+                    reason="needs ptxas")
+@pytest.mark.parametrize("ok", [True, False])
+def test_bench_times_only_a_kernel_checked_at_the_shape_it_times(monkeypatch, capsys, ok):
+    calls = _device_patched(monkeypatch, ok)
+    code, out, err = run(capsys, "bench", EXAMPLES / "sm90_gemm.kernel.toml", "--shape", "m64n64k64", "--runs", "7")
+    assert calls[0] == ("check", "64x64:64x64", 3, True)       # the timed shape itself, 3 launches, rounding
+    if ok:
+        assert code == 0 and calls[1:] == [("time",)]
+        assert "checked at this shape over 3 launches" in out
+    else:
+        assert code == 1 and calls[1:] == []
+        assert out.startswith("WRONG 64x64:64x64 on Fake H100") and "not timed" in out
+    code, out, _ = run(capsys, "bench", EXAMPLES / "sm90_gemm.kernel.toml", "--shape", "m64n64k64", "--json")
+    reply = json.loads(out)
+    assert code == (0 if ok else 1) and reply["ok"] is ok
+    assert (reply["check"]["launches"] == 3) if ok else (reply["verdict"] == "wrong" and reply["timed"] is False)

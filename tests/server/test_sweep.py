@@ -194,6 +194,9 @@ def test_verdicts_name_what_ended_a_task():
     assert verdict(ok | {"check": {"ok": False}}) == {"outcome": "wrong", "class": "mismatch"}
     assert verdict(ok | {"check": {"first_bad": "cse", "stages": []}}) == {"outcome": "wrong", "class": "cse"}
     assert verdict(ok | {"check": {"first_bad": None, "stages": []}})["outcome"] == "ok"
+    timed_wrong = {"ok": False, "verdict": "wrong", "timed": False}     # kdd bench's full-shape check failed
+    assert verdict(ok | {"check": {"ok": True}, "bench": timed_wrong}) == \
+        {"outcome": "wrong", "class": "wrong at the timed shape"}
     assert verdict(ok | {"check": _failure("too-large")}) == {"outcome": "refused", "class": "too-large"}
     diag = {"severity": "error", "code": "feasibility", "message": "m"}
     assert verdict(_failure("invalid-config", diagnostics=[{"severity": "warning", "code": "w"}, diag])) == \

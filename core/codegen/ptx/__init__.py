@@ -41,7 +41,9 @@ what only the NVIDIA path has:
   ``listing.cubin`` (not in the JSON).
 
 ``check=False`` skips ptxas and nvdisasm (``live_regs`` are then 0 and
-``sass`` empty). Modules: ``lanes`` (which lane holds which byte, slots),
+``sass`` empty); ``disassemble=False`` skips nvdisasm only (ptxas's report,
+registers and spills, but no live registers and no SASS: what a compile
+that shows neither needs, for a fraction of the time). Modules: ``lanes`` (which lane holds which byte, slots),
 ``emitter`` (registers and lines), ``lower`` (the IR visitor), ``tools``
 (ptxas and nvdisasm runners and parsers), ``line_table`` (the cubin's DWARF
 line table), ``device`` (running a cubin on a GPU and comparing with the
@@ -55,6 +57,7 @@ from dataclasses import dataclass, field
 from ..listing import AsmLine, Listing, assembler_line
 from ..xe import _ir_nodes, ir_model_registers
 from .asyncs import plan_waits
+from .hopper import SWIZZLE_ALIGN
 from .lower import PtxLowering, Redo
 from .swizzle import shift_for
 from .tools import PtxasResult, SassLine, find_tool, ptxas, sass
@@ -123,9 +126,12 @@ def _module(kernel, cg: PtxLowering, name: str) -> tuple[list[str], list, list[i
     """The PTX text lines, the IR node of each, and for each emitted line its index in the text."""
     tg = tuple(kernel.tg)
     regs = getattr(kernel.config, "regs", None)     # the config's register cap (.maxnreg)
-    params = ", ".join(f".param .u64 p_{a.var.name}" for a in kernel.args)
-    head = [f".version {PTX_VERSION}", ".target sm_90", ".address_size 64", '.file 1 "kernel.ptx"', "",
-            ".extern .shared .align 16 .b8 kdd_smem[];", "",
+    params = ", ".join([f".param .u64 p_{a.var.name}" for a in kernel.args]
+                       + [f".param .align 64 .b8 {m['param']}[128]" for m in cg.tensor_maps])
+    # wgmma and setmaxnreg need the architecture-specific target; swizzled tensor tiles a 1024-byte base
+    head = [f".version {PTX_VERSION}", f".target {'sm_90a' if cg.sm90a else 'sm_90'}", ".address_size 64",
+            '.file 1 "kernel.ptx"', "",
+            f".extern .shared .align {SWIZZLE_ALIGN if cg.tma_slm else 16} .b8 kdd_smem[];", "",
             f".visible .entry {name}({params})",
             f".maxntid {32 * tg[0]}, {tg[1]}, {tg[2]}", ".minnctapersm 1",
             *([f".maxnreg {regs}"] if regs and regs < 255 else []), "{", *cg.em.declarations()]
@@ -168,15 +174,16 @@ def _lower(kernel, body) -> PtxLowering:
     return planned
 
 
-def _assemble(ptx: str) -> tuple[PtxasResult, list[SassLine], str | None]:
-    """ptxas's result and, when it made a cubin, nvdisasm's SASS lines (or why there are none)."""
-    result = ptxas(ptx)
-    found, why = sass(result.cubin) if result.cubin is not None else ([], None)
+def _assemble(ptx: str, arch: str, disassemble: bool) -> tuple[PtxasResult, list[SassLine], str | None]:
+    """ptxas's result for ``arch`` and, when it made a cubin and ``disassemble``, nvdisasm's SASS lines (or
+    why there are none)."""
+    result = ptxas(ptx, arch)
+    found, why = sass(result.cubin) if result.cubin is not None and disassemble else ([], None)
     return result, found, why
 
 
-def generate_ptx(kernel, body, target, check: bool = True) -> PtxListing:
-    """Lower ``body`` (the final IR of ``kernel``) for ``sm_90``; with ``check`` run ptxas and
+def generate_ptx(kernel, body, target, check: bool = True, disassemble: bool = True) -> PtxListing:
+    """Lower ``body`` (the final IR of ``kernel``) for ``sm_90``; with ``check`` run ptxas and (``disassemble``)
     nvdisasm and put their figures on the lines. Raises ``CodegenUnsupported`` for IR forms the
     PTX generator has no rule for."""
     cg = _lower(kernel, body)
@@ -184,7 +191,8 @@ def generate_ptx(kernel, body, target, check: bool = True) -> PtxListing:
     text, nodes, where = _module(kernel, cg, name)
     with ThreadPoolExecutor(1) as pool:
         # ptxas and nvdisasm run while this thread maps IR nodes and runs the register model.
-        tools = pool.submit(_assemble, "\n".join(text) + "\n") if check else None
+        tools = pool.submit(_assemble, "\n".join(text) + "\n", "sm_90a" if cg.sm90a else "sm_90", disassemble) \
+            if check else None
         ir = _ir_nodes(body)
         model = ir_model_registers(kernel, body, target)
         mix = _mix(cg.em.lines)
@@ -223,6 +231,8 @@ def generate_ptx(kernel, body, target, check: bool = True) -> PtxListing:
     budget = getattr(kernel.config, "regs", None) or target.registers.max_regs
     launch = {"entry": name, "grid": list(kernel.grid), "block": [32 * kernel.tg[0], kernel.tg[1], kernel.tg[2]],
               "shared_bytes": cg.slm_bytes, "params": [a.name for a in kernel.args]}
+    if cg.tensor_maps:      # encoded at launch (cuTensorMapEncodeTiled), passed after the pointers
+        launch["tensor_maps"] = [dict(m) for m in cg.tensor_maps]
     return PtxListing(target.name, lines, peak, peak_line, budget, model, {},
                       mix, {}, [], report, allocations, target.registers.reg_bytes, [], sass_lines, resources, launch,
                       cubin)

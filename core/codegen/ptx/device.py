@@ -120,7 +120,66 @@ def rounding_tol(problem, t) -> float:
 
 def _launch(fn, listing, ptrs) -> None:
     L = listing.launch
+    if L.get("tensor_maps"):
+        _launch_with_maps(fn, L, ptrs)
+        return
     fn(tuple(L["grid"]), tuple(L["block"]), tuple(ptrs), shared_mem=L["shared_bytes"])
+
+
+# cuTensorMapEncodeTiled's enumerations (cuda.h): data types, no interleave, 128-byte swizzle, L2 promotion
+# of 128 bytes, out-of-bounds elements read as zeros
+_TMA_DTYPE = {"FLOAT16": 6, "FLOAT32": 7, "BFLOAT16": 9}
+_TMA_SWIZZLE = {128: 3}
+_L2_PROMOTION_128B = 2
+
+
+def _driver():
+    import ctypes
+
+    try:
+        return ctypes.CDLL("libcuda.so.1")
+    except OSError as exc:
+        raise DeviceUnavailable(f"the CUDA driver library did not load: {exc}") from None
+
+
+def encode_tensor_map(entry: dict, ptr: int) -> bytes:
+    """The 128 bytes of the tensor map the launch's ``entry`` describes (``dtype``, ``dims`` innermost
+    first, ``pitch`` bytes between rows, ``box``, ``swizzle``) over the device buffer at ``ptr``, encoded
+    by the driver's ``cuTensorMapEncodeTiled``."""
+    import ctypes
+
+    u64, u32 = ctypes.c_uint64, ctypes.c_uint32
+    out = (ctypes.c_uint8 * 128)()
+    rc = _driver().cuTensorMapEncodeTiled(
+        ctypes.byref(out), ctypes.c_int(_TMA_DTYPE[entry["dtype"]]), u32(2), ctypes.c_void_p(ptr),
+        (u64 * 2)(*entry["dims"]), (u64 * 1)(entry["pitch"]), (u32 * 2)(*entry["box"]), (u32 * 2)(1, 1),
+        ctypes.c_int(0), ctypes.c_int(_TMA_SWIZZLE[entry["swizzle"]]), ctypes.c_int(_L2_PROMOTION_128B),
+        ctypes.c_int(0))
+    if rc != 0:
+        raise DeviceUnavailable(f"cuTensorMapEncodeTiled failed with CUresult {rc} for {entry}")
+    return bytes(out)
+
+
+def _launch_with_maps(fn, launch: dict, ptrs) -> None:
+    """``cuLaunchKernel`` with the pointer arguments followed by the tensor maps, passed by value (the
+    kernel's ``.param .align 64 .b8 tmap_N[128]``), on CuPy's current stream."""
+    import ctypes
+
+    import cupy
+
+    by_name = dict(zip(launch["params"], ptrs))
+    values = [ctypes.c_uint64(int(p.data.ptr)) for p in ptrs]
+    for m in launch["tensor_maps"]:
+        raw = encode_tensor_map(m, int(by_name[m["buffer"]].data.ptr))
+        values.append((ctypes.c_uint8 * 128).from_buffer_copy(raw))
+    params = (ctypes.c_void_p * len(values))(*(ctypes.addressof(v) for v in values))
+    g, b = launch["grid"], launch["block"]
+    rc = _driver().cuLaunchKernel(ctypes.c_void_p(getattr(fn, "kernel", fn).ptr),  # RawKernel -> CUfunction
+                                  *(ctypes.c_uint(x) for x in (*g, *b)),
+                                  ctypes.c_uint(launch["shared_bytes"]),
+                                  ctypes.c_void_p(cupy.cuda.get_current_stream().ptr), params, None)
+    if rc != 0:
+        raise RuntimeError(f"cuLaunchKernel failed with CUresult {rc}")
 
 
 def check_on_device(listing, kernel, problem=None, *, seed: int = 0, tol: float | None = None,
@@ -239,5 +298,5 @@ def time_on_device(listing, kernel, *, runs: int = 50, reps: int = 5, rotate_byt
     return out
 
 
-__all__ = ["DeviceUnavailable", "check_on_device", "device_buffers", "gpu_time_per_launch", "load", "rotation_copies",
+__all__ = ["DeviceUnavailable", "check_on_device", "device_buffers", "encode_tensor_map", "gpu_time_per_launch", "load", "rotation_copies",
            "rounding_tol", "time_on_device"]

@@ -25,9 +25,9 @@ from __future__ import annotations
 import numpy as np
 
 from kdd.core.ir.expr import IntImm
-from kdd.core.ir.funcs import Barrier, BarrierSignal, BarrierWait, Eltwise, Fence, Mma, Reduce, Reorder, Send
+from kdd.core.ir.funcs import Barrier, BarrierSignal, BarrierWait, Eltwise, Fence, Mad, Mma, Reduce, Reorder, Send
 from kdd.core.ir.stmt import Alloc, For, FuncCall, Group, If, Let, MemKind, Seq, Store
-from kdd.core.ir.types import s32, u32
+from kdd.core.ir.types import f32, s32, u32
 
 from ..errors import CodegenUnsupported
 from .align import slot_multiples
@@ -35,6 +35,7 @@ from .asyncs import MAX_QUEUE, Events, Plan, bounds
 from .eltwise import eltwise_f32
 from .emitter import Emitter, ptx_type, reg_class
 from .expressions import ExprLowering
+from .hopper import SWIZZLE_ALIGN, HopperLowering
 from .lanes import LANES, ROW, Slot, slots
 from .matrix import lane_addresses, matrix_rows
 from .memory import Deferred, MemoryLowering, Redo, readers_of
@@ -53,7 +54,7 @@ def _staged_store(item) -> bool:
         and item.func.space == "slm"
 
 
-class PtxLowering(LaneWords, ExprLowering, MemoryLowering):
+class PtxLowering(LaneWords, ExprLowering, MemoryLowering, HopperLowering):
     def __init__(self, kernel, body, no_defer: frozenset = frozenset(), plan: Plan | None = None,
                  swizzles: dict[str, int] | None = None):
         self.kernel, self.body = kernel, body
@@ -106,6 +107,7 @@ class PtxLowering(LaneWords, ExprLowering, MemoryLowering):
             self.bind(name, Value(r, s32))
         self.smem = em.new("r")
         em.op(f"mov.u32 {self.smem}, kdd_smem")
+        self.hopper_entry()
         for a in self.kernel.args:
             p, g = em.new("rd"), em.new("rd")
             em.op(f"ld.param.u64 {p}, [p_{a.var.name}]")
@@ -221,6 +223,8 @@ class PtxLowering(LaneWords, ExprLowering, MemoryLowering):
             stack.append(close)
         elif s.kind is MemKind.SLM:
             align = LINE if name in self.swizzle else 16     # a swizzled buffer's lines are bank lines
+            if name in self.tma_slm:                         # the 128-byte swizzle's period
+                align = SWIZZLE_ALIGN
             base = -(-self.slm_bytes // align) * align
             self.slm_sizes[name] = s.size
             self.slm[name] = base
@@ -316,10 +320,14 @@ class PtxLowering(LaneWords, ExprLowering, MemoryLowering):
     # -- functions ----------------------------------------------------------------------------
     def _call(self, call: FuncCall) -> None:
         f = call.func
+        if self.hopper_call(call):
+            return
         if isinstance(f, Send):
             self._send(call)
         elif isinstance(f, Mma):
             self._mma(call)
+        elif isinstance(f, Mad):
+            self._mad(call)
         elif isinstance(f, Reorder):
             self._reorder(call)
         elif isinstance(f, Reduce):
@@ -369,6 +377,37 @@ class PtxLowering(LaneWords, ExprLowering, MemoryLowering):
         # integer mma without .satfinite wraps, as the IR's s32 mma does; .b32 registers serve as the .f32 fragments (ptxas takes them), so no moves around the mma
         self.em.op(f"mma.sync.aligned.m{f.m}n{f.n}k{f.k}.row.col.{ct}.{at}.{bt}.{ct} "
                    f"{{{', '.join(dr)}}}, {{{', '.join(ar)}}}, {{{', '.join(br)}}}, {{{', '.join(cr)}}}")
+
+    def _mad(self, call: FuncCall) -> None:
+        """``dst[i] = src0[i] + src1[i] * src2 at byte i * stride`` for the ``simd`` elements (``fma`` on sm_90):
+        each destination element, in the lane that holds it, gathers its three operands from the lanes
+        that hold them (a broadcast src2 is one lane's word shuffled to all) and rounds once, as the
+        interpreter's exact product and sum rounded to the destination type."""
+        f: Mad = call.func
+        dst, doff, s0, off0, s1, off1, s2, off2 = call.ops
+        for b, o in ((dst, doff), (s0, off0), (s1, off1), (s2, off2)):
+            if b.name not in self.grf or not isinstance(o, IntImm):
+                raise CodegenUnsupported("fma operands must be register buffers at constant offsets")
+        t = f.dst_type.base
+        if t.size == 8 or f.src1_type.size == 8 or f.src2_type.size == 8:
+            raise CodegenUnsupported(f"{f}: 64-bit fma has no PTX lowering in kdd yet")
+        lanes = np.arange(f.simd)
+        dfirst = doff.value + lanes * t.size
+        sources = ((self.grf[s0.name], off0.value + lanes * t.size, t),
+                   (self.grf[s1.name], off1.value + lanes * f.src1_type.size, f.src1_type),
+                   (self.grf[s2.name], off2.value + lanes * f.src2_stride, f.src2_type))     # stride in bytes
+        # f16/bf16 and 8-bit sources widen exactly to the f32/s32 accumulator, so one fma rounds as the IR does
+        acc = f32 if t.is_float else s32
+        fused = (f"fma.rn.{ptx_type(acc)} {{}}, {{}}, {{}}, {{}}" if acc.is_float
+                 else f"mad.lo.{ptx_type(acc)} {{}}, {{}}, {{}}, {{}}")
+        dbuf = self.grf[dst.name]
+        self.writes(dst.name, int(dfirst.min()), int(dfirst.max()) + t.size)
+        for slot in slots(dfirst):
+            a, b, c = (self.convert(self.grf_load(buf, [int(first[i]) if i >= 0 else -1 for i in slot.index],
+                                                  slot.mask, st), acc) for buf, first, st in sources)
+            v = Value(self.em.calc(reg_class(acc), fused.format("{}", self.reg(b), self.reg(c), self.reg(a))), acc)
+            v = self.convert(v, t, saturate=False, nearest=True)
+            self.write_word(dbuf, slot.row, slot.byte, t.size, self.value_bits(v), self.lane_pred(slot.mask))
 
     def _reorder(self, call: FuncCall) -> None:
         f: Reorder = call.func

@@ -14,9 +14,8 @@ verifier used by tests).
 """
 from __future__ import annotations
 
-import shutil
-
 from kdd.core.ir.printer import print_ir
+from kdd.core.toolchain import find_tool
 
 from ..assembler import assemble
 from ..errors import AssemblerRejected
@@ -100,7 +99,7 @@ def assembled(kernel, body, target, check: bool = True) -> Listing:
     listing = lower_kernel(kernel, body, target)
     if check:
         report = assemble(listing.asm, target.assembler, f"-p={target.xe.iga_platform}")
-        if report.binary_bytes is None and shutil.which(target.assembler[0]) is not None:
+        if report.binary_bytes is None and find_tool(target.assembler[0]) is not None:
             raise AssemblerRejected(report.tool, report.messages)
         listing.assembler = report.to_dict()
     return listing

@@ -41,8 +41,11 @@ class Emitter:
         self.weight = 1
         self.loop = -1
         self._labels = 0
+        self.flow = 0      # control-flow lines and labels so far: values known at one hold up to the next
 
     def raw(self, text: str, pipe: str | None) -> None:
+        if pipe == "control":
+            self.flow += 1
         self.lines.append(Line(text, pipe, self.regs.busy, self.node, self.weight, self.loop))
 
     def label(self, base: str) -> str:
@@ -50,6 +53,7 @@ class Emitter:
         return f"{base}_{self._labels}"
 
     def place(self, label: str) -> None:
+        self.flow += 1
         self.raw(f"{label}:", None)
 
     def comment(self, text: str) -> None:

@@ -13,8 +13,9 @@ a constant uses shifts or a multiply-high (``mul`` into ``acc0`` + ``mach``);
 from __future__ import annotations
 
 import struct
+from dataclasses import dataclass
 
-from kdd.core.ir.expr import (Binary, BoolImm, Broadcast, Cast, FloatImm, IntImm, Load, Op, Ramp, Ternary,
+from kdd.core.ir.expr import (Binary, BoolImm, Broadcast, Cast, Expr, FloatImm, IntImm, Load, Op, Ramp, Ternary,
                               Unary, Var, wrap_int)
 from kdd.core.ir.types import Type, s16, s32, u16, u32, u64
 
@@ -80,8 +81,10 @@ def keep_lanes(cg, flag: str, lanes: int, negate: bool = False) -> None:
     keep = (1 << lanes) - 1
     if cg.flags.clear_past.get(flag) != lanes:
         cg.em.raw(f"(W) and (1|M0) {flag}<1>:uw {flag}<0;1,0>:uw 0x{keep:X}:uw", "int")
+        cg.flags.touch(flag)
     if negate:
         cg.em.raw(f"(W) xor (1|M0) {flag}<1>:uw {flag}<0;1,0>:uw 0x{keep:X}:uw", "int")
+        cg.flags.touch(flag)
     cg.flags.clear_past[flag] = lanes
 
 
@@ -367,20 +370,30 @@ def _reg_first(cg, a, b, t: Type, lanes: int, commutative: bool):
 
 
 def _compare_value(cg, e, dst):
-    """A comparison as a value: a 0 / all-ones dword per lane."""
+    """A comparison as a value: a 0 / all-ones dword per lane. Between 32-bit integers one ``cmp``
+    writes both (a ``cmp`` with a destination writes all ones where the condition holds), and its flag
+    is kept for the conditions that read the comparison again (:func:`flag_of`)."""
     lanes = e.type.lanes
     out = _dst(cg, e, dst).retype(s32)
-    f = _compare_flag(cg, e, lanes)
+    t = _compared_type(e)
+    if t.is_int and t.scalar.bits == 32:
+        remember_flag(cg, e, lanes, _compare_flag(cg, e, lanes, out.retype(t.base)))
+        return out
+    f = flag_of(cg, e, lanes)
     move(cg, out, Imm(0, s32), lanes)
     alu(cg, "mov", lanes, out, [Imm(-1, s32)], pred=f)
     return out
 
 
-def _compare_flag(cg, e, lanes: int) -> str:
+def _compared_type(e) -> Type:
+    return e.a.type if not isinstance(e.a, (IntImm, FloatImm)) else e.b.type
+
+
+def _compare_flag(cg, e, lanes: int, dst: Reg | None = None) -> str:
     a = evaluate(cg, e.a, None)
     b = evaluate(cg, e.b, None)
     cond = COMPARE[e.op]
-    t = e.a.type if not isinstance(e.a, (IntImm, FloatImm)) else e.b.type
+    t = _compared_type(e)
     if isinstance(a, Imm):
         if isinstance(b, Imm):
             a = _as_reg(cg, a, t, 1)
@@ -389,12 +402,65 @@ def _compare_flag(cg, e, lanes: int) -> str:
     f = cg.flags.take(lanes)
     if t.is_int and t.scalar.bits == 64 and not cg.xe.native_int64:
         raise CodegenUnsupported("64-bit integer comparison on a target without 64-bit integer ALU")
-    alu(cg, "cmp", lanes, None, [a, b], cmod=(cond, f))
+    alu(cg, "cmp", lanes, dst, [a, b], cmod=(cond, f))
     return f
 
 
+@dataclass(frozen=True)
+class ReusableFlag:
+    """A flag computed for a condition, and what it depended on: the control flow (no label or jump
+    since), the flag register (not handed out or changed since) and the condition's variables (each
+    still bound to the same operand)."""
+
+    flag: str
+    flow: int
+    written: int
+    bindings: tuple
+
+    def holds(self, cg) -> bool:
+        return (cg.em.flow == self.flow and cg.flags.written(self.flag) == self.written
+                and all(_bound(cg, name) is op for name, op in self.bindings))
+
+
+def _bound(cg, name: str):
+    stack = cg.env.get(name)
+    return stack[-1] if stack else None
+
+
 def flag_of(cg, cond, lanes: int) -> str:
-    """A flag register (``f0.0``, or ``~f0.0`` negated) true in the lanes where ``cond`` holds."""
+    """A flag register (``f0.0``, or ``~f0.0`` negated) true in the lanes where ``cond`` holds. The flag
+    an earlier instruction computed for the same condition is read again while it still holds it
+    (straight-line code, the condition's variables not rebound, no memory read): sends under one mask
+    share one ``cmp``."""
+    hit = cg.flag_reuse.get((cond, lanes))
+    if hit is not None and hit.holds(cg):
+        return hit.flag
+    return remember_flag(cg, cond, lanes, _flag_of(cg, cond, lanes))
+
+
+def remember_flag(cg, cond, lanes: int, flag: str) -> str:
+    """Records that ``flag`` now holds ``cond`` over ``lanes`` (for :func:`flag_of`); returns it."""
+    names = _reusable(cond)
+    if names is not None:
+        cg.flag_reuse[(cond, lanes)] = ReusableFlag(flag, cg.em.flow, cg.flags.written(flag),
+                                                    tuple((n, _bound(cg, n)) for n in sorted(names)))
+    return flag
+
+
+def _reusable(cond) -> set[str] | None:
+    """The variables ``cond`` reads, or None when it reads memory (a buffer may change in between)."""
+    names, stack = set(), [cond]
+    while stack:
+        e = stack.pop()
+        if isinstance(e, Load):
+            return None
+        if isinstance(e, Var):
+            names.add(e.name)
+        stack.extend(k for k in e.children() if isinstance(k, Expr))
+    return names
+
+
+def _flag_of(cg, cond, lanes: int) -> str:
     if isinstance(cond, Unary) and cond.op is Op.NOT:
         f = flag_of(cg, cond.a, lanes)
         return f[1:] if f.startswith("~") else "~" + f
@@ -417,10 +483,15 @@ def _mask_flag(cg, cond, lanes):
 def _ternary(cg, e, dst):
     lanes = e.type.lanes
     if e.op is Op.IIF:
-        b = _as_reg(cg, evaluate(cg, e.b, None), e.type, lanes)
-        c = evaluate(cg, e.c, None)
+        b, c = evaluate(cg, e.b, None), evaluate(cg, e.c, None)
+        negate = isinstance(b, Imm) and not isinstance(c, Imm)   # only the second source takes an immediate
+        if negate:
+            b, c = c, b
+        b = _as_reg(cg, b, e.type, lanes)
         out = _dst(cg, e, dst)
         f = flag_of(cg, e.a, lanes)
+        if negate:
+            f = f[1:] if f.startswith("~") else "~" + f
         alu(cg, "sel", lanes, out, [b, c], pred=f)
         return out
     mn = TERNARY[e.op]
@@ -545,12 +616,13 @@ def _magic_div(cg, q: Reg, n: Reg, d: int, signed: bool, lanes: int) -> None:
 
 # -- 64-bit integers --------------------------------------------------------------------------
 
-def add64(cg, dst: Reg, base: Reg, off, lanes: int) -> None:
-    """``dst = base + sext(off)`` with ``dst`` 64-bit per lane (``off`` s32 register or immediate).
+def add64(cg, dst: Reg, base: Reg, off, lanes: int, signed: bool = True) -> None:
+    """``dst = base + sext(off)`` with ``dst`` 64-bit per lane (``off`` s32 register or immediate);
+    ``base + zext(off)`` where the caller knows ``off`` is not negative (``signed=False``).
 
     Native on targets with 64-bit integer ALU; else ``addc`` of the low dwords
-    (carry into ``acc0``), ``add`` of the carry and the high dword, and the sign
-    of ``off`` added to the high dword.
+    (carry into ``acc0``), ``add`` of the carry and the high dword, and (signed)
+    the sign of ``off`` added to the high dword.
     """
     if cg.xe.native_int64:
         alu(cg, "add", lanes, Reg(dst.byte, u64, 1), [base.retype(u64, 0), off])
@@ -564,9 +636,10 @@ def add64(cg, dst: Reg, base: Reg, off, lanes: int) -> None:
         acc = "acc0.0<0;1,0>:ud" if k == 1 else "acc0.0<1;1,0>:ud"
         cg.em.raw(f"(W) add ({k}|M0) {hi.dst(cg.rb)} {acc} {Reg(base.byte + 4, u32, 0).src(cg.rb)}", "int")
         if isinstance(off, Reg):
-            t = cg.temp(s32, k)
-            alu(cg, "asr", k, t, [off.at(c).retype(s32), Imm(31, s32)])
-            alu(cg, "add", k, hi, [hi, t.retype(u32)])
+            if signed:
+                t = cg.temp(s32, k)
+                alu(cg, "asr", k, t, [off.at(c).retype(s32), Imm(31, s32)])
+                alu(cg, "add", k, hi, [hi, t.retype(u32)])
         elif int(off.value) < 0:
             alu(cg, "add", k, hi, [hi, Imm(0xFFFFFFFF, u32)])
 

@@ -307,6 +307,8 @@ def _record_roles(call: FuncCall, roles: dict, headers: dict, grf: set) -> None:
         off = a.mem_offset
         if isinstance(off, Load) and off.buf.name in grf:
             add(off.buf.name, "header")
+            if f.op is SendOp.PREFETCH:
+                add(off.buf.name, "prefetch header")
             want = (f.space, a.mem.name, f.kind.value)
             have = headers.setdefault(off.buf.name, want)
             if have != want:

@@ -41,6 +41,17 @@ class FlagPool:
         self.next = 0
         self.last, self.last_wide = "", False     # the flag handed out last, and whether it was whole
         self.clear_past: dict[str, int] = {}   # flag -> lanes: its bits past them are known clear
+        self.writes: dict[str, int] = {}      # flag register (``f0``) -> times it was handed out or changed
+
+    def written(self, flag: str) -> int:
+        """How often the register of ``flag`` was handed out or changed in place: a flag read again later
+        (:func:`isa.flag_of`'s reuse) holds what it held while this count is unchanged."""
+        return self.writes.get(flag.lstrip("~").split(".")[0], 0)
+
+    def touch(self, flag: str) -> None:
+        """``flag`` is changed in place."""
+        reg = flag.lstrip("~").split(".")[0]
+        self.writes[reg] = self.writes.get(reg, 0) + 1
 
     def take(self, lanes: int = 1) -> str:
         """The next flag for an instruction over ``lanes`` channels. A flag subregister holds 16
@@ -56,6 +67,7 @@ class FlagPool:
                 break
         self.last, self.last_wide = f, wide
         self.clear_past.pop(f, None)
+        self.touch(f)
         return f
 
 
@@ -68,6 +80,7 @@ class XeLowering(AllocationWalk):
         self.kernel = kernel
         self.em = Emitter(self.regs)
         self.flags = FlagPool(self.xe.flags)
+        self.flag_reuse: dict = {}            # (condition, lanes) -> isa.ReusableFlag
         self.env: dict[str, list] = {}       # variable name -> stack of operands
         self.slm_base: dict[str, int] = {}
         self.args = {a.var.name: a for a in kernel.args}
@@ -225,6 +238,9 @@ class XeLowering(AllocationWalk):
         dst = Reg(a.start, t.base, 1)
         isa.evaluate(self, v, dst)
         self.bind(x.var.name, dst if t.lanes > 1 else dst.scalar())
+        hit = self.flag_reuse.get((v, t.lanes))
+        if hit is not None and hit.holds(self):   # a condition on the variable reads the value's flag
+            isa.remember_flag(self, x.var, t.lanes, hit.flag)
 
     def ev_end_let(self, x, p):
         self.unbind(x.var.name)

@@ -20,6 +20,8 @@ height and pitch less one, the block's start column and row, and its shape
 """
 from __future__ import annotations
 
+from dataclasses import replace
+
 from kdd.core.ir.expr import BoolImm, Broadcast, IntImm, Load, Ramp
 from kdd.core.ir.funcs import SendKind, SendOp
 from kdd.core.ir.types import s32, u8, u16, u32, u64
@@ -61,7 +63,11 @@ def store_header(cg, x) -> None:
     off = isa.value(cg, x.value)
     if x.value.type.scalar.bits == 64:
         raise CodegenUnsupported("64-bit message offsets are not lowered yet")
-    isa.add64(cg, Reg(hdr.start, u32, 2), arg, off, lanes)
+    # A lane that loads, stores or adds reads its buffer in bounds (docs/ir-semantics.md: only a
+    # masked-off element goes unchecked, and its address is never used), so its offset is not negative
+    # and the high dword takes only the carry. A prefetch is not bounds-checked: its offset keeps its sign.
+    signed = "prefetch header" in cg.live.roles.get(x.buf.name, ())
+    isa.add64(cg, Reg(hdr.start, u32, 2), arg, off, lanes, signed=signed)
 
 
 def payload_bytes(cg, lanes: int, size: int) -> int:
@@ -202,14 +208,24 @@ def _block_message(cg, op, data_size: str, nbytes: int, sfid, addr, hdr: Reg, da
         cg.em.raw(f"{_head(pred)} store.{sfid}.{data_size}.{addr} (1|M0) [r{h}:1] r{where.byte // rb}:{nregs}", "send")
 
 
-def _scattered(cg, f, sfid, addr, hdr: Reg, data: Reg, pred) -> None:
+def _scattered(cg, f, sfid, addr, hdr: Reg, data: Reg, pred, first: int = 0) -> None:
     """One address per lane. Vector element ``v`` of every lane fills its own whole registers (the
     IR's element ``v * lanes + l``): where those blocks are not the IR's dense order (a narrow type,
     fewer lanes than a register holds, an unaligned buffer), the data goes through a bounce buffer,
-    one ``mov`` per vector element."""
+    one ``mov`` per vector element. More lanes than one message takes (32 on Xe-HPG) go as messages
+    of ``max_exec`` lanes, each on its channel group (``M16``: flag bits 16-31); ``first`` is the
+    message's first lane."""
     rb = cg.rb
     lanes, size, vec = f.lanes, f.type.size, f.vec
     kind = SCATTERED_DATA.get(size) if vec == 1 else VECTOR_DATA.get(size)
+    step = cg.xe.max_exec
+    if kind is not None and vec == 1 and lanes > step and lanes % step == 0:
+        asize = 8 if addr == "a64" else 4
+        for part in range(lanes // step):
+            _scattered(cg, replace(f, elems=step), sfid, addr, Reg(hdr.byte + part * payload_bytes(cg, step, asize),
+                       hdr.type, hdr.stride), Reg(data.byte + part * step * size, data.type, data.stride), pred,
+                       first + part * step)
+        return
     if kind is None or lanes > cg.xe.max_exec:
         raise CodegenUnsupported(f"{f}: no scattered LSC message for it")
     # A message's execution size is a power of two: 7 or 14 addresses go as 8 or 16 with the lanes
@@ -227,7 +243,7 @@ def _scattered(cg, f, sfid, addr, hdr: Reg, data: Reg, pred) -> None:
         and per == -(-lanes * slot // rb)
     where = data if direct else cg.temp(u32, vec * per * rb // 4, whole=True)
     data_size = kind if vec == 1 else f"{kind}x{vec}"
-    message = f"{sfid}.{data_size}.{addr} ({sent}|M0)"
+    message = f"{sfid}.{data_size}.{addr} ({sent}|M{first})"
 
     def bounce(to_where: bool) -> None:
         t = NARROW.get(size, u32)

@@ -14,6 +14,8 @@ from __future__ import annotations
 import re
 from math import prod
 
+from kdd.core.passes.reduction_nest import K_LOOP
+
 from .emitter import PIPES
 
 _SEND_BYTES = re.compile(r"\b(load|store|atomic_fadd|atomic_iadd)\.ugm\.d(64|32|16u32|8u32)(?:x(\d+)t)?\.a64(?:\.\S+)? \((\d+)\|M0\)")
@@ -28,8 +30,7 @@ def instruction_mix(lines, loops: list[dict]) -> dict:
             continue
         static[ln.pipe] += 1
         dynamic[ln.pipe] += ln.weight
-        if ln.pipe == "xmx" or (ln.pipe == "float" and ln.text.split()[1] in ("mad", "dp4a")) \
-                or ln.text.split()[1] == "dp4a":
+        if _is_fma(ln):
             loop = ln.loop
             while loop >= 0:
                 per_loop_fma[loop] += ln.weight
@@ -38,13 +39,59 @@ def instruction_mix(lines, loops: list[dict]) -> dict:
     if loops and max(per_loop_fma) > 0:
         best = max(range(len(loops)), key=lambda i: (per_loop_fma[i], -loops[i]["weight"]))
         inner = {i for i in range(len(loops)) if _inside(loops, i, best)}
-        body = dict.fromkeys(PIPES, 0)
         base = loops[best]["weight"]
-        for ln in lines:
-            if ln.pipe is not None and ln.loop in inner:
-                body[ln.pipe] += ln.weight // base if base else ln.weight
-        out["main_loop"] = {"var": loops[best]["label"], "trips": loops[best]["trips"], "per_iteration": body}
+        body = [(ln, ln.weight // base if base else ln.weight) for ln in lines if ln.loop in inner]
+        out["main_loop"] = {"var": loops[best]["label"], "trips": loops[best]["trips"], **_body_counts(body)}
+    else:
+        # Unrolling removed every loop of the reduction: its group stands for the main loop, as in the IR's
+        # loop figures (kdd.core.passes.loop_stats), once.
+        group = _group_lines(lines, K_LOOP)
+        if any(_is_fma(ln) for ln in group):
+            out["main_loop"] = {"var": K_LOOP, "trips": 1, **_body_counts([(ln, ln.weight) for ln in group])}
     return out
+
+
+def _body_counts(body) -> dict:
+    """Instructions per pipe (``per_iteration``) and per loop-figure kind of ``(line, times)`` pairs."""
+    pipes = dict.fromkeys(PIPES, 0)
+    kinds = {"fma": 0, "moves": 0, "int_ops": 0, "float_ops": 0}
+    for ln, times in body:
+        if ln.pipe is None:
+            continue
+        pipes[ln.pipe] += times
+        kind = _alu_kind(ln)
+        if kind is not None:
+            kinds[kind] += times
+    return {"per_iteration": pipes, **kinds}
+
+
+def _group_lines(lines, label: str) -> list:
+    """The lines of the first IR group named ``label`` (between the comments the lowering puts around it)."""
+    start = next((i for i, ln in enumerate(lines) if ln.pipe is None and ln.text == f"// {label} {{"), None)
+    if start is None:
+        return []
+    end = next((i for i in range(start, len(lines)) if lines[i].pipe is None and lines[i].text == f"// }} {label}"),
+               len(lines))
+    return lines[start + 1:end]
+
+
+def _alu_kind(ln) -> str | None:
+    """What a line counts as in the loop figures: a multiply, a register move, an integer or a float
+    operation (None: a send or control flow)."""
+    if _is_fma(ln):
+        return "fma"
+    if ln.pipe not in ("int", "float"):
+        return None
+    return "moves" if _mnemonic(ln) == "mov" else f"{ln.pipe}_ops"
+
+
+def _mnemonic(ln) -> str:
+    return ln.text.split()[1]
+
+
+def _is_fma(ln) -> bool:
+    """A multiply instruction: ``dpas`` (xmx), or the ``mad``/``dp4a`` of a vector kernel."""
+    return ln.pipe == "xmx" or _mnemonic(ln) == "dp4a" or (ln.pipe == "float" and _mnemonic(ln) == "mad")
 
 
 def _inside(loops, i: int, outer: int) -> bool:

@@ -6,10 +6,14 @@ layouts are grouped into runs with constant strides (a destination stride of
 ``mov`` (converting types on the way) split by :func:`.isa.alu` where a region
 would cross registers illegally. A reduction is a ``mov`` of the first slice
 and an ``add`` of every other.
+
+The byte maps are plain lists, not numpy arrays: a register tile has a few
+hundred elements, and loading numpy would cost an Xe compile more than
+every reorder it lowers.
 """
 from __future__ import annotations
 
-import numpy as np
+from itertools import product
 
 from kdd.core.ir.expr import IntImm
 from kdd.core.ir.types import Type, f32, s32, u8, u16, u32
@@ -86,20 +90,25 @@ def _byte_aligned(cg, src: Reg, lanes: int) -> Reg:
     return Reg(t.byte, src.type, src.stride)
 
 
-def _runs(dst_bytes: np.ndarray, src_bytes: np.ndarray, dsize: int, ssize: int, top: int):
+def _stable_order(values: list[int]) -> list[int]:
+    """The positions of ``values`` in ascending order of value, equal values in their own order."""
+    return sorted(range(len(values)), key=values.__getitem__)
+
+
+def _runs(dst_bytes: list[int], src_bytes: list[int], dsize: int, ssize: int, top: int):
     """The shorter of the run lists over the pairs in destination order and in source order
     (a VNNI packing is strided in the destination but contiguous in the source)."""
-    by_dst = _runs_in(np.argsort(dst_bytes, kind="stable"), dst_bytes, src_bytes, dsize, ssize, top)
-    if (src_bytes < 0).any():
+    by_dst = _runs_in(_stable_order(dst_bytes), dst_bytes, src_bytes, dsize, ssize, top)
+    if min(src_bytes, default=0) < 0:
         return by_dst
-    by_src = _runs_in(np.argsort(src_bytes, kind="stable"), dst_bytes, src_bytes, dsize, ssize, top)
+    by_src = _runs_in(_stable_order(src_bytes), dst_bytes, src_bytes, dsize, ssize, top)
     return by_src if len(by_src) < len(by_dst) else by_dst
 
 
-def _runs_in(order, dst_bytes: np.ndarray, src_bytes: np.ndarray, dsize: int, ssize: int, top: int):
+def _runs_in(order, dst_bytes: list[int], src_bytes: list[int], dsize: int, ssize: int, top: int):
     """Maximal runs ``(dst byte, src byte, count, dst stride, src stride)`` (strides in elements;
     a src stride of -1 marks a run of zeros) over the pairs taken in ``order``."""
-    d, s = dst_bytes[order].tolist(), src_bytes[order].tolist()
+    d, s = [dst_bytes[k] for k in order], [src_bytes[k] for k in order]
     i, n, out = 0, len(d), []
     while i < n:
         j = i + 1
@@ -129,19 +138,21 @@ def _runs_in(order, dst_bytes: np.ndarray, src_bytes: np.ndarray, dsize: int, ss
     return out
 
 
-def _as_dwords(dst_bytes: np.ndarray, src_bytes: np.ndarray, size: int):
+def _as_dwords(dst_bytes: list[int], src_bytes: list[int], size: int):
     """A copy of ``size``-byte elements as a copy of dwords, when every destination dword is whole
     and comes from one aligned source dword (halves the moves of a 16-bit transposition)."""
-    if size >= 4 or (src_bytes < 0).any() or len(dst_bytes) * size % 4:
+    if size >= 4 or min(src_bytes, default=0) < 0 or len(dst_bytes) * size % 4:
         return None
     per = 4 // size
-    order = np.argsort(dst_bytes, kind="stable")
-    d = dst_bytes[order].reshape(-1, per)
-    s = src_bytes[order].reshape(-1, per)
-    steps = np.arange(per) * size
-    if (d[:, 0] % 4).any() or (s[:, 0] % 4).any() or (d - d[:, :1] != steps).any() or (s - s[:, :1] != steps).any():
-        return None
-    return d[:, 0], s[:, 0]
+    order = _stable_order(dst_bytes)
+    d, s = [dst_bytes[k] for k in order], [src_bytes[k] for k in order]
+    for head in range(0, len(d), per):
+        if d[head] % 4 or s[head] % 4:
+            return None
+        for j in range(1, per):
+            if d[head + j] - d[head] != j * size or s[head + j] - s[head] != j * size:
+                return None
+    return d[::per], s[::per]
 
 
 def _move_runs(cg, pairs_dst, pairs_src, src_t: Type, dst_t: Type, op: str = "mov") -> None:
@@ -179,42 +190,50 @@ def _round_to_int(cg, dst: Reg, src: Reg, k: int) -> None:
     cg.release_temps(mark)
 
 
-def _layout_bytes(layout, indices: np.ndarray, base: int) -> np.ndarray:
-    return base + np.asarray(layout.offsets_of(indices), dtype=np.int64) * layout.dtype.size
+def _source_bytes(layout, grid: list[tuple[int, ...]], inside: list[bool], base: int,
+                  shift: tuple[int, ...] = ()) -> list[int]:
+    """Per grid element inside the real dims, the byte of that index (plus ``shift``) in ``layout``
+    from ``base``; -1 (a zero) for padding."""
+    size = layout.dtype.size
+    if shift:
+        grid = [tuple(i + k for i, k in zip(idx, shift)) for idx in grid]
+    return [base + layout.unchecked_offset(idx) * size if ok else -1 for idx, ok in zip(grid, inside)]
 
 
 def _source_and_destination(cg, x, what: str):
-    """A register-to-register operation's source base byte, and per destination element (padded grid):
-    its indices, whether it lies inside the real dims, and its byte."""
+    """A register-to-register operation's source base byte, and per destination element (padded grid,
+    in row-major order): its indices, whether it lies inside the real dims, and its byte."""
     a, dst_l = x.ops, x.func.dst_layout
     sbase = _place(cg, a.src, a.src_offset, f"{what} source")
     dbase = _place(cg, a.dst, a.dst_offset, f"{what} destination")
-    grid = np.indices(dst_l.padded_dims).reshape(dst_l.ndims, -1).T
-    inside = (grid < np.asarray(dst_l.dims)).all(axis=1)
-    return sbase, grid, inside, _layout_bytes(dst_l, grid, dbase)
+    grid = list(product(*map(range, dst_l.padded_dims)))
+    inside = [all(i < n for i, n in zip(idx, dst_l.dims)) for idx in grid]
+    size = dst_l.dtype.size
+    return sbase, grid, inside, [dbase + dst_l.unchecked_offset(idx) * size for idx in grid]
 
 
 def reorder(cg, x) -> None:
     f = x.func
     src_l, dst_l = f.src_layout, f.dst_layout
     sbase, grid, inside, dst_bytes = _source_and_destination(cg, x, "reorder")
-    src_bytes = np.full(len(grid), -1, dtype=np.int64)
-    if inside.any():
-        src_bytes[inside] = _layout_bytes(src_l, grid[inside], sbase)
+    src_bytes = _source_bytes(src_l, grid, inside, sbase)
     if x.ops.dst.name in cg.in_place:
         _in_place(cg, dst_bytes, src_bytes, src_l.dtype, dst_l.dtype)
         return
     _move_runs(cg, dst_bytes, src_bytes, src_l.dtype, dst_l.dtype)
 
 
-def _in_place(cg, dst_bytes: np.ndarray, src_bytes: np.ndarray, src_t: Type, dst_t: Type) -> None:
+def _in_place(cg, dst_bytes: list[int], src_bytes: list[int], src_t: Type, dst_t: Type) -> None:
     """A reorder whose destination took over its source's registers, one destination register at
     a time: before a register is written, the source data in it that is still to be read (by it
     or by a later register) is saved to a bounce buffer, and reads go there from then on."""
     rb = cg.rb
-    dreg, sreg = dst_bytes // rb, np.where(src_bytes >= 0, src_bytes // rb, -1)
-    order = sorted(set(dreg.tolist()))
-    reads = {g: set(sreg[dreg == g].tolist()) - {-1} for g in order}
+    dreg = [b // rb for b in dst_bytes]
+    order = sorted(set(dreg))
+    reads: dict[int, set] = {g: set() for g in order}
+    for g, s in zip(dreg, src_bytes):
+        if s >= 0:
+            reads[g].add(s // rb)
     # first pass: how many registers are saved at once (the bounce buffer's size)
     need: dict[int, set] = {}
     for g in order:
@@ -237,10 +256,9 @@ def _in_place(cg, dst_bytes: np.ndarray, src_bytes: np.ndarray, src_t: Type, dst
         if need.get(g):
             saved[g] = free.pop()
             isa.alu(cg, "mov", rb // 4, Reg(saved[g], u32, 1), [Reg(g * rb, u32, 1)])
-        sel = dreg == g
-        moved = np.array([saved[int(s) // rb] + int(s) % rb if s >= 0 and int(s) // rb in saved else int(s)
-                          for s in src_bytes[sel]], dtype=np.int64)
-        _move_runs(cg, dst_bytes[sel], moved, src_t, dst_t)
+        sel = [k for k, r in enumerate(dreg) if r == g]
+        moved = [saved[s // rb] + s % rb if s >= 0 and s // rb in saved else s for s in (src_bytes[k] for k in sel)]
+        _move_runs(cg, [dst_bytes[k] for k in sel], moved, src_t, dst_t)
         for r in reads[g]:
             need[r].discard(g)
             if r in saved and not need[r]:
@@ -253,15 +271,14 @@ def reduce(cg, x) -> None:
     if src_l.dtype != dst_l.dtype or not src_l.dtype.is_float and src_l.dtype != s32:
         raise CodegenUnsupported(f"reduce from {src_l.dtype} to {dst_l.dtype}")
     sbase, grid, inside, dst_bytes = _source_and_destination(cg, x, "reduce")
-    red = np.indices([src_l.dims[d] if d in f.dims else 1 for d in range(src_l.ndims)]).reshape(src_l.ndims, -1).T
-    for i, combo in enumerate(red):
-        src_bytes = np.full(len(grid), -1, dtype=np.int64)
-        idx = grid[inside] + combo
-        src_bytes[inside] = _layout_bytes(src_l, idx, sbase)
+    reduced = product(*(range(src_l.dims[d] if d in f.dims else 1) for d in range(src_l.ndims)))
+    for i, combo in enumerate(reduced):
+        src_bytes = _source_bytes(src_l, grid, inside, sbase, combo)
         if i == 0:
             _move_runs(cg, dst_bytes, src_bytes, src_l.dtype, dst_l.dtype)
         else:
-            _move_runs(cg, dst_bytes[inside], src_bytes[inside], src_l.dtype, dst_l.dtype, op="add")
+            _move_runs(cg, [d for d, ok in zip(dst_bytes, inside) if ok],
+                       [s for s, ok in zip(src_bytes, inside) if ok], src_l.dtype, dst_l.dtype, op="add")
 
 
 def eltwise(cg, x) -> None:

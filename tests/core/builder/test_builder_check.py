@@ -60,6 +60,9 @@ FEATURES = [
     ("ic32ih6oc32oh6kh3ph1", "fwd", "f16", "sm_90", {}, "", "fma=mma i=mb2ow8oc16ic16 l=ic2kh3kw3 S=b2"),
     # B subtiles read from the FMA-ready SLM tile, each its chunk, straight into the operand registers
     ("ic32ih6oc64oh6kh3ph1", "fwd", "f16", "xehpg", {}, "", "fma=dpas simd=8 i=ow8oc32ic16 T=ow2oc2 l=ic2kh3kw3 s=x3 S=b2"),
+    # u8 A subtiles of 2 bytes from the FMA-ready SLM tile: no block message is that small, so they are
+    # not read past their chunk (the last thread's once read beyond the SLM buffer)
+    ("36x32:32x23", "fwd", "u8:s8:s32", "xehpc", {}, "", "fma=mad simd=16 i=m2n16k2 T=m2n2 l=k3 s=x1.a P=r S=a2b1"),
     # blocked layouts (loads through several blocks per dim), reorders into dpas layouts
     ("ic32ih6oc32oh6kh3ph1", "fwd", "f32", "xehpg",
      {"src": "NChw16n16c", "wei": "OIhw16i16o", "dst": "nChw16c"}, "", "fma=mad simd=16 i=ow2oc16ic8 l=ic4kh3kw3"),

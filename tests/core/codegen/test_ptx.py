@@ -163,7 +163,9 @@ def test_sm90_example_assembles_with_register_figures_per_line(name):
     if spilled:
         assert any("spilled" in m for m in a["messages"])
     sass = d["sass"]
-    assert sass and regs["peak"] == max(s["live_regs"] for s in sass) <= regs["allocated"]
+    # setmaxnreg.inc lets consumer warpgroups hold more than ptxas's figure (the count at entry)
+    raised = [int(m) for m in re.findall(r"setmaxnreg\.inc\.sync\.aligned\.u32 (\d+)", d["asm"])]
+    assert sass and regs["peak"] == max(s["live_regs"] for s in sass) <= max([regs["allocated"], *raised])
     mapped = [s for s in sass if s["ptx_line"] is not None]
     assert len(mapped) >= 0.9 * len(sass)
     for s in mapped:                            # the .loc of a SASS line names a PTX instruction line
@@ -172,11 +174,16 @@ def test_sm90_example_assembles_with_register_figures_per_line(name):
         assert d["lines"][s["ptx_line"]]["live_regs"] >= s["live_regs"]
     with_ir = [s for s in mapped if "ir_node" in s]
     assert len(with_ir) >= 0.9 * len(mapped)
-    assert "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32" in d["asm"]
-    # fragments from shared memory by ldmatrix (B transposed), global -> shared copies 16 bytes per lane
-    assert "ldmatrix.sync.aligned.m8n8.x4" in d["asm"]
-    assert name != "sm90_gemm.kernel.toml" or ".x4.trans.shared.b16" in d["asm"]
-    assert "cp.async.cg.shared.global" in d["asm"] and ", 16, " in d["asm"]
+    if kernel.config.schedule != "classic":     # tensor copies into swizzled stages, warpgroup MMAs from them
+        assert ".target sm_90a" in d["asm"] and "cp.async.bulk.tensor.2d" in d["asm"]
+        assert "mbarrier.try_wait.parity" in d["asm"] and "wgmma.mma_async.sync.aligned.m64n" in d["asm"]
+        assert any(s["text"].startswith("HGMMA.64x") for s in sass)
+        assert {m["buffer"] for m in d["launch"]["tensor_maps"]} == {"src", "wei"}
+    else:
+        assert "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32" in d["asm"]
+        # fragments from shared memory by ldmatrix (B transposed), global -> shared copies 16 bytes per lane
+        assert "ldmatrix.sync.aligned.m8n8.x4" in d["asm"]
+        assert "cp.async.cg.shared.global" in d["asm"] and ", 16, " in d["asm"]
     assert d["launch"]["block"] == [32 * kernel.tg[0], kernel.tg[1], kernel.tg[2]]
     assert d["launch"]["grid"] == list(kernel.grid) and d["launch"]["params"] == [x.name for x in kernel.args]
     assert listing.render().count("\n") == len(d["lines"]) + len(listing.header())
@@ -234,21 +241,28 @@ def test_sm90_lane_maps_are_computed_once_and_constants_fold(name):
     ops = [ln.split("//")[0].strip() for ln in listing.asm.splitlines()]
     ops = [op for op in ops if op.endswith(";") and not op.startswith(".")]
     lane = next(m.group(1) for op in ops if (m := re.fullmatch(r"and\.b32 (%r\d+), \1, 31;", op)))
-    last = max(i for i, op in enumerate(ops) if op.startswith("mma.sync"))
+    last = max(i for i, op in enumerate(ops) if op.startswith(("mma.sync", "wgmma.wait_group")))
     epilogue = ops[last + 1:]
     on_lane = Counter(re.sub(r" %\w+,", "", op, count=1) for op in epilogue if re.search(rf"{lane}\b", op))
     assert on_lane and max(on_lane.values()) == 1, on_lane.most_common(3)
-    stores = [re.search(r"st\.global\.\w+ \[(%rd\d+)(\+-?\d+)?\]", op) for op in epilogue]
-    assert len({m.group(1) for m in stores if m}) == 1
-    assert not [op for op in ops if re.fullmatch(rf"setp\.[\w.]+ %p\d+, {IMM}, {IMM};", op)]
+    stores = [re.search(r"st\.global\.[\w.]+ \[(%rd\d+)(\+-?\d+)?\]", op) for op in epilogue]
+    if "wgmma.wait_group" in listing.asm:   # schedule=tma: 8 bytes per lane and store, one address register each
+        assert all(op.startswith("st.global.v2.b32") for op in epilogue if op.startswith("st.global"))
+        assert len({m.group(1) for m in stores if m}) == len([m for m in stores if m])
+    else:
+        assert len({m.group(1) for m in stores if m}) == 1
+    # wgmma's scale-d operand is a predicate with no immediate form: the one constant predicate allowed
+    scale = {m.group(1) for op in ops if (m := re.search(r"^wgmma\.mma_async\S* \{[^}]*\}, %rd\d+, %rd\d+, (%p\d+)", op))}
+    assert not [op for op in ops if (m := re.fullmatch(rf"setp\.[\w.]+ (%p\d+), {IMM}, {IMM};", op))
+                and m.group(1) not in scale]
     assert not [op for op in ops if re.fullmatch(rf"mad\.lo\.s32 %r\d+, {lane}, 1, 0;", op)]
 
 
-# Shapes for the simulator: the [check] shape of the GEMM, one whole group tile of it (no tail masks: its
-# C stores pair into st.global.v2), a smaller convolution (same tiles, so its padding and tail masks
+# Shapes for the simulator: the [check] shape of the GEMM, a longer K (its TMA stages refilled, both barrier
+# phases waited on; C stores are st.global.v2), a smaller convolution (same tiles, so its padding and tail masks
 # are exercised) to keep the simulated warps few.
 SIM_SHAPES = [("sm90_conv.kernel.toml", "mb1ic32ih4oc32oh4kh3ph1"), ("sm90_gemm.kernel.toml", None),
-              ("sm90_gemm.kernel.toml", "m128n128k128")]
+              ("sm90_gemm.kernel.toml", "m128n256k640")]   # 10 K blocks over 4 stages
 VECTOR_STORES = {"m128n128k128"}
 
 
@@ -272,7 +286,7 @@ def test_sm90_example_computes_the_reference_in_a_ptx_simulator(name, shape):
         problem = replace(problem, shape=parse_shape(shape, problem.op))
     kernel = build_kernel(problem, spec.config, spec.target)
     listing = generate_ptx(kernel, run_pipeline(kernel).final, spec.target, check=False)
-    assert ("st.global.v2.b32" in listing.asm) == (shape in VECTOR_STORES)
+    assert ("st.global.v2.b32" in listing.asm) == (shape in VECTOR_STORES or spec.config.schedule != "classic")
     host, inputs = device_buffers(kernel, seed=3)
     run = run_ptx(listing.asm, listing.launch, [host[a.name] for a in kernel.args])
     refs = reference(problem, inputs)

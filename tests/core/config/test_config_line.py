@@ -21,8 +21,11 @@ def test_brief_example():
 def test_every_knob_by_short_and_long_name():
     c = parse_config_line("fma=dpasw simd=16 regs=256 vec=8 l=kh3 T=oc4ow4 i=mb32oc32ic16 u=ic2 "
                           "s=x3.g2.v1.a p=x2.b P=ur S=a2 global-reduction=0 walk-order=oc4ow2,mb8, pad-slm=1 "
-                          "bwd-d-optimize=skip_strided_dh src=axb wei=axcb dst=aBx16b.axb bia=a")
+                          "bwd-d-optimize=skip_strided_dh schedule=tma tile=m128n128k64 stages=3 cluster=m1n1 src=axb wei=axcb "
+                          "dst=aBx16b.axb bia=a")
     assert c.is_complete
+    assert (c.schedule, c.tile, c.stages, c.cluster) == ("tma", Tile.of({"m": 128, "n": 128, "k": 64}), 3,
+                                                         Tile.of({"m": 1, "n": 1}))
     assert (c.fma, c.simd, c.regs, c.vec) == ("dpasw", 16, 256, 8)
     assert c.slm == Buffering(3, a=True, b=False, gmem=2, sync=1) and c.prefetch == Buffering(2, a=False, b=True)
     assert (c.global_reduction, c.pad_slm, c.bwd_d_optimize) == (False, True, "skip_strided_dh")
@@ -31,7 +34,8 @@ def test_every_knob_by_short_and_long_name():
     assert c.pipeline == Pipeline(True, True) and c.subtiles == Subtiles(2, 1)
     long = parse_config_line("fma=dpasw simd=16 regs=256 vec=8 loop=kh3 tg=oc4ow4 iter=mb32oc32ic16 unroll=ic2 "
                              "slm=x3.g2.v1.a prefetch=x2.b pipeline=ur subtiles=a2 global_reduction=0 "
-                             "walk_order=oc4ow2,mb8, pad_slm=1 bwd_d_optimize=skip_strided_dh src_layout=axb "
+                             "walk_order=oc4ow2,mb8, pad_slm=1 bwd_d_optimize=skip_strided_dh schedule=tma "
+                             "tile=m128n128k64 stages=3 cluster=m1n1 src_layout=axb "
                              "wei_layout=axcb dst_layout=aBx16b.axb bia_layout=a")
     assert long == c
     assert parse_config_line("S=2").subtiles == Subtiles(1, 2)

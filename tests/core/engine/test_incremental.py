@@ -1,6 +1,8 @@
 """The engine re-runs only what an edit touched, and a restarted engine is warm from disk."""
 from pathlib import Path
 
+import pytest
+
 from kdd.core.engine import DiskCache, Engine, Source
 
 EXAMPLE = Path(__file__).parents[3] / "examples" / "resnet50_3x3.kernel.toml"
@@ -120,3 +122,22 @@ def test_assembly_is_memoized_and_sass_is_sm90s():
     assert engine.runs["codegen"] == 1  # a comment lowers nothing again
     failed = engine.compile(Source(TEXT, str(EXAMPLE)), "sass")
     assert failed["ok"] is False and failed["failure"]["code"] == "bad-emit" and "sm_90" in failed["error"]
+
+
+def test_sm90_disassembles_only_for_what_shows_live_registers(monkeypatch):
+    import kdd.core.codegen.ptx as ptx
+    from kdd.core.codegen.ptx.tools import find_tool
+
+    if find_tool("ptxas") is None or find_tool("nvdisasm") is None:
+        pytest.skip("ptxas/nvdisasm (PyPI nvidia-cuda-nvcc/-nvdisasm) not installed")
+    runs, real = [], ptx.tools.sass
+    monkeypatch.setattr(ptx, "sass", lambda cubin: runs.append(1) or real(cubin))  # nvdisasm's runner
+    text = ('[problem]\nop = "gemm"\nshape = "m64n64k64"\ntypes = "f16:f16:f32"\n'
+            '[target]\nhw = "sm_90"\n')
+    engine, source = Engine(), Source(text, "small.kernel.toml")
+    assert engine.compile(source, "passes")["ok"] and runs == [] and engine.runs["codegen"] == 1  # ptxas alone
+    shown = engine.compile(source, "sass")
+    assert shown["ok"] and shown["sass"]["lines"] and runs == [1] and engine.runs["codegen"] == 2
+    assert engine.compile(source, "ir")["ok"] and runs == [1] and engine.runs["codegen"] == 2  # the full one serves
+    stats = Engine().compile(source, "stats")["stats"]
+    assert stats["codegen"]["peak"] == shown["sass"]["registers"]["peak"] > 0

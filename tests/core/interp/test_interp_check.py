@@ -188,3 +188,41 @@ def test_equal_infinities_and_nans_compare_equal_and_a_finite_value_against_inf_
     out = ref.copy()
     out[1] = 3.0e38
     assert not compare("dst", out, ref, written, 1e-5).ok
+
+
+def test_an_infinite_reference_element_leaves_the_others_judged_on_their_own_scale():
+    """One inf in the reference must not make the norm infinite (every other error relative to it
+    would vanish, and any value would pass)."""
+    from kdd.core.interp.check import compare
+
+    ref = np.array([np.inf, 1.0, 2.0, 3.0])
+    written = np.ones(4, dtype=bool)
+    assert compare("dst", ref.copy(), ref, written, 1e-3).ok
+    out = ref.copy()
+    out[2] = 5.0
+    wrong = compare("dst", out, ref, written, 1e-3)
+    assert not wrong.ok and wrong.first_bad == (2,)
+
+
+def test_a_post_op_chain_that_magnifies_rounding_widens_the_float_tolerance_and_says_why():
+    """exp(exp(acc)) in f32 is as exact as f32 allows and still off the float64 reference by more than an
+    accumulation's tolerance: the tolerance scales by the chain's measured amplification, and says so."""
+    from kdd.core.interp.reference import post_op_amplification
+
+    plain = run_check(problem_from_text("2x36x39:2x39x36", types="f32", post_ops="relu"), None, "xehpg")
+    assert plain.ok and plain.tol == 1e-5 and plain.tol_reason is None
+    chain = problem_from_text("2x36x39:2x39x36", types="f32", post_ops="exp+exp+sum")
+    r = run_check(chain, None, "xehpg")
+    assert r.ok and r.tol > 1e-5 and "magnify" in r.tol_reason, r
+    assert post_op_amplification(problem_from_text("m8n8k8", types="f32"), {}) == 1.0
+
+
+def test_the_amplification_is_that_of_the_chain_measured_on_the_inputs():
+    """exp magnifies a relative error of its input x by |x|; on values near 10 about 10 times, on values near
+    0.1 not at all (floored at 1)."""
+    from kdd.core.interp.reference import post_op_amplification
+
+    p = problem_from_text("m4n4k1", types="f32", post_ops="exp")
+    near = lambda x: {"src": np.full((4, 1), x), "wei": np.ones((1, 4))}
+    assert 9.0 < post_op_amplification(p, near(10.0)) < 11.0
+    assert post_op_amplification(p, near(0.1)) == 1.0

@@ -155,6 +155,18 @@ def test_integer_outputs_round_to_nearest_even_and_saturate():
     assert round_to_type(x, u8).tolist() == [0, 0, 0, 0, 2, 2, 128, 255]
 
 
+@pytest.mark.parametrize("name, largest", [("f32", 3.4028234663852886e38), ("f16", 65504.0),
+                                            ("bf16", 3.3895313892515355e38)])
+def test_float_outputs_past_their_type_are_infinite_and_stay_float64_inside(name, largest):
+    """What a kernel stores: a value the type cannot hold rounds to inf (exp(91) in bf16), one inside keeps
+    its float64 value (the comparison's tolerance covers its rounding)."""
+    t = parse_element_type(name)
+    x = np.array([largest, -largest, largest * 1.01, -largest * 1.01, 1.0 / 3.0])
+    got = round_to_type(x, t)
+    assert got[0] == largest and got[1] == -largest and got[4] == 1.0 / 3.0
+    assert got[2] == np.inf and got[3] == -np.inf
+
+
 def test_reference_dispatch_by_problem():
     p = problem_from_text("mb1ic2oc2iw4kw3pw1", prop="bwd_w", types="f32", post_ops="bias")
     rng = np.random.default_rng(3)

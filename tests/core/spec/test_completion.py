@@ -23,7 +23,7 @@ def test_keys_of_the_current_table_not_yet_written():
 
 
 @pytest.mark.parametrize("line, expected", [
-    ('hw = "', ["xehpg", "xehpc", "sm_90"]),
+    ('hw = "', ["xehpg", "xehpc", "xe2", "sm_90"]),
     ('fma = "', ["mad", "dp4a", "dpas", "dpasw", "fma", "mma"]),
     ('src = "a', list(LAYOUT_TAGS["src"])),
     ('post_ops = ["relu", "', None),
@@ -41,7 +41,7 @@ def test_values_of_enums_layout_tags_post_ops_and_pass_names(line, expected):
 
 
 def test_utf16_positions_and_out_of_range_lines():
-    assert labels('[target]\n# é\U0001f600\nhw = "', 2, 6) == ["xehpg", "xehpc", "sm_90"]
+    assert labels('[target]\n# é\U0001f600\nhw = "', 2, 6) == ["xehpg", "xehpc", "xe2", "sm_90"]
     assert labels("[target]\n", 9, 0) == []
 
 

@@ -238,7 +238,7 @@ def test_an_unknown_target_lists_the_known_ones_under_its_diagnostic():
     text, path = example("resnet50_3x3.kernel.toml")
     md = hover_at(text.replace('"xehpg"', '"sm_80"'), '"sm_80"', path=path)
     assert md.startswith("**error** (bad-value)")
-    assert "Unknown target `sm_80`; known: `xehpg`, `xehpc`, `sm_90`." in md
+    assert "Unknown target `sm_80`; known: `xehpg`, `xehpc`, `xe2`, `sm_90`." in md
 
 
 # -- positions ------------------------------------------------------------------------------

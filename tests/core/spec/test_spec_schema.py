@@ -62,7 +62,7 @@ def test_inline_table_keys_and_array_items_are_checked():
 
 def test_every_knob_is_a_config_key_and_valid_examples_pass():
     config = next(t for t in SCHEMA if t.name == "config")
-    assert {k.key for k in KNOBS} | {"line"} == {k.name for k in config.keys}
+    assert {k.key for k in KNOBS} | {"line", "portblas"} == {k.name for k in config.keys}
     text = "[config]\n" + "".join(f"{k.name} = {k.example}\n" for k in config.keys)
     assert schema_diagnostics(parse_document(text)) == []
 

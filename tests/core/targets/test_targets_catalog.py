@@ -4,24 +4,25 @@ from math import isclose
 import pytest
 
 from kdd.core.ir.types import bf16, f16, f32, f64, s8, s32, u8
-from kdd.core.targets import FMA_KINDS, SM90, TARGETS, XEHPC, XEHPG, FmaShape, UnknownTargetError, get_target
+from kdd.core.targets import FMA_KINDS, SM90, TARGETS, XE2, XEHPC, XEHPG, FmaShape, UnknownTargetError, get_target
 
 
 def test_get_target_returns_each_known_target():
-    assert [get_target(n).name for n in ("xehpg", "xehpc", "sm_90")] == ["xehpg", "xehpc", "sm_90"]
-    assert set(TARGETS) == {"xehpg", "xehpc", "sm_90"}
+    names = ("xehpg", "xehpc", "xe2", "sm_90")
+    assert [get_target(n).name for n in names] == list(names)
+    assert set(TARGETS) == set(names)
 
 
 def test_unknown_target_lists_known_names_and_suggests():
     with pytest.raises(UnknownTargetError) as err:
         get_target("xehpq")
     msg = str(err.value)
-    assert "'xehpq'" in msg and "xehpg, xehpc, sm_90" in msg and "did you mean 'xehpg'" in msg
+    assert "'xehpq'" in msg and "xehpg, xehpc, xe2, sm_90" in msg and "did you mean 'xehpg'" in msg
     with pytest.raises(KeyError):
         get_target("gfx942")
 
 
-@pytest.mark.parametrize("target", [XEHPG, XEHPC], ids=lambda t: t.name)
+@pytest.mark.parametrize("target", [XEHPG, XEHPC, XE2], ids=lambda t: t.name)
 def test_dpas_shape_matches_grf_width(target):
     # dpas: exec size = channels = one f32/s32 per channel in a dst row, and a dst row is one GRF;
     # systolic depth 8, each stage a dword per channel: K * element size = 32 bytes.
@@ -69,6 +70,7 @@ def test_instruction_availability():
     assert "dpasw" in XEHPG.fma_kinds and "dpasw" not in XEHPC.fma_kinds  # no fused EUs on Xe-HPC
     assert not XEHPG.shapes(a=f64) and XEHPC.shapes(fma="mad", a=f64)  # DG2 has no FP64
     assert not [s for s in XEHPG.fma_shapes if s.math]  # no tf32 dpas on Xe-HPG
+    assert XE2.simd_widths == (16, 32) and {s.simd for s in XE2.shapes(fma="dpas")} == {16}  # no SIMD8 on Xe2
     assert SM90.fma_kinds == ("mma", "fma")
     for t in TARGETS.values():
         assert set(t.fma_kinds) <= set(FMA_KINDS)
@@ -93,7 +95,7 @@ def _onednn_max_tg(eus_per_core, regs, simd, max_wg=1024):
     return min(eus_per_core * (4 if large else 8), (max_wg // 2 if large else max_wg) // simd)
 
 
-@pytest.mark.parametrize("target,eus", [(XEHPG, 16), (XEHPC, 8)], ids=["xehpg", "xehpc"])
+@pytest.mark.parametrize("target,eus", [(XEHPG, 16), (XEHPC, 8), (XE2, 8)], ids=["xehpg", "xehpc", "xe2"])
 def test_xe_group_limit_matches_onednn(target, eus):
     for regs in target.registers.modes:
         for simd in target.simd_widths:
@@ -130,6 +132,9 @@ def test_peaks_match_published_figures():
     assert isclose(_rate(SM90, "f16"), 132 * 4096 * 1.83e9, rel_tol=1e-3)
     assert isclose(_rate(SM90, "s8"), 2 * _rate(SM90, "f16"), rel_tol=1e-3)
     assert isclose(_rate(SM90, "f32", "vector"), 132 * 128 * 2 * 1.98e9, rel_tol=1e-3)
+    # The seed's B580 roofline: 2.9G x 20 Xe-cores x 8 x 32 x 4 x 2 = 118 T/s; ARK's 456 GB/s.
+    assert isclose(_rate(XE2, "f16"), 2.9e9 * 20 * 8 * 32 * 4 * 2) and _rate(XE2, "s8") == 2 * _rate(XE2, "f16")
+    assert XE2.device.name == "Arc B580" and XE2.device.bandwidth.value == 456e9
     assert [d.name for d in SM90.devices] == ["H200 SXM", "H100 SXM"]
     assert SM90.devices[0].bandwidth.value == 4.8e12 and SM90.devices[1].bandwidth.value == 3.35e12
     assert _rate(SM90, "f16", device=0) == _rate(SM90, "f16", device=1)
@@ -152,6 +157,7 @@ def test_slm_and_assemblers():
     assert (XEHPG.slm.per_group, XEHPC.slm.per_group, SM90.slm.per_group) == (64 << 10, 128 << 10, 227 << 10)
     assert SM90.slm.per_core == 228 << 10
     assert "-p=12p71" in XEHPG.assembler and "-p=12p72" in XEHPC.assembler
+    assert XE2.assembler[:3] == ("iga64-xe2", "-a", "-p=2") and XE2.slm.per_group == 128 << 10
     assert SM90.assembler[0] == "ptxas"
 
 

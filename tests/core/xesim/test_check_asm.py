@@ -218,3 +218,13 @@ def test_benchdnn_sample_passes_in_the_simulator(shape, types, prop, hw):
     out = Engine().check(Source(text, "sample.kernel.toml"), asm=True)
     assert out["ok"], out.get("error") or out.get("failure")
     assert out["asm"]["thread_instructions"] > 0
+
+
+@pytest.mark.parametrize("m", [1, 2, 3])
+def test_a_dpas_tile_of_few_rows_reads_its_a_pieces_from_register_boundaries(m):
+    """On Xe-HPC's 64-byte registers one row of tf32 A (8 dwords) is half a register: the repeat count takes
+    padding rows so every dpas's src2 starts on a register (a config of M = 1 once had no code)."""
+    text = (f'[problem]\nop = "gemm"\nshape = "{m}x39:39x21"\ntypes = "f32"\n[target]\nhw = "xehpc"\n'
+            '[config]\nline = "fma=dpas simd=16 regs=256 l=k1 T=n1 i=n16k16 s=x0.a P=r S=a1b1"\n')
+    out = Engine().check(Source(text, "few_rows.kernel.toml"))
+    assert out["ok"] and out["artifact"] == "asm", out.get("error") or out.get("failure")

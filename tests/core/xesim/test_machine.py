@@ -97,6 +97,21 @@ def test_cmp_sets_flags_and_predicated_sel_picks_per_channel(a, b):
 
 
 @settings(max_examples=40, deadline=None)
+@given(a=st.lists(S32, min_size=2, max_size=2), b=st.lists(S32, min_size=2, max_size=2))
+def test_cmp_with_destinations_writes_all_ones_or_zero_into_each_its_own(a, b):
+    """Consecutive comparisons each write their own destination (a 0 / all-ones dword), beside their flags."""
+    def setup(m):
+        m.views["d"][0, 16:18] = a
+        m.views["d"][0, 24:26] = b
+        m.views["d"][0, 32:48] = 7
+    m = run(["(W) cmp (1|M0) (ge)f0.0 r4.7<1>:d r2.0<0;1,0>:d r3.0<0;1,0>:d",
+             "(W) cmp (1|M0) (lt)f0.1 r5.0<1>:d r2.1<0;1,0>:d r3.1<0;1,0>:d"], setup)
+    assert m.views["d"][0, 39] == (-1 if a[0] >= b[0] else 0)
+    assert m.views["d"][0, 40] == (-1 if a[1] < b[1] else 0)
+    assert m.views["d"][0, 32:39].tolist() == [7] * 7 and m.views["d"][0, 41:48].tolist() == [7] * 7
+
+
+@settings(max_examples=40, deadline=None)
 @given(a=st.lists(S32, min_size=8, max_size=8), b=S32, lanes=st.integers(1, 8), mask=st.integers(0, 0xFFFF))
 def test_a_flag_as_a_word_operand_masks_lanes_of_a_predicated_move(a, b, lanes, mask):
     """``and (1) f0.0:uw f0.0:uw MASK`` clears flag bits: a cmp over 8 lanes kept to ``lanes`` of them."""

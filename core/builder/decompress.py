@@ -1,0 +1,277 @@
+"""Weight decompression in registers (seed 002): integer B tiles turned into the FMA's float operand.
+
+Each reduction iteration loads the thread's B tile as it is in memory (``b_raw``, 8-bit, memory order,
+block messages) and the group's scale and zero-point rows for the tile's N columns (``b_scale``,
+``b_zp``: one row, the thread's K tile lies in one group), then writes ``b`` in the FMA's register
+layout (dpas's VNNI pairs of K) in the ``fpmath`` type. The ``decompress`` knob picks how, the seed's
+steps:
+
+=============  =====================================================================  ==================
+mode           per weight                                                             seed 002
+=============  =====================================================================  ==================
+``cvt``        ``f = f16(w)``, then ``(f - zp) * s``: a subtract and a multiply      TRY1, TRY2.0
+``mad``        ``f = f16(w)``, then ``mad(-zs, f, s)`` with ``zs = f16(zp * s)``      TRY2.1
+               once per row
+``denorm``     ``u16(w)`` read as f16 is ``w * 2^-24``; ``* 32768`` makes it           TRY2.2
+               ``w * 2^-9``, then ``mad(-zs, f, s * 512)``
+``denorm_sub`` the same ``w * 2^-9``, then ``mad(-zp, f, 512)`` and ``* s``             TRY2.3
+=============  =====================================================================  ==================
+
+The row math (``zs``, ``s * 512``, the zero point as f16) runs once per tile on the N row and is spread
+into ``*_pairs`` buffers holding one K pack of B's layout, so every step over ``b`` is ``lanes``
+elements of ``b`` against the same offsets of a pair buffer (the knob's ``.lanes``, seed TRY2.0's
+"decompression concurrency"). ``zs`` rounded to f16 and the scale times 512 are the seed's accuracy
+caveats; :func:`kdd.core.interp.check.default_tol` widens the check's tolerance by them.
+"""
+from __future__ import annotations
+
+from kdd.core.ir.expr import Broadcast, FloatImm, Load, Op, Ternary, var
+from kdd.core.ir.funcs import SendOp
+from kdd.core.ir.stmt import Stmt, Store, seq
+from kdd.core.ir.types import Type, f16, u16, u64
+from kdd.core.config.decompress import Decompress
+from kdd.core.layout.layout import Block, Layout
+from kdd.core.layout.view import View
+from kdd.core.problem.decompression import SCALES, ZERO_POINTS, Decompression
+
+from .errors import BuildError
+from .kernel import KernelArg
+from .loads import MessageRules, contiguous_role, inner_last, transfer
+from kdd.core.ir.names import Names
+from .origin import Origin
+from .tile import MatrixDim, RegTensor, TileAccess, row_major
+
+DENORM_UP = 32768.0   # u16 bits w read as f16 are w * 2^-24 (a denormal); * 2^15 gives w * 2^-9
+SCALE_UP = 512.0      # and 2^9 brings it back
+
+
+class Decompressor:
+    """The statements and buffers of one thread's B decompression (see the module docstring).
+
+    ``b``: the FMA's B tile (``fpmath`` type, its layout); ``access``: B's tile in the weights (GEMM
+    ``k x n`` view); ``k_tile``: the thread's K extent, which must lie in one group."""
+
+    def __init__(self, d: Decompression, choice: Decompress, b: RegTensor, access: TileAccess,
+                 k_tile: int, weights: Type, rules: MessageRules, names: Names):
+        self.d, self.b, self.rules, self.names = d, b, rules, names
+        self.choice = Decompress(choice.mode, choice.lanes or rules.simd)
+        if choice.mode.startswith("denorm") and (weights.is_signed or d.math != f16):
+            raise BuildError(f"decompress={choice.mode} reads u8 bits as an f16 denormal: it needs u8 weights "
+                             f"and fpmath f16 (cvt and mad take any)", knob="decompress")
+        if d.group_k % k_tile:
+            raise BuildError(f"the thread's K tile ({k_tile}) must divide the scale group ({d.group_k}): one scale "
+                             f"row per tile", knob="iter")
+        self.origin = Origin("decompress", "decompress")
+        bt, _, np_ = b.layout.dims
+        self.raw = RegTensor(names.fresh("b_raw", u64), _raw_layout(weights, b.layout, access), 0, b.roles)
+        self.scale_row = RegTensor(names.fresh("b_scale", u64), row_major(d.scale, (bt, 1, np_)), 0, b.roles)
+        self.zp_row = None if d.zero_point is None else \
+            RegTensor(names.fresh("b_zp", u64), row_major(d.zero_point, (bt, 1, np_)), 0, b.roles)
+        self.pack = _pack(b.layout)
+        self.pairs = {name: RegTensor(names.fresh(f"b_{name}_pairs", u64), self.pack, 0, b.roles)
+                      for name in self._pair_names()}
+        self.args = self._views(access)
+
+    # -- what it needs ---------------------------------------------------------------------------
+    def _pair_names(self) -> tuple[str, ...]:
+        names = ("scale", "zp") if self.d.zero_point is not None else ("scale",)
+        # denorm_sub's mad multiplies by 512 from a register (a ternary's src1 takes no immediate): kept
+        # once, as the seed keeps it in r2.0, rather than moved before every mad
+        return names + ("up",) if self.choice.mode == "denorm_sub" and self.d.zero_point is not None else names
+
+    @property
+    def buffers(self) -> list[RegTensor]:
+        """Every register buffer besides ``b``, for the builder's allocations."""
+        rows = [self.raw, self.scale_row] + ([self.zp_row] if self.zp_row is not None else [])
+        return rows + list(self.pairs.values())
+
+    def _views(self, access: TileAccess) -> list[tuple[KernelArg, TileAccess]]:
+        """Kernel arguments of the scales (and zero points) and the accesses of their rows: a view over B's
+        view dims reading ``[k / gk, n / gn]`` of a row-major ``[ceil(K / gk), ceil(N / gn)]`` tensor."""
+        view = access.view
+        k_at, n_at = view.tensor_dim_index("k"), view.tensor_dim_index("n")
+        (_, K), (_, N) = view.tensor_dims[k_at], view.tensor_dims[n_at]
+        rows, cols = self.d.groups(K, N)
+        k_dim = MatrixDim(((access.roles[1].dims[-1][0], 1),))
+        roles = (access.roles[0], k_dim, access.roles[2])
+        out = []
+        for name, dtype in ((SCALES, self.d.scale), (ZERO_POINTS, self.d.zero_point)):
+            if dtype is None:
+                continue
+            layout = Layout.dense(dtype, (rows, cols), [(0, rows), (1, cols)])
+            # a column per N (groups of 1) maps N as it is, so the row is one block message
+            columns = view.mapping[n_at] if self.d.group_n == 1 else view.mapping[n_at] // self.d.group_n
+            mapping = (view.mapping[k_at] // self.d.group_k, columns)
+            v = View(name, name, view.dims, (("kg", rows), ("ng", cols)), mapping,
+                     (view.masks[k_at], view.masks[n_at]), layout)
+            arg = KernelArg(name, var(name, u64), dtype, layout, v.tensor_dims, "input")
+            out.append((arg, TileAccess(v, arg.var, "global", roles, access.starts, access.bounded,
+                                        access.facts)))
+        return out
+
+    # -- the statements -------------------------------------------------------------------------
+    def statements(self, load_raw: Stmt) -> Stmt:
+        """``load_raw`` (the raw tile's load), the rows' loads and math, the conversion into ``b``."""
+        rows = [self.scale_row] + ([self.zp_row] if self.zp_row is not None else [])
+        loads = [transfer(SendOp.LOAD, acc, reg, self.rules, self.names, Origin("decompress.rows", "decompress"))
+                 for (_, acc), reg in zip(self.args, rows)]
+        return seq(load_raw, *loads, *self._rows(), *self._convert(), *self._chunks())
+
+    def _rows(self) -> list[Stmt]:
+        """The pair buffers from the rows: each value of the row written to every K of the pack."""
+        mode, t = self.choice.mode, self.d.math
+        n = self.scale_row.layout.dims[2]
+        s = lambda lanes, at: Load.make(Type(self.d.scale.scalar, lanes), self.scale_row.buf, at * self.d.scale.size).cast(t)  # noqa: E731
+        z = (lambda lanes, at: Load.make(Type(self.d.zero_point.scalar, lanes), self.zp_row.buf,
+                                         at * self.d.zero_point.size).cast(t)) if self.zp_row is not None else None
+        values = {"scale": s}
+        # the mad modes add their pair buffer: it holds the negated zs (or zero point), so the mad's
+        # addend needs no negation (a ternary's src0 takes no source modifier in kdd's Xe lowering)
+        if mode in ("mad", "denorm") and z is not None:
+            values["zp"] = lambda lanes, at: -(z(lanes, at) * s(lanes, at))  # zs, rounded to the math type
+        elif mode == "denorm_sub" and z is not None:
+            values["zp"] = lambda lanes, at: -z(lanes, at)
+        elif z is not None:
+            values["zp"] = z
+        if mode == "denorm":
+            values["scale"] = lambda lanes, at: s(lanes, at) * FloatImm.make(t, SCALE_UP)
+        if "up" in self.pairs:
+            values["up"] = lambda lanes, at: Broadcast.make(FloatImm.make(t, SCALE_UP), lanes)
+        out = []
+        for name, value in values.items():
+            out += _spread(self.pairs[name], self.pack, n, value, self.choice.lanes, self.origin)
+        return out
+
+    def _convert(self) -> list[Stmt]:
+        """The raw tile into ``b``'s layout: converted to the math type, or (denormal modes) zero-extended
+        to 16 bits, whose bits ``b`` is then read as. One move per run of N columns whose raw and ``b``
+        offsets both step evenly (at most ``lanes``, and 16: a VNNI row of f16 holds 16 columns): a byte
+        row into every other f16 of a VNNI row."""
+        to = u16 if self.choice.mode.startswith("denorm") else self.d.math
+        raw, b = self.raw.layout, self.b.layout
+        bt, kp, np_ = b.dims
+        lanes = min(self.choice.lanes, 16)
+        out = []
+        for bi in range(bt):
+            for k in range(kp):
+                for n0, run, r0, rs, b0, bs in _runs(raw, b, bi, k, np_, lanes):
+                    value = Load.make(Type(raw.dtype.scalar, run), self.raw.buf, r0 * raw.dtype.size,
+                                      stride=rs * raw.dtype.size).cast(Type(to.scalar, run))
+                    out.append(Store.make(self.b.buf, b0 * to.size, value, stride=bs * to.size,
+                                          origin=self.origin))
+        return out
+
+    def _chunks(self) -> list[Stmt]:
+        """``b`` rescaled ``lanes`` elements at a time against the same offsets of the pair buffers."""
+        import numpy as np
+
+        t, lanes, mode = self.d.math, self.choice.lanes, self.choice.mode
+        layout = self.b.layout
+        bt, kp, np_ = layout.dims
+        idx = np.stack(np.meshgrid(np.arange(bt), np.arange(kp), np.arange(np_), indexing="ij"), -1).reshape(-1, 3)
+        where = layout.offsets_of(idx)
+        coords = np.empty((layout.padded_elems(), 3), dtype=np.int64)
+        coords[where] = idx
+        pack_k = self.pack.dims[1]
+        at_pack = self.pack.offsets_of(np.stack([coords[:, 0], coords[:, 1] % pack_k, coords[:, 2]], -1))
+        out = []
+        pairs = self.pairs
+        for start in range(0, layout.padded_elems(), lanes):
+            p0 = int(at_pack[start])
+            if not np.array_equal(at_pack[start:start + lanes], p0 + np.arange(lanes)):
+                raise BuildError(f"decompression lanes {lanes} cross the pattern of B's layout; take fewer",
+                                 knob="decompress")
+            vec = Type(t.scalar, lanes)
+            off = self.b.offset + start * t.size if isinstance(self.b.offset, int) else start * t.size
+            f = Load.make(vec, self.b.buf, off)
+            sc = Load.make(vec, pairs["scale"].buf, p0 * t.size)
+            zp = Load.make(vec, pairs["zp"].buf, p0 * t.size) if "zp" in pairs else None
+            if mode.startswith("denorm"):
+                f = f * FloatImm.make(t, DENORM_UP)
+            if mode == "cvt":
+                value = (f - zp) * sc if zp is not None else f * sc
+            elif mode in ("mad", "denorm"):
+                value = Ternary.make(Op.MAD, zp, f, sc) if zp is not None else f * sc
+            elif zp is not None:  # denorm_sub: (f * 512 - zp) * s
+                value = Ternary.make(Op.MAD, zp, f, Load.make(vec, pairs["up"].buf, p0 * t.size)) * sc
+            else:
+                value = f * FloatImm.make(t, SCALE_UP) * sc
+            out.append(Store.make(self.b.buf, off, value, origin=self.origin))
+        return out
+
+
+def _runs(raw: Layout, b: Layout, bi: int, k: int, n: int, lanes: int):
+    """``(first column, count, raw offset, raw step, b offset, b step)`` of the runs of row ``k`` (batch
+    ``bi``) whose offsets in ``raw`` and ``b`` both step evenly, at most ``lanes`` columns each."""
+    import numpy as np
+
+    idx = np.array([[bi, k, c] for c in range(n)])
+    ro, bo = raw.offsets_of(idx), b.offsets_of(idx)
+    c = 0
+    while c < n:
+        rs = int(ro[c + 1] - ro[c]) if c + 1 < n else 1
+        bs = int(bo[c + 1] - bo[c]) if c + 1 < n else 1
+        run = 1
+        while c + run < n and run < lanes and ro[c + run] - ro[c + run - 1] == rs and \
+                bo[c + run] - bo[c + run - 1] == bs:
+            run += 1
+        yield c, run, int(ro[c]), rs if run > 1 else 1, int(bo[c]), bs if run > 1 else 1
+        c += run
+
+
+def _spread(dst: RegTensor, pack: Layout, n: int, value, lanes: int, origin: Origin) -> list[Stmt]:
+    """``dst[b, j, c] = value(c)`` for every K ``j`` of the pack: runs of columns whose offsets step
+    evenly, at most ``lanes`` a store (``value(count, first_column)`` gives the vector)."""
+    import numpy as np
+
+    t = pack.dtype
+    out = []
+    bt, kpack, _ = pack.dims
+    for b in range(bt):
+        for j in range(kpack):
+            offs = pack.offsets_of(np.array([[b, j, c] for c in range(n)]))
+            c = 0
+            while c < n:
+                step = int(offs[c + 1] - offs[c]) if c + 1 < n else 1
+                run = 1
+                while c + run < n and run < lanes and offs[c + run] - offs[c + run - 1] == step:
+                    run += 1
+                vec = value(run, b * n + c)
+                out.append(Store.make(dst.buf, int(offs[c]) * t.size, vec, stride=step * t.size, origin=origin))
+                c += run
+    return out
+
+
+def _raw_layout(weights: Type, b: Layout, access: TileAccess) -> Layout:
+    """The raw bytes' register layout. Weights with N contiguous (``ab``) are rows of K as memory holds
+    them: a byte row converts into every other f16 of a VNNI row. Weights with K contiguous (``ba``: the
+    keys of an attention) are columns of ``DWORD`` K bytes per N row, as 2D block loads 4 bytes wide land
+    them: each K pair of a column is two bytes of every 4, one region ``<4;2,1>`` for a whole VNNI row."""
+    order = inner_last(contiguous_role(access.view, access.roles))
+    bt, kp, np_ = b.dims
+    if order[-1] != 1 or kp % DWORD:
+        return row_major(weights, b.dims, order)
+    blocks = [Block(1, DWORD, 1), Block(2, np_, DWORD), Block(1, kp // DWORD, DWORD * np_)]
+    if bt > 1:
+        blocks.append(Block(0, bt, kp * np_))
+    return Layout(weights, b.dims, tuple(blocks))
+
+
+DWORD = 4
+
+
+def _pack(layout: Layout) -> Layout:
+    """One K pack of ``layout`` (its innermost K block, 1 when K is not innermost) with its B and N
+    blocks in the same order, dense: the pattern every K pack of the tile repeats."""
+    blocks = list(layout.blocks)
+    pack_k = blocks[0].size if blocks and blocks[0].dim == 1 else 1
+    kept = [b for b in blocks if b.dim != 1]
+    if pack_k > 1:
+        kept.insert(0, Block(1, pack_k, 1))
+    stride, out = 1, []
+    for b in kept:
+        out.append(Block(b.dim, b.size, stride))
+        stride *= b.size
+    dims = (layout.dims[0], pack_k, layout.dims[2])
+    return Layout(layout.dtype, dims, tuple(out))
+

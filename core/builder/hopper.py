@@ -1,0 +1,291 @@
+"""The ``schedule = "tma"`` GEMM of sm_90 (CUTLASS 3's ``KernelTma``): TMA, transaction barriers, wgmma.
+
+The kernel, top to bottom (one IR thread is a warp; warps ``4q .. 4q+3`` are consumer warpgroup ``q``
+and compute rows ``64q .. 64q+63`` of the group's ``tile`` of C)::
+
+    kernel {
+      alloc.slm a_s[stages x BM x 128 B], b_s[stages x BN/64 x BK x 128 B], full[stages x 8 B]
+      alloc.grf acc[16 x BN f32]                                    (mma accumulator fragments)
+      acc = 0;  warp 0: mbarrier.init(full[s], 1) for every stage;  barrier
+      warp 0: load(s, s) for the first stages                        (prologue)
+      for kt: wait full[kt % stages] (parity kt / stages % 2)
+              wgmma x BK/16 on stage kt % stages;  wgmma.wait[1]      (the previous block's MMAs done)
+              barrier;  warp 0: load((kt - 1) % stages, kt - 1 + stages)   (the stage they read refilled)
+      wgmma.wait[0];  epilogue: each warp stores its 16 rows
+    }
+    load(s, j): mbarrier.arrive.expect_tx(full[s], bytes of A and B); tensor_load A box (BK x BM) at
+                (j * BK, m0); tensor_load B boxes (64 x BK) at (n0 + 64 b, j * BK)
+
+A's stage is BM rows of BK = 128 bytes (K-major, 128-byte swizzle); B's is BN / 64 blocks of BK rows
+of 64 columns (N-major, the problem's ``K x N`` rows). The loop stays a loop: the PTX has one copy of
+its body, whatever K is.
+"""
+from __future__ import annotations
+
+from kdd.core.ir.expr import Broadcast, Cast, Load, Ramp, const, land, var
+from kdd.core.ir.funcs import (Barrier, MbarrierExpectTx, MbarrierInit, MbarrierWait, Send, SendKind, SendOp,
+                               SetMaxNreg, TensorLoad, Wgmma, WgmmaWait)
+from kdd.core.ir.stmt import Alloc, For, FuncCall, Group, If, Let, MemKind, Store, seq
+from kdd.core.ir.types import Scalar, f32, s32, u32, u64
+
+from .errors import BuildError
+from .kernel import Kernel, KernelArg
+from .layouts import tensor_layout
+
+ROW = 128           # bytes of one swizzled SLM row, one register row of a warp
+WARPGROUP = 4       # warps of a warpgroup
+DEFAULT_TILE = {"m": 128, "n": 256}
+INPUTS = (Scalar.F16, Scalar.BF16)
+# setmaxnreg of the warp-specialized schedule: the producer keeps what issuing copies needs, the consumers
+# take the rest of an SM's 65536 registers, at most 232 each (CUTLASS's figure for two consumer warpgroups:
+# 128 x 40 + 256 x 232 = 64512)
+PRODUCER_REGS, CONSUMER_REGS, SM_REGISTERS = 40, 232, 65536
+TMA_SCHEDULES = ("tma", "tma_ws_cooperative")
+
+
+def tma_tile(problem, config) -> tuple[int, int, int]:
+    """``(BM, BN, BK)`` of the ``tile`` knob (``m128n256`` when empty; BK is 128 bytes of the input type,
+    which the 128-byte swizzle fixes)."""
+    t = config.tile
+    bk = ROW // problem.types.src.size
+    bm, bn = (t.get(d) if d in t else DEFAULT_TILE[d] for d in ("m", "n"))
+    if "k" in t and t.get("k") != bk:
+        raise BuildError(f"tile k must be {bk} for {problem.types.src} (128-byte swizzled rows)", knob="tile")
+    return bm, bn, bk
+
+
+def build_tma_gemm(problem, config, target) -> Kernel:
+    """The kernel IR of a GEMM ``problem`` under ``schedule = "tma"`` or ``"tma_ws_cooperative"``;
+    :class:`BuildError` names the knob the schedule cannot honour."""
+    g = _TmaGemm(problem, config, target)
+    return g.ws_kernel() if config.schedule == "tma_ws_cooperative" else g.kernel()
+
+
+class _TmaGemm:
+    """What both schedules share: the checks, the arguments, the shared-memory stages and barriers, one
+    stage's copies, one K block's MMAs, the accumulators and the epilogue."""
+
+    def __init__(self, problem, config, target):
+        if problem.op != "gemm":
+            raise BuildError(f"schedule={config.schedule} generates GEMMs only yet (convolutions: schedule=classic)",
+                             knob="schedule")
+        if target.isa != "ptx":
+            raise BuildError(f"schedule={config.schedule} is an sm_90 schedule, not one of {target.name}",
+                             knob="schedule")
+        types = problem.types
+        if types.src.scalar not in INPUTS or types.wei != types.src or types.dst.scalar not in (Scalar.F32, *INPUTS):
+            raise BuildError(f"schedule={config.schedule} takes f16 or bf16 inputs and an f32, f16 or bf16 "
+                             f"destination, got {types}", knob="schedule")
+        if problem.post_ops:
+            raise BuildError(f"schedule={config.schedule} has no post-ops yet", knob="schedule")
+        if config.cluster.product() != 1:
+            raise BuildError("clusters larger than one group are not generated yet", knob="cluster")
+        shape = problem.shape
+        if shape.batch and any(b != 1 for b in shape.batch):
+            raise BuildError(f"schedule={config.schedule} has no batch dims yet", knob="schedule")
+        self.problem, self.config, self.target, self.types = problem, config, target, types
+        self.M, self.N, self.K = M, N, K = shape.m, shape.n, shape.k
+        self.bm, self.bn, self.bk = bm, bn, bk = tma_tile(problem, config)
+        self.stages = stages = config.stages
+        if bm % 64 or not 64 <= bm <= 256 or bn % 64 or not 64 <= bn <= 256:
+            raise BuildError(f"tile m{bm}n{bn}: M a multiple of 64 up to 256 (a warpgroup per 64 rows), N a "
+                             "multiple of 64 up to 256", knob="tile")
+        if M % bm or N % bn or K % bk:
+            raise BuildError(f"tile m{bm}n{bn}k{bk} must divide the problem m{M}n{N}k{K} (no tails yet)",
+                             knob="tile")
+        self.esize = types.src.size
+        self.a_stage, self.b_stage = bm * ROW, (bn // 64) * bk * ROW
+        self.smem = stages * (self.a_stage + self.b_stage) + 2 * stages * 8
+        if self.smem > target.slm.per_group:
+            raise BuildError(f"{stages} stages of m{bm}n{bn}k{bk} need {self.smem} bytes of shared memory, "
+                             f"{target.name} has {target.slm.per_group}", knob="stages")
+        self.args = tuple(KernelArg(name, var(name, u64), getattr(types, name),
+                                    tensor_layout(problem, name, getattr(types, name)), problem.tensor_dims(name),
+                                    "output" if name == "dst" else "input") for name in ("src", "wei", "dst"))
+        for arg in self.args:
+            if arg.layout.size_bytes() != arg.dtype.size * _count(arg.dims) or not _row_major(arg):
+                raise BuildError(f"schedule={config.schedule} reads dense row-major tensors; {arg.name} is "
+                                 f"{arg.layout.blocks_str([n for n, _ in arg.dims])}", knob=f"{arg.name}_layout")
+        self.src, self.wei, self.dst = (a.var for a in self.args)
+        self.a_s, self.b_s, self.bars, self.acc = (var(n, u64) for n in ("a_s", "b_s", "bars", "acc"))
+        self.k_iters = K // bk
+        self.acc_rows = bn // 2         # f32 accumulator registers per lane: 16 rows x BN / 32 lanes
+
+    def full(self, stage):
+        """The byte of stage ``stage``'s "full" barrier (its copies landed)."""
+        return stage * 8
+
+    def empty(self, stage):
+        """The byte of stage ``stage``'s "empty" barrier (its MMAs are done: it may be refilled)."""
+        return (self.stages + stage) * 8
+
+    def load(self, stage, j, m0, n0):
+        """Stage ``stage`` filled with K block ``j`` of A and B, counted on its full barrier."""
+        t, bk, bar, esize = self.types, self.bk, self.full(stage), self.esize
+        M, N, K = self.M, self.N, self.K
+        calls = [FuncCall.make(MbarrierExpectTx(self.a_stage + self.b_stage), [self.bars, bar]),
+                 FuncCall.make(TensorLoad(t.src, bk, self.bm), [self.src, K, M, K * esize, j * bk, m0, self.a_s,
+                                                                stage * self.a_stage, self.bars, bar])]
+        calls += [FuncCall.make(TensorLoad(t.wei, 64, bk), [self.wei, N, K, N * esize, n0 + b * 64, j * bk, self.b_s,
+                                                            stage * self.b_stage + b * bk * ROW, self.bars, bar])
+                  for b in range(self.bn // 64)]
+        return seq(*calls)
+
+    def mma(self, stage, wg):
+        """Warpgroup ``wg``'s MMAs over the K block in stage ``stage``: back to back behind one fence."""
+        kk, bk = var("kk"), self.bk
+        return For.make(kk, 0, bk // 16, FuncCall.make(
+            Wgmma(self.bn, self.types.src, self.types.wei, f32, bk * ROW),
+            [self.acc, 0, self.a_s, stage * self.a_stage + wg * 64 * ROW + kk * 16 * self.esize, self.b_s,
+             stage * self.b_stage + kk * 16 * ROW]), unroll=bk // 16)
+
+    def zero_acc(self):
+        row = var("acc_row")
+        return For.make(row, 0, self.acc_rows, Store.make(self.acc, row * ROW, Broadcast.make(const(0.0, f32), 32)))
+
+    def init_barriers(self, empty_count: int | None):
+        """Warp 0 initializes the full barriers (one arrival: the expect-tx) and, with ``empty_count``, the
+        empty ones; then every thread waits for that (a barrier)."""
+        i = var("bar")
+        inits = [FuncCall.make(MbarrierInit(1), [self.bars, self.full(i)])]
+        if empty_count:
+            inits.append(FuncCall.make(MbarrierInit(empty_count), [self.bars, self.empty(i)]))
+        return seq(If.make(var("thread_id0").eq(0), For.make(i, 0, self.stages, seq(*inits))),
+                   FuncCall.make(Barrier(), []))
+
+    def allocate(self, body):
+        body = Alloc.make(self.acc, self.acc_rows * ROW, MemKind.GRF, body)
+        for buf, size in ((self.bars, 2 * self.stages * 8), (self.b_s, self.stages * self.b_stage),
+                          (self.a_s, self.stages * self.a_stage)):
+            body = Alloc.make(buf, size, MemKind.SLM, body)
+        return body
+
+    def kernel(self) -> Kernel:
+        """``KernelTma``: every warp waits for each stage, the consumer warpgroups multiply it, and warp 0
+        refills the stage the previous K block used once a barrier says every MMA reading it is done."""
+        tid, n0, m0, wg, rank = var("thread_id0"), var("n0"), var("m0"), var("wg"), var("rank")
+        kt, s, s_next, first = var("kt"), var("s"), var("s_next"), var("first")
+        stages, k_iters = self.stages, self.k_iters
+        producer = tid.eq(0)
+        prologue = If.make(producer, For.make(first, 0, min(stages, k_iters), self.load(first, first, m0, n0)))
+        refill = If.make(land(producer, kt.ge(1), (kt + (stages - 1)).lt(k_iters)),
+                         Let.make(s_next, (kt + (stages - 1)) % stages, self.load(s_next, kt + (stages - 1), m0, n0)))
+        main = For.make(kt, 0, k_iters, seq(
+            Let.make(s, kt % stages, seq(FuncCall.make(MbarrierWait(), [self.bars, self.full(s), (kt // stages) % 2]),
+                                         self.mma(s, wg))),
+            FuncCall.make(WgmmaWait(1), []), FuncCall.make(Barrier(), []), refill))
+        body = seq(Group.make("init", seq(self.zero_acc(), self.init_barriers(None))),
+                   Group.make("prologue", prologue), Group.make("k_loop", main), FuncCall.make(WgmmaWait(0), []),
+                   Group.make("epilogue", _epilogue(self.dst, self.types.dst, self.acc, self.acc_rows, self.N, m0,
+                                                    n0, wg, rank)))
+        body = Let.make(n0, var("group_id0") * self.bn, Let.make(m0, var("group_id1") * self.bm, Let.make(
+            wg, tid // WARPGROUP, Let.make(rank, tid % WARPGROUP, self.allocate(body)))))
+        return Kernel(Group.make("kernel", body), self.args, (self.N // self.bn, self.M // self.bm, 1),
+                      (WARPGROUP * self.bm // 64, 1, 1), 32, self.target.name, self.target.registers.reg_bytes,
+                      self.smem, self.problem, self.config)
+
+    def ws_kernel(self) -> Kernel:
+        """``KernelTmaWarpSpecializedCooperative`` with a persistent tile scheduler: warpgroup 0 produces
+        (one warp issues the copies, after waiting for each stage's empty barrier; registers given back
+        with ``setmaxnreg``), the others consume (wait for the full barrier, multiply, arrive on the
+        empty one, store C). ``min(tiles, SMs)`` groups walk the tiles ``group_id0, + groups, ...`` in
+        bands of ``band`` M tiles, so that groups running together share A and B in L2."""
+        tid, gid = var("thread_id0"), var("group_id0")
+        tiles_m, tiles_n = self.M // self.bm, self.N // self.bn
+        tiles = tiles_m * tiles_n
+        groups = min(tiles, self.target.device.cores)
+        band = next(b for b in (8, 4, 2, 1) if tiles_m % b == 0)
+        consumers = self.bm // 64
+        stages, k_iters = self.stages, self.k_iters
+        def role(name):
+            """The loop variables of one role (each branch binds its own: no variable is bound twice)."""
+            return (var(f"{name}_{n}") for n in ("it", "tile", "m0", "n0", "kt", "g", "s"))
+
+        def per_tile(names, body):
+            """``body`` for each of this group's tiles, ``m0``, ``n0`` its corner, ``it`` its index here."""
+            it, tile, m0, n0 = names[:4]
+            within = tile % (band * tiles_n)
+            m_tile = (tile // (band * tiles_n)) * band + within % band
+            return For.make(it, 0, -(-tiles // groups), Let.make(tile, it * groups + gid, If.make(
+                tile.lt(tiles), Let.make(m0, m_tile * self.bm, Let.make(n0, (within // band) * self.bn, body)))))
+
+        def k_block(names, body):
+            """``body`` for each K block, ``g`` its index over the group's tiles, ``s`` its stage."""
+            it, kt, g, s = names[0], *names[4:]
+            return For.make(kt, 0, k_iters, Let.make(g, it * k_iters + kt, Let.make(s, g % stages, body)))
+
+        p = tuple(role("p"))
+        produce = per_tile(p, k_block(p, seq(
+            FuncCall.make(MbarrierWait(), [self.bars, self.empty(p[6]), (p[5] // stages + 1) % 2]),
+            self.load(p[6], p[4], p[2], p[3]))))
+        c = tuple(role("c"))
+        it, m0, n0, kt, g, s = c[0], c[2], c[3], c[4], c[5], c[6]
+        wg, rank, last = var("wg"), var("rank"), var("c_last")
+
+        def release(block):      # the MMAs of K block ``block`` are done: its stage may be refilled
+            return FuncCall.make(MbarrierExpectTx(0), [self.bars, self.empty(block % stages)])
+        consume = per_tile(c, seq(self.zero_acc(), k_block(c, seq(
+            FuncCall.make(MbarrierWait(), [self.bars, self.full(s), (g // stages) % 2]), self.mma(s, wg),
+            FuncCall.make(WgmmaWait(1), []),
+            If.make(kt.ge(1), release(g + (stages - 1))))),
+            FuncCall.make(WgmmaWait(0), []),
+            Let.make(last, it * k_iters + (k_iters - 1), release(last)),
+            _epilogue(self.dst, self.types.dst, self.acc, self.acc_rows, self.N, m0, n0, wg, rank)))
+        body = seq(Group.make("init", self.init_barriers(WARPGROUP * consumers)), If.make(
+            tid.lt(WARPGROUP),
+            seq(FuncCall.make(SetMaxNreg(PRODUCER_REGS), []), Group.make("producer", If.make(tid.eq(0), produce))),
+            seq(FuncCall.make(SetMaxNreg(min(CONSUMER_REGS, (SM_REGISTERS - 128 * PRODUCER_REGS) // (128 * consumers)
+                                             & ~7)), []), Group.make("consumer", Let.make(
+                wg, tid // WARPGROUP - 1, Let.make(rank, tid % WARPGROUP, consume))))))
+        return Kernel(Group.make("kernel", self.allocate(body)), self.args, (groups, 1, 1),
+                      (WARPGROUP * (consumers + 1), 1, 1), 32, self.target.name, self.target.registers.reg_bytes,
+                      self.smem, self.problem, self.config)
+
+
+def _epilogue(dst, out_type, acc, acc_rows: int, N: int, m0, n0, wg, rank):
+    """Each warp's 16 rows of C: register pair ``(i, i + 1)`` (``i = 2 p``) holds, in lane ``l``, row
+    ``l / 4 + 8 * (p % 2)`` and columns ``8 * (p / 2) + 2 * (l % 4)`` and the next one. An f32 C is
+    stored a register at a time; a 16-bit C converts the pair side by side into one word per lane
+    (``packed``) and stores that. Each address is a scalar (the warp's corner, the pair's constant) plus
+    one lane pattern, so that the unrolled stores share one address register."""
+    pair = var("acc_pair")
+    lane = Ramp.make(const(0), 1, 32)
+    size = out_type.size
+    corner = ((m0 + wg * 64 + rank * 16) * N + n0) * size
+    pattern = (lane // 4) * (N * size) + (lane % 4) * (2 * size)
+    everywhere = Broadcast.make(const(True), 32)
+
+    def at(half):
+        return Broadcast.make(corner + ((pair % 2) * 8 * N + (pair // 2) * 8) * size + half * size, 32) + pattern
+    if size == 4:
+        stores = seq(*(FuncCall.make(Send(SendOp.STORE, SendKind.SCATTERED, "global", f32, 32),
+                                     [dst, at(half), acc, (pair * 2 + half) * ROW, everywhere]) for half in (0, 1)))
+    else:
+        packed = var("packed", u64)
+        halves = [Store.make(packed, half * size, Cast.make(out_type.with_lanes(32), Load.make(
+            f32.with_lanes(32), acc, (pair * 2 + half) * ROW)), stride=4) for half in (0, 1)]
+        stores = Alloc.make(packed, ROW, MemKind.GRF, seq(*halves, FuncCall.make(
+            Send(SendOp.STORE, SendKind.SCATTERED, "global", u32, 32), [dst, at(0), packed, 0, everywhere])))
+    # over pairs, not over even registers: a loop of step 1 keeps its index's range exact for the verifier
+    return For.make(pair, 0, acc_rows // 2, stores)
+
+
+def _count(dims) -> int:
+    n = 1
+    for _, size in dims:
+        n *= size
+    return n
+
+
+def _row_major(arg: KernelArg) -> bool:
+    """Whether the tensor's last dim is contiguous and each dim's stride is the product of the later ones."""
+    import numpy as np
+
+    sizes = [s for _, s in arg.dims]
+    idx = np.zeros((len(sizes) + 1, len(sizes)), dtype=np.int64)
+    for d in range(len(sizes)):
+        idx[d + 1, d] = 1
+    offs = arg.layout.offsets_of(idx)
+    strides = [int(offs[d + 1] - offs[0]) for d in range(len(sizes))]
+    want = [int(np.prod(sizes[d + 1:])) for d in range(len(sizes))]
+    return strides == want

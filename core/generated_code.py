@@ -1,0 +1,102 @@
+"""Functions generated from source text at import time, compiled once per installation, not per process.
+
+Importing kdd creates about a thousand small functions from source text: the
+``__init__``, ``__repr__``, ``__eq__``, ``__hash__``, ``__setattr__`` and
+``__delattr__`` that :mod:`dataclasses` writes for each of some 170
+dataclasses, and the constructors, equality tests and child accessors of the
+IR node classes (:mod:`kdd.core.ir.node`). Python keeps the bytecode of
+modules in ``__pycache__`` but compiles text given to ``exec`` every time:
+that compiling cost a fresh ``kdd compile`` process about 60 ms of CPU, a
+third of the fixed loop ``bench/interactive.py`` measures a whole compile
+against, and more than loading every code object from a file (about 4 ms).
+
+:func:`compiled` is that file: a table from source text to code object,
+stored beside this module's own bytecode (so ``PYTHONPYCACHEPREFIX`` places
+it and ``PYTHONDONTWRITEBYTECODE`` stops its writing, as for ``.pyc``
+files), read on first use, and written back when a process that compiled
+something new exits. A code object is a function of its source text, the
+compiler flags (none are inherited here, as none are where
+:mod:`dataclasses` calls ``exec``) and the bytecode version (the table
+carries the interpreter's magic number and is ignored under another), so a
+cached one is exactly what compiling would give. :func:`install` routes the
+``exec`` calls of :mod:`dataclasses` through the table.
+"""
+from __future__ import annotations
+
+import atexit
+import marshal
+import os
+import sys
+from importlib.util import MAGIC_NUMBER, cache_from_source
+from pathlib import Path
+from types import CodeType
+
+_LIMIT = 8192  # entries kept across processes; past it, only what the writing process used
+_table: dict[str, CodeType] | None = None
+_used: set[str] = set()
+_new: dict[str, CodeType] = {}
+
+
+def _path() -> Path | None:
+    try:
+        return Path(cache_from_source(__file__)).with_suffix(".code")
+    except NotImplementedError:  # an interpreter without bytecode caching
+        return None
+
+
+def _load() -> dict[str, CodeType]:
+    path = _path()
+    try:
+        raw = path.read_bytes() if path is not None else b""
+        if raw[: len(MAGIC_NUMBER)] == MAGIC_NUMBER:
+            table = marshal.loads(raw[len(MAGIC_NUMBER):])
+            if isinstance(table, dict):
+                return table
+    except (OSError, EOFError, ValueError, TypeError):
+        pass  # missing, unreadable or damaged: compiled again and rewritten
+    return {}
+
+
+def compiled(source: str) -> CodeType:
+    """The code object of ``source`` (a module body, ``exec`` mode), from the table or compiled now."""
+    global _table
+    if _table is None:
+        _table = _load()
+        atexit.register(_save)
+    code = _table.get(source)
+    if code is None:
+        code = _table[source] = _new[source] = compile(source, "<string>", "exec", dont_inherit=True)
+    _used.add(source)
+    return code
+
+
+def compiled_this_process() -> int:
+    """How many source texts this process compiled rather than found in the table."""
+    return len(_new)
+
+
+def _exec(source, globals=None, locals=None, /):
+    """``exec`` as :mod:`dataclasses` calls it (always with source text), through the table."""
+    exec(compiled(source) if isinstance(source, str) else source, globals, locals)  # noqa: S102
+
+
+def install() -> None:
+    """Route the ``exec`` calls with which :mod:`dataclasses` makes methods through :func:`compiled`."""
+    import dataclasses
+
+    dataclasses.exec = _exec
+
+
+def _save() -> None:
+    """Write the table back when this process compiled something new (never when bytecode is not written)."""
+    path = _path()
+    if not _new or sys.dont_write_bytecode or path is None or _table is None:
+        return
+    keep = _table if len(_table) <= _LIMIT else {s: _table[s] for s in _used}
+    tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp.write_bytes(MAGIC_NUMBER + marshal.dumps(keep))
+        os.replace(tmp, path)  # readers see the old table or the new one, never half of one
+    except (OSError, ValueError):  # a read-only installation: compiled each time, as its modules are
+        tmp.unlink(missing_ok=True)

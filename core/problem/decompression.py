@@ -1,0 +1,110 @@
+"""Weight decompression of a GEMM: integer weights with grouped scales and zero points, multiplied in a
+float type, as benchdnn writes it.
+
+``[problem]`` takes the values of benchdnn's options::
+
+    scales = "wei:per_ocic:f16:128x1"       # --attr-scales: one f16 scale per 128 K x 1 N of the weights
+    zero_points = "wei:per_ocic:u8:128x1"   # --attr-zero-points: one u8 zero point per group (optional)
+    fpmath = "f16:true"                     # --attr-fpmath: multiply in f16, integer weights included
+
+The weights' value is ``(wei[k, n] - zp[k / gk, n / gn]) * scale[k / gk, n / gn]`` (groups ``gk x gn``,
+K first as benchdnn's matmul writes them; a group past the edge is cut short), and the GEMM multiplies the
+source by it in the ``fpmath`` type. Scales and zero points are row-major ``[ceil(K / gk), ceil(N /
+gn)]`` tensors, N contiguous (oneDNN's layout for grouped weight scales). 4-bit weights (``u4``) have no
+type in kdd's IR and are refused.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from kdd.core.ir.types import Type
+
+from .data_types import parse_element_type
+from .errors import ProblemError
+
+SCALES, ZERO_POINTS = "wei_scales", "wei_zero_points"
+_POLICY = "per_ocic"
+
+
+@dataclass(frozen=True)
+class Decompression:
+    """How a GEMM's integer weights become ``math``-typed values: ``scale`` (and ``zero_point``, None when
+    there is none) per group of ``group_k`` x ``group_n`` weights."""
+
+    scale: Type
+    zero_point: Type | None
+    group_k: int
+    group_n: int
+    math: Type
+
+    def groups(self, k: int, n: int) -> tuple[int, int]:
+        """Rows and columns of the scale (and zero-point) tensor of a ``k x n`` weight matrix."""
+        return -(-k // self.group_k), -(-n // self.group_n)
+
+    def canonical(self) -> dict[str, str]:
+        """The ``[problem]`` values that say this (benchdnn's option values)."""
+        groups = f"{self.group_k}x{self.group_n}"
+        out = {"scales": f"wei:{_POLICY}:{self.scale}:{groups}", "fpmath": f"{self.math}:true"}
+        if self.zero_point is not None:
+            out["zero_points"] = f"wei:{_POLICY}:{self.zero_point}:{groups}"
+        return out
+
+
+def parse_quantization(text: str, what: str) -> tuple[Type, int, int]:
+    """``wei:per_ocic:TYPE:GKxGN`` (a value of ``--attr-scales`` or ``--attr-zero-points``) as its type and
+    groups; errors name the bad field and its span."""
+    fields, pos, spans = text.split(":"), 0, []
+    for f in fields:
+        spans.append((pos, pos + len(f)))
+        pos += len(f) + 1
+    if len(fields) != 4:
+        raise ProblemError(f"{what} {text!r} must be wei:{_POLICY}:TYPE:GKxGN (benchdnn's grouped weight "
+                           f"{what})", 0, len(text))
+    arg, policy, dtype, groups = (f.strip() for f in fields)
+    if arg != "wei":
+        raise ProblemError(f"{what} of {arg!r}: kdd decompresses the weights only (wei)", *spans[0])
+    if policy != _POLICY:
+        raise ProblemError(f"{what} policy {policy!r}: kdd takes {_POLICY} (per K group and N column)", *spans[1])
+    if dtype == "u4" or dtype == "s4":
+        raise ProblemError(f"{dtype}: 4-bit types have no IR type in kdd", *spans[2])
+    t = parse_element_type(fields[2], spans[2][0])
+    gk, x, gn = groups.partition("x")
+    if not (x and gk.isdigit() and gn.isdigit() and int(gk) > 0 and int(gn) > 0):
+        raise ProblemError(f"groups {groups!r} must be GKxGN, two positive integers (e.g. 128x1)", *spans[3])
+    return t, int(gk), int(gn)
+
+
+def parse_decompression(scales: str, zero_points: str | None, fpmath: str | None) -> Decompression:
+    """The decompression the three ``[problem]`` values describe (``zero_points`` and ``fpmath`` may be
+    absent: no zero points; ``fpmath`` is required and must apply to integers, else there is nothing to
+    multiply in)."""
+    scale, gk, gn = parse_quantization(scales, "scales")
+    if not scale.is_float:
+        raise ProblemError(f"scales of type {scale}: grouped weight scales are floating point", 0, len(scales))
+    zp = None
+    if zero_points is not None:
+        zp, zk, zn = parse_quantization(zero_points, "zero points")
+        if (zk, zn) != (gk, gn):
+            raise ProblemError(f"zero-point groups {zk}x{zn} differ from the scales' {gk}x{gn} (kdd loads "
+                               f"both per group)", 0, len(zero_points))
+        if zp.is_float or zp.size != 1:
+            raise ProblemError(f"zero points of type {zp}: kdd takes u8 or s8", 0, len(zero_points))
+    if fpmath is None:
+        raise ProblemError("scales on integer weights need fpmath (e.g. 'f16:true'): the type the "
+                           "decompressed weights are multiplied in", 0, len(scales))
+    return Decompression(scale, zp, gk, gn, parse_fpmath(fpmath))
+
+
+def parse_fpmath(text: str) -> Type:
+    """The type of ``--attr-fpmath``'s ``TYPE:true`` (f16 or bf16, applied to integer weights)."""
+    kind, _, applies = text.partition(":")
+    math = parse_element_type(kind)
+    if not math.is_float or math.size != 2:
+        raise ProblemError(f"fpmath {kind!r}: kdd multiplies decompressed weights in f16 or bf16", 0, len(kind))
+    if applies.strip() != "true":
+        raise ProblemError(f"fpmath {text!r} does not apply to integer weights (write '{kind}:true')",
+                           0, len(text))
+    return math
+
+
+__all__ = ["SCALES", "ZERO_POINTS", "Decompression", "parse_decompression", "parse_fpmath", "parse_quantization"]

@@ -1,0 +1,72 @@
+"""Weight decompression in the builder (seed 002): every mode checks against the float64 reference in the
+interpreter, for weights stored N-contiguous (``ab``) and K-contiguous (``ba``, attention keys); the modes
+that round more say so and are measurably less accurate; what cannot be generated names its knob."""
+from __future__ import annotations
+
+import pytest
+
+from kdd.core.builder import BuildError, build_kernel
+from kdd.core.config.line import parse_config_line
+from kdd.core.interp.check import CAVEATS, check_kernel
+from kdd.core.problem import Problem, parse_data_types, parse_shape
+from kdd.core.problem.decompression import parse_decompression
+
+SHAPE = "m16n32k64"
+
+
+def _problem(wei="u8", zp="u8", tag="ab", group=32, shape=SHAPE):
+    d = parse_decompression(f"wei:per_ocic:f16:{group}x1", f"wei:per_ocic:{zp}:{group}x1" if zp else None,
+                            "f16:true")
+    return Problem("gemm", "fwd", parse_shape(shape, "gemm"), parse_data_types(f"f16:{wei}:f16"),
+                   tags={"wei": tag}, decompression=d)
+
+
+def _kernel(problem, line, target="xe2"):
+    dims = [n for r in "bmnk" for n, _ in getattr(problem.gemm_dims(), r)]
+    return build_kernel(problem, parse_config_line(line, dims), target)
+
+
+@pytest.mark.parametrize("mode", ["cvt.16", "cvt.32", "mad.32", "denorm.32", "denorm_sub.32"])
+@pytest.mark.parametrize("tag", ["ab", "ba"])
+def test_every_mode_checks_in_the_interpreter(mode, tag):
+    kernel = _kernel(_problem(tag=tag), f"fma=dpas simd=16 i=m16n32k32 decompress={mode}")
+    result = check_kernel(kernel)
+    assert result.ok, result
+    assert (result.tol_reason is not None) == (mode.split(".")[0] in CAVEATS)
+
+
+@pytest.mark.parametrize("wei,zp,mode", [("s8", "s8", "cvt"), ("s8", None, "mad"), ("u8", None, "denorm_sub")])
+def test_signed_weights_and_no_zero_points(wei, zp, mode):
+    kernel = _kernel(_problem(wei=wei, zp=zp), f"fma=dpas simd=16 i=m16n32k32 decompress={mode}")
+    assert check_kernel(kernel).ok
+
+
+def test_other_targets_layouts_decompress_too():
+    # Xe-HPG's dpas is SIMD8: B's VNNI rows hold 8 columns, the pair buffers follow its layout
+    kernel = _kernel(_problem(tag="ba"), "fma=dpas simd=8 i=m16n16k32 decompress=mad", "xehpg")
+    assert check_kernel(kernel).ok
+
+
+def test_the_precomputed_zero_point_term_costs_accuracy():
+    """The seed's TRY2.1 note: zp x scale rounded to f16 before the mad loses what the exact modes keep."""
+    errs = {mode: check_kernel(_kernel(_problem(group=64, shape="m32n64k64"),
+                                       f"fma=dpas simd=16 i=m16n32k32 decompress={mode}")).rel_err
+            for mode in ("cvt", "denorm_sub", "mad", "denorm")}
+    assert max(errs["cvt"], errs["denorm_sub"]) < min(errs["mad"], errs["denorm"]), errs
+
+
+@pytest.mark.parametrize("problem,line,knob", [
+    (_problem(wei="s8", zp="s8"), "decompress=denorm", "decompress"),
+    (_problem(group=16), "i=m16n32k32", "iter"),
+    (_problem(), "i=m16n32k32 T=m4n1 s=x1", "slm"),
+])
+def test_what_cannot_be_generated_names_its_knob(problem, line, knob):
+    with pytest.raises(BuildError) as err:
+        _kernel(problem, "fma=dpas simd=16 " + line)
+    assert err.value.knob == knob
+
+
+def test_sm90_refuses_decompression_naming_why():
+    with pytest.raises(BuildError, match="generated for Xe targets") as err:
+        _kernel(_problem(), "fma=mma", "sm_90")
+    assert err.value.knob == "decompress"

@@ -1,0 +1,95 @@
+"""The xe2 target end to end: its assembly checked by an Xe2-capable iga64 (Debian sid's libigc2-tools,
+unpacked by tools/setup.sh as iga64-xe2) and run in the simulator against the reference."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from kdd.core.engine import Engine, Source
+from kdd.core.toolchain import find_tool
+
+HAVE_IGA_XE2 = find_tool("iga64-xe2") is not None
+needs_iga = pytest.mark.skipif(not HAVE_IGA_XE2, reason="iga64-xe2 (tools/setup.sh: sid's libigc2-tools) missing")
+
+GEMM = """
+[problem]
+op = "gemm"
+shape = "m64n64k64"
+types = "f16:f16:f16"
+[target]
+hw = "xe2"
+"""
+
+
+@needs_iga
+def test_the_xe2_iga_knows_platform_2_and_the_bookworm_one_does_not(tmp_path):
+    import subprocess
+    src = tmp_path / "k.asm"
+    src.write_text("dpas.8x8 (16|M0) r30:f r30:f r40:hf r50:hf\n")
+    new = subprocess.run([find_tool("iga64-xe2"), "-a", "-p=2", str(src), "-o", str(tmp_path / "k.bin")],
+                         capture_output=True, text=True)
+    assert new.returncode == 0, new.stderr
+    if find_tool("iga64"):
+        old = subprocess.run([find_tool("iga64"), "-a", "-p=2", str(src)], capture_output=True, text=True)
+        assert old.returncode != 0
+
+
+@needs_iga
+def test_an_xe2_gemm_assembles_round_trips_and_checks_in_the_simulator(tmp_path):
+    engine, source = Engine(), Source(GEMM, str(tmp_path / "g.kernel.toml"))
+    listing = engine.compile(source, "asm")
+    assembler = listing["asm"]["assembler"]
+    assert assembler["tool"] == "iga64-xe2" and assembler["ok"] and assembler["round_trip"], assembler
+    assert any("dpas.8x8 (16|M0)" in line["text"] for line in listing["asm"]["lines"])
+    result = engine.check(source)
+    assert result["artifact"] == "asm" and result["verdict"] == "ok", result
+
+
+def test_xe2_refuses_simd8_naming_its_widths(tmp_path):
+    out = Engine().compile(Source(GEMM + '[config]\nsimd = 8\n', str(tmp_path / "g.kernel.toml")))
+    diags = out["diagnostics"]
+    assert any("simd=8 is not a SIMD width of xe2 (widths: 16, 32)" in d["message"] for d in diags), diags
+
+
+SEED002 = Path(__file__).resolve().parents[3] / "examples" / "seed002"
+
+
+def _mix(engine, step: str) -> dict:
+    path = SEED002 / f"{step}.kernel.toml"
+    out = engine.compile(Source(path.read_text(), str(path)), "stats")
+    return out["stats"]["codegen"]["mix"]["dynamic"]
+
+
+def test_the_logs_decompression_steps_cut_float_instructions_in_the_assembly():
+    """Seed 002's TRY2.0 (32 weights an instruction), TRY2.1 (mad) and TRY2.2 (the denormal conversion)
+    each issue fewer float-pipe (ALU0) instructions than the step before; the denormal conversion moves
+    the u8 -> u16 widening to the int pipe (ALU1); the dpas count never changes."""
+    engine = Engine()
+    mixes = {step: _mix(engine, step) for step in ("try1", "try2_0", "try2_1", "try2_2")}
+    floats = [mixes[s]["float"] for s in ("try1", "try2_0", "try2_1", "try2_2")]
+    assert floats == sorted(floats, reverse=True) and len(set(floats)) == 4, floats
+    assert mixes["try2_2"]["int"] > mixes["try2_1"]["int"]
+    assert len({m["xmx"] for m in mixes.values()}) == 1
+
+
+@needs_iga
+@pytest.mark.parametrize("step", ["try2_2", "try3_2"])
+def test_seed002_steps_check_as_xe2_assembly(step):
+    engine = Engine()
+    path = SEED002 / f"{step}.kernel.toml"
+    result = engine.check(Source(path.read_text(), str(path)))
+    assert result["artifact"] == "asm" and result["verdict"] == "ok", result
+    assert ("tol_reason" in result) == (step == "try2_2")  # denorm: zp x scale in f16, the scale x 512
+
+
+@needs_iga
+def test_2d_block_loads_assemble_for_xe2_and_run():
+    """Xe2 keeps Xe-HPC's load_block2d (the target's Block2D): gemm_bert's A loads, on xe2."""
+    path = Path(__file__).resolve().parents[3] / "examples" / "gemm_bert.kernel.toml"
+    text = path.read_text().replace('hw = "xehpc"', 'hw = "xe2"').replace(
+        "[check]", '[config]\nline = "fma=dpas simd=16 regs=256 l=k2 T=x i=m64n32k32 s=x0 P=r"\n\n[check]')
+    engine, source = Engine(), Source(text, str(path))
+    listing = engine.compile(source, "asm")["asm"]
+    assert listing["assembler"]["ok"] and sum("load_block2d" in ln["text"] for ln in listing["lines"]) == 4
+    assert engine.check(source)["verdict"] == "ok"

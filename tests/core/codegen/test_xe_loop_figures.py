@@ -1,0 +1,111 @@
+"""The assembly's main loop per reduction iteration (``asm_loop`` of ``kdd compile --emit stats``): counted
+from the listing's lines, scaled by the IR's multiplies per iteration; and the A64 addresses of the main
+loop's global messages, which take the offset's carry only (an accessed element is in bounds)."""
+from __future__ import annotations
+
+import re
+
+import pytest
+from protocol_schemas import validator
+from xe_kernels import EXAMPLES, final
+
+from kdd.core.codegen import generate_asm
+from kdd.core.codegen.xe.emitter import Line
+from kdd.core.codegen.xe.stats import instruction_mix
+from kdd.core.engine import Engine, Source
+from kdd.core.engine.artifacts import asm_loop_figures
+
+LOOP = [{"label": "k", "trips": 4, "parent": -1, "weight": 4}]
+
+
+def line(text: str, pipe: str, loop: int = 0) -> Line:
+    return Line(text, pipe, 0, None, 4 if loop == 0 else 1, loop)
+
+
+def test_hand_made_listing_per_reduction_iteration():
+    """One trip: 4 dpas, 2 sends, an add, a mov, a float mul; outside the loop a mov that does not count.
+    The IR runs 2 dpas per reduction iteration, so a trip is 2 iterations."""
+    lines = [line("(W) mov (1|M0) r3.0<1>:d 0:d", "int", loop=-1),
+             *[line(f"(W) dpas.8x8 (8|M0) r{6 + 8 * i}:f r6:f r81:hf r72:hf", "xmx") for i in range(4)],
+             line("(W) load.ugm.d32x8.a64 (8|M0) r74:8 [r117:2]", "send"),
+             line("(W) load.slm.d32x64t.a32 (1|M0) r122:8 [r94:1]", "send"),
+             line("(W) add (1|M0) r3.0<1>:d r3.0<0;1,0>:d 1:d", "int"),
+             line("(W) mov (8|M0) r68.0<1>:d r64.0<1;1,0>:d", "int"),
+             line("(W) mul (8|M0) r70.0<1>:f r70.0<1;1,0>:f r71.0<1;1,0>:f", "float"),
+             line("(W&f0.0) jmpi LOOP_1", "control")]
+    main = instruction_mix(lines, LOOP)["main_loop"]
+    assert (main["fma"], main["moves"], main["int_ops"], main["float_ops"]) == (4, 1, 1, 1)
+    ir = {"dpas": 2, "min_sends": 1}
+    out = asm_loop_figures(main, ir)
+    assert out == {"source": "assembly", "var": "k", "trips": 4, "iterations_per_trip": 2.0, "dpas": 2.0,
+                   "sends": 1.0, "min_sends": 1, "int_ops": 0.5, "float_ops": 0.5, "moves": 0.5,
+                   "alu_per_dpas": 0.75}
+    assert asm_loop_figures(None, ir) is None and asm_loop_figures(main, None) is None
+
+
+def test_a_reduction_unrolled_whole_is_counted_in_its_group():
+    """No loop left around the multiplies: the ``k_loop`` group's lines stand for the main loop, once
+    (the IR's loop figures do the same); the epilogue after it does not count."""
+    lines = [line("// k_loop {", None, loop=-1),
+             *[line("(W) dpas.8x8 (8|M0) r6:f r6:f r81:hf r72:hf", "xmx", loop=-1) for _ in range(6)],
+             line("(W) add (1|M0) r3.0<1>:d r3.0<0;1,0>:d 64:d", "int", loop=-1),
+             line("// } k_loop", None, loop=-1),
+             line("(W) mov (8|M0) r68.0<1>:d r64.0<1;1,0>:d", "int", loop=-1)]
+    main = instruction_mix(lines, [])["main_loop"]
+    assert (main["var"], main["trips"], main["fma"], main["int_ops"], main["moves"]) == ("k_loop", 1, 6, 1, 0)
+    assert asm_loop_figures(main, {"dpas": 2, "min_sends": 1})["iterations_per_trip"] == 3
+
+
+def test_vector_multiplies_are_not_alu_work():
+    """A mad kernel's ``mad`` instructions are its multiplies, not float operations."""
+    lines = [line("(W) mad (8|M0) r6.0<1>:f r6.0<1;0>:f r8.0<1;0>:f r9.0<0;0>:f", "float") for _ in range(8)]
+    lines.append(line("(W) add (1|M0) r3.0<1>:d r3.0<0;1,0>:d 1:d", "int"))
+    main = instruction_mix(lines, LOOP)["main_loop"]
+    assert (main["fma"], main["float_ops"], main["int_ops"]) == (8, 0, 1)
+    assert asm_loop_figures(main, {"dpas": 8, "min_sends": 1})["alu_per_dpas"] == 0.12
+
+
+def test_compile_stats_has_both_loops_side_by_side():
+    path = EXAMPLES / "resnet50_1x1.kernel.toml"
+    out = Engine().compile(Source(path.read_text(), str(path)), emit="stats")
+    stats = out["stats"]
+    validator("compile.schema.json", "stats").validate(stats)
+    ir, asm = stats["loop"], stats["asm_loop"]
+    assert ir["source"] == "IR" and asm["source"] == "assembly"
+    assert asm["dpas"] == ir["dpas"] and asm["min_sends"] == ir["min_sends"]
+    assert asm["alu_per_dpas"] == pytest.approx((asm["int_ops"] + asm["float_ops"] + asm["moves"]) / asm["dpas"],
+                                                abs=0.01)
+    main = stats["codegen"]["mix"]["main_loop"]
+    assert asm["sends"] * asm["iterations_per_trip"] == pytest.approx(main["per_iteration"]["send"])
+
+
+def _main_loop_text(listing) -> str:
+    lines = [ln.text for ln in listing.lines]
+    start = next(i for i, t in enumerate(lines) if t.startswith("LOOP_"))
+    end = next(i for i, t in enumerate(lines) if i > start and "jmpi" in t)
+    return "\n".join(lines[start:end])
+
+
+def test_global_addresses_take_the_carry_only():
+    """resnet50_1x1 (Xe-HPG, no 64-bit integer ALU): each 8-lane A64 address is the offset, ``addc`` of the
+    low dwords and ``add`` of the carry to the high dwords; no sign of the offset (``asr``) is added."""
+    kernel, body, target = final("resnet50_1x1.kernel.toml")
+    loop = _main_loop_text(generate_asm(kernel, body, target, check=False))
+    loads = re.findall(r"load\.ugm\.\S+ \(8\|M0\)", loop)
+    assert loads and len(re.findall(r"\baddc \(8\|M0\)", loop)) == len(loads)
+    assert " asr " not in loop
+
+
+@pytest.mark.parametrize("name", ["resnet50_3x3.kernel.toml", "bwd_d.kernel.toml"])
+def test_sends_under_one_mask_share_its_flag(name):
+    """The padding mask of a staged global load is compared once per step: its flag predicates the load,
+    the SLM store of what it loaded and (negated) the store of zeros beside it."""
+    kernel, body, target = final(name)
+    loop = _main_loop_text(generate_asm(kernel, body, target, check=False)).splitlines()
+    masks = [ln for ln in loop if re.search(r" cmp \(8\|M0\) \(ne\)f", ln)]
+    loads = [ln for ln in loop if re.match(r"\(W&f\d\.\d\) load\.ugm", ln)]
+    assert masks and len(masks) == len(loads)
+    for i, ln in enumerate(loop):
+        negated = re.match(r"\(W&~(f\d\.\d)\) store", ln)
+        if negated:
+            assert loop[i - 1].startswith(f"(W&{negated[1]}) store"), loop[i - 1: i + 1]

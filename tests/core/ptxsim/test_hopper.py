@@ -1,0 +1,160 @@
+"""schedule=tma (TMA, transaction barriers, wgmma): the IR in the interpreter and the PTX in the PTX
+simulator agree with float64; wrong descriptors, a missing copy and a wait nothing completes are caught;
+the verifier and the builder refuse what the hardware cannot run."""
+import re
+from dataclasses import replace
+
+import pytest
+
+from kdd.core.builder import build_kernel
+from kdd.core.builder.errors import BuildError
+from kdd.core.codegen.ptx import generate_ptx
+from kdd.core.config.kernel_config import KernelConfig
+from kdd.core.config.line import parse_config_line as parse_line
+from kdd.core.config.tiles import Tile
+from kdd.core.interp.check import check_kernel
+from kdd.core.interp.errors import InterpError
+from kdd.core.ir.expr import var
+from kdd.core.ir.funcs import MbarrierInit, MbarrierWait, TensorLoad
+from kdd.core.ir.stmt import Alloc, FuncCall, MemKind, seq
+from kdd.core.ir.types import f16, u64
+from kdd.core.passes.kernel_pipeline import run_pipeline, with_body
+from kdd.core.passes.verify import verify_kernel
+from kdd.core.problem import problem_from_text
+from kdd.core.ptxsim.check import check_ptx
+from kdd.core.ptxsim.machine import Machine
+from kdd.core.ptxsim.program import Program
+from kdd.core.targets import get_target
+from kdd.core.xesim.errors import Fault
+
+SM90 = get_target("sm_90")
+# 4 K blocks over 2 stages: every stage refilled, both barrier phases waited on; two groups in N
+TMA = KernelConfig(schedule="tma", tile=Tile.of({"m": 64, "n": 64, "k": 64}), stages=2)
+
+
+def _kernel(shape="m64n128k256", types="f16:f16:f32", config=TMA):
+    problem = problem_from_text(shape, types=types)
+    return build_kernel(problem, config, SM90)
+
+
+def _listing(kernel):
+    return generate_ptx(kernel, run_pipeline(kernel).final, SM90, check=False).to_dict()
+
+
+@pytest.mark.parametrize("types", ["f16:f16:f32", "bf16:bf16:bf16"])
+def test_the_ir_and_the_ptx_agree_with_float64(types):
+    kernel = _kernel(types=types)
+    assert check_kernel(kernel).ok
+    listing = _listing(kernel)
+    result = check_ptx(kernel, listing)
+    assert result["ok"], result
+    assert ".target sm_90a" in listing["asm"]
+    assert "wgmma.mma_async.sync.aligned.m64n64k16" in listing["asm"]
+    assert "cp.async.bulk.tensor.2d" in listing["asm"]
+    assert [m["box"] for m in listing["launch"]["tensor_maps"]] == [[64, 64], [64, 64]]
+
+
+def test_the_k_loop_stays_a_loop():
+    """One MMA block in the PTX whatever K is: the loop is not unrolled over K."""
+    short, long = (_listing(_kernel(shape=s))["asm"] for s in ("m64n128k256", "m64n128k4096"))
+    assert short.count("wgmma.mma_async") == long.count("wgmma.mma_async") == 4
+
+
+A_DESC = (1 << 62) | (64 << 32) | (1 << 16)     # 128-byte swizzle, 1024-byte 8-row groups, A's unused lead
+
+
+@pytest.mark.parametrize("pattern, replacement", [
+    (r"(wgmma\.mma_async[^\n]*), 1;", r"\1, 0;"),                       # B read K-major: wrong element order
+    (rf"\b{A_DESC}\b", str((1 << 62) | (32 << 32) | (1 << 16))),        # A's 8-row groups 512 bytes apart
+])
+def test_the_simulator_reads_through_the_descriptors(pattern, replacement):
+    kernel = _kernel()
+    listing = _listing(kernel)
+    asm, n = re.subn(pattern, replacement, listing["asm"])
+    assert n > 0
+    result = check_ptx(kernel, dict(listing, asm=asm))
+    wrong = result["rel_err"] is not None and result["rel_err"] > 1e-3
+    fault = "ptx" in result and result["ptx"].get("gap") is False       # read outside shared memory
+    assert not result["ok"] and (wrong or fault), result
+
+
+def test_a_missing_tensor_copy_hangs():
+    """Without the copies, every phase waits for bytes that never land."""
+    kernel = _kernel()
+    listing = _listing(kernel)
+    asm = "\n".join(ln for ln in listing["asm"].splitlines() if "cp.async.bulk.tensor" not in ln)
+    result = check_ptx(kernel, dict(listing, asm=asm))
+    assert not result["ok"] and "deadlock" in result["error"]
+
+
+def test_the_interpreter_names_a_wait_nothing_completes():
+    bar = var("bar", u64)
+    body = Alloc.make(bar, 8, MemKind.SLM, seq(FuncCall.make(MbarrierInit(1), [bar, 0]),
+                                               FuncCall.make(MbarrierWait(), [bar, 0, 0])))
+    with pytest.raises(InterpError, match="would hang"):
+        check_kernel(with_body(_kernel(), body))
+
+
+def test_the_simulator_names_a_deadlock():
+    ptx = (".version 8.0\n.target sm_90a\n.address_size 64\n.extern .shared .align 1024 .b8 kdd_smem[];\n"
+           ".visible .entry k()\n{\n\t.reg .pred %p<2>;\n\t.reg .b32 %r<2>;\n\tmov.u32 %r0, kdd_smem;\n"
+           "\tmbarrier.init.shared::cta.b64 [%r0], 1;\n$L:\n"
+           "\tmbarrier.try_wait.parity.shared::cta.b64 %p0, [%r0], 0;\n\t@!%p0 bra.uni $L;\n\tret;\n}\n")
+    with pytest.raises(Fault, match="deadlock"):
+        Machine(Program(ptx), []).run((1, 1, 1), (64, 1, 1), 16)
+
+
+def test_the_verifier_refuses_hopper_calls_elsewhere_and_misaligned_boxes():
+    kernel = _kernel()
+    src, slm, bar = kernel.args[0].var, var("a_s", u64), var("full", u64)
+    load = FuncCall.make(TensorLoad(f16, 64, 64), [src, 256, 64, 512, 0, 0, slm, 512, bar, 0])
+    body = Alloc.make(slm, 16384, MemKind.SLM, Alloc.make(bar, 8, MemKind.SLM, load))
+    rules = {p.rule for p in verify_kernel(with_body(kernel, body))}
+    assert "align" in rules
+    xe = with_body(build_kernel(problem_from_text("m64n128k256", types="f16:f16:f32"), None, "xehpg"), body)
+    assert "target" in {p.rule for p in verify_kernel(xe)}
+    assert not verify_kernel(kernel, run_pipeline(kernel).final)
+
+
+@pytest.mark.parametrize("line, knob", [("schedule=tma cluster=m2n1", "cluster"),
+                                        ("schedule=tma tile=m128n256k64", "tile"),     # does not divide n128
+                                        ("schedule=tma tile=m64n64k32", "tile"),       # k is 128 bytes
+                                        ("schedule=tma tile=m64n64k64 stages=40", "stages")])
+def test_the_builder_names_the_knob_it_cannot_honour(line, knob):
+    config = parse_line(line)
+    with pytest.raises(BuildError) as exc:
+        _kernel(config=config)
+    assert exc.value.knob == knob
+
+
+def test_the_config_line_round_trips():
+    config = parse_line("schedule=tma tile=m128n128k64 stages=3 cluster=m1n1")
+    assert (config.schedule, config.stages, config.tile.get("n"), config.cluster.get("m")) == ("tma", 3, 128, 1)
+    assert parse_line(config.line()) == config
+
+
+WS = "schedule=tma_ws_cooperative tile=m64n64k64 stages=2"
+
+
+@pytest.mark.parametrize("shape, line", [("m256n256k256", WS),       # 16 tiles over 2 groups, 8 each
+                                         ("m128n384k192", "schedule=tma_ws_cooperative tile=m128n64k64 stages=3")])
+def test_the_warp_specialized_persistent_kernel_in_the_simulator(shape, line):
+    """Producer and consumers apart, several tiles per group (a machine of 2 SMs), the stages' phases
+    running on across tiles; the interpreter, lockstep, declines it."""
+    two_sms = replace(SM90, devices=(replace(SM90.device, cores=2),))
+    kernel = build_kernel(problem_from_text(shape, types="f16:f16:f32"), parse_line(line), two_sms)
+    assert kernel.grid == (2, 1, 1)
+    listing = generate_ptx(kernel, run_pipeline(kernel).final, two_sms, check=False).to_dict()
+    assert "setmaxnreg.dec.sync.aligned.u32 40" in listing["asm"]
+    assert re.search(r"setmaxnreg\.(inc|dec)\.sync\.aligned\.u32 232", listing["asm"])   # the consumers
+    result = check_ptx(kernel, listing)
+    assert result["ok"], result
+
+
+def test_the_interpreter_declines_warp_specialized_kernels():
+    from kdd.core.engine.interpreter_check import InterpreterCheck
+    from kdd.core.engine.verdict import NotCheckable
+
+    kernel = _kernel(config=parse_line(WS))
+    with pytest.raises(NotCheckable, match="lockstep"):
+        InterpreterCheck(kernel.problem).result(kernel)
