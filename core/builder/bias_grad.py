@@ -25,6 +25,7 @@ from typing import Callable
 
 from kdd.core.ir.expr import Expr, var
 from kdd.core.ir.funcs import Reduce, SendOp
+from kdd.core.ir.names import Names
 from kdd.core.ir.stmt import FuncCall, If, Stmt, seq
 from kdd.core.ir.types import Type, u64
 from kdd.core.layout.view import DimKind, View
@@ -36,7 +37,6 @@ from .errors import BuildError
 from .kernel import KernelArg
 from .layouts import vector_layout
 from .loads import MessageRules, transfer
-from kdd.core.ir.names import Names
 from .origin import Origin
 from .tile import MatrixDim, RegTensor, TileAccess, row_major
 

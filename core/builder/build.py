@@ -27,6 +27,7 @@ from kdd.core.config.operands import operands
 from kdd.core.config.tiling import derive_tiling, mad_over_batch
 from kdd.core.ir.expr import Expr, Var, var
 from kdd.core.ir.funcs import Barrier, Reorder, SendKind, SendOp
+from kdd.core.ir.names import Names
 from kdd.core.ir.stmt import Alloc, For, FuncCall, Group, If, Let, MemKind, Stmt, seq
 from kdd.core.ir.types import Type, u64
 from kdd.core.layout.layout import Layout
@@ -49,11 +50,10 @@ from .k_slices import k_slices
 from .kernel import Kernel, KernelArg
 from .lanes import flat_lanes, lanes_attrs
 from .layouts import fma_blocking, tensor_layout, vector_layout
-from .loads import (MessageRules, contiguous_role, load_block2d, memory_ordered, plan_block2d, plan_messages,
+from .loads import (MessageRules, TransferPlan, contiguous_role, load_block2d, memory_ordered, plan_block2d, plan_messages,
                     transfer, vector_gather)
 from .loop_nest import GROUP_IDS, THREAD_IDS, LoopNest, build_loop_nest
 from .loops import nest
-from kdd.core.ir.names import Names
 from .origin import Origin
 from .slm import SLM_BLOCK_GRAIN, SlmStage, read_tile, slm_barrier, stage, subtile_chunks
 from .split_k import ORIGIN as ORIGIN_SPLIT_K
@@ -338,7 +338,7 @@ class _Builder:
                 return lambda s: load_block2d(source(s), reg, block2d, names, origin)
             if gather is not None:  # vector messages land in reg's layout: no staging, no reorder
                 return lambda s: transfer(SendOp.LOAD, source(s), staging, self.rules, names, origin,
-                                          staging=reg.buf, vectors=gather)
+                                          TransferPlan(staging=reg.buf, vectors=gather))
             if staging is not None:
                 self.allocs.append((staging, Origin(f"loads.{which}_reorder", "fma")))
 

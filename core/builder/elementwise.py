@@ -11,12 +11,12 @@ from typing import Callable
 
 from kdd.core.ir.expr import Broadcast, Expr, FloatImm, IntImm, Load
 from kdd.core.ir.funcs import Reorder
+from kdd.core.ir.names import Names
 from kdd.core.ir.stmt import FuncCall, Stmt, Store
 from kdd.core.ir.types import Type
 
 from . import arith
 from .loops import nest
-from kdd.core.ir.names import Names
 from .origin import Origin
 from .tile import RegTensor
 

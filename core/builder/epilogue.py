@@ -18,6 +18,7 @@ from typing import Callable
 from kdd.core.ir.expr import Expr, FloatImm, max_, min_, var
 from kdd.core.ir.funcs import Eltwise as EltwiseFunc
 from kdd.core.ir.funcs import SendOp
+from kdd.core.ir.names import Names
 from kdd.core.ir.stmt import Alloc, FuncCall, MemKind, Stmt, seq
 from kdd.core.ir.types import Type, u64
 from kdd.core.layout.layout import Layout
@@ -28,7 +29,6 @@ from kdd.core.problem.post_ops import Bias, Binary, Eltwise, Scale, Sum
 from .elementwise import convert, elementwise
 from .errors import BuildError
 from .loads import MessageRules, memory_ordered, plan_messages, transfer
-from kdd.core.ir.names import Names
 from .origin import Origin
 from .tile import RegTensor, TileAccess
 

@@ -24,6 +24,7 @@ from math import prod
 
 from kdd.core.config.buildable import unbuilt_reason
 from kdd.core.ir.funcs import Dp4a, Dpas, Mad, Mma
+from kdd.core.ir.names import Names
 from kdd.core.ir.stmt import FuncCall, Stmt
 from kdd.core.ir.types import Type
 from kdd.core.layout.layout import Block, Layout
@@ -32,7 +33,6 @@ from kdd.core.targets import FmaShape
 from . import arith
 from .errors import BuildError
 from .loops import nest
-from kdd.core.ir.names import Names
 from .origin import Origin
 from .tile import RegTensor, row_major
 

@@ -20,6 +20,7 @@ from math import prod
 
 from kdd.core.ir.expr import BoolImm, Expr, Var, var
 from kdd.core.ir.funcs import Send, SendKind, SendOp
+from kdd.core.ir.names import Names
 from kdd.core.ir.stmt import FuncCall, If, Stmt, seq
 from kdd.core.ir.types import s32, u64
 
@@ -27,7 +28,6 @@ from . import arith
 from .elementwise import elementwise
 from .loop_nest import THREAD_IDS
 from .loops import nest
-from kdd.core.ir.names import Names
 from .origin import Origin
 from .slm import slm_barrier
 from .tile import RegTensor, row_major

@@ -35,10 +35,12 @@ Byte offsets carry the element size in every term (``offset_expr``'s
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import NamedTuple
 
 from kdd.core.ir.expr import Broadcast, BoolImm, Expr, Ramp, Var
 from kdd.core.ir.funcs import Send, Send2D, SendKind, SendOp, always_enabled
+from kdd.core.ir.names import Names
 from kdd.core.ir.stmt import For, FuncCall, If, Let, Stmt, seq
 from kdd.core.ir.types import Type, u32
 from kdd.core.ir.visitor import free_vars, substitute
@@ -48,7 +50,6 @@ from kdd.core.targets.target import Block2D
 
 from . import arith
 from .elementwise import fill
-from kdd.core.ir.names import Names
 from .origin import Origin
 from .tile import RegTensor, TileAccess, row_major
 
@@ -338,11 +339,9 @@ def tail_masks(view, index: dict, bounded) -> list[Expr]:
     return [index[n].lt(view.dim(n).size) for n in sorted(bounded) if n in view.dim_names]
 
 
-def transfer(op: SendOp, access: TileAccess, reg: RegTensor, rules: MessageRules, names: Names,
-             origin: Origin, split: tuple[Expr, int] | None = None, staging: Var | None = None,
-             vectors: VectorPlan | None = None, plan: MessagePlan | None = None,
-             masks: list[MessageMask] | None = None) -> Stmt:
-    """Send messages moving the tile ``access`` to (load) or from (store, atomic add) ``reg``.
+@dataclass(frozen=True)
+class TransferPlan:
+    """How :func:`transfer` moves a tile beyond one thread's plain messages (every part optional).
 
     With ``split = (thread, threads)`` the messages are shared by the threads
     of a group (cooperative loads): with ``rounds`` messages each, thread ``t``
@@ -358,53 +357,111 @@ def transfer(op: SendOp, access: TileAccess, reg: RegTensor, rules: MessageRules
     ``masks`` (a load): the masked-off lanes are the caller's to supply (``zero_stores``), so no
     zero fill precedes the messages; the message mask is appended to it when not always true.
     """
+
+    split: tuple[Expr, int] | None = None
+    staging: Var | None = None
+    vectors: VectorPlan | None = None
+    plan: MessagePlan | None = None
+    masks: list[MessageMask] | None = field(default=None, compare=False)
+
+
+class _Elements(NamedTuple):
+    """Which elements message ``j`` moves: ``msgs`` messages, ``j_expr`` (``j``, or 0 for one message),
+    the first element ``e0`` and the lanes' elements ``e``, ``lanes``, the register-tile index of the
+    lanes where vector messages decode it themselves (else None), and the round ``r`` of a thread's
+    plain messages (None for vector messages)."""
+
+    msgs: int
+    j_expr: Expr
+    e0: Expr
+    e: Expr
+    lanes: int
+    lane_index: tuple | None
+    r: Expr | None
+
+
+def transfer(op: SendOp, access: TileAccess, reg: RegTensor, rules: MessageRules, names: Names,
+             origin: Origin, how: TransferPlan = TransferPlan()) -> Stmt:
+    """Send messages moving the tile ``access`` to (load) or from (store, atomic add) ``reg``, as ``how``
+    says (:class:`TransferPlan`)."""
     view = access.view
     if view.layout is None:
         raise ValueError(f"view {view.name} has no memory layout")
     if view.layout.dtype != reg.dtype:
         raise ValueError(f"{view.tensor} holds {view.layout.dtype} but the register tensor {reg.buf.name} "
                          f"holds {reg.dtype}; convert in registers")
-    plan = plan or plan_messages(access, reg, rules)
-    size = reg.dtype.size
+    plan = how.plan or plan_messages(access, reg, rules)
     rounds, threads = plan.count, 1
-    if split is not None:
-        threads = split[1]
+    if how.split is not None:
+        threads = how.split[1]
         rounds = -(-plan.count // threads)
-    label = (reg.buf if staging is None else staging).name
+    label = (reg.buf if how.staging is None else how.staging).name
     j = names.fresh(f"{label}_msg")
-    if vectors is not None:
-        if staging is None or rounds * threads != plan.count:
-            raise ValueError("vector messages move a thread's whole run into registers in their own order")
-        piece, lanes = vectors.vec * 4 // size, vectors.lanes  # elements a lane moves
-        msgs = vectors.count
-        j_expr = j if msgs > 1 else arith.const(0)
-        first = arith.mul(split[0], rounds * plan.elems) if split is not None else arith.const(0)
-        if vectors.rows:  # message j: piece j // blocks of rows (j % blocks) * lanes + l
-            blocks = vectors.rows // lanes
-            e0 = arith.add(first, arith.mul(arith.mod(j_expr, blocks, msgs), lanes * plan.elems),
-                           arith.mul(arith.div(j_expr, blocks, msgs), piece))
-            stride = plan.elems
-        else:
-            e0 = arith.add(first, arith.mul(j_expr, lanes * piece))
-            stride = piece
-        e = arith.fold(Ramp.make(e0, stride, lanes))
-        lane_index = reg.decode_ramp(e0, stride, lanes, arith.alignment(e0, access.facts), bound=reg.elems)
-        r = None
-    else:
-        msgs = rounds
+    el = _elements(j, access, reg, plan, how, rounds, threads)
+    bxy = el.lane_index or reg.decode(el.e, bound=reg.elems)
+    bxy = tuple(arith.add(base, x) for base, x in zip(access.base, bxy))
+    lets, bound_idx = _view_indices(access, reg, bxy, names, label)
+    mask = _message_mask(access, bound_idx, bxy, reg.layout.dims, el.lanes)
+    # The element size multiplies every term: a vector offset's scalar part is then one sum of bytes
+    # (strength reduction carries it whole; the simplifier regroups only scalar sums).
+    offset = arith.fold(offset_expr(view.layout, view.tensor_index(bound_idx), reg.dtype.size))
+    if el.lanes > 1 and offset.type.lanes == 1:
+        offset = Broadcast.make(offset, el.lanes)
+    func, target, reg_off = _send(op, access, reg, plan, how, el)
+    body: Stmt = FuncCall.make(func, [access.mem, offset, target, reg_off, mask], origin=origin)
+    for x, value in reversed(lets):
+        body = Let.make(x, value, body, origin=origin)
+    if el.r is not None and how.split is not None and rounds * threads > plan.count:
+        body = If.make(el.r.lt(plan.count), body, origin=origin)
+    if el.msgs > 1:
+        body = For.make(j, 0, el.msgs, body, origin=origin)
+    if op is SendOp.LOAD and not always_enabled(mask) and how.masks is not None:
+        how.masks.append(MessageMask(j if el.msgs > 1 else None, tuple(lets), mask))
+    elif op is SendOp.LOAD and not always_enabled(mask):
+        staging = how.staging
+        dst = reg if staging is None else RegTensor(staging, row_major(reg.dtype, (1, 1, rounds * plan.elems)))
+        lanes = rules.fill_lanes if rules.fill_lanes and (dst.bytes // 4) % rules.fill_lanes == 0 else rules.simd
+        body = seq(zero_fill(dst, lanes, names, origin), body)
+    return body
+
+
+def _elements(j: Var, access: TileAccess, reg: RegTensor, plan: MessagePlan, how: TransferPlan, rounds: int,
+              threads: int) -> _Elements:
+    """The elements message ``j`` moves: a thread's run as vector messages, or its rounds of plain ones."""
+    split, vectors = how.split, how.vectors
+    if vectors is None:
         j_expr = j if rounds > 1 else arith.const(0)
         r = arith.add(arith.mul(split[0], rounds), j_expr) if split is not None else j_expr
         e0 = arith.mul(r, plan.elems)
         lanes = plan.elems if plan.kind is SendKind.SCATTERED else 1
-        e = arith.ramp(e0, lanes)
-        lane_index = None
-    bxy = lane_index or reg.decode(e, bound=reg.elems)
-    padded = reg.layout.dims
-    bxy = tuple(arith.add(base, x) for base, x in zip(access.base, bxy))
+        return _Elements(rounds, j_expr, e0, arith.ramp(e0, lanes), lanes, None, r)
+    if how.staging is None or rounds * threads != plan.count:
+        raise ValueError("vector messages move a thread's whole run into registers in their own order")
+    piece, lanes = vectors.vec * 4 // reg.dtype.size, vectors.lanes  # elements a lane moves
+    msgs = vectors.count
+    j_expr = j if msgs > 1 else arith.const(0)
+    first = arith.mul(split[0], rounds * plan.elems) if split is not None else arith.const(0)
+    if vectors.rows:  # message j: piece j // blocks of rows (j % blocks) * lanes + l
+        blocks = vectors.rows // lanes
+        e0 = arith.add(first, arith.mul(arith.mod(j_expr, blocks, msgs), lanes * plan.elems),
+                       arith.mul(arith.div(j_expr, blocks, msgs), piece))
+        stride = plan.elems
+    else:
+        e0 = arith.add(first, arith.mul(j_expr, lanes * piece))
+        stride = piece
+    e = arith.fold(Ramp.make(e0, stride, lanes))
+    lane_index = reg.decode_ramp(e0, stride, lanes, arith.alignment(e0, access.facts), bound=reg.elems)
+    return _Elements(msgs, j_expr, e0, e, lanes, lane_index, None)
+
+
+def _view_indices(access: TileAccess, reg: RegTensor, bxy: tuple, names: Names,
+                  label: str) -> tuple[list[tuple[Var, Expr]], dict]:
+    """The view index of every dim at the tile elements ``bxy``, those that vary inside the tile bound once
+    by a let (the mapping and the masks both read them): ``(lets, index by dim name)``."""
+    view = access.view
     vidx = access.view_index(bxy, tuple(p if arith.is_const(base, 0) else None
-                                        for p, base in zip(padded, access.base)))
-    # Bind the per-element view indices once; mapping and masks both use them.
-    lets: list[tuple] = []
+                                        for p, base in zip(reg.layout.dims, access.base)))
+    lets: list[tuple[Var, Expr]] = []
     bound_idx = {}
     in_tile = {n for role in access.roles for n, ext in role.dims if ext > 1}
     for d in view.dims:
@@ -415,9 +472,15 @@ def transfer(op: SendOp, access: TileAccess, reg: RegTensor, rules: MessageRules
             bound_idx[d.name] = x
         else:
             bound_idx[d.name] = value
+    return lets, bound_idx
+
+
+def _message_mask(access: TileAccess, bound_idx: dict, bxy: tuple, padded: tuple, lanes: int) -> Expr:
+    """The lanes a message moves: inside the view, inside the problem where the tile overhangs it (tails),
+    and off the matrix padding (to the FMA granularity), which reads zeros and is never stored."""
+    view = access.view
     conds: list[Expr | None] = [view.mask(bound_idx)]
     conds += tail_masks(view, bound_idx, access.bounded)
-    # Matrix padding (to the FMA granularity) reads zeros and is never stored.
     for idx, real, pad, base in zip(bxy, access.real, padded, access.base):
         if real >= pad and arith.is_const(base, 0):
             continue
@@ -427,38 +490,26 @@ def transfer(op: SendOp, access: TileAccess, reg: RegTensor, rules: MessageRules
             conds.append(BoolImm.make(False))
     mask = arith.conj(arith.fold(c) for c in conds if c is not None)
     if mask is None:
-        mask = BoolImm.make(True) if lanes == 1 else Broadcast.make(BoolImm.make(True), lanes)
-    elif lanes > 1 and mask.type.lanes == 1:
-        mask = Broadcast.make(mask, lanes)
-    # The element size multiplies every term: a vector offset's scalar part is then one sum of bytes
-    # (strength reduction carries it whole; the simplifier regroups only scalar sums).
-    offset = arith.fold(offset_expr(view.layout, view.tensor_index(bound_idx), size))
-    if lanes > 1 and offset.type.lanes == 1:
-        offset = Broadcast.make(offset, lanes)
-    if vectors is not None:
+        return BoolImm.make(True) if lanes == 1 else Broadcast.make(BoolImm.make(True), lanes)
+    if lanes > 1 and mask.type.lanes == 1:
+        return Broadcast.make(mask, lanes)
+    return mask
+
+
+def _send(op: SendOp, access: TileAccess, reg: RegTensor, plan: MessagePlan, how: TransferPlan,
+          el: _Elements) -> tuple[Send, Var, Expr]:
+    """The message function and the registers it moves (buffer, byte offset): vector messages of dwords
+    into ``staging``, plain messages into ``staging`` or straight into ``reg``."""
+    size = reg.dtype.size
+    if how.vectors is not None:
+        vectors = how.vectors
         word = reg.dtype if size == 4 else u32  # narrower data moves as dwords
-        func = Send(op, SendKind.SCATTERED, access.space, word, lanes * vectors.vec, vectors.vec)
-        target, reg_off = staging, arith.mul(j_expr, lanes * vectors.vec * 4)
-    elif staging is not None:
-        func = Send(op, plan.kind, access.space, reg.dtype, plan.elems)
-        target, reg_off = staging, arith.mul(j_expr, plan.elems * size)
-    else:
-        func = Send(op, plan.kind, access.space, reg.dtype, plan.elems)
-        target, reg_off = reg.buf, arith.add(reg.offset, arith.mul(e0, size))
-    body: Stmt = FuncCall.make(func, [access.mem, offset, target, reg_off, mask], origin=origin)
-    for x, value in reversed(lets):
-        body = Let.make(x, value, body, origin=origin)
-    if r is not None and split is not None and rounds * threads > plan.count:
-        body = If.make(r.lt(plan.count), body, origin=origin)
-    if msgs > 1:
-        body = For.make(j, 0, msgs, body, origin=origin)
-    if op is SendOp.LOAD and not always_enabled(mask) and masks is not None:
-        masks.append(MessageMask(j if msgs > 1 else None, tuple(lets), mask))
-    elif op is SendOp.LOAD and not always_enabled(mask):
-        dst = reg if staging is None else RegTensor(staging, row_major(reg.dtype, (1, 1, rounds * plan.elems)))
-        lanes = rules.fill_lanes if rules.fill_lanes and (dst.bytes // 4) % rules.fill_lanes == 0 else rules.simd
-        body = seq(zero_fill(dst, lanes, names, origin), body)
-    return body
+        func = Send(op, SendKind.SCATTERED, access.space, word, el.lanes * vectors.vec, vectors.vec)
+        return func, how.staging, arith.mul(el.j_expr, el.lanes * vectors.vec * 4)
+    func = Send(op, plan.kind, access.space, reg.dtype, plan.elems)
+    if how.staging is not None:
+        return func, how.staging, arith.mul(el.j_expr, plan.elems * size)
+    return func, reg.buf, arith.add(reg.offset, arith.mul(el.e0, size))
 
 
 @dataclass(frozen=True)

@@ -18,11 +18,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from kdd.core.ir.expr import Expr, Var, var
+from kdd.core.ir.names import Names
 from kdd.core.ir.types import s32
 
 from . import arith
 from .errors import BuildError
-from kdd.core.ir.names import Names
 from .origin import Origin
 
 GROUP_IDS = ("group_id0", "group_id1", "group_id2")

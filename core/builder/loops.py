@@ -4,10 +4,10 @@ from __future__ import annotations
 from typing import Callable, Sequence
 
 from kdd.core.ir.expr import Expr
+from kdd.core.ir.names import Names
 from kdd.core.ir.stmt import For, Stmt
 
 from . import arith
-from kdd.core.ir.names import Names
 from .origin import Origin
 
 

@@ -41,15 +41,15 @@ from dataclasses import dataclass
 
 from kdd.core.ir.expr import Broadcast, BoolImm, Expr, Op, Ramp, Unary, Var
 from kdd.core.ir.funcs import Barrier, Fence, Reorder, Send, SendKind, SendOp
+from kdd.core.ir.names import Names
 from kdd.core.ir.stmt import For, FuncCall, If, Let, Stmt, seq
 from kdd.core.ir.types import u32, u64
 from kdd.core.layout.layout import Block, Layout
 from kdd.core.layout.view import View, ViewDim, offset_expr
 
 from . import arith
-from .loads import (MessageMask, MessagePlan, MessageRules, VectorPlan, contiguous_run, inner_last, plan_messages,
+from .loads import (MessageMask, MessagePlan, MessageRules, TransferPlan, VectorPlan, contiguous_run, inner_last, plan_messages,
                     plan_vectors, same_placement, transfer, zero_fill)
-from kdd.core.ir.names import Names
 from .origin import Origin
 from .tile import MatrixDim, RegTensor, TileAccess, row_major
 
@@ -116,8 +116,8 @@ def stage(name: str, group: TileAccess, thread_roles: tuple[MatrixDim, MatrixDim
     vectors = plan_vectors(plan, rounds, dtype.size, rules) if whole else None
 
     def load(vectors, masks=None):
-        return transfer(SendOp.LOAD, group, tile, rules, names, knob, split=(thread, threads), staging=staging,
-                        vectors=vectors, masks=masks)
+        return transfer(SendOp.LOAD, group, tile, rules, names, knob,
+                        TransferPlan(split=(thread, threads), staging=staging, vectors=vectors, masks=masks))
 
     starts = {d.name: local_start.get(d.name, arith.const(0)) for d in view.dims}
     access = TileAccess(slm_view, tile.buf, "slm", thread_roles, starts, frozenset(), group.facts)
@@ -175,7 +175,7 @@ def _direct_copy(group: TileAccess, ready: RegTensor, dense: MessagePlan, rules:
     if plan.kind is not SendKind.BLOCK or plan.count > dense.count or plan.elems * ready.dtype.size < 4:
         return None
     rounds = -(-plan.count // threads)
-    load = transfer(SendOp.LOAD, group, ready, rules, names, origin, split=(thread, threads), staging=staging)
+    load = transfer(SendOp.LOAD, group, ready, rules, names, origin, TransferPlan(split=(thread, threads), staging=staging))
     store = _store(ready, staging, plan.elems, plan.count, rounds, thread, threads, rules, names, origin)
     return rounds * plan.elems * ready.dtype.size, load, store
 
@@ -401,8 +401,8 @@ def _column_copy(group: TileAccess, tile: RegTensor, layout: Layout, rules: Mess
     if packed is None:
         return None
     store, moved = packed
-    load = transfer(SendOp.LOAD, group, column, rules, names, origin, split=(thread, threads), staging=staging,
-                    vectors=vectors, plan=plan)
+    load = transfer(SendOp.LOAD, group, column, rules, names, origin,
+                    TransferPlan(split=(thread, threads), staging=staging, vectors=vectors, plan=plan))
     return n * tile.dtype.size, load, store, pack if moved else None
 
 

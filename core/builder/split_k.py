@@ -36,6 +36,7 @@ from math import prod
 
 from kdd.core.ir.expr import BoolImm, Expr, Load, var
 from kdd.core.ir.funcs import Fence, Send, SendKind, SendOp
+from kdd.core.ir.names import Names
 from kdd.core.ir.stmt import FuncCall, If, Stmt, seq
 from kdd.core.ir.types import Type, s32, u32, u64
 from kdd.core.layout.layout import Layout
@@ -47,7 +48,6 @@ from .kernel import KernelArg
 from .layouts import vector_layout
 from .loads import MessageRules, transfer
 from .loop_nest import GROUP_IDS
-from kdd.core.ir.names import Names
 from .origin import Origin
 from .tile import RegTensor, TileAccess, row_major
 
