@@ -50,8 +50,8 @@ from .k_slices import k_slices
 from .kernel import Kernel, KernelArg
 from .lanes import flat_lanes, lanes_attrs
 from .layouts import fma_blocking, tensor_layout, vector_layout
-from .loads import (MessageRules, TransferPlan, contiguous_role, load_block2d, memory_ordered, plan_block2d, plan_messages,
-                    transfer, vector_gather)
+from .loads import (MessageRules, TransferPlan, contiguous_role, load_block2d, memory_ordered, plan_block2d,
+                    plan_messages, transfer, vector_gather)
 from .loop_nest import GROUP_IDS, THREAD_IDS, LoopNest, build_loop_nest
 from .loops import nest
 from .origin import Origin

@@ -48,8 +48,8 @@ from kdd.core.layout.layout import Block, Layout
 from kdd.core.layout.view import View, ViewDim, offset_expr
 
 from . import arith
-from .loads import (MessageMask, MessagePlan, MessageRules, TransferPlan, VectorPlan, contiguous_run, inner_last, plan_messages,
-                    plan_vectors, same_placement, transfer, zero_fill)
+from .loads import (MessageMask, MessagePlan, MessageRules, TransferPlan, VectorPlan, contiguous_run, inner_last,
+                    plan_messages, plan_vectors, same_placement, transfer, zero_fill)
 from .origin import Origin
 from .tile import MatrixDim, RegTensor, TileAccess, row_major
 
@@ -175,7 +175,8 @@ def _direct_copy(group: TileAccess, ready: RegTensor, dense: MessagePlan, rules:
     if plan.kind is not SendKind.BLOCK or plan.count > dense.count or plan.elems * ready.dtype.size < 4:
         return None
     rounds = -(-plan.count // threads)
-    load = transfer(SendOp.LOAD, group, ready, rules, names, origin, TransferPlan(split=(thread, threads), staging=staging))
+    load = transfer(SendOp.LOAD, group, ready, rules, names, origin,
+                    TransferPlan(split=(thread, threads), staging=staging))
     store = _store(ready, staging, plan.elems, plan.count, rounds, thread, threads, rules, names, origin)
     return rounds * plan.elems * ready.dtype.size, load, store
 
