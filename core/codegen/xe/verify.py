@@ -94,46 +94,57 @@ def _access(text: str, rb: int):
     m = _EXEC.search(body)
     lanes = int(m.group(1)) if m else 1
     rest = [t for t in toks[2:] if not t.startswith("(") or t.startswith("(sat)")]
-    reads: set[int] = set()
-    writes: set[int] = set()
-    if op.startswith("load_block2d"):  # a one-register header; the data is the registers the operand names
-        payload, address = _whole(rest[0], rb) or set(), _whole(rest[1], rb) or set()
-        return set(address), set(payload), "load", (payload, address)
     if op.startswith(("load", "store", "atomic")):
-        if op.startswith("atomic"):
-            rest = rest[1:]          # null:0 destination (no return value)
-        data, addr = (rest[0], rest[1]) if op.startswith("load") else (rest[1], rest[0])
-        dbytes, abytes = _message_bytes(op, lanes)
-        payload = _first(_whole(data, rb), dbytes) if data != "null:0" else set()
-        address = _first(_whole(addr, rb), abytes)
-        (writes if op.startswith("load") else reads).update(payload)
-        reads.update(address)
-        return reads, writes, "load" if op.startswith("load") else "store", (payload, address)
+        return _message_access(op, rest, lanes, rb)
     if op.startswith("send"):
         dst, src = rest[0], rest[1]
-        if dst != "null":
-            writes |= _whole(dst + ":1", rb) or set()
-        reads |= _whole(src + ":1", rb) or set()
-        return reads, writes, "send", ()
+        writes = (_whole(dst + ":1", rb) or set()) if dst != "null" else set()
+        return _whole(src + ":1", rb) or set(), writes, "send", ()
     if op in ("jmpi", "sync.bar", "sync.nop"):
-        return reads, writes, "other", ()
+        return set(), set(), "other", ()
     d = _DPAS.match(op)
     if d:
-        depth, rcount = int(d.group(1)), int(d.group(2))
-        regs = [int(re.match(r"r(\d+)", t).group(1)) * rb if t.startswith("r") else None for t in rest[:4]]
-        acc = SIZES[rest[0].split(":")[1]]
-        sizes = [rcount * lanes * acc, rcount * lanes * acc, depth * lanes * 4, rcount * depth * 4]
-        for i, (start, size) in enumerate(zip(regs, sizes)):
-            if start is None:
-                continue
-            (writes if i == 0 else reads).update(range(start, start + size))
-        return reads, writes, "alu", ()
+        return _dpas_access(int(d.group(1)), int(d.group(2)), rest, lanes, rb)
+    writes: set[int] = set()
     if rest and not rest[0].startswith("null") and not rest[0].startswith("acc"):
         writes |= _region_bytes(rest[0], lanes, rb, True) or set()
+    reads: set[int] = set()
     for tok in rest[1:]:
         got = _region_bytes(tok, lanes, rb, False)
         if got:
             reads |= got
+    return reads, writes, "alu", ()
+
+
+def _message_access(op: str, rest: list[str], lanes: int, rb: int):
+    """A load, store or atomic LSC message's bytes: its data payload and its address payload."""
+    if op.startswith("load_block2d"):  # a one-register header; the data is the registers the operand names
+        payload, address = _whole(rest[0], rb) or set(), _whole(rest[1], rb) or set()
+        return set(address), set(payload), "load", (payload, address)
+    if op.startswith("atomic"):
+        rest = rest[1:]          # null:0 destination (no return value)
+    load = op.startswith("load")
+    data, addr = (rest[0], rest[1]) if load else (rest[1], rest[0])
+    dbytes, abytes = _message_bytes(op, lanes)
+    payload = _first(_whole(data, rb), dbytes) if data != "null:0" else set()
+    address = _first(_whole(addr, rb), abytes)
+    reads = set(address) | (set() if load else payload)
+    writes = set(payload) if load else set()
+    return reads, writes, "load" if load else "store", (payload, address)
+
+
+def _dpas_access(depth: int, rcount: int, rest: list[str], lanes: int, rb: int):
+    """A ``dpas.DxR``'s bytes: it writes the destination's R rows of lanes and reads the accumulator,
+    B (D dwords per lane) and A (R rows of D dwords)."""
+    reads: set[int] = set()
+    writes: set[int] = set()
+    regs = [int(re.match(r"r(\d+)", t).group(1)) * rb if t.startswith("r") else None for t in rest[:4]]
+    acc = SIZES[rest[0].split(":")[1]]
+    sizes = [rcount * lanes * acc, rcount * lanes * acc, depth * lanes * 4, rcount * depth * 4]
+    for i, (start, size) in enumerate(zip(regs, sizes)):
+        if start is None:
+            continue
+        (writes if i == 0 else reads).update(range(start, start + size))
     return reads, writes, "alu", ()
 
 
