@@ -81,6 +81,8 @@ def test_seed002_steps_check_as_xe2_assembly(step):
     result = engine.check(Source(path.read_text(), str(path)))
     assert result["artifact"] == "asm" and result["verdict"] == "ok", result
     assert ("tol_reason" in result) == (step == "try2_2")  # denorm: zp x scale in f16, the scale x 512
+    # the interpreter computes what the Xe2 binary computes, f16 roundings and fused mads included
+    assert engine.check(Source(path.read_text(), str(path)), stage="final")["rel_err"] == result["rel_err"]
 
 
 @needs_iga
