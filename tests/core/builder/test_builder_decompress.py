@@ -70,3 +70,15 @@ def test_sm90_refuses_decompression_naming_why():
     with pytest.raises(BuildError, match="generated for Xe targets") as err:
         _kernel(_problem(), "fma=mma", "sm_90")
     assert err.value.knob == "decompress"
+
+
+def test_decompress_on_plain_weights_is_a_warning():
+    from kdd.core.config.validate import validate_config
+    from kdd.core.config.defaults import resolve_config
+    from kdd.core.targets import get_target
+
+    plain = Problem("gemm", "fwd", parse_shape(SHAPE, "gemm"), parse_data_types("f16"))
+    dims = ["m", "n", "k"]
+    config = resolve_config(plain, get_target("xe2"), parse_config_line("decompress=mad", dims))
+    issues = [i for i in validate_config(plain, config, get_target("xe2")) if i.knob == "decompress"]
+    assert [(i.severity, "has no effect" in i.message) for i in issues] == [("warning", True)]
