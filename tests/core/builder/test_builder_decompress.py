@@ -82,3 +82,12 @@ def test_decompress_on_plain_weights_is_a_warning():
     config = resolve_config(plain, get_target("xe2"), parse_config_line("decompress=mad", dims))
     issues = [i for i in validate_config(plain, config, get_target("xe2")) if i.knob == "decompress"]
     assert [(i.severity, "has no effect" in i.message) for i in issues] == [("warning", True)]
+
+
+@pytest.mark.parametrize("tag", ["ab", "ba"])
+def test_tails_and_groups_of_several_columns(tag):
+    """M and N tails (20 x 40 against 16 x 32 tiles), three K groups, groups of 4 columns."""
+    d = parse_decompression("wei:per_ocic:f16:32x4", "wei:per_ocic:u8:32x4", "f16:true")
+    problem = Problem("gemm", "fwd", parse_shape("m20n40k96", "gemm"), parse_data_types("f16:u8:f16"),
+                      tags={"wei": tag}, decompression=d)
+    assert check_kernel(_kernel(problem, "fma=dpas simd=16 i=m16n32k32 decompress=mad.32")).ok
