@@ -91,3 +91,14 @@ def test_tails_and_groups_of_several_columns(tag):
     problem = Problem("gemm", "fwd", parse_shape("m20n40k96", "gemm"), parse_data_types("f16:u8:f16"),
                       tags={"wei": tag}, decompression=d)
     assert check_kernel(_kernel(problem, "fma=dpas simd=16 i=m16n32k32 decompress=mad.32")).ok
+
+
+def test_tuning_space_tries_the_logs_decompression_steps():
+    from kdd.core.config.search import search_space
+    from kdd.core.targets import get_target
+
+    modes = [c.decompress for c in search_space(_problem(shape="m512n512k128", group=128), get_target("xe2"))]
+    assert [str(m) for m in modes if m is not None and m.lanes == 32] == \
+        ["cvt.32", "mad.32", "denorm.32", "denorm_sub.32"]
+    signed = search_space(_problem(wei="s8", zp="s8", shape="m512n512k128", group=128), get_target("xe2"))
+    assert {c.decompress.mode for c in signed if c.decompress is not None and c.decompress.lanes} == {"cvt", "mad"}
