@@ -102,3 +102,15 @@ def test_tuning_space_tries_the_logs_decompression_steps():
         ["cvt.32", "mad.32", "denorm.32", "denorm_sub.32"]
     signed = search_space(_problem(wei="s8", zp="s8", shape="m512n512k128", group=128), get_target("xe2"))
     assert {c.decompress.mode for c in signed if c.decompress is not None and c.decompress.lanes} == {"cvt", "mad"}
+
+
+@pytest.mark.parametrize("text,message,span", [
+    ("mad.7", "lanes '7'", (4, 5)), ("madd", "unknown decompression 'madd'", (0, 4)), ("cvt.", "lanes ''", (4, 4)),
+])
+def test_the_knob_rejects_bad_values_with_their_span(text, message, span):
+    from kdd.core.config.decompress import Decompress
+    from kdd.core.config.errors import ConfigError
+    with pytest.raises(ConfigError, match=message) as err:
+        Decompress.parse(text)
+    assert (err.value.start, err.value.end) == span
+    assert str(Decompress.parse("denorm_sub.32")) == "denorm_sub.32" and Decompress.parse("mad").lanes is None
