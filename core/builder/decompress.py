@@ -157,7 +157,7 @@ class Decompressor:
         out = []
         for bi in range(bt):
             for k in range(kp):
-                for n0, run, r0, rs, b0, bs in _runs(raw, b, bi, k, np_, lanes):
+                for run, r0, rs, b0, bs in _runs(raw, b, bi, k, np_, lanes):
                     value = Load.make(Type(raw.dtype.scalar, run), self.raw.buf, r0 * raw.dtype.size,
                                       stride=rs * raw.dtype.size).cast(Type(to.scalar, run))
                     out.append(Store.make(self.b.buf, b0 * to.size, value, stride=bs * to.size,
@@ -204,7 +204,7 @@ class Decompressor:
 
 
 def _runs(raw: Layout, b: Layout, bi: int, k: int, n: int, lanes: int):
-    """``(first column, count, raw offset, raw step, b offset, b step)`` of the runs of row ``k`` (batch
+    """``(count, raw offset, raw step, b offset, b step)`` of the runs of row ``k`` (batch
     ``bi``) whose offsets in ``raw`` and ``b`` both step evenly, at most ``lanes`` columns each."""
     import numpy as np
 
@@ -218,7 +218,7 @@ def _runs(raw: Layout, b: Layout, bi: int, k: int, n: int, lanes: int):
         while c + run < n and run < lanes and ro[c + run] - ro[c + run - 1] == rs and \
                 bo[c + run] - bo[c + run - 1] == bs:
             run += 1
-        yield c, run, int(ro[c]), rs if run > 1 else 1, int(bo[c]), bs if run > 1 else 1
+        yield run, int(ro[c]), rs if run > 1 else 1, int(bo[c]), bs if run > 1 else 1
         c += run
 
 
