@@ -88,6 +88,9 @@ def _check_onednn_only(problem, config: KernelConfig, tiling: Tiling, issues: li
     if config.pad_slm:
         issues.append(ConfigIssue("pad_slm", "pad-slm=1 is kept but not generated: kdd lays SLM tiles out dense",
                                   "warning"))
+    if config.decompress is not None and getattr(problem, "decompression", None) is None:
+        issues.append(ConfigIssue("decompress", f"decompress={config.decompress} has no effect: the problem has no "
+                                                f"weight decompression ([problem] scales)", "warning"))
     if config.bwd_d_optimize != "none":
         issues.append(ConfigIssue("bwd_d_optimize", f"bwd-d-optimize={config.bwd_d_optimize} is kept but not "
                                                     f"generated: kdd's bwd_d kernels mask the taps it would skip",
