@@ -36,7 +36,8 @@ from .listing import AsmLine, Listing
 def generate_asm(kernel, body, target: Target | str, check: bool = True, disassemble: bool = True) -> Listing:
     """Lower ``body`` for ``target`` and (``check``) run the target's assembler on the result; an Xe
     listing the installed assembler rejects raises :class:`AssemblerRejected` (a generator bug).
-    ``disassemble=False`` spares sm_90 its disassembler (no live registers per line; see :mod:`.ptx`)."""
+    ``disassemble=False`` spares sm_90 what only its listing shows (nvdisasm's live registers, the IR
+    lines and register model; see :mod:`.ptx`)."""
     t = get_target(target) if isinstance(target, str) else target
     if t.isa == "ptx":
         from .ptx import generate_ptx
