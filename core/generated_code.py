@@ -66,15 +66,15 @@ def compiled(source: str) -> CodeType:
         _table = _load()
         atexit.register(_save)
     _used.add(source)
-    stored = _table.pop(source, None)
+    stored = _table.get(source)
     if stored is not None:
         try:
             code = marshal.loads(stored)
         except (EOFError, ValueError, TypeError):
-            code = None  # a damaged entry: compiled again below, and rewritten
+            code = None
         if isinstance(code, CodeType):
-            _table[source] = stored
             return code
+        _table.pop(source, None)  # a damaged entry: compiled again below, and rewritten
     code = _new.get(source)
     if code is None:
         code = _new[source] = compile(source, "<string>", "exec", dont_inherit=True)
