@@ -49,7 +49,7 @@ from kdd.core.toolchain import find_tool, stamps
 
 from . import artifacts
 from .disk_cache import DiskCache
-from .emit import SHOWS_SASS, needs_trace, parse_emit
+from .emit import SHOWS_LISTING, needs_trace, parse_emit
 from .failure import Failure, StageFailed
 from .fit import fitted_config
 from .interpreter_check import InterpreterCheck
@@ -371,8 +371,8 @@ class Engine:
                 out.update(artifacts.pass_items(items, traced))
             # Every compile generates the code (memoized): a kernel the code generator cannot lower is an
             # error whatever is emitted, reported once, at its knob. sm_90's live registers per SASS
-            # instruction (nvdisasm, the slowest tool) only where an item shows them.
-            codegen = self._codegen_summary(r, sources, disassemble=not SHOWS_SASS.isdisjoint(items))
+            # instruction (nvdisasm, the slowest tool) and IR register model only where an item shows them.
+            codegen = self._codegen_summary(r, sources, disassemble=not SHOWS_LISTING.isdisjoint(items))
             if "stats" in items:
                 ir = codegen.pop("ir", None)  # the listing's IR model figure: the stats need not walk again
                 stats = self._artifact("stats", r.key("stats"),
@@ -572,8 +572,13 @@ class Engine:
         joined to the config range of its knob. Out of registers is a failure on the responsible knob.
         Without ``tools`` sm_90's PTX is not run through ptxas and nvdisasm (the PTX simulator reads the
         text: the check need not wait for them); Xe code is always assembled (the simulator runs the
-        binary). Without ``disassemble`` sm_90's PTX is run through ptxas but not nvdisasm (no live
-        registers, no SASS) unless the disassembled listing is already at hand."""
+        binary). Without ``disassemble`` sm_90's PTX is run through ptxas alone (no live registers, SASS,
+        IR lines or IR register model, no rendered listing) unless the full listing is already at hand."""
+        asm = self._code(r, sources, tools, disassemble)
+        return {**asm, "lines": [artifacts.with_config_range(line, sources) for line in asm["lines"]]}
+
+    def _code(self, r: Resolved, sources: dict[str, Range], tools: bool = True, disassemble: bool = True) -> dict:
+        """:meth:`assembly` as the artifact stores it (lines without their config ranges)."""
         from kdd.core.codegen import CodegenError, CodegenUnsupported, OutOfRegisters, generate_asm
 
         def lower(disassembled: bool) -> dict:
@@ -597,7 +602,7 @@ class Engine:
                 return {"failure": Failure("codegen", f"internal error (please report it): {r.target.name} code "
                                                       f"generation raised {type(exc).__name__}: {exc}", "codegen-error",
                                            internal=True).to_dict()}
-            return {**listing.to_dict(), "listing": listing.render()}
+            return {**listing.to_dict(), "listing": listing.render() if disassembled else None}
         check = tools or r.target.isa != "ptx"
         key = r.key("asm", check, stamps() if check else ())
         asm = None
@@ -609,7 +614,7 @@ class Engine:
             f = asm["failure"]
             raise StageFailed(Failure(f["stage"], f["message"], f["code"], f.get("knob"),
                                       sources.get(f.get("knob")), f["internal"]), asm.get("out_of_registers"))
-        return {**asm, "lines": [artifacts.with_config_range(line, sources) for line in asm["lines"]]}
+        return asm
 
     def on_device(self, source: Source, shape: str | None = None, bench: bool = False, runs: int = 50) -> dict:
         """``kdd check --device`` / ``kdd bench``: the compiled sm_90 kernel run on a CUDA GPU (CuPy).
@@ -666,7 +671,7 @@ class Engine:
         of registers, with its live buffers and repairs; an operation it cannot lower yet). Without
         ``disassemble`` sm_90's peak and what is live there are not known (0; see :meth:`assembly`)."""
         try:
-            asm = self.assembly(r, sources, disassemble=disassemble)
+            asm = self._code(r, sources, disassemble=disassemble)
         except StageFailed as exc:
             return {"ok": False, "failure": exc.failure.to_dict(),
                     **({"out_of_registers": exc.details} if exc.details else {})}
