@@ -1,7 +1,8 @@
 # The two commands of the project (see README.md):
 #   make demo   set up and run the main job on a shipped example
 #   make test   set up and run the whole test suite
-.PHONY: setup demo test bench
+#   make test-fast   the development tier: tests not marked slow, property tests bounded (README.md)
+.PHONY: setup demo test test-fast bench
 
 setup:
 	tools/setup.sh
@@ -15,6 +16,12 @@ demo: setup
 # pytest exits 5 when it collects no tests; that is a failure of the suite, not a pass.
 test: setup
 	.venv/bin/python -m pytest -q -p no:cacheprovider tests; rc=$$?; \
+	if [ $$rc -eq 5 ]; then echo "no tests were collected" >&2; exit 1; fi; exit $$rc
+
+# The development tier: every test not marked `slow`, each property test drawing at most 10 examples
+# (tests/conftest.py); `make test` stays the whole suite, the gate.
+test-fast: setup
+	KDD_HYPOTHESIS=fast .venv/bin/python -m pytest -q -p no:cacheprovider -m "not slow" tests; rc=$$?; \
 	if [ $$rc -eq 5 ]; then echo "no tests were collected" >&2; exit 1; fi; exit $$rc
 
 bench: setup

@@ -1,8 +1,8 @@
 """The byte-identity guard of a refactor: every example's IR, assembly, PTX, SASS and stats, recorded and compared.
 
 ``record`` compiles every shipped example (``examples/*.kernel.toml`` and
-``examples/sm90_tuned/``) through the engine, as ``kdd compile --json`` does,
-and writes the SHA-256 of each artifact to ``tests/data/snapshot.json`` (with
+those in its folders: ``sm90_tuned/``, ``seed002/``) through the engine, as
+``kdd compile --json`` does, and writes the SHA-256 of each artifact to ``tests/data/snapshot.json`` (with
 ``--out DIR`` also the artifacts' full text, one JSON file per example, to diff
 against later). ``compare`` compiles them again and prints, per example, the
 artifacts that changed; with ``--against DIR`` (a full recording) it prints the
@@ -36,9 +36,8 @@ VOLATILE = ("ms", "cached")  # a pass's wall time and whether it came from the p
 
 
 def examples() -> list[Path]:
-    """Every shipped example config, in a fixed order."""
-    found = sorted((ROOT / "examples").glob("*.kernel.toml")) + sorted((ROOT / "examples" / "sm90_tuned").glob("*.kernel.toml"))
-    return found
+    """Every shipped example config (``examples/`` and its folders), in a fixed order."""
+    return sorted((ROOT / "examples").rglob("*.kernel.toml"), key=lambda p: (len(p.parts), p.as_posix()))
 
 
 def _name(path: Path) -> str:

@@ -82,7 +82,6 @@ SCHEDULE = KernelConfig(schedule="classic", tile=Tile(), stages=4, cluster=Tile(
 K_BYTES = (16, 64)
 # FMA instructions per reduction iteration worth a larger register mode (rule 3).
 MIN_FMAS_PER_ITER = 8
-GROUP_SHAPE = {"xe": (4, 4), "ptx": (2, 2)}
 
 
 def default_config(problem, target: Target) -> KernelConfig:
@@ -295,7 +294,7 @@ class _Plan:
     def _group(self, iter_tile: Tile, loop: Tile, shape: tuple[int, int] | None = None) -> Tile:
         """Rule 5 (``shape``: threads along N and M to start from instead of the target's default)."""
         gemm = self.problem.gemm_dims()
-        x, y = shape or GROUP_SHAPE[self.target.isa]
+        x, y = shape or self.target.default_group
         m_thr, n_thr = iter_tile.product(d for d, _ in gemm.m), iter_tile.product(d for d, _ in gemm.n)
         while y > 1 and m_thr * (y // 2) >= gemm.M:
             y //= 2

@@ -17,7 +17,7 @@ from kdd.core.targets import Target
 
 from .budget import estimate_budget
 from .decompress import MODES, Decompress
-from .defaults import GROUP_SHAPE, _Plan, ranked_in_mode
+from .defaults import _Plan, ranked_in_mode
 from .kernel_config import KernelConfig
 from .tiles import Tile
 from .tiling import derive_tiling
@@ -31,7 +31,7 @@ def search_space(problem, target: Target, tiles: int = 3) -> list[KernelConfig]:
     with the default and the two doubled group shapes; the best tile also with one SLM buffer less.
     The heuristic's own default comes first."""
     plan, ranked = ranked_in_mode(_Plan.make(problem, target, KernelConfig()), problem, target)
-    x, y = GROUP_SHAPE[target.isa]
+    x, y = target.default_group
     out: list[KernelConfig] = []
     seen: set[str] = set()
 

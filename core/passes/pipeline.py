@@ -97,24 +97,31 @@ class PassCache:
     """Memoized pass results. Entries keep their input so a hash collision is never trusted.
 
     An entry's output is ``None`` when the pass left its input unchanged, so a
-    hit on equal (not identical) input hands back the caller's own object.
+    hit on equal (not identical) input hands back the caller's own object. At
+    most ``capacity`` entries are kept, the least recently used dropped first:
+    a long-lived worker compiles many documents, and each entry holds IR.
     """
 
     entries: dict[tuple, tuple[Node, Node | None, Any]] = field(default_factory=dict)
     hits: int = 0
     misses: int = 0
+    capacity: int = 1024
 
     def get(self, key: tuple, ir: Node) -> tuple[bool, Node | None, Any]:
         """``(found, output, notes)``; ``output`` is None when the pass changes nothing."""
         hit = self.entries.get(key)
         if hit is not None and (hit[0] is ir or hit[0].is_equal(ir)):
             self.hits += 1
+            self.entries[key] = self.entries.pop(key)  # the most recently used goes last
             return True, hit[1], hit[2]
         self.misses += 1
         return False, None, None
 
     def put(self, key: tuple, ir: Node, out: Node, notes: Any = None) -> None:
+        self.entries.pop(key, None)
         self.entries[key] = (ir, None if out is ir else out, notes)
+        while len(self.entries) > self.capacity:
+            del self.entries[next(iter(self.entries))]
 
 
 class PassError(Exception):

@@ -179,6 +179,27 @@ def alu(op: str, v: list[np.ndarray]) -> np.ndarray:
         return convert(name, v[0])
     if t in FLOATS:
         return _float_op(base, name, t, v)
+    if base in _BIT_OPS:
+        return _bit_op(base, t, v)
+    mods = name[1:-1]
+    if base in ("mul", "mad") and mods == ["wide"] and t in ("s32", "u32"):    # 32 x 32 -> 64 bits
+        product = read(v[0], t) * read(v[1], t)
+        return raw(product + (signed(v[2], 64) if base == "mad" else 0), 64)
+    if base == "mul" and mods == ["hi"] and t == "u32":     # u32 x u32 fits in 64 bits
+        m = np.uint64(MASK[32])
+        return ((v[0] & m) * (v[1] & m)) >> np.uint64(32)
+    if t not in INTS and not (base == "shl" and t[0] == "b"):
+        raise SimulatorGap(None, op, f"type .{t}")
+    if mods not in ([], ["lo"]) or (mods == ["lo"] and base not in ("mul", "mad")):
+        raise SimulatorGap(None, op, f"modifiers .{'.'.join(mods)}")
+    return _int_op(op, base, t, v)
+
+
+_BIT_OPS = ("selp", "not", "and", "or", "xor", "bfe", "bfi")
+
+
+def _bit_op(base: str, t: str, v: list[np.ndarray]) -> np.ndarray:
+    """``selp``, ``not``, ``and``, ``or``, ``xor``, ``bfe`` and ``bfi`` on the raw bits of type ``t``."""
     bits = bits_of(t)
     if base == "selp":
         return np.where(v[2] != 0, v[0], v[1]) & np.uint64(MASK[bits])
@@ -193,20 +214,14 @@ def alu(op: str, v: list[np.ndarray]) -> np.ndarray:
         if t == "s32":
             r = raw(np.where(r >> (ln - 1).astype(np.uint64) & np.uint64(1), r.astype(np.int64) - (1 << ln), r), 32)
         return r & np.uint64(MASK[32]) if pos.size else r
-    if base == "bfi":
-        m = ((np.uint64(1) << v[3]) - np.uint64(1)) << v[2]
-        return ((v[1] & ~m) | ((v[0] << v[2]) & m)) & np.uint64(MASK[32])
-    mods = name[1:-1]
-    if base in ("mul", "mad") and mods == ["wide"] and t in ("s32", "u32"):    # 32 x 32 -> 64 bits
-        product = read(v[0], t) * read(v[1], t)
-        return raw(product + (signed(v[2], 64) if base == "mad" else 0), 64)
-    if base == "mul" and mods == ["hi"] and t == "u32":     # u32 x u32 fits in 64 bits
-        m = np.uint64(MASK[32])
-        return ((v[0] & m) * (v[1] & m)) >> np.uint64(32)
-    if t not in INTS and not (base == "shl" and t[0] == "b"):
-        raise SimulatorGap(None, op, f"type .{t}")
-    if mods not in ([], ["lo"]) or (mods == ["lo"] and base not in ("mul", "mad")):
-        raise SimulatorGap(None, op, f"modifiers .{'.'.join(mods)}")
+    m = ((np.uint64(1) << v[3]) - np.uint64(1)) << v[2]      # bfi
+    return ((v[1] & ~m) | ((v[0] << v[2]) & m)) & np.uint64(MASK[32])
+
+
+def _int_op(op: str, base: str, t: str, v: list[np.ndarray]) -> np.ndarray:
+    """Integer arithmetic of ``op`` (shifts, C division and remainder, add, mul, mad, min, max, neg, abs)
+    on the values of type ``t`` the raw ``v`` hold, wrapped to its width."""
+    bits = bits_of(t)
     is_signed = t.startswith("s")
     x = [signed(a, bits) if is_signed else (a & np.uint64(MASK[bits])).astype(np.int64) for a in v]
     if base in ("shl", "shr"):

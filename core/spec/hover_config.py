@@ -13,8 +13,6 @@ from __future__ import annotations
 
 import re
 
-import numpy as np
-
 from kdd.core.config import KNOB_BY_KEY, KNOBS, LINE_KEYS, Budget, BudgetLine, Knob, Tiling
 from kdd.core.config.budget import FLOOR
 from kdd.core.config.mapping import LINE_KEY
@@ -87,6 +85,8 @@ def tiling_section(ctx) -> str:
 
 def group_picture(ctx) -> str:
     """The thread ids of one thread group laid out over its Y (M) x X (N) grid."""
+    import numpy as np  # start-up imports no numpy (docs/architecture.md)
+
     x, y, z = ctx.budget.tiling.tg_grid
     # Only the shown corner is built: a group may be far too large to draw (the validator says so).
     shown = np.arange(min(y, GRID_LIMIT))[:, None] * x + np.arange(min(x, GRID_LIMIT))

@@ -340,6 +340,7 @@ SM90 = Target(
     ),
     simd_widths=(32,),
     default_simd=32,
+    default_group=(2, 2),
     fma_shapes=SM90_FMAS,
     fma_preference=("mma", "fma"),
     slm=SharedMemory(per_group=227 * KIB, per_core=228 * KIB,

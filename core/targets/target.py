@@ -417,7 +417,8 @@ class Target:
     targets with ``large_grf_halves_group`` a group compiled for more than
     ``registers.modes[0]`` GRFs may hold half as many. ``devices[0]`` is the default device
     for rooflines. ``xe`` holds the Xe instruction-set facts (``None`` on
-    other ISAs).
+    other ISAs). ``default_group`` is the thread group (X, Y) the defaults
+    heuristic starts from: 4x4 hardware threads on Xe (oneDNN's usual), 2x2 warps on sm_90.
     """
 
     name: str
@@ -439,6 +440,7 @@ class Target:
     assembler: tuple[str, ...]
     devices: tuple[Device, ...]
     xe: XeIsa | None = None
+    default_group: tuple[int, int] = (4, 4)
 
     @property
     def max_message_bytes(self) -> int:

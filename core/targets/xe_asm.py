@@ -7,6 +7,9 @@ IR type is written as, and the flag subregisters.
 """
 from __future__ import annotations
 
+import re
+from dataclasses import dataclass
+
 from kdd.core.ir.types import Scalar
 
 # IGA type names -> (numpy dtype name, bytes). ``bf`` is held as its 16 raw bits, ``tf32`` (a dpas source
@@ -28,3 +31,39 @@ SCALAR_TYPES = {
 
 # Flag subregisters by name: (flag register, first bit); each is 16 bits.
 FLAGS = {"f0.0": (0, 0), "f0.1": (0, 16), "f1.0": (1, 0), "f1.1": (1, 16)}
+
+_REGISTER = re.compile(r"^(-)?(~)?(\(abs\))?(\(sat\))?(r|acc)(\d+)(?:\.(\d+))?(?:<([^>]*)>)?:(\w+)$")
+
+
+@dataclass(frozen=True)
+class RegisterToken:
+    """A register operand as IGA writes it, ``-(abs)r5.2<8;8,1>:f``: source modifiers (``-`` negate,
+    ``~`` invert, ``(abs)``), ``(sat)`` (how ``iga64 -d`` spells a saturating destination), the register
+    file (``r`` or ``acc``), register, sub-register (None: not written), the region's numbers as written
+    (``<1>``, ``<V;H>``, ``<V;W,H>``; None: no region) and the type name. What a region means (a
+    destination's, a ternary source's) is the reader's."""
+
+    file: str
+    reg: int
+    sub: int | None
+    region: tuple[int, ...] | None
+    type: str
+    neg: bool = False
+    inv: bool = False
+    abs: bool = False
+    sat: bool = False
+
+
+def register_token(text: str) -> RegisterToken | None:
+    """The register operand ``text`` spells (None: it is no register operand, or its region holds
+    something other than numbers). Raises nothing: each reader says what it does not read."""
+    m = _REGISTER.match(text)
+    if m is None:
+        return None
+    neg, inv, ab, sat, file, reg, sub, region, t = m.groups()
+    try:
+        numbers = None if region is None else tuple(int(x) for x in re.split(r"[;,]", region))
+    except ValueError:
+        return None
+    return RegisterToken(file, int(reg), None if sub is None else int(sub), numbers, t, bool(neg), bool(inv),
+                         bool(ab), bool(sat))

@@ -19,7 +19,7 @@ import re
 from dataclasses import dataclass, field
 from functools import lru_cache
 
-from kdd.core.targets.xe_asm import FLAGS, IMM_VECTOR_TYPES, TYPES
+from kdd.core.targets.xe_asm import FLAGS, IMM_VECTOR_TYPES, TYPES, register_token
 
 from .errors import SimulatorGap
 
@@ -75,7 +75,6 @@ class Instr:
 _PRED = re.compile(r"^\((W)?(?:&)?(~)?(f[01]\.[01])?\)\s*")
 _EXEC = re.compile(r"^\((\d+)\|M(0|8|16|24)\)\s*")
 _CMOD = re.compile(r"^\((eq|ne|lt|le|gt|ge|z|nz)\)(f[01]\.[01])\s+")
-_REG = re.compile(r"^(-)?(\(abs\))?(r|acc)(\d+)(?:\.(\d+))?(<[^>]*>)?:(\w+)$")
 _NULL = re.compile(r"^null(?:<\d+>)?:(\w+)$")
 _FLAG = re.compile(r"^(f[01]\.[01])(?:<[^>]*>)?:(uw|w)$")
 _SEND_REG = re.compile(r"^(r\d+|null)(?::(\d+))?$")
@@ -83,10 +82,9 @@ _LABEL = re.compile(r"^(\w+):$")
 
 
 @lru_cache(maxsize=None)
-def _region(text: str | None, dst: bool, ternary_src2: bool, exec_size: int) -> tuple[int, int, int]:
-    if text is None:
+def _region(parts: tuple[int, ...] | None, dst: bool, ternary_src2: bool, exec_size: int) -> tuple[int, int, int]:
+    if parts is None:
         return (1, 1, 0) if dst or exec_size > 1 else (0, 1, 0)
-    parts = [int(x) for x in re.split(r"[;,]", text[1:-1])]
     if dst or ternary_src2:      # a destination's or a ternary src2's <h>: element i at i * h
         (h,) = parts
         return (h, 1, 0)
@@ -119,13 +117,12 @@ def _operand(tok: str, *, dst: bool = False, ternary_src2: bool = False, exec_si
     if m:       # a flag subregister as a 16-bit ALU operand (``and (1|M0) f0.0<1>:uw f0.0<0;1,0>:uw 0x7F:uw``)
         reg, bit = FLAGS[m.group(1)]
         return Operand("flag", m.group(2), reg, bit)
-    m = _REG.match(tok)
-    if m:
-        neg, ab, kind, reg, sub, rgn, t = m.groups()
-        if t not in TYPES:
-            raise ValueError(f"type {t!r}")
-        return Operand("grf" if kind == "r" else "acc", t, int(reg), int(sub or 0),
-                       _region(rgn, dst, ternary_src2, exec_size), bool(neg), bool(ab))
+    r = register_token(tok)
+    if r is not None and not (r.inv or r.sat):  # neither is simulated: an inverted source, (sat) on a source
+        if r.type not in TYPES:
+            raise ValueError(f"type {r.type!r}")
+        return Operand("grf" if r.file == "r" else "acc", r.type, r.reg, r.sub or 0,
+                       _region(r.region, dst, ternary_src2, exec_size), r.neg, r.abs)
     return _imm(tok)
 
 

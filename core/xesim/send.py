@@ -84,24 +84,7 @@ def lsc(m, ins: Instr, rows) -> None:
             m.file[r[:, None], ins.dst.reg * rb + np.arange(d.rlen * rb)[None, :]] = 0
         m.pc[r] += 1
         return
-    n = 1 if d.transposed else ins.exec_size
-    if d.transposed and ins.exec_size != 1:
-        raise Fault(ins.line, ins.text, "a transposed LSC message must be SIMD1")
-    if not d.transposed and d.vector > messages.SCATTERED_VECTOR:
-        raise Fault(ins.line, ins.text, f"a scattered {d.name} message: the hardware's non-transposed vectors "
-                                        f"hold at most {messages.SCATTERED_VECTOR} elements")
-    if not d.transposed and d.vector > 1 and d.mem_bytes != d.reg_bytes:
-        raise Fault(ins.line, ins.text, f"{d.name}: 8- and 16-bit data in 32-bit slots is not a vector")
-    abytes = d.addr_bytes
-    width = 1 if d.transposed else max(n, min_payload_lanes(rb))
-    _expect(ins, "message length", d.mlen, _regs(width * abytes, rb))
-    slot = d.reg_bytes
-    if d.transposed:
-        data_regs = _regs(d.vector * d.mem_bytes, rb)
-        if d.mem_bytes != d.reg_bytes:
-            raise SimulatorGap(ins.line, ins.text, f"transposed {d.name}")
-    else:
-        data_regs = d.vector * _regs(width * slot, rb)
+    n, data_regs = _payload(ins, d, rb)
     is_load = d.op == messages.LOAD
     is_atomic = d.op in (messages.ATOMIC_IADD, messages.ATOMIC_FADD)
     if is_load and ins.dst.kind == "null" and d.rlen == 0:
@@ -115,16 +98,7 @@ def lsc(m, ins: Instr, rows) -> None:
         _expect(ins, "response length", d.rlen, 0)
     if not is_load:
         _expect(ins, "source-1 length", ins.srcs[1].length, data_regs)
-    # addresses: (rows, n)
-    a_src = ins.srcs[0]
-    view = m.views["uq" if abytes == 8 else "ud"]
-    start = a_src.reg * rb // abytes
-    addr = view[r[:, None], start + np.arange(n)[None, :]]
-    enabled = np.ones((len(r), n), dtype=bool)
-    if ins.pred is not None:
-        reg, bit, inv = ins.pred
-        enabled = m.flags[r, reg, bit: bit + n]
-        enabled = ~enabled if inv else enabled
+    addr, enabled = _addresses(m, ins, d, r, n)
     if not enabled.any():
         m.pc[r] += 1
         return
@@ -135,6 +109,40 @@ def lsc(m, ins: Instr, rows) -> None:
     else:
         _scattered(m, ins, d, r, addr, enabled, is_load)
     m.pc[r] += 1
+
+
+def _payload(ins: Instr, d, rb: int) -> tuple[int, int]:
+    """The addresses an LSC message carries and the registers of its data, after the checks of its form
+    and of its address payload's length."""
+    n = 1 if d.transposed else ins.exec_size
+    if d.transposed and ins.exec_size != 1:
+        raise Fault(ins.line, ins.text, "a transposed LSC message must be SIMD1")
+    if not d.transposed and d.vector > messages.SCATTERED_VECTOR:
+        raise Fault(ins.line, ins.text, f"a scattered {d.name} message: the hardware's non-transposed vectors "
+                                        f"hold at most {messages.SCATTERED_VECTOR} elements")
+    if not d.transposed and d.vector > 1 and d.mem_bytes != d.reg_bytes:
+        raise Fault(ins.line, ins.text, f"{d.name}: 8- and 16-bit data in 32-bit slots is not a vector")
+    width = 1 if d.transposed else max(n, min_payload_lanes(rb))
+    _expect(ins, "message length", d.mlen, _regs(width * d.addr_bytes, rb))
+    if not d.transposed:
+        return n, d.vector * _regs(width * d.reg_bytes, rb)
+    if d.mem_bytes != d.reg_bytes:
+        raise SimulatorGap(ins.line, ins.text, f"transposed {d.name}")
+    return n, _regs(d.vector * d.mem_bytes, rb)
+
+
+def _addresses(m, ins: Instr, d, r: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:
+    """The ``(rows, n)`` addresses of the message's lanes and which lanes its predicate enables."""
+    rb, abytes = m.geo.reg_bytes, d.addr_bytes
+    view = m.views["uq" if abytes == 8 else "ud"]
+    start = ins.srcs[0].reg * rb // abytes
+    addr = view[r[:, None], start + np.arange(n)[None, :]]
+    enabled = np.ones((len(r), n), dtype=bool)
+    if ins.pred is not None:
+        reg, bit, inv = ins.pred
+        enabled = m.flags[r, reg, bit: bit + n]
+        enabled = ~enabled if inv else enabled
+    return addr, enabled
 
 
 def _block2d(m, ins: Instr, d, r: np.ndarray) -> None:

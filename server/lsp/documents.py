@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import asyncio
 from dataclasses import dataclass, field
+from typing import Awaitable, Callable
 
 MIN_DEBOUNCE_S, MAX_DEBOUNCE_S = 0.05, 0.5
 
@@ -32,6 +33,23 @@ class DocumentState:
         if self.compile_s is None:
             return MIN_DEBOUNCE_S
         return min(MAX_DEBOUNCE_S, max(MIN_DEBOUNCE_S, self.compile_s / 4))
+
+    def schedule(self, compile: Callable[[int], Awaitable[None]]) -> bool:
+        """Run ``compile(version)`` of the current version after the debounce (the language server's and
+        ``kdd view``'s compiles alike). A newer version cancels a compile still waiting (it never starts);
+        one already running finishes, and ``compile`` discards its result when the version moved on.
+        True when a waiting compile was superseded."""
+        superseded = self.pending is not None and not self.pending.done()
+        if superseded:
+            self.pending.cancel()
+        version = self.version
+
+        async def debounced() -> None:
+            await asyncio.sleep(self.debounce_s)
+            if self.version == version:
+                await compile(version)
+        self.pending = asyncio.ensure_future(debounced())
+        return superseded
 
     def measured(self, seconds: float) -> None:
         self.compile_s = seconds if self.compile_s is None else 0.7 * self.compile_s + 0.3 * seconds

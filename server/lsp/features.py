@@ -8,13 +8,12 @@ from pathlib import Path
 from lsprotocol import types as lsp
 
 from kdd.core.config.budget import estimate_budget
+from kdd.core.problem.conv_shape import KEYS as CONV_KEYS
 from kdd.core.spec import Document, Position, parse_document
 
 from .convert import spec_range
 
 TILE_KNOBS = ("iter", "tg", "loop")
-_CONV_DIMS = ("g", "mb", "ic", "id", "ih", "iw", "oc", "od", "oh", "ow", "kd", "kh", "kw", "sd", "sh", "sw",
-              "pd", "ph", "pw")
 
 
 def inlay_hints(parsed, visible: lsp.Range, registers: dict | None = None) -> list[lsp.InlayHint]:
@@ -51,7 +50,7 @@ def _dims(shape) -> str:
     if "m" in d:
         batch = "x".join(map(str, d["batch"]))
         return (f"batch {batch} " if batch else "") + f"M {d['m']} N {d['n']} K {d['k']}"
-    return " ".join(f"{k}{d[k]}" for k in _CONV_DIMS if d[k] and not (k == "g" and d[k] == 1)
+    return " ".join(f"{k}{d[k]}" for k in CONV_KEYS if d[k] and not (k == "g" and d[k] == 1)
                     and not (k in ("id", "od", "kd", "sd") and d[k] == 1))
 
 

@@ -160,19 +160,14 @@ class KddLanguageServer(LanguageServer):
         self.schedule_compile(state)
 
     def schedule_compile(self, state: DocumentState) -> None:
-        """Compile the latest version after the debounce. A newer version cancels a compile still
-        waiting (it never starts); one already running in a worker finishes, and its result is
-        discarded when the document has moved on."""
-        if state.pending is not None and not state.pending.done():
-            state.pending.cancel()
+        """Compile the latest version after the debounce (:meth:`DocumentState.schedule`)."""
+        if state.schedule(lambda version: self._compile(state, version)):
             self.counters["superseded"] += 1
-        state.pending = asyncio.ensure_future(self._compile(state, state.version))
 
     def _current(self, state: DocumentState, version: int) -> bool:
         return self.docs.get(state.uri) is state and state.version == version
 
     async def _compile(self, state: DocumentState, version: int) -> None:
-        await asyncio.sleep(state.debounce_s)
         if not self._current(state, version):
             return
         params = self.request(state.uri, emit=["stats"])

@@ -66,16 +66,10 @@ class ViewSession:
         return True
 
     def schedule_compile(self) -> None:
-        state = self.state
-        if state.pending is not None and not state.pending.done():
-            state.pending.cancel()
-        state.pending = asyncio.ensure_future(self._compile(state.version))
+        self.state.schedule(self._compile)
 
     async def _compile(self, version: int) -> None:
         state = self.state
-        await asyncio.sleep(state.debounce_s)
-        if version != state.version:
-            return
         start = time.perf_counter()
         if self.text is None:
             result = {"ok": False, "error": self.read_error}

@@ -11,6 +11,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from differential import counts, sweep  # noqa: E402
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("target", ["xehpg", "xehpc", "sm_90"])
 def test_interpreter_and_generated_code_agree_on_random_kernels(target):
     records = sweep(seed=25, count=4, targets=(target,))

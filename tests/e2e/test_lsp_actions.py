@@ -5,6 +5,7 @@ import asyncio
 import shutil
 from pathlib import Path
 
+import pytest
 from kdd.core.engine import Engine, Source
 from kdd.server.lsp.client import running
 from kdd.server.lsp.code_actions import EXTRACT_DEFAULTS
@@ -161,9 +162,11 @@ async def _sm90(tmp_path: Path):
         assert hover["doc"]["mnemonic"] == "mma.sync" and any(s["doc"]["mnemonic"] == "HMMA" for s in hover["sass"])
 
 
+@pytest.mark.slow
 def test_sm90_reports_ptxas_figure_and_documents_ptx_with_its_sass(tmp_path):
     asyncio.run(_sm90(tmp_path))
 
 
+@pytest.mark.slow
 def test_commands_refreshes_code_actions_and_assembly_hover(tmp_path):
     asyncio.run(_session(tmp_path))

@@ -6,6 +6,7 @@ import random
 import shutil
 from pathlib import Path
 
+import pytest
 from kdd.server.lsp.client import running
 from lsprotocol import types as lsp
 from protocol_schemas import validator
@@ -82,6 +83,7 @@ async def _features(tmp_path: Path):
         assert any(d.severity == lsp.DiagnosticSeverity.Error for d in found.diagnostics)
 
 
+@pytest.mark.slow
 def test_completion_symbols_lenses_definition_content_and_files_on_disk(tmp_path):
     asyncio.run(_features(tmp_path))
 
@@ -99,6 +101,7 @@ async def _runaway(tmp_path: Path):
         assert hover is not None
 
 
+@pytest.mark.slow
 def test_a_runaway_compile_is_killed_at_its_limit_and_the_server_still_answers(tmp_path):
     asyncio.run(_runaway(tmp_path))
 
@@ -149,6 +152,7 @@ async def _fuzz(tmp_path: Path, seconds: float = 6.0):
         assert isinstance(symbols, list)
 
 
+@pytest.mark.slow
 def test_random_edits_and_bad_requests_leave_the_server_answering(tmp_path):
     asyncio.run(_fuzz(tmp_path))
 
@@ -166,6 +170,7 @@ async def _settings(tmp_path: Path):
         assert checked["result"] == verdict
 
 
+@pytest.mark.slow
 def test_workspace_settings_override_the_target(tmp_path):
     asyncio.run(_settings(tmp_path))
 
@@ -196,5 +201,6 @@ async def _superseded(tmp_path: Path):
         assert stats["server"]["superseded"] >= 7
 
 
+@pytest.mark.slow
 def test_a_burst_of_edits_compiles_the_last_version(tmp_path):
     asyncio.run(_superseded(tmp_path))

@@ -52,6 +52,7 @@ async def _answers(tmp_path: Path):
     await client.stop()
 
 
+@pytest.mark.slow
 def test_invalid_params_requests_after_shutdown_and_unopened_documents_are_answered(tmp_path):
     asyncio.run(_answers(tmp_path))
 
@@ -65,6 +66,7 @@ async def _target(tmp_path: Path):
         assert "unknown target 'xehpx'" in found.diagnostics[0].message
 
 
+@pytest.mark.slow
 def test_an_unknown_target_setting_is_a_diagnostic(tmp_path):
     asyncio.run(_target(tmp_path))
 
@@ -102,6 +104,7 @@ async def _parents(tmp_path: Path):
         assert any(d.code == "extends" for d in _errors(found))
 
 
+@pytest.mark.slow
 def test_a_renamed_deleted_or_restored_parent_updates_the_open_child(tmp_path):
     asyncio.run(_parents(tmp_path))
 
@@ -125,6 +128,7 @@ async def _confined(tmp_path: Path):
             client.text_document_did_close(lsp.DidCloseTextDocumentParams(lsp.TextDocumentIdentifier(child.as_uri())))
 
 
+@pytest.mark.slow
 def test_parents_are_read_inside_the_workspace_only_and_never_quoted(tmp_path):
     asyncio.run(_confined(tmp_path))
 
@@ -150,6 +154,7 @@ async def _burst(tmp_path: Path):
         await client.wait_for("textDocument/publishDiagnostics", lambda p: p.uri != uri, after=at)  # theirs follow
 
 
+@pytest.mark.slow
 def test_configs_appearing_on_disk_wait_behind_the_open_document(tmp_path):
     asyncio.run(_burst(tmp_path))
 
@@ -179,5 +184,6 @@ async def _fuzz(tmp_path: Path):
         assert await client.raw_request("textDocument/hover", _hover(uri, 2, 1)) is not None
 
 
+@pytest.mark.slow
 def test_fuzz_random_requests_are_all_answered(tmp_path):
     asyncio.run(_fuzz(tmp_path))

@@ -59,6 +59,7 @@ def _read(sock, decoder):
     return pending.pop(0)
 
 
+@pytest.mark.slow
 def test_json_and_msgpack_clients_at_once_get_the_cli_objects(daemon, capsys):
     path = str(EXAMPLES / "gemm_bert.kernel.toml")
     results = {}
@@ -82,6 +83,7 @@ def test_json_and_msgpack_clients_at_once_get_the_cli_objects(daemon, capsys):
     assert strip(local) == strip(results["json"])
 
 
+@pytest.mark.slow
 def test_connect_prints_what_the_in_process_cli_prints(daemon):
     path = str(EXAMPLES / "resnet50_1x1.kernel.toml")
     local = subprocess.run([KDD, "compile", path, "--json"], capture_output=True, text=True)

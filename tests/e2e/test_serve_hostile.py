@@ -163,6 +163,7 @@ def test_malformed_requests_get_an_answer(served):
     sock.close()
 
 
+@pytest.mark.slow
 def test_a_request_over_the_memory_limit_is_a_clear_error(served):
     """``unbounded: true`` at an exact full shape allocated without limit (a MemoryError came back with a
     traceback)."""
@@ -194,6 +195,7 @@ def _cli(*args, timeout=60):
     return subprocess.run([KDD, *args], capture_output=True, text=True, timeout=timeout)
 
 
+@pytest.mark.slow
 def test_connect_failures_are_one_line_and_an_exit_status():
     with socket.socket() as s:  # a port nothing listens on
         s.bind(("127.0.0.1", 0))

@@ -5,7 +5,11 @@ import subprocess
 import time
 from pathlib import Path
 
+import pytest
 from editor_tools import EXAMPLES, KDD, NEOVIM, SCREENSHOTS, need, nvim_cmd, nvim_env, nvim_parsers
+
+# The editor clients' own tests (node, Neovim, chromium): the whole suite's, not make test-fast's.
+pytestmark = pytest.mark.slow
 
 SESSION = Path(__file__).resolve().parent / "nvim" / "session.lua"
 

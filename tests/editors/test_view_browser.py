@@ -10,6 +10,9 @@ import pytest
 from editor_tools import EXAMPLES, KDD, SCREENSHOTS, View, need
 from protocol_schemas import validator
 
+# The editor clients' own tests (node, Neovim, chromium): the whole suite's, not make test-fast's.
+pytestmark = pytest.mark.slow
+
 playwright = pytest.importorskip("playwright.sync_api", reason="run tools/setup_editors.sh (make test runs it)")
 
 

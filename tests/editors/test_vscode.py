@@ -10,6 +10,9 @@ import zipfile
 import pytest
 from editor_tools import KDD, VSCODE, need
 
+# The editor clients' own tests (node, Neovim, chromium): the whole suite's, not make test-fast's.
+pytestmark = pytest.mark.slow
+
 
 def _npm(*args: str, env: dict | None = None, timeout: int = 600) -> subprocess.CompletedProcess:
     need("npm")

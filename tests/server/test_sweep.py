@@ -58,6 +58,7 @@ def _sweep(capsys, *args) -> tuple[int, str]:
     return code, capsys.readouterr().out
 
 
+@pytest.mark.slow
 def test_batch_file_one_row_per_descriptor_in_ray_workers_and_rerun_computes_nothing(cluster, batch, tmp_path,
                                                                                        capsys):
     out = tmp_path / "rows.jsonl"
@@ -83,6 +84,7 @@ def test_batch_file_one_row_per_descriptor_in_ray_workers_and_rerun_computes_not
     assert read_rows([out]) == rows
 
 
+@pytest.mark.slow
 def test_a_killed_run_resumes(cluster, batch, tmp_path, capsys):
     full = tmp_path / "full.jsonl"
     assert _sweep(capsys, batch, "--target", "xehpg", "--out", full)[0] == 0
@@ -98,6 +100,7 @@ def test_a_killed_run_resumes(cluster, batch, tmp_path, capsys):
                                                                         for x in lines)
 
 
+@pytest.mark.slow
 def test_ctrl_c_cancels_and_keeps_finished_rows(cluster, tmp_path):
     batch = tmp_path / "batch"
     batch.write_text("--dt=f32\n" + "".join(f"mb1ic{8 * k}ih6oc8oh6kh3ph1\n" for k in range(1, 9)))
@@ -116,6 +119,7 @@ def test_ctrl_c_cancels_and_keeps_finished_rows(cluster, tmp_path):
     assert "a rerun resumes" in err
 
 
+@pytest.mark.slow
 def test_failures_are_rows_and_types_targets_multiply_configs(cluster, tmp_path, capsys):
     configs = tmp_path / "configs"
     configs.mkdir()
@@ -137,6 +141,7 @@ def test_failures_are_rows_and_types_targets_multiply_configs(cluster, tmp_path,
     assert by[("base.kernel.toml", "xehpc", "f16")]["target"] == "xehpc"
 
 
+@pytest.mark.slow
 def test_lookup_table_lines_and_summarize(cluster, tmp_path, capsys):
     out = tmp_path / "rows.jsonl"
     code, text = _sweep(capsys, f"onednn:{TABLE}", "--target", "xehpg", "--prop", "bwd_w", "--types", "f32",
@@ -154,6 +159,7 @@ def test_lookup_table_lines_and_summarize(cluster, tmp_path, capsys):
         text.splitlines()[:len(table_lines) + 1]) + "\n")
 
 
+@pytest.mark.slow
 def test_bad_inputs_exit_2(cluster, batch, tmp_path, capsys):
     out = tmp_path / "rows.jsonl"
     assert main(["sweep", str(batch), "--out", str(out)]) == 2           # descriptors need a target
@@ -233,6 +239,7 @@ def test_task_keys_follow_content_stage_and_parents(tmp_path):
                              for line in TABLE.read_text().splitlines())
 
 
+@pytest.mark.slow
 def test_a_worker_that_dies_is_a_lost_row_and_runs_again(cluster):
     import ray
 
@@ -253,6 +260,7 @@ def test_a_worker_that_dies_is_a_lost_row_and_runs_again(cluster):
     assert rows[0]["verdict"]["outcome"] == "lost" and done_keys(rows) == set()     # a rerun computes it
 
 
+@pytest.mark.slow
 def test_rows_follow_their_schema_and_hold_the_clis_object(cluster, batch, tmp_path, capsys):
     from protocol_schemas import validator
 
@@ -264,6 +272,7 @@ def test_rows_follow_their_schema_and_hold_the_clis_object(cluster, batch, tmp_p
         validator("compile.schema.json").validate({k: v for k, v in r.items() if k not in sweep_fields})
 
 
+@pytest.mark.slow
 def test_asm_stage_rows_carry_the_assemblers_report_not_the_listing(cluster, tmp_path, capsys):
     batch = tmp_path / "batch"
     batch.write_text("--dt=f16 mb2ic16ih8oc16oh8kh3ph1\n")

@@ -37,6 +37,7 @@ def cluster():
     ray.shutdown()
 
 
+@pytest.mark.slow
 def test_grid_trials_checked_best_written_and_history_reused(cluster, tmp_path, capsys):
     path = tmp_path / "small.kernel.toml"
     path.write_text(CONFIG)
@@ -86,6 +87,7 @@ def test_bad_space_or_file_exits_2(tmp_path, capsys):
     assert "--objective bench" in capsys.readouterr().err
 
 
+@pytest.mark.slow
 def test_space_auto_tries_the_heuristics_tuning_space(cluster, tmp_path, capsys):
     from kdd.core.config.search import tuning_space
 
@@ -100,6 +102,7 @@ def test_space_auto_tries_the_heuristics_tuning_space(cluster, tmp_path, capsys)
     assert all(r["config"] == r["trial"]["params"]["line"] for r in trials if r["ok"])   # compiled as proposed
 
 
+@pytest.mark.slow
 def test_nothing_is_written_when_no_trial_beats_the_config_as_written(cluster, tmp_path, capsys):
     """The grid holds the config as written and a refused variant: no trial is faster, so no "tuned"
     file appears (one slower than its source would mislead), and the command says so."""

@@ -19,20 +19,19 @@ from __future__ import annotations
 
 import re
 
-from kdd.core.targets.xe_asm import SIZES
+from kdd.core.targets.xe_asm import SIZES, register_token
 _EXEC = re.compile(r"\((\d+)\|M0\)")
-_REGION = re.compile(r"^[-~]?(?:\(sat\))?r(\d+)\.(\d+)<([\d;,]+)>:(\w+)$")
 _WHOLE = re.compile(r"^\[?r(\d+):(\w+)\]?$")
 _DPAS = re.compile(r"dpasw?\.(\d+)x(\d+)")
 
 
 def _region_bytes(tok: str, lanes: int, rb: int, is_dst: bool) -> set[int] | None:
-    m = _REGION.match(tok)
-    if m is None:
+    r = register_token(tok)
+    if r is None or r.file != "r" or r.sub is None or not r.region or r.abs or (r.neg and r.inv):
         return None
-    reg, sub, region, t = int(m.group(1)), int(m.group(2)), m.group(3), m.group(4)
+    reg, sub, t = r.reg, r.sub, r.type
     size = SIZES[t]
-    parts = [int(x) for x in re.split("[;,]", region)]
+    parts = list(r.region)
     stride = parts[0]                      # <h> (dst, src2), <v;w,h> and <v;h>: the first is the lane step
     if len(parts) == 3 and parts[1] != 1:
         stride = parts[2]

@@ -12,6 +12,7 @@ from math import prod
 
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
+import pytest
 
 from kdd.core.builder import build_kernel
 from kdd.core.engine import InterpreterCheck
@@ -71,6 +72,7 @@ def documents(draw):
     return text
 
 
+@pytest.mark.slow
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
 @given(documents())
 def test_accepted_configs_build_for_both_shapes_and_check_after_every_pass(text):

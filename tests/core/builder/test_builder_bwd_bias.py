@@ -215,6 +215,7 @@ def test_every_pass_keeps_the_bias_gradient_exact(shape, types, post_ops, target
     _passes_kernels().check_example_pipeline(build(shape, types, target, post_ops, line))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("types,target", [("bf16:f32:bf16", "xehpg"), ("f16:f32:f16", "xehpg"),
                                           ("bf16:bf16:bf16", "xehpc"), ("f16:f32:f16", "xehpc"),
                                           ("f16", "sm_90"), ("bf16:bf16:bf16", "sm_90")])

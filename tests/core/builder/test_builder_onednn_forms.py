@@ -55,6 +55,7 @@ K_SLICES = [
 ]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("prop,shape,types,hw,line,post_ops", K_SLICES)
 def test_k_slicing_sums_partial_tiles_through_slm(prop, shape, types, hw, line, post_ops):
     kernel = _checked(_document(prop, shape, types, hw, line, post_ops))
@@ -73,6 +74,7 @@ PADDED_M = [
 ]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("prop,shape,types,hw,line,m", PADDED_M)
 def test_m_per_thread_is_padded_to_the_instruction(prop, shape, types, hw, line, m):
     text = _document(prop, shape, types, hw, line)
@@ -119,6 +121,7 @@ F64_SIMD8 = [
 ]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("prop,shape,line,form", F64_SIMD8)
 def test_simd8_f64_lines_of_xehpc_check_in_the_interpreter_and_the_simulator(prop, shape, line, form):
     kernel = _assembles_and_checks(_document(prop, shape, "f64", "xehpc", line), form)

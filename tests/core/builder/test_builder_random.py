@@ -5,6 +5,7 @@ from math import prod
 
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
+import pytest
 
 from kernel_strategies import configs, problems
 from kdd.core.builder import BuildError, build_kernel
@@ -20,6 +21,7 @@ def test_random_configs_pass_the_check(data):
     assert_checks_if_built(p, data.draw(configs(p)), target)
 
 
+@pytest.mark.slow
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.filter_too_much,
                                                                  HealthCheck.too_slow])
 @given(st.data())

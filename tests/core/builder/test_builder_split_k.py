@@ -52,6 +52,7 @@ CASES = [
 ]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("prop,shape,types,hw,line,post_ops", CASES)
 def test_split_k_into_a_narrow_destination_or_under_post_ops_checks(prop, shape, types, hw, line, post_ops):
     text = _document(prop, shape, types, hw, line, post_ops)

@@ -146,6 +146,7 @@ def _listing(name: str, check: bool = True):
     return kernel, generate_ptx(kernel, run_pipeline(kernel).final, spec.target, check=check)
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not HAVE_PTXAS, reason="ptxas/nvdisasm (PyPI nvidia-cuda-nvcc/-nvdisasm) not installed")
 @pytest.mark.parametrize("name", SM90)
 def test_sm90_example_assembles_with_register_figures_per_line(name):
@@ -208,6 +209,7 @@ def _nvdisasm_lines(cubin: bytes, tmp_path) -> dict[int, int]:
     return out
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not HAVE_PTXAS, reason="ptxas/nvdisasm (PyPI nvidia-cuda-nvcc/-nvdisasm) not installed")
 @pytest.mark.parametrize("name", SM90)
 def test_the_cubins_line_table_is_what_nvdisasm_prints(name, tmp_path):
@@ -264,6 +266,7 @@ SIM_SHAPES = [("sm90_conv.kernel.toml", "mb1ic32ih4oc32oh4kh3ph1"), ("sm90_gemm.
 VECTOR_STORES = {"m128n128k128"}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name, shape", SIM_SHAPES)
 def test_sm90_example_computes_the_reference_in_a_ptx_simulator(name, shape):
     """The generated PTX, run by kdd's PTX simulator (``kdd.core.ptxsim``, independent of the generator),

@@ -92,6 +92,7 @@ def test_gelu_tanh_is_x_over_one_plus_exp_within_the_rounding_of_its_cubic_argum
         special = apply_eltwise("gelu_tanh", X[~finite]).astype(np.float32)
     assert np.array_equal(got[~finite], special, equal_nan=True)
 
+@pytest.mark.slow
 @pytest.mark.parametrize("post_op", ["exp", "elu:0.5", "swish:1.5", "logistic", "tanh", "gelu_tanh"])
 @pytest.mark.parametrize("shape, types, tags", [
     ("m32n16k64", "f16:f16:f32", {}),

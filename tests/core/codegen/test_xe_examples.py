@@ -18,6 +18,7 @@ SCHEMA = json.loads((Path(__file__).resolve().parents[3] / "protocol" / "asm.sch
 HAVE_IGA = shutil.which("iga64") is not None
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", xe_examples())
 def test_example_assembles_within_budget_or_reports_out_of_registers(name):
     kernel, body, target = final(name)

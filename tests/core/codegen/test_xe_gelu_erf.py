@@ -14,6 +14,7 @@ def _doc(types: str, target: str, post_ops: str = '"gelu_erf"') -> str:
             f'post_ops = [{post_ops}]\n\n[target]\nhw = "{target}"\n')
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("types,target", [("f32", "xehpg"), ("f16", "xehpc"), ("s8:s8:s8", "xehpg")])
 def test_gelu_erf_assembly_matches_the_reference(types, target):
     post_ops = '"gelu_erf", "scale:0.25"' if types.startswith("s8") else '"gelu_erf"'

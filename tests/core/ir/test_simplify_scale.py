@@ -68,6 +68,7 @@ def test_long_sum_with_few_distinct_terms():
     assert [(str(t), c) for t, c in lf.terms] == [("x", -24999), ("y", 16667)]
 
 
+@pytest.mark.slow
 def test_deep_nonlinear_chain_in_a_loop():
     levels = 17_000
     e = x

@@ -30,6 +30,7 @@ def test_the_chain_is_deeper_than_the_recursion_limit():
     assert DEPTH > 2 * sys.getrecursionlimit()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("p", PASSES, ids=[p.name for p in PASSES])
 def test_pass_handles_a_deep_let_chain_in_about_linear_time(p):
     def timed(ir):

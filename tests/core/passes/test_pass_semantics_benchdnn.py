@@ -29,6 +29,7 @@ SAMPLE = [
 ]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("file,index,prop,types,target,line", SAMPLE,
                          ids=[f"{f.split('/')[1]}:{i}:{p}:{t}:{ln}" for f, i, p, _, t, ln in SAMPLE])
 def test_benchdnn_shape_pipeline(file, index, prop, types, target, line):

@@ -6,6 +6,7 @@ from passes_kernels import check_example_pipeline, example_kernel, example_names
 OTHERS = [n for n in example_names() if not n.startswith("resnet50")]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", OTHERS)
 def test_example_pipeline(name):
     check_example_pipeline(example_kernel(name))

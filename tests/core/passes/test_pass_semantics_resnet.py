@@ -10,6 +10,7 @@ def test_there_are_resnet_examples():
     assert len(RESNET) >= 4
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", RESNET)
 def test_resnet_example_pipeline(name):
     check_example_pipeline(example_kernel(name))

@@ -157,3 +157,14 @@ def test_a_pass_with_notes_keeps_them_in_the_trace_and_in_the_cache():
     assert first.entries[1].notes is None
     second = pipe.run(kernel(), cache=cache)
     assert second.entries[0].cached and second.entries[0].notes == {"lets": 1}
+
+
+def test_the_cache_keeps_its_capacity_dropping_the_least_recently_used():
+    cache = PassCache(capacity=2)
+    a, b, c = (Store.make(var(n), IntImm.make(s32, 0), IntImm.make(s32, 1)) for n in "abc")
+    cache.put(("p", 1), a, a)
+    cache.put(("p", 2), b, b)
+    assert cache.get(("p", 1), a)[0]        # used: now the most recent
+    cache.put(("p", 3), c, c)               # over capacity: ("p", 2) goes
+    assert list(cache.entries) == [("p", 1), ("p", 3)]
+    assert not cache.get(("p", 2), b)[0] and cache.get(("p", 3), c)[0]

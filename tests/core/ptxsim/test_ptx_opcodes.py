@@ -39,6 +39,7 @@ def _kernels():
         yield types, problem_from_text("m32n16k64", types=types, post_ops=POST_OPS), None
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name, problem, config", list(_kernels()), ids=lambda x: x if isinstance(x, str) else "")
 def test_every_opcode_the_sm90_generator_emits_is_simulated(name, problem, config):
     target = get_target("sm_90")

@@ -24,6 +24,7 @@ def listings():
     return out
 
 
+@pytest.mark.slow
 def test_every_emitted_mnemonic_has_an_entry(listings):
     for name, listing in listings.items():
         isa = "ptx" if listing["target"] == "sm_90" else "xe"

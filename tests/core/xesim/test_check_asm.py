@@ -78,6 +78,7 @@ XEHPG_ONLY = ("gemm_f16", "resnet50_1x1", "resnet50_3x3", "resnet50_3x3_tuned") 
 BOTH = ("blocked", "bwd_d", "bwd_w", "gemm_bert", "int8", "resnet50_conv1", "resnet50_strided", "sm90_gemm", "tails")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name,target", [(n, "xehpg") for n in XEHPG_ONLY + BOTH] + [(n, "xehpc") for n in BOTH])
 def test_examples_pass_in_the_simulator(name, target):
     """Every example that builds for an Xe target runs right as assembled (tails and resnet50_conv1 on
@@ -144,6 +145,7 @@ def test_register_comparison_names_the_buffer_the_wrong_instruction_wrote(name, 
     assert found is not None and found["buffer"] == buffer
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name,target", [(n, "xehpg") for n in XEHPG_ONLY + BOTH] + [(n, "xehpc") for n in BOTH])
 def test_right_assembly_agrees_with_the_interpreter_at_every_register_checkpoint(name, target):
     engine = Engine()
@@ -208,6 +210,7 @@ def _benchdnn_sample():
                     yield pytest.param(name, types, prop, hw, id=f"{prop}-{types}-{hw}-{name}")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("shape,types,prop,hw", list(_benchdnn_sample()))
 def test_benchdnn_sample_passes_in_the_simulator(shape, types, prop, hw):
     text = (f'[problem]\nop = "conv"\nprop = "{prop}"\nshape = "{shape}"\ntypes = "{types}"\n'
