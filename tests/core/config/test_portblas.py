@@ -134,3 +134,26 @@ def test_hover_explains_the_argument_under_the_cursor_and_the_whole_mapping():
     out = hover(text, row, lines[row].index("_t_a") + 1)
     assert "_t_a = false: src = 'ba': A column-major" in out
     assert "| `iter` | `i=m32n32k16` | `ItemRows` |" in out and "**Tiling**" in out
+
+
+def test_naive_is_one_element_per_lane_without_local_memory():
+    naive = SEED.replace("gemm_algorithm_t::standard", "gemm_algorithm_t::naive")
+    p = problem_from_text("m64n64k64", tags=COLUMN_MAJOR)
+    xe = read_portblas(naive, p, get_target("xehpg")).config
+    assert (str(xe.iter), str(xe.tg), xe.slm.bufs) == ("n16", "n4", 0)
+    nv = read_portblas(naive, p, get_target("sm_90")).config
+    assert (str(nv.iter), str(nv.tg), nv.fma) == ("n32", "n2", "fma")
+
+
+def test_interleaved_batches_put_the_lanes_along_the_batch():
+    interleaved = ("container_0_t, container_1_t, container_2_t, 64, false, false, false, 64, "
+                   "Tile<4, 4, 4, 4, 1, 1, 1, 1, 4, 4>, _t_a, _t_b, s_a, s_b, "
+                   "static_cast<int>(gemm_memory_t::no_local), static_cast<int>(gemm_algorithm_t::standard), "
+                   "static_cast<int>(gemm_vectorization_t::full), is_beta_zero, 4, "
+                   "static_cast<int>(gemm_batch_type_t::interleaved)")
+    p = problem_from_text("m32n32k16b16", tags=portblas_tags(1, False, False, True))
+    m = read_portblas(interleaved, p, get_target("xehpg"))
+    assert (str(m.config.iter), str(m.config.tg), m.config.slm.bufs) == ("b016m4n4", "m4n4", 0) and not m.issues
+    strided = problem_from_text("m32n32k16b16", tags=portblas_tags(1, False, False, False))
+    (issue,) = read_portblas(interleaved, strided, get_target("xehpg")).issues
+    assert issue.param == "BatchType" and "the problem's batch is strided" in issue.message
