@@ -2,6 +2,8 @@
 dispatcher's variables bound from the problem, the knobs per target, diagnostics on the offending argument,
 and the hover's mapping argument by argument."""
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from kdd.core.config import ConfigError
 from kdd.core.config.portblas import parse_launcher, read_portblas
@@ -157,3 +159,21 @@ def test_interleaved_batches_put_the_lanes_along_the_batch():
     strided = problem_from_text("m32n32k16b16", tags=portblas_tags(1, False, False, False))
     (issue,) = read_portblas(interleaved, strided, get_target("xehpg")).issues
     assert issue.param == "BatchType" and "the problem's batch is strided" in issue.message
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.data())
+def test_any_edit_of_a_launcher_maps_or_is_an_error_inside_the_text(data):
+    base = data.draw(st.sampled_from([SEED, CURRENT, JOINT, TALL]))
+    cut = data.draw(st.integers(0, len(base)))
+    end = data.draw(st.integers(cut, min(len(base), cut + 12)))
+    text = base[:cut] + data.draw(st.text("<>(),:_ 0189abtTfx-", max_size=6)) + base[end:]
+    hw = data.draw(st.sampled_from(["xehpg", "xehpc", "sm_90"]))
+    try:
+        mapping = read_portblas(text, problem_from_text("m64n32k48", tags=COLUMN_MAJOR), get_target(hw))
+    except ConfigError as err:
+        assert 0 <= err.start < err.end <= max(len(text), 1), (text, err.message)
+        return
+    for issue in mapping.issues:
+        start, end = mapping.launcher.span(issue.param)
+        assert 0 <= start < end <= len(text)
