@@ -177,3 +177,14 @@ def test_any_edit_of_a_launcher_maps_or_is_an_error_inside_the_text(data):
     for issue in mapping.issues:
         start, end = mapping.launcher.span(issue.param)
         assert 0 <= start < end <= len(text)
+
+
+def test_a_target_override_maps_the_launcher_again_for_that_target():
+    from kdd.core.engine import Engine, Source
+
+    engine = Engine()
+    compiled = engine.compile(Source(_doc(SEED, shape="m64n64k32")), "stats", target="sm_90")
+    assert compiled["ok"] and compiled["config"].startswith("fma=fma simd=32")
+    jm = engine.compile(Source(_doc(JOINT, hw="sm_90", shape="m64n64k32", types="f16:f16:f32")), "stats",
+                        target="xehpc")
+    assert jm["ok"] and jm["config"].startswith("fma=dpas simd=16")
