@@ -225,6 +225,8 @@ class Engine:
                 raise StageFailed(Failure("input", f"unknown target {target!r} (targets: {', '.join(TARGETS)})",
                                           "bad-target"))
         user = spec.user_config
+        if target is not None:
+            user = _portblas_remapped(parsed, user, problem, tgt)
         if for_check and shape is None and target is None and user.subtiles is None:
             # The check runs the document's kernel structure: the sub-tiles fitted for its problem.
             user = replace(user, subtiles=self.resolve(parsed).config.subtiles)
@@ -730,6 +732,27 @@ def _refuse_written_knobs(config, problem, target, sources: dict[str, Range], sh
         if issue.severity == "error" and issue.knob in sources:
             raise StageFailed(Failure("build", f"{issue.knob}: {issue.message} (with {override})", "bad-knob",
                                       issue.knob, sources[issue.knob]))
+
+
+def _portblas_remapped(parsed: Parsed, user, problem, target):
+    """``user`` with the knobs a pasted portBLAS launcher (``[config] portblas`` of this document) sets
+    mapped again for ``target``: the launcher is the config, its knobs are per target."""
+    from kdd.core.config import ConfigError
+    from kdd.core.config.portblas import KEY, read_portblas
+
+    entry = parsed.document.get(("config", KEY))
+    if entry is None or entry.value.kind != "string":
+        return user
+    try:
+        mapping = read_portblas(entry.value.value, problem, target)
+    except ConfigError as exc:
+        raise StageFailed(Failure("input", f"portblas: {exc.message}", "bad-knob", KEY, entry.value.range)) from None
+    for issue in mapping.issues:
+        if issue.severity == "error":
+            raise StageFailed(Failure("build", f"portblas {issue.param}: {issue.message} (with --target "
+                                      f"{target.name})", "bad-knob", KEY, entry.value.range))
+    own = [k for k, source in parsed.spec.knob_sources.items() if source.in_portblas]
+    return mapping.config.over(replace(user, **{k: None for k in own}))
 
 
 def _reduced_by_spec(spec: KernelSpec) -> bool:
