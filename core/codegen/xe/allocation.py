@@ -56,6 +56,7 @@ class AllocationWalk:
         self.bufs: dict[str, Allocation] = {}  # grf buffer name -> its live Allocation
         self.bounds: list[Allocation | None] = []  # the registers of the open loops' bounds
         self.cooling: deque[Allocation] = deque(maxlen=rotation)  # the headers released last
+        self.barrier_header: Allocation | None = None   # the barrier message's header, for the whole kernel
 
     # -- hooks the code generator overrides --------------------------------------------------
     def no_room(self, nbytes: int, label: str) -> Exception:
@@ -86,8 +87,9 @@ class AllocationWalk:
         return frozenset(r for h in self.cooling for r in range(h.start // rb, (h.end - 1) // rb + 1))
 
     def reserve_payload(self) -> list[Allocation]:
-        """Reserves r0, the local ids and the kernel arguments; returns the local ids' registers, read once
-        (into the thread ids, :meth:`alloc_thread_ids`) and then released (:meth:`release`)."""
+        """Reserves r0, the local ids, the kernel arguments and, in a kernel that signals a barrier, the
+        barrier's header; returns the local ids' registers, read once (into the thread ids,
+        :meth:`alloc_thread_ids`) and then released (:meth:`release`)."""
         r = self.regs
         local_ids = []
         for f in self.payload:
@@ -98,6 +100,8 @@ class AllocationWalk:
         args_end = max((f.byte + 8 for f in self.payload if f.name in self.arg_names), default=self.rb)
         if self.arg_names:
             r.reserve(1, -(-(args_end - self.rb) // self.rb), "kernel arguments")
+        if self.live.signals:   # built once, read by every barrier (oneDNN's signal header)
+            self.barrier_header = r.alloc_regs(self.rb, "barrier header", "reserved")
         return local_ids
 
     def alloc_thread_ids(self) -> Iterator[tuple[int, str, Allocation]]:
