@@ -46,7 +46,7 @@ def test_hand_made_listing_per_reduction_iteration():
 def test_a_reduction_unrolled_whole_is_counted_in_its_group():
     """No loop left around the multiplies: the ``k_loop`` group's lines stand for the main loop, once
     (the IR's loop figures do the same); the epilogue after it does not count."""
-    lines = [line("// k_loop {", None, loop=-1),
+    lines = [line("// k_loop {", None, loop=-1), line("SKIP_1:", None, loop=-1),
              *[line("(W) dpas.8x8 (8|M0) r6:f r6:f r81:hf r72:hf", "xmx", loop=-1) for _ in range(6)],
              line("(W) add (1|M0) r3.0<1>:d r3.0<0;1,0>:d 64:d", "int", loop=-1),
              line("// } k_loop", None, loop=-1),
