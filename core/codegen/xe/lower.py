@@ -187,7 +187,7 @@ class XeLowering(AllocationWalk):
                 self.arg_regs[f.name] = Reg(f.byte, f.type, 0)
         local_ids = self.reserve_payload()
         if self.barrier_header is not None:
-            self._barrier_header()
+            self._barrier_header(self.barrier_header.start // self.rb)
         for g, dword in GROUP_ID_DWORD.items():
             self.bind(g, Reg(4 * dword, s32, 0))
         lid = {f.name: f for f in self.payload}
@@ -343,13 +343,16 @@ class XeLowering(AllocationWalk):
 
     # -- synchronization ----------------------------------------------------------------------
     def barrier_signal(self, x=None):
-        hb = self.barrier_header.start // self.rb
+        if self.barrier_header is not None:
+            hb = self.barrier_header.start // self.rb
+        else:   # no register of its own (a tight allocation): built where it is sent
+            hb = self.temp(u32, self.rb // 4, whole=True, header=True).byte // self.rb
+            self._barrier_header(hb)
         self.em.raw(f"(W) send.gtwy (1|M0) null r{hb} null:0 0x0 0x02000004", "send")
 
-    def _barrier_header(self) -> None:
-        """The barrier message's header, once per kernel (as oneDNN's generator does): the thread count
-        from r0 as the producer and consumer counts; it is never written again."""
-        hb = self.barrier_header.start // self.rb
+    def _barrier_header(self, hb: int) -> None:
+        """The barrier message's header in register ``hb``: the thread count from r0 as the producer and
+        consumer counts. Once per kernel where it has a register of its own (as oneDNN's generator does)."""
         self.em.raw(f"(W) mov (1|M0) r{hb}.4<1>:hf 0x0:hf", "float")
         self.em.raw(f"(W) mov (2|M0) r{hb}.10<1>:ub r0.11<0;1,0>:ub", "int")
 

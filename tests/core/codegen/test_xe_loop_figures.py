@@ -109,3 +109,16 @@ def test_sends_under_one_mask_share_its_flag(name):
         negated = re.match(r"\(W&~(f\d\.\d)\) store", ln)
         if negated:
             assert loop[i - 1].startswith(f"(W&{negated[1]}) store"), loop[i - 1: i + 1]
+
+
+def test_the_barrier_header_is_built_once_per_kernel():
+    """resnet50_1x1 signals a barrier every step: the header (the thread count from r0) is written once,
+    before any loop, into a register every barrier reads; the IR register model counts that register."""
+    kernel, body, target = final("resnet50_1x1.kernel.toml")
+    listing = generate_asm(kernel, body, target, check=False)
+    lines = [ln.text for ln in listing.lines]
+    headers = [i for i, t in enumerate(lines) if "r0.11<0;1,0>:ub" in t]
+    signals = {re.search(r"null (r\d+) null:0 0x0 0x02000004", t)[1] for t in lines if "0x02000004" in t}
+    assert len(headers) == 1 and headers[0] < lines.index("LOOP_1:")
+    assert signals == {lines[headers[0]].split()[3].split(".")[0]}
+    assert listing.to_dict()["registers"]["ir"] == listing.to_dict()["registers"]["peak"]
