@@ -23,8 +23,9 @@ its body, whatever K is.
 from __future__ import annotations
 
 from kdd.core.ir.expr import Broadcast, Cast, Load, Ramp, const, land, var
-from kdd.core.ir.funcs import (Barrier, MbarrierExpectTx, MbarrierInit, MbarrierWait, Send, SendKind, SendOp,
+from kdd.core.ir.funcs import (Barrier, Eltwise, MbarrierExpectTx, MbarrierInit, MbarrierWait, Send, SendKind, SendOp,
                                SetMaxNreg, TensorLoad, Wgmma, WgmmaWait)
+from kdd.core.problem.post_ops import Eltwise as EltwisePostOp
 from kdd.core.ir.stmt import Alloc, For, FuncCall, Group, If, Let, MemKind, Store, seq
 from kdd.core.ir.types import Scalar, f32, s32, u32, u64
 
@@ -66,9 +67,6 @@ class _TmaGemm:
     stage's copies, one K block's MMAs, the accumulators and the epilogue."""
 
     def __init__(self, problem, config, target):
-        if problem.op != "gemm":
-            raise BuildError(f"schedule={config.schedule} generates GEMMs only yet (convolutions: schedule=classic)",
-                             knob="schedule")
         if target.isa != "ptx":
             raise BuildError(f"schedule={config.schedule} is an sm_90 schedule, not one of {target.name}",
                              knob="schedule")
@@ -76,15 +74,13 @@ class _TmaGemm:
         if types.src.scalar not in INPUTS or types.wei != types.src or types.dst.scalar not in (Scalar.F32, *INPUTS):
             raise BuildError(f"schedule={config.schedule} takes f16 or bf16 inputs and an f32, f16 or bf16 "
                              f"destination, got {types}", knob="schedule")
-        if problem.post_ops:
-            raise BuildError(f"schedule={config.schedule} has no post-ops yet", knob="schedule")
+        if any(not isinstance(p, EltwisePostOp) or p.alg != "relu" for p in problem.post_ops):
+            raise BuildError(f"schedule={config.schedule} has relu as its only post-op yet", knob="post_ops")
         if config.cluster.product() != 1:
             raise BuildError("clusters larger than one group are not generated yet", knob="cluster")
-        shape = problem.shape
-        if shape.batch and any(b != 1 for b in shape.batch):
-            raise BuildError(f"schedule={config.schedule} has no batch dims yet", knob="schedule")
         self.problem, self.config, self.target, self.types = problem, config, target, types
-        self.M, self.N, self.K = M, N, K = shape.m, shape.n, shape.k
+        (self.M, self.N, self.K), strides, self.b_major = _gemm_view(problem, config.schedule)
+        M, N, K = self.M, self.N, self.K
         self.bm, self.bn, self.bk = bm, bn, bk = tma_tile(problem, config)
         self.stages = stages = config.stages
         if bm % 64 or not 64 <= bm <= 256 or bn % 64 or not 64 <= bn <= 256:
@@ -94,7 +90,7 @@ class _TmaGemm:
             raise BuildError(f"tile m{bm}n{bn}k{bk} must divide the problem m{M}n{N}k{K} (no tails yet)",
                              knob="tile")
         self.esize = types.src.size
-        self.a_stage, self.b_stage = bm * ROW, (bn // 64) * bk * ROW
+        self.a_stage, self.b_stage = bm * ROW, (bn // 64) * bk * ROW if self.b_major == "n" else bn * ROW
         self.smem = stages * (self.a_stage + self.b_stage) + 2 * stages * 8
         if self.smem > target.slm.per_group:
             raise BuildError(f"{stages} stages of m{bm}n{bn}k{bk} need {self.smem} bytes of shared memory, "
@@ -103,9 +99,10 @@ class _TmaGemm:
                                     tensor_layout(problem, name, getattr(types, name)), problem.tensor_dims(name),
                                     "output" if name == "dst" else "input") for name in ("src", "wei", "dst"))
         for arg in self.args:
-            if arg.layout.size_bytes() != arg.dtype.size * _count(arg.dims) or not _row_major(arg):
-                raise BuildError(f"schedule={config.schedule} reads dense row-major tensors; {arg.name} is "
-                                 f"{arg.layout.blocks_str([n for n, _ in arg.dims])}", knob=f"{arg.name}_layout")
+            if arg.layout.size_bytes() != arg.dtype.size * _count(arg.dims) or _strides(arg) != strides[arg.name]:
+                raise BuildError(f"schedule={config.schedule} reads dense {_LAYOUTS[problem.op][arg.name]} tensors; "
+                                 f"{arg.name} is {arg.layout.blocks_str([n for n, _ in arg.dims])}",
+                                 knob=f"{arg.name}_layout")
         self.src, self.wei, self.dst = (a.var for a in self.args)
         self.a_s, self.b_s, self.bars, self.acc = (var(n, u64) for n in ("a_s", "b_s", "bars", "acc"))
         self.k_iters = K // bk
@@ -126,18 +123,30 @@ class _TmaGemm:
         calls = [FuncCall.make(MbarrierExpectTx(self.a_stage + self.b_stage), [self.bars, bar]),
                  FuncCall.make(TensorLoad(t.src, bk, self.bm), [self.src, K, M, K * esize, j * bk, m0, self.a_s,
                                                                 stage * self.a_stage, self.bars, bar])]
-        calls += [FuncCall.make(TensorLoad(t.wei, 64, bk), [self.wei, N, K, N * esize, n0 + b * 64, j * bk, self.b_s,
-                                                            stage * self.b_stage + b * bk * ROW, self.bars, bar])
-                  for b in range(self.bn // 64)]
+        if self.b_major == "k":         # B's rows are N, each of K: boxes like A's
+            calls.append(FuncCall.make(TensorLoad(t.wei, bk, self.bn), [self.wei, K, N, K * esize, j * bk, n0, self.b_s,
+                                                                        stage * self.b_stage, self.bars, bar]))
+        else:                           # B's rows are K, each of N: one box per 64 columns
+            calls += [FuncCall.make(TensorLoad(t.wei, 64, bk), [self.wei, N, K, N * esize, n0 + b * 64, j * bk,
+                                                                self.b_s, stage * self.b_stage + b * bk * ROW,
+                                                                self.bars, bar])
+                      for b in range(self.bn // 64)]
         return seq(*calls)
 
     def mma(self, stage, wg):
         """Warpgroup ``wg``'s MMAs over the K block in stage ``stage``: back to back behind one fence."""
         kk, bk = var("kk"), self.bk
+        b_step = kk * 16 * (self.esize if self.b_major == "k" else ROW)
         return For.make(kk, 0, bk // 16, FuncCall.make(
-            Wgmma(self.bn, self.types.src, self.types.wei, f32, bk * ROW),
+            Wgmma(self.bn, self.types.src, self.types.wei, f32, bk * ROW, self.b_major),
             [self.acc, 0, self.a_s, stage * self.a_stage + wg * 64 * ROW + kk * 16 * self.esize, self.b_s,
-             stage * self.b_stage + kk * 16 * ROW]), unroll=bk // 16)
+             stage * self.b_stage + b_step]), unroll=bk // 16)
+
+    def epilogue(self, m0, n0, wg, rank):
+        """The post-ops on the accumulators, then C stored (:func:`_epilogue`)."""
+        ops = [FuncCall.make(Eltwise(p.alg, self.acc_rows * 32, p.alpha, p.beta), [self.acc, 0])
+               for p in self.problem.post_ops]
+        return seq(*ops, _epilogue(self.dst, self.types.dst, self.acc, self.acc_rows, self.N, m0, n0, wg, rank))
 
     def zero_acc(self):
         row = var("acc_row")
@@ -176,8 +185,7 @@ class _TmaGemm:
             FuncCall.make(WgmmaWait(1), []), FuncCall.make(Barrier(), []), refill))
         body = seq(Group.make("init", seq(self.zero_acc(), self.init_barriers(None))),
                    Group.make("prologue", prologue), Group.make("k_loop", main), FuncCall.make(WgmmaWait(0), []),
-                   Group.make("epilogue", _epilogue(self.dst, self.types.dst, self.acc, self.acc_rows, self.N, m0,
-                                                    n0, wg, rank)))
+                   Group.make("epilogue", self.epilogue(m0, n0, wg, rank)))
         body = Let.make(n0, var("group_id0") * self.bn, Let.make(m0, var("group_id1") * self.bm, Let.make(
             wg, tid // WARPGROUP, Let.make(rank, tid % WARPGROUP, self.allocate(body)))))
         return Kernel(Group.make("kernel", body), self.args, (self.N // self.bn, self.M // self.bm, 1),
@@ -230,7 +238,7 @@ class _TmaGemm:
             If.make(kt.ge(1), release(g + (stages - 1))))),
             FuncCall.make(WgmmaWait(0), []),
             Let.make(last, it * k_iters + (k_iters - 1), release(last)),
-            _epilogue(self.dst, self.types.dst, self.acc, self.acc_rows, self.N, m0, n0, wg, rank)))
+            self.epilogue(m0, n0, wg, rank)))
         body = seq(Group.make("init", self.init_barriers(WARPGROUP * consumers)), If.make(
             tid.lt(WARPGROUP),
             seq(FuncCall.make(SetMaxNreg(PRODUCER_REGS), []), Group.make("producer", If.make(tid.eq(0), produce))),
@@ -277,8 +285,42 @@ def _count(dims) -> int:
     return n
 
 
-def _row_major(arg: KernelArg) -> bool:
-    """Whether the tensor's last dim is contiguous and each dim's stride is the product of the later ones."""
+_LAYOUTS = {"gemm": {"src": "M x K", "wei": "K x N", "dst": "M x N"},
+            "conv": {"src": "NHWC (axb)", "wei": "OHWI (axcb)", "dst": "NHWC (axb)"}}
+
+
+def _gemm_view(problem, schedule: str):
+    """``(M, N, K)``, the element strides each tensor's dims must have (dims of size 1 left out), and how
+    B's rows run (``"n"``: K rows of N, a GEMM's; ``"k"``: N rows of K, a convolution's OHWI weights).
+    A convolution is an implicit GEMM where NHWC rows are A's rows: forward, 1x1, stride 1, no padding."""
+    if problem.op == "gemm":
+        s = problem.shape
+        if s.batch and any(b != 1 for b in s.batch):
+            raise BuildError(f"schedule={schedule} has no batch dims yet", knob="schedule")
+        M, N, K = s.m, s.n, s.k
+        strides = {"src": {"m": K, "k": 1}, "wei": {"k": N, "n": 1}, "dst": {"m": N, "n": 1}}
+        return (M, N, K), _sized(problem, strides), "n"
+    s = problem.shape
+    if (problem.prop != "fwd" or s.g != 1 or (s.kd, s.kh, s.kw) != (1, 1, 1) or (s.sd, s.sh, s.sw) != (1, 1, 1)
+            or (s.pd, s.ph, s.pw) != (0, 0, 0)):
+        raise BuildError(f"schedule={schedule} generates forward 1x1 convolutions of stride 1 without padding "
+                         "(an implicit GEMM whose A rows are NHWC pixels) yet; others: schedule=classic",
+                         knob="schedule")
+    hw = s.id * s.ih * s.iw
+    strides = {"src": {"mb": hw * s.ic, "id": s.ih * s.iw * s.ic, "ih": s.iw * s.ic, "iw": s.ic, "ic": 1},
+               "wei": {"oc": s.ic, "ic": 1},
+               "dst": {"mb": hw * s.oc, "od": s.oh * s.ow * s.oc, "oh": s.ow * s.oc, "ow": s.oc, "oc": 1}}
+    return (s.mb * hw, s.oc, s.ic), _sized(problem, strides), "k"
+
+
+def _sized(problem, strides: dict) -> dict:
+    """``strides`` without the dims of size 1 (their stride is free)."""
+    return {t: {d: v for d, v in by_dim.items() if dict(problem.tensor_dims(t)).get(d, 1) > 1}
+            for t, by_dim in strides.items()}
+
+
+def _strides(arg: KernelArg) -> dict[str, int]:
+    """The element stride of each dim of size > 1 of ``arg``'s layout."""
     import numpy as np
 
     sizes = [s for _, s in arg.dims]
@@ -286,6 +328,4 @@ def _row_major(arg: KernelArg) -> bool:
     for d in range(len(sizes)):
         idx[d + 1, d] = 1
     offs = arg.layout.offsets_of(idx)
-    strides = [int(offs[d + 1] - offs[0]) for d in range(len(sizes))]
-    want = [int(np.prod(sizes[d + 1:])) for d in range(len(sizes))]
-    return strides == want
+    return {name: int(offs[d + 1] - offs[0]) for d, (name, size) in enumerate(arg.dims) if size > 1}
