@@ -55,6 +55,28 @@ def tma_tile(problem, config) -> tuple[int, int, int]:
     return bm, bn, bk
 
 
+def tma_check_shape(problem, config):
+    """The check shape of a ``schedule=tma*`` kernel (a :class:`~kdd.core.problem.reduced.Reduction`): one
+    tile of C over two K blocks, so that the check runs about ``REDUCED_MACS`` multiply-adds with the
+    config's tile and stages; a convolution keeps 8 x 8 pixels per image and as many images as fill M.
+    Sizes already smaller stay."""
+    from dataclasses import replace
+
+    from kdd.core.problem.reduced import Reduction
+
+    bm, bn, bk = tma_tile(problem, config)
+    s = problem.shape
+    if problem.op == "gemm":
+        sizes = {"m": min(s.m, bm), "n": min(s.n, bn), "k": min(s.k, 2 * bk)}
+    elif s.oh * s.ow * s.od >= 64 and min(s.oh, s.ow) >= 8 and bm % 64 == 0 and s.od == 1:
+        sizes = {"mb": bm // 64, "oh": 8, "ow": 8, "ih": 8, "iw": 8, "oc": min(s.oc, bn), "ic": min(s.ic, 2 * bk)}
+        sizes = {d: min(v, getattr(s, d)) for d, v in sizes.items()}
+    else:
+        sizes = {}
+    changes = tuple(f"{d} {getattr(s, d)} -> {v}" for d, v in sizes.items() if getattr(s, d) != v)
+    return Reduction(replace(s, **sizes), changes)
+
+
 def build_tma_gemm(problem, config, target) -> Kernel:
     """The kernel IR of a GEMM ``problem`` under ``schedule = "tma"`` or ``"tma_ws_cooperative"``;
     :class:`BuildError` names the knob the schedule cannot honour."""
