@@ -32,6 +32,7 @@ from kdd.core.ir.types import Scalar, f32, s32, u32, u64
 from .errors import BuildError
 from .kernel import Kernel, KernelArg
 from .layouts import tensor_layout
+from .origin import Origin
 
 ROW = 128           # bytes of one swizzled SLM row, one register row of a warp
 WARPGROUP = 4       # warps of a warpgroup
@@ -42,6 +43,18 @@ INPUTS = (Scalar.F16, Scalar.BF16)
 # 128 x 40 + 256 x 232 = 64512)
 PRODUCER_REGS, CONSUMER_REGS, SM_REGISTERS = 40, 232, 65536
 TMA_SCHEDULES = ("tma", "tma_ws_cooperative")
+
+
+# The builder step and knob behind each call (the editor's IR-node links, kdd compile's line map)
+_ORIGINS = {TensorLoad: Origin("hopper.copies", "stages"), MbarrierExpectTx: Origin("hopper.copies", "stages"),
+            MbarrierInit: Origin("hopper.barriers", "stages"), MbarrierWait: Origin("hopper.pipeline", "stages"),
+            Barrier: Origin("hopper.barriers", "stages"), Wgmma: Origin("hopper.wgmma", "tile"),
+            WgmmaWait: Origin("hopper.pipeline", "stages"), SetMaxNreg: Origin("hopper.roles", "schedule"),
+            Send: Origin("hopper.epilogue", "tile"), Eltwise: Origin("epilogue.post_ops", "post_ops")}
+
+
+def _call(func, args):
+    return FuncCall.make(func, args, origin=_ORIGINS.get(type(func)))
 
 
 def tma_tile(problem, config) -> tuple[int, int, int]:
@@ -142,14 +155,14 @@ class _TmaGemm:
         """Stage ``stage`` filled with K block ``j`` of A and B, counted on its full barrier."""
         t, bk, bar, esize = self.types, self.bk, self.full(stage), self.esize
         M, N, K = self.M, self.N, self.K
-        calls = [FuncCall.make(MbarrierExpectTx(self.a_stage + self.b_stage), [self.bars, bar]),
-                 FuncCall.make(TensorLoad(t.src, bk, self.bm), [self.src, K, M, K * esize, j * bk, m0, self.a_s,
+        calls = [_call(MbarrierExpectTx(self.a_stage + self.b_stage), [self.bars, bar]),
+                 _call(TensorLoad(t.src, bk, self.bm), [self.src, K, M, K * esize, j * bk, m0, self.a_s,
                                                                 stage * self.a_stage, self.bars, bar])]
         if self.b_major == "k":         # B's rows are N, each of K: boxes like A's
-            calls.append(FuncCall.make(TensorLoad(t.wei, bk, self.bn), [self.wei, K, N, K * esize, j * bk, n0, self.b_s,
+            calls.append(_call(TensorLoad(t.wei, bk, self.bn), [self.wei, K, N, K * esize, j * bk, n0, self.b_s,
                                                                         stage * self.b_stage, self.bars, bar]))
         else:                           # B's rows are K, each of N: one box per 64 columns
-            calls += [FuncCall.make(TensorLoad(t.wei, 64, bk), [self.wei, N, K, N * esize, n0 + b * 64, j * bk,
+            calls += [_call(TensorLoad(t.wei, 64, bk), [self.wei, N, K, N * esize, n0 + b * 64, j * bk,
                                                                 self.b_s, stage * self.b_stage + b * bk * ROW,
                                                                 self.bars, bar])
                       for b in range(self.bn // 64)]
@@ -159,14 +172,14 @@ class _TmaGemm:
         """Warpgroup ``wg``'s MMAs over the K block in stage ``stage``: back to back behind one fence."""
         kk, bk = var("kk"), self.bk
         b_step = kk * 16 * (self.esize if self.b_major == "k" else ROW)
-        return For.make(kk, 0, bk // 16, FuncCall.make(
+        return For.make(kk, 0, bk // 16, _call(
             Wgmma(self.bn, self.types.src, self.types.wei, f32, bk * ROW, self.b_major),
             [self.acc, 0, self.a_s, stage * self.a_stage + wg * 64 * ROW + kk * 16 * self.esize, self.b_s,
              stage * self.b_stage + b_step]), unroll=bk // 16)
 
     def epilogue(self, m0, n0, wg, rank):
         """The post-ops on the accumulators, then C stored (:func:`_epilogue`)."""
-        ops = [FuncCall.make(Eltwise(p.alg, self.acc_rows * 32, p.alpha, p.beta), [self.acc, 0])
+        ops = [_call(Eltwise(p.alg, self.acc_rows * 32, p.alpha, p.beta), [self.acc, 0])
                for p in self.problem.post_ops]
         return seq(*ops, _epilogue(self.dst, self.types.dst, self.acc, self.acc_rows, self.N, m0, n0, wg, rank))
 
@@ -178,11 +191,11 @@ class _TmaGemm:
         """Warp 0 initializes the full barriers (one arrival: the expect-tx) and, with ``empty_count``, the
         empty ones; then every thread waits for that (a barrier)."""
         i = var("bar")
-        inits = [FuncCall.make(MbarrierInit(1), [self.bars, self.full(i)])]
+        inits = [_call(MbarrierInit(1), [self.bars, self.full(i)])]
         if empty_count:
-            inits.append(FuncCall.make(MbarrierInit(empty_count), [self.bars, self.empty(i)]))
+            inits.append(_call(MbarrierInit(empty_count), [self.bars, self.empty(i)]))
         return seq(If.make(var("thread_id0").eq(0), For.make(i, 0, self.stages, seq(*inits))),
-                   FuncCall.make(Barrier(), []))
+                   _call(Barrier(), []))
 
     def allocate(self, body):
         body = Alloc.make(self.acc, self.acc_rows * ROW, MemKind.GRF, body)
@@ -202,11 +215,11 @@ class _TmaGemm:
         refill = If.make(land(producer, kt.ge(1), (kt + (stages - 1)).lt(k_iters)),
                          Let.make(s_next, (kt + (stages - 1)) % stages, self.load(s_next, kt + (stages - 1), m0, n0)))
         main = For.make(kt, 0, k_iters, seq(
-            Let.make(s, kt % stages, seq(FuncCall.make(MbarrierWait(), [self.bars, self.full(s), (kt // stages) % 2]),
+            Let.make(s, kt % stages, seq(_call(MbarrierWait(), [self.bars, self.full(s), (kt // stages) % 2]),
                                          self.mma(s, wg))),
-            FuncCall.make(WgmmaWait(1), []), FuncCall.make(Barrier(), []), refill))
+            _call(WgmmaWait(1), []), _call(Barrier(), []), refill))
         body = seq(Group.make("init", seq(self.zero_acc(), self.init_barriers(None))),
-                   Group.make("prologue", prologue), Group.make("k_loop", main), FuncCall.make(WgmmaWait(0), []),
+                   Group.make("prologue", prologue), Group.make("k_loop", main), _call(WgmmaWait(0), []),
                    Group.make("epilogue", self.epilogue(m0, n0, wg, rank)))
         body = Let.make(n0, var("group_id0") * self.bn, Let.make(m0, var("group_id1") * self.bm, Let.make(
             wg, tid // WARPGROUP, Let.make(rank, tid % WARPGROUP, self.allocate(body)))))
@@ -246,25 +259,25 @@ class _TmaGemm:
 
         p = tuple(role("p"))
         produce = per_tile(p, k_block(p, seq(
-            FuncCall.make(MbarrierWait(), [self.bars, self.empty(p[6]), (p[5] // stages + 1) % 2]),
+            _call(MbarrierWait(), [self.bars, self.empty(p[6]), (p[5] // stages + 1) % 2]),
             self.load(p[6], p[4], p[2], p[3]))))
         c = tuple(role("c"))
         it, m0, n0, kt, g, s = c[0], c[2], c[3], c[4], c[5], c[6]
         wg, rank, last = var("wg"), var("rank"), var("c_last")
 
         def release(block):      # the MMAs of K block ``block`` are done: its stage may be refilled
-            return FuncCall.make(MbarrierExpectTx(0), [self.bars, self.empty(block % stages)])
+            return _call(MbarrierExpectTx(0), [self.bars, self.empty(block % stages)])
         consume = per_tile(c, seq(self.zero_acc(), k_block(c, seq(
-            FuncCall.make(MbarrierWait(), [self.bars, self.full(s), (g // stages) % 2]), self.mma(s, wg),
-            FuncCall.make(WgmmaWait(1), []),
+            _call(MbarrierWait(), [self.bars, self.full(s), (g // stages) % 2]), self.mma(s, wg),
+            _call(WgmmaWait(1), []),
             If.make(kt.ge(1), release(g + (stages - 1))))),
-            FuncCall.make(WgmmaWait(0), []),
+            _call(WgmmaWait(0), []),
             Let.make(last, it * k_iters + (k_iters - 1), release(last)),
             self.epilogue(m0, n0, wg, rank)))
         body = seq(Group.make("init", self.init_barriers(WARPGROUP * consumers)), If.make(
             tid.lt(WARPGROUP),
-            seq(FuncCall.make(SetMaxNreg(PRODUCER_REGS), []), Group.make("producer", If.make(tid.eq(0), produce))),
-            seq(FuncCall.make(SetMaxNreg(min(CONSUMER_REGS, (SM_REGISTERS - 128 * PRODUCER_REGS) // (128 * consumers)
+            seq(_call(SetMaxNreg(PRODUCER_REGS), []), Group.make("producer", If.make(tid.eq(0), produce))),
+            seq(_call(SetMaxNreg(min(CONSUMER_REGS, (SM_REGISTERS - 128 * PRODUCER_REGS) // (128 * consumers)
                                              & ~7)), []), Group.make("consumer", Let.make(
                 wg, tid // WARPGROUP - 1, Let.make(rank, tid % WARPGROUP, consume))))))
         return Kernel(Group.make("kernel", self.allocate(body)), self.args, (groups, 1, 1),
@@ -288,13 +301,13 @@ def _epilogue(dst, out_type, acc, acc_rows: int, N: int, m0, n0, wg, rank):
     def at(half):
         return Broadcast.make(corner + ((pair % 2) * 8 * N + (pair // 2) * 8) * size + half * size, 32) + pattern
     if size == 4:
-        stores = seq(*(FuncCall.make(Send(SendOp.STORE, SendKind.SCATTERED, "global", f32, 32),
+        stores = seq(*(_call(Send(SendOp.STORE, SendKind.SCATTERED, "global", f32, 32),
                                      [dst, at(half), acc, (pair * 2 + half) * ROW, everywhere]) for half in (0, 1)))
     else:
         packed = var("packed", u64)
         halves = [Store.make(packed, half * size, Cast.make(out_type.with_lanes(32), Load.make(
             f32.with_lanes(32), acc, (pair * 2 + half) * ROW)), stride=4) for half in (0, 1)]
-        stores = Alloc.make(packed, ROW, MemKind.GRF, seq(*halves, FuncCall.make(
+        stores = Alloc.make(packed, ROW, MemKind.GRF, seq(*halves, _call(
             Send(SendOp.STORE, SendKind.SCATTERED, "global", u32, 32), [dst, at(0), packed, 0, everywhere])))
     # over pairs, not over even registers: a loop of step 1 keeps its index's range exact for the verifier
     return For.make(pair, 0, acc_rows // 2, stores)

@@ -172,9 +172,9 @@ def _lower(kernel, body) -> PtxLowering:
     return planned
 
 
-def _assemble(ptx: str, arch: str) -> tuple[PtxasResult, list[SassLine], str | None]:
+def _assemble(ptx: str) -> tuple[PtxasResult, list[SassLine], str | None]:
     """ptxas's result and, when it made a cubin, nvdisasm's SASS lines (or why there are none)."""
-    result = ptxas(ptx, arch)
+    result = ptxas(ptx)
     found, why = sass(result.cubin) if result.cubin is not None else ([], None)
     return result, found, why
 
@@ -188,7 +188,7 @@ def generate_ptx(kernel, body, target, check: bool = True) -> PtxListing:
     text, nodes, where = _module(kernel, cg, name)
     with ThreadPoolExecutor(1) as pool:
         # ptxas and nvdisasm run while this thread maps IR nodes and runs the register model.
-        tools = pool.submit(_assemble, "\n".join(text) + "\n", "sm_90a" if cg.sm90a else "sm_90") if check else None
+        tools = pool.submit(_assemble, "\n".join(text) + "\n") if check else None
         ir = _ir_nodes(body)
         model = ir_model_registers(kernel, body, target)
         mix = _mix(cg.em.lines)
