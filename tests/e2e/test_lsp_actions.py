@@ -156,9 +156,10 @@ async def _sm90(tmp_path: Path):
         # the one figure is ptxas's allocation, not nvdisasm's live peak nor the IR model's
         assert compiled["registers"]["source"] == "ptxas"
         assert compiled["registers"]["estimate"] == compiled["registers"]["allocated"] == listing["allocated"]
-        index = next(i for i, l in enumerate(asm["asm"]["lines"]) if "mma.sync" in l["text"])
+        index = next(i for i, l in enumerate(asm["asm"]["lines"]) if "wgmma.mma_async" in l["text"])
         hover = await client.request("kdd/asmHover", {"textDocument": {"uri": path.as_uri()}, "line": index})
-        assert hover["doc"]["mnemonic"] == "mma.sync" and any(s["doc"]["mnemonic"] == "HMMA" for s in hover["sass"])
+        assert hover["doc"]["mnemonic"] == "wgmma.mma_async"
+        assert any(s["doc"]["mnemonic"] == "HGMMA" for s in hover["sass"])
 
 
 def test_sm90_reports_ptxas_figure_and_documents_ptx_with_its_sass(tmp_path):
