@@ -71,7 +71,8 @@ def tma_tile(problem, config) -> tuple[int, int, int]:
 def tma_check_shape(problem, config):
     """The check shape of a ``schedule=tma*`` kernel (a :class:`~kdd.core.problem.reduced.Reduction`): one
     tile of C over two K blocks, so that the check runs about ``REDUCED_MACS`` multiply-adds with the
-    config's tile and stages; a convolution keeps 8 x 8 pixels per image and as many images as fill M.
+    config's tile and stages; a convolution keeps up to 8 x 8 pixels per image and as many images as fill
+    M's tile (a 7 x 7 image leaves a tail, as the full shape does).
     Sizes already smaller stay."""
     from dataclasses import replace
 
@@ -81,8 +82,10 @@ def tma_check_shape(problem, config):
     s = problem.shape
     if problem.op == "gemm":
         sizes = {"m": min(s.m, bm), "n": min(s.n, bn), "k": min(s.k, 2 * bk)}
-    elif s.oh * s.ow * s.od >= 64 and min(s.oh, s.ow) >= 8 and bm % 64 == 0 and s.od == 1:
-        sizes = {"mb": bm // 64, "oh": 8, "ow": 8, "ih": 8, "iw": 8, "oc": min(s.oc, bn), "ic": min(s.ic, 2 * bk)}
+    elif s.od == 1:     # 1x1, stride 1 (what the schedule builds): ih, iw follow oh, ow
+        h, w = min(s.oh, 8), min(s.ow, 8)
+        sizes = {"mb": -(-bm // (h * w)), "oh": h, "ow": w, "ih": h, "iw": w, "oc": min(s.oc, bn),
+                 "ic": min(s.ic, 2 * bk)}
         sizes = {d: min(v, getattr(s, d)) for d, v in sizes.items()}
     else:
         sizes = {}
@@ -121,9 +124,9 @@ class _TmaGemm:
         if bm % 64 or not 64 <= bm <= 256 or bn % 64 or not 64 <= bn <= 256:
             raise BuildError(f"tile m{bm}n{bn}: M a multiple of 64 up to 256 (a warpgroup per 64 rows), N a "
                              "multiple of 64 up to 256", knob="tile")
-        if M % bm or N % bn or K % bk:
-            raise BuildError(f"tile m{bm}n{bn}k{bk} must divide the problem m{M}n{N}k{K} (no tails yet)",
-                             knob="tile")
+        if N % bn or K % bk:
+            raise BuildError(f"tile n{bn}k{bk} must divide the problem's n{N}k{K} (no tails in N and K yet; M may "
+                             "have one)", knob="tile")
         self.esize = types.src.size
         self.a_stage, self.b_stage = bm * ROW, (bn // 64) * bk * ROW if self.b_major == "n" else bn * ROW
         self.smem = stages * (self.a_stage + self.b_stage) + 2 * stages * 8
@@ -181,7 +184,8 @@ class _TmaGemm:
         """The post-ops on the accumulators, then C stored (:func:`_epilogue`)."""
         ops = [_call(Eltwise(p.alg, self.acc_rows * 32, p.alpha, p.beta), [self.acc, 0])
                for p in self.problem.post_ops]
-        return seq(*ops, _epilogue(self.dst, self.types.dst, self.acc, self.acc_rows, self.N, m0, n0, wg, rank))
+        return seq(*ops, _epilogue(self.dst, self.types.dst, self.acc, self.acc_rows, (self.M, self.N), m0, n0, wg,
+                                   rank, tail=self.M % self.bm != 0))
 
     def zero_acc(self):
         row = var("acc_row")
@@ -223,7 +227,7 @@ class _TmaGemm:
                    Group.make("epilogue", self.epilogue(m0, n0, wg, rank)))
         body = Let.make(n0, var("group_id0") * self.bn, Let.make(m0, var("group_id1") * self.bm, Let.make(
             wg, tid // WARPGROUP, Let.make(rank, tid % WARPGROUP, self.allocate(body)))))
-        return Kernel(Group.make("kernel", body), self.args, (self.N // self.bn, self.M // self.bm, 1),
+        return Kernel(Group.make("kernel", body), self.args, (self.N // self.bn, -(-self.M // self.bm), 1),
                       (WARPGROUP * self.bm // 64, 1, 1), 32, self.target.name, self.target.registers.reg_bytes,
                       self.smem, self.problem, self.config)
 
@@ -234,7 +238,7 @@ class _TmaGemm:
         empty one, store C). ``min(tiles, SMs)`` groups walk the tiles ``group_id0, + groups, ...`` in
         bands of ``band`` M tiles, so that groups running together share A and B in L2."""
         tid, gid = var("thread_id0"), var("group_id0")
-        tiles_m, tiles_n = self.M // self.bm, self.N // self.bn
+        tiles_m, tiles_n = -(-self.M // self.bm), self.N // self.bn
         tiles = tiles_m * tiles_n
         groups = min(tiles, self.target.device.cores)
         band = next(b for b in (8, 4, 2, 1) if tiles_m % b == 0)
@@ -285,30 +289,38 @@ class _TmaGemm:
                       self.smem, self.problem, self.config)
 
 
-def _epilogue(dst, out_type, acc, acc_rows: int, N: int, m0, n0, wg, rank):
+def _epilogue(dst, out_type, acc, acc_rows: int, dims: tuple[int, int], m0, n0, wg, rank, tail: bool):
     """Each warp's 16 rows of C: register pair ``(i, i + 1)`` (``i = 2 p``) holds, in lane ``l``, row
     ``l / 4 + 8 * (p % 2)`` and columns ``8 * (p / 2) + 2 * (l % 4)`` and the next one. An f32 C is
     stored a register at a time; a 16-bit C converts the pair side by side into one word per lane
     (``packed``) and stores that. Each address is a scalar (the warp's corner, the pair's constant) plus
-    one lane pattern, so that the unrolled stores share one address register."""
+    one lane pattern. With a ``tail`` (M not a multiple of the tile's), rows past M are not stored."""
     pair = var("acc_pair")
     lane = Ramp.make(const(0), 1, 32)
     size = out_type.size
+    M, N = dims
     corner = ((m0 + wg * 64 + rank * 16) * N + n0) * size
     pattern = (lane // 4) * (N * size) + (lane % 4) * (2 * size)
+    first_row = m0 + wg * 64 + rank * 16
+
+    def rows_inside(half_rows):     # the tile's rows past M (a tail: TMA read zeros there) are not stored
+        return (Broadcast.make(first_row + half_rows, 32) + lane // 4).lt(Broadcast.make(const(M), 32))
     everywhere = Broadcast.make(const(True), 32)
+
+    def mask():
+        return rows_inside((pair % 2) * 8) if tail else everywhere
 
     def at(half):
         return Broadcast.make(corner + ((pair % 2) * 8 * N + (pair // 2) * 8) * size + half * size, 32) + pattern
     if size == 4:
         stores = seq(*(_call(Send(SendOp.STORE, SendKind.SCATTERED, "global", f32, 32),
-                                     [dst, at(half), acc, (pair * 2 + half) * ROW, everywhere]) for half in (0, 1)))
+                                     [dst, at(half), acc, (pair * 2 + half) * ROW, mask()]) for half in (0, 1)))
     else:
         packed = var("packed", u64)
         halves = [Store.make(packed, half * size, Cast.make(out_type.with_lanes(32), Load.make(
             f32.with_lanes(32), acc, (pair * 2 + half) * ROW)), stride=4) for half in (0, 1)]
         stores = Alloc.make(packed, ROW, MemKind.GRF, seq(*halves, _call(
-            Send(SendOp.STORE, SendKind.SCATTERED, "global", u32, 32), [dst, at(0), packed, 0, everywhere])))
+            Send(SendOp.STORE, SendKind.SCATTERED, "global", u32, 32), [dst, at(0), packed, 0, mask()])))
     # over pairs, not over even registers: a loop of step 1 keeps its index's range exact for the verifier
     return For.make(pair, 0, acc_rows // 2, stores)
 

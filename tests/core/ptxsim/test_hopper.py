@@ -163,11 +163,13 @@ def test_the_interpreter_declines_warp_specialized_kernels():
 NHWC = {"src": "axb", "wei": "axcb", "dst": "axb"}
 
 
-@pytest.mark.parametrize("schedule", ["tma", "tma_ws_cooperative"])
-def test_a_1x1_convolution_is_an_implicit_gemm(schedule):
-    """NHWC pixels are A's rows and OHWI weights a K-major B; relu runs on the accumulators."""
-    problem = problem_from_text("mb2ic128ih8oc64oh8kh1ph0", op="conv", types="f16:f16:f16", tags=NHWC,
-                                post_ops="relu")
+@pytest.mark.parametrize("schedule, shape", [("tma", "mb2ic128ih8oc64oh8kh1ph0"),
+                                             ("tma_ws_cooperative", "mb2ic128ih8oc64oh8kh1ph0"),
+                                             ("tma", "mb3ic128ih7oc64oh7kh1ph0")])    # M 147: a tail of 19 rows
+def test_a_1x1_convolution_is_an_implicit_gemm(schedule, shape):
+    """NHWC pixels are A's rows and OHWI weights a K-major B; relu runs on the accumulators; the rows of
+    a tail tile past M are read as zeros and not stored."""
+    problem = problem_from_text(shape, op="conv", types="f16:f16:f16", tags=NHWC, post_ops="relu")
     kernel = build_kernel(problem, parse_line(f"schedule={schedule} tile=m128n64k64 stages=2"), SM90)
     if schedule == "tma":
         assert check_kernel(kernel).ok
