@@ -251,13 +251,10 @@ class Engine:
 
         if exact:
             return full
-        from kdd.core.builder.hopper import TMA_SCHEDULES, tma_tile
+        from kdd.core.builder.hopper import TMA_SCHEDULES, tma_check_shape
 
         if full.config.schedule in TMA_SCHEDULES:      # its tile, its K loop: no tiling knob shapes it
-
-            bm, bn, bk = tma_tile(full.problem, full.config)
-            blocks = {"m": Block(bm, bm), "n": Block(bn, bn), "k": Block(full.problem.shape.k, bk)}
-            reduction = reduce_problem(full.problem, blocks)
+            reduction = tma_check_shape(full.problem, full.config)
             return Resolved(replace(full.problem, shape=reduction.shape), full.config, full.target,
                             reduction) if reduction.reduced else full
         tiling = derive_tiling(full.problem, full.config)

@@ -66,8 +66,9 @@ def test_a_knob_the_target_override_lacks_is_named_with_the_targets_values(tmp_p
 
 
 def test_an_sm90_spill_is_a_warning_naming_the_knobs_that_remove_it(tmp_path, capsys):
-    path = tmp_path / "spill.kernel.toml"
-    path.write_text((EXAMPLES / "sm90_gemm.kernel.toml").read_text() + "\n[config]\nregs = 64\n")
+    path = tmp_path / "spill.kernel.toml"       # the classic schedule (mma.sync), whose tiles a spill names
+    path.write_text('[problem]\nop = "gemm"\nshape = "m4096n4096k4096"\ntypes = "f16:f16:f32"\n\n'
+                    '[target]\nhw = "sm_90"\n\n[check]\nshape = "m64n64k64"\n\n[config]\nregs = 64\n')
     code, out, err = run(capsys, "compile", path, "--emit", "asm")
     assert code == 0 and "FAILED" not in out and "ok with warnings" in out
     warning = [line for line in err.splitlines() if "[spill]" in line]
@@ -84,7 +85,7 @@ def test_sm90_is_checked_on_its_ptx_in_the_ptx_simulator(capsys):
     assert result["ptx"]["instructions"] > 0
     validator("check.schema.json").validate(result)
     code, out, _ = run(capsys, "check", EXAMPLES / "sm90_gemm.kernel.toml")
-    assert code == 0 and out.startswith("ok 64x64:64x64 (the PTX in kdd's PTX simulator)")
+    assert code == 0 and out.startswith("ok 128x256:256x256 (the PTX in kdd's PTX simulator)")
 
 
 def test_a_simulator_gap_is_not_checkable_never_wrong(capsys, monkeypatch):

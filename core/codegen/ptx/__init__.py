@@ -176,10 +176,10 @@ def _lower(kernel, body) -> PtxLowering:
     return planned
 
 
-def _assemble(ptx: str, arch: str, disassemble: bool) -> tuple[PtxasResult, list[SassLine], str | None]:
-    """ptxas's result for ``arch`` and, when it made a cubin and ``disassemble``, nvdisasm's SASS lines (or
-    why there are none)."""
-    result = ptxas(ptx, arch)
+def _assemble(ptx: str, disassemble: bool) -> tuple[PtxasResult, list[SassLine], str | None]:
+    """ptxas's result (for the module's ``.target``) and, when it made a cubin and ``disassemble``, nvdisasm's
+    SASS lines (or why there are none)."""
+    result = ptxas(ptx)
     found, why = sass(result.cubin) if result.cubin is not None and disassemble else ([], None)
     return result, found, why
 
@@ -193,8 +193,7 @@ def generate_ptx(kernel, body, target, check: bool = True, disassemble: bool = T
     text, nodes, where = _module(kernel, cg, name)
     with ThreadPoolExecutor(1) as pool:
         # ptxas and nvdisasm run while this thread maps IR nodes and runs the register model.
-        tools = pool.submit(_assemble, "\n".join(text) + "\n", "sm_90a" if cg.sm90a else "sm_90", disassemble) \
-            if check else None
+        tools = pool.submit(_assemble, "\n".join(text) + "\n", disassemble) if check else None
         ir = _ir_nodes(body) if disassemble else {}
         model = ir_model_registers(kernel, body, target) if disassemble else None
         mix = _mix(cg.em.lines)
