@@ -196,15 +196,15 @@ def _device_patched(monkeypatch, ok: bool) -> list:
 @pytest.mark.parametrize("ok", [True, False])
 def test_bench_times_only_a_kernel_checked_at_the_shape_it_times(monkeypatch, capsys, ok):
     calls = _device_patched(monkeypatch, ok)
-    code, out, err = run(capsys, "bench", EXAMPLES / "sm90_gemm.kernel.toml", "--shape", "m64n64k64", "--runs", "7")
-    assert calls[0] == ("check", "64x64:64x64", 3, True)       # the timed shape itself, 3 launches, rounding
+    code, out, err = run(capsys, "bench", EXAMPLES / "sm90_gemm.kernel.toml", "--shape", "m128n256k128", "--runs", "7")
+    assert calls[0] == ("check", "128x128:128x256", 3, True)       # the timed shape itself, 3 launches, rounding
     if ok:
         assert code == 0 and calls[1:] == [("time",)]
         assert "checked at this shape over 3 launches" in out
     else:
         assert code == 1 and calls[1:] == []
-        assert out.startswith("WRONG 64x64:64x64 on Fake H100") and "not timed" in out
-    code, out, _ = run(capsys, "bench", EXAMPLES / "sm90_gemm.kernel.toml", "--shape", "m64n64k64", "--json")
+        assert out.startswith("WRONG 128x128:128x256 on Fake H100") and "not timed" in out
+    code, out, _ = run(capsys, "bench", EXAMPLES / "sm90_gemm.kernel.toml", "--shape", "m128n256k128", "--json")
     reply = json.loads(out)
     assert code == (0 if ok else 1) and reply["ok"] is ok
     assert (reply["check"]["launches"] == 3) if ok else (reply["verdict"] == "wrong" and reply["timed"] is False)
