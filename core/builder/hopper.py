@@ -1,33 +1,40 @@
-"""The ``schedule = "tma"`` GEMM of sm_90 (CUTLASS 3's ``KernelTma``): TMA, transaction barriers, wgmma.
+"""sm_90's CUTLASS-style schedules: GEMMs (and 1x1 convolutions as implicit GEMMs) from TMA copies,
+transaction barriers and warpgroup MMAs.
 
-The kernel, top to bottom (one IR thread is a warp; warps ``4q .. 4q+3`` are consumer warpgroup ``q``
-and compute rows ``64q .. 64q+63`` of the group's ``tile`` of C)::
+One IR thread is a warp; warps ``4q .. 4q+3`` form warpgroup ``q``. A consumer warpgroup computes 64
+rows of the group's ``tile`` of C, each of its warps 16 (``wgmma.m64nNk16``). Shared memory holds
+``stages`` stages of A (BM rows of BK = 128 bytes, K-major, 128-byte swizzle) and B (a GEMM's ``K x N``
+rows: BN / 64 blocks of BK rows of 64 columns, N-major; a convolution's OHWI weights: BN rows of BK,
+K-major), and per stage a *full* barrier (its copies landed) and, warp-specialized, an *empty* one (its
+MMAs are done).
 
-    kernel {
-      alloc.slm a_s[stages x BM x 128 B], b_s[stages x BN/64 x BK x 128 B], full[stages x 8 B]
-      alloc.grf acc[16 x BN f32]                                    (mma accumulator fragments)
-      acc = 0;  warp 0: mbarrier.init(full[s], 1) for every stage;  barrier
-      warp 0: load(s, s) for the first stages                        (prologue)
-      for kt: wait full[kt % stages] (parity kt / stages % 2)
-              wgmma x BK/16 on stage kt % stages;  wgmma.wait[1]      (the previous block's MMAs done)
-              barrier;  warp 0: load((kt - 1) % stages, kt - 1 + stages)   (the stage they read refilled)
-      wgmma.wait[0];  epilogue: each warp stores its 16 rows
-    }
-    load(s, j): mbarrier.arrive.expect_tx(full[s], bytes of A and B); tensor_load A box (BK x BM) at
-                (j * BK, m0); tensor_load B boxes (64 x BK) at (n0 + 64 b, j * BK)
+``schedule = "tma"`` (CUTLASS's ``KernelTma``), one tile per group::
 
-A's stage is BM rows of BK = 128 bytes (K-major, 128-byte swizzle); B's is BN / 64 blocks of BK rows
-of 64 columns (N-major, the problem's ``K x N`` rows). The loop stays a loop: the PTX has one copy of
-its body, whatever K is.
+    acc = 0;  warp 0: mbarrier.init(full[s], 1);  barrier;  warp 0: load(s, s) for the first stages
+    for kt: wait full[kt % stages] (parity kt / stages % 2); wgmma x BK/16; wgmma.wait[1]   (kt-1's done)
+            barrier;  warp 0: load((kt - 1) % stages, kt - 1 + stages)    (the stage they read refilled)
+    wgmma.wait[0];  [relu];  each warp stores its 16 rows
+
+``schedule = "tma_ws_cooperative"`` (``KernelTmaWarpSpecializedCooperative``), persistent::
+
+    warp 0: init full[s] (1) and empty[s] (consumer warps);  barrier
+    warpgroup 0 (setmaxnreg.dec): warp 0, for each of the group's tiles, for kt (g = its K block over the
+        group's tiles, s = g % stages): wait empty[s] (parity g / stages + 1); load(s, kt)
+    the others (setmaxnreg.inc): for each tile: acc = 0; for kt: wait full[s]; wgmma; wgmma.wait[1];
+        release the previous block's stage (arrive on its empty barrier); then wgmma.wait[0], release the
+        last stage, [relu], store
+
+``load(s, j)``: ``mbarrier.arrive.expect_tx(full[s], bytes)`` and the ``tensor_load`` boxes of K block
+``j``. The loops stay loops: the PTX has one copy of the K loop's body, whatever K is.
 """
 from __future__ import annotations
 
 from kdd.core.ir.expr import Broadcast, Cast, Load, Ramp, const, land, var
 from kdd.core.ir.funcs import (Barrier, Eltwise, MbarrierExpectTx, MbarrierInit, MbarrierWait, Send, SendKind, SendOp,
                                SetMaxNreg, TensorLoad, Wgmma, WgmmaWait)
-from kdd.core.problem.post_ops import Eltwise as EltwisePostOp
 from kdd.core.ir.stmt import Alloc, For, FuncCall, Group, If, Let, MemKind, Store, seq
-from kdd.core.ir.types import Scalar, f32, s32, u32, u64
+from kdd.core.ir.types import Scalar, f32, u32, u64
+from kdd.core.problem.post_ops import Eltwise as EltwisePostOp
 
 from .errors import BuildError
 from .kernel import Kernel, KernelArg
@@ -118,7 +125,7 @@ class _TmaGemm:
             raise BuildError("clusters larger than one group are not generated yet", knob="cluster")
         self.problem, self.config, self.target, self.types = problem, config, target, types
         (self.M, self.N, self.K), strides, self.b_major = _gemm_view(problem, config.schedule)
-        M, N, K = self.M, self.N, self.K
+        N, K = self.N, self.K
         self.bm, self.bn, self.bk = bm, bn, bk = tma_tile(problem, config)
         self.stages = stages = config.stages
         if bm % 64 or not 64 <= bm <= 256 or bn % 64 or not 64 <= bn <= 256:

@@ -42,6 +42,8 @@ def validate_config(problem, config: KernelConfig, target: Target, reduced: bool
     then expected, not an error.
     """
     config.require_complete("validate_config")
+    if config.schedule != "classic":
+        return _check_schedule(config, target)
     issues: list[ConfigIssue] = []
     shape = _check_fma(problem, config, target, issues)
     if not target.registers.allows(config.regs):
@@ -67,6 +69,15 @@ def validate_config(problem, config: KernelConfig, target: Target, reduced: bool
     if target.registers.allows(config.regs):
         issues += estimate_budget(problem, config, target).issues()
     return issues
+
+
+def _check_schedule(config: KernelConfig, target: Target) -> list[ConfigIssue]:
+    """A CUTLASS-style schedule (``schedule=tma*``) is built from ``tile``, ``stages`` and ``cluster`` alone
+    (the builder refuses, naming the knob, what it cannot generate); the tiling knobs are not read."""
+    if target.isa != "ptx":
+        return [ConfigIssue("schedule", f"schedule={config.schedule} is an sm_90 schedule; {target.name} runs "
+                                        "schedule=classic")]
+    return []
 
 
 def _check_onednn_only(problem, config: KernelConfig, tiling: Tiling, issues: list[ConfigIssue]) -> None:

@@ -21,7 +21,6 @@ from kdd.core.ir.types import s32, u32
 from kdd.core.ir.visitor import walk
 
 from ..errors import CodegenUnsupported
-from .values import Value
 
 SWIZZLE_ALIGN = 1024
 # Descriptor fields above the address: swizzle mode 1 (128 bytes) at bits 62-63; the stride byte offset
