@@ -13,8 +13,10 @@ against, and more than loading every code object from a file (about 4 ms).
 :func:`compiled` is that file: a table from source text to code object,
 stored beside this module's own bytecode (so ``PYTHONPYCACHEPREFIX`` places
 it and ``PYTHONDONTWRITEBYTECODE`` stops its writing, as for ``.pyc``
-files), read on first use, and written back when a process that compiled
-something new exits. A code object is a function of its source text, the
+files), read on first use (each code object is unmarshalled when asked for:
+a repeated compile answered from the disk cache makes a handful of the
+thousand), and written back when a process that compiled something new
+exits. A code object is a function of its source text, the
 compiler flags (none are inherited here, as none are where
 :mod:`dataclasses` calls ``exec``) and the bytecode version (the table
 carries the interpreter's magic number and is ignored under another), so a
@@ -32,7 +34,7 @@ from pathlib import Path
 from types import CodeType
 
 _LIMIT = 8192  # entries kept across processes; past it, only what the writing process used
-_table: dict[str, CodeType] | None = None
+_table: dict[str, bytes] | None = None  # source text -> its marshalled code object
 _used: set[str] = set()
 _new: dict[str, CodeType] = {}
 
@@ -44,13 +46,13 @@ def _path() -> Path | None:
         return None
 
 
-def _load() -> dict[str, CodeType]:
+def _load() -> dict[str, bytes]:
     path = _path()
     try:
         raw = path.read_bytes() if path is not None else b""
         if raw[: len(MAGIC_NUMBER)] == MAGIC_NUMBER:
             table = marshal.loads(raw[len(MAGIC_NUMBER):])
-            if isinstance(table, dict):
+            if isinstance(table, dict) and all(type(v) is bytes for v in table.values()):
                 return table
     except (OSError, EOFError, ValueError, TypeError):
         pass  # missing, unreadable or damaged: compiled again and rewritten
@@ -63,10 +65,19 @@ def compiled(source: str) -> CodeType:
     if _table is None:
         _table = _load()
         atexit.register(_save)
-    code = _table.get(source)
-    if code is None:
-        code = _table[source] = _new[source] = compile(source, "<string>", "exec", dont_inherit=True)
     _used.add(source)
+    stored = _table.get(source)
+    if stored is not None:
+        try:
+            code = marshal.loads(stored)
+        except (EOFError, ValueError, TypeError):
+            code = None
+        if isinstance(code, CodeType):
+            return code
+        _table.pop(source, None)  # a damaged entry: compiled again below, and rewritten
+    code = _new.get(source)
+    if code is None:
+        code = _new[source] = compile(source, "<string>", "exec", dont_inherit=True)
     return code
 
 
@@ -92,7 +103,8 @@ def _save() -> None:
     path = _path()
     if not _new or sys.dont_write_bytecode or path is None or _table is None:
         return
-    keep = _table if len(_table) <= _LIMIT else {s: _table[s] for s in _used}
+    table = {**_table, **{source: marshal.dumps(code) for source, code in _new.items()}}
+    keep = table if len(table) <= _LIMIT else {source: table[source] for source in _used}
     tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
     try:
         path.parent.mkdir(parents=True, exist_ok=True)

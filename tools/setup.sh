@@ -44,6 +44,13 @@ fi
 # kdd's bytecode, written once here: with PYTHONDONTWRITEBYTECODE set (as on our machines) Python would
 # otherwise recompile every module on every command's start (120-160 ms of CPU; docs/passes.md).
 .venv/bin/python -m compileall -q core server >/dev/null
+# So are the functions kdd generates while importing (dataclass and IR node methods, ~60 ms of CPU per
+# start; core/generated_code.py): every module imported once with bytecode writing on writes their table.
+PYTHONDONTWRITEBYTECODE= .venv/bin/python -c "
+import importlib, pkgutil, kdd.core, kdd.server
+for package in (kdd.core, kdd.server):
+    for module in pkgutil.walk_packages(package.__path__, package.__name__ + '.'):
+        importlib.import_module(module.name)"
 
 # The editor clients' test tools (node packages, chromium + Playwright, Neovim 0.10): tools/setup_editors.sh.
 tools/setup_editors.sh

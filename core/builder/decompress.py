@@ -48,11 +48,13 @@ SCALE_UP = 512.0      # and 2^9 brings it back
 class Decompressor:
     """The statements and buffers of one thread's B decompression (see the module docstring).
 
-    ``b``: the FMA's B tile (``fpmath`` type, its layout); ``access``: B's tile in the weights (GEMM
-    ``k x n`` view); ``k_tile``: the thread's K extent, which must lie in one group."""
+    ``b``: the FMA's B tile (``fpmath`` type, its layout, a whole buffer: offset 0); ``access``: B's tile in
+    the weights (GEMM ``k x n`` view); ``k_tile``: the thread's K extent, which must lie in one group."""
 
     def __init__(self, d: Decompression, choice: Decompress, b: RegTensor, access: TileAccess,
                  k_tile: int, weights: Type, rules: MessageRules, names: Names):
+        if not (isinstance(b.offset, int) and b.offset == 0):
+            raise ValueError("a decompressed B tile is a whole register buffer")
         self.d, self.b, self.rules, self.names = d, b, rules, names
         self.choice = Decompress(choice.mode, choice.lanes or rules.simd)
         if choice.mode.startswith("denorm") and (weights.is_signed or d.math != f16):
@@ -121,9 +123,10 @@ class Decompressor:
         """The pair buffers from the rows: each value of the row written to every K of the pack."""
         mode, t = self.choice.mode, self.d.math
         n = self.scale_row.layout.dims[2]
-        s = lambda lanes, at: Load.make(Type(self.d.scale.scalar, lanes), self.scale_row.buf, at * self.d.scale.size).cast(t)  # noqa: E731
-        z = (lambda lanes, at: Load.make(Type(self.d.zero_point.scalar, lanes), self.zp_row.buf,
-                                         at * self.d.zero_point.size).cast(t)) if self.zp_row is not None else None
+        def row(reg: RegTensor):  # ``count`` values of a row from column ``at``, in the math type
+            return lambda count, at: Load.make(Type(reg.dtype.scalar, count), reg.buf, at * reg.dtype.size).cast(t)
+        s = row(self.scale_row)
+        z = row(self.zp_row) if self.zp_row is not None else None
         values = {"scale": s}
         # the mad modes add their pair buffer: it holds the negated zs (or zero point), so the mad's
         # addend needs no negation (a ternary's src0 takes no source modifier in kdd's Xe lowering)
@@ -154,7 +157,7 @@ class Decompressor:
         out = []
         for bi in range(bt):
             for k in range(kp):
-                for n0, run, r0, rs, b0, bs in _runs(raw, b, bi, k, np_, lanes):
+                for run, r0, rs, b0, bs in _runs(raw, b, bi, k, np_, lanes):
                     value = Load.make(Type(raw.dtype.scalar, run), self.raw.buf, r0 * raw.dtype.size,
                                       stride=rs * raw.dtype.size).cast(Type(to.scalar, run))
                     out.append(Store.make(self.b.buf, b0 * to.size, value, stride=bs * to.size,
@@ -182,7 +185,7 @@ class Decompressor:
                 raise BuildError(f"decompression lanes {lanes} cross the pattern of B's layout; take fewer",
                                  knob="decompress")
             vec = Type(t.scalar, lanes)
-            off = self.b.offset + start * t.size if isinstance(self.b.offset, int) else start * t.size
+            off = start * t.size
             f = Load.make(vec, self.b.buf, off)
             sc = Load.make(vec, pairs["scale"].buf, p0 * t.size)
             zp = Load.make(vec, pairs["zp"].buf, p0 * t.size) if "zp" in pairs else None
@@ -201,7 +204,7 @@ class Decompressor:
 
 
 def _runs(raw: Layout, b: Layout, bi: int, k: int, n: int, lanes: int):
-    """``(first column, count, raw offset, raw step, b offset, b step)`` of the runs of row ``k`` (batch
+    """``(count, raw offset, raw step, b offset, b step)`` of the runs of row ``k`` (batch
     ``bi``) whose offsets in ``raw`` and ``b`` both step evenly, at most ``lanes`` columns each."""
     import numpy as np
 
@@ -215,7 +218,7 @@ def _runs(raw: Layout, b: Layout, bi: int, k: int, n: int, lanes: int):
         while c + run < n and run < lanes and ro[c + run] - ro[c + run - 1] == rs and \
                 bo[c + run] - bo[c + run - 1] == bs:
             run += 1
-        yield c, run, int(ro[c]), rs if run > 1 else 1, int(bo[c]), bs if run > 1 else 1
+        yield run, int(ro[c]), rs if run > 1 else 1, int(bo[c]), bs if run > 1 else 1
         c += run
 
 

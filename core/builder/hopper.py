@@ -1,36 +1,45 @@
-"""The ``schedule = "tma"`` GEMM of sm_90 (CUTLASS 3's ``KernelTma``): TMA, transaction barriers, wgmma.
+"""sm_90's CUTLASS-style schedules: GEMMs (and 1x1 convolutions as implicit GEMMs) from TMA copies,
+transaction barriers and warpgroup MMAs.
 
-The kernel, top to bottom (one IR thread is a warp; warps ``4q .. 4q+3`` are consumer warpgroup ``q``
-and compute rows ``64q .. 64q+63`` of the group's ``tile`` of C)::
+One IR thread is a warp; warps ``4q .. 4q+3`` form warpgroup ``q``. A consumer warpgroup computes 64
+rows of the group's ``tile`` of C, each of its warps 16 (``wgmma.m64nNk16``). Shared memory holds
+``stages`` stages of A (BM rows of BK = 128 bytes, K-major, 128-byte swizzle) and B (a GEMM's ``K x N``
+rows: BN / 64 blocks of BK rows of 64 columns, N-major; a convolution's OHWI weights: BN rows of BK,
+K-major), and per stage a *full* barrier (its copies landed) and, warp-specialized, an *empty* one (its
+MMAs are done).
 
-    kernel {
-      alloc.slm a_s[stages x BM x 128 B], b_s[stages x BN/64 x BK x 128 B], full[stages x 8 B]
-      alloc.grf acc[16 x BN f32]                                    (mma accumulator fragments)
-      acc = 0;  warp 0: mbarrier.init(full[s], 1) for every stage;  barrier
-      warp 0: load(s, s) for the first stages                        (prologue)
-      for kt: wait full[kt % stages] (parity kt / stages % 2)
-              wgmma x BK/16 on stage kt % stages;  wgmma.wait[1]      (the previous block's MMAs done)
-              barrier;  warp 0: load((kt - 1) % stages, kt - 1 + stages)   (the stage they read refilled)
-      wgmma.wait[0];  epilogue: each warp stores its 16 rows
-    }
-    load(s, j): mbarrier.arrive.expect_tx(full[s], bytes of A and B); tensor_load A box (BK x BM) at
-                (j * BK, m0); tensor_load B boxes (64 x BK) at (n0 + 64 b, j * BK)
+``schedule = "tma"`` (CUTLASS's ``KernelTma``), one tile per group::
 
-A's stage is BM rows of BK = 128 bytes (K-major, 128-byte swizzle); B's is BN / 64 blocks of BK rows
-of 64 columns (N-major, the problem's ``K x N`` rows). The loop stays a loop: the PTX has one copy of
-its body, whatever K is.
+    acc = 0;  warp 0: mbarrier.init(full[s], 1);  barrier;  warp 0: load(s, s) for the first stages
+    for kt: wait full[kt % stages] (parity kt / stages % 2); wgmma x BK/16; wgmma.wait[1]   (kt-1's done)
+            barrier;  warp 0: load((kt - 1) % stages, kt - 1 + stages)    (the stage they read refilled)
+    wgmma.wait[0];  [relu];  each warp stores its 16 rows
+
+``schedule = "tma_ws_cooperative"`` (``KernelTmaWarpSpecializedCooperative``), persistent::
+
+    warp 0: init full[s] (1) and empty[s] (consumer warps);  barrier
+    warpgroup 0 (setmaxnreg.dec): warp 0, for each of the group's tiles, for kt (g = its K block over the
+        group's tiles, s = g % stages): wait empty[s] (parity g / stages + 1); load(s, kt)
+    the others (setmaxnreg.inc): for each tile: acc = 0; for kt: wait full[s]; wgmma; wgmma.wait[1];
+        release the previous block's stage (arrive on its empty barrier); then wgmma.wait[0], release the
+        last stage, [relu], store
+
+``load(s, j)``: ``mbarrier.arrive.expect_tx(full[s], bytes)`` and the ``tensor_load`` boxes of K block
+``j``. The loops stay loops: the PTX has one copy of the K loop's body, whatever K is.
 """
 from __future__ import annotations
 
 from kdd.core.ir.expr import Broadcast, Cast, Load, Ramp, const, land, var
-from kdd.core.ir.funcs import (Barrier, MbarrierExpectTx, MbarrierInit, MbarrierWait, Send, SendKind, SendOp,
+from kdd.core.ir.funcs import (Barrier, Eltwise, MbarrierExpectTx, MbarrierInit, MbarrierWait, Send, SendKind, SendOp,
                                SetMaxNreg, TensorLoad, Wgmma, WgmmaWait)
 from kdd.core.ir.stmt import Alloc, For, FuncCall, Group, If, Let, MemKind, Store, seq
-from kdd.core.ir.types import Scalar, f32, s32, u32, u64
+from kdd.core.ir.types import Scalar, f32, u32, u64
+from kdd.core.problem.post_ops import Eltwise as EltwisePostOp
 
 from .errors import BuildError
 from .kernel import Kernel, KernelArg
 from .layouts import tensor_layout
+from .origin import Origin
 
 ROW = 128           # bytes of one swizzled SLM row, one register row of a warp
 WARPGROUP = 4       # warps of a warpgroup
@@ -43,6 +52,18 @@ PRODUCER_REGS, CONSUMER_REGS, SM_REGISTERS = 40, 232, 65536
 TMA_SCHEDULES = ("tma", "tma_ws_cooperative")
 
 
+# The builder step and knob behind each call (the editor's IR-node links, kdd compile's line map)
+_ORIGINS = {TensorLoad: Origin("hopper.copies", "stages"), MbarrierExpectTx: Origin("hopper.copies", "stages"),
+            MbarrierInit: Origin("hopper.barriers", "stages"), MbarrierWait: Origin("hopper.pipeline", "stages"),
+            Barrier: Origin("hopper.barriers", "stages"), Wgmma: Origin("hopper.wgmma", "tile"),
+            WgmmaWait: Origin("hopper.pipeline", "stages"), SetMaxNreg: Origin("hopper.roles", "schedule"),
+            Send: Origin("hopper.epilogue", "tile"), Eltwise: Origin("epilogue.post_ops", "post_ops")}
+
+
+def _call(func, args):
+    return FuncCall.make(func, args, origin=_ORIGINS.get(type(func)))
+
+
 def tma_tile(problem, config) -> tuple[int, int, int]:
     """``(BM, BN, BK)`` of the ``tile`` knob (``m128n256`` when empty; BK is 128 bytes of the input type,
     which the 128-byte swizzle fixes)."""
@@ -52,6 +73,31 @@ def tma_tile(problem, config) -> tuple[int, int, int]:
     if "k" in t and t.get("k") != bk:
         raise BuildError(f"tile k must be {bk} for {problem.types.src} (128-byte swizzled rows)", knob="tile")
     return bm, bn, bk
+
+
+def tma_check_shape(problem, config):
+    """The check shape of a ``schedule=tma*`` kernel (a :class:`~kdd.core.problem.reduced.Reduction`): one
+    tile of C over two K blocks, so that the check runs about ``REDUCED_MACS`` multiply-adds with the
+    config's tile and stages; a convolution keeps up to 8 x 8 pixels per image and as many images as fill
+    M's tile (a 7 x 7 image leaves a tail, as the full shape does).
+    Sizes already smaller stay."""
+    from dataclasses import replace
+
+    from kdd.core.problem.reduced import Reduction
+
+    bm, bn, bk = tma_tile(problem, config)
+    s = problem.shape
+    if problem.op == "gemm":
+        sizes = {"m": min(s.m, bm), "n": min(s.n, bn), "k": min(s.k, 2 * bk)}
+    elif s.od == 1:     # 1x1, stride 1 (what the schedule builds): ih, iw follow oh, ow
+        h, w = min(s.oh, 8), min(s.ow, 8)
+        sizes = {"mb": -(-bm // (h * w)), "oh": h, "ow": w, "ih": h, "iw": w, "oc": min(s.oc, bn),
+                 "ic": min(s.ic, 2 * bk)}
+        sizes = {d: min(v, getattr(s, d)) for d, v in sizes.items()}
+    else:
+        sizes = {}
+    changes = tuple(f"{d} {getattr(s, d)} -> {v}" for d, v in sizes.items() if getattr(s, d) != v)
+    return Reduction(replace(s, **sizes), changes)
 
 
 def build_tma_gemm(problem, config, target) -> Kernel:
@@ -66,9 +112,6 @@ class _TmaGemm:
     stage's copies, one K block's MMAs, the accumulators and the epilogue."""
 
     def __init__(self, problem, config, target):
-        if problem.op != "gemm":
-            raise BuildError(f"schedule={config.schedule} generates GEMMs only yet (convolutions: schedule=classic)",
-                             knob="schedule")
         if target.isa != "ptx":
             raise BuildError(f"schedule={config.schedule} is an sm_90 schedule, not one of {target.name}",
                              knob="schedule")
@@ -76,25 +119,23 @@ class _TmaGemm:
         if types.src.scalar not in INPUTS or types.wei != types.src or types.dst.scalar not in (Scalar.F32, *INPUTS):
             raise BuildError(f"schedule={config.schedule} takes f16 or bf16 inputs and an f32, f16 or bf16 "
                              f"destination, got {types}", knob="schedule")
-        if problem.post_ops:
-            raise BuildError(f"schedule={config.schedule} has no post-ops yet", knob="schedule")
+        if any(not isinstance(p, EltwisePostOp) or p.alg != "relu" for p in problem.post_ops):
+            raise BuildError(f"schedule={config.schedule} has relu as its only post-op yet", knob="post_ops")
         if config.cluster.product() != 1:
             raise BuildError("clusters larger than one group are not generated yet", knob="cluster")
-        shape = problem.shape
-        if shape.batch and any(b != 1 for b in shape.batch):
-            raise BuildError(f"schedule={config.schedule} has no batch dims yet", knob="schedule")
         self.problem, self.config, self.target, self.types = problem, config, target, types
-        self.M, self.N, self.K = M, N, K = shape.m, shape.n, shape.k
+        (self.M, self.N, self.K), strides, self.b_major = _gemm_view(problem, config.schedule)
+        N, K = self.N, self.K
         self.bm, self.bn, self.bk = bm, bn, bk = tma_tile(problem, config)
         self.stages = stages = config.stages
         if bm % 64 or not 64 <= bm <= 256 or bn % 64 or not 64 <= bn <= 256:
             raise BuildError(f"tile m{bm}n{bn}: M a multiple of 64 up to 256 (a warpgroup per 64 rows), N a "
                              "multiple of 64 up to 256", knob="tile")
-        if M % bm or N % bn or K % bk:
-            raise BuildError(f"tile m{bm}n{bn}k{bk} must divide the problem m{M}n{N}k{K} (no tails yet)",
-                             knob="tile")
+        if N % bn or K % bk:
+            raise BuildError(f"tile n{bn}k{bk} must divide the problem's n{N}k{K} (no tails in N and K yet; M may "
+                             "have one)", knob="tile")
         self.esize = types.src.size
-        self.a_stage, self.b_stage = bm * ROW, (bn // 64) * bk * ROW
+        self.a_stage, self.b_stage = bm * ROW, (bn // 64) * bk * ROW if self.b_major == "n" else bn * ROW
         self.smem = stages * (self.a_stage + self.b_stage) + 2 * stages * 8
         if self.smem > target.slm.per_group:
             raise BuildError(f"{stages} stages of m{bm}n{bn}k{bk} need {self.smem} bytes of shared memory, "
@@ -103,9 +144,10 @@ class _TmaGemm:
                                     tensor_layout(problem, name, getattr(types, name)), problem.tensor_dims(name),
                                     "output" if name == "dst" else "input") for name in ("src", "wei", "dst"))
         for arg in self.args:
-            if arg.layout.size_bytes() != arg.dtype.size * _count(arg.dims) or not _row_major(arg):
-                raise BuildError(f"schedule={config.schedule} reads dense row-major tensors; {arg.name} is "
-                                 f"{arg.layout.blocks_str([n for n, _ in arg.dims])}", knob=f"{arg.name}_layout")
+            if arg.layout.size_bytes() != arg.dtype.size * _count(arg.dims) or _strides(arg) != strides[arg.name]:
+                raise BuildError(f"schedule={config.schedule} reads dense {_LAYOUTS[problem.op][arg.name]} tensors; "
+                                 f"{arg.name} is {arg.layout.blocks_str([n for n, _ in arg.dims])}",
+                                 knob=f"{arg.name}_layout")
         self.src, self.wei, self.dst = (a.var for a in self.args)
         self.a_s, self.b_s, self.bars, self.acc = (var(n, u64) for n in ("a_s", "b_s", "bars", "acc"))
         self.k_iters = K // bk
@@ -123,21 +165,34 @@ class _TmaGemm:
         """Stage ``stage`` filled with K block ``j`` of A and B, counted on its full barrier."""
         t, bk, bar, esize = self.types, self.bk, self.full(stage), self.esize
         M, N, K = self.M, self.N, self.K
-        calls = [FuncCall.make(MbarrierExpectTx(self.a_stage + self.b_stage), [self.bars, bar]),
-                 FuncCall.make(TensorLoad(t.src, bk, self.bm), [self.src, K, M, K * esize, j * bk, m0, self.a_s,
+        calls = [_call(MbarrierExpectTx(self.a_stage + self.b_stage), [self.bars, bar]),
+                 _call(TensorLoad(t.src, bk, self.bm), [self.src, K, M, K * esize, j * bk, m0, self.a_s,
                                                                 stage * self.a_stage, self.bars, bar])]
-        calls += [FuncCall.make(TensorLoad(t.wei, 64, bk), [self.wei, N, K, N * esize, n0 + b * 64, j * bk, self.b_s,
-                                                            stage * self.b_stage + b * bk * ROW, self.bars, bar])
-                  for b in range(self.bn // 64)]
+        if self.b_major == "k":         # B's rows are N, each of K: boxes like A's
+            calls.append(_call(TensorLoad(t.wei, bk, self.bn), [self.wei, K, N, K * esize, j * bk, n0, self.b_s,
+                                                                        stage * self.b_stage, self.bars, bar]))
+        else:                           # B's rows are K, each of N: one box per 64 columns
+            calls += [_call(TensorLoad(t.wei, 64, bk), [self.wei, N, K, N * esize, n0 + b * 64, j * bk,
+                                                                self.b_s, stage * self.b_stage + b * bk * ROW,
+                                                                self.bars, bar])
+                      for b in range(self.bn // 64)]
         return seq(*calls)
 
     def mma(self, stage, wg):
         """Warpgroup ``wg``'s MMAs over the K block in stage ``stage``: back to back behind one fence."""
         kk, bk = var("kk"), self.bk
-        return For.make(kk, 0, bk // 16, FuncCall.make(
-            Wgmma(self.bn, self.types.src, self.types.wei, f32, bk * ROW),
+        b_step = kk * 16 * (self.esize if self.b_major == "k" else ROW)
+        return For.make(kk, 0, bk // 16, _call(
+            Wgmma(self.bn, self.types.src, self.types.wei, f32, bk * ROW, self.b_major),
             [self.acc, 0, self.a_s, stage * self.a_stage + wg * 64 * ROW + kk * 16 * self.esize, self.b_s,
-             stage * self.b_stage + kk * 16 * ROW]), unroll=bk // 16)
+             stage * self.b_stage + b_step]), unroll=bk // 16)
+
+    def epilogue(self, m0, n0, wg, rank):
+        """The post-ops on the accumulators, then C stored (:func:`_epilogue`)."""
+        ops = [_call(Eltwise(p.alg, self.acc_rows * 32, p.alpha, p.beta), [self.acc, 0])
+               for p in self.problem.post_ops]
+        return seq(*ops, _epilogue(self.dst, self.types.dst, self.acc, self.acc_rows, (self.M, self.N), m0, n0, wg,
+                                   rank, tail=self.M % self.bm != 0))
 
     def zero_acc(self):
         row = var("acc_row")
@@ -147,11 +202,11 @@ class _TmaGemm:
         """Warp 0 initializes the full barriers (one arrival: the expect-tx) and, with ``empty_count``, the
         empty ones; then every thread waits for that (a barrier)."""
         i = var("bar")
-        inits = [FuncCall.make(MbarrierInit(1), [self.bars, self.full(i)])]
+        inits = [_call(MbarrierInit(1), [self.bars, self.full(i)])]
         if empty_count:
-            inits.append(FuncCall.make(MbarrierInit(empty_count), [self.bars, self.empty(i)]))
+            inits.append(_call(MbarrierInit(empty_count), [self.bars, self.empty(i)]))
         return seq(If.make(var("thread_id0").eq(0), For.make(i, 0, self.stages, seq(*inits))),
-                   FuncCall.make(Barrier(), []))
+                   _call(Barrier(), []))
 
     def allocate(self, body):
         body = Alloc.make(self.acc, self.acc_rows * ROW, MemKind.GRF, body)
@@ -171,16 +226,15 @@ class _TmaGemm:
         refill = If.make(land(producer, kt.ge(1), (kt + (stages - 1)).lt(k_iters)),
                          Let.make(s_next, (kt + (stages - 1)) % stages, self.load(s_next, kt + (stages - 1), m0, n0)))
         main = For.make(kt, 0, k_iters, seq(
-            Let.make(s, kt % stages, seq(FuncCall.make(MbarrierWait(), [self.bars, self.full(s), (kt // stages) % 2]),
+            Let.make(s, kt % stages, seq(_call(MbarrierWait(), [self.bars, self.full(s), (kt // stages) % 2]),
                                          self.mma(s, wg))),
-            FuncCall.make(WgmmaWait(1), []), FuncCall.make(Barrier(), []), refill))
+            _call(WgmmaWait(1), []), _call(Barrier(), []), refill))
         body = seq(Group.make("init", seq(self.zero_acc(), self.init_barriers(None))),
-                   Group.make("prologue", prologue), Group.make("k_loop", main), FuncCall.make(WgmmaWait(0), []),
-                   Group.make("epilogue", _epilogue(self.dst, self.types.dst, self.acc, self.acc_rows, self.N, m0,
-                                                    n0, wg, rank)))
+                   Group.make("prologue", prologue), Group.make("k_loop", main), _call(WgmmaWait(0), []),
+                   Group.make("epilogue", self.epilogue(m0, n0, wg, rank)))
         body = Let.make(n0, var("group_id0") * self.bn, Let.make(m0, var("group_id1") * self.bm, Let.make(
             wg, tid // WARPGROUP, Let.make(rank, tid % WARPGROUP, self.allocate(body)))))
-        return Kernel(Group.make("kernel", body), self.args, (self.N // self.bn, self.M // self.bm, 1),
+        return Kernel(Group.make("kernel", body), self.args, (self.N // self.bn, -(-self.M // self.bm), 1),
                       (WARPGROUP * self.bm // 64, 1, 1), 32, self.target.name, self.target.registers.reg_bytes,
                       self.smem, self.problem, self.config)
 
@@ -191,7 +245,7 @@ class _TmaGemm:
         empty one, store C). ``min(tiles, SMs)`` groups walk the tiles ``group_id0, + groups, ...`` in
         bands of ``band`` M tiles, so that groups running together share A and B in L2."""
         tid, gid = var("thread_id0"), var("group_id0")
-        tiles_m, tiles_n = self.M // self.bm, self.N // self.bn
+        tiles_m, tiles_n = -(-self.M // self.bm), self.N // self.bn
         tiles = tiles_m * tiles_n
         groups = min(tiles, self.target.device.cores)
         band = next(b for b in (8, 4, 2, 1) if tiles_m % b == 0)
@@ -216,25 +270,25 @@ class _TmaGemm:
 
         p = tuple(role("p"))
         produce = per_tile(p, k_block(p, seq(
-            FuncCall.make(MbarrierWait(), [self.bars, self.empty(p[6]), (p[5] // stages + 1) % 2]),
+            _call(MbarrierWait(), [self.bars, self.empty(p[6]), (p[5] // stages + 1) % 2]),
             self.load(p[6], p[4], p[2], p[3]))))
         c = tuple(role("c"))
         it, m0, n0, kt, g, s = c[0], c[2], c[3], c[4], c[5], c[6]
         wg, rank, last = var("wg"), var("rank"), var("c_last")
 
         def release(block):      # the MMAs of K block ``block`` are done: its stage may be refilled
-            return FuncCall.make(MbarrierExpectTx(0), [self.bars, self.empty(block % stages)])
+            return _call(MbarrierExpectTx(0), [self.bars, self.empty(block % stages)])
         consume = per_tile(c, seq(self.zero_acc(), k_block(c, seq(
-            FuncCall.make(MbarrierWait(), [self.bars, self.full(s), (g // stages) % 2]), self.mma(s, wg),
-            FuncCall.make(WgmmaWait(1), []),
+            _call(MbarrierWait(), [self.bars, self.full(s), (g // stages) % 2]), self.mma(s, wg),
+            _call(WgmmaWait(1), []),
             If.make(kt.ge(1), release(g + (stages - 1))))),
-            FuncCall.make(WgmmaWait(0), []),
+            _call(WgmmaWait(0), []),
             Let.make(last, it * k_iters + (k_iters - 1), release(last)),
-            _epilogue(self.dst, self.types.dst, self.acc, self.acc_rows, self.N, m0, n0, wg, rank)))
+            self.epilogue(m0, n0, wg, rank)))
         body = seq(Group.make("init", self.init_barriers(WARPGROUP * consumers)), If.make(
             tid.lt(WARPGROUP),
-            seq(FuncCall.make(SetMaxNreg(PRODUCER_REGS), []), Group.make("producer", If.make(tid.eq(0), produce))),
-            seq(FuncCall.make(SetMaxNreg(min(CONSUMER_REGS, (SM_REGISTERS - 128 * PRODUCER_REGS) // (128 * consumers)
+            seq(_call(SetMaxNreg(PRODUCER_REGS), []), Group.make("producer", If.make(tid.eq(0), produce))),
+            seq(_call(SetMaxNreg(min(CONSUMER_REGS, (SM_REGISTERS - 128 * PRODUCER_REGS) // (128 * consumers)
                                              & ~7)), []), Group.make("consumer", Let.make(
                 wg, tid // WARPGROUP - 1, Let.make(rank, tid % WARPGROUP, consume))))))
         return Kernel(Group.make("kernel", self.allocate(body)), self.args, (groups, 1, 1),
@@ -242,30 +296,38 @@ class _TmaGemm:
                       self.smem, self.problem, self.config)
 
 
-def _epilogue(dst, out_type, acc, acc_rows: int, N: int, m0, n0, wg, rank):
+def _epilogue(dst, out_type, acc, acc_rows: int, dims: tuple[int, int], m0, n0, wg, rank, tail: bool):
     """Each warp's 16 rows of C: register pair ``(i, i + 1)`` (``i = 2 p``) holds, in lane ``l``, row
     ``l / 4 + 8 * (p % 2)`` and columns ``8 * (p / 2) + 2 * (l % 4)`` and the next one. An f32 C is
     stored a register at a time; a 16-bit C converts the pair side by side into one word per lane
     (``packed``) and stores that. Each address is a scalar (the warp's corner, the pair's constant) plus
-    one lane pattern, so that the unrolled stores share one address register."""
+    one lane pattern. With a ``tail`` (M not a multiple of the tile's), rows past M are not stored."""
     pair = var("acc_pair")
     lane = Ramp.make(const(0), 1, 32)
     size = out_type.size
+    M, N = dims
     corner = ((m0 + wg * 64 + rank * 16) * N + n0) * size
     pattern = (lane // 4) * (N * size) + (lane % 4) * (2 * size)
+    first_row = m0 + wg * 64 + rank * 16
+
+    def rows_inside(half_rows):     # the tile's rows past M (a tail: TMA read zeros there) are not stored
+        return (Broadcast.make(first_row + half_rows, 32) + lane // 4).lt(Broadcast.make(const(M), 32))
     everywhere = Broadcast.make(const(True), 32)
+
+    def mask():
+        return rows_inside((pair % 2) * 8) if tail else everywhere
 
     def at(half):
         return Broadcast.make(corner + ((pair % 2) * 8 * N + (pair // 2) * 8) * size + half * size, 32) + pattern
     if size == 4:
-        stores = seq(*(FuncCall.make(Send(SendOp.STORE, SendKind.SCATTERED, "global", f32, 32),
-                                     [dst, at(half), acc, (pair * 2 + half) * ROW, everywhere]) for half in (0, 1)))
+        stores = seq(*(_call(Send(SendOp.STORE, SendKind.SCATTERED, "global", f32, 32),
+                                     [dst, at(half), acc, (pair * 2 + half) * ROW, mask()]) for half in (0, 1)))
     else:
         packed = var("packed", u64)
         halves = [Store.make(packed, half * size, Cast.make(out_type.with_lanes(32), Load.make(
             f32.with_lanes(32), acc, (pair * 2 + half) * ROW)), stride=4) for half in (0, 1)]
-        stores = Alloc.make(packed, ROW, MemKind.GRF, seq(*halves, FuncCall.make(
-            Send(SendOp.STORE, SendKind.SCATTERED, "global", u32, 32), [dst, at(0), packed, 0, everywhere])))
+        stores = Alloc.make(packed, ROW, MemKind.GRF, seq(*halves, _call(
+            Send(SendOp.STORE, SendKind.SCATTERED, "global", u32, 32), [dst, at(0), packed, 0, mask()])))
     # over pairs, not over even registers: a loop of step 1 keeps its index's range exact for the verifier
     return For.make(pair, 0, acc_rows // 2, stores)
 
@@ -277,8 +339,42 @@ def _count(dims) -> int:
     return n
 
 
-def _row_major(arg: KernelArg) -> bool:
-    """Whether the tensor's last dim is contiguous and each dim's stride is the product of the later ones."""
+_LAYOUTS = {"gemm": {"src": "M x K", "wei": "K x N", "dst": "M x N"},
+            "conv": {"src": "NHWC (axb)", "wei": "OHWI (axcb)", "dst": "NHWC (axb)"}}
+
+
+def _gemm_view(problem, schedule: str):
+    """``(M, N, K)``, the element strides each tensor's dims must have (dims of size 1 left out), and how
+    B's rows run (``"n"``: K rows of N, a GEMM's; ``"k"``: N rows of K, a convolution's OHWI weights).
+    A convolution is an implicit GEMM where NHWC rows are A's rows: forward, 1x1, stride 1, no padding."""
+    if problem.op == "gemm":
+        s = problem.shape
+        if s.batch and any(b != 1 for b in s.batch):
+            raise BuildError(f"schedule={schedule} has no batch dims yet", knob="schedule")
+        M, N, K = s.m, s.n, s.k
+        strides = {"src": {"m": K, "k": 1}, "wei": {"k": N, "n": 1}, "dst": {"m": N, "n": 1}}
+        return (M, N, K), _sized(problem, strides), "n"
+    s = problem.shape
+    if (problem.prop != "fwd" or s.g != 1 or (s.kd, s.kh, s.kw) != (1, 1, 1) or (s.sd, s.sh, s.sw) != (1, 1, 1)
+            or (s.pd, s.ph, s.pw) != (0, 0, 0)):
+        raise BuildError(f"schedule={schedule} generates forward 1x1 convolutions of stride 1 without padding "
+                         "(an implicit GEMM whose A rows are NHWC pixels) yet; others: schedule=classic",
+                         knob="schedule")
+    hw = s.id * s.ih * s.iw
+    strides = {"src": {"mb": hw * s.ic, "id": s.ih * s.iw * s.ic, "ih": s.iw * s.ic, "iw": s.ic, "ic": 1},
+               "wei": {"oc": s.ic, "ic": 1},
+               "dst": {"mb": hw * s.oc, "od": s.oh * s.ow * s.oc, "oh": s.ow * s.oc, "ow": s.oc, "oc": 1}}
+    return (s.mb * hw, s.oc, s.ic), _sized(problem, strides), "k"
+
+
+def _sized(problem, strides: dict) -> dict:
+    """``strides`` without the dims of size 1 (their stride is free)."""
+    return {t: {d: v for d, v in by_dim.items() if dict(problem.tensor_dims(t)).get(d, 1) > 1}
+            for t, by_dim in strides.items()}
+
+
+def _strides(arg: KernelArg) -> dict[str, int]:
+    """The element stride of each dim of size > 1 of ``arg``'s layout."""
     import numpy as np
 
     sizes = [s for _, s in arg.dims]
@@ -286,6 +382,4 @@ def _row_major(arg: KernelArg) -> bool:
     for d in range(len(sizes)):
         idx[d + 1, d] = 1
     offs = arg.layout.offsets_of(idx)
-    strides = [int(offs[d + 1] - offs[0]) for d in range(len(sizes))]
-    want = [int(np.prod(sizes[d + 1:])) for d in range(len(sizes))]
-    return strides == want
+    return {name: int(offs[d + 1] - offs[0]) for d, (name, size) in enumerate(arg.dims) if size > 1}

@@ -222,8 +222,8 @@ KNOBS: tuple[Knob, ...] = (
          "`dpasw` (dpas sharing the A operand across a fused-EU thread pair; Xe-HPG only, needs an even "
          "X thread-group size). sm_90: `fma` (one MAC per lane), `mma` (`mma.sync` tensor-core tile, "
          "m16n8k16 for f16/bf16).", ChoiceCodec(FMA_KINDS)),
-    Knob("simd", "simd", "int", "8 | 16 (xehpg), 8 | 16 | 32 (xehpc), 32 (sm_90)", "simd=8",
-         "SIMD width of a thread: lanes per instruction. dpas fixes it (8 on Xe-HPG, 16 on Xe-HPC); "
+    Knob("simd", "simd", "int", "8 | 16 (xehpg), 8 | 16 | 32 (xehpc), 16 | 32 (xe2), 32 (sm_90)", "simd=8",
+         "SIMD width of a thread: lanes per instruction. dpas fixes it (8 on Xe-HPG, 16 on Xe-HPC and Xe2); "
          "on sm_90 a thread is a 32-lane warp.", IntCodec(1)),
     Knob("regs", "regs", "int", "128 | 256 (Xe), 16..255 (sm_90)", "regs=256",
          "Registers per thread: the GRF mode on Xe (256 = large-GRF mode, half as many threads per "

@@ -3,7 +3,8 @@
 :func:`search_space` takes the defaults heuristic's best per-thread tiles (rule 4's score in rule 3's
 register mode, :mod:`.defaults`) and varies around each what the heuristic fixes: the group shape (rule 5,
 started from the target's default or from twice as many threads along N or M) and, for the best
-tile, the SLM buffer count (rule 7's, and one less). Every config is complete and within the
+tile, the SLM buffer count (rule 7's, and one less) and, for a GEMM with weight decompression, seed
+002's decompression steps the weights allow at the ALU's width (``decompress``). Every config is complete and within the
 register and SLM budget estimate; the device decides between them. :func:`tuning_space` adds, for
 a config whose grid has few thread groups, the same config with K split across the grid.
 """
@@ -11,9 +12,11 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from kdd.core.ir.types import f16
 from kdd.core.targets import Target
 
 from .budget import estimate_budget
+from .decompress import MODES, Decompress
 from .defaults import _Plan, ranked_in_mode
 from .kernel_config import KernelConfig
 from .tiles import Tile
@@ -45,7 +48,19 @@ def search_space(problem, target: Target, tiles: int = 3) -> list[KernelConfig]:
             add(cfg)
             if rank == 0 and shape == (x, y) and cfg.slm.bufs > 2:
                 add(replace(cfg, slm=Buffering(cfg.slm.bufs - 1, cfg.slm.a, cfg.slm.b, cfg.slm.gmem)))
+            if rank == 0 and shape == (x, y):
+                for mode in decompress_modes(problem):
+                    add(replace(cfg, decompress=Decompress(mode, target.lanes.alu)))
     return out
+
+
+def decompress_modes(problem) -> tuple[str, ...]:
+    """The ``decompress`` modes a problem's weights take: every mode for u8 weights multiplied in f16 (the
+    denormal conversion reads u8 bits as f16), ``cvt`` and ``mad`` otherwise; none without decompression."""
+    d = getattr(problem, "decompression", None)
+    if d is None:
+        return ()
+    return MODES if not problem.types.wei.is_signed and d.math == f16 else ("cvt", "mad")
 
 
 def split_k_variants(problem, cfg: KernelConfig, below: int) -> list[KernelConfig]:

@@ -42,6 +42,8 @@ def validate_config(problem, config: KernelConfig, target: Target, reduced: bool
     then expected, not an error.
     """
     config.require_complete("validate_config")
+    if config.schedule != "classic":
+        return _check_schedule(config, target)
     issues: list[ConfigIssue] = []
     shape = _check_fma(problem, config, target, issues)
     if not target.registers.allows(config.regs):
@@ -69,6 +71,15 @@ def validate_config(problem, config: KernelConfig, target: Target, reduced: bool
     return issues
 
 
+def _check_schedule(config: KernelConfig, target: Target) -> list[ConfigIssue]:
+    """A CUTLASS-style schedule (``schedule=tma*``) is built from ``tile``, ``stages`` and ``cluster`` alone
+    (the builder refuses, naming the knob, what it cannot generate); the tiling knobs are not read."""
+    if target.isa != "ptx":
+        return [ConfigIssue("schedule", f"schedule={config.schedule} is an sm_90 schedule; {target.name} runs "
+                                        "schedule=classic")]
+    return []
+
+
 def _check_onednn_only(problem, config: KernelConfig, tiling: Tiling, issues: list[ConfigIssue]) -> None:
     """The knobs kdd reads from oneDNN's lines: the one it obeys (``global_reduction``), the layouts it
     compares with the problem's, and those it keeps without generating (warnings, see docs/config.md)."""
@@ -88,6 +99,9 @@ def _check_onednn_only(problem, config: KernelConfig, tiling: Tiling, issues: li
     if config.pad_slm:
         issues.append(ConfigIssue("pad_slm", "pad-slm=1 is kept but not generated: kdd lays SLM tiles out dense",
                                   "warning"))
+    if config.decompress is not None and getattr(problem, "decompression", None) is None:
+        issues.append(ConfigIssue("decompress", f"decompress={config.decompress} has no effect: the problem has no "
+                                                f"weight decompression ([problem] scales)", "warning"))
     if config.bwd_d_optimize != "none":
         issues.append(ConfigIssue("bwd_d_optimize", f"bwd-d-optimize={config.bwd_d_optimize} is kept but not "
                                                     f"generated: kdd's bwd_d kernels mask the taps it would skip",

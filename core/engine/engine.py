@@ -49,7 +49,7 @@ from kdd.core.toolchain import find_tool, stamps
 
 from . import artifacts
 from .disk_cache import DiskCache
-from .emit import SHOWS_SASS, needs_trace, parse_emit
+from .emit import SHOWS_LISTING, needs_trace, parse_emit
 from .failure import Failure, StageFailed
 from .fit import fitted_config
 from .interpreter_check import InterpreterCheck
@@ -225,6 +225,8 @@ class Engine:
                 raise StageFailed(Failure("input", f"unknown target {target!r} (targets: {', '.join(TARGETS)})",
                                           "bad-target"))
         user = spec.user_config
+        if target is not None:
+            user = _portblas_remapped(parsed, user, problem, tgt)
         if for_check and shape is None and target is None and user.subtiles is None:
             # The check runs the document's kernel structure: the sub-tiles fitted for its problem.
             user = replace(user, subtiles=self.resolve(parsed).config.subtiles)
@@ -249,13 +251,10 @@ class Engine:
 
         if exact:
             return full
-        from kdd.core.builder.hopper import TMA_SCHEDULES, tma_tile
+        from kdd.core.builder.hopper import TMA_SCHEDULES, tma_check_shape
 
         if full.config.schedule in TMA_SCHEDULES:      # its tile, its K loop: no tiling knob shapes it
-
-            bm, bn, bk = tma_tile(full.problem, full.config)
-            blocks = {"m": Block(bm, bm), "n": Block(bn, bn), "k": Block(full.problem.shape.k, bk)}
-            reduction = reduce_problem(full.problem, blocks)
+            reduction = tma_check_shape(full.problem, full.config)
             return Resolved(replace(full.problem, shape=reduction.shape), full.config, full.target,
                             reduction) if reduction.reduced else full
         tiling = derive_tiling(full.problem, full.config)
@@ -371,8 +370,8 @@ class Engine:
                 out.update(artifacts.pass_items(items, traced))
             # Every compile generates the code (memoized): a kernel the code generator cannot lower is an
             # error whatever is emitted, reported once, at its knob. sm_90's live registers per SASS
-            # instruction (nvdisasm, the slowest tool) only where an item shows them.
-            codegen = self._codegen_summary(r, sources, disassemble=not SHOWS_SASS.isdisjoint(items))
+            # instruction (nvdisasm, the slowest tool) and IR register model only where an item shows them.
+            codegen = self._codegen_summary(r, sources, disassemble=not SHOWS_LISTING.isdisjoint(items))
             if "stats" in items:
                 ir = codegen.pop("ir", None)  # the listing's IR model figure: the stats need not walk again
                 stats = self._artifact("stats", r.key("stats"),
@@ -572,8 +571,13 @@ class Engine:
         joined to the config range of its knob. Out of registers is a failure on the responsible knob.
         Without ``tools`` sm_90's PTX is not run through ptxas and nvdisasm (the PTX simulator reads the
         text: the check need not wait for them); Xe code is always assembled (the simulator runs the
-        binary). Without ``disassemble`` sm_90's PTX is run through ptxas but not nvdisasm (no live
-        registers, no SASS) unless the disassembled listing is already at hand."""
+        binary). Without ``disassemble`` sm_90's PTX is run through ptxas alone (no live registers, SASS,
+        IR lines or IR register model, no rendered listing) unless the full listing is already at hand."""
+        asm = self._code(r, sources, tools, disassemble)
+        return {**asm, "lines": [artifacts.with_config_range(line, sources) for line in asm["lines"]]}
+
+    def _code(self, r: Resolved, sources: dict[str, Range], tools: bool = True, disassemble: bool = True) -> dict:
+        """:meth:`assembly` as the artifact stores it (lines without their config ranges)."""
         from kdd.core.codegen import CodegenError, CodegenUnsupported, OutOfRegisters, generate_asm
 
         def lower(disassembled: bool) -> dict:
@@ -597,7 +601,7 @@ class Engine:
                 return {"failure": Failure("codegen", f"internal error (please report it): {r.target.name} code "
                                                       f"generation raised {type(exc).__name__}: {exc}", "codegen-error",
                                            internal=True).to_dict()}
-            return {**listing.to_dict(), "listing": listing.render()}
+            return {**listing.to_dict(), "listing": listing.render() if disassembled else None}
         check = tools or r.target.isa != "ptx"
         key = r.key("asm", check, stamps() if check else ())
         asm = None
@@ -609,7 +613,7 @@ class Engine:
             f = asm["failure"]
             raise StageFailed(Failure(f["stage"], f["message"], f["code"], f.get("knob"),
                                       sources.get(f.get("knob")), f["internal"]), asm.get("out_of_registers"))
-        return {**asm, "lines": [artifacts.with_config_range(line, sources) for line in asm["lines"]]}
+        return asm
 
     def on_device(self, source: Source, shape: str | None = None, bench: bool = False, runs: int = 50) -> dict:
         """``kdd check --device`` / ``kdd bench``: the compiled sm_90 kernel run on a CUDA GPU (CuPy).
@@ -666,7 +670,7 @@ class Engine:
         of registers, with its live buffers and repairs; an operation it cannot lower yet). Without
         ``disassemble`` sm_90's peak and what is live there are not known (0; see :meth:`assembly`)."""
         try:
-            asm = self.assembly(r, sources, disassemble=disassemble)
+            asm = self._code(r, sources, disassemble=disassemble)
         except StageFailed as exc:
             return {"ok": False, "failure": exc.failure.to_dict(),
                     **({"out_of_registers": exc.details} if exc.details else {})}
@@ -725,6 +729,27 @@ def _refuse_written_knobs(config, problem, target, sources: dict[str, Range], sh
         if issue.severity == "error" and issue.knob in sources:
             raise StageFailed(Failure("build", f"{issue.knob}: {issue.message} (with {override})", "bad-knob",
                                       issue.knob, sources[issue.knob]))
+
+
+def _portblas_remapped(parsed: Parsed, user, problem, target):
+    """``user`` with the knobs a pasted portBLAS launcher (``[config] portblas`` of this document) sets
+    mapped again for ``target``: the launcher is the config, its knobs are per target."""
+    from kdd.core.config import ConfigError
+    from kdd.core.config.portblas import KEY, read_portblas
+
+    entry = parsed.document.get(("config", KEY))
+    if entry is None or entry.value.kind != "string":
+        return user
+    try:
+        mapping = read_portblas(entry.value.value, problem, target)
+    except ConfigError as exc:
+        raise StageFailed(Failure("input", f"portblas: {exc.message}", "bad-knob", KEY, entry.value.range)) from None
+    for issue in mapping.issues:
+        if issue.severity == "error":
+            raise StageFailed(Failure("build", f"portblas {issue.param}: {issue.message} (with --target "
+                                      f"{target.name})", "bad-knob", KEY, entry.value.range))
+    own = [k for k, source in parsed.spec.knob_sources.items() if source.in_portblas]
+    return mapping.config.over(replace(user, **{k: None for k in own}))
 
 
 def _reduced_by_spec(spec: KernelSpec) -> bool:

@@ -407,4 +407,5 @@ def run_check(problem, config, target, *, seed: int = 0, tol: float | None = Non
     return check_kernel(build_kernel(problem, config, target), problem, seed=seed, tol=tol, max_macs=max_macs)
 
 
-__all__ = ["CAVEATS", "CheckResult", "CheckTooLarge", "check_buffers", "check_kernel", "default_tol", "kernel_caveat", "kernel_math", "pack", "random_values", "run_check", "unpack", "unwritten_bytes", "verdict"]
+__all__ = ["CAVEATS", "CheckResult", "CheckTooLarge", "check_buffers", "check_kernel", "default_tol", "full_range_values",
+           "kernel_caveat", "kernel_math", "pack", "random_values", "run_check", "unpack", "unwritten_bytes", "verdict"]

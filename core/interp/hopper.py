@@ -149,7 +149,9 @@ def _wgmma(ctx, call: FuncCall):
     n, sa, sb = f.n, f.a_type.size, f.b_type.size
     rows = np.arange(64)[:, None] * ROW + np.arange(16)[None, :] * sa                   # A (m, k)
     cols = np.arange(n)[None, :]
-    b_pos = (cols // 64) * f.b_block + np.arange(16)[:, None] * ROW + (cols % 64) * sb     # B (k, n)
+    k = np.arange(16)[:, None]
+    b_pos = ((cols // 64) * f.b_block + k * ROW + (cols % 64) * sb if f.b_major == "n"     # B (k, n)
+             else cols * ROW + k * sb)
     lane, i = np.meshgrid(np.arange(32), np.arange(n // 2), indexing="ij")
     frag_row = lane // 4 + 8 * ((i // 2) % 2)
     frag_col = 8 * (i // 4) + 2 * (lane % 4) + i % 2

@@ -220,6 +220,8 @@ def _ternary(e: Ternary, a: Fn, b: Fn, c: Fn) -> Fn:
         add, mul = np.add, np.multiply
     if e.op is Op.ADD3:
         return lambda env: add(add(a(env), b(env)), c(env))
+    if t.is_float and t.base.scalar.bits < 64:  # fused: a + b * c in float64, rounded once
+        return lambda env: round_float(a(env).astype(np.float64) + b(env).astype(np.float64) * c(env), t)
     return lambda env: add(a(env), mul(b(env), c(env)))
 
 

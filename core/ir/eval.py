@@ -171,8 +171,8 @@ def _ternary(e: Ternary, a: Any, b: Any, c: Any) -> Any:
     if e.op is Op.ADD3:
         fn = (lambda x, y, z: _float_binary(Op.ADD, _float_binary(Op.ADD, x, y, t), z, t)) if t.is_float \
             else (lambda x, y, z: wrap_int(x + y + z, t))
-    else:  # MAD: a + b * c
-        fn = (lambda x, y, z: _float_binary(Op.ADD, x, _float_binary(Op.MUL, y, z, t), t)) if t.is_float \
+    else:  # MAD: a + b * c, a float one fused (the product is not rounded; Xe's mad, xesim's op_mad)
+        fn = (lambda x, y, z: round_float(x + y * z, t)) if t.is_float \
             else (lambda x, y, z: wrap_int(x + y * z, t))
     return _lanewise(lambda x, y, z: fn(conv(x, e.a.type), conv(y, e.b.type), conv(z, e.c.type)), a, b, c)
 

@@ -412,21 +412,27 @@ class Wgmma(Func):
     (l % 4) + i % 2`` of its 16 rows).
 
     Operands: ``(d, d_offset, a, a_offset, b, b_offset)``. A element ``(m, k)`` is at SLM byte
-    ``swizzle128(a_offset + m * 128 + k * size)`` of ``a`` (K-major 128-byte rows); B element ``(k, n)`` at
-    ``swizzle128(b_offset + (n / 64) * b_block + k * 128 + (n % 64) * size)`` of ``b`` (N-major rows of
-    64 elements, blocks of 64 columns ``b_block`` bytes apart); ``a`` and ``b`` are 1024-byte aligned."""
+    ``swizzle128(a_offset + m * 128 + k * size)`` of ``a`` (K-major 128-byte rows). B element ``(k, n)``,
+    with ``b_major = "n"``, at ``swizzle128(b_offset + (n / 64) * b_block + k * 128 + (n % 64) * size)``
+    of ``b`` (N-major rows of 64 elements, blocks of 64 columns ``b_block`` bytes apart); with ``"k"`` at
+    ``swizzle128(b_offset + n * 128 + k * size)`` (K-major, as A). ``a`` and ``b`` are 1024-byte aligned."""
 
     n: int
     a_type: Type
     b_type: Type
     c_type: Type
     b_block: int
+    b_major: str = "n"
     m = 64
     k = 16
     OPERANDS = ("d", "d_offset", "a", "a_offset", "b", "b_offset")
 
+    def __post_init__(self):
+        if self.b_major not in ("n", "k"):
+            raise ValueError(f"wgmma B rows run along n or k, not {self.b_major!r}")
+
     def __str__(self) -> str:
-        return f"wgmma.m64n{self.n}k16.{self.c_type}.{self.a_type}.{self.b_type}"
+        return f"wgmma.m64n{self.n}k16.{self.c_type}.{self.a_type}.{self.b_type}.b{self.b_major}"
 
 
 @dataclass(frozen=True)

@@ -139,7 +139,8 @@ def _operands(call: FuncCall) -> list[tuple[str, str, int]]:
         return [("slm", "slm_offset", f.bytes), ("bar", "bar_offset", 8)]
     if isinstance(f, Wgmma):            # ... and inside 1024-byte blocks, so the spans hold
         return [("d", "d_offset", f.n * 64), ("a", "a_offset", 63 * 128 + 16 * f.a_type.size),
-                ("b", "b_offset", (f.n // 64 - 1) * f.b_block + 15 * 128 + 64 * f.b_type.size)]
+                ("b", "b_offset", (f.n // 64 - 1) * f.b_block + 15 * 128 + 64 * f.b_type.size if f.b_major == "n"
+                 else (f.n - 1) * 128 + 16 * f.b_type.size)]
     return []
 
 

@@ -10,7 +10,8 @@ float type, as benchdnn writes it.
 The weights' value is ``(wei[k, n] - zp[k / gk, n / gn]) * scale[k / gk, n / gn]`` (groups ``gk x gn``,
 K first as benchdnn's matmul writes them; a group past the edge is cut short), and the GEMM multiplies the
 source by it in the ``fpmath`` type. Scales and zero points are row-major ``[ceil(K / gk), ceil(N /
-gn)]`` tensors, N contiguous (oneDNN's layout for grouped weight scales). 4-bit weights (``u4``) have no
+gn)]`` tensors, N contiguous (oneDNN's layout for grouped weight scales), shared by a batched GEMM's
+batch (``per_ocic`` masks K and N only, as benchdnn's). 4-bit weights (``u4``) have no
 type in kdd's IR and are refused.
 """
 from __future__ import annotations

@@ -199,8 +199,8 @@ def _with_portblas(located: Located, report: Reporter, problem: Problem, target:
     failed = False
     for issue in mapping.issues:
         start, end = mapping.launcher.span(issue.param)
-        report.at(located, value.sub_range(start, end), f"portblas {issue.param}: {issue.message}", CODE,
-                  SEVERITIES[issue.severity])
+        said = issue.message if issue.message.startswith(issue.param) else f"{issue.param}: {issue.message}"
+        report.at(located, value.sub_range(start, end), said, CODE, SEVERITIES[issue.severity])
         failed |= issue.severity == "error"
     both = [k for k in mapping.config.set_keys() if getattr(user, k) is not None]
     for key in both:

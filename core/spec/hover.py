@@ -38,7 +38,7 @@ from .hover_config import config_table_hover, knob_hover, line_hover
 from .hover_portblas import portblas_hover
 from .hover_context import HoverContext, cursor_offset
 from .hover_layout import layout_hover
-from .hover_problem import (flops_line, gemm_view, post_ops_hover, problem_key_hover, shape_hover,
+from .hover_problem import (decompression_hover, flops_line, gemm_view, post_ops_hover, problem_key_hover, shape_hover,
                             types_hover)
 from .hover_target import target_hover
 from .hover_text import code, join
@@ -111,6 +111,8 @@ def _path_hover(ctx: HoverContext, path: KeyPath, value: Value | None, item: Val
         return post_ops_hover(ctx, value, item)
     if path in (("problem", "op"), ("problem", "prop")):
         return join(doc, problem_key_hover(ctx))
+    if path in (("problem", "scales"), ("problem", "zero_points"), ("problem", "fpmath")):
+        return join(doc, decompression_hover(ctx))
     if path == ("target", "hw") and text is not None:
         return target_hover(text)
     return doc

@@ -227,6 +227,25 @@ def post_ops_hover(ctx, value: Value, item: Value | None) -> str:
                 table(("#", "post-op", "meaning"), rows) if rows else "(none)", *errors)
 
 
+def decompression_hover(ctx) -> str:
+    """``scales``, ``zero_points``, ``fpmath``: the tensors and the per-weight arithmetic they describe."""
+    problem = ctx.problem
+    d = problem.decompression if problem is not None else None
+    if d is None:
+        return ""
+    dims = problem.gemm_dims()
+    rows, cols = d.groups(dims.K, dims.N)
+    zp = f" - zp[k / {d.group_k}, n / {d.group_n}]" if d.zero_point is not None else ""
+    tensors = [(code("wei_scales"), str(d.scale), f"{rows} x {cols}")]
+    if d.zero_point is not None:
+        tensors.append((code("wei_zero_points"), str(d.zero_point), f"{rows} x {cols}"))
+    shared = "per_ocic masks K and N only, as benchdnn's: the batch shares them." if dims.b else ""
+    return join(section(f"Weight decompression: B[k, n] = (wei[k, n]{zp}) * scale[k / {d.group_k}, n / {d.group_n}] "
+                        f"in {d.math}", table(("argument", "type", "dims (row-major, N contiguous)"), tensors)),
+                shared,
+                f"Each thread converts its {problem.types.wei} B tile in registers (the `decompress` knob: how).")
+
+
 def problem_key_hover(ctx) -> str:
     """``op`` and ``prop``: the GEMM the problem becomes."""
     if ctx.problem is None:

@@ -123,7 +123,7 @@ PROBLEM = TableSpec("problem", "The computation: a convolution or a GEMM, in ben
 
 TARGET = TableSpec("target", "The hardware the kernel is generated for.", (
     KeySpec("hw", ("string",),
-            "Target: `xehpg` (Intel Arc, DG2), `xehpc` (Intel Data Center GPU Max, PVC), "
+            "Target: `xehpg` (Intel Arc, DG2), `xehpc` (Intel Data Center GPU Max, PVC), `xe2` (Intel Arc B580), "
             "`sm_90` (NVIDIA Hopper).",
             allowed=tuple(TARGETS), required=True, example='"xehpg"'),
 ), required=True)

@@ -301,9 +301,9 @@ SM90_FMAS = (
     _mma(16, 8, 8, f32, f32, f32, math="tf32"),
     _mma(8, 8, 4, f64, f64, f64),
     FmaShape("fma", f32, f32, f32, 1, 32, 1, 32, "fma.rn.f32"),
-    # f16/bf16 sources widened exactly (cvt.f32.f16, or a shift for bf16) into an f32 fma, as Xe's mixed-mode mad
+    # f16/bf16 sources widened exactly (cvt.f32.f16; bf16 is an f32's top half) into an f32 fma, as Xe's mixed-mode mad
     FmaShape("fma", f16, f16, f32, 1, 32, 1, 32, "cvt.f32.f16 + fma.rn.f32"),
-    FmaShape("fma", bf16, bf16, f32, 1, 32, 1, 32, "cvt.f32.bf16 + fma.rn.f32"),
+    FmaShape("fma", bf16, bf16, f32, 1, 32, 1, 32, "shl.b32 16 + fma.rn.f32"),
     FmaShape("fma", f64, f64, f64, 1, 32, 1, 32, "fma.rn.f64"),
 )
 

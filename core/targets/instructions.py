@@ -96,7 +96,7 @@ _XE = {
     "jmpi": ("jump (all lanes together), optionally under a flag: loop back edges and skips", "label", "control"),
 }
 
-# PTX: keys are the opcode up to its first dot, or two parts for the compound opcodes.
+# PTX: keys are the opcode up to its first dot, or two or three parts for the compound opcodes.
 _PTX = {
     "add": ("sum per lane (wrapping for integers, rounded for floats)", "d, a, b (.s32 .u32 .f32 ...)", "alu / fma"),
     "sub": ("difference per lane", "d, a, b", "alu / fma"),
@@ -131,6 +131,26 @@ _PTX = {
                  "{d}, {a}, {b}, {c} (fragments)", "tensor (HMMA)"),
     "cp.async": ("asynchronous copy global -> shared, bypassing registers (.cg: 16 B, cached in L2 only); "
                  "commit_group / wait_group / wait_all order them", "[shared], [global], bytes", "lsu (LDGSTS)"),
+    "cp.async.bulk": ("Hopper's tensor memory accelerator: .tensor.2d copies a box of a tensor (its tensor map, "
+                      "a kernel parameter encoded at launch) into shared memory through the map's swizzle; the "
+                      "bytes complete on an mbarrier", "[shared], [tensor map, {x, y}], [mbarrier]", "tma (UTMALDG)"),
+    "mbarrier.init": ("initialize a transaction barrier in shared memory for N arrivals per phase", "[bar], N",
+                      "lsu (SYNCS)"),
+    "mbarrier.arrive": ("arrive at a transaction barrier; .expect_tx also adds the bytes the phase waits for",
+                        "state, [bar][, bytes]", "lsu (SYNCS.ARRIVE)"),
+    "mbarrier.try_wait": ("whether the barrier's phase of the given parity completed (loop until true)",
+                          "p, [bar], parity", "lsu (SYNCS.PHASECHK)"),
+    "wgmma.mma_async": ("warpgroup matrix multiply-accumulate (sm_90a): 4 warps, A and B from shared memory "
+                        "through matrix descriptors, D in registers; asynchronous until wgmma.wait_group",
+                        "{d}, desc-a, desc-b, scale-d, imm-scale-a, imm-scale-b, trans-a, trans-b",
+                        "tensor (HGMMA)"),
+    "wgmma.fence": ("order register accesses before the warpgroup MMAs that follow", "", "tensor (WARPGROUP.ARRIVE)"),
+    "wgmma.commit_group": ("end the group of warpgroup MMAs issued since the last commit", "",
+                           "tensor (WARPGROUP.DEPBAR)"),
+    "wgmma.wait_group": ("wait until at most N groups of warpgroup MMAs are still running", "N",
+                         "tensor (WARPGROUP.DEPBAR)"),
+    "setmaxnreg": ("resize the warpgroup's registers per thread (.inc takes, .dec gives back; sm_90a)", "N",
+                   "cbu"),
     "bar.sync": ("thread-block barrier: wait until every thread of the block arrives", "barrier id", "cbu (BAR)"),
     "bar": ("thread-block barrier", "barrier id", "cbu (BAR)"),
     "fence": ("memory fence: orders this thread's memory accesses at a scope", "(.cta .gpu .sys)", "lsu (MEMBAR)"),
@@ -146,6 +166,23 @@ _PTX = {
 # SASS (sm_90, as nvdisasm prints it): keys are the opcode before its first dot.
 _SASS = {
     "HMMA": ("half-precision matrix multiply-accumulate on the tensor cores", "Rd, Ra, Rb, Rc", "tensor"),
+    "HGMMA": ("warpgroup half-precision matrix multiply-accumulate (wgmma), operands through shared-memory "
+              "descriptors (gdesc)", "Rd, gdesc[URa], Rc", "tensor"),
+    "WARPGROUP": ("warpgroup MMA ordering: .ARRIVE (wgmma.fence), .DEPBAR (wgmma.wait_group)", "", "tensor"),
+    "R2UR": ("copy a register to a uniform register (an operand every lane shares: descriptors, addresses)",
+             "URd, Ra", "alu"),
+    "USETMAXREG": ("resize the warpgroup's registers per thread (setmaxnreg)", "count", "cbu"),
+    "ELECT": ("elect one active lane of the warp into a predicate", "Pd, URd, mask", "alu"),
+    "VOTEU": ("warp vote into a uniform register or predicate", "URd, Pa", "alu"),
+    "FENCE": ("proxy or view fence (fence.proxy.async, fence.mbarrier_init)", "", "lsu"),
+    "IABS": ("integer absolute value", "Rd, Ra", "alu"),
+    "UISETP": ("uniform integer compare into a uniform predicate", "UPd, UPq, URa, URb, UPc", "uniform"),
+    "ULOP3": ("uniform three-input bitwise function", "URd, URa, URb, URc, lut", "uniform"),
+    "USGXT": ("uniform sign- or zero-extend from a bit position", "URd, URa, bits", "uniform"),
+    "USHF": ("uniform funnel shift", "URd, URa, shift, URb", "uniform"),
+    "UTMALDG": ("tensor memory accelerator load: a box of a tensor into shared memory (cp.async.bulk.tensor)",
+                "[URa], [URb]", "tma"),
+    "SYNCS": ("transaction-barrier operations (mbarrier): arrive, expect-tx, phase check", "[URa], Rb", "lsu"),
     "IMAD": ("integer multiply-add (also moves and shifts as .MOV, .SHL, .WIDE, .HI)", "Rd, Ra, Rb, Rc", "fmaheavy"),
     "IADD3": ("three-input integer add with carries", "Rd, Ra, Rb, Rc", "alu"),
     "VIADD": ("integer add of a register and an immediate", "Rd, Ra, imm", "alu"),
@@ -233,4 +270,4 @@ def lookup(isa: str, text: str) -> InstructionDoc | None:
         return None
     table = DOCS[isa]
     parts = word.split(".")
-    return table.get(".".join(parts[:2])) or table.get(parts[0])
+    return table.get(".".join(parts[:3])) or table.get(".".join(parts[:2])) or table.get(parts[0])

@@ -6,7 +6,8 @@ condition and every ``if``/``else``/``#ifdef`` on its path, as written. With ``-
 it runs the header's dispatch for that call and writes the kernel config it picks: the problem in
 portBLAS's column-major layouts, ``[config] portblas`` the launcher's arguments (a header's local
 constants, such as ``wg_size``, replaced by their values). Exit 2 for a header that cannot be read,
-an argument that is invalid, or a call no launcher serves.
+an argument that is invalid, a call no launcher serves, or a launcher kdd cannot map for the call (the
+config is still written, the reason on stderr).
 """
 from __future__ import annotations
 
@@ -124,7 +125,8 @@ def run(args) -> int:
             return 2
     else:
         sys.stdout.write(doc)
-    return 0
+    # the config is what portBLAS runs, written either way; one kdd cannot build is no success
+    return 2 if any(issue.severity == "error" for issue in mapping.issues) else 0
 
 
 def register(sub) -> None:

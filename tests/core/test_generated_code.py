@@ -2,9 +2,11 @@
 from __future__ import annotations
 
 import dataclasses
+import marshal
 import os
 import subprocess
 import sys
+from importlib.util import MAGIC_NUMBER
 
 import pytest
 
@@ -32,6 +34,10 @@ def test_the_next_process_compiles_nothing_and_a_damaged_table_is_rebuilt(tmp_pa
     [table] = _tables(tmp_path)
     assert _compiled_by_a_fresh_process(tmp_path) == 0
     table.write_bytes(table.read_bytes()[:100])  # cut short
+    assert _compiled_by_a_fresh_process(tmp_path) > 100
+    assert _compiled_by_a_fresh_process(tmp_path) == 0
+    entries = marshal.loads(table.read_bytes()[len(MAGIC_NUMBER):])
+    table.write_bytes(MAGIC_NUMBER + marshal.dumps({source: b"\xff" for source in entries}))  # every entry damaged
     assert _compiled_by_a_fresh_process(tmp_path) > 100
     assert _compiled_by_a_fresh_process(tmp_path) == 0
 

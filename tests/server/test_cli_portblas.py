@@ -50,3 +50,15 @@ def test_bad_input_exits_2(tmp_path, capsys):
     assert main(["portblas", str(empty)]) == 2
     err = capsys.readouterr().err
     assert "missing.hpp" in err and "--trans 'NX'" in err and "no _gemm overload" in err
+
+
+def test_a_launcher_kdd_cannot_map_is_written_and_exits_2(tmp_path, capsys):
+    joint = (HEADER.replace("Tile<4, 8, 16, 8>", "Tile<4, 8, 16, 8, 16, 2, 1, 1, 1, 1, 16, 16, 16, sycl::half, float>")
+             .replace("gemm_batch_type_t::strided)>::_select_gemm", "gemm_batch_type_t::strided), true>::_select_gemm"))
+    path = tmp_path / "nvidia_gpu.hpp"
+    path.write_text(joint)
+    out_file = tmp_path / "jm.kernel.toml"
+    assert main(["portblas", str(path), "--shape", "m512n512k64", "--out", str(out_file)]) == 2
+    assert "sycl::half, float>" in out_file.read_text() and 'hw = "sm_90"' in out_file.read_text()
+    assert "inp_jmT: joint_matrix inputs sycl::half from f32 A/B" in capsys.readouterr().err
+    assert main(["portblas", str(path), "--shape", "m512n512k64", "--types", "f16:f16:f32"]) == 0

@@ -66,8 +66,9 @@ def test_a_knob_the_target_override_lacks_is_named_with_the_targets_values(tmp_p
 
 
 def test_an_sm90_spill_is_a_warning_naming_the_knobs_that_remove_it(tmp_path, capsys):
-    path = tmp_path / "spill.kernel.toml"
-    path.write_text((EXAMPLES / "sm90_gemm.kernel.toml").read_text() + "\n[config]\nregs = 64\n")
+    path = tmp_path / "spill.kernel.toml"       # the classic schedule (mma.sync), whose tiles a spill names
+    path.write_text('[problem]\nop = "gemm"\nshape = "m4096n4096k4096"\ntypes = "f16:f16:f32"\n\n'
+                    '[target]\nhw = "sm_90"\n\n[check]\nshape = "m64n64k64"\n\n[config]\nregs = 64\n')
     code, out, err = run(capsys, "compile", path, "--emit", "asm")
     assert code == 0 and "FAILED" not in out and "ok with warnings" in out
     warning = [line for line in err.splitlines() if "[spill]" in line]
@@ -84,7 +85,7 @@ def test_sm90_is_checked_on_its_ptx_in_the_ptx_simulator(capsys):
     assert result["ptx"]["instructions"] > 0
     validator("check.schema.json").validate(result)
     code, out, _ = run(capsys, "check", EXAMPLES / "sm90_gemm.kernel.toml")
-    assert code == 0 and out.startswith("ok 64x64:64x64 (the PTX in kdd's PTX simulator)")
+    assert code == 0 and out.startswith("ok 128x256:256x256 (the PTX in kdd's PTX simulator)")
 
 
 def test_a_simulator_gap_is_not_checkable_never_wrong(capsys, monkeypatch):
@@ -195,15 +196,15 @@ def _device_patched(monkeypatch, ok: bool) -> list:
 @pytest.mark.parametrize("ok", [True, False])
 def test_bench_times_only_a_kernel_checked_at_the_shape_it_times(monkeypatch, capsys, ok):
     calls = _device_patched(monkeypatch, ok)
-    code, out, err = run(capsys, "bench", EXAMPLES / "sm90_gemm.kernel.toml", "--shape", "m64n64k64", "--runs", "7")
-    assert calls[0] == ("check", "64x64:64x64", 3, True)       # the timed shape itself, 3 launches, rounding
+    code, out, err = run(capsys, "bench", EXAMPLES / "sm90_gemm.kernel.toml", "--shape", "m128n256k128", "--runs", "7")
+    assert calls[0] == ("check", "128x128:128x256", 3, True)       # the timed shape itself, 3 launches, rounding
     if ok:
         assert code == 0 and calls[1:] == [("time",)]
         assert "checked at this shape over 3 launches" in out
     else:
         assert code == 1 and calls[1:] == []
-        assert out.startswith("WRONG 64x64:64x64 on Fake H100") and "not timed" in out
-    code, out, _ = run(capsys, "bench", EXAMPLES / "sm90_gemm.kernel.toml", "--shape", "m64n64k64", "--json")
+        assert out.startswith("WRONG 128x128:128x256 on Fake H100") and "not timed" in out
+    code, out, _ = run(capsys, "bench", EXAMPLES / "sm90_gemm.kernel.toml", "--shape", "m128n256k128", "--json")
     reply = json.loads(out)
     assert code == (0 if ok else 1) and reply["ok"] is ok
     assert (reply["check"]["launches"] == 3) if ok else (reply["verdict"] == "wrong" and reply["timed"] is False)

@@ -74,7 +74,7 @@ def test_bad_space_or_file_exits_2(tmp_path, capsys):
     path = tmp_path / "small.kernel.toml"
     path.write_text(CONFIG)
     for space, said in (("iter=mb8oxx", "needs a size"), ("slm.bufx=2", "has no field 'bufx'"),
-                        ("iter", "write KNOB=VALUE"), ("tile=4", "unknown knob 'tile'")):
+                        ("iter", "write KNOB=VALUE"), ("tiles=4", "unknown knob 'tiles'")):
         assert main(["tune", str(path), "--space", space]) == 2
         assert said in capsys.readouterr().err
     child = tmp_path / "child.kernel.toml"

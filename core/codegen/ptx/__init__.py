@@ -41,9 +41,11 @@ what only the NVIDIA path has:
   ``listing.cubin`` (not in the JSON).
 
 ``check=False`` skips ptxas and nvdisasm (``live_regs`` are then 0 and
-``sass`` empty); ``disassemble=False`` skips nvdisasm only (ptxas's report,
-registers and spills, but no live registers and no SASS: what a compile
-that shows neither needs, for a fraction of the time). Modules: ``lanes`` (which lane holds which byte, slots),
+``sass`` empty); ``disassemble=False`` runs ptxas alone (its report,
+registers and spills) and leaves out what only a listing shows: nvdisasm's
+SASS and live registers, the IR line of each PTX line and the IR register
+model (what a compile that shows no listing needs, for a fraction of the
+time). Modules: ``lanes`` (which lane holds which byte, slots),
 ``emitter`` (registers and lines), ``lower`` (the IR visitor), ``tools``
 (ptxas and nvdisasm runners and parsers), ``line_table`` (the cubin's DWARF
 line table), ``device`` (running a cubin on a GPU and comparing with the
@@ -174,10 +176,10 @@ def _lower(kernel, body) -> PtxLowering:
     return planned
 
 
-def _assemble(ptx: str, arch: str, disassemble: bool) -> tuple[PtxasResult, list[SassLine], str | None]:
-    """ptxas's result for ``arch`` and, when it made a cubin and ``disassemble``, nvdisasm's SASS lines (or
-    why there are none)."""
-    result = ptxas(ptx, arch)
+def _assemble(ptx: str, disassemble: bool) -> tuple[PtxasResult, list[SassLine], str | None]:
+    """ptxas's result (for the module's ``.target``) and, when it made a cubin and ``disassemble``, nvdisasm's
+    SASS lines (or why there are none)."""
+    result = ptxas(ptx)
     found, why = sass(result.cubin) if result.cubin is not None and disassemble else ([], None)
     return result, found, why
 
@@ -191,10 +193,9 @@ def generate_ptx(kernel, body, target, check: bool = True, disassemble: bool = T
     text, nodes, where = _module(kernel, cg, name)
     with ThreadPoolExecutor(1) as pool:
         # ptxas and nvdisasm run while this thread maps IR nodes and runs the register model.
-        tools = pool.submit(_assemble, "\n".join(text) + "\n", "sm_90a" if cg.sm90a else "sm_90", disassemble) \
-            if check else None
-        ir = _ir_nodes(body)
-        model = ir_model_registers(kernel, body, target)
+        tools = pool.submit(_assemble, "\n".join(text) + "\n", disassemble) if check else None
+        ir = _ir_nodes(body) if disassemble else {}
+        model = ir_model_registers(kernel, body, target) if disassemble else None
         mix = _mix(cg.em.lines)
         result, found, why = tools.result() if tools is not None else (None, [], None)
     live = [0] * len(text)

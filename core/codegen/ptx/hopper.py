@@ -6,7 +6,7 @@
 - ``mbarrier.init`` / ``arrive.expect_tx`` run on lane 0; ``mbarrier.wait`` is a ``try_wait.parity`` loop
   that every lane runs;
 - ``wgmma`` is ``wgmma.mma_async`` with shared-memory matrix descriptors (128-byte swizzle; A K-major,
-  B N-major, ``imm-trans-b = 1``), after a ``wgmma.fence`` where the accumulators were touched since
+  B N-major with ``imm-trans-b = 1`` or K-major with 0), after a ``wgmma.fence`` where the accumulators were touched since
   the last wait; ``wgmma.wait`` commits the group and waits with ``wgmma.wait_group``.
 
 SLM buffers that tensor copies write or MMAs read are 1024-byte aligned (the swizzle's period).
@@ -21,7 +21,6 @@ from kdd.core.ir.types import s32, u32
 from kdd.core.ir.visitor import walk
 
 from ..errors import CodegenUnsupported
-from .values import Value
 
 SWIZZLE_ALIGN = 1024
 # Descriptor fields above the address: swizzle mode 1 (128 bytes) at bits 62-63; the stride byte offset
@@ -168,10 +167,10 @@ class HopperLowering:
         self.reads(buf.name, r0 * 128, (r0 + n) * 128)
         self.writes(buf.name, r0 * 128, (r0 + n) * 128)
         a = self._descriptor(ops.a, ops.a_offset, 16)
-        b = self._descriptor(ops.b, ops.b_offset, f.b_block)
+        b = self._descriptor(ops.b, ops.b_offset, f.b_block if f.b_major == "n" else 16)
         if not self.wgmma_fenced:       # the accumulators' registers were written outside the MMAs
             self.em.op("wgmma.fence.sync.aligned")
             self.wgmma_fenced = True
         regs = ", ".join(buf.row(r0 + i) for i in range(n))
         self.em.op(f"wgmma.mma_async.sync.aligned.m64n{f.n}k16.f32.{at}.{bt} {{{regs}}}, {a}, {b}, "
-                   f"{self.true_pred}, 1, 1, 0, 1")
+                   f"{self.true_pred}, 1, 1, 0, {1 if f.b_major == 'n' else 0}")

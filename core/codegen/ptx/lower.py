@@ -27,7 +27,7 @@ import numpy as np
 from kdd.core.ir.expr import IntImm
 from kdd.core.ir.funcs import Barrier, BarrierSignal, BarrierWait, Eltwise, Fence, Mad, Mma, Reduce, Reorder, Send
 from kdd.core.ir.stmt import Alloc, For, FuncCall, Group, If, Let, MemKind, Seq, Store
-from kdd.core.ir.types import f32, s32, u32
+from kdd.core.ir.types import bf16, f16, f32, s32, u32
 
 from ..errors import CodegenUnsupported
 from .align import slot_multiples
@@ -391,6 +391,9 @@ class PtxLowering(LaneWords, ExprLowering, MemoryLowering, HopperLowering):
         t = f.dst_type.base
         if t.size == 8 or f.src1_type.size == 8 or f.src2_type.size == 8:
             raise CodegenUnsupported(f"{f}: 64-bit fma has no PTX lowering in kdd yet")
+        if self._mad_in_place(f, dst, doff.value, s0, off0.value, (s1, off1.value, f.src1_type),
+                              (s2, off2.value, f.src2_type)):
+            return
         lanes = np.arange(f.simd)
         dfirst = doff.value + lanes * t.size
         sources = ((self.grf[s0.name], off0.value + lanes * t.size, t),
@@ -408,6 +411,65 @@ class PtxLowering(LaneWords, ExprLowering, MemoryLowering, HopperLowering):
             v = Value(self.em.calc(reg_class(acc), fused.format("{}", self.reg(b), self.reg(c), self.reg(a))), acc)
             v = self.convert(v, t, saturate=False, nearest=True)
             self.write_word(dbuf, slot.row, slot.byte, t.size, self.value_bits(v), self.lane_pred(slot.mask))
+
+    def _mad_in_place(self, f: Mad, dst, doff: int, s0, off0: int, src1: tuple, src2: tuple) -> bool:
+        """The usual GEMM form in few instructions: an f32 accumulator row updated in place (element ``i``
+        in lane ``i``), a source that is a row of f32 or of f16/bf16 pairs (fetched from lane ``i / 2``),
+        the other one that too or one element broadcast from its lane. False where it is not that form."""
+        if (f.simd != LANES or f.dst_type.base != f32 or dst.name != s0.name or doff != off0 or doff % ROW
+                or f.src2_stride not in (0, f.src2_type.size)):
+            return False
+        sources = ((*src1, False), (*src2, f.src2_stride == 0))
+        for buf, off, st, broadcast in sources:
+            if st.base not in (f32, f16, bf16) or (not broadcast and not self._row_form(off, st.size)) \
+                    or off // ROW >= self.grf[buf.name].rows:
+                return False
+        self.reads(dst.name, doff, doff + ROW)
+        self.writes(dst.name, doff, doff + ROW)
+        operands = []
+        for buf, off, st, broadcast in sources:
+            self.reads(buf.name, off, off + (st.size if broadcast else LANES * st.size))
+            grf = self.grf[buf.name]
+            operands.append(self._broadcast_f32(grf, off, st) if broadcast else self._row_f32(grf, off, st))
+        acc = self.grf[dst.name].row(doff // ROW)
+        self.em.op(f"fma.rn.f32 {acc}, {operands[0]}, {operands[1]}, {acc}")
+        return True
+
+    @staticmethod
+    def _row_form(off: int, size: int) -> bool:
+        """Whether ``LANES`` elements of ``size`` bytes from byte ``off`` lie in one row, in lane order."""
+        return size == 4 and off % ROW == 0 or size == 2 and off % 4 == 0 and off % ROW + LANES * 2 <= ROW
+
+    def _to_f32(self, word: str, shift, t) -> str:
+        """The f32 of the 16-bit half of ``word`` at bit ``shift`` (an immediate or a per-lane register),
+        or ``word`` itself for an f32."""
+        em = self.em
+        if t.size == 4:
+            return word
+        if t.base == bf16:          # bf16 is the top half of an f32
+            if shift == 16:
+                return em.calc("r", f"and.b32 {{}}, {word}, -65536")
+            low = em.calc("r", f"shr.b32 {{}}, {word}, {shift}") if shift else word
+            return em.calc("r", f"shl.b32 {{}}, {low}, 16")
+        low = em.calc("r", f"shr.b32 {{}}, {word}, {shift}") if shift else word
+        half = em.calc("h", f"cvt.u16.u32 {{}}, {low}")
+        return em.calc("f", f"cvt.f32.f16 {{}}, {half}")
+
+    def _row_f32(self, grf: GrfBuf, off: int, t) -> str:
+        """Per lane ``i``, element ``i`` of the row at byte ``off`` as an f32 (f16/bf16 pairs: lane ``i``
+        fetches the word of lane ``i / 2`` and takes its half ``i % 2``)."""
+        row, first = off // ROW, off % ROW // 4
+        if t.size == 4:
+            return grf.row(row)
+        index = self.lane_value([first + ln // 2 for ln in range(LANES)], (1 << LANES) - 1)
+        word = self.em.calc("r", f"shfl.sync.idx.b32 {{}}, {grf.row(row)}, {index.text}, 31, -1")
+        shift = self.lane_value([16 * (ln % 2) for ln in range(LANES)], (1 << LANES) - 1)
+        return self._to_f32(word, shift.text, t)
+
+    def _broadcast_f32(self, grf: GrfBuf, off: int, t) -> str:
+        """The element at byte ``off`` in every lane, as an f32."""
+        word = self.em.calc("r", f"shfl.sync.idx.b32 {{}}, {grf.row(off // ROW)}, {off % ROW // 4}, 31, -1")
+        return self._to_f32(word, 8 * (off % 4), t)
 
     def _reorder(self, call: FuncCall) -> None:
         f: Reorder = call.func

@@ -6,7 +6,7 @@ environment by ``tools/setup.sh``; :func:`kdd.core.toolchain.find_tool` looks in
 the ``nvidia/*/bin`` folders of the running interpreter's site-packages, then
 on ``PATH``. A missing tool is a report with ``ok: False`` and the reason.
 
-:func:`ptxas` runs ``ptxas -arch=sm_90 -v -lineinfo`` and parses ``-v``
+:func:`ptxas` runs ``ptxas -arch=<the .target> -v -lineinfo`` and parses ``-v``
 (registers, spill stores and loads, stack frame, barriers, constant bank).
 :func:`sass` runs nvdisasm once on the cubin, ``--print-life-ranges
 --life-range-mode count`` (the number of live general registers at every
@@ -69,8 +69,12 @@ def parse_resources(text: str) -> dict:
     return out
 
 
-def ptxas(text: str, arch: str = "sm_90", timeout: float = 300.0) -> PtxasResult:
-    """Assemble PTX ``text`` for ``arch``: ok means no error, no warning and no spill."""
+def ptxas(text: str, arch: str | None = None, timeout: float = 300.0) -> PtxasResult:
+    """Assemble PTX ``text`` for ``arch`` (by default the module's ``.target``: ``sm_90a`` where it uses
+    wgmma, ``sm_90`` otherwise): ok means no error, no warning and no spill."""
+    if arch is None:
+        m = re.search(r"^\.target\s+(sm_\w+)", text, re.M)
+        arch = m.group(1) if m else "sm_90"
     path = find_tool("ptxas")
     if path is None:
         return PtxasResult(AssemblerReport("ptxas", None, False, [

@@ -56,6 +56,8 @@ class AllocationWalk:
         self.bufs: dict[str, Allocation] = {}  # grf buffer name -> its live Allocation
         self.bounds: list[Allocation | None] = []  # the registers of the open loops' bounds
         self.cooling: deque[Allocation] = deque(maxlen=rotation)  # the headers released last
+        self.roomy = rotation > 0     # the first allocation with_remat tries (see there)
+        self.barrier_header: Allocation | None = None   # the barrier message's header, for the whole kernel
 
     # -- hooks the code generator overrides --------------------------------------------------
     def no_room(self, nbytes: int, label: str) -> Exception:
@@ -86,8 +88,9 @@ class AllocationWalk:
         return frozenset(r for h in self.cooling for r in range(h.start // rb, (h.end - 1) // rb + 1))
 
     def reserve_payload(self) -> list[Allocation]:
-        """Reserves r0, the local ids and the kernel arguments; returns the local ids' registers, read once
-        (into the thread ids, :meth:`alloc_thread_ids`) and then released (:meth:`release`)."""
+        """Reserves r0, the local ids, the kernel arguments and, in a kernel that signals a barrier, the
+        barrier's header; returns the local ids' registers, read once (into the thread ids,
+        :meth:`alloc_thread_ids`) and then released (:meth:`release`)."""
         r = self.regs
         local_ids = []
         for f in self.payload:
@@ -98,6 +101,10 @@ class AllocationWalk:
         args_end = max((f.byte + 8 for f in self.payload if f.name in self.arg_names), default=self.rb)
         if self.arg_names:
             r.reserve(1, -(-(args_end - self.rb) // self.rb), "kernel arguments")
+        if self.live.signals and self.roomy:
+            # built once, read by every barrier (oneDNN's signal header); in the roomy allocation only
+            # (with_remat), else built at each barrier in a temporary
+            self.barrier_header = r.alloc_regs(self.rb, "barrier header", "reserved")
         return local_ids
 
     def alloc_thread_ids(self) -> Iterator[tuple[int, str, Allocation]]:
@@ -202,9 +209,10 @@ MAX_REMAT_ROUNDS = 8
 
 def with_remat(attempt, body):
     """``attempt(remat, rotation)`` (an allocation of ``body`` that raises ``NoRoom`` or ``OutOfRegisters``
-    with the values ``live`` where it ran out) with the allocator's answers to running out: first headers
-    stop rotating (a header taking registers apart from the last ones can split the free range a large
-    buffer needs), then rematerialization: the values live at the failing point that can be recomputed
+    with the values ``live`` where it ran out) with the allocator's answers to running out: first the roomy
+    allocation gives way (``rotation`` 0: headers stop rotating, since a header taking registers apart from
+    the last ones can split the free range a large buffer needs, and the barrier's header is built at each
+    barrier instead of holding a register), then rematerialization: the values live at the failing point that can be recomputed
     (vector lets first, then scalars) are recomputed at each use instead of held, and the attempt restarts;
     after a few rounds every recomputable vector is. The last failure is raised when nothing is left to
     recompute."""

@@ -22,7 +22,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from kdd.core.ir.expr import IntImm, Load, Var
-from kdd.core.ir.funcs import Dp4a, Dpas, Eltwise, Mad, Reduce, Reorder, Send, Send2D, SendOp, always_enabled
+from kdd.core.ir.funcs import (Barrier, BarrierSignal, Dp4a, Dpas, Eltwise, Mad, Reduce, Reorder, Send, Send2D, SendOp,
+                               always_enabled)
 from kdd.core.ir.stmt import Alloc, For, FuncCall, Group, If, Let, MemKind, Seq, Store
 
 
@@ -135,6 +136,7 @@ class Liveness:
     points: int
     allocs: dict            # grf buffer name -> its Alloc statement
     free: set               # names read without a binding (thread and group ids, arguments)
+    signals: bool = False   # the kernel signals a barrier (its message header is built once)
 
 
 def analyze(root, global_names: set[str], remat: frozenset = frozenset()) -> Liveness:
@@ -153,6 +155,7 @@ def analyze(root, global_names: set[str], remat: frozenset = frozenset()) -> Liv
     accesses: dict[str, list] = {}       # buffer -> [(point, mode, written range, if depth)]
     extended: set = set()
     if_depth = [0]
+    signals = False
 
     def touch_buf(name, p, mode, rng=None):
         touch(("buf", name), p, mode)
@@ -253,6 +256,7 @@ def analyze(root, global_names: set[str], remat: frozenset = frozenset()) -> Liv
                 if name in grf:
                     touch_buf(name, p, mode, rng)
             _record_roles(x, roles, headers, grf)
+            signals = signals or isinstance(x.func, (Barrier, BarrierSignal))
     for name, acc in accesses.items():
         key = ("buf", name)
         if key in extended:
@@ -267,7 +271,7 @@ def analyze(root, global_names: set[str], remat: frozenset = frozenset()) -> Liv
         starts.setdefault(v, []).append(k)
     for k, v in last.items():
         ends.setdefault(v, []).append(k)
-    return Liveness(first, last, starts, ends, roles, headers, var_keys, p + 1, allocs, free)
+    return Liveness(first, last, starts, ends, roles, headers, var_keys, p + 1, allocs, free, signals)
 
 
 def _segments(acc: list) -> list[tuple[int, int]]:

@@ -186,6 +186,8 @@ class XeLowering(AllocationWalk):
             if f.name in self.args:
                 self.arg_regs[f.name] = Reg(f.byte, f.type, 0)
         local_ids = self.reserve_payload()
+        if self.barrier_header is not None:
+            self._barrier_header(self.barrier_header.start // self.rb)
         for g, dword in GROUP_ID_DWORD.items():
             self.bind(g, Reg(4 * dword, s32, 0))
         lid = {f.name: f for f in self.payload}
@@ -341,12 +343,18 @@ class XeLowering(AllocationWalk):
 
     # -- synchronization ----------------------------------------------------------------------
     def barrier_signal(self, x=None):
-        # The message header: the barrier id from r0 (built where it is sent, so no register
-        # stays reserved for it).
-        hb = self.temp(u32, self.rb // 4, whole=True, header=True).byte // self.rb
+        if self.barrier_header is not None:
+            hb = self.barrier_header.start // self.rb
+        else:   # no register of its own (a tight allocation): built where it is sent
+            hb = self.temp(u32, self.rb // 4, whole=True, header=True).byte // self.rb
+            self._barrier_header(hb)
+        self.em.raw(f"(W) send.gtwy (1|M0) null r{hb} null:0 0x0 0x02000004", "send")
+
+    def _barrier_header(self, hb: int) -> None:
+        """The barrier message's header in register ``hb``: the thread count from r0 as the producer and
+        consumer counts. Once per kernel where it has a register of its own (as oneDNN's generator does)."""
         self.em.raw(f"(W) mov (1|M0) r{hb}.4<1>:hf 0x0:hf", "float")
         self.em.raw(f"(W) mov (2|M0) r{hb}.10<1>:ub r0.11<0;1,0>:ub", "int")
-        self.em.raw(f"(W) send.gtwy (1|M0) null r{hb} null:0 0x0 0x02000004", "send")
 
     def barrier_wait(self, x=None):
         self.em.raw("(W) sync.bar null", "control")

@@ -91,6 +91,8 @@ def _mnemonic(ln) -> str:
 
 def _is_fma(ln) -> bool:
     """A multiply instruction: ``dpas`` (xmx), or the ``mad``/``dp4a`` of a vector kernel."""
+    if ln.pipe is None:   # a label or a comment
+        return False
     return ln.pipe == "xmx" or _mnemonic(ln) == "dp4a" or (ln.pipe == "float" and _mnemonic(ln) == "mad")
 
 

@@ -87,10 +87,11 @@ def parse_launcher(text: str, bindings: dict | None = None) -> Launcher:
         if rest in (13, 14):                    # containers with the seed's order (no SymmA/SymmB)
             params = (*CONTAINERS, *SEED_PARAMS)
         elif rest < 15 or rest > 17:
-            raise _count_error(text, args, "container_0_t, container_1_t, container_2_t and 15 to 17 more")
+            raise _count_error(args, "the three container types and 15 to 17 more template arguments "
+                                     "(WgSize ... is_beta_zero, VectorSize, [BatchType, [UseJointMatrix]])")
     elif len(args) not in (13, 14):
-        raise _count_error(text, args, "14 (WgSize ... BatchType), or the current form starting with "
-                                       "container_0_t, container_1_t, container_2_t")
+        raise _count_error(args, "14 template arguments (WgSize ... BatchType), or the current form: "
+                                 "container_0_t, container_1_t, container_2_t, then 15 to 17 more")
     named = dict(zip(params, args))
     for name, arg in named.items():
         named[name] = _checked(name, arg, bindings)
@@ -100,10 +101,9 @@ def parse_launcher(text: str, bindings: dict | None = None) -> Launcher:
     return Launcher(text, "current" if current else "seed", named, tile, tile_args, defaulted)
 
 
-def _count_error(text: str, args: list[Arg], want: str) -> ConfigError:
-    extra = args[-1]
-    return ConfigError(f"Gemm_Launcher takes {want} template arguments; this has {len(args)}",
-                       extra.start, extra.end)
+def _count_error(args: list[Arg], want: str) -> ConfigError:
+    last = args[-1]
+    return ConfigError(f"Gemm_Launcher takes {want}; this has {len(args)}", last.start, last.end)
 
 
 def _bound_int(arg: Arg, what: str, bindings: dict) -> Arg:

@@ -15,8 +15,8 @@ from kdd.core.config.errors import ConfigError
 
 _NAME = r"[A-Za-z_]\w*(?:\s*::\s*[A-Za-z_]\w*)*"
 _INT = re.compile(r"[+-]?\d+\Z")
-_ENUM = re.compile(rf"(?:static_cast\s*<\s*int\s*>\s*\(\s*)?(?P<type>[A-Za-z_]\w*)\s*::\s*(?P<member>[A-Za-z_]\w*)"
-                   rf"\s*(?P<close>\)?)\Z")
+_ENUM = re.compile(r"(?:static_cast\s*<\s*int\s*>\s*\(\s*)?(?P<type>[A-Za-z_]\w*)\s*::\s*(?P<member>[A-Za-z_]\w*)"
+                   r"\s*(?P<close>\)?)\Z")
 _TEMPLATE = re.compile(rf"(?P<name>{_NAME})\s*<(?P<args>.*)>\Z", re.S)
 _IDENT = re.compile(rf"{_NAME}\Z")
 

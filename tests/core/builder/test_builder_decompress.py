@@ -70,3 +70,47 @@ def test_sm90_refuses_decompression_naming_why():
     with pytest.raises(BuildError, match="generated for Xe targets") as err:
         _kernel(_problem(), "fma=mma", "sm_90")
     assert err.value.knob == "decompress"
+
+
+def test_decompress_on_plain_weights_is_a_warning():
+    from kdd.core.config.validate import validate_config
+    from kdd.core.config.defaults import resolve_config
+    from kdd.core.targets import get_target
+
+    plain = Problem("gemm", "fwd", parse_shape(SHAPE, "gemm"), parse_data_types("f16"))
+    dims = ["m", "n", "k"]
+    config = resolve_config(plain, get_target("xe2"), parse_config_line("decompress=mad", dims))
+    issues = [i for i in validate_config(plain, config, get_target("xe2")) if i.knob == "decompress"]
+    assert [(i.severity, "has no effect" in i.message) for i in issues] == [("warning", True)]
+
+
+@pytest.mark.parametrize("tag", ["ab", "ba"])
+def test_tails_and_groups_of_several_columns(tag):
+    """M and N tails (20 x 40 against 16 x 32 tiles), three K groups, groups of 4 columns."""
+    d = parse_decompression("wei:per_ocic:f16:32x4", "wei:per_ocic:u8:32x4", "f16:true")
+    problem = Problem("gemm", "fwd", parse_shape("m20n40k96", "gemm"), parse_data_types("f16:u8:f16"),
+                      tags={"wei": tag}, decompression=d)
+    assert check_kernel(_kernel(problem, "fma=dpas simd=16 i=m16n32k32 decompress=mad.32")).ok
+
+
+def test_tuning_space_tries_the_logs_decompression_steps():
+    from kdd.core.config.search import search_space
+    from kdd.core.targets import get_target
+
+    modes = [c.decompress for c in search_space(_problem(shape="m512n512k128", group=128), get_target("xe2"))]
+    assert [str(m) for m in modes if m is not None and m.lanes == 32] == \
+        ["cvt.32", "mad.32", "denorm.32", "denorm_sub.32"]
+    signed = search_space(_problem(wei="s8", zp="s8", shape="m512n512k128", group=128), get_target("xe2"))
+    assert {c.decompress.mode for c in signed if c.decompress is not None and c.decompress.lanes} == {"cvt", "mad"}
+
+
+@pytest.mark.parametrize("text,message,span", [
+    ("mad.7", "lanes '7'", (4, 5)), ("madd", "unknown decompression 'madd'", (0, 4)), ("cvt.", "lanes ''", (4, 4)),
+])
+def test_the_knob_rejects_bad_values_with_their_span(text, message, span):
+    from kdd.core.config.decompress import Decompress
+    from kdd.core.config.errors import ConfigError
+    with pytest.raises(ConfigError, match=message) as err:
+        Decompress.parse(text)
+    assert (err.value.start, err.value.end) == span
+    assert str(Decompress.parse("denorm_sub.32")) == "denorm_sub.32" and Decompress.parse("mad").lanes is None

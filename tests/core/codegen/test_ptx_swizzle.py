@@ -57,8 +57,21 @@ def test_no_swizzle_where_it_cannot_help_or_would_not_permute():
     assert shift_for({64}, 4096) == 7 and shift_for({256}, 4096) == 8
 
 
-def test_gemm_example_swizzles_its_tiles_and_keeps_a_copy_in_flight_in_its_main_loop():
-    asm = example_ptx("sm90_gemm")
+CLASSIC_GEMM = ('[problem]\nop = "gemm"\nshape = "m4096n4096k4096"\ntypes = "f16:f16:f32"\n\n'
+                '[target]\nhw = "sm_90"\n')
+
+
+def test_classic_gemm_swizzles_its_tiles_and_keeps_a_copy_in_flight_in_its_main_loop():
+    """The classic schedule (mma.sync from ldmatrix, cp.async staging) of the GEMM the example was before it
+    moved to schedule=tma_ws_cooperative."""
+    from kdd.core.builder import build_kernel
+    from kdd.core.codegen.ptx import generate_ptx
+    from kdd.core.passes.kernel_pipeline import run_pipeline
+    from kdd.core.spec import load_spec
+
+    spec, _ = load_spec(CLASSIC_GEMM, "classic.kernel.toml")
+    kernel = build_kernel(spec.problem, spec.config, spec.target)
+    asm = generate_ptx(kernel, run_pipeline(kernel).final, spec.target, check=False).to_dict()["asm"]
     waits = re.findall(r"cp\.async\.wait_group (\d+);", main_loop(asm))
     assert waits and set(waits) == {"1"}          # the prologue commits a group per stage
     assert "xor.b32" in asm and ".x4.trans.shared.b16" in asm

@@ -8,6 +8,7 @@ import pytest
 
 from kdd.core.engine import Engine, Source
 from kdd.core.toolchain import find_tool
+from protocol_schemas import validator
 
 HAVE_IGA_XE2 = find_tool("iga64-xe2") is not None
 needs_iga = pytest.mark.skipif(not HAVE_IGA_XE2, reason="iga64-xe2 (tools/setup.sh: sid's libigc2-tools) missing")
@@ -81,6 +82,10 @@ def test_seed002_steps_check_as_xe2_assembly(step):
     result = engine.check(Source(path.read_text(), str(path)))
     assert result["artifact"] == "asm" and result["verdict"] == "ok", result
     assert ("tol_reason" in result) == (step == "try2_2")  # denorm: zp x scale in f16, the scale x 512
+    validator("check.schema.json").validate(result)
+    validator("compile.schema.json").validate(engine.compile(Source(path.read_text(), str(path)), "stats,asm"))
+    # the interpreter computes what the Xe2 binary computes, f16 roundings and fused mads included
+    assert engine.check(Source(path.read_text(), str(path)), stage="final")["rel_err"] == result["rel_err"]
 
 
 @needs_iga

@@ -46,7 +46,7 @@ def test_hand_made_listing_per_reduction_iteration():
 def test_a_reduction_unrolled_whole_is_counted_in_its_group():
     """No loop left around the multiplies: the ``k_loop`` group's lines stand for the main loop, once
     (the IR's loop figures do the same); the epilogue after it does not count."""
-    lines = [line("// k_loop {", None, loop=-1),
+    lines = [line("// k_loop {", None, loop=-1), line("SKIP_1:", None, loop=-1),
              *[line("(W) dpas.8x8 (8|M0) r6:f r6:f r81:hf r72:hf", "xmx", loop=-1) for _ in range(6)],
              line("(W) add (1|M0) r3.0<1>:d r3.0<0;1,0>:d 64:d", "int", loop=-1),
              line("// } k_loop", None, loop=-1),
@@ -109,3 +109,16 @@ def test_sends_under_one_mask_share_its_flag(name):
         negated = re.match(r"\(W&~(f\d\.\d)\) store", ln)
         if negated:
             assert loop[i - 1].startswith(f"(W&{negated[1]}) store"), loop[i - 1: i + 1]
+
+
+def test_the_barrier_header_is_built_once_per_kernel():
+    """resnet50_1x1 signals a barrier every step: the header (the thread count from r0) is written once,
+    before any loop, into a register every barrier reads; the IR register model counts that register."""
+    kernel, body, target = final("resnet50_1x1.kernel.toml")
+    listing = generate_asm(kernel, body, target, check=False)
+    lines = [ln.text for ln in listing.lines]
+    headers = [i for i, t in enumerate(lines) if "r0.11<0;1,0>:ub" in t]
+    signals = {re.search(r"null (r\d+) null:0 0x0 0x02000004", t)[1] for t in lines if "0x02000004" in t}
+    assert len(headers) == 1 and headers[0] < lines.index("LOOP_1:")
+    assert signals == {lines[headers[0]].split()[3].split(".")[0]}
+    assert listing.to_dict()["registers"]["ir"] == listing.to_dict()["registers"]["peak"]

@@ -2,6 +2,8 @@
 dispatcher's variables bound from the problem, the knobs per target, diagnostics on the offending argument,
 and the hover's mapping argument by argument."""
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from kdd.core.config import ConfigError
 from kdd.core.config.portblas import parse_launcher, read_portblas
@@ -134,3 +136,55 @@ def test_hover_explains_the_argument_under_the_cursor_and_the_whole_mapping():
     out = hover(text, row, lines[row].index("_t_a") + 1)
     assert "_t_a = false: src = 'ba': A column-major" in out
     assert "| `iter` | `i=m32n32k16` | `ItemRows` |" in out and "**Tiling**" in out
+
+
+def test_naive_is_one_element_per_lane_without_local_memory():
+    naive = SEED.replace("gemm_algorithm_t::standard", "gemm_algorithm_t::naive")
+    p = problem_from_text("m64n64k64", tags=COLUMN_MAJOR)
+    xe = read_portblas(naive, p, get_target("xehpg")).config
+    assert (str(xe.iter), str(xe.tg), xe.slm.bufs) == ("n16", "n4", 0)
+    nv = read_portblas(naive, p, get_target("sm_90")).config
+    assert (str(nv.iter), str(nv.tg), nv.fma) == ("n32", "n2", "fma")
+
+
+def test_interleaved_batches_put_the_lanes_along_the_batch():
+    interleaved = ("container_0_t, container_1_t, container_2_t, 64, false, false, false, 64, "
+                   "Tile<4, 4, 4, 4, 1, 1, 1, 1, 4, 4>, _t_a, _t_b, s_a, s_b, "
+                   "static_cast<int>(gemm_memory_t::no_local), static_cast<int>(gemm_algorithm_t::standard), "
+                   "static_cast<int>(gemm_vectorization_t::full), is_beta_zero, 4, "
+                   "static_cast<int>(gemm_batch_type_t::interleaved)")
+    p = problem_from_text("m32n32k16b16", tags=portblas_tags(1, False, False, True))
+    m = read_portblas(interleaved, p, get_target("xehpg"))
+    assert (str(m.config.iter), str(m.config.tg), m.config.slm.bufs) == ("b016m4n4", "m4n4", 0) and not m.issues
+    strided = problem_from_text("m32n32k16b16", tags=portblas_tags(1, False, False, False))
+    (issue,) = read_portblas(interleaved, strided, get_target("xehpg")).issues
+    assert issue.param == "BatchType" and "the problem's batch is strided" in issue.message
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.data())
+def test_any_edit_of_a_launcher_maps_or_is_an_error_inside_the_text(data):
+    base = data.draw(st.sampled_from([SEED, CURRENT, JOINT, TALL]))
+    cut = data.draw(st.integers(0, len(base)))
+    end = data.draw(st.integers(cut, min(len(base), cut + 12)))
+    text = base[:cut] + data.draw(st.text("<>(),:_ 0189abtTfx-", max_size=6)) + base[end:]
+    hw = data.draw(st.sampled_from(["xehpg", "xehpc", "sm_90"]))
+    try:
+        mapping = read_portblas(text, problem_from_text("m64n32k48", tags=COLUMN_MAJOR), get_target(hw))
+    except ConfigError as err:
+        assert 0 <= err.start < err.end <= max(len(text), 1), (text, err.message)
+        return
+    for issue in mapping.issues:
+        start, end = mapping.launcher.span(issue.param)
+        assert 0 <= start < end <= len(text)
+
+
+def test_a_target_override_maps_the_launcher_again_for_that_target():
+    from kdd.core.engine import Engine, Source
+
+    engine = Engine()
+    compiled = engine.compile(Source(_doc(SEED, shape="m64n64k32")), "stats", target="sm_90")
+    assert compiled["ok"] and compiled["config"].startswith("fma=fma simd=32")
+    jm = engine.compile(Source(_doc(JOINT, hw="sm_90", shape="m64n64k32", types="f16:f16:f32")), "stats",
+                        target="xehpc")
+    assert jm["ok"] and jm["config"].startswith("fma=dpas simd=16")

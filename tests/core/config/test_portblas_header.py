@@ -88,3 +88,51 @@ def test_c_precedence_without_parentheses():
     assert evaluate("batch_size == 1 && _K >= 4096 && _M * _N <= 16384 || _K < 0", names, None, None) is True
     assert evaluate("_M > 64 && _N > 64 || !_N", names, None, None) is False
     assert evaluate("2 + 3 * 4 == 14 ? 1 : 0", names, None, None) == 1
+
+
+SEED_STYLE = """
+template <bool _t_a, bool _t_b, bool is_beta_zero, typename sb_handle_t,
+          typename container_0_t, typename container_1_t,
+          typename container_2_t, typename element_t, typename index_t>
+
+typename sb_handle_t::event_t _gemm(
+    sb_handle_t& sb_handle, index_t _M, index_t _N, index_t _K, element_t _alpha,
+    container_0_t _a, index_t _lda, container_1_t _b, index_t _ldb,
+    element_t _beta, container_2_t _c, index_t _ldc, index_t batch_size,
+    gemm_batch_type_t batch_type) {
+#if defined(NAIVE_GEMM)
+  return blas::Gemm_Launcher<
+      64, false, false, false, 64, Tile<8, 8, 8, 8>, _t_a, _t_b,
+      static_cast<int>(gemm_memory_t::no_local),
+      static_cast<int>(gemm_algorithm_t::naive),
+      static_cast<int>(gemm_vectorization_t::partial), is_beta_zero, 1,
+      static_cast<int>(
+          gemm_batch_type_t::strided)>::template _select_gemm(sb_handle, _M, _N, _K,
+                                                              _alpha, _a, _lda,
+                                                              _b, _ldb, _beta,
+                                                              _c, _ldc,
+                                                              batch_size);
+#else
+  if (_M <= 128 && _N <= 128 && _K <= 128) {
+    return blas::Gemm_Launcher<
+        64, false, false, false, 64, Tile<2, 2, 8, 8>, _t_a, _t_b,
+        static_cast<int>(gemm_memory_t::no_local),
+        static_cast<int>(gemm_algorithm_t::standard),
+        static_cast<int>(gemm_vectorization_t::full), is_beta_zero, 2,
+        static_cast<int>(
+            gemm_batch_type_t::strided)>::template _select_gemm(sb_handle, _M, _N, _K, _alpha, _a,
+                                                                _lda, _b, _ldb, _beta, _c, _ldc, batch_size);
+  }
+#endif
+}
+"""
+
+
+def test_the_seeds_header_form_reads_its_preprocessor_branches():
+    naive, small = read_header(SEED_STYLE)
+    assert [str(g) for g in naive.guards] == ["#ifdef NAIVE_GEMM"]
+    assert [str(g) for g in small.guards] == ["#ifndef NAIVE_GEMM", "_M <= 128 && _N <= 128 && _K <= 128"]
+    assert naive.args.startswith("64, false, false, false, 64, Tile<8, 8, 8, 8>, _t_a, _t_b, static_cast<int>(")
+    leaves = [naive, small]
+    assert dispatch(leaves, _call(64, 64, 64)) is small and dispatch(leaves, _call(256, 64, 64)) is None
+    assert dispatch(leaves, _call(256, 64, 64, defines=("NAIVE_GEMM",))) is naive

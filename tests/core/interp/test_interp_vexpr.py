@@ -222,3 +222,21 @@ def test_bool_vector_logic():
                                                              Broadcast.make(IntImm.make(s32, 1), 2)))
     got = evaluate_threads(e, {"c": np.array([True, False]), "i": np.array([0, 0], np.int32)}, threads=2)
     assert got.tolist() == [[True, False], [False, False]]
+
+
+_F16 = st.floats(-200, 200, width=16).filter(lambda x: x == 0 or abs(x) >= 2 ** -8)  # a + b * c exact in f64, finite in f16
+
+
+@settings(max_examples=200, deadline=None)
+@given(a=_F16, b=_F16, c=_F16)
+def test_f16_mad_is_fused_like_xe_and_xesim(a, b, c):
+    """A float ``mad(a, b, c)`` rounds once: the exact ``a + b * c`` (a Fraction) rounded to f16, in the
+    scalar evaluator and the vectorized interpreter alike (Xe's ``mad`` is fused; rounding the product
+    first would differ)."""
+    from fractions import Fraction
+
+    e = Ternary.make(Op.MAD, var("a", f16), var("b", f16), var("c", f16))
+    exact = float(np.float16(float(Fraction(a) + Fraction(b) * Fraction(c))))  # f16 rounding of the exact value
+    assert float(evaluate(e, {"a": a, "b": b, "c": c})) == exact
+    got = evaluate_threads(e, {"a": np.array([[a]]), "b": np.array([[b]]), "c": np.array([[c]])})
+    assert float(got.reshape(-1)[0]) == float(evaluate(e, {"a": a, "b": b, "c": c}))

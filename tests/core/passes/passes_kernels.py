@@ -86,5 +86,8 @@ def check_example_pipeline(kernel) -> None:
     model = RegisterModel.of(get_target(kernel.target))
     iterations = reduction_iterations(kernel.body)
     before, after = kernel_metrics(kernel.body, model, iterations), kernel_metrics(trace.final, model, iterations)
-    assert after.inner_ops < before.inner_ops and after.loop_ops < before.loop_ops
+    if getattr(kernel.config, "schedule", "classic") == "classic":
+        assert after.inner_ops < before.inner_ops and after.loop_ops < before.loop_ops
+    else:   # schedule=tma*: the copy engine computes the tiles' addresses, the passes add none to the loops
+        assert after.inner_ops <= before.inner_ops and after.loop_ops < before.loop_ops
     assert after.barriers <= before.barriers

@@ -84,7 +84,11 @@ def test_examples_have_a_main_loop_matching_the_schema(name):
     # The whole `kdd compile --emit stats --json` document is validated in tests/server/test_protocol.py.
     kernel = example_kernel(name, full_shape=True)
     trace = run_pipeline(kernel)
-    loop = loop_stats(trace.input, trace.final, get_target(kernel.target)).to_dict()
+    stats = loop_stats(trace.input, trace.final, get_target(kernel.target))
+    if kernel.config.schedule != "classic":     # warpgroup MMAs fed by tensor copies: no main-loop figures yet
+        assert stats is None
+        return
+    loop = stats.to_dict()
     validator("compile.schema.json", "loop").validate(loop)
     assert loop["dpas"] > 0 and loop["min_sends"] > 0
     # min_sends counts block messages; a scattered vector message may move more (16 lanes of 8 dwords), so

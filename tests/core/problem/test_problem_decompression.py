@@ -108,3 +108,11 @@ def test_a_config_with_decompression_loads_it():
     assert not [d for d in diagnostics if d.severity.name == "ERROR"], diagnostics
     assert spec.problem.decompression == Decompression(f16, u8, 32, 1, f16)
     assert spec.check.decompression == spec.problem.decompression
+
+
+def test_hover_on_scales_shows_the_tensors_and_the_arithmetic():
+    from kdd.core.spec.hover import hover
+    text = DOC.format(keys='scales = "wei:per_ocic:f16:32x1"\nzero_points = "wei:per_ocic:u8:32x1"\nfpmath = "f16:true"')
+    md = hover(text, 4, 3)
+    assert "B[k, n] = (wei[k, n] - zp[k / 32, n / 1]) * scale[k / 32, n / 1] in f16" in md
+    assert "| `wei_scales` | f16 | 2 x 32 |" in md and "| `wei_zero_points` | u8 | 2 x 32 |" in md

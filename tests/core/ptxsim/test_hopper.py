@@ -158,3 +158,31 @@ def test_the_interpreter_declines_warp_specialized_kernels():
     kernel = _kernel(config=parse_line(WS))
     with pytest.raises(NotCheckable, match="lockstep"):
         InterpreterCheck(kernel.problem).result(kernel)
+
+
+NHWC = {"src": "axb", "wei": "axcb", "dst": "axb"}
+
+
+@pytest.mark.parametrize("schedule, shape", [("tma", "mb2ic128ih8oc64oh8kh1ph0"),
+                                             ("tma_ws_cooperative", "mb2ic128ih8oc64oh8kh1ph0"),
+                                             ("tma", "mb3ic128ih7oc64oh7kh1ph0")])    # M 147: a tail of 19 rows
+def test_a_1x1_convolution_is_an_implicit_gemm(schedule, shape):
+    """NHWC pixels are A's rows and OHWI weights a K-major B; relu runs on the accumulators; the rows of
+    a tail tile past M are read as zeros and not stored."""
+    problem = problem_from_text(shape, op="conv", types="f16:f16:f16", tags=NHWC, post_ops="relu")
+    kernel = build_kernel(problem, parse_line(f"schedule={schedule} tile=m128n64k64 stages=2"), SM90)
+    if schedule == "tma":
+        assert check_kernel(kernel).ok
+    listing = _listing(kernel)
+    assert re.search(r"wgmma\.mma_async[^\n]*, 0;", listing["asm"])      # B K-major: no transpose
+    result = check_ptx(kernel, listing)
+    assert result["ok"], result
+
+
+@pytest.mark.parametrize("shape, tags", [("mb2ic64ih8oc64oh8kh3ph1", NHWC),             # 3x3: im2col not yet
+                                         ("mb2ic64ih8oc64oh8kh1ph0", {**NHWC, "src": "abx"})])   # NCHW
+def test_other_convolutions_are_refused_with_the_knob(shape, tags):
+    problem = problem_from_text(shape, op="conv", types="f16:f16:f16", tags=tags)
+    with pytest.raises(BuildError) as exc:
+        build_kernel(problem, parse_line("schedule=tma tile=m128n64k64"), SM90)
+    assert exc.value.knob in ("schedule", "src_layout")

@@ -82,8 +82,8 @@ def test_the_config_header_lists_the_defaults_in_effect():
     section = md.split("**Defaults in effect**")[1].split("\n\n")[1]
     defaults = re.findall(r"^- `(\w+)`", section, flags=re.M)
     assert defaults == ["regs", "vec", "unroll", "prefetch", "pipeline", "subtiles", "global_reduction", "walk_order",
-                        "pad_slm", "bwd_d_optimize", "src_layout", "wei_layout", "dst_layout",
-                        "bia_layout"]  # the knobs not written
+                        "pad_slm", "bwd_d_optimize", "schedule", "tile", "stages", "cluster", "src_layout",
+                        "wei_layout", "dst_layout", "bia_layout"]  # the knobs not written
     assert "| `tg` | `T=oc2ow4` | written |" in md
     assert "| `regs` | `regs=256` | default |" in md
     # the floor (c 128 + a 32 + b 32) fits 256: no register error before the build
