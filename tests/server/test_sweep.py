@@ -103,7 +103,8 @@ def test_a_killed_run_resumes(cluster, batch, tmp_path, capsys):
 @pytest.mark.slow
 def test_ctrl_c_cancels_and_keeps_finished_rows(cluster, tmp_path):
     batch = tmp_path / "batch"
-    batch.write_text("--dt=f32\n" + "".join(f"mb1ic{8 * k}ih6oc8oh6kh3ph1\n" for k in range(1, 9)))
+    # forty tasks: on a loaded machine eight could all finish before the signal arrives
+    batch.write_text("--dt=f32\n" + "".join(f"mb1ic{8 * k}ih6oc8oh6kh3ph1\n" for k in range(1, 41)))
     out = tmp_path / "rows.jsonl"
     proc = subprocess.Popen([str(Path(sys.executable).with_name("kdd")), "sweep", str(batch), "--target", "xehpg",
                              "--stage", "check", "--bisect", "--workers", "1", "--address", cluster,
@@ -115,7 +116,7 @@ def test_ctrl_c_cancels_and_keeps_finished_rows(cluster, tmp_path):
     _, err = proc.communicate(timeout=60)
     rows = read_rows([out])
     assert proc.returncode == 130, err
-    assert 1 <= len(rows) < 8 and out.read_text().count("\n") == len(rows)   # whole rows only
+    assert 1 <= len(rows) < 40 and out.read_text().count("\n") == len(rows)   # whole rows only
     assert "a rerun resumes" in err
 
 
