@@ -100,6 +100,14 @@ def test_a_killed_run_resumes(cluster, batch, tmp_path, capsys):
                                                                         for x in lines)
 
 
+def _interruptible() -> None:
+    """In the child before exec: SIGINT as a terminal delivers it. An ignored or blocked SIGINT is inherited
+    across exec, and a test runner started in the background by a non-interactive shell (``make test &``)
+    has it ignored (POSIX): the sweep then ran to its end untouched by the signal."""
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 @pytest.mark.slow
 def test_ctrl_c_cancels_and_keeps_finished_rows(cluster, tmp_path):
     batch = tmp_path / "batch"
@@ -108,7 +116,8 @@ def test_ctrl_c_cancels_and_keeps_finished_rows(cluster, tmp_path):
     out = tmp_path / "rows.jsonl"
     proc = subprocess.Popen([str(Path(sys.executable).with_name("kdd")), "sweep", str(batch), "--target", "xehpg",
                              "--stage", "check", "--bisect", "--workers", "1", "--address", cluster,
-                             "--out", str(out)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                             "--out", str(out)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            preexec_fn=_interruptible)
     # generous bounds: on a loaded machine Ray's start and the first check can take minutes; a fast run
     # waits no longer for them
     deadline = time.monotonic() + 300
