@@ -331,6 +331,8 @@ def _prepared(args: tuple, mantissa: bool, seed: int, problem) -> tuple[dict, di
     refs = reference(problem, inputs)
     for a in (*buffers.values(), *inputs.values(), *refs.values()):
         _read_only(a)
+    if refs.accumulator is not None:
+        _read_only(refs.accumulator)
     return buffers, inputs, refs
 
 
@@ -379,7 +381,7 @@ def verdict(kernel, problem, inputs: dict, outputs: dict, written: dict, tol: fl
     refs = refs if refs is not None else reference(problem, inputs)
     math, caveat = kernel_math(kernel), kernel_caveat(kernel)
     amplified = tol is None and any(arg.dtype.is_float for arg in kernel.outputs)
-    amplification = post_op_amplification(problem, inputs) if amplified else 1.0
+    amplification = post_op_amplification(problem, inputs, getattr(refs, "accumulator", None)) if amplified else 1.0
     results = []
     for arg in kernel.outputs:
         dims = tuple(size for _, size in arg.dims)

@@ -135,18 +135,26 @@ def _accumulator(problem: Problem, inputs: Mapping[str, np.ndarray]) -> np.ndarr
     return conv_fwd(inputs["src"], inputs["wei"], problem.shape)
 
 
-def post_op_amplification(problem: Problem, inputs: Mapping[str, np.ndarray]) -> float:
+class References(dict):
+    """:func:`reference`'s outputs by name, keeping (forward passes) the float64 accumulator they came from,
+    so :func:`post_op_amplification` measures the chain on it instead of multiplying again."""
+
+    accumulator: np.ndarray | None = None
+
+
+def post_op_amplification(problem: Problem, inputs: Mapping[str, np.ndarray],
+                          accumulator: np.ndarray | None = None) -> float:
     """How many times the post-op chain magnifies a relative error of the accumulator, as measured on these
     inputs: the float64 outputs' relative change (in norm, over the elements inside the destination type's
     range) when every accumulator element moves by 2^-20 of itself (random signs, fixed seed), divided by
-    2^-20. An ``exp`` of values
-    near 20 magnifies about 20 times, ``exp`` of ``exp`` far more, a ``sum`` that cancels likewise; the
+    2^-20 (``accumulator``: the one :func:`reference` kept, else computed). An ``exp`` of values near 20
+    magnifies about 20 times, ``exp`` of ``exp`` far more, a ``sum`` that cancels likewise; the
     check's float tolerance is for an accumulation and scales by this where it exceeds 1 (a kernel that
     computes the chain in f32 correctly cannot do better). 1.0 below 2, for a problem without post-ops or
     that is no forward pass."""
     if not problem.post_ops or problem.prop != "fwd":
         return 1.0
-    acc = _accumulator(problem, inputs)
+    acc = accumulator if accumulator is not None else _accumulator(problem, inputs)
     signs = np.random.default_rng(0x5EED).choice((-1.0, 1.0), size=acc.shape)
     channel = -1 if problem.op == "gemm" else 1
     with np.errstate(all="ignore"):
@@ -164,20 +172,23 @@ def post_op_amplification(problem: Problem, inputs: Mapping[str, np.ndarray]) ->
     return amplification if amplification >= 2.0 else 1.0
 
 
-def reference(problem: Problem, inputs: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
-    """The logical float64 outputs of ``problem`` for ``inputs`` (see the module docstring)."""
+def reference(problem: Problem, inputs: Mapping[str, np.ndarray]) -> References:
+    """The logical float64 outputs of ``problem`` for ``inputs`` (see the module docstring), with the
+    accumulator of a forward pass (:class:`References`)."""
     types = problem.types
     # An integer destination rounds to whole numbers, so a float64 value on the other side of a .5
     # boundary than the kernel's would move an element by one: round each post-op step as the kernel does.
     precision = types.post_op if types.dst.is_int and problem.post_ops else None
     if problem.op == "gemm" or problem.prop == "fwd":
-        dst = apply_post_ops(_accumulator(problem, inputs), problem.post_ops, inputs, -1 if problem.op == "gemm" else 1,
-                             precision)
-        return {"dst": round_to_type(dst, types.dst)}
+        acc = _accumulator(problem, inputs)
+        dst = apply_post_ops(acc, problem.post_ops, inputs, -1 if problem.op == "gemm" else 1, precision)
+        out = References(dst=round_to_type(dst, types.dst))
+        out.accumulator = acc
+        return out
     shape = problem.shape
     if problem.prop == "bwd_d":
-        return {"src": round_to_type(conv_bwd_d(inputs["dst"], inputs["wei"], shape), types.src)}
-    out = {"wei": round_to_type(conv_bwd_w(inputs["src"], inputs["dst"], shape), types.wei)}
+        return References(src=round_to_type(conv_bwd_d(inputs["dst"], inputs["wei"], shape), types.src))
+    out = References(wei=round_to_type(conv_bwd_w(inputs["src"], inputs["dst"], shape), types.wei))
     for op in problem.post_ops:
         if isinstance(op, Bias):
             out["bias"] = round_to_type(conv_bwd_bias(inputs["dst"], shape), op.dt)

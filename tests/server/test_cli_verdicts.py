@@ -1,12 +1,11 @@
 """Verdicts that mean what they say: what ``kdd check`` ran, ok / wrong / not-checkable with their exit
 statuses, and code-generation failures that are errors whatever ``kdd compile`` emits."""
 import json
-import shutil
-import sys
 from pathlib import Path
 
 import pytest
 
+from kdd.core.toolchain import find_tool
 from kdd.server.cli import main
 from protocol_schemas import validator
 
@@ -191,8 +190,7 @@ def _device_patched(monkeypatch, ok: bool) -> list:
     return calls
 
 
-@pytest.mark.skipif(shutil.which("ptxas") is None and not (Path(sys.executable).parent / "ptxas").exists(),
-                    reason="needs ptxas")
+@pytest.mark.skipif(find_tool("ptxas") is None, reason="needs ptxas (PyPI nvidia-cuda-nvcc)")
 @pytest.mark.parametrize("ok", [True, False])
 def test_bench_times_only_a_kernel_checked_at_the_shape_it_times(monkeypatch, capsys, ok):
     calls = _device_patched(monkeypatch, ok)
