@@ -16,9 +16,9 @@ from kdd.core.interp.reference import reference
 from kdd.core.spec import load_spec
 
 
-def _doc(hw="sm_90", fma="mma", types="f32", extra="", src="ab", wei="ba") -> str:
-    return (f'[problem]\nop = "gemm"\nshape = "m64n32k48"\ntypes = "{types}"\nsrc = "{src}"\nwei = "{wei}"\n'
-            f'dst = "ba"\n[target]\nhw = "{hw}"\n[config]\nfma = "{fma}"\nfma_type = "f16"\n{extra}')
+def _doc(hw="sm_90", fma="mma", types="f32", extra="", fma_type="f16") -> str:
+    return (f'[problem]\nop = "gemm"\nshape = "m64n32k48"\ntypes = "{types}"\nsrc = "ab"\nwei = "ba"\n'
+            f'dst = "ba"\n[target]\nhw = "{hw}"\n[config]\nfma = "{fma}"\nfma_type = "{fma_type}"\n{extra}')
 
 
 def _spec(text: str):
@@ -49,13 +49,13 @@ def test_the_kernel_rounds_a_and_b_to_f16_and_the_reference_rounds_alike():
     assert result.ok and result.tol == 1e-5 and "fma_type=f16" in result.tol_reason
 
 
-@pytest.mark.parametrize("hw, fma, extra", [("sm_90", "mma", ""), ("sm_90", "mma", "slm = 1\n"),
-                                            ("xehpc", "dpas", "")])
-def test_the_code_converts_in_registers_and_checks_in_its_simulator(hw, fma, extra):
-    text = _doc(hw, fma, extra=extra)
+@pytest.mark.parametrize("hw, fma, extra, fma_type", [("sm_90", "mma", "", "f16"), ("sm_90", "mma", "slm = 1\n", "f16"),
+                                                      ("xehpc", "dpas", "", "f16"), ("xehpg", "dpas", "", "bf16")])
+def test_the_code_converts_in_registers_and_checks_in_its_simulator(hw, fma, extra, fma_type):
+    text = _doc(hw, fma, extra=extra, fma_type=fma_type)
     result = Engine().check(Source(text))
     assert result["verdict"] == "ok" and result["artifact"] == ("ptx" if hw == "sm_90" else "asm"), result
-    assert "reference rounds them the same way" in result["tol_reason"]
+    assert result["tol"] == 1e-5 and f"fma_type={fma_type}: the kernel rounds A and B" in result["tol_reason"]
     if hw == "sm_90":
         ptx = Engine().compile(Source(text), "ptx")["ptx"]["asm"]
         assert "cvt.rn.f16.f32" in ptx and "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32" in ptx

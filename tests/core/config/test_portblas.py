@@ -193,3 +193,5 @@ def test_a_target_override_maps_the_launcher_again_for_that_target():
     jm = engine.compile(Source(_doc(JOINT, hw="sm_90", shape="m64n64k32", types="f16:f16:f32")), "stats",
                         target="xehpc")
     assert jm["ok"] and jm["config"].startswith("fma=dpas simd=16")
+    rounded = engine.compile(Source(_doc(JOINT, hw="sm_90", shape="m64n64k32")), "stats", target="xehpc")
+    assert rounded["ok"] and rounded["config"].startswith("fma=dpas simd=16") and "fma-type=f16" in rounded["config"]
