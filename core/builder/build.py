@@ -156,7 +156,7 @@ class _Builder:
                           0, ROLES["A"])
         b_reg = RegTensor(names.fresh("b", u64), fma.b_layout(bt, kp, ns), 0, ROLES["B"])
 
-        # FMA-ready SLM tiles hold the FMA's operand type: a converted operand (fma_type) stages its own
+        # FMA-ready SLM tiles hold the FMA's operand type; an operand fma_type converts is staged as stored
         fma_ready = {} if self.per_lane or self.ops.converted else {
             "A": subtile_chunks(fma.a_layout(bt, mp, kp, a_inner == 2), a_reg.layout, 1, sub_a),
             "B": subtile_chunks(fma.b_layout(bt, kp, np_), b_reg.layout, 2, sub_b)}
