@@ -50,15 +50,15 @@ from .k_slices import k_slices
 from .kernel import Kernel, KernelArg
 from .lanes import flat_lanes, lanes_attrs
 from .layouts import fma_blocking, tensor_layout, vector_layout
-from .loads import (MessageRules, TransferPlan, contiguous_role, load_block2d, memory_ordered, plan_block2d,
-                    plan_messages, transfer, vector_gather)
+from .loads import (MessageRules, TransferPlan, contiguous_role, inner_last, load_block2d, memory_ordered,
+                    plan_block2d, plan_messages, transfer, vector_gather)
 from .loop_nest import GROUP_IDS, THREAD_IDS, LoopNest, build_loop_nest
 from .loops import nest
 from .origin import Origin
 from .slm import SLM_BLOCK_GRAIN, SlmStage, read_tile, slm_barrier, stage, subtile_chunks
 from .split_k import ORIGIN as ORIGIN_SPLIT_K
 from .split_k import SplitFinish, needs_finish
-from .tile import MatrixDim, RegTensor, TileAccess
+from .tile import MatrixDim, RegTensor, TileAccess, row_major
 
 # Matrix dims of each operand, by GEMM role of the view dims flattened into them.
 ROLES = {"A": ("b", "m", "k"), "B": ("b", "k", "n"), "C": ("b", "m", "n")}
@@ -94,7 +94,7 @@ class _Builder:
     def __init__(self, problem, config: KernelConfig, target: Target):
         self.problem, self.config, self.target = problem, config, target
         self.tiling = derive_tiling(problem, config)
-        self.ops = operands(problem)
+        self.ops = operands(problem, config)
         self.names = Names(GROUP_IDS + THREAD_IDS + ("src", "wei", "dst"))
         self.reg_bytes = target.registers.reg_bytes
         self.per_lane = target.lanes.fixed is not None
@@ -156,7 +156,8 @@ class _Builder:
                           0, ROLES["A"])
         b_reg = RegTensor(names.fresh("b", u64), fma.b_layout(bt, kp, ns), 0, ROLES["B"])
 
-        fma_ready = {} if self.per_lane else {
+        # FMA-ready SLM tiles hold the FMA's operand type; an operand fma_type converts is staged as stored
+        fma_ready = {} if self.per_lane or self.ops.converted else {
             "A": subtile_chunks(fma.a_layout(bt, mp, kp, a_inner == 2), a_reg.layout, 1, sub_a),
             "B": subtile_chunks(fma.b_layout(bt, kp, np_), b_reg.layout, 2, sub_b)}
         stages = self._stages(operand, fma_ready)
@@ -322,6 +323,12 @@ class _Builder:
         if staged is not None and staged.tile_offset is not None and reg.bytes % SLM_BLOCK_GRAIN == 0:
             return lambda s: read_tile(staged, reg, self.rules, names, origin, arith.mul(s, reg.bytes))
         probe = source(arith.const(0))
+        if reg.dtype != probe.view.layout.dtype:  # fma_type: moved in its memory type, converted by a reorder
+            order = inner_last(contiguous_role(probe.view, probe.roles))
+            converting = RegTensor(names.fresh(f"{which}_ld", u64),
+                                   row_major(probe.view.layout.dtype, reg.layout.dims, order), 0, reg.roles)
+            self.allocs.append((converting, Origin(f"loads.{which}_convert", "fma_type")))
+            return lambda s: self._reordered(source(s), converting, reg, origin)
         # 2D block messages land the rows where reg's layout holds them: taken where they are fewer
         # than the 1D messages (and their staging reorder) of the other paths.
         block2d = plan_block2d(probe, reg, self.target.messages.block2d, self.reg_bytes)
@@ -342,13 +349,16 @@ class _Builder:
             if staging is not None:
                 self.allocs.append((staging, Origin(f"loads.{which}_reorder", "fma")))
 
-        def load(s: Expr) -> Stmt:
-            if staging is None:
-                return transfer(SendOp.LOAD, source(s), reg, self.rules, names, origin)
-            move = FuncCall.make(Reorder(staging.layout, reg.layout), [staging.buf, 0, reg.buf, 0],
-                                 origin=Origin(f"reorder.{which}", "fma"))
-            return seq(transfer(SendOp.LOAD, source(s), staging, self.rules, names, origin), move)
-        return load
+        if staging is None:
+            return lambda s: transfer(SendOp.LOAD, source(s), reg, self.rules, names, origin)
+        return lambda s: self._reordered(source(s), staging, reg, origin)
+
+    def _reordered(self, source: TileAccess, staging: RegTensor, reg: RegTensor, origin: Origin) -> Stmt:
+        """Loads ``source`` into ``staging`` and reorders it into ``reg`` (converting to its type)."""
+        knob = "fma" if staging.dtype == reg.dtype else "fma_type"
+        move = FuncCall.make(Reorder(staging.layout, reg.layout), [staging.buf, 0, reg.buf, 0],
+                             origin=Origin(f"reorder.{reg.buf.name}", knob))
+        return seq(transfer(SendOp.LOAD, source, staging, self.rules, self.names, origin), move)
 
     def _decompressor(self, b: _Operand, b_reg: RegTensor, k_tile: int, sub_b: int, stages: dict
                       ) -> Decompressor | None:

@@ -17,6 +17,8 @@ Registers, for a thread tile ``m x n`` of C and ``k`` per iteration:
 - ``headers`` (Xe): one GRF per message header, one per load/store stream
   with ``P=r``; ``addresses`` (sm_90): a 64-bit address per global stream, a
   32-bit one per shared-memory stream;
+- ``convert``: with ``fma_type``, the A and B tiles as loaded, ``m*k*mem/unit`` and ``k*n*mem/unit`` in
+  their memory type, before the reorder that converts them (SLM tiles and copies hold the memory type);
 - ``decompress``: weight decompression (seed 002's ``i8data`` and scale/zp lines): the B tile as
   stored, ``k*n*wei/unit``, the scale and zero-point rows, ``n*type/unit`` each, and their spread over a
   K pack of B's layout, ``2*n*b/unit`` each (``kdd.core.builder.decompress``);
@@ -179,16 +181,17 @@ def estimate_budget(problem, config: KernelConfig, target: Target) -> Budget:
     """
     config.require_complete("estimate_budget")
     t = derive_tiling(problem, config)
-    ops = operands(problem)
+    ops = operands(problem, config)
     unit = target.registers.reg_bytes
     m, n, k = t.m_thread, t.n_thread, t.k_iter
     sa, sb, sacc, sc = ops.a.size, ops.b.size, ops.acc.size, ops.c.size
+    mem_a, mem_b = (ops.converted.size,) * 2 if ops.converted else (sa, sb)  # what global and SLM hold
     sub = config.subtiles
     threads = t.threads_per_group
     slm, pf = config.slm, config.prefetch
     group_k = k * t.k_slices  # a group's K block per iteration: one slice per thread along K
-    group_a = t.m_group * group_k * sa
-    group_b = group_k * t.n_group * sb
+    group_a = t.m_group * group_k * mem_a
+    group_b = group_k * t.n_group * mem_b
 
     batch = [t.b_thread] if t.b_thread > 1 else []  # each batch element (group) has its own C, A and B tile
     regs = [_quotient("c", "C accumulators", batch + [m, n, sacc], [unit])]
@@ -197,7 +200,7 @@ def estimate_budget(problem, config: KernelConfig, target: Target) -> Budget:
     regs.append(_quotient("b", "B buffer", batch + [k, n, sb], [unit] + ([sub.b] if sub.b > 1 else [])))
 
     slm_a, slm_b = slm.applies_to("A"), slm.applies_to("B")
-    copy_terms = [f"{t.m_group}*{group_k}*{sa}"] * slm_a + [f"{group_k}*{t.n_group}*{sb}"] * slm_b
+    copy_terms = [f"{t.m_group}*{group_k}*{mem_a}"] * slm_a + [f"{group_k}*{t.n_group}*{mem_b}"] * slm_b
     copy_bytes = group_a * slm_a + group_b * slm_b
     if copy_terms:
         staging = max(slm.gmem, 1)
@@ -207,7 +210,7 @@ def estimate_budget(problem, config: KernelConfig, target: Target) -> Budget:
         regs.append(BudgetLine("slm_load", "SLM load buffers", 0, "no SLM buffering = 0"))
 
     per_thread_copy = {"A": ceil(group_a / threads), "B": ceil(group_b / threads)}
-    streams = [("A", m * k * sa, slm_a), ("B", k * n * sb, slm_b), ("C", m * n * sc, False)]
+    streams = [("A", m * k * mem_a, slm_a), ("B", k * n * mem_b, slm_b), ("C", m * n * sc, False)]
     for name, on in (("A", slm_a), ("B", slm_b)):
         if on:
             streams += [(f"gmem {name}", per_thread_copy[name], False), (f"SLM {name}", per_thread_copy[name], True)]
@@ -216,6 +219,10 @@ def estimate_budget(problem, config: KernelConfig, target: Target) -> Budget:
             streams.append((f"prefetch {name}", per_thread_copy[name], False))
     regs.append(_addressing(streams, target, config.pipeline.reuse_headers))
 
+    if ops.converted:
+        regs.append(_sum("convert", f"A and B as loaded ({ops.converted})",
+                         [(f"A {m}*{k}*{mem_a}/{unit}", ceil(m * k * mem_a / unit)),
+                          (f"B {k}*{n}*{mem_b}/{unit}", ceil(k * n * mem_b / unit))]))
     if ops.decompressed:
         regs.append(_decompression(problem.decompression, config.decompress, ops, k, n, unit))
     if ops.c != ops.acc:
@@ -229,9 +236,9 @@ def estimate_budget(problem, config: KernelConfig, target: Target) -> Budget:
 
     slm_lines = []
     if slm_a:
-        slm_lines.append(_quotient("slm_a", "SLM A tile", [t.m_group, group_k, sa, slm.bufs], []))
+        slm_lines.append(_quotient("slm_a", "SLM A tile", [t.m_group, group_k, mem_a, slm.bufs], []))
     if slm_b:
-        slm_lines.append(_quotient("slm_b", "SLM B tile", [group_k, t.n_group, sb, slm.bufs], []))
+        slm_lines.append(_quotient("slm_b", "SLM B tile", [group_k, t.n_group, mem_b, slm.bufs], []))
     if t.k_slices > 1:
         x, y, _ = t.tg_grid
         slm_lines.append(_quotient("slm_c", "partial C tiles of K slices", [t.k_slices - 1, x * y, m, n, sacc], []))

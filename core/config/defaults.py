@@ -226,7 +226,7 @@ class _Plan:
 
     @staticmethod
     def make(problem, target: Target, user: KernelConfig) -> "_Plan":
-        ops = operands(problem)
+        ops = operands(problem, user)
         fma = user.fma or pick_fma(target, ops)
         simd = user.simd or (target.simd_for(fma) if fma in target.fma_kinds else target.default_simd)
         regs = user.regs or default_regs(target, fma)

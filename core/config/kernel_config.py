@@ -45,6 +45,7 @@ class KernelConfig:
     dst_layout: str | None = None
     bia_layout: str | None = None
     decompress: Decompress | None = None
+    fma_type: str | None = None
 
     def set_keys(self) -> tuple[str, ...]:
         """Names of the fields that are set, in ``KNOBS`` order."""

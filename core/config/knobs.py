@@ -211,6 +211,7 @@ class Knob:
 
 
 SCHEDULES = ("classic", "tma", "tma_ws_cooperative")
+FMA_TYPES = ("f16", "bf16")
 BWD_D_OPTIMIZE = ("none", "skip_out_of_bound_w", "skip_strided_dh", "skip_strided_dhw")
 _TILE_DIMS = ("Dimension names come from the problem: conv `g mb ic oc id ih iw od oh ow kd kh kw`, "
               "GEMM `m n k b0 b1..`.")
@@ -323,6 +324,12 @@ KNOBS: tuple[Knob, ...] = (
          "(fewest instructions; the scaled scale loses range); `denorm_sub` converts the same way and keeps "
          "zero point and scale apart. `.lanes`: weights per decompression instruction (default: `simd`). "
          "Default `cvt`; other problems ignore it.", DecompressCodec(), optional=True),
+    Knob("fma_type", "fma-type", "choice", " | ".join(FMA_TYPES), "fma-type=f16",
+         "The type the FMA multiplies f32 A and B in: each thread converts its A and B tiles in registers "
+         "(round to nearest even) before `mma`/`dpas`, as portBLAS's joint-matrix kernels do with "
+         "`inp_jmT = sycl::half` (benchdnn's `--attr-fpmath=f16`). The check's reference rounds A and B "
+         "the same way. Unset (the default): the FMA multiplies the problem's types.",
+         ChoiceCodec(FMA_TYPES), optional=True),
 )
 
 KNOB_BY_KEY: dict[str, Knob] = {k.key: k for k in KNOBS}

@@ -39,7 +39,10 @@ data in ``tf32`` on Xe-HPC's ``dpas``) gets at least that format's tolerance,
 4e-3 for tf32 (f16's 10-bit mantissa): its inputs fill the f32 mantissa, so the
 check sees the dropped bits. A decompression that rounds more than the product of each weight and its
 scale (:func:`kernel_caveat`: the ``decompress`` modes of seed 002) widens the tolerance by what it
-loses, and the result names why (``tol_reason``, :data:`CAVEATS`). A float output's tolerance is for an
+loses, and the result names why (``tol_reason``, :data:`CAVEATS`). A kernel whose config converts f32 A
+and B to a narrower type before the FMA (``fma_type``, :func:`kernel_rounding`) is checked against the
+reference of A and B rounded to that type (:func:`kernel_reference`): the products of two such values are
+exact in f32, so the output type's tolerance stands, and ``tol_reason`` says so. A float output's tolerance is for an
 accumulation; a post-op chain that magnifies its rounding (``exp`` of large values, ``exp`` of ``exp``, a
 sum that cancels) scales it by the chain's amplification measured on the inputs
 (:func:`~.reference.post_op_amplification`), and ``tol_reason`` says so. A reference value past the output
@@ -232,7 +235,7 @@ def kernel_math(kernel) -> str:
     config, problem = kernel.config, kernel.problem
     if config is None or problem is None or config.fma is None:
         return ""
-    ops = operands(problem)
+    ops = operands(problem, config)
     shapes = get_target(kernel.target).shapes(fma=config.fma, simd=config.simd, a=ops.a, b=ops.b)
     return shapes[0].math if shapes else ""
 
@@ -244,6 +247,31 @@ def kernel_caveat(kernel) -> str:
     if problem is None or problem.decompression is None or config is None or config.decompress is None:
         return ""
     return config.decompress.mode if config.decompress.mode in CAVEATS else ""
+
+
+def kernel_rounding(kernel) -> Type | None:
+    """The type ``kernel``'s config converts f32 A and B to before its FMA (``fma_type``), else None."""
+    from kdd.core.config.operands import operands
+
+    if kernel.config is None or kernel.problem is None:
+        return None
+    ops = operands(kernel.problem, kernel.config)
+    return ops.a if ops.converted is not None else None
+
+
+def kernel_reference(kernel, problem, inputs: dict):
+    """The float64 reference of ``problem`` on ``inputs`` as ``kernel`` computes it: A and B rounded to the
+    type its config converts them to (:func:`kernel_rounding`) first."""
+    rounded = kernel_rounding(kernel)
+    return reference(problem, inputs if rounded is None else _rounded_ab(problem, inputs, rounded))
+
+
+def _rounded_ab(problem, inputs: dict, t: Type) -> dict:
+    """``inputs`` with the GEMM's A and B tensors rounded to ``t`` (as float64)."""
+    from kdd.core.config.operands import operands
+
+    ab = operands(problem).tensors[:2]
+    return {name: round_float(v, t).astype(np.float64) if name in ab else v for name, v in inputs.items()}
 
 
 # -- comparison ----------------------------------------------------------------------------------------
@@ -312,7 +340,8 @@ def check_kernel(kernel, problem=None, *, seed: int = 0, tol: float | None = Non
     if max_macs is not None and check_macs(problem) > max_macs:
         raise CheckTooLarge(f"the check of {problem.shape.canonical()} would interpret {check_macs(problem)} "
                             f"multiply-adds, more than the bound of {max_macs}; check a smaller shape")
-    buffers, inputs, refs = _prepared(tuple(kernel.args), _fills_mantissa(kernel), seed, problem)
+    buffers, inputs, refs = _prepared(tuple(kernel.args), _fills_mantissa(kernel), seed, problem,
+                                      kernel_rounding(kernel))
     buffers = {arg.var.name: buffers[arg.name].copy() for arg in kernel.args}
     launch = Launch(tuple(kernel.grid), tuple(kernel.tg), kernel.simd, kernel.reg_bytes)
     interp_start = time.perf_counter()
@@ -324,11 +353,13 @@ def check_kernel(kernel, problem=None, *, seed: int = 0, tol: float | None = Non
 
 
 @lru_cache(maxsize=2)
-def _prepared(args: tuple, mantissa: bool, seed: int, problem) -> tuple[dict, dict, dict]:
-    """:func:`check_buffers` and the reference outputs, read-only. Cached: a bisection checks the same
-    arguments of the same problem after every pass."""
+def _prepared(args: tuple, mantissa: bool, seed: int, problem, rounded: Type | None
+              ) -> tuple[dict, dict, dict]:
+    """:func:`check_buffers` and the reference outputs (A and B rounded to ``rounded`` first, see
+    :func:`kernel_reference`), read-only. Cached: a bisection checks the same arguments of the same
+    problem after every pass."""
     buffers, inputs = _buffers(args, mantissa, seed)
-    refs = reference(problem, inputs)
+    refs = reference(problem, inputs if rounded is None else _rounded_ab(problem, inputs, rounded))
     for a in (*buffers.values(), *inputs.values(), *refs.values()):
         _read_only(a)
     if refs.accumulator is not None:
@@ -378,8 +409,8 @@ def verdict(kernel, problem, inputs: dict, outputs: dict, written: dict, tol: fl
     """Step 4 of the protocol: every output (bytes by argument name; ``written``: bool per byte, an
     output missing from it was never written) against the float64 reference (``refs`` when the caller
     computed it already). ``start`` is the ``perf_counter`` the check's time counts from."""
-    refs = refs if refs is not None else reference(problem, inputs)
-    math, caveat = kernel_math(kernel), kernel_caveat(kernel)
+    refs = refs if refs is not None else kernel_reference(kernel, problem, inputs)
+    math, caveat, rounded = kernel_math(kernel), kernel_caveat(kernel), kernel_rounding(kernel)
     amplified = tol is None and any(arg.dtype.is_float for arg in kernel.outputs)
     amplification = post_op_amplification(problem, inputs, getattr(refs, "accumulator", None)) if amplified else 1.0
     results = []
@@ -393,6 +424,10 @@ def verdict(kernel, problem, inputs: dict, outputs: dict, written: dict, tol: fl
         results.append(compare(arg.name, out, refs[arg.name], done, limit))
     worst = max(results, key=lambda r: r.badness)
     reasons = [CAVEATS[caveat][1]] if caveat and tol is None else []
+    if rounded is not None and tol is None:
+        reasons.append(f"fma_type={rounded}: the kernel rounds A and B to {rounded} before the multiply, and the "
+                       f"reference rounds them the same way; products of {rounded} values are exact in f32, so "
+                       "the tolerance is the output type's")
     if amplification > 1.0:
         reasons.append(f"the post-ops magnify the accumulator's rounding {amplification:.3g} times on these inputs "
                        "(measured on the float64 reference), and the tolerance with it")
@@ -410,4 +445,5 @@ def run_check(problem, config, target, *, seed: int = 0, tol: float | None = Non
 
 
 __all__ = ["CAVEATS", "CheckResult", "CheckTooLarge", "check_buffers", "check_kernel", "default_tol", "full_range_values",
-           "kernel_caveat", "kernel_math", "pack", "random_values", "run_check", "unpack", "unwritten_bytes", "verdict"]
+           "kernel_caveat", "kernel_math", "kernel_reference", "kernel_rounding", "pack", "random_values", "run_check",
+           "unpack", "unwritten_bytes", "verdict"]

@@ -8,8 +8,7 @@ from __future__ import annotations
 import math
 import time
 
-from kdd.core.interp.check import CheckResult, check_buffers, verdict
-from kdd.core.interp.reference import reference
+from kdd.core.interp.check import CheckResult, check_buffers, kernel_reference, verdict
 from kdd.core.xesim.errors import SimError, SimulatorGap
 
 from .run import run_ptx
@@ -34,6 +33,6 @@ def check_ptx(kernel, listing: dict, problem=None, *, seed: int = 0, tol: float 
     outputs = {a.name: buffers[a.name] for a in kernel.outputs}
     written = {a.name: run.written[a.name] for a in kernel.outputs if a.name in run.written}
     result = verdict(kernel, problem, inputs, outputs, written, tol, start, run.seconds * 1e3,
-                     reference(problem, inputs)).to_dict()
+                     kernel_reference(kernel, problem, inputs)).to_dict()
     result["ptx"] = {"instructions": run.instructions, "sim_ms": round(run.seconds * 1e3, 3)}
     return result

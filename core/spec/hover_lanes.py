@@ -47,7 +47,7 @@ def warp_tile_layout(shape: FmaShape, m: int, n: int) -> NestedLayout | None:
 
 def fma_form(target: Target, config: KernelConfig, problem) -> FmaShape | None:
     """The instruction form ``config`` uses for ``problem``'s types (exact accumulator first)."""
-    ops = operands(problem)
+    ops = operands(problem, config)
     forms = target.shapes(fma=config.fma, simd=config.simd, a=ops.a, b=ops.b)
     exact = [s for s in forms if s.acc == ops.acc]
     if exact:

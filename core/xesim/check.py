@@ -15,8 +15,8 @@ import time
 
 import numpy as np
 
-from kdd.core.interp.check import CheckResult, check_buffers, default_tol, kernel_caveat, kernel_math, pack, verdict
-from kdd.core.interp.reference import reference
+from kdd.core.interp.check import (CheckResult, check_buffers, default_tol, kernel_caveat, kernel_math,
+                                   kernel_reference, pack, verdict)
 
 from .errors import SimError, SimulatorGap
 from .program import Instr
@@ -84,7 +84,7 @@ def check_assembly(kernel, listing: dict, command: tuple[str, ...], problem=None
     problem = problem if problem is not None else kernel.problem
     buffers, inputs = check_buffers(kernel, seed)
     names = list(buffers)
-    refs = reference(problem, inputs)
+    refs = kernel_reference(kernel, problem, inputs)
     watch = _FirstWrongStore(kernel, problem, refs, names, tol)
     program = None
     try:

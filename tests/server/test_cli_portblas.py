@@ -52,13 +52,29 @@ def test_bad_input_exits_2(tmp_path, capsys):
     assert "missing.hpp" in err and "--trans 'NX'" in err and "no _gemm overload" in err
 
 
-def test_a_launcher_kdd_cannot_map_is_written_and_exits_2(tmp_path, capsys):
+def _joint_header(tmp_path):
     joint = (HEADER.replace("Tile<4, 8, 16, 8>", "Tile<4, 8, 16, 8, 16, 2, 1, 1, 1, 1, 16, 16, 16, sycl::half, float>")
              .replace("gemm_batch_type_t::strided)>::_select_gemm", "gemm_batch_type_t::strided), true>::_select_gemm"))
     path = tmp_path / "nvidia_gpu.hpp"
     path.write_text(joint)
+    return path
+
+
+def test_a_joint_matrix_launcher_on_f32_writes_a_config_that_rounds_a_and_b_to_half(tmp_path):
     out_file = tmp_path / "jm.kernel.toml"
-    assert main(["portblas", str(path), "--shape", "m512n512k64", "--out", str(out_file)]) == 2
+    assert main(["portblas", str(_joint_header(tmp_path)), "--shape", "m512n512k64", "--types", "f32",
+                 "--out", str(out_file)]) == 0
+    text = out_file.read_text()
+    assert 'types = "f32"' in text and "sycl::half, float>" in text and 'hw = "sm_90"' in text
+    spec, diagnostics = load_spec(text)
+    assert spec is not None and not [d for d in diagnostics if d.severity == Severity.ERROR]
+    assert spec.config.fma == "mma" and spec.config.fma_type == "f16"     # bound from inp_jmT
+
+
+def test_a_launcher_kdd_cannot_map_is_written_and_exits_2(tmp_path, capsys):
+    path = _joint_header(tmp_path)
+    out_file = tmp_path / "jm.kernel.toml"
+    assert main(["portblas", str(path), "--shape", "m512n512k64", "--types", "bf16", "--out", str(out_file)]) == 2
     assert "sycl::half, float>" in out_file.read_text() and 'hw = "sm_90"' in out_file.read_text()
-    assert "inp_jmT: joint_matrix inputs sycl::half from f32 A/B" in capsys.readouterr().err
+    assert "inp_jmT: joint_matrix inputs sycl::half from bf16:bf16 A/B" in capsys.readouterr().err
     assert main(["portblas", str(path), "--shape", "m512n512k64", "--types", "f16:f16:f32"]) == 0

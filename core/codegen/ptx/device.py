@@ -25,6 +25,7 @@ import math
 import os
 import tempfile
 import time
+from functools import partial
 
 import numpy as np
 
@@ -185,14 +186,14 @@ def _launch_with_maps(fn, launch: dict, ptrs) -> None:
 def check_on_device(listing, kernel, problem=None, *, seed: int = 0, tol: float | None = None,
                     reference=None, rounding: bool = False, launches: int = 1) -> dict:
     """Run the cubin on the check inputs and compare every output with the float64 reference
-    (``reference(problem, inputs) -> {name: array}``; kdd's numpy reference by default).
+    (``reference(problem, inputs) -> {name: array}``; by default kdd's numpy reference as the kernel computes
+    it: A and B rounded first where its config's ``fma_type`` converts them).
 
     With ``launches`` > 1 the kernel runs that many times on the same buffers, the outputs poisoned (or
     zeroed where it adds into them) before each launch but its scratch buffers never reset by the host:
     every launch must be correct on what the one before left (split K's scratch and arrival counters).
     The answer is the worst launch's."""
-    from kdd.core.interp.check import compare, default_tol, unpack, unwritten_bytes
-    from kdd.core.interp.reference import reference as numpy_reference
+    from kdd.core.interp.check import compare, default_tol, kernel_reference, unpack, unwritten_bytes
 
     cp = _cupy()
     problem = problem if problem is not None else kernel.problem
@@ -207,7 +208,7 @@ def check_on_device(listing, kernel, problem=None, *, seed: int = 0, tol: float 
             dev[arg.name][...] = cp.asarray(unwritten_bytes(arg))
         _launch(fn, listing, [dev[a.name] for a in kernel.args])
         cp.cuda.Device().synchronize()
-        refs = refs if refs is not None else (reference or numpy_reference)(problem, inputs)
+        refs = refs if refs is not None else (reference or partial(kernel_reference, kernel))(problem, inputs)
         for arg in kernel.outputs:
             dims = tuple(size for _, size in arg.dims)
             out = unpack(cp.asnumpy(dev[arg.name]), arg.dtype, arg.layout, dims)

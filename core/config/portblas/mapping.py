@@ -16,7 +16,8 @@ What each argument means is portBLAS's (``include/operations/blas3_trees.h``,
   ``loop``'s K trips; ``standard`` covers K inside a group (``global_reduction = false``);
 - ``interleaved`` batches put the ``ItemBatchs*WgBatchs`` batch block in ``iter``, the SIMD lanes along
   the batch; ``UseJointMatrix`` is the matrix instruction (``dpas`` on Xe, ``mma`` on sm_90),
-  otherwise one multiply-add per lane (``mad``, ``fma``);
+  otherwise one multiply-add per lane (``mad``, ``fma``); its ``inp_jmT = sycl::half`` on float
+  containers rounds A and B to half before the multiply: ``fma_type = f16``, converted in registers;
 - ``TlRows``/``TlCols`` (groups walked together for cache reuse), ``SgRows``/``SgCols``,
   ``GemmVectorization`` and ``VectorSize`` (load widths) have no kdd knob: kdd walks its own grid order
   and takes the target's block messages; the hover says so.
@@ -29,6 +30,7 @@ from dataclasses import dataclass
 from kdd.core.config.kernel_config import KernelConfig
 from kdd.core.config.tiles import Tile
 from kdd.core.config.values import Buffering
+from kdd.core.ir.types import Type
 
 from .binding import Binding, bind_problem
 from .launcher import VARIABLES, Launcher
@@ -73,15 +75,20 @@ def _fma_kind(target, matrix: bool) -> str:
     return "mma" if matrix else "fma"
 
 
-def _unit(target, fma: str, simd: int, problem) -> tuple[int, int, int]:
-    """(M, N, K) of one FMA instruction for the problem's types, (1, simd, 1) when there is none."""
-    types = problem.types
-    shapes = [s for s in target.shapes(fma=fma) if s.a == types.src and s.b == types.wei]
+def _unit(target, fma: str, simd: int, a, b) -> tuple[int, int, int]:
+    """(M, N, K) of one FMA instruction multiplying ``a`` by ``b``, (1, simd, 1) when there is none."""
+    shapes = [s for s in target.shapes(fma=fma) if s.a == a and s.b == b]
     fitting = [s for s in shapes if s.simd == simd] or shapes
     if not fitting:
         return 1, simd, 1
     s = fitting[0]
     return s.m, s.n, s.k
+
+
+def _joint_matrix_type(inp_jmT: str) -> str | None:
+    """kdd's name of a joint_matrix input type narrower than f32 (``sycl::half``: f16), else None."""
+    name = inp_jmT.removeprefix("sycl::").removeprefix("ext::oneapi::")
+    return {"half": "f16", "bfloat16": "bf16"}.get(name)
 
 
 def _split(block_m: int, block_n: int, threads: int, unit_n: int) -> tuple[int, int, int, int]:
@@ -126,7 +133,11 @@ def map_launcher(launcher: Launcher, problem, target) -> PortblasMapping:
     matrix = bool(lv("UseJointMatrix"))
     fma = _fma_kind(target, matrix)
     simd = target.simd_for(fma)
-    unit_m, unit_n, unit_k = _unit(target, fma, simd, problem)
+    src = problem.types.src
+    fma_type = _joint_matrix_type(tile["inp_jmT"]) if matrix else None
+    converts = fma_type is not None and str(src) == "f32" and str(problem.types.wei) == "f32"
+    mul = Type.parse(fma_type) if converts else src
+    unit_m, unit_n, unit_k = _unit(target, fma, simd, mul, mul if converts else problem.types.wei)
     worker = "warp" if target.lanes.fixed else f"SIMD{simd} thread"
     note("UseJointMatrix", "joint_matrix (SYCL's matrix extension) for the multiply-adds" if matrix else
          "scalar multiply-adds per work item",
@@ -136,17 +147,20 @@ def map_launcher(launcher: Launcher, problem, target) -> PortblasMapping:
         note("jm_M", f"joint_matrix fragment {jm[0]}x{jm[1]}x{jm[2]}, {tile['inp_jmT']} -> {tile['out_jmT']}",
              f"{fma} fragments of {unit_m}x{unit_n}x{unit_k}: {max(1, jm[0] // unit_m)}x{max(1, jm[1] // unit_n)} "
              f"of them per joint_matrix tile")
-        if tile["inp_jmT"] in ("sycl::half", "half") and str(problem.types.src) != "f16":
-            issues.append(Issue("error", f"joint_matrix inputs {tile['inp_jmT']} from {problem.types.src} A/B: "
-                                         f"portBLAS rounds A and B to half in local memory before the "
-                                         f"multiply; kdd's {fma} reads the problem's types, so this launcher "
-                                         f"builds for types = \"f16:f16:{problem.types.dst}\"", "inp_jmT"))
+        if converts:
+            note("inp_jmT", f"joint_matrix inputs {tile['inp_jmT']}: A and B read as {src} and rounded to "
+                 f"{fma_type} before the multiply", f"fma_type = {fma_type}: each thread converts its {src} A and "
+                 f"B tiles to {fma_type} in registers before {fma}", "fma_type")
+        elif fma_type is not None and str(src) != fma_type:
+            ab = f"{src}:{problem.types.wei}"
+            issues.append(Issue("error", f"joint_matrix inputs {tile['inp_jmT']} from {ab} A/B: kdd converts f32 "
+                                         f"A and B (fma_type), not {ab}", "inp_jmT"))
 
     algorithm = lv("GemmAlgorithm")
     memory = lv("GemmMemoryType")
     k_step = max(1, lv("ClSize") // a_bytes)
     items = tile["WgRows"] * tile["WgCols"]
-    config: dict = {"fma": fma, "simd": simd}
+    config: dict = {"fma": fma, "simd": simd} | ({"fma_type": fma_type} if converts else {})
     note("WgSize", f"{lv('WgSize')} work items requested", f"not passed to the kernel by Gemm_Launcher: the "
          f"work group is WgRows x WgCols = {items} items" + ("" if items == lv("WgSize") else
                                                              f" (not {lv('WgSize')})"))

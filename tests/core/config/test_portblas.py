@@ -102,12 +102,17 @@ def test_tall_skinny_splits_k_over_portblas_cube_depth():
     assert "2048 groups" in step.meaning and "loop k1" in step.kdd
 
 
-def test_joint_matrix_is_mma_and_half_inputs_from_float_containers_are_an_error():
+def test_joint_matrix_is_mma_and_half_inputs_from_float_containers_round_a_and_b():
     m = read_portblas(JOINT, problem_from_text("m256n256k64", tags=COLUMN_MAJOR), get_target("sm_90"))
-    assert m.config.fma == "mma" and [(i.param, i.severity) for i in m.issues] == [("inp_jmT", "error")]
-    ok = read_portblas(JOINT, problem_from_text("m256n256k64", types="f16:f16:f32", tags=COLUMN_MAJOR),
-                       get_target("sm_90"))
-    assert not ok.issues
+    assert m.config.fma == "mma" and m.config.fma_type == "f16" and m.sources["fma_type"] == "inp_jmT"
+    assert not m.issues and "fma_type = f16" in next(s.kdd for s in m.steps if s.param == "inp_jmT")
+    assert str(m.config.iter).endswith("k32")           # ClSize 128 / sizeof(float): portBLAS's cl_elems
+    half = read_portblas(JOINT, problem_from_text("m256n256k64", types="f16:f16:f32", tags=COLUMN_MAJOR),
+                         get_target("sm_90"))
+    assert not half.issues and half.config.fma_type is None
+    bf16 = read_portblas(JOINT, problem_from_text("m256n256k64", types="bf16:bf16:f32", tags=COLUMN_MAJOR),
+                         get_target("sm_90"))
+    assert [(i.param, i.severity) for i in bf16.issues] == [("inp_jmT", "error")]
 
 
 def test_the_spec_takes_the_knobs_and_diagnoses_the_argument():
@@ -188,3 +193,5 @@ def test_a_target_override_maps_the_launcher_again_for_that_target():
     jm = engine.compile(Source(_doc(JOINT, hw="sm_90", shape="m64n64k32", types="f16:f16:f32")), "stats",
                         target="xehpc")
     assert jm["ok"] and jm["config"].startswith("fma=dpas simd=16")
+    rounded = engine.compile(Source(_doc(JOINT, hw="sm_90", shape="m64n64k32")), "stats", target="xehpc")
+    assert rounded["ok"] and rounded["config"].startswith("fma=dpas simd=16") and "fma-type=f16" in rounded["config"]

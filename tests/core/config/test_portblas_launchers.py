@@ -3,8 +3,9 @@ their template arguments and conditions as the headers write them) builds and ch
 dispatches to it: the call's problem in portBLAS's column-major layouts, ``[config] portblas`` the launcher's
 arguments, run as code in kdd's simulators (Xe assembly in xesim for xehpg and xehpc, PTX in the PTX
 simulator for sm_90) at a small shape that keeps the config's tiles (two blocks or loop trips where the bound
-allows). The joint-matrix launchers take sycl::half inputs from float containers, which kdd's mma does not
-round: the mapping says so on ``inp_jmT``, and they build and check on the f16:f16:f32 problem instead."""
+allows). The joint-matrix launchers take sycl::half inputs from float containers: the mapping binds
+``fma_type = f16`` from ``inp_jmT``, A and B are rounded in registers before ``mma``, and the check's
+reference rounds them alike."""
 import json
 from pathlib import Path
 
@@ -72,10 +73,9 @@ def test_every_launcher_builds_and_checks_on_a_gemm_it_is_dispatched(header, row
     args = bound_args(leaf, _call(c))
     types = c["types"]
     mapping = read_portblas(args, _problem(c, types), get_target(hw))
-    if mapping.launcher.value("UseJointMatrix") and types == "f32":
-        assert [(i.param, i.severity) for i in mapping.issues] == [("inp_jmT", "error")]
-        types = "f16:f16:f32"           # the joint matrix's own input type
-        mapping = read_portblas(args, _problem(c, types), get_target(hw))
+    half_inputs = mapping.launcher.tile["inp_jmT"] == "sycl::half" and mapping.launcher.value("UseJointMatrix")
+    assert (mapping.config.fma_type, mapping.sources.get("fma_type")) == \
+        (("f16", "inp_jmT") if half_inputs and types == "f32" else (None, None))
     assert not [i for i in mapping.issues if i.severity == "error"], mapping.issues
     text = kernel_document(_problem(c, types), hw, portblas=args)
     spec, diagnostics = load_spec(text)
@@ -87,4 +87,5 @@ def test_every_launcher_builds_and_checks_on_a_gemm_it_is_dispatched(header, row
                                bound=bound)
     result = Engine().check(Source(text), shape=reduction.shape.canonical(), exact=True)
     assert result["verdict"] == "ok", result
+    assert ("tol_reason" in result) == (mapping.config.fma_type is not None)
     assert result["artifact"] == ("ptx" if hw == "sm_90" else "asm")
