@@ -52,6 +52,7 @@ def test_the_ir_and_the_ptx_agree_with_float64(types):
     assert "wgmma.mma_async.sync.aligned.m64n64k16" in listing["asm"]
     assert "cp.async.bulk.tensor.2d" in listing["asm"]
     assert [m["box"] for m in listing["launch"]["tensor_maps"]] == [[64, 64], [64, 64]]
+    assert [m["strides"] for m in listing["launch"]["tensor_maps"]] == [[512], [256]]
 
 
 def test_the_k_loop_stays_a_loop():
@@ -107,7 +108,7 @@ def test_the_simulator_names_a_deadlock():
 def test_the_verifier_refuses_hopper_calls_elsewhere_and_misaligned_boxes():
     kernel = _kernel()
     src, slm, bar = kernel.args[0].var, var("a_s", u64), var("full", u64)
-    load = FuncCall.make(TensorLoad(f16, 64, 64), [src, 256, 64, 512, 0, 0, slm, 512, bar, 0])
+    load = FuncCall.make(TensorLoad(f16, (64, 64), (256, 64), (512,)), [src, 0, 0, 0, 0, 0, slm, 512, bar, 0])
     body = Alloc.make(slm, 16384, MemKind.SLM, Alloc.make(bar, 8, MemKind.SLM, load))
     rules = {p.rule for p in verify_kernel(with_body(kernel, body))}
     assert "align" in rules
@@ -163,23 +164,44 @@ def test_the_interpreter_declines_warp_specialized_kernels():
 NHWC = {"src": "axb", "wei": "axcb", "dst": "axb"}
 
 
-@pytest.mark.parametrize("schedule, shape", [("tma", "mb2ic128ih8oc64oh8kh1ph0"),
-                                             ("tma_ws_cooperative", "mb2ic128ih8oc64oh8kh1ph0"),
-                                             ("tma", "mb3ic128ih7oc64oh7kh1ph0")])    # M 147: a tail of 19 rows
-def test_a_1x1_convolution_is_an_implicit_gemm(schedule, shape):
-    """NHWC pixels are A's rows and OHWI weights a K-major B; relu runs on the accumulators; the rows of
-    a tail tile past M are read as zeros and not stored."""
-    problem = problem_from_text(shape, op="conv", types="f16:f16:f16", tags=NHWC, post_ops="relu")
+@pytest.mark.parametrize("schedule, shape, tags", [
+    ("tma", "mb2ic128ih8oc64oh8kh1ph0", NHWC),
+    ("tma_ws_cooperative", "mb2ic128ih8oc64oh8kh1ph0", NHWC),
+    ("tma", "mb3ic128ih7oc64oh7kh1ph0", NHWC),                                  # 7 x 7 pixels: tails in ow, mb
+    ("tma", "mb2ic64ih8oc64oh8kh3ph1", NHWC),                                   # 3x3, padding: zero fill
+    ("tma_ws_cooperative", "mb3ic64ih7oc64oh7kh3ph1", NHWC),                    # ... with tails
+    ("tma", "mb1ic64ih6iw10oc64oh6ow10kh3kw5ph1pw2", NHWC),                     # OWHI weights (axcb)
+    ("tma", "mb1ic64ih6iw10oc64oh6ow10kh3kw5ph1pw2", {**NHWC, "wei": "acdb"}),  # OHWI
+    ("tma_ws_cooperative", "mb2ic128ih14oc64oh7kh1sh2ph0", NHWC),               # stride 2: a strided view
+    ("tma", "mb1ic64ih9iw16oc64oh3ow8kh1kw1sh3sw2ph0pw0", NHWC)])               # strides 3 and 2, ih not 3 oh
+def test_a_convolution_is_an_implicit_gemm(schedule, shape, tags):
+    """NHWC pixels are A's rows (1x1 stride 1: a run of them; otherwise a box of them per tap, shifted
+    by the tap: TMA's zero fill is the padding, a stride the input's strided view), the weights a
+    K-major B; relu runs on the
+    accumulators; the pixels of a box outside the output are read as zeros and not stored."""
+    problem = problem_from_text(shape, op="conv", types="f16:f16:f16", tags=tags, post_ops="relu")
     kernel = build_kernel(problem, parse_line(f"schedule={schedule} tile=m128n64k64 stages=2"), SM90)
     if schedule == "tma":
         assert check_kernel(kernel).ok
     listing = _listing(kernel)
     assert re.search(r"wgmma\.mma_async[^\n]*, 0;", listing["asm"])      # B K-major: no transpose
+    s = problem.shape
+    dense = (s.kh, s.kw, s.sh, s.sw, s.ph, s.pw) == (1, 1, 1, 1, 0, 0)      # A's rows are the pixels as they lie
+    assert f"cp.async.bulk.tensor.{2 if dense else 4}d" in listing["asm"]
     result = check_ptx(kernel, listing)
     assert result["ok"], result
 
 
-@pytest.mark.parametrize("shape, tags", [("mb2ic64ih8oc64oh8kh3ph1", NHWC),             # 3x3: im2col not yet
+def test_a_strided_convolution_reads_a_strided_view():
+    """The stride is in the tensor map (W and H strides of two pixels and two rows), not in addresses."""
+    problem = problem_from_text("mb2ic128ih14oc64oh7kh1sh2ph0", op="conv", types="f16:f16:f16", tags=NHWC)
+    kernel = build_kernel(problem, parse_line("schedule=tma tile=m128n64k64 stages=2"), SM90)
+    a_map = _listing(kernel)["launch"]["tensor_maps"][0]
+    assert (a_map["dims"], a_map["strides"], a_map["box"]) == ([128, 7, 7, 2], [512, 14 * 512, 196 * 256], [64, 8, 8, 2])
+
+
+@pytest.mark.parametrize("shape, tags", [("mb2ic64ih8oc64oh4kh3sh2ph1", NHWC),           # strided 3x3 not yet
+                                         ("mb2ic64ih8oc64oh6kh3dh1ph1", NHWC),           # dilation
                                          ("mb2ic64ih8oc64oh8kh1ph0", {**NHWC, "src": "abx"})])   # NCHW
 def test_other_convolutions_are_refused_with_the_knob(shape, tags):
     problem = problem_from_text(shape, op="conv", types="f16:f16:f16", tags=tags)
