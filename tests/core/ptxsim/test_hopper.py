@@ -117,6 +117,19 @@ def test_the_verifier_refuses_hopper_calls_elsewhere_and_misaligned_boxes():
     assert not verify_kernel(kernel, run_pipeline(kernel).final)
 
 
+def test_the_verifier_refuses_strides_off_16_bytes_and_coordinates_past_the_rank():
+    kernel = _kernel()
+    src, slm, bar = kernel.args[0].var, var("a_s", u64), var("full", u64)
+
+    def rules(box, dims, strides, corner):
+        load = FuncCall.make(TensorLoad(f16, box, dims, strides), [src, *corner, slm, 0, bar, 0])
+        body = Alloc.make(slm, 16384, MemKind.SLM, Alloc.make(bar, 8, MemKind.SLM, load))
+        return {(p.rule, "16 bytes" in p.message, "past" in p.message) for p in verify_kernel(with_body(kernel, body))}
+    assert ("send", True, False) in rules((64, 8, 8), (64, 8, 8), (136, 1088), (0, 0, 0, 0, 0))
+    assert ("types", False, True) in rules((64, 64), (64, 64), (128,), (0, 0, 1, 0, 0))
+    assert not rules((64, 8, 8), (64, 8, 8), (128, 1024), (0, -1, -1, 0, 0))     # negative corners: padding
+
+
 @pytest.mark.parametrize("line, knob", [("schedule=tma cluster=m2n1", "cluster"),
                                         ("schedule=tma tile=m128n256k64", "tile"),     # does not divide n128
                                         ("schedule=tma tile=m64n64k32", "tile"),       # k is 128 bytes
