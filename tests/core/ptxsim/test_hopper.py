@@ -5,6 +5,8 @@ import re
 from dataclasses import replace
 
 import pytest
+from hypothesis import assume, given, settings
+from hypothesis import strategies as st
 
 from kdd.core.builder import build_kernel
 from kdd.core.builder.errors import BuildError
@@ -203,6 +205,31 @@ def test_a_convolution_is_an_implicit_gemm(schedule, shape, tags):
     assert f"cp.async.bulk.tensor.{2 if dense else 4}d" in listing["asm"]
     result = check_ptx(kernel, listing)
     assert result["ok"], result
+
+
+@st.composite
+def _convolutions(draw):
+    """Small forward convolutions the TMA schedules take: stride 1 with any kernel and padding up to it, or
+    a strided 1x1 without padding; images of a few pixels so that boxes leave tails in every dim."""
+    mb, ih, iw = draw(st.integers(1, 3)), draw(st.integers(1, 9)), draw(st.integers(1, 9))
+    if draw(st.booleans()):
+        kh, kw = draw(st.integers(1, min(3, ih + 2))), draw(st.integers(1, min(3, iw + 2)))
+        ph, pw = draw(st.integers(0, kh - 1)), draw(st.integers(0, kw - 1))
+        assume(ih + 2 * ph >= kh and iw + 2 * pw >= kw)
+        return f"mb{mb}ic64ih{ih}iw{iw}oc64oh{ih + 2 * ph - kh + 1}ow{iw + 2 * pw - kw + 1}kh{kh}kw{kw}ph{ph}pw{pw}"
+    sh, sw = draw(st.integers(1, 3)), draw(st.integers(1, 3))
+    return (f"mb{mb}ic64ih{ih}iw{iw}oc64oh{(ih - 1) // sh + 1}ow{(iw - 1) // sw + 1}kh1kw1sh{sh}sw{sw}ph0pw0")
+
+
+@settings(max_examples=12, deadline=None)
+@given(shape=_convolutions(), m=st.sampled_from((64, 128)), wei=st.sampled_from(("axcb", "acdb")))
+def test_any_convolution_the_schedule_takes_matches_float64_in_the_interpreter(shape, m, wei):
+    """The pixel boxes (their corner per tile, the tap's shift, the strided view, the tails) against the
+    float64 reference, whatever the image, kernel, padding, stride and tile."""
+    problem = problem_from_text(shape, op="conv", types="f16:f16:f16", tags={**NHWC, "wei": wei}, post_ops="relu")
+    kernel = build_kernel(problem, parse_line(f"schedule=tma tile=m{m}n64k64 stages=2"), SM90)
+    result = check_kernel(kernel)
+    assert result.ok, (shape, result)
 
 
 def test_a_strided_convolution_reads_a_strided_view():
