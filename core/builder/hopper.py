@@ -1,11 +1,11 @@
-"""sm_90's CUTLASS-style schedules: GEMMs (and 1x1 convolutions as implicit GEMMs) from TMA copies,
+"""sm_90's CUTLASS-style schedules: GEMMs (and forward convolutions as implicit GEMMs) from TMA copies,
 transaction barriers and warpgroup MMAs.
 
 One IR thread is a warp; warps ``4q .. 4q+3`` form warpgroup ``q``. A consumer warpgroup computes 64
 rows of the group's ``tile`` of C, each of its warps 16 (``wgmma.m64nNk16``). Shared memory holds
 ``stages`` stages of A (BM rows of BK = 128 bytes, K-major, 128-byte swizzle) and B (a GEMM's ``K x N``
-rows: BN / 64 blocks of BK rows of 64 columns, N-major; a convolution's OHWI weights: BN rows of BK,
-K-major), and per stage a *full* barrier (its copies landed) and, warp-specialized, an *empty* one (its
+rows: BN / 64 blocks of BK rows of 64 columns, N-major; a convolution's OWHI or OHWI weights: BN rows of
+BK, K-major), and per stage a *full* barrier (its copies landed) and, warp-specialized, an *empty* one (its
 MMAs are done).
 
 ``schedule = "tma"`` (CUTLASS's ``KernelTma``), one tile per group::
@@ -26,6 +26,10 @@ MMAs are done).
 
 ``load(s, j)``: ``mbarrier.arrive.expect_tx(full[s], bytes)`` and the ``tensor_load`` boxes of K block
 ``j``. The loops stay loops: the PTX has one copy of the K loop's body, whatever K is.
+
+A convolution's A rows are its NHWC pixels: a 1x1 stride-1 one's M tile is a run of them, as a GEMM's;
+any other's (a stride-1 kernel of any size and padding, a strided 1x1) is a box of output pixels, and K
+block ``j`` one tap's channels, copied as a 4D box of the input shifted by the tap (:class:`_PixelTiles`).
 """
 from __future__ import annotations
 
@@ -232,21 +236,21 @@ class _TmaGemm:
     def kernel(self) -> Kernel:
         """``KernelTma``: every warp waits for each stage, the consumer warpgroups multiply it, and warp 0
         refills the stage the previous K block used once a barrier says every MMA reading it is done."""
-        tid, n0, m0, wg, rank = var("thread_id0"), var("n0"), var("mt"), var("wg"), var("rank")
+        tid, n0, mt, wg, rank = var("thread_id0"), var("n0"), var("mt"), var("wg"), var("rank")
         kt, s, s_next, first = var("kt"), var("s"), var("s_next"), var("first")
         stages, k_iters = self.stages, self.k_iters
         producer = tid.eq(0)
-        prologue = If.make(producer, For.make(first, 0, min(stages, k_iters), self.load(first, first, m0, n0)))
+        prologue = If.make(producer, For.make(first, 0, min(stages, k_iters), self.load(first, first, mt, n0)))
         refill = If.make(land(producer, kt.ge(1), (kt + (stages - 1)).lt(k_iters)),
-                         Let.make(s_next, (kt + (stages - 1)) % stages, self.load(s_next, kt + (stages - 1), m0, n0)))
+                         Let.make(s_next, (kt + (stages - 1)) % stages, self.load(s_next, kt + (stages - 1), mt, n0)))
         main = For.make(kt, 0, k_iters, seq(
             Let.make(s, kt % stages, seq(_call(MbarrierWait(), [self.bars, self.full(s), (kt // stages) % 2]),
                                          self.mma(s, wg))),
             _call(WgmmaWait(1), []), _call(Barrier(), []), refill))
         body = seq(Group.make("init", seq(self.zero_acc(), self.init_barriers(None))),
                    Group.make("prologue", prologue), Group.make("k_loop", main), _call(WgmmaWait(0), []),
-                   Group.make("epilogue", self.epilogue(m0, n0, wg, rank)))
-        body = Let.make(n0, var("group_id0") * self.bn, Let.make(m0, var("group_id1"), Let.make(
+                   Group.make("epilogue", self.epilogue(mt, n0, wg, rank)))
+        body = Let.make(n0, var("group_id0") * self.bn, Let.make(mt, var("group_id1"), Let.make(
             wg, tid // WARPGROUP, Let.make(rank, tid % WARPGROUP, self.allocate(body)))))
         return Kernel(Group.make("kernel", body), self.args, (self.N // self.bn, self.tiles_m, 1),
                       (WARPGROUP * self.bm // 64, 1, 1), 32, self.target.name, self.target.registers.reg_bytes,
@@ -288,7 +292,7 @@ class _TmaGemm:
             _call(MbarrierWait(), [self.bars, self.empty(p[6]), (p[5] // stages + 1) % 2]),
             self.load(p[6], p[4], p[2], p[3]))))
         c = tuple(role("c"))
-        it, m0, n0, kt, g, s = c[0], c[2], c[3], c[4], c[5], c[6]
+        it, mt, n0, kt, g, s = c[0], c[2], c[3], c[4], c[5], c[6]
         wg, rank, last = var("wg"), var("rank"), var("c_last")
 
         def release(block):      # the MMAs of K block ``block`` are done: its stage may be refilled
@@ -299,7 +303,7 @@ class _TmaGemm:
             If.make(kt.ge(1), release(g + (stages - 1))))),
             _call(WgmmaWait(0), []),
             Let.make(last, it * k_iters + (k_iters - 1), release(last)),
-            self.epilogue(m0, n0, wg, rank)))
+            self.epilogue(mt, n0, wg, rank)))
         body = seq(Group.make("init", self.init_barriers(WARPGROUP * consumers)), If.make(
             tid.lt(WARPGROUP),
             seq(_call(SetMaxNreg(PRODUCER_REGS), []), Group.make("producer", If.make(tid.eq(0), produce))),
@@ -339,8 +343,8 @@ class _PixelTiles:
     ``(ic, ceil(iw / sw), ceil(ih / sh), mb)`` whose W and H strides are the stride's multiple of the
     pixel's and the row's (a strided 1x1 convolution's subsample is the view itself); K block ``j`` is
     tap ``j / (ic / BK)`` (in the weights' order: ``kh`` outer for OHWI, ``kw`` for OWHI) and its channels,
-    the box at the output tile's corner
-    shifted by ``(kw - pw, kh - ph)``, where the tensor's zero fill outside it is the padding."""
+    the box at the output tile's corner shifted by ``(kw - pw, kh - ph)``, where the tensor's zero fill
+    outside it is the padding."""
 
     def __init__(self, problem, bm: int, kw_outer: bool = False):
         s = problem.shape
@@ -435,7 +439,7 @@ def _count(dims) -> int:
 
 
 _LAYOUTS = {"gemm": {"src": "M x K", "wei": "K x N", "dst": "M x N"},
-            "conv": {"src": "NHWC (axb)", "wei": "OHWI (axcb)", "dst": "NHWC (axb)"}}
+            "conv": {"src": "NHWC (axb)", "wei": "OWHI (axcb) or OHWI (acdb)", "dst": "NHWC (axb)"}}
 
 
 def _gemm_view(problem, schedule: str, kw_outer: bool = False):
