@@ -364,6 +364,7 @@ def run(args) -> int:
         if "error" in row or (args.only and not re.search(args.only, row["name"])):
             rows.append(row)
             continue
+        started = time.monotonic()
         abi = pickle.loads((bundle / f"{row['stem']}.pkl").read_bytes())
         kernel = types.SimpleNamespace(args=abi["args"], problem=abi["problem"],
                                        outputs=tuple(a for a in abi["args"] if a.role in ("output", "inout")))
@@ -396,22 +397,33 @@ def run(args) -> int:
             row["ratio"] = row[f"ratio_{_peer_key(row)}"]
         except Exception as exc:          # one failing kernel does not stop the sweep
             row["run_error"] = f"{type(exc).__name__}: {exc}"[:500]
+        row["run_s"] = round(time.monotonic() - started, 1)     # check, timing and peers: the run's own cost
         rows.append(row)
         peers_text = " ".join(f"{k[:-3]}={row[k]:.1f}us" for k in row if k.endswith("_us") and not k.startswith("ours")
                               and isinstance(row[k], float))
         print(f"{row['name']:40s} ok={row.get('ok')} rel_err={row.get('rel_err')} ours={row.get('ours_us', 0):.1f}us "
               f"{peers_text} ratio={row.get('ratio', 0):.3f} {row.get('run_error', '')}", flush=True)
+        if args.json:           # the rows so far, so that a run stopped by a time limit still leaves them
+            Path(args.json).parent.mkdir(parents=True, exist_ok=True)
+            Path(args.json).write_text(json.dumps(_results(env, rows, args.reps, complete=False), indent=1,
+                                                  default=str))
+    out = _results(env, rows, args.reps, complete=True)
+    return write_results(args.json, out, out["summary"])
+
+
+def _results(env: dict, rows: list[dict], reps: int, complete: bool) -> dict:
+    """The JSON of a run: environment, rows and per group the geometric means of the correct kernels'
+    ratios (``complete`` false while rows are still to come)."""
     summary = {"card": env["card"]}
     for group in ("resnet50", "gemm"):
         ok = [x for x in rows if x.get("group") == group and x.get("ratio") and x.get("ok")]
         if ok:
             keys = sorted({k for x in ok for k in x if k.startswith("ratio_")})
-            summary[group] = {"kernels": len(ok), "reps": args.reps, "worst_ratio": min(x["ratio"] for x in ok),
+            summary[group] = {"kernels": len(ok), "reps": reps, "worst_ratio": min(x["ratio"] for x in ok),
                               **{f"geomean_{k}": _geomean([x[k] for x in ok if k in x]) for k in keys}}
-    out = {"bench": "gpu_resnet50", "method": "GPU time per launch: CUDA graphs of --runs launches, inputs rotated "
-           "past L2 on every side, correct launches only (rounding inputs, 3 launches on unreset buffers)",
-           "environment": env, "summary": summary, "rows": rows}
-    return write_results(args.json, out, summary)
+    return {"bench": "gpu_resnet50", "method": "GPU time per launch: CUDA graphs of --runs launches, inputs rotated "
+            "past L2 on every side, correct launches only (rounding inputs, 3 launches on unreset buffers)",
+            "complete": complete, "environment": env, "summary": summary, "rows": rows}
 
 
 def compare(args) -> int:

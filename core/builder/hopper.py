@@ -1,11 +1,11 @@
-"""sm_90's CUTLASS-style schedules: GEMMs (and 1x1 convolutions as implicit GEMMs) from TMA copies,
+"""sm_90's CUTLASS-style schedules: GEMMs (and forward convolutions as implicit GEMMs) from TMA copies,
 transaction barriers and warpgroup MMAs.
 
 One IR thread is a warp; warps ``4q .. 4q+3`` form warpgroup ``q``. A consumer warpgroup computes 64
 rows of the group's ``tile`` of C, each of its warps 16 (``wgmma.m64nNk16``). Shared memory holds
 ``stages`` stages of A (BM rows of BK = 128 bytes, K-major, 128-byte swizzle) and B (a GEMM's ``K x N``
-rows: BN / 64 blocks of BK rows of 64 columns, N-major; a convolution's OHWI weights: BN rows of BK,
-K-major), and per stage a *full* barrier (its copies landed) and, warp-specialized, an *empty* one (its
+rows: BN / 64 blocks of BK rows of 64 columns, N-major; a convolution's OWHI or OHWI weights: BN rows of
+BK, K-major), and per stage a *full* barrier (its copies landed) and, warp-specialized, an *empty* one (its
 MMAs are done).
 
 ``schedule = "tma"`` (CUTLASS's ``KernelTma``), one tile per group::
@@ -26,12 +26,16 @@ MMAs are done).
 
 ``load(s, j)``: ``mbarrier.arrive.expect_tx(full[s], bytes)`` and the ``tensor_load`` boxes of K block
 ``j``. The loops stay loops: the PTX has one copy of the K loop's body, whatever K is.
+
+A convolution's A rows are its NHWC pixels: a 1x1 stride-1 one's M tile is a run of them, as a GEMM's;
+any other's (a stride-1 kernel of any size and padding, a strided 1x1) is a box of output pixels, and K
+block ``j`` one tap's channels, copied as a 4D box of the input shifted by the tap (:class:`_PixelTiles`).
 """
 from __future__ import annotations
 
 from kdd.core.ir.expr import Broadcast, Cast, Load, Ramp, const, land, var
-from kdd.core.ir.funcs import (Barrier, Eltwise, MbarrierExpectTx, MbarrierInit, MbarrierWait, Send, SendKind, SendOp,
-                               SetMaxNreg, TensorLoad, Wgmma, WgmmaWait)
+from kdd.core.ir.funcs import (TENSOR_RANK, Barrier, Eltwise, MbarrierExpectTx, MbarrierInit, MbarrierWait, Send,
+                               SendKind, SendOp, SetMaxNreg, TensorLoad, Wgmma, WgmmaWait)
 from kdd.core.ir.stmt import Alloc, For, FuncCall, Group, If, Let, MemKind, Store, seq
 from kdd.core.ir.types import Scalar, f32, u32, u64
 from kdd.core.problem.post_ops import Eltwise as EltwisePostOp
@@ -78,8 +82,10 @@ def tma_tile(problem, config) -> tuple[int, int, int]:
 def tma_check_shape(problem, config):
     """The check shape of a ``schedule=tma*`` kernel (a :class:`~kdd.core.problem.reduced.Reduction`): one
     tile of C over two K blocks, so that the check runs about ``REDUCED_MACS`` multiply-adds with the
-    config's tile and stages; a convolution keeps up to 8 x 8 pixels per image and as many images as fill
-    M's tile (a 7 x 7 image leaves a tail, as the full shape does).
+    config's tile and stages; a 1x1 stride-1 convolution keeps up to 8 x 8 pixels per image and as many
+    images as fill M's tile (a 7 x 7 image leaves a tail, as the full shape does); another keeps its
+    kernel, strides and padding, one box of output pixels (:class:`_PixelTiles`) with the tails the full
+    shape has, and one K block of channels per tap (two for a 1x1 kernel).
     Sizes already smaller stay."""
     from dataclasses import replace
 
@@ -89,13 +95,17 @@ def tma_check_shape(problem, config):
     s = problem.shape
     if problem.op == "gemm":
         sizes = {"m": min(s.m, bm), "n": min(s.n, bn), "k": min(s.k, 2 * bk)}
-    elif s.od == 1:     # 1x1, stride 1 (what the schedule builds): ih, iw follow oh, ow
+    elif _dense_rows(problem):      # up to 8 x 8 pixels of as many images as fill M's tile
         h, w = min(s.oh, 8), min(s.ow, 8)
         sizes = {"mb": -(-bm // (h * w)), "oh": h, "ow": w, "ih": h, "iw": w, "oc": min(s.oc, bn),
                  "ic": min(s.ic, 2 * bk)}
         sizes = {d: min(v, getattr(s, d)) for d, v in sizes.items()}
-    else:
-        sizes = {}
+    else:                           # one box of output pixels (with its tails), the input sizes to match
+        bw, bh, images = _PixelTiles(problem, bm).box
+        ow, oh = (min(o, b + o % b) for o, b in ((s.ow, bw), (s.oh, bh)))
+        sizes = {"mb": min(s.mb, images), "oh": oh, "ow": ow, "ih": s.ih - (s.oh - oh) * s.sh,
+                 "iw": s.iw - (s.ow - ow) * s.sw, "oc": min(s.oc, bn),
+                 "ic": min(s.ic, (2 if s.kh * s.kw == 1 else 1) * bk)}      # two K blocks at least
     changes = tuple(f"{d} {getattr(s, d)} -> {v}" for d, v in sizes.items() if getattr(s, d) != v)
     return Reduction(replace(s, **sizes), changes)
 
@@ -124,25 +134,29 @@ class _TmaGemm:
         if config.cluster.product() != 1:
             raise BuildError("clusters larger than one group are not generated yet", knob="cluster")
         self.problem, self.config, self.target, self.types = problem, config, target, types
-        (self.M, self.N, self.K), strides, self.b_major = _gemm_view(problem, config.schedule)
+        self.args = tuple(KernelArg(name, var(name, u64), getattr(types, name),
+                                    tensor_layout(problem, name, getattr(types, name)), problem.tensor_dims(name),
+                                    "output" if name == "dst" else "input") for name in ("src", "wei", "dst"))
+        wei_strides = _strides(self.args[1])
+        kw_outer = wei_strides.get("kw", 0) > wei_strides.get("kh", 0)     # OWHI weights (axcb), not OHWI
+        (self.M, self.N, self.K), strides, self.b_major = _gemm_view(problem, config.schedule, kw_outer)
         N, K = self.N, self.K
         self.bm, self.bn, self.bk = bm, bn, bk = tma_tile(problem, config)
+        self.pixels = _PixelTiles(problem, bm, kw_outer) if problem.op == "conv" and not _dense_rows(problem) else None
         self.stages = stages = config.stages
         if bm % 64 or not 64 <= bm <= 256 or bn % 64 or not 64 <= bn <= 256:
             raise BuildError(f"tile m{bm}n{bn}: M a multiple of 64 up to 256 (a warpgroup per 64 rows), N a "
                              "multiple of 64 up to 256", knob="tile")
-        if N % bn or K % bk:
-            raise BuildError(f"tile n{bn}k{bk} must divide the problem's n{N}k{K} (no tails in N and K yet; M may "
-                             "have one)", knob="tile")
+        channels = problem.shape.ic if self.pixels else K     # each K block one tap's channels
+        if N % bn or channels % bk:
+            raise BuildError(f"tile n{bn}k{bk} must divide the problem's n{N} and {'ic' if self.pixels else 'k'}"
+                             f"{channels} (no tails in N and K yet; M may have one)", knob="tile")
         self.esize = types.src.size
         self.a_stage, self.b_stage = bm * ROW, (bn // 64) * bk * ROW if self.b_major == "n" else bn * ROW
         self.smem = stages * (self.a_stage + self.b_stage) + 2 * stages * 8
         if self.smem > target.slm.per_group:
             raise BuildError(f"{stages} stages of m{bm}n{bn}k{bk} need {self.smem} bytes of shared memory, "
                              f"{target.name} has {target.slm.per_group}", knob="stages")
-        self.args = tuple(KernelArg(name, var(name, u64), getattr(types, name),
-                                    tensor_layout(problem, name, getattr(types, name)), problem.tensor_dims(name),
-                                    "output" if name == "dst" else "input") for name in ("src", "wei", "dst"))
         for arg in self.args:
             if arg.layout.size_bytes() != arg.dtype.size * _count(arg.dims) or _strides(arg) != strides[arg.name]:
                 raise BuildError(f"schedule={config.schedule} reads dense {_LAYOUTS[problem.op][arg.name]} tensors; "
@@ -151,6 +165,7 @@ class _TmaGemm:
         self.src, self.wei, self.dst = (a.var for a in self.args)
         self.a_s, self.b_s, self.bars, self.acc = (var(n, u64) for n in ("a_s", "b_s", "bars", "acc"))
         self.k_iters = K // bk
+        self.tiles_m = self.pixels.tiles if self.pixels else -(-self.M // bm)
         self.acc_rows = bn // 2         # f32 accumulator registers per lane: 16 rows x BN / 32 lanes
 
     def full(self, stage):
@@ -161,20 +176,23 @@ class _TmaGemm:
         """The byte of stage ``stage``'s "empty" barrier (its MMAs are done: it may be refilled)."""
         return (self.stages + stage) * 8
 
-    def load(self, stage, j, m0, n0):
-        """Stage ``stage`` filled with K block ``j`` of A and B, counted on its full barrier."""
+    def load(self, stage, j, mt, n0):
+        """Stage ``stage`` filled with K block ``j`` of A (for M tile ``mt``) and B, counted on its full
+        barrier."""
         t, bk, bar, esize = self.types, self.bk, self.full(stage), self.esize
         M, N, K = self.M, self.N, self.K
+        if self.pixels:             # the tap's pixels: a box of the input, shifted by the tap
+            a_box = self.pixels.load(t.src, j, mt)
+        else:
+            a_box = (TensorLoad(t.src, (bk, self.bm), (K, M), (K * esize,)), (j * bk, mt * self.bm))
         calls = [_call(MbarrierExpectTx(self.a_stage + self.b_stage), [self.bars, bar]),
-                 _call(TensorLoad(t.src, bk, self.bm), [self.src, K, M, K * esize, j * bk, m0, self.a_s,
-                                                                stage * self.a_stage, self.bars, bar])]
+                 _copy(a_box, self.src, self.a_s, stage * self.a_stage, self.bars, bar)]
         if self.b_major == "k":         # B's rows are N, each of K: boxes like A's
-            calls.append(_call(TensorLoad(t.wei, bk, self.bn), [self.wei, K, N, K * esize, j * bk, n0, self.b_s,
-                                                                        stage * self.b_stage, self.bars, bar]))
+            calls.append(_copy((TensorLoad(t.wei, (bk, self.bn), (K, N), (K * esize,)), (j * bk, n0)), self.wei,
+                               self.b_s, stage * self.b_stage, self.bars, bar))
         else:                           # B's rows are K, each of N: one box per 64 columns
-            calls += [_call(TensorLoad(t.wei, 64, bk), [self.wei, N, K, N * esize, n0 + b * 64, j * bk,
-                                                                self.b_s, stage * self.b_stage + b * bk * ROW,
-                                                                self.bars, bar])
+            calls += [_copy((TensorLoad(t.wei, (64, bk), (N, K), (N * esize,)), (n0 + b * 64, j * bk)), self.wei,
+                            self.b_s, stage * self.b_stage + b * bk * ROW, self.bars, bar)
                       for b in range(self.bn // 64)]
         return seq(*calls)
 
@@ -187,12 +205,12 @@ class _TmaGemm:
             [self.acc, 0, self.a_s, stage * self.a_stage + wg * 64 * ROW + kk * 16 * self.esize, self.b_s,
              stage * self.b_stage + b_step]), unroll=bk // 16)
 
-    def epilogue(self, m0, n0, wg, rank):
+    def epilogue(self, mt, n0, wg, rank):
         """The post-ops on the accumulators, then C stored (:func:`_epilogue`)."""
         ops = [_call(Eltwise(p.alg, self.acc_rows * 32, p.alpha, p.beta), [self.acc, 0])
                for p in self.problem.post_ops]
-        return seq(*ops, _epilogue(self.dst, self.types.dst, self.acc, self.acc_rows, (self.M, self.N), m0, n0, wg,
-                                   rank, tail=self.M % self.bm != 0))
+        rows = self.pixels.rows(mt) if self.pixels else _GemmRows(self.M, self.bm, mt)
+        return seq(*ops, _epilogue(self.dst, self.types.dst, self.acc, self.acc_rows, self.N, rows, n0, wg, rank))
 
     def zero_acc(self):
         row = var("acc_row")
@@ -218,23 +236,23 @@ class _TmaGemm:
     def kernel(self) -> Kernel:
         """``KernelTma``: every warp waits for each stage, the consumer warpgroups multiply it, and warp 0
         refills the stage the previous K block used once a barrier says every MMA reading it is done."""
-        tid, n0, m0, wg, rank = var("thread_id0"), var("n0"), var("m0"), var("wg"), var("rank")
+        tid, n0, mt, wg, rank = var("thread_id0"), var("n0"), var("mt"), var("wg"), var("rank")
         kt, s, s_next, first = var("kt"), var("s"), var("s_next"), var("first")
         stages, k_iters = self.stages, self.k_iters
         producer = tid.eq(0)
-        prologue = If.make(producer, For.make(first, 0, min(stages, k_iters), self.load(first, first, m0, n0)))
+        prologue = If.make(producer, For.make(first, 0, min(stages, k_iters), self.load(first, first, mt, n0)))
         refill = If.make(land(producer, kt.ge(1), (kt + (stages - 1)).lt(k_iters)),
-                         Let.make(s_next, (kt + (stages - 1)) % stages, self.load(s_next, kt + (stages - 1), m0, n0)))
+                         Let.make(s_next, (kt + (stages - 1)) % stages, self.load(s_next, kt + (stages - 1), mt, n0)))
         main = For.make(kt, 0, k_iters, seq(
             Let.make(s, kt % stages, seq(_call(MbarrierWait(), [self.bars, self.full(s), (kt // stages) % 2]),
                                          self.mma(s, wg))),
             _call(WgmmaWait(1), []), _call(Barrier(), []), refill))
         body = seq(Group.make("init", seq(self.zero_acc(), self.init_barriers(None))),
                    Group.make("prologue", prologue), Group.make("k_loop", main), _call(WgmmaWait(0), []),
-                   Group.make("epilogue", self.epilogue(m0, n0, wg, rank)))
-        body = Let.make(n0, var("group_id0") * self.bn, Let.make(m0, var("group_id1") * self.bm, Let.make(
+                   Group.make("epilogue", self.epilogue(mt, n0, wg, rank)))
+        body = Let.make(n0, var("group_id0") * self.bn, Let.make(mt, var("group_id1"), Let.make(
             wg, tid // WARPGROUP, Let.make(rank, tid % WARPGROUP, self.allocate(body)))))
-        return Kernel(Group.make("kernel", body), self.args, (self.N // self.bn, -(-self.M // self.bm), 1),
+        return Kernel(Group.make("kernel", body), self.args, (self.N // self.bn, self.tiles_m, 1),
                       (WARPGROUP * self.bm // 64, 1, 1), 32, self.target.name, self.target.registers.reg_bytes,
                       self.smem, self.problem, self.config)
 
@@ -245,7 +263,7 @@ class _TmaGemm:
         empty one, store C). ``min(tiles, SMs)`` groups walk the tiles ``group_id0, + groups, ...`` in
         bands of ``band`` M tiles, so that groups running together share A and B in L2."""
         tid, gid = var("thread_id0"), var("group_id0")
-        tiles_m, tiles_n = -(-self.M // self.bm), self.N // self.bn
+        tiles_m, tiles_n = self.tiles_m, self.N // self.bn
         tiles = tiles_m * tiles_n
         groups = min(tiles, self.target.device.cores)
         band = next(b for b in (8, 4, 2, 1) if tiles_m % b == 0)
@@ -253,15 +271,16 @@ class _TmaGemm:
         stages, k_iters = self.stages, self.k_iters
         def role(name):
             """The loop variables of one role (each branch binds its own: no variable is bound twice)."""
-            return (var(f"{name}_{n}") for n in ("it", "tile", "m0", "n0", "kt", "g", "s"))
+            return (var(f"{name}_{n}") for n in ("it", "tile", "mt", "n0", "kt", "g", "s"))
 
         def per_tile(names, body):
-            """``body`` for each of this group's tiles, ``m0``, ``n0`` its corner, ``it`` its index here."""
-            it, tile, m0, n0 = names[:4]
+            """``body`` for each of this group's tiles, ``mt`` its M tile, ``n0`` its first column, ``it``
+            its index here."""
+            it, tile, mt, n0 = names[:4]
             within = tile % (band * tiles_n)
             m_tile = (tile // (band * tiles_n)) * band + within % band
             return For.make(it, 0, -(-tiles // groups), Let.make(tile, it * groups + gid, If.make(
-                tile.lt(tiles), Let.make(m0, m_tile * self.bm, Let.make(n0, (within // band) * self.bn, body)))))
+                tile.lt(tiles), Let.make(mt, m_tile, Let.make(n0, (within // band) * self.bn, body)))))
 
         def k_block(names, body):
             """``body`` for each K block, ``g`` its index over the group's tiles, ``s`` its stage."""
@@ -273,7 +292,7 @@ class _TmaGemm:
             _call(MbarrierWait(), [self.bars, self.empty(p[6]), (p[5] // stages + 1) % 2]),
             self.load(p[6], p[4], p[2], p[3]))))
         c = tuple(role("c"))
-        it, m0, n0, kt, g, s = c[0], c[2], c[3], c[4], c[5], c[6]
+        it, mt, n0, kt, g, s = c[0], c[2], c[3], c[4], c[5], c[6]
         wg, rank, last = var("wg"), var("rank"), var("c_last")
 
         def release(block):      # the MMAs of K block ``block`` are done: its stage may be refilled
@@ -284,7 +303,7 @@ class _TmaGemm:
             If.make(kt.ge(1), release(g + (stages - 1))))),
             _call(WgmmaWait(0), []),
             Let.make(last, it * k_iters + (k_iters - 1), release(last)),
-            self.epilogue(m0, n0, wg, rank)))
+            self.epilogue(mt, n0, wg, rank)))
         body = seq(Group.make("init", self.init_barriers(WARPGROUP * consumers)), If.make(
             tid.lt(WARPGROUP),
             seq(_call(SetMaxNreg(PRODUCER_REGS), []), Group.make("producer", If.make(tid.eq(0), produce))),
@@ -296,38 +315,118 @@ class _TmaGemm:
                       self.smem, self.problem, self.config)
 
 
-def _epilogue(dst, out_type, acc, acc_rows: int, dims: tuple[int, int], m0, n0, wg, rank, tail: bool):
-    """Each warp's 16 rows of C: register pair ``(i, i + 1)`` (``i = 2 p``) holds, in lane ``l``, row
+def _copy(box, mem, slm, slm_offset, bars, bar):
+    """The ``tensor_load`` of ``box`` (a :class:`TensorLoad` and its corner) into ``slm + slm_offset``."""
+    f, corner = box
+    return _call(f, [mem, *corner, *[0] * (TENSOR_RANK - len(corner)), slm, slm_offset, bars, bar])
+
+
+class _GemmRows:
+    """A GEMM's M tile ``mt``: tile row ``r`` is C's row ``mt * BM + r``; past ``M`` (a tail, which TMA
+    read as zeros) it is not stored."""
+
+    def __init__(self, M: int, bm: int, mt):
+        self.M, self.bm, self.mt = M, bm, mt
+
+    def at(self, base):
+        """C's row of tile row ``base`` (a multiple of 8; a lane's 8 rows follow it) and the mask of the
+        lanes' rows ``base + lane / 4`` to store (None: all)."""
+        row = self.mt * self.bm + base
+        lanes = Broadcast.make(row, 32) + Ramp.make(const(0), 1, 32) // 4
+        return row, lanes.lt(Broadcast.make(const(self.M), 32)) if self.M % self.bm else None
+
+
+class _PixelTiles:
+    """A convolution's M tiles as boxes of output pixels: ``bw x bh`` pixels of ``bn`` images (powers of
+    two, ``bw >= 8``, ``bw * bh * bn = BM``), chosen to pad the output's ``ow x oh x mb`` least; tile row
+    ``r`` is pixel ``(r % bw, r / bw % bh, r / (bw bh))`` of the box. The input is read as a tensor of
+    ``(ic, ceil(iw / sw), ceil(ih / sh), mb)`` whose W and H strides are the stride's multiple of the
+    pixel's and the row's (a strided 1x1 convolution's subsample is the view itself); K block ``j`` is
+    tap ``j / (ic / BK)`` (in the weights' order: ``kh`` outer for OHWI, ``kw`` for OWHI) and its channels,
+    the box at the output tile's corner shifted by ``(kw - pw, kh - ph)``, where the tensor's zero fill
+    outside it is the padding."""
+
+    def __init__(self, problem, bm: int, kw_outer: bool = False):
+        s = problem.shape
+        self.s, self.bm, self.kw_outer = s, bm, kw_outer
+
+        def padded(box):
+            bw, bh, bn = box
+            return -(-s.ow // bw) * bw * -(-s.oh // bh) * bh * -(-s.mb // bn) * bn
+        boxes = [(bw, bh, bm // (bw * bh)) for bw in (8, 16, 32, 64, 128, 256) for bh in (1, 2, 4, 8, 16, 32, 64)
+                 if bm % (bw * bh) == 0]
+        self.box = bw, bh, bn = min(boxes, key=lambda b: (padded(b), -b[0], -b[1]))   # then the widest, tallest
+        self.tw, self.th = -(-s.ow // bw), -(-s.oh // bh)
+        self.tiles = self.tw * self.th * -(-s.mb // bn)
+        size = problem.types.src.size
+        self.dims = (s.ic, -(-s.iw // s.sw), -(-s.ih // s.sh), s.mb)
+        self.strides = (s.sw * s.ic * size, s.sh * s.iw * s.ic * size, s.ih * s.iw * s.ic * size)
+
+    def corner(self, mt):
+        """The output pixel ``(ow, oh, mb)`` at tile ``mt``'s corner."""
+        bw, bh, bn = self.box
+        return (mt % self.tw) * bw, (mt // self.tw) % self.th * bh, mt // (self.tw * self.th) * bn
+
+    def load(self, t, j, mt):
+        """The box of K block ``j`` of tile ``mt``: a :class:`TensorLoad` and its corner."""
+        s, bk = self.s, ROW // t.size
+        per_tap = s.ic // bk
+        ow0, oh0, n0 = self.corner(mt)
+        tap = j // per_tap
+        kh, kw = (tap % s.kh, tap // s.kh) if self.kw_outer else (tap // s.kw, tap % s.kw)
+        corner = ((j % per_tap) * bk, ow0 + kw - s.pw, oh0 + kh - s.ph, n0)
+        return TensorLoad(t, (bk, *self.box), self.dims, self.strides), corner
+
+    def rows(self, mt):
+        return _PixelRows(self, mt)
+
+
+class _PixelRows:
+    """C's rows of a tile of :class:`_PixelTiles`: the NHWC pixel of each tile row, stored where it is
+    inside the output."""
+
+    def __init__(self, tiles: _PixelTiles, mt):
+        self.t, self.mt = tiles, mt
+
+    def at(self, base):
+        """As :meth:`_GemmRows.at`; ``bw >= 8`` keeps a lane's 8 rows on one line of pixels."""
+        s, (bw, bh, images) = self.t.s, self.t.box
+        ow0, oh0, n0 = self.t.corner(self.mt)
+        n, oh, ow = n0 + base // (bw * bh), oh0 + (base // bw) % bh, ow0 + base % bw
+        checks = []
+        if s.ow % bw:
+            lanes = Broadcast.make(ow, 32) + Ramp.make(const(0), 1, 32) // 4
+            checks.append(lanes.lt(Broadcast.make(const(s.ow), 32)))
+        scalar = [c for c, tail in ((oh.lt(s.oh), s.oh % bh), (n.lt(s.mb), s.mb % images)) if tail]
+        if scalar:
+            checks.append(Broadcast.make(land(*scalar) if len(scalar) > 1 else scalar[0], 32))
+        return (n * s.oh + oh) * s.ow + ow, (land(*checks) if len(checks) > 1 else checks[0]) if checks else None
+
+
+def _epilogue(dst, out_type, acc, acc_rows: int, N: int, rows, n0, wg, rank):
+    """Each warp's 16 rows of C: register pair ``(i, i + 1)`` (``i = 2 p``) holds, in lane ``l``, tile row
     ``l / 4 + 8 * (p % 2)`` and columns ``8 * (p / 2) + 2 * (l % 4)`` and the next one. An f32 C is
     stored a register at a time; a 16-bit C converts the pair side by side into one word per lane
-    (``packed``) and stores that. Each address is a scalar (the warp's corner, the pair's constant) plus
-    one lane pattern. With a ``tail`` (M not a multiple of the tile's), rows past M are not stored."""
+    (``packed``) and stores that. ``rows`` (:class:`_GemmRows`, :class:`_PixelRows`) says which row of C
+    each tile row is and which are stored."""
     pair = var("acc_pair")
     lane = Ramp.make(const(0), 1, 32)
     size = out_type.size
-    M, N = dims
-    corner = ((m0 + wg * 64 + rank * 16) * N + n0) * size
+    row, inside = rows.at(wg * 64 + rank * 16 + (pair % 2) * 8)
+    mask = inside if inside is not None else Broadcast.make(const(True), 32)
     pattern = (lane // 4) * (N * size) + (lane % 4) * (2 * size)
-    first_row = m0 + wg * 64 + rank * 16
-
-    def rows_inside(half_rows):     # the tile's rows past M (a tail: TMA read zeros there) are not stored
-        return (Broadcast.make(first_row + half_rows, 32) + lane // 4).lt(Broadcast.make(const(M), 32))
-    everywhere = Broadcast.make(const(True), 32)
-
-    def mask():
-        return rows_inside((pair % 2) * 8) if tail else everywhere
 
     def at(half):
-        return Broadcast.make(corner + ((pair % 2) * 8 * N + (pair // 2) * 8) * size + half * size, 32) + pattern
+        return Broadcast.make((row * N + n0 + (pair // 2) * 8 + half) * size, 32) + pattern
     if size == 4:
         stores = seq(*(_call(Send(SendOp.STORE, SendKind.SCATTERED, "global", f32, 32),
-                                     [dst, at(half), acc, (pair * 2 + half) * ROW, mask()]) for half in (0, 1)))
+                                     [dst, at(half), acc, (pair * 2 + half) * ROW, mask]) for half in (0, 1)))
     else:
         packed = var("packed", u64)
         halves = [Store.make(packed, half * size, Cast.make(out_type.with_lanes(32), Load.make(
             f32.with_lanes(32), acc, (pair * 2 + half) * ROW)), stride=4) for half in (0, 1)]
         stores = Alloc.make(packed, ROW, MemKind.GRF, seq(*halves, _call(
-            Send(SendOp.STORE, SendKind.SCATTERED, "global", u32, 32), [dst, at(0), packed, 0, mask()])))
+            Send(SendOp.STORE, SendKind.SCATTERED, "global", u32, 32), [dst, at(0), packed, 0, mask])))
     # over pairs, not over even registers: a loop of step 1 keeps its index's range exact for the verifier
     return For.make(pair, 0, acc_rows // 2, stores)
 
@@ -340,13 +439,15 @@ def _count(dims) -> int:
 
 
 _LAYOUTS = {"gemm": {"src": "M x K", "wei": "K x N", "dst": "M x N"},
-            "conv": {"src": "NHWC (axb)", "wei": "OHWI (axcb)", "dst": "NHWC (axb)"}}
+            "conv": {"src": "NHWC (axb)", "wei": "OWHI (axcb) or OHWI (acdb)", "dst": "NHWC (axb)"}}
 
 
-def _gemm_view(problem, schedule: str):
+def _gemm_view(problem, schedule: str, kw_outer: bool = False):
     """``(M, N, K)``, the element strides each tensor's dims must have (dims of size 1 left out), and how
-    B's rows run (``"n"``: K rows of N, a GEMM's; ``"k"``: N rows of K, a convolution's OHWI weights).
-    A convolution is an implicit GEMM where NHWC rows are A's rows: forward, 1x1, stride 1, no padding."""
+    B's rows run (``"n"``: K rows of N, a GEMM's; ``"k"``: N rows of K, a convolution's OHWI weights, or
+    OWHI with ``kw_outer``).
+    A convolution is an implicit GEMM where NHWC pixels are A's rows and K runs over the taps, each a
+    block of input channels (:class:`_PixelTiles`)."""
     if problem.op == "gemm":
         s = problem.shape
         if s.batch and any(b != 1 for b in s.batch):
@@ -355,16 +456,24 @@ def _gemm_view(problem, schedule: str):
         strides = {"src": {"m": K, "k": 1}, "wei": {"k": N, "n": 1}, "dst": {"m": N, "n": 1}}
         return (M, N, K), _sized(problem, strides), "n"
     s = problem.shape
-    if (problem.prop != "fwd" or s.g != 1 or (s.kd, s.kh, s.kw) != (1, 1, 1) or (s.sd, s.sh, s.sw) != (1, 1, 1)
-            or (s.pd, s.ph, s.pw) != (0, 0, 0)):
-        raise BuildError(f"schedule={schedule} generates forward 1x1 convolutions of stride 1 without padding "
-                         "(an implicit GEMM whose A rows are NHWC pixels) yet; others: schedule=classic",
-                         knob="schedule")
-    hw = s.id * s.ih * s.iw
-    strides = {"src": {"mb": hw * s.ic, "id": s.ih * s.iw * s.ic, "ih": s.iw * s.ic, "iw": s.ic, "ic": 1},
-               "wei": {"oc": s.ic, "ic": 1},
-               "dst": {"mb": hw * s.oc, "od": s.oh * s.ow * s.oc, "oh": s.ow * s.oc, "ow": s.oc, "oc": 1}}
-    return (s.mb * hw, s.oc, s.ic), _sized(problem, strides), "k"
+    if (problem.prop != "fwd" or s.g != 1 or (s.id, s.od, s.kd) != (1, 1, 1) or (s.dh, s.dw) != (0, 0)
+            or any(st != 1 and (k, p) != (1, 0) for st, k, p in ((s.sh, s.kh, s.ph), (s.sw, s.kw, s.pw)))):
+        raise BuildError(f"schedule={schedule} generates forward 2D convolutions without groups or dilation, "
+                         "of stride 1 (any kernel and padding) or strided 1x1 without padding (an implicit "
+                         "GEMM whose A rows are NHWC pixels) yet; others: schedule=classic", knob="schedule")
+    hw = s.ih * s.iw
+    strides = {"src": {"mb": hw * s.ic, "ih": s.iw * s.ic, "iw": s.ic, "ic": 1},
+               "wei": {"oc": s.kh * s.kw * s.ic, "kh": s.ic if kw_outer else s.kw * s.ic,
+                       "kw": s.kh * s.ic if kw_outer else s.ic, "ic": 1},
+               "dst": {"mb": s.oh * s.ow * s.oc, "oh": s.ow * s.oc, "ow": s.oc, "oc": 1}}
+    return (s.mb * s.oh * s.ow, s.oc, s.kh * s.kw * s.ic), _sized(problem, strides), "k"
+
+
+def _dense_rows(problem) -> bool:
+    """Whether a convolution's A rows are its input's NHWC pixels as they lie (1x1, stride 1, no padding):
+    an M tile is then a run of rows, as a GEMM's."""
+    s = problem.shape
+    return (s.kh, s.kw, s.sh, s.sw, s.ph, s.pw) == (1, 1, 1, 1, 0, 0)
 
 
 def _sized(problem, strides: dict) -> dict:

@@ -289,14 +289,16 @@ KNOBS: tuple[Knob, ...] = (
     Knob("schedule", "schedule", "choice", " | ".join(SCHEDULES), "schedule=tma",
          "How the kernel is organised, named after CUTLASS 3's kernel schedules. `classic` (the default): "
          "oneDNN's generator, every knob above (on sm_90 `mma.sync` with `cp.async` staging). `tma` (sm_90, "
-         "GEMM): CUTLASS's `KernelTma`: A and B tiles copied by the tensor memory accelerator "
+         "GEMM, convolution): CUTLASS's `KernelTma`: A and B tiles copied by the tensor memory accelerator "
          "(`cp.async.bulk.tensor`, 128-byte swizzle) into `stages` shared-memory stages that complete on "
          "transaction barriers (`mbarrier` with expect-tx), multiplied by warpgroup MMAs (`wgmma`, sm_90a) "
          "from shared memory; `tile`, `stages` and `cluster` shape it and the tiling knobs above are unused. "
          "`tma_ws_cooperative` (sm_90, GEMM): CUTLASS's `KernelTmaWarpSpecializedCooperative` with a persistent "
          "tile scheduler: a producer warpgroup issues the copies, the consumer warpgroups multiply and store, "
          "stages handed back through empty barriers, `setmaxnreg` moving registers to the consumers, one group "
-         "per SM walking the tiles in L2-friendly bands.",
+         "per SM walking the tiles in L2-friendly bands. Both also run forward convolutions as implicit GEMMs "
+         "(NHWC, stride 1 with any kernel and padding, or strided 1x1): per tap a TMA box of output pixels "
+         "shifted by the tap, TMA's zero fill the padding, a stride the tensor map's.",
          ChoiceCodec(SCHEDULES)),
     Knob("tile", "tile", "tile", "m (64..256, multiple of 64), n (64..256, multiple of 64), k (128 bytes)",
          "tile=m128n256k64",

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from kdd.core.ir.expr import const
 from kdd.core.ir.funcs import (HOPPER_FUNCS, MbarrierExpectTx, MbarrierInit, MbarrierWait, SetMaxNreg, TensorLoad,
                                Wgmma, WgmmaWait, swizzle128)
 from kdd.core.ir.stmt import FuncCall, MemKind
@@ -110,23 +111,28 @@ def compile_hopper(ctx, call: FuncCall):
 def _tensor_load(ctx, call: FuncCall, keys):
     f: TensorLoad = call.func
     ops, grid = call.ops, ctx.grid
-    mem = ctx.operand(ops.mem, ops.width, "tensor_load tensor")
+    mem = ctx.operand(ops.mem, const(0), "tensor_load tensor")
     slm = ctx.operand(ops.slm, ops.slm_offset, "tensor_load SLM")
-    width, height, pitch, x, y = (ctx.expr(e) for e in (ops.width, ops.height, ops.pitch, ops.x, ops.y))
+    corner = [ctx.expr(e) for e in (ops.x0, ops.x1, ops.x2, ops.x3, ops.x4)[:f.rank]]
     size = f.type.size
-    r, c = np.meshgrid(np.arange(f.rows), np.arange(f.cols), indexing="ij")
+    # box element (c, i1, ..) as a grid, i1 fastest among the rows: index [i_{r-1}, .., i1, c]
+    index = np.meshgrid(*(np.arange(b) for b in reversed(f.box)), indexing="ij")[::-1]
+    pitch = (size, *f.strides)
     box_bytes = swizzle128(np.arange(f.rows * ROW, dtype=np.int64))   # where byte i of the box lands
 
     def load(env):
         g = mem.memory(env, MemKind.GLOBAL)
         s = slm.memory(env, MemKind.SLM)
-        vals = {name: _per_thread(fn, env, grid) for name, fn in (("w", width), ("h", height), ("p", pitch),
-                                                                     ("x", x), ("y", y))}
+        at = [_per_thread(fn, env, grid) for fn in corner]
         dst = _per_thread(slm.off, env, grid)
         for t, key in keys(env):
-            row, col = vals["y"][t] + r, vals["x"][t] + c
-            inside = (row >= 0) & (row < vals["h"][t]) & (col >= 0) & (col < vals["w"][t])
-            start = np.where(inside, row * vals["p"][t] + col * size, 0)
+            inside = np.ones(index[0].shape, dtype=bool)
+            start = np.zeros(index[0].shape, dtype=np.int64)
+            for d, i in enumerate(index):
+                pos = at[d][t] + i
+                inside &= (pos >= 0) & (pos < f.dims[d])
+                start += pos * pitch[d]
+            start = np.where(inside, start, 0)
             idx = (start[..., None] + np.arange(size)).reshape(1, -1)
             data = np.where(np.repeat(inside.reshape(-1), size), g.read(idx).reshape(-1), 0).astype(np.uint8)
             where = dst[t] + box_bytes

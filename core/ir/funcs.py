@@ -370,36 +370,68 @@ class MbarrierWait(Func):
     OPERANDS = ("bar", "bar_offset", "parity")
 
 
+TENSOR_RANK = 5     # the most dims a tensor map has
+
+
 @dataclass(frozen=True)
 class TensorLoad(Func):
-    """An asynchronous tensor copy (TMA, ``cp.async.bulk.tensor.2d``): a box of ``rows`` rows of ``cols``
-    elements of ``type`` from a row-pitched 2D tensor in global memory into SLM, completing on a barrier.
+    """An asynchronous tensor copy (TMA, ``cp.async.bulk.tensor.Nd``, tile mode): a box of ``box``
+    elements of ``type`` (innermost dim first) from a tensor of ``dims`` elements in global memory into
+    SLM, completing on a barrier.
 
-    Operands (printed by name): ``(mem, width, height, pitch, x, y, slm, slm_offset, bar, bar_offset)``.
-    The tensor has ``height`` rows of ``width`` elements, ``pitch`` bytes apart, from byte 0 of ``mem``
-    (constants: the tensor map is encoded at launch). Box element ``(r, c)`` is the tensor's element at
-    column ``x + c``, row ``y + r``, zero outside the tensor; it lands at SLM byte ``slm_offset +
-    swizzle128(r * cols * size + c * size)`` (:func:`swizzle128`; a row is 128 bytes, ``cols * size ==
-    128``). Its ``rows * cols * size`` bytes count as transaction bytes of the barrier's current phase."""
+    The tensor (constants: its map is encoded at launch) starts at byte 0 of ``mem``; dim 0 is dense and
+    dim ``d >= 1`` is ``strides[d - 1]`` bytes apart (a multiple of 16; strides larger than the dims below
+    make a strided view, e.g. every second pixel). Operands (printed by name): ``(mem, x0, .., x4, slm,
+    slm_offset, bar, bar_offset)``: ``x0 ..`` the box's corner in the tensor, one per dim (negative or
+    past-the-end corners allowed), those past the rank 0. Box element ``(c, i1, .., i_{r-1})`` is the
+    tensor's element ``(x0 + c, x1 + i1, ..)``, zero where any coordinate falls outside ``[0, dims[d])``;
+    it lands at SLM byte ``slm_offset + swizzle128(row * 128 + c * size)`` (:func:`swizzle128`), where
+    ``row`` numbers the box's rows ``(i1, .., i_{r-1})`` with ``i1`` fastest (``box[0] * size == 128``).
+    Its ``rows * 128`` bytes count as transaction bytes of the barrier's current phase."""
 
     type: Type
-    cols: int
-    rows: int
+    box: tuple[int, ...]
+    dims: tuple[int, ...]
+    strides: tuple[int, ...]
     swizzle: int = SWIZZLE_128B
     NAMED = True
-    OPERANDS = ("mem", "width", "height", "pitch", "x", "y", "slm", "slm_offset", "bar", "bar_offset")
+    OPERANDS = ("mem", "x0", "x1", "x2", "x3", "x4", "slm", "slm_offset", "bar", "bar_offset")
 
     def __post_init__(self):
-        if self.swizzle != SWIZZLE_128B or self.cols * self.type.size != 128 or not 1 <= self.rows <= 256:
-            raise ValueError(f"a tensor copy box of {self.rows} rows of {self.cols} {self.type} with swizzle "
-                             f"{self.swizzle}: kdd's boxes have 128-byte rows, 128-byte swizzle, 1..256 rows")
+        rank = len(self.box)
+        if (self.swizzle != SWIZZLE_128B or self.box[0] * self.type.size != 128
+                or not all(1 <= b <= 256 for b in self.box) or not 2 <= rank <= TENSOR_RANK
+                or len(self.dims) != rank or len(self.strides) != rank - 1):
+            raise ValueError(f"a tensor copy box {self.box} of {self.type} with swizzle {self.swizzle} over dims "
+                             f"{self.dims}, strides {self.strides}: kdd's boxes have 128-byte rows, 128-byte "
+                             f"swizzle, 1..256 elements a dim, 2..{TENSOR_RANK} dims, a stride per dim above 0")
+
+    @property
+    def rank(self) -> int:
+        return len(self.box)
+
+    @property
+    def cols(self) -> int:
+        """Elements of a box row (128 bytes)."""
+        return self.box[0]
+
+    @property
+    def rows(self) -> int:
+        """Rows of the box: the product of its dims above 0."""
+        n = 1
+        for b in self.box[1:]:
+            n *= b
+        return n
 
     @property
     def bytes(self) -> int:
         return self.rows * self.cols * self.type.size
 
     def __str__(self) -> str:
-        return f"tensor_load.{self.type}.{self.cols}x{self.rows}.sw{self.swizzle}"
+        def x(t):
+            return "x".join(map(str, t))
+        return (f"tensor_load.{self.type}.{x(self.box)}.sw{self.swizzle}[{x(self.dims)}"
+                f"{''.join(f'/{s}' for s in self.strides)}]")
 
 
 @dataclass(frozen=True)

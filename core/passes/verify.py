@@ -275,8 +275,8 @@ class _Verifier:
                 self.fail("types", f"operand {buf} of {s.func} is not a buffer")
 
     def hopper(self, s: FuncCall) -> None:
-        """Tensor copies, transaction barriers and warpgroup MMAs: sm_90 only; a tensor copy's tensor is
-        fixed at launch (constant shape and pitch, 16-byte rows); no offset is provably off the alignment
+        """Tensor copies, transaction barriers and warpgroup MMAs: sm_90 only; a tensor copy's strides are
+        multiples of 16 bytes and its coordinates past its rank 0; no offset is provably off the alignment
         the hardware requires (barriers 8 bytes, swizzled boxes 1024, descriptors 16)."""
         f, ops = s.func, s.ops
         if self.target.isa != "ptx":
@@ -284,11 +284,11 @@ class _Verifier:
         if hasattr(ops, "bar_offset") and _misaligned(ops.bar_offset, 8):
             self.fail("align", f"{f}: a barrier at an offset not a multiple of 8")
         if isinstance(f, TensorLoad):
-            if not all(isinstance(e, IntImm) for e in (ops.width, ops.height, ops.pitch)):
-                self.fail("types", f"{f}: the tensor's width, height and pitch must be constants (its map is "
-                                   "encoded at launch)")
-            elif ops.pitch.value % 16 or ops.width.value * f.type.size > ops.pitch.value:
-                self.fail("send", f"{f}: rows of {ops.pitch.value} bytes (a multiple of 16 holding the width)")
+            if any(s % 16 for s in f.strides):
+                self.fail("send", f"{f}: the tensor's strides must be multiples of 16 bytes")
+            if any(not (isinstance(e, IntImm) and e.value == 0) for e in (ops.x0, ops.x1, ops.x2, ops.x3,
+                                                                           ops.x4)[f.rank:]):
+                self.fail("types", f"{f}: the coordinates past the tensor's {f.rank} dims must be 0")
             if _misaligned(ops.slm_offset, 1024):
                 self.fail("align", f"{f}: a swizzled box must start at a multiple of 1024 bytes")
         if isinstance(f, Wgmma):

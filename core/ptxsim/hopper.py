@@ -4,7 +4,7 @@
   its transaction bytes (signed: bytes may land before they are expected). A phase completes when both
   reach zero; ``try_wait.parity P`` is true once the phase of parity ``P`` completed, i.e. while the
   number of completed phases is odd for ``P = 0`` (even for ``P = 1``).
-- ``cp.async.bulk.tensor.2d`` reads the box its tensor map describes at once and lands it in shared
+- ``cp.async.bulk.tensor.Nd`` (tile mode) reads the box its tensor map describes at once and lands it in shared
   memory through the map's swizzle, completing its bytes on the barrier (one legal order of the
   asynchronous copy). The tensor map is the launch's description (what the host encoded), found by the
   parameter whose address the operand holds.
@@ -128,41 +128,51 @@ class HopperWarp:
         raise SimulatorGap(None, "", ".".join(name))
 
     def _tensor_copy(self, op: str, args, active) -> None:
-        if not op.startswith("cp.async.bulk.tensor.2d.shared::cluster.global") or "complete_tx::bytes" not in op:
+        name = op.split(".")
+        if (len(name) < 5 or name[:3] != ["cp", "async", "bulk"] or name[3] != "tensor" or not name[4].endswith("d")
+                or not op.startswith(f"cp.async.bulk.tensor.{name[4]}.shared::cluster.global.tile")
+                or "complete_tx::bytes" not in op):
             raise SimulatorGap(None, "", op)
         dst, bar = self.addr(args[0]), self.addr(args[2])
         inner = args[1].strip("[]")
         tmap_reg, coords = inner.split(",", 1)
-        xy = [c.strip() for c in coords.strip().strip("{}").split(",")]
+        corner = [read(self.val(c.strip()), "s32") for c in coords.strip().strip("{}").split(",")]
         tmap_addr = self.val(tmap_reg.strip())
-        x, y = (read(self.val(c), "s32") for c in xy)
         for lane in self._lanes_of(active):
             m = self.m.tensor_map(int(tmap_addr[lane]))
-            nbytes = self._copy_box(m, int(x[lane]), int(y[lane]), int(dst[lane]))
+            if len(corner) != len(m["dims"]) or name[4] != f"{len(m['dims'])}d":
+                raise Fault(None, "", f"{op} with {len(corner)} coordinates over a tensor map of "
+                                      f"{len(m['dims'])} dims")
+            nbytes = self._copy_box(m, [int(c[lane]) for c in corner], int(dst[lane]))
             self.barriers.complete_tx(int(bar[lane]), nbytes)
 
-    def _copy_box(self, m: dict, x: int, y: int, dst: int) -> int:
-        """The box at column ``x``, row ``y`` of map ``m`` into shared memory at ``dst``; its bytes."""
+    def _copy_box(self, m: dict, corner: list[int], dst: int) -> int:
+        """The box at ``corner`` of map ``m`` into shared memory at ``dst``; its bytes. Elements outside the
+        tensor read as zeros (the map's out-of-bounds fill)."""
         size = _SIZES[m["dtype"]]
-        cols, rows = m["box"]
-        width, height = m["dims"]
-        if m["swizzle"] != 128 or cols * size != 128 or dst % 1024:
-            raise SimulatorGap(None, "", f"a tensor copy of {cols} x {rows} with swizzle {m['swizzle']} to shared "
+        box, dims = m["box"], m["dims"]
+        if m["swizzle"] != 128 or box[0] * size != 128 or dst % 1024:
+            raise SimulatorGap(None, "", f"a tensor copy of box {box} with swizzle {m['swizzle']} to shared "
                                          f"address {dst} (kdd simulates 128-byte rows, 128-byte swizzle, 1024-aligned)")
         src = self.m.buffers[self.m.p.params.index("p_" + m["buffer"])]
-        r, c = np.meshgrid(np.arange(rows), np.arange(cols), indexing="ij")
-        gr, gc = y + r, x + c
-        inside = (gr >= 0) & (gr < height) & (gc >= 0) & (gc < width)
-        box = np.zeros((rows, cols * size), dtype=np.uint8)
-        start = np.where(inside, gr * m["pitch"] + gc * size, 0)
+        # element (c, i1, ..) at index [.., i1, c]: rows numbered with i1 fastest
+        index = np.meshgrid(*(np.arange(b) for b in reversed(box)), indexing="ij")[::-1]
+        inside = np.ones(index[0].shape, dtype=bool)
+        start = np.zeros(index[0].shape, dtype=np.int64)
+        for d, (i, pitch) in enumerate(zip(index, (size, *m["strides"]))):
+            pos = corner[d] + i
+            inside &= (pos >= 0) & (pos < dims[d])
+            start += pos * pitch
+        rows = inside.size // box[0]
+        inside, start = inside.reshape(rows, box[0]), np.where(inside, start, 0).reshape(rows, box[0])
+        data = np.zeros((rows, box[0] * size), dtype=np.uint8)
         for b in range(size):
-            byte = src[start + b]
-            box[:, b::size] = np.where(inside, byte, 0)
+            data[:, b::size] = np.where(inside, src[start + b], 0)
         offs = swizzle128(dst + np.arange(rows * 128, dtype=np.int64))
         if offs.max() >= self.shared.size:
             raise Fault(None, "", f"a tensor copy past the end of shared memory ({offs.max()} >= {self.shared.size})")
-        self.shared[offs] = box.reshape(-1)
-        return rows * cols * size
+        self.shared[offs] = data.reshape(-1)
+        return rows * 128
 
     def _operand(self, desc: int, rows: int, cols: int, k_major: bool, kind: str) -> np.ndarray:
         """A ``rows x cols`` operand (``rows`` along M or N, ``cols`` along K) read through ``desc``."""

@@ -131,9 +131,10 @@ _PTX = {
                  "{d}, {a}, {b}, {c} (fragments)", "tensor (HMMA)"),
     "cp.async": ("asynchronous copy global -> shared, bypassing registers (.cg: 16 B, cached in L2 only); "
                  "commit_group / wait_group / wait_all order them", "[shared], [global], bytes", "lsu (LDGSTS)"),
-    "cp.async.bulk": ("Hopper's tensor memory accelerator: .tensor.2d copies a box of a tensor (its tensor map, "
-                      "a kernel parameter encoded at launch) into shared memory through the map's swizzle; the "
-                      "bytes complete on an mbarrier", "[shared], [tensor map, {x, y}], [mbarrier]", "tma (UTMALDG)"),
+    "cp.async.bulk": ("Hopper's tensor memory accelerator: .tensor.Nd (N = 2..5) copies a box of a tensor (its "
+                      "tensor map, a kernel parameter encoded at launch) into shared memory through the map's "
+                      "swizzle, zeros where the box leaves the tensor; the bytes complete on an mbarrier",
+                      "[shared], [tensor map, {x0, .., xN-1}], [mbarrier]", "tma (UTMALDG)"),
     "mbarrier.init": ("initialize a transaction barrier in shared memory for N arrivals per phase", "[bar], N",
                       "lsu (SYNCS)"),
     "mbarrier.arrive": ("arrive at a transaction barrier; .expect_tx also adds the bytes the phase waits for",

@@ -145,17 +145,18 @@ def _driver():
 
 def encode_tensor_map(entry: dict, ptr: int) -> bytes:
     """The 128 bytes of the tensor map the launch's ``entry`` describes (``dtype``, ``dims`` innermost
-    first, ``pitch`` bytes between rows, ``box``, ``swizzle``) over the device buffer at ``ptr``, encoded
-    by the driver's ``cuTensorMapEncodeTiled``."""
+    first, ``strides``: the bytes between consecutive elements of each dim above the first, ``box``,
+    ``swizzle``) over the device buffer at ``ptr``, encoded by the driver's ``cuTensorMapEncodeTiled``."""
     import ctypes
 
     u64, u32 = ctypes.c_uint64, ctypes.c_uint32
+    rank = len(entry["dims"])
     out = (ctypes.c_uint8 * 128)()
     rc = _driver().cuTensorMapEncodeTiled(
-        ctypes.byref(out), ctypes.c_int(_TMA_DTYPE[entry["dtype"]]), u32(2), ctypes.c_void_p(ptr),
-        (u64 * 2)(*entry["dims"]), (u64 * 1)(entry["pitch"]), (u32 * 2)(*entry["box"]), (u32 * 2)(1, 1),
-        ctypes.c_int(0), ctypes.c_int(_TMA_SWIZZLE[entry["swizzle"]]), ctypes.c_int(_L2_PROMOTION_128B),
-        ctypes.c_int(0))
+        ctypes.byref(out), ctypes.c_int(_TMA_DTYPE[entry["dtype"]]), u32(rank), ctypes.c_void_p(ptr),
+        (u64 * rank)(*entry["dims"]), (u64 * (rank - 1))(*entry["strides"]), (u32 * rank)(*entry["box"]),
+        (u32 * rank)(*[1] * rank), ctypes.c_int(0), ctypes.c_int(_TMA_SWIZZLE[entry["swizzle"]]),
+        ctypes.c_int(_L2_PROMOTION_128B), ctypes.c_int(0))
     if rc != 0:
         raise DeviceUnavailable(f"cuTensorMapEncodeTiled failed with CUresult {rc} for {entry}")
     return bytes(out)

@@ -1,6 +1,6 @@
 """Lowering Hopper's IR functions (sm_90a): tensor copies, transaction barriers, warpgroup MMAs.
 
-- ``tensor_load`` is ``cp.async.bulk.tensor.2d`` issued by lane 0, its tensor map a kernel parameter
+- ``tensor_load`` is ``cp.async.bulk.tensor.Nd`` (tile mode) issued by lane 0, its tensor map a kernel parameter
   (``.param .align 64 .b8 tmap_N[128]``, ``__grid_constant__`` in CUDA's words) that the launcher encodes
   with the driver's ``cuTensorMapEncodeTiled`` from :attr:`HopperLowering.tensor_maps`;
 - ``mbarrier.init`` / ``arrive.expect_tx`` run on lane 0; ``mbarrier.wait`` is a ``try_wait.parity`` loop
@@ -117,15 +117,8 @@ class HopperLowering:
 
     def _tensor_map(self, f: TensorLoad, ops) -> str:
         """The parameter of the tensor map of ``f``'s tensor and box (one per distinct map)."""
-        dims = []
-        for what in ("width", "height", "pitch"):
-            e = getattr(ops, what)
-            if not isinstance(e, IntImm):
-                raise CodegenUnsupported(f"tensor_load {what} must be a constant (the tensor map is encoded at launch)")
-            dims.append(e.value)
-        width, height, pitch = dims
-        entry = {"buffer": ops.mem.name, "dtype": TMA_DTYPES[f.type.scalar.short], "dims": [width, height],
-                 "pitch": pitch, "box": [f.cols, f.rows], "swizzle": f.swizzle}
+        entry = {"buffer": ops.mem.name, "dtype": TMA_DTYPES[f.type.scalar.short], "dims": list(f.dims),
+                 "strides": list(f.strides), "box": list(f.box), "swizzle": f.swizzle}
         for m in self.tensor_maps:
             if {k: v for k, v in m.items() if k != "param"} == entry:
                 return m["param"]
@@ -142,9 +135,10 @@ class HopperLowering:
         tmap = self.em.calc("rd", f"cvta.param.u64 {{}}, {param}")     # the map's generic address
         dst = self._shared_address(ops.slm, ops.slm_offset)
         bar = self._shared_address(ops.bar, ops.bar_offset)
-        x, y = (self.reg(self.convert(self.ev(e), s32)) for e in (ops.x, ops.y))
-        self.em.op(f"cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes "
-                   f"[{dst}], [{tmap}, {{{x}, {y}}}], [{bar}]", self.lane0)
+        corner = ", ".join(self.reg(self.convert(self.ev(e), s32))
+                           for e in (ops.x0, ops.x1, ops.x2, ops.x3, ops.x4)[:f.rank])
+        self.em.op(f"cp.async.bulk.tensor.{f.rank}d.shared::cluster.global.tile.mbarrier::complete_tx::bytes "
+                   f"[{dst}], [{tmap}, {{{corner}}}], [{bar}]", self.lane0)
 
     def _descriptor(self, buf, off, lead: int) -> str:
         """A 64-bit shared-memory matrix descriptor of the tile at byte ``off`` of ``buf``."""

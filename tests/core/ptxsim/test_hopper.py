@@ -5,6 +5,8 @@ import re
 from dataclasses import replace
 
 import pytest
+from hypothesis import assume, given, settings
+from hypothesis import strategies as st
 
 from kdd.core.builder import build_kernel
 from kdd.core.builder.errors import BuildError
@@ -52,6 +54,7 @@ def test_the_ir_and_the_ptx_agree_with_float64(types):
     assert "wgmma.mma_async.sync.aligned.m64n64k16" in listing["asm"]
     assert "cp.async.bulk.tensor.2d" in listing["asm"]
     assert [m["box"] for m in listing["launch"]["tensor_maps"]] == [[64, 64], [64, 64]]
+    assert [m["strides"] for m in listing["launch"]["tensor_maps"]] == [[512], [256]]
 
 
 def test_the_k_loop_stays_a_loop():
@@ -107,13 +110,26 @@ def test_the_simulator_names_a_deadlock():
 def test_the_verifier_refuses_hopper_calls_elsewhere_and_misaligned_boxes():
     kernel = _kernel()
     src, slm, bar = kernel.args[0].var, var("a_s", u64), var("full", u64)
-    load = FuncCall.make(TensorLoad(f16, 64, 64), [src, 256, 64, 512, 0, 0, slm, 512, bar, 0])
+    load = FuncCall.make(TensorLoad(f16, (64, 64), (256, 64), (512,)), [src, 0, 0, 0, 0, 0, slm, 512, bar, 0])
     body = Alloc.make(slm, 16384, MemKind.SLM, Alloc.make(bar, 8, MemKind.SLM, load))
     rules = {p.rule for p in verify_kernel(with_body(kernel, body))}
     assert "align" in rules
     xe = with_body(build_kernel(problem_from_text("m64n128k256", types="f16:f16:f32"), None, "xehpg"), body)
     assert "target" in {p.rule for p in verify_kernel(xe)}
     assert not verify_kernel(kernel, run_pipeline(kernel).final)
+
+
+def test_the_verifier_refuses_strides_off_16_bytes_and_coordinates_past_the_rank():
+    kernel = _kernel()
+    src, slm, bar = kernel.args[0].var, var("a_s", u64), var("full", u64)
+
+    def rules(box, dims, strides, corner):
+        load = FuncCall.make(TensorLoad(f16, box, dims, strides), [src, *corner, slm, 0, bar, 0])
+        body = Alloc.make(slm, 16384, MemKind.SLM, Alloc.make(bar, 8, MemKind.SLM, load))
+        return {(p.rule, "16 bytes" in p.message, "past" in p.message) for p in verify_kernel(with_body(kernel, body))}
+    assert ("send", True, False) in rules((64, 8, 8), (64, 8, 8), (136, 1088), (0, 0, 0, 0, 0))
+    assert ("types", False, True) in rules((64, 64), (64, 64), (128,), (0, 0, 1, 0, 0))
+    assert not rules((64, 8, 8), (64, 8, 8), (128, 1024), (0, -1, -1, 0, 0))     # negative corners: padding
 
 
 @pytest.mark.parametrize("line, knob", [("schedule=tma cluster=m2n1", "cluster"),
@@ -163,23 +179,69 @@ def test_the_interpreter_declines_warp_specialized_kernels():
 NHWC = {"src": "axb", "wei": "axcb", "dst": "axb"}
 
 
-@pytest.mark.parametrize("schedule, shape", [("tma", "mb2ic128ih8oc64oh8kh1ph0"),
-                                             ("tma_ws_cooperative", "mb2ic128ih8oc64oh8kh1ph0"),
-                                             ("tma", "mb3ic128ih7oc64oh7kh1ph0")])    # M 147: a tail of 19 rows
-def test_a_1x1_convolution_is_an_implicit_gemm(schedule, shape):
-    """NHWC pixels are A's rows and OHWI weights a K-major B; relu runs on the accumulators; the rows of
-    a tail tile past M are read as zeros and not stored."""
-    problem = problem_from_text(shape, op="conv", types="f16:f16:f16", tags=NHWC, post_ops="relu")
+@pytest.mark.parametrize("schedule, shape, tags", [
+    ("tma", "mb2ic128ih8oc64oh8kh1ph0", NHWC),
+    ("tma_ws_cooperative", "mb2ic128ih8oc64oh8kh1ph0", NHWC),
+    ("tma", "mb3ic128ih7oc64oh7kh1ph0", NHWC),                                  # 7 x 7 pixels: tails in ow, mb
+    ("tma", "mb2ic64ih8oc64oh8kh3ph1", NHWC),                                   # 3x3, padding: zero fill
+    ("tma_ws_cooperative", "mb3ic64ih7oc64oh7kh3ph1", NHWC),                    # ... with tails
+    ("tma", "mb1ic64ih6iw10oc64oh6ow10kh3kw5ph1pw2", NHWC),                     # OWHI weights (axcb)
+    ("tma", "mb1ic64ih6iw10oc64oh6ow10kh3kw5ph1pw2", {**NHWC, "wei": "acdb"}),  # OHWI
+    ("tma_ws_cooperative", "mb2ic128ih14oc64oh7kh1sh2ph0", NHWC),               # stride 2: a strided view
+    ("tma", "mb1ic64ih9iw16oc64oh3ow8kh1kw1sh3sw2ph0pw0", NHWC)])               # strides 3 and 2, ih not 3 oh
+def test_a_convolution_is_an_implicit_gemm(schedule, shape, tags):
+    """NHWC pixels are A's rows (1x1 stride 1: a run of them; otherwise a box of them per tap, shifted
+    by the tap: TMA's zero fill is the padding, a stride the input's strided view), the weights a
+    K-major B; relu runs on the
+    accumulators; the pixels of a box outside the output are read as zeros and not stored."""
+    problem = problem_from_text(shape, op="conv", types="f16:f16:f16", tags=tags, post_ops="relu")
     kernel = build_kernel(problem, parse_line(f"schedule={schedule} tile=m128n64k64 stages=2"), SM90)
     if schedule == "tma":
         assert check_kernel(kernel).ok
     listing = _listing(kernel)
     assert re.search(r"wgmma\.mma_async[^\n]*, 0;", listing["asm"])      # B K-major: no transpose
+    s = problem.shape
+    dense = (s.kh, s.kw, s.sh, s.sw, s.ph, s.pw) == (1, 1, 1, 1, 0, 0)      # A's rows are the pixels as they lie
+    assert f"cp.async.bulk.tensor.{2 if dense else 4}d" in listing["asm"]
     result = check_ptx(kernel, listing)
     assert result["ok"], result
 
 
-@pytest.mark.parametrize("shape, tags", [("mb2ic64ih8oc64oh8kh3ph1", NHWC),             # 3x3: im2col not yet
+@st.composite
+def _convolutions(draw):
+    """Small forward convolutions the TMA schedules take: stride 1 with any kernel and padding up to it, or
+    a strided 1x1 without padding; images of a few pixels so that boxes leave tails in every dim."""
+    mb, ih, iw = draw(st.integers(1, 3)), draw(st.integers(1, 9)), draw(st.integers(1, 9))
+    if draw(st.booleans()):
+        kh, kw = draw(st.integers(1, min(3, ih + 2))), draw(st.integers(1, min(3, iw + 2)))
+        ph, pw = draw(st.integers(0, kh - 1)), draw(st.integers(0, kw - 1))
+        assume(ih + 2 * ph >= kh and iw + 2 * pw >= kw)
+        return f"mb{mb}ic64ih{ih}iw{iw}oc64oh{ih + 2 * ph - kh + 1}ow{iw + 2 * pw - kw + 1}kh{kh}kw{kw}ph{ph}pw{pw}"
+    sh, sw = draw(st.integers(1, 3)), draw(st.integers(1, 3))
+    return (f"mb{mb}ic64ih{ih}iw{iw}oc64oh{(ih - 1) // sh + 1}ow{(iw - 1) // sw + 1}kh1kw1sh{sh}sw{sw}ph0pw0")
+
+
+@settings(max_examples=12, deadline=None)
+@given(shape=_convolutions(), m=st.sampled_from((64, 128)), wei=st.sampled_from(("axcb", "acdb")))
+def test_any_convolution_the_schedule_takes_matches_float64_in_the_interpreter(shape, m, wei):
+    """The pixel boxes (their corner per tile, the tap's shift, the strided view, the tails) against the
+    float64 reference, whatever the image, kernel, padding, stride and tile."""
+    problem = problem_from_text(shape, op="conv", types="f16:f16:f16", tags={**NHWC, "wei": wei}, post_ops="relu")
+    kernel = build_kernel(problem, parse_line(f"schedule=tma tile=m{m}n64k64 stages=2"), SM90)
+    result = check_kernel(kernel)
+    assert result.ok, (shape, result)
+
+
+def test_a_strided_convolution_reads_a_strided_view():
+    """The stride is in the tensor map (W and H strides of two pixels and two rows), not in addresses."""
+    problem = problem_from_text("mb2ic128ih14oc64oh7kh1sh2ph0", op="conv", types="f16:f16:f16", tags=NHWC)
+    kernel = build_kernel(problem, parse_line("schedule=tma tile=m128n64k64 stages=2"), SM90)
+    a_map = _listing(kernel)["launch"]["tensor_maps"][0]
+    assert (a_map["dims"], a_map["strides"], a_map["box"]) == ([128, 7, 7, 2], [512, 14 * 512, 196 * 256], [64, 8, 8, 2])
+
+
+@pytest.mark.parametrize("shape, tags", [("mb2ic64ih8oc64oh4kh3sh2ph1", NHWC),           # strided 3x3 not yet
+                                         ("mb2ic64ih8oc64oh6kh3dh1ph1", NHWC),           # dilation
                                          ("mb2ic64ih8oc64oh8kh1ph0", {**NHWC, "src": "abx"})])   # NCHW
 def test_other_convolutions_are_refused_with_the_knob(shape, tags):
     problem = problem_from_text(shape, op="conv", types="f16:f16:f16", tags=tags)
