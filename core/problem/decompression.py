@@ -11,8 +11,8 @@ The weights' value is ``(wei[k, n] - zp[k / gk, n / gn]) * scale[k / gk, n / gn]
 K first as benchdnn's matmul writes them; a group past the edge is cut short), and the GEMM multiplies the
 source by it in the ``fpmath`` type. Scales and zero points are row-major ``[ceil(K / gk), ceil(N /
 gn)]`` tensors, N contiguous (oneDNN's layout for grouped weight scales), shared by a batched GEMM's
-batch (``per_ocic`` masks K and N only, as benchdnn's). 4-bit weights (``u4``) have no
-type in kdd's IR and are refused.
+batch (``per_ocic`` masks K and N only, as benchdnn's). Weights and zero points may be 4-bit (``u4``,
+``s4``: two a byte, low nibble first, packed along the tensor's innermost dim).
 """
 from __future__ import annotations
 
@@ -66,8 +66,6 @@ def parse_quantization(text: str, what: str) -> tuple[Type, int, int]:
         raise ProblemError(f"{what} of {arg!r}: kdd decompresses the weights only (wei)", *spans[0])
     if policy != _POLICY:
         raise ProblemError(f"{what} policy {policy!r}: kdd takes {_POLICY} (per K group and N column)", *spans[1])
-    if dtype == "u4" or dtype == "s4":
-        raise ProblemError(f"{dtype}: 4-bit types have no IR type in kdd", *spans[2])
     t = parse_element_type(fields[2], spans[2][0])
     gk, x, gn = groups.partition("x")
     if not (x and gk.isdigit() and gn.isdigit() and int(gk) > 0 and int(gn) > 0):
@@ -88,8 +86,11 @@ def parse_decompression(scales: str, zero_points: str | None, fpmath: str | None
         if (zk, zn) != (gk, gn):
             raise ProblemError(f"zero-point groups {zk}x{zn} differ from the scales' {gk}x{gn} (kdd loads "
                                f"both per group)", 0, len(zero_points))
-        if zp.is_float or zp.size != 1:
-            raise ProblemError(f"zero points of type {zp}: kdd takes u8 or s8", 0, len(zero_points))
+        if zp.is_float or zp.scalar.bits > 8:
+            raise ProblemError(f"zero points of type {zp}: kdd takes u8, s8, u4 or s4", 0, len(zero_points))
+        if zp.scalar.is_packed and gn != 1:
+            raise ProblemError(f"4-bit zero points pair along N, so kdd takes them one per column (groups "
+                               f"{gk}x1, not {gk}x{gn})", 0, len(zero_points))
     if fpmath is None:
         raise ProblemError("scales on integer weights need fpmath (e.g. 'f16:true'): the type the "
                            "decompressed weights are multiplied in", 0, len(scales))

@@ -41,6 +41,33 @@ def test_signed_weights_and_no_zero_points(wei, zp, mode):
     assert check_kernel(kernel).ok
 
 
+@pytest.mark.parametrize("wei,zp,tag,mode", [
+    ("u4", "u4", "ab", "cvt.32"), ("u4", "u8", "ba", "mad.32"), ("u4", "u4", "ba", "denorm.32"),
+    ("u4", None, "ab", "denorm_sub.16"), ("s4", "s4", "ba", "cvt.16"), ("s4", "s8", "ab", "mad.32"),
+])
+def test_4_bit_weights_unpack_in_registers_and_check(wei, zp, tag, mode):
+    """u4/s4 weights (and zero points) load as their bytes - half the raw registers of 8-bit ones - and
+    unpack into B with shifts and masks; the interpreter's result matches the float64 reference, which
+    reads the logical values the check packed (tests/core/interp/test_interp_packed.py)."""
+    kernel = _kernel(_problem(wei=wei, zp=zp, tag=tag), f"fma=dpas simd=16 i=m16n32k32 decompress={mode}")
+    assert check_kernel(kernel).ok
+    byte_kernel = _kernel(_problem(wei=wei.replace("4", "8"), zp=zp, tag=tag), f"fma=dpas simd=16 i=m16n32k32 "
+                          f"decompress={mode}")
+    assert _alloc_bytes(kernel, "b_raw") * 2 == _alloc_bytes(byte_kernel, "b_raw")
+
+
+def _alloc_bytes(kernel, name: str) -> int:
+    from kdd.core.ir.stmt import Alloc
+    from kdd.core.ir.visitor import post_order
+    return next(n.size for n in post_order(kernel.body) if isinstance(n, Alloc) and n.buf.name == name)
+
+
+def test_4_bit_weights_need_an_even_packed_dim():
+    problem = _problem(wei="u4", zp=None, shape="m16n31k64")
+    with pytest.raises(BuildError, match="pair along n"):
+        _kernel(problem, "fma=dpas simd=16 i=m16n32k32")
+
+
 def test_other_targets_layouts_decompress_too():
     # Xe-HPG's dpas is SIMD8: B's VNNI rows hold 8 columns, the pair buffers follow its layout
     kernel = _kernel(_problem(tag="ba"), "fma=dpas simd=8 i=m16n16k32 decompress=mad", "xehpg")

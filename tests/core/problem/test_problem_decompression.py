@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from kdd.core.interp.reference import decompressed_weights
-from kdd.core.ir.types import f16, s8, u8
+from kdd.core.ir.types import f16, s4, s8, u4, u8
 from kdd.core.problem import Problem, ProblemError, parse_data_types, parse_shape
 from kdd.core.problem.decompression import SCALES, ZERO_POINTS, Decompression, parse_decompression
 
@@ -25,7 +25,8 @@ def test_benchdnn_values_parse_and_print_back():
 @pytest.mark.parametrize("scales,zps,fpmath,message,span", [
     ("src:per_ocic:f16:128x1", None, "f16:true", "decompresses the weights only", (0, 3)),
     ("wei:per_oc:f16:128x1", None, "f16:true", "policy 'per_oc'", (4, 10)),
-    ("wei:per_ocic:u4:128x1", None, "f16:true", "4-bit types", (13, 15)),
+    ("wei:per_ocic:u32:128x1", None, "f16:true", "grouped weight scales are floating point", None),
+    ("wei:per_ocic:f16:128x4", "wei:per_ocic:u4:128x4", "f16:true", "one per column", None),
     ("wei:per_ocic:f16:128", None, "f16:true", "groups '128'", (17, 20)),
     ("wei:per_ocic:f16:128x1", "wei:per_ocic:u8:64x1", "f16:true", "differ from the scales' 128x1", None),
     ("wei:per_ocic:f16:128x1", None, None, "need fpmath", None),
@@ -39,12 +40,21 @@ def test_bad_values_name_the_field(scales, zps, fpmath, message, span):
         assert (err.value.start, err.value.end) == span
 
 
+def test_4_bit_weights_and_zero_points_parse_and_only_as_decompressed_weights():
+    d = parse_decompression("wei:per_ocic:f16:128x1", "wei:per_ocic:s4:128x1", "f16:true")
+    assert d == Decompression(f16, s4, 128, 1, f16)
+    gemm = parse_shape("m8n8k128", "gemm")
+    assert Problem("gemm", "fwd", gemm, parse_data_types("f16:u4:f16"), decompression=d).types.wei == u4
+    with pytest.raises(ValueError, match="src of type u4"):
+        Problem("gemm", "fwd", gemm, parse_data_types("u4:u4:f16"), decompression=d)
+
+
 def test_problem_accepts_decompression_of_8_bit_gemm_weights_only():
     d = Decompression(f16, u8, 128, 1, f16)
     gemm = parse_shape("m8n8k128", "gemm")
     assert Problem("gemm", "fwd", gemm, parse_data_types("f16:u8:f16"), decompression=d).to_dict()[
         "decompression"]["scales"] == "wei:per_ocic:f16:128x1"
-    with pytest.raises(ValueError, match="8-bit integer weights"):
+    with pytest.raises(ValueError, match="8- or 4-bit integer weights"):
         Problem("gemm", "fwd", gemm, parse_data_types("f16"), decompression=d)
     with pytest.raises(ValueError, match="types must give src f16"):
         Problem("gemm", "fwd", gemm, parse_data_types("bf16:s8:f16"), decompression=d)
@@ -89,13 +99,15 @@ hw = "xe2"
     ('scales = "wei:per_ocic:f16:12a8x1"\nfpmath = "f16:true"', 4, 27, "groups '12a8x1'"),
     ('scales = "wei:per_ocic:f16:32x1"', 4, 10, "need fpmath"),
     ('zero_points = "wei:per_ocic:u8:32x1"', 4, 14, "write scales too"),
+    ('', 3, 8, "4-bit weights are decompressed in registers"),
     ('scales = "wei:per_ocic:f16:32x1"\nfpmath = "f16"', 5, 10, "does not apply to integer weights"),
     ('scales = "wei:per_ocic:f16:32x1"\nzero_points = "wei:per_ocic:u8:16x1"\nfpmath = "f16:true"', 5, 15,
      "differ from the scales' 32x1"),
 ])
 def test_config_diagnostics_point_at_the_value(keys, line, col, message):
     from kdd.core.spec import load_spec
-    spec, diagnostics = load_spec(DOC.format(keys=keys))
+    spec, diagnostics = load_spec(DOC.format(keys=keys).replace("f16:u8:f16", "f16:u4:f16") if not keys else
+                                  DOC.format(keys=keys))
     assert spec is None or spec.problem.decompression is None
     found = [d for d in diagnostics if message in d.message]
     assert found and (found[0].range.start.line, found[0].range.start.character) == (line, col), diagnostics
