@@ -33,10 +33,10 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from kdd.core.ir.expr import Broadcast, FloatImm, Load, Op, Ternary, var
+from kdd.core.ir.expr import Broadcast, FloatImm, IntImm, Load, Op, Ternary, var
 from kdd.core.ir.funcs import SendOp
 from kdd.core.ir.stmt import Stmt, Store, seq
-from kdd.core.ir.types import Type, f16, s8, s16, u8, u16, u64
+from kdd.core.ir.types import Type, f16, s8, s16, s32, u8, u16, u64
 from kdd.core.config.decompress import Decompress
 from kdd.core.layout.layout import Block, Layout
 from kdd.core.layout.view import View
@@ -69,7 +69,7 @@ class Decompressor:
         if choice.mode.startswith("denorm") and (weights.is_signed or d.math != f16):
             raise BuildError(f"decompress={choice.mode} reads u8 bits as an f16 denormal: it needs u8 weights "
                              f"and fpmath f16 (cvt and mad take any)", knob="decompress")
-        if d.group_k % k_tile:
+        if not d.per_oc and d.group_k % k_tile:
             raise BuildError(f"the thread's K tile ({k_tile}) must divide the scale group ({d.group_k}): one scale "
                              f"row per tile", knob="iter")
         self.origin = Origin("decompress", "decompress")
@@ -120,9 +120,20 @@ class Decompressor:
         """Kernel arguments of the scales (and zero points) and the accesses of their rows: a view over B's
         view dims reading ``[k / gk, n / gn]`` of a row-major ``[ceil(K / gk), ceil(N / gn)]`` tensor."""
         view = access.view
-        k_at, n_at = view.tensor_dim_index("k"), view.tensor_dim_index("n")
-        (_, K), (_, N) = view.tensor_dims[k_at], view.tensor_dims[n_at]
-        rows, cols = self.d.groups(K, N)
+        k_tensor, n_tensor = ("k", "n") if "n" in dict(view.tensor_dims) else (None, "oc")  # GEMM or conv
+        n_at = view.tensor_dim_index(n_tensor)
+        N = view.tensor_dims[n_at][1]
+        column = view.mapping[n_at]
+        if "g" in dict(view.tensor_dims):  # a grouped convolution's output channels: g * OC/g + oc
+            g_at = view.tensor_dim_index("g")
+            column, N = view.mapping[g_at] * N + column, view.tensor_dims[g_at][1] * N
+        if self.d.per_oc:
+            rows, cols = self.d.groups(1, N)
+            k_row, k_mask = IntImm.make(s32, 0), None
+        else:
+            k_at = view.tensor_dim_index(k_tensor)
+            rows, cols = self.d.groups(view.tensor_dims[k_at][1], N)
+            k_row, k_mask = view.mapping[k_at] // self.d.group_k, view.masks[k_at]
         k_dim = MatrixDim(((access.roles[1].dims[-1][0], 1),))
         roles = (access.roles[0], k_dim, access.roles[2])
         out = []
@@ -131,10 +142,9 @@ class Decompressor:
                 continue
             layout = Layout.dense(dtype, (rows, cols), [(0, rows), (1, cols)])
             # a column per N (groups of 1) maps N as it is, so the row is one block message
-            columns = view.mapping[n_at] if self.d.group_n == 1 else view.mapping[n_at] // self.d.group_n
-            mapping = (view.mapping[k_at] // self.d.group_k, columns)
-            v = View(name, name, view.dims, (("kg", rows), ("ng", cols)), mapping,
-                     (view.masks[k_at], view.masks[n_at]), layout)
+            columns = column if self.d.group_n == 1 else column // self.d.group_n
+            v = View(name, name, view.dims, (("kg", rows), ("ng", cols)), (k_row, columns),
+                     (k_mask, view.masks[n_at]), layout)
             arg = KernelArg(name, var(name, u64), dtype, layout, v.tensor_dims, "input")
             row = TileAccess(v, arg.var, "global", roles, access.starts, access.bounded, access.facts)
             out.append((arg, byte_access(row, name).access if dtype.scalar.is_packed else row))

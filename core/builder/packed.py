@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from kdd.core.ir.expr import Var
+from kdd.core.ir.expr import Binary, Expr, IntImm, Op, Var
 from kdd.core.ir.types import u8
 from kdd.core.layout.layout import Block, Layout
 from kdd.core.layout.view import View, ViewDim
@@ -39,10 +39,12 @@ def byte_access(access: TileAccess, what: str) -> ByteAccess:
     if inner is None:
         raise BuildError(f"{what}: a 4-bit tensor needs a unit-stride dim to pack its pairs along")
     t = inner.dim
-    walker = view.mapping[t]
     name, size = view.tensor_dims[t]
-    if not isinstance(walker, Var) or walker.name not in view.dim_names:
-        raise BuildError(f"{what}: its packed dim {name} must be one view dim as it is, not {walker}")
+    walker = _walker(view.mapping[t], view.dim_names)
+    pairs = _halved(view.mapping[t], walker) if walker is not None else None
+    if pairs is None:
+        raise BuildError(f"{what}: its packed dim {name} must be one view dim plus even terms, not "
+                         f"{view.mapping[t]}")
     role = next((r for r, m in enumerate(access.roles) if m.innermost() and m.innermost()[0] == walker.name), None)
     if role is None:
         raise BuildError(f"{what}: the packed dim {walker.name} must be the innermost of its tile dim")
@@ -59,7 +61,8 @@ def byte_access(access: TileAccess, what: str) -> ByteAccess:
     dims = layout.dims[:t] + (size // 2,) + layout.dims[t + 1:]
     bytes_ = Layout(u8, dims, blocks, layout.offset // 2)
     vdims = tuple(ViewDim(d.name, d.size // 2, d.kind) if d.name == walker.name else d for d in view.dims)
-    bview = View(view.name, view.tensor, vdims, tensor_dims, view.mapping, view.masks, bytes_)
+    mapping = tuple(pairs if j == t else e for j, e in enumerate(view.mapping))
+    bview = View(view.name, view.tensor, vdims, tensor_dims, mapping, view.masks, bytes_)
     roles = list(access.roles)
     roles[role] = MatrixDim(tuple((n, e // 2 if n == walker.name else e) for n, e in roles[role].dims))
     starts = dict(access.starts)
@@ -67,6 +70,31 @@ def byte_access(access: TileAccess, what: str) -> ByteAccess:
     base = tuple(arith.div(b, 2) if r == role else b for r, b in enumerate(access.base))
     return ByteAccess(TileAccess(bview, access.mem, access.space, tuple(roles), starts, access.bounded,
                                  access.facts, base), role)
+
+
+def _walker(e: Expr, dims: tuple[str, ...]) -> Var | None:
+    """The view dim walking a packed tensor dim's index ``e``: its one term with coefficient 1."""
+    if isinstance(e, Var):
+        return e if e.name in dims else None
+    if isinstance(e, Binary) and e.op is Op.ADD:
+        found = [w for w in (_walker(e.a, dims), _walker(e.b, dims)) if w is not None]
+        return found[0] if len(found) == 1 else None
+    return None
+
+
+def _halved(e: Expr, walker: Var) -> Expr | None:
+    """The byte index of packed index ``e``: ``walker`` (then counting pairs) plus the other terms halved,
+    which must be even (``g * 32 + oc`` -> ``g * 16 + oc``); None otherwise."""
+    if e is walker:
+        return e
+    if isinstance(e, IntImm):
+        return IntImm.make(e.type, e.value // 2) if e.value % 2 == 0 else None
+    if isinstance(e, Binary) and e.op is Op.MUL and isinstance(e.b, IntImm) and e.b.value % 2 == 0:
+        return e.a if e.b.value == 2 else Binary.make(Op.MUL, e.a, IntImm.make(e.b.type, e.b.value // 2))
+    if isinstance(e, Binary) and e.op is Op.ADD:
+        a, b = _halved(e.a, walker), _halved(e.b, walker)
+        return None if a is None or b is None else a + b
+    return None
 
 
 def halved(dims: tuple[int, int, int], role: int) -> tuple[int, int, int]:

@@ -68,6 +68,26 @@ def test_4_bit_weights_need_an_even_packed_dim():
         _kernel(problem, "fma=dpas simd=16 i=m16n32k32")
 
 
+def _conv(shape, wei="s8", zp="s8"):
+    d = parse_decompression("wei:per_oc:f16", f"wei:per_oc:{zp}" if zp else None, "f16:true")
+    return Problem("conv", "fwd", parse_shape(shape, "conv"), parse_data_types(f"f16:{wei}:f16"), decompression=d)
+
+
+@pytest.mark.parametrize("shape,wei,zp,line", [
+    ("mb2ic32ih6oc32oh6kh3ph1", "u8", "u8", "fma=dpas simd=16 i=mb1ow8oc32ic32 l=kh3kw3 decompress=mad.32"),
+    ("g2mb1ic32ih5oc48oh5kh3ph1", "s8", None, "fma=dpas simd=16 i=ow8oc16ic16 l=kh3kw3 decompress=cvt"),
+    ("mb1ic16ih7oc60oh7kh1ph0", "u4", "u4", "fma=dpas simd=16 i=ow8oc32ic16 decompress=denorm_sub"),
+])
+def test_convolution_weights_decompress_per_output_channel(shape, wei, zp, line):
+    """A forward convolution's int weights with benchdnn's conv attributes (wei:per_oc scales and zero
+    points, f16 fpmath): one scale row per output channel over every group (g * OC/g + oc), OC tails
+    (60 against 32) and 4-bit weights included, checked in the interpreter against the float64 conv."""
+    problem = _conv(shape, wei, zp)
+    dims = [n for r in "bmnk" for n, _ in getattr(problem.gemm_dims(), r)]
+    result = check_kernel(build_kernel(problem, parse_config_line(line, dims), "xe2"))
+    assert result.ok, result
+
+
 def test_other_targets_layouts_decompress_too():
     # Xe-HPG's dpas is SIMD8: B's VNNI rows hold 8 columns, the pair buffers follow its layout
     kernel = _kernel(_problem(tag="ba"), "fma=dpas simd=8 i=m16n16k32 decompress=mad", "xehpg")

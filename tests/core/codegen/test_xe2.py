@@ -102,6 +102,34 @@ def test_4_bit_keys_unpack_with_one_int_instruction_per_16_weights():
     assert u4["float"] == u8["float"] and u4["xmx"] == u8["xmx"]
 
 
+CONV = """
+[problem]
+op = "conv"
+shape = "g2mb1ic32ih6oc64oh6kh3ph1"
+types = "f16:TYPE:f16"
+scales = "wei:per_oc:f16"
+zero_points = "wei:per_oc:TYPE"
+fpmath = "f16:true"
+[target]
+hw = "xe2"
+[config]
+decompress = "mad.32"
+"""
+
+
+@needs_iga
+@pytest.mark.parametrize("wei", ["s8", "u4"])
+def test_a_convolutions_decompressed_weights_check_as_xe2_assembly(wei):
+    """benchdnn's conv attributes (--attr-scales=wei:per_oc:f16 --attr-zero-points=wei:per_oc:TYPE
+    --attr-fpmath=f16:true) on a grouped 3x3 convolution: the Xe2 binary in the simulator agrees with the
+    float64 convolution of the decompressed weights, and with the interpreter bit for bit."""
+    engine, source = Engine(), Source(CONV.replace("TYPE", wei), "conv.kernel.toml")
+    result = engine.check(source)
+    assert result["artifact"] == "asm" and result["verdict"] == "ok", result
+    assert "tol_reason" in result  # mad: zp x scale in f16
+    assert engine.check(source, stage="final")["rel_err"] == result["rel_err"]
+
+
 @needs_iga
 def test_2d_block_loads_assemble_for_xe2_and_run():
     """Xe2 keeps Xe-HPC's load_block2d (the target's Block2D): gemm_bert's A loads, on xe2."""
