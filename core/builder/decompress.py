@@ -35,9 +35,9 @@ from dataclasses import replace
 
 from kdd.core.ir.expr import Broadcast, FloatImm, IntImm, Load, Op, Ternary, var
 from kdd.core.ir.funcs import SendOp
-from kdd.core.ir.stmt import Stmt, Store, seq
+from kdd.core.ir.stmt import Group, Stmt, Store, seq
 from kdd.core.ir.types import Type, f16, s8, s16, s32, u8, u16, u64
-from kdd.core.config.decompress import Decompress
+from kdd.core.config.decompress import RAW_LOAD, Decompress
 from kdd.core.layout.layout import Block, Layout
 from kdd.core.layout.view import View
 from kdd.core.problem.decompression import SCALES, ZERO_POINTS, Decompression
@@ -65,7 +65,7 @@ class Decompressor:
         if not (isinstance(b.offset, int) and b.offset == 0):
             raise ValueError("a decompressed B tile is a whole register buffer")
         self.d, self.b, self.rules, self.names = d, b, rules, names
-        self.choice = Decompress(choice.mode, choice.lanes or rules.simd)
+        self.choice = Decompress(choice.mode, choice.lanes or rules.simd, choice.bufs)
         if choice.mode.startswith("denorm") and (weights.is_signed or d.math != f16):
             raise BuildError(f"decompress={choice.mode} reads u8 bits as an f16 denormal: it needs u8 weights "
                              f"and fpmath f16 (cvt and mad take any)", knob="decompress")
@@ -158,6 +158,8 @@ class Decompressor:
                  for (_, acc), reg in zip(self.args, rows)]
         unpack_zp = [] if self.zp_raw is None else \
             _unpack(self.zp_raw, self.zp_row, 2, self.d.zero_point.is_signed, self.choice.lanes, self.origin)
+        if self.choice.bufs == 2:  # the load the ping-pong pass moves an iteration ahead
+            load_raw = Group.make(RAW_LOAD, load_raw, origin=Origin("decompress.raw", "decompress"))
         return seq(load_raw, *loads, *unpack_zp, *self._rows(), *self._convert(), *self._chunks())
 
     def _rows(self) -> list[Stmt]:

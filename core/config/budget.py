@@ -88,7 +88,9 @@ def _bytes(count: str | int, t) -> str:
 def _decompression(d, choice, ops, k: int, n: int, unit: int) -> BudgetLine:
     """The decompression's buffers beside B, each whole registers as the builder allocates them."""
     pairs = ceil(2 * n * ops.b.size / unit)
-    parts = [(f"raw {_bytes(f'{k}*{n}', ops.b_memory)}/{unit}", ceil(k * n * ops.b_memory.scalar.bits / 8 / unit))]
+    copies = choice.bufs if choice is not None else 1  # ping-pong: two raw tiles
+    parts = [(f"raw {'2*' if copies == 2 else ''}{_bytes(f'{k}*{n}', ops.b_memory)}/{unit}",
+              copies * ceil(k * n * ops.b_memory.scalar.bits / 8 / unit))]
     for name, t in (("scale", d.scale), ("zp", d.zero_point)):
         if t is None:
             continue

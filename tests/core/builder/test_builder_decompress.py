@@ -56,10 +56,11 @@ def test_4_bit_weights_unpack_in_registers_and_check(wei, zp, tag, mode):
     assert _alloc_bytes(kernel, "b_raw") * 2 == _alloc_bytes(byte_kernel, "b_raw")
 
 
-def _alloc_bytes(kernel, name: str) -> int:
+def _alloc_bytes(kernel_or_ir, name: str) -> int:
     from kdd.core.ir.stmt import Alloc
     from kdd.core.ir.visitor import post_order
-    return next(n.size for n in post_order(kernel.body) if isinstance(n, Alloc) and n.buf.name == name)
+    ir = getattr(kernel_or_ir, "body", kernel_or_ir)
+    return next(n.size for n in post_order(ir) if isinstance(n, Alloc) and n.buf.name == name)
 
 
 def test_4_bit_weights_need_an_even_packed_dim():
@@ -153,6 +154,7 @@ def test_tuning_space_tries_the_logs_decompression_steps():
 
 @pytest.mark.parametrize("text,message,span", [
     ("mad.7", "lanes '7'", (4, 5)), ("madd", "unknown decompression 'madd'", (0, 4)), ("cvt.", "lanes ''", (4, 4)),
+    ("cvt.x2.16", "lanes 'x2'", (4, 9)), ("mad.16.x3", "lanes 'x3'", (7, 9)),
 ])
 def test_the_knob_rejects_bad_values_with_their_span(text, message, span):
     from kdd.core.config.decompress import Decompress
@@ -161,3 +163,21 @@ def test_the_knob_rejects_bad_values_with_their_span(text, message, span):
         Decompress.parse(text)
     assert (err.value.start, err.value.end) == span
     assert str(Decompress.parse("denorm_sub.32")) == "denorm_sub.32" and Decompress.parse("mad").lanes is None
+    assert Decompress.parse("denorm_sub.32.x2") == Decompress("denorm_sub", 32, 2)
+    assert str(Decompress.parse("cvt.x2")) == "cvt.x2"
+
+
+@pytest.mark.parametrize("line", ["s=x0 l=k4", "s=x0 l=k4 u=k2", "T=m2n1 s=x3.a l=k4 P=u"])
+def test_ping_pong_loads_each_raw_tile_an_iteration_ahead(line):
+    """decompress=...x2 (seed TRY3.1): two raw tiles in registers, the next iteration's bytes loaded while
+    the current ones convert - in a plain K loop, an unrolled one and SLM buffering's flat loop; the
+    interpreter agrees with the reference, and the raw buffer is twice the plain one's."""
+    from kdd.core.passes.kernel_pipeline import run_pipeline, with_body
+
+    problem = _problem(tag="ba", group=128, shape="m32n32k128")
+    base = f"fma=dpas simd=16 i=m16n32k32 {line} decompress=denorm_sub.32"
+    plain, pp = _kernel(problem, base), _kernel(problem, base + ".x2")
+    trace = run_pipeline(pp)
+    assert _alloc_bytes(trace.after("buffering"), "b_raw") == \
+        2 * _alloc_bytes(run_pipeline(plain).after("buffering"), "b_raw")
+    assert check_kernel(with_body(pp, trace.final)).ok

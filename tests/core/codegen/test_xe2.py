@@ -76,7 +76,7 @@ def test_the_logs_decompression_steps_cut_float_instructions_in_the_assembly():
 
 
 @needs_iga
-@pytest.mark.parametrize("step", ["try2_2", "try3_2", "try3_2_u4"])
+@pytest.mark.parametrize("step", ["try2_2", "try3_1", "try3_2", "try3_2_u4"])
 def test_seed002_steps_check_as_xe2_assembly(step):
     engine = Engine()
     path = SEED002 / f"{step}.kernel.toml"
