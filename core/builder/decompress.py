@@ -208,7 +208,7 @@ class Decompressor:
         for bi in range(bt):
             for k in range(kp):
                 idx = np.array([[bi, k, c] for c in range(np_)])
-                for run, r0, rs, b0, bs in even_runs(raw.offsets_of(idx), b.offsets_of(idx), lanes):
+                for run, r0, rs, b0, bs in _even_runs(raw.offsets_of(idx), b.offsets_of(idx), lanes):
                     value = Load.make(Type(raw.dtype.scalar, run), self.raw.buf, r0 * raw.dtype.size,
                                       stride=rs * raw.dtype.size).cast(Type(to.scalar, run))
                     out.append(Store.make(self.b.buf, b0 * to.size, value, stride=bs * to.size,
@@ -261,7 +261,7 @@ class Decompressor:
         return out
 
 
-def even_runs(src, dst, lanes: int):
+def _even_runs(src, dst, lanes: int):
     """``(count, src offset, src step, dst offset, dst step)`` of consecutive entries of the offset
     sequences ``src`` and ``dst`` whose offsets both step evenly, at most ``lanes`` each (a step of 1 for
     a run of one)."""
@@ -293,7 +293,7 @@ def _unpack(src: RegTensor, dst: RegTensor, role: int, signed: bool, lanes: int,
     for high in (0, 1):
         sel = idx[:, role] % 2 == high
         order = np.argsort(do[sel], kind="stable")
-        for run, s0, ss, d0, ds in even_runs(so[sel][order], do[sel][order], lanes):
+        for run, s0, ss, d0, ds in _even_runs(so[sel][order], do[sel][order], lanes):
             w = Load.make(Type(byte.scalar, run), src.buf, s0, stride=ss).cast(Type(wide.scalar, run))
             value = w >> 4 if high else (w << 12) >> 12 if signed else w & 15
             out.append(Store.make(dst.buf, d0 * wide.size, value, stride=ds * wide.size, origin=origin))
@@ -311,7 +311,7 @@ def _spread(dst: RegTensor, pack: Layout, n: int, value, lanes: int, origin: Ori
     for b in range(bt):
         for j in range(kpack):
             offs = pack.offsets_of(np.array([[b, j, c] for c in range(n)]))
-            for run, c, _, at, step in even_runs(np.arange(n), offs, lanes):
+            for run, c, _, at, step in _even_runs(np.arange(n), offs, lanes):
                 out.append(Store.make(dst.buf, at * t.size, value(run, b * n + c), stride=step * t.size,
                                       origin=origin))
     return out
