@@ -360,16 +360,17 @@ def _binary(cg, e, dst):
     return out
 
 
-# Bitwise operations and shifts whose integer sources the ALU widens itself, zero- or sign-extending by
-# the source's type, as a C cast to a wider type of the same signedness does.
+# Bitwise operations and shifts whose byte sources the ALU widens to words itself, zero- or sign-extending
+# by the source's type, as a C cast from 8 to 16 bits of the same signedness does.
 _EXTENDING = frozenset({Op.BIT_AND, Op.BIT_OR, Op.BIT_XOR, Op.SHL, Op.SHR})
 
 
 def _widened_source(cg, e):
-    """``e``'s operand; a widening cast of a narrower integer register of the same signedness is that
-    register as it is (the unpacking of 4-bit weights: ``and (16) dst:uw src:ub 15``, no ``mov`` first)."""
+    """``e``'s operand; a cast of a byte register to a word of the same signedness is that register as it
+    is (the unpacking of 4-bit weights: ``and (16) dst:uw src:ub 15``, no ``mov`` first). The other
+    operand has the word type, so the instruction executes in words."""
     if type(e) is Cast and not e.saturate and e.a.type.is_int and e.type.is_int and \
-            e.a.type.scalar.bits < e.type.scalar.bits and e.a.type.is_signed == e.type.is_signed:
+            (e.a.type.scalar.bits, e.type.scalar.bits) == (8, 16) and e.a.type.is_signed == e.type.is_signed:
         a = evaluate(cg, e.a, None)
         if isinstance(a, Reg):
             return a
