@@ -80,8 +80,8 @@ class Problem:
                                  f"decompressed problem only")
         if d is not None:
             if self.op == "conv" and (self.prop != "fwd" or not d.per_oc):
-                raise ValueError("a convolution's weights decompress forward only, with per_oc scales and zero "
-                                 "points (benchdnn's conv: wei:per_oc:TYPE)" if self.prop == "fwd" else
+                raise ValueError("a convolution's weights take per_oc scales and zero points (benchdnn's conv: "
+                                 "wei:per_oc:TYPE), not grouped per_ocic ones" if self.prop == "fwd" else
                                  f"weight decompression is generated for forward convolutions, not {self.prop}")
             if not self.types.wei.is_int or self.types.wei.scalar.bits > 8:
                 raise ValueError(f"weight decompression needs 8- or 4-bit integer weights (u8, s8, u4, s4), not "

@@ -60,7 +60,7 @@ def test_problem_accepts_decompression_of_8_bit_gemm_weights_only():
     with pytest.raises(ValueError, match="types must give src f16"):
         Problem("gemm", "fwd", gemm, parse_data_types("bf16:s8:f16"), decompression=d)
     conv = parse_shape("mb1ic8ih4oc8oh4kh1ph0", "conv")
-    with pytest.raises(ValueError, match="per_oc scales"):
+    with pytest.raises(ValueError, match="take per_oc scales"):
         Problem("conv", "fwd", conv, parse_data_types("f16:u8:f16"), decompression=d)
     per_oc = parse_decompression("wei:per_oc:f16", "wei:per_oc:u8", "f16:true")
     with pytest.raises(ValueError, match="forward convolutions, not bwd_d"):
