@@ -1,6 +1,7 @@
 """Seed 002's B580 optimization log, step by step, as kdd compiles and checks it on xe2.
 
-For each ``examples/seed002/*.kernel.toml`` (base, TRY1, TRY2.0-2.3, TRY3.0, TRY3.2 and its f16 twin) the
+For each ``examples/seed002/*.kernel.toml`` (base, TRY1, TRY2.0-2.3, TRY3.0, TRY3.1, TRY3.2, its f16 twin and
+its u4 variant) the
 figures come from the generated Xe2 assembly (``kdd compile --emit stats --json``): registers the
 allocator gives each buffer at the peak (C, A, B, the raw key bytes, the scale and zero-point pairs),
 the instructions per thread by pipe (float = ALU0, int = ALU1, xmx = ALU2, sends; dynamic counts), the
@@ -19,7 +20,8 @@ from pathlib import Path
 
 from kdd.core.engine import Engine, Source
 
-STEPS = ("base", "try1", "try2_0", "try2_1", "try2_2", "try2_3", "try3_0", "try3_2", "try3_2_f16")
+STEPS = ("base", "try1", "try2_0", "try2_1", "try2_2", "try2_3", "try3_0", "try3_1", "try3_2", "try3_2_f16",
+         "try3_2_u4")
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples" / "seed002"
 K = 128  # the head dimension every step reduces over
 BUFFERS = {"c": "c_acc", "a": "a", "b": "b", "raw": "b_raw", "pairs": ("b_scale_pairs", "b_zp_pairs")}

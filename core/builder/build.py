@@ -164,7 +164,8 @@ class _Builder:
         a_load = self._loader(operand["A"], stages.get("A"), a_reg, 1, ms if sub_a > 1 else 0)
         self.decompressor = self._decompressor(operand["B"], b_reg, kp, sub_b, stages)
         if self.decompressor is not None:
-            raw_load = self._loader(operand["B"], None, self.decompressor.raw, 2, 0)
+            raw_load = self._loader(operand["B"], None, self.decompressor.raw, 2, 0, self.decompressor.raw_source,
+                                    self.decompressor.raw_rules(self.rules))
             b_load = lambda s: self.decompressor.statements(raw_load(s))  # noqa: E731
         else:
             b_load = self._loader(operand["B"], stages.get("B"), b_reg, 2, ns if sub_b > 1 else 0)
@@ -298,21 +299,26 @@ class _Builder:
                 spare -= self._grf(out[which].zeros.bytes)
         return out
 
-    def _loader(self, op: _Operand, staged: SlmStage | None, reg: RegTensor, split_dim: int, part: int):
-        """A function of the subtile index giving the statements that fill ``reg``.
+    def _loader(self, op: _Operand, staged: SlmStage | None, reg: RegTensor, split_dim: int, part: int,
+                through=None, rules: MessageRules | None = None):
+        """A function of the subtile index giving the statements that fill ``reg`` (``through``: a function
+        of the global access giving the one read instead, e.g. 4-bit weights' bytes; ``rules``: the
+        message rules, the kernel's by default).
 
         Loads straight into the FMA layout when that gives block messages or
         when no other layout would; otherwise loads into a memory-ordered
         layout and reorders (seed 000: "GRF-to-GRF reorders to match FMA layout").
         """
         names, which = self.names, reg.buf.name
+        rules = rules or self.rules
 
         def source(s: Expr) -> TileAccess:
             base = [0, 0, 0]
             if part:
                 base[split_dim] = arith.mul(s, part)
             if staged is None:
-                return self._access(op, self.nest.thread_start, tuple(base))
+                acc = self._access(op, self.nest.thread_start, tuple(base))
+                return acc if through is None else through(acc)
             acc = staged.access
             return TileAccess(acc.view, acc.mem, acc.space, acc.roles, acc.starts, acc.bounded, acc.facts,
                               tuple(base))
@@ -321,44 +327,45 @@ class _Builder:
         # subtile s: the tile's s-th chunk, read with block messages; a chunk that is no whole number of
         # dwords (a u8 subtile of 2 bytes) would read past it, so it takes the general path below
         if staged is not None and staged.tile_offset is not None and reg.bytes % SLM_BLOCK_GRAIN == 0:
-            return lambda s: read_tile(staged, reg, self.rules, names, origin, arith.mul(s, reg.bytes))
+            return lambda s: read_tile(staged, reg, rules, names, origin, arith.mul(s, reg.bytes))
         probe = source(arith.const(0))
         if reg.dtype != probe.view.layout.dtype:  # fma_type: moved in its memory type, converted by a reorder
             order = inner_last(contiguous_role(probe.view, probe.roles))
             converting = RegTensor(names.fresh(f"{which}_ld", u64),
                                    row_major(probe.view.layout.dtype, reg.layout.dims, order), 0, reg.roles)
             self.allocs.append((converting, Origin(f"loads.{which}_convert", "fma_type")))
-            return lambda s: self._reordered(source(s), converting, reg, origin)
+            return lambda s: self._reordered(source(s), converting, reg, origin, rules)
         # 2D block messages land the rows where reg's layout holds them: taken where they are fewer
         # than the 1D messages (and their staging reorder) of the other paths.
         block2d = plan_block2d(probe, reg, self.target.messages.block2d, self.reg_bytes)
         staging = None
-        plan = plan_messages(probe, reg, self.rules)
+        plan = plan_messages(probe, reg, rules)
         if block2d is not None and plan.kind is SendKind.BLOCK and block2d.count < plan.count:
             return lambda s: load_block2d(source(s), reg, block2d, names, origin)
         if plan.kind is not SendKind.BLOCK:
-            staging = memory_ordered(probe, reg, self.rules, names.fresh(f"{which}_ld", u64))
-            gather = None if staging is None or part else vector_gather(probe, staging, reg, self.rules)
+            staging = memory_ordered(probe, reg, rules, names.fresh(f"{which}_ld", u64))
+            gather = None if staging is None or part else vector_gather(probe, staging, reg, rules)
             fewest = gather.count if gather is not None else (
-                plan_messages(probe, staging, self.rules).count if staging is not None else plan.count)
+                plan_messages(probe, staging, rules).count if staging is not None else plan.count)
             if block2d is not None and block2d.count < fewest:
                 return lambda s: load_block2d(source(s), reg, block2d, names, origin)
             if gather is not None:  # vector messages land in reg's layout: no staging, no reorder
-                return lambda s: transfer(SendOp.LOAD, source(s), staging, self.rules, names, origin,
+                return lambda s: transfer(SendOp.LOAD, source(s), staging, rules, names, origin,
                                           TransferPlan(staging=reg.buf, vectors=gather))
             if staging is not None:
                 self.allocs.append((staging, Origin(f"loads.{which}_reorder", "fma")))
 
         if staging is None:
-            return lambda s: transfer(SendOp.LOAD, source(s), reg, self.rules, names, origin)
-        return lambda s: self._reordered(source(s), staging, reg, origin)
+            return lambda s: transfer(SendOp.LOAD, source(s), reg, rules, names, origin)
+        return lambda s: self._reordered(source(s), staging, reg, origin, rules)
 
-    def _reordered(self, source: TileAccess, staging: RegTensor, reg: RegTensor, origin: Origin) -> Stmt:
-        """Loads ``source`` into ``staging`` and reorders it into ``reg`` (converting to its type)."""
+    def _reordered(self, source: TileAccess, staging: RegTensor, reg: RegTensor, origin: Origin,
+                   rules: MessageRules) -> Stmt:
+        """Loads ``source`` into ``staging`` with ``rules`` and reorders it into ``reg`` (converting to its type)."""
         knob = "fma" if staging.dtype == reg.dtype else "fma_type"
         move = FuncCall.make(Reorder(staging.layout, reg.layout), [staging.buf, 0, reg.buf, 0],
                              origin=Origin(f"reorder.{reg.buf.name}", knob))
-        return seq(transfer(SendOp.LOAD, source, staging, self.rules, self.names, origin), move)
+        return seq(transfer(SendOp.LOAD, source, staging, rules, self.names, origin), move)
 
     def _decompressor(self, b: _Operand, b_reg: RegTensor, k_tile: int, sub_b: int, stages: dict
                       ) -> Decompressor | None:

@@ -17,6 +17,12 @@ mode           per weight                                                       
 ``denorm_sub`` the same ``w * 2^-9``, then ``mad(-zp, f, 512)`` and ``* s``             TRY2.3
 =============  =====================================================================  ==================
 
+4-bit weights (``u4``, ``s4``) load as their bytes (``b_raw`` holds pairs, :mod:`.packed`) and unpack
+straight into ``b`` as 16-bit integers, a nibble a lane: ``w & 15`` and ``w >> 4`` (signed: ``(w << 12) >> 12``
+and an arithmetic ``>> 4`` of the byte read as ``s8``); ``cvt`` and ``mad`` then convert ``b`` in place, the
+denormal modes read those 16 bits as they are. 4-bit zero points unpack their row the same way (``b_zp`` as
+16-bit integers from the bytes of ``b_zp_raw``).
+
 The row math (``zs``, ``s * 512``, the zero point as f16) runs once per tile on the N row and is spread
 into ``*_pairs`` buffers holding one K pack of B's layout, so every step over ``b`` is ``lanes``
 elements of ``b`` against the same offsets of a pair buffer (the knob's ``.lanes``, seed TRY2.0's
@@ -25,11 +31,13 @@ caveats; :func:`kdd.core.interp.check.default_tol` widens the check's tolerance 
 """
 from __future__ import annotations
 
-from kdd.core.ir.expr import Broadcast, FloatImm, Load, Op, Ternary, var
+from dataclasses import replace
+
+from kdd.core.ir.expr import Broadcast, FloatImm, IntImm, Load, Op, Ternary, var
 from kdd.core.ir.funcs import SendOp
-from kdd.core.ir.stmt import Stmt, Store, seq
-from kdd.core.ir.types import Type, f16, u16, u64
-from kdd.core.config.decompress import Decompress
+from kdd.core.ir.stmt import Group, Stmt, Store, seq
+from kdd.core.ir.types import Type, f16, s8, s16, s32, u8, u16, u64
+from kdd.core.config.decompress import RAW_LOAD, Decompress
 from kdd.core.layout.layout import Block, Layout
 from kdd.core.layout.view import View
 from kdd.core.problem.decompression import SCALES, ZERO_POINTS, Decompression
@@ -39,6 +47,7 @@ from .kernel import KernelArg
 from .loads import MessageRules, contiguous_role, inner_last, transfer
 from kdd.core.ir.names import Names
 from .origin import Origin
+from .packed import byte_access, halved
 from .tile import MatrixDim, RegTensor, TileAccess, row_major
 
 DENORM_UP = 32768.0   # u16 bits w read as f16 are w * 2^-24 (a denormal); * 2^15 gives w * 2^-9
@@ -56,19 +65,28 @@ class Decompressor:
         if not (isinstance(b.offset, int) and b.offset == 0):
             raise ValueError("a decompressed B tile is a whole register buffer")
         self.d, self.b, self.rules, self.names = d, b, rules, names
-        self.choice = Decompress(choice.mode, choice.lanes or rules.simd)
+        self.choice = Decompress(choice.mode, choice.lanes or rules.simd, choice.bufs)
         if choice.mode.startswith("denorm") and (weights.is_signed or d.math != f16):
             raise BuildError(f"decompress={choice.mode} reads u8 bits as an f16 denormal: it needs u8 weights "
                              f"and fpmath f16 (cvt and mad take any)", knob="decompress")
-        if d.group_k % k_tile:
+        if not d.per_oc and d.group_k % k_tile:
             raise BuildError(f"the thread's K tile ({k_tile}) must divide the scale group ({d.group_k}): one scale "
                              f"row per tile", knob="iter")
         self.origin = Origin("decompress", "decompress")
         bt, _, np_ = b.layout.dims
-        self.raw = RegTensor(names.fresh("b_raw", u64), _raw_layout(weights, b.layout, access), 0, b.roles)
+        self.weights = weights
+        self.packed = byte_access(access, "wei").role if weights.scalar.is_packed else None
+        raw_access = self.raw_source(access)
+        raw_dims = b.layout.dims if self.packed is None else halved(b.layout.dims, self.packed)
+        self.raw = RegTensor(names.fresh("b_raw", u64), _raw_layout(weights, raw_dims, raw_access), 0, b.roles)
         self.scale_row = RegTensor(names.fresh("b_scale", u64), row_major(d.scale, (bt, 1, np_)), 0, b.roles)
-        self.zp_row = None if d.zero_point is None else \
-            RegTensor(names.fresh("b_zp", u64), row_major(d.zero_point, (bt, 1, np_)), 0, b.roles)
+        self.zp_row, self.zp_raw = None, None
+        if d.zero_point is not None:
+            zp = d.zero_point
+            if zp.scalar.is_packed:  # the row's bytes, unpacked into 16-bit integers
+                zp = s16 if zp.is_signed else u16
+                self.zp_raw = RegTensor(names.fresh("b_zp_raw", u64), row_major(u8, (bt, 1, np_ // 2)), 0, b.roles)
+            self.zp_row = RegTensor(names.fresh("b_zp", u64), row_major(zp, (bt, 1, np_)), 0, b.roles)
         self.pack = _pack(b.layout)
         self.pairs = {name: RegTensor(names.fresh(f"b_{name}_pairs", u64), self.pack, 0, b.roles)
                       for name in self._pair_names()}
@@ -84,16 +102,38 @@ class Decompressor:
     @property
     def buffers(self) -> list[RegTensor]:
         """Every register buffer besides ``b``, for the builder's allocations."""
-        rows = [self.raw, self.scale_row] + ([self.zp_row] if self.zp_row is not None else [])
+        rows = [self.raw, self.scale_row] + [r for r in (self.zp_raw, self.zp_row) if r is not None]
         return rows + list(self.pairs.values())
+
+    def raw_source(self, access: TileAccess) -> TileAccess:
+        """The access the raw tile is loaded through: B's own, or the bytes of 4-bit weights."""
+        return access if self.packed is None else byte_access(access, "wei").access
+
+    def raw_rules(self, rules: MessageRules) -> MessageRules:
+        """The raw tile's message rules: 4-bit rows are half the bytes of 8-bit ones, so a row of 16 bytes
+        (32 weights, a dpas K step) still counts as a block row, which vector messages then gather."""
+        if self.packed is None:
+            return rules
+        return replace(rules, min_block_bytes=min(rules.min_block_bytes, 16))
 
     def _views(self, access: TileAccess) -> list[tuple[KernelArg, TileAccess]]:
         """Kernel arguments of the scales (and zero points) and the accesses of their rows: a view over B's
         view dims reading ``[k / gk, n / gn]`` of a row-major ``[ceil(K / gk), ceil(N / gn)]`` tensor."""
         view = access.view
-        k_at, n_at = view.tensor_dim_index("k"), view.tensor_dim_index("n")
-        (_, K), (_, N) = view.tensor_dims[k_at], view.tensor_dims[n_at]
-        rows, cols = self.d.groups(K, N)
+        k_tensor, n_tensor = ("k", "n") if "n" in dict(view.tensor_dims) else (None, "oc")  # GEMM or conv
+        n_at = view.tensor_dim_index(n_tensor)
+        N = view.tensor_dims[n_at][1]
+        column = view.mapping[n_at]
+        if "g" in dict(view.tensor_dims):  # a grouped convolution's output channels: g * OC/g + oc
+            g_at = view.tensor_dim_index("g")
+            column, N = view.mapping[g_at] * N + column, view.tensor_dims[g_at][1] * N
+        if self.d.per_oc:
+            rows, cols = self.d.groups(1, N)
+            k_row, k_mask = IntImm.make(s32, 0), None
+        else:
+            k_at = view.tensor_dim_index(k_tensor)
+            rows, cols = self.d.groups(view.tensor_dims[k_at][1], N)
+            k_row, k_mask = view.mapping[k_at] // self.d.group_k, view.masks[k_at]
         k_dim = MatrixDim(((access.roles[1].dims[-1][0], 1),))
         roles = (access.roles[0], k_dim, access.roles[2])
         out = []
@@ -102,22 +142,25 @@ class Decompressor:
                 continue
             layout = Layout.dense(dtype, (rows, cols), [(0, rows), (1, cols)])
             # a column per N (groups of 1) maps N as it is, so the row is one block message
-            columns = view.mapping[n_at] if self.d.group_n == 1 else view.mapping[n_at] // self.d.group_n
-            mapping = (view.mapping[k_at] // self.d.group_k, columns)
-            v = View(name, name, view.dims, (("kg", rows), ("ng", cols)), mapping,
-                     (view.masks[k_at], view.masks[n_at]), layout)
+            columns = column if self.d.group_n == 1 else column // self.d.group_n
+            v = View(name, name, view.dims, (("kg", rows), ("ng", cols)), (k_row, columns),
+                     (k_mask, view.masks[n_at]), layout)
             arg = KernelArg(name, var(name, u64), dtype, layout, v.tensor_dims, "input")
-            out.append((arg, TileAccess(v, arg.var, "global", roles, access.starts, access.bounded,
-                                        access.facts)))
+            row = TileAccess(v, arg.var, "global", roles, access.starts, access.bounded, access.facts)
+            out.append((arg, byte_access(row, name).access if dtype.scalar.is_packed else row))
         return out
 
     # -- the statements -------------------------------------------------------------------------
     def statements(self, load_raw: Stmt) -> Stmt:
         """``load_raw`` (the raw tile's load), the rows' loads and math, the conversion into ``b``."""
-        rows = [self.scale_row] + ([self.zp_row] if self.zp_row is not None else [])
+        rows = [self.scale_row] + ([self.zp_raw or self.zp_row] if self.zp_row is not None else [])
         loads = [transfer(SendOp.LOAD, acc, reg, self.rules, self.names, Origin("decompress.rows", "decompress"))
                  for (_, acc), reg in zip(self.args, rows)]
-        return seq(load_raw, *loads, *self._rows(), *self._convert(), *self._chunks())
+        unpack_zp = [] if self.zp_raw is None else \
+            _unpack(self.zp_raw, self.zp_row, 2, self.d.zero_point.is_signed, self.choice.lanes, self.origin)
+        if self.choice.bufs == 2:  # the load the ping-pong pass moves an iteration ahead
+            load_raw = Group.make(RAW_LOAD, load_raw, origin=Origin("decompress.raw", "decompress"))
+        return seq(load_raw, *loads, *unpack_zp, *self._rows(), *self._convert(), *self._chunks())
 
     def _rows(self) -> list[Stmt]:
         """The pair buffers from the rows: each value of the row written to every K of the pack."""
@@ -150,19 +193,34 @@ class Decompressor:
         to 16 bits, whose bits ``b`` is then read as. One move per run of N columns whose raw and ``b``
         offsets both step evenly (at most ``lanes``, and 16: a VNNI row of f16 holds 16 columns): a byte
         row into every other f16 of a VNNI row."""
+        import numpy as np
+
         to = u16 if self.choice.mode.startswith("denorm") else self.d.math
         raw, b = self.raw.layout, self.b.layout
         bt, kp, np_ = b.dims
         lanes = min(self.choice.lanes, 16)
+        if self.packed is not None:
+            wide = s16 if self.weights.is_signed else u16
+            unpacked = RegTensor(self.b.buf, Layout(wide, b.dims, b.blocks), 0, self.b.roles)
+            out = _unpack(self.raw, unpacked, self.packed, self.weights.is_signed, lanes, self.origin)
+            return out if to == u16 else out + self._widen(wide)
         out = []
         for bi in range(bt):
             for k in range(kp):
-                for run, r0, rs, b0, bs in _runs(raw, b, bi, k, np_, lanes):
+                idx = np.array([[bi, k, c] for c in range(np_)])
+                for run, r0, rs, b0, bs in _even_runs(raw.offsets_of(idx), b.offsets_of(idx), lanes):
                     value = Load.make(Type(raw.dtype.scalar, run), self.raw.buf, r0 * raw.dtype.size,
                                       stride=rs * raw.dtype.size).cast(Type(to.scalar, run))
                     out.append(Store.make(self.b.buf, b0 * to.size, value, stride=bs * to.size,
                                           origin=self.origin))
         return out
+
+    def _widen(self, wide: Type) -> list[Stmt]:
+        """``b``'s unpacked 16-bit integers converted in place into the math type, ``lanes`` at a time."""
+        t, lanes = self.d.math, self.choice.lanes
+        return [Store.make(self.b.buf, off * t.size, Load.make(Type(wide.scalar, lanes), self.b.buf, off * t.size)
+                           .cast(Type(t.scalar, lanes)), origin=self.origin)
+                for off in range(0, self.b.layout.padded_elems(), lanes)]
 
     def _chunks(self) -> list[Stmt]:
         """``b`` rescaled ``lanes`` elements at a time against the same offsets of the pair buffers."""
@@ -203,23 +261,43 @@ class Decompressor:
         return out
 
 
-def _runs(raw: Layout, b: Layout, bi: int, k: int, n: int, lanes: int):
-    """``(count, raw offset, raw step, b offset, b step)`` of the runs of row ``k`` (batch
-    ``bi``) whose offsets in ``raw`` and ``b`` both step evenly, at most ``lanes`` columns each."""
+def _even_runs(src, dst, lanes: int):
+    """``(count, src offset, src step, dst offset, dst step)`` of consecutive entries of the offset
+    sequences ``src`` and ``dst`` whose offsets both step evenly, at most ``lanes`` each (a step of 1 for
+    a run of one)."""
+    n, c = len(src), 0
+    while c < n:
+        rs = int(src[c + 1] - src[c]) if c + 1 < n else 1
+        ds = int(dst[c + 1] - dst[c]) if c + 1 < n else 1
+        run = 1
+        while c + run < n and run < lanes and src[c + run] - src[c + run - 1] == rs and \
+                dst[c + run] - dst[c + run - 1] == ds:
+            run += 1
+        yield run, int(src[c]), rs if run > 1 else 1, int(dst[c]), ds if run > 1 else 1
+        c += run
+
+
+def _unpack(src: RegTensor, dst: RegTensor, role: int, signed: bool, lanes: int, origin: Origin) -> list[Stmt]:
+    """``dst`` (16-bit integers) from the 4-bit pairs in ``src``'s bytes, whose matrix dim ``role`` counts
+    pairs (:mod:`.packed`): element ``i`` of that dim is nibble ``i % 2`` of byte ``i / 2``. A run of a
+    nibble's elements whose byte and ``dst`` offsets step evenly is one shift or mask."""
     import numpy as np
 
-    idx = np.array([[bi, k, c] for c in range(n)])
-    ro, bo = raw.offsets_of(idx), b.offsets_of(idx)
-    c = 0
-    while c < n:
-        rs = int(ro[c + 1] - ro[c]) if c + 1 < n else 1
-        bs = int(bo[c + 1] - bo[c]) if c + 1 < n else 1
-        run = 1
-        while c + run < n and run < lanes and ro[c + run] - ro[c + run - 1] == rs and \
-                bo[c + run] - bo[c + run - 1] == bs:
-            run += 1
-        yield run, int(ro[c]), rs if run > 1 else 1, int(bo[c]), bs if run > 1 else 1
-        c += run
+    dims = dst.layout.dims
+    idx = np.indices(dims).reshape(len(dims), -1).T
+    pair = idx.copy()
+    pair[:, role] //= 2
+    so, do = src.layout.offsets_of(pair), dst.layout.offsets_of(idx)
+    byte, wide = (s8, s16) if signed else (u8, u16)
+    out = []
+    for high in (0, 1):
+        sel = idx[:, role] % 2 == high
+        order = np.argsort(do[sel], kind="stable")
+        for run, s0, ss, d0, ds in _even_runs(so[sel][order], do[sel][order], lanes):
+            w = Load.make(Type(byte.scalar, run), src.buf, s0, stride=ss).cast(Type(wide.scalar, run))
+            value = w >> 4 if high else (w << 12) >> 12 if signed else w & 15
+            out.append(Store.make(dst.buf, d0 * wide.size, value, stride=ds * wide.size, origin=origin))
+    return out
 
 
 def _spread(dst: RegTensor, pack: Layout, n: int, value, lanes: int, origin: Origin) -> list[Stmt]:
@@ -233,31 +311,27 @@ def _spread(dst: RegTensor, pack: Layout, n: int, value, lanes: int, origin: Ori
     for b in range(bt):
         for j in range(kpack):
             offs = pack.offsets_of(np.array([[b, j, c] for c in range(n)]))
-            c = 0
-            while c < n:
-                step = int(offs[c + 1] - offs[c]) if c + 1 < n else 1
-                run = 1
-                while c + run < n and run < lanes and offs[c + run] - offs[c + run - 1] == step:
-                    run += 1
-                vec = value(run, b * n + c)
-                out.append(Store.make(dst.buf, int(offs[c]) * t.size, vec, stride=step * t.size, origin=origin))
-                c += run
+            for run, c, _, at, step in _even_runs(np.arange(n), offs, lanes):
+                out.append(Store.make(dst.buf, at * t.size, value(run, b * n + c), stride=step * t.size,
+                                      origin=origin))
     return out
 
 
-def _raw_layout(weights: Type, b: Layout, access: TileAccess) -> Layout:
+def _raw_layout(weights: Type, dims: tuple[int, int, int], access: TileAccess) -> Layout:
     """The raw bytes' register layout. Weights with N contiguous (``ab``) are rows of K as memory holds
     them: a byte row converts into every other f16 of a VNNI row. Weights with K contiguous (``ba``: the
     keys of an attention) are columns of ``DWORD`` K bytes per N row, as 2D block loads 4 bytes wide land
-    them: each K pair of a column is two bytes of every 4, one region ``<4;2,1>`` for a whole VNNI row."""
+    them: each K pair of a column is two bytes of every 4, one region ``<4;2,1>`` for a whole VNNI row.
+    4-bit weights are these layouts of their bytes (``dims`` count pairs along the packed dim)."""
     order = inner_last(contiguous_role(access.view, access.roles))
-    bt, kp, np_ = b.dims
+    bt, kp, np_ = dims
+    weights = u8 if weights.scalar.is_packed else weights
     if order[-1] != 1 or kp % DWORD:
-        return row_major(weights, b.dims, order)
+        return row_major(weights, dims, order)
     blocks = [Block(1, DWORD, 1), Block(2, np_, DWORD), Block(1, kp // DWORD, DWORD * np_)]
     if bt > 1:
         blocks.append(Block(0, bt, kp * np_))
-    return Layout(weights, b.dims, tuple(blocks))
+    return Layout(weights, dims, tuple(blocks))
 
 
 DWORD = 4

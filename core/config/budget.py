@@ -82,14 +82,26 @@ def _sum(label: str, title: str, parts: list[tuple[str, int]], note: str = "") -
     return BudgetLine(label, title, total, f"{expr}{note} = {total}")
 
 
+def _bytes(count: str | int, t) -> str:
+    """The bytes of ``count`` elements of ``t`` as a formula: ``count*size``, ``count/2`` for 4-bit types."""
+    return f"{count}/2" if t.scalar.is_packed else f"{count}*{t.size}"
+
+
 def _decompression(d, choice, ops, k: int, n: int, unit: int) -> BudgetLine:
     """The decompression's buffers beside B, each whole registers as the builder allocates them."""
     pairs = ceil(2 * n * ops.b.size / unit)
-    parts = [(f"raw {k}*{n}*{ops.b_memory.size}/{unit}", ceil(k * n * ops.b_memory.size / unit))]
+    copies = choice.bufs if choice is not None else 1  # ping-pong: two raw tiles
+    parts = [(f"raw {'2*' if copies == 2 else ''}{_bytes(f'{k}*{n}', ops.b_memory)}/{unit}",
+              copies * ceil(k * n * ops.b_memory.scalar.bits / 8 / unit))]
     for name, t in (("scale", d.scale), ("zp", d.zero_point)):
-        if t is not None:
-            parts += [(f"{name} row {n}*{t.size}/{unit}", ceil(n * t.size / unit)),
-                      (f"{name} pairs 2*{n}*{ops.b.size}/{unit}", pairs)]
+        if t is None:
+            continue
+        if t.scalar.is_packed:  # the row's bytes, and the row unpacked into 16-bit integers
+            parts.append((f"{name} bytes {n}/2/{unit}", ceil(n / 2 / unit)))
+            parts.append((f"{name} row {n}*2/{unit}", ceil(n * 2 / unit)))
+        else:
+            parts.append((f"{name} row {n}*{t.size}/{unit}", ceil(n * t.size / unit)))
+        parts.append((f"{name} pairs 2*{n}*{ops.b.size}/{unit}", pairs))
     if choice is not None and choice.mode == "denorm_sub" and d.zero_point is not None:
         parts.append((f"512 pairs 2*{n}*{ops.b.size}/{unit}", pairs))
     return _sum("decompress", "decompression buffers", parts)

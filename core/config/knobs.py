@@ -317,14 +317,15 @@ KNOBS: tuple[Knob, ...] = (
            f"and warns. Default `any`.", LayoutCodec())
       for t, what, example in (("src", "source", "axb"), ("wei", "weights", "axcb"), ("dst", "destination", "axb"),
                                ("bia", "bias", "a"))),
-    Knob("decompress", "decompress", "choice", " | ".join(DECOMPRESS_MODES) + ", optional .16 / .32 lanes",
+    Knob("decompress", "decompress", "choice", " | ".join(DECOMPRESS_MODES) + ", optional .16 / .32 lanes, then optional .x2",
          "decompress=mad.32",
          "How a GEMM with weight decompression (`[problem] scales`) turns its integer weights into the FMA's "
          "operand in registers (seed 002's steps): `cvt` converts, subtracts the zero point and multiplies "
          "by the scale; `mad` does both in one `mad` with `zp x scale` precomputed in the math type (less "
          "accurate); `denorm` converts u8 through the f16 denormal (`x 32768`) and `mad`s with `scale x 512` "
          "(fewest instructions; the scaled scale loses range); `denorm_sub` converts the same way and keeps "
-         "zero point and scale apart. `.lanes`: weights per decompression instruction (default: `simd`). "
+         "zero point and scale apart. `.lanes`: weights per decompression instruction (default: `simd`); "
+         "`.x2`: two raw weight tiles in registers, the next loaded while the current converts (seed TRY3.1). "
          "Default `cvt`; other problems ignore it.", DecompressCodec(), optional=True),
     Knob("fma_type", "fma-type", "choice", " | ".join(FMA_TYPES), "fma-type=f16",
          "The type the FMA multiplies f32 A and B in: each thread converts its A and B tiles in registers "

@@ -148,7 +148,7 @@ def random_values(t: Type, dims: tuple[int, ...], rng: np.random.Generator, mant
         return (k / 8.0).reshape(dims)
     if not t.is_signed:
         return rng.integers(1, 9, n).astype(np.float64).reshape(dims)
-    hi = 4 if t.scalar is Scalar.S8 else 8
+    hi = 4 if t.scalar in (Scalar.S8, Scalar.S4) else 8
     return (rng.integers(1, hi + 1, n) * rng.choice([-1, 1], n)).astype(np.float64).reshape(dims)
 
 
@@ -176,16 +176,29 @@ def _typed(buf: np.ndarray, t: Type) -> np.ndarray:
 
 
 def pack(values: np.ndarray, t: Type, layout, fill: int = 0) -> np.ndarray:
-    """A byte buffer holding ``values`` (logical, exactly representable in ``t``) in ``layout``."""
+    """A byte buffer holding ``values`` (logical, exactly representable in ``t``) in ``layout`` (a packed
+    4-bit type two a byte, the even element offset in the low nibble)."""
     buf = np.full(layout.size_bytes(), fill, dtype=np.uint8)
+    offsets = element_offsets(layout, values.shape)
+    if t.scalar.is_packed:
+        nibbles = values.reshape(-1).astype(np.int64) & 0xF
+        byte, high = offsets // 2, (offsets % 2).astype(bool)
+        buf[byte[~high]] = (buf[byte[~high]] & 0xF0) | nibbles[~high]
+        buf[byte[high]] = (buf[byte[high]] & 0x0F) | (nibbles[high] << 4)
+        return buf
     stored = round_float(values, t) if t.is_float else values.astype(t.numpy)
-    _typed(buf, t)[element_offsets(layout, values.shape)] = to_storage(stored.reshape(-1), t)
+    _typed(buf, t)[offsets] = to_storage(stored.reshape(-1), t)
     return buf
 
 
 def unpack(buf: np.ndarray, t: Type, layout, dims: tuple[int, ...]) -> np.ndarray:
     """The logical float64 tensor stored in ``buf`` under ``layout``."""
-    raw = _typed(buf, t)[element_offsets(layout, dims)]
+    offsets = element_offsets(layout, dims)
+    if t.scalar.is_packed:
+        nibble = (buf[offsets // 2].astype(np.int64) >> (4 * (offsets % 2))) & 0xF
+        signed = np.where(nibble >= 8, nibble - 16, nibble) if t.is_signed else nibble
+        return signed.astype(np.float64).reshape(dims)
+    raw = _typed(buf, t)[offsets]
     return from_storage(raw, t).astype(np.float64).reshape(dims)
 
 

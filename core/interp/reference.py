@@ -61,6 +61,11 @@ def decompressed_weights(problem: Problem, inputs: Mapping[str, np.ndarray]) -> 
         return wei
 
     def spread(x: np.ndarray) -> np.ndarray:  # [.., K / gk, N / gn] over every weight of its group
+        if problem.op == "conv":  # [1, G * OC/G] per output channel over ([g,] oc, ic, k..)
+            lead = 2 if problem.shape.g > 1 else 1
+            return np.asarray(x, dtype=np.float64).reshape(wei.shape[:lead] + (1,) * (wei.ndim - lead))
+        if d.per_oc:
+            return np.asarray(x, dtype=np.float64)
         x = np.repeat(np.repeat(np.asarray(x, dtype=np.float64), d.group_k, axis=-2), d.group_n, axis=-1)
         return x[..., :wei.shape[-2], :wei.shape[-1]]
     zp = spread(inputs[ZERO_POINTS]) if d.zero_point is not None else 0.0
@@ -132,7 +137,7 @@ _PERTURBATION = 2.0 ** -20
 def _accumulator(problem: Problem, inputs: Mapping[str, np.ndarray]) -> np.ndarray:
     if problem.op == "gemm":
         return gemm(inputs["src"], decompressed_weights(problem, inputs))
-    return conv_fwd(inputs["src"], inputs["wei"], problem.shape)
+    return conv_fwd(inputs["src"], decompressed_weights(problem, inputs), problem.shape)
 
 
 class References(dict):

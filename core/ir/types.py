@@ -1,4 +1,9 @@
-"""IR value types: a scalar kind (s8..s64, u8..u64, f16, bf16, f32, f64, bool) and a lane count.
+"""IR value types: a scalar kind (s8..s64, u8..u64, f16, bf16, f32, f64, bool; u4 and s4) and a lane count.
+
+``u4`` and ``s4`` (benchdnn's 4-bit weights) are *packed* kinds: two elements share a byte, the even
+element of the innermost dim in the low nibble. They exist in memory only - a problem's element type, a
+kernel argument's, a layout's (which counts their bytes by bits) - and never as a register value: kernels
+load their bytes as ``u8`` and unpack the nibbles with shifts and masks (``kdd.core.builder.decompress``).
 
 ``Type`` is the one vocabulary for data types in kdd: layouts, problems, the
 interpreter and code generators all name element types through it.
@@ -13,10 +18,12 @@ from functools import cache
 class Scalar(Enum):
     """Scalar kinds, with their width in bits and their oneDNN/benchdnn name."""
 
+    S4 = ("s4", 4)
     S8 = ("s8", 8)
     S16 = ("s16", 16)
     S32 = ("s32", 32)
     S64 = ("s64", 64)
+    U4 = ("u4", 4)
     U8 = ("u8", 8)
     U16 = ("u16", 16)
     U32 = ("u32", 32)
@@ -35,7 +42,8 @@ class Scalar(Enum):
         self.short = short
         self.bits = bits
         # Plain attributes, not properties: every type check of every pass reads them.
-        self.size = bits // 8  # bytes of one element (bool occupies a byte in memory)
+        self.size = bits // 8  # bytes of one element (bool occupies a byte in memory; 0 for packed kinds)
+        self.is_packed = bits < 8  # two elements a byte: a memory type only (module docstring)
         self.is_bool = short == "bool"
         self.is_int = short[0] in "su"
         self.is_float = short[0] in "fb" and not self.is_bool
@@ -60,6 +68,7 @@ def _numpy_types() -> dict:
     bf16 precision. numpy is imported here, on first use: most compiles never need it."""
     import numpy as np
     return {
+        Scalar.S4: np.int8, Scalar.U4: np.uint8,  # a packed kind's logical values; memory packs them
         Scalar.S8: np.int8, Scalar.S16: np.int16, Scalar.S32: np.int32, Scalar.S64: np.int64,
         Scalar.U8: np.uint8, Scalar.U16: np.uint16, Scalar.U32: np.uint32, Scalar.U64: np.uint64,
         Scalar.F16: np.float16, Scalar.BF16: np.float32, Scalar.F32: np.float32,
@@ -138,6 +147,7 @@ def _t(s: Scalar) -> Type:
     return _SCALAR_TYPES[s]
 
 
+s4, u4 = _t(Scalar.S4), _t(Scalar.U4)
 s8, s16, s32, s64 = _t(Scalar.S8), _t(Scalar.S16), _t(Scalar.S32), _t(Scalar.S64)
 u8, u16, u32, u64 = _t(Scalar.U8), _t(Scalar.U16), _t(Scalar.U32), _t(Scalar.U64)
 f16, bf16, f32, f64 = _t(Scalar.F16), _t(Scalar.BF16), _t(Scalar.F32), _t(Scalar.F64)

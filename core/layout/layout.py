@@ -97,9 +97,10 @@ class Layout:
         return math.prod(self.padded_dims)
 
     def size_bytes(self) -> int:
-        """Bytes a buffer needs to hold the layout from its start: offset, padding and holes included."""
+        """Bytes a buffer needs to hold the layout from its start: offset, padding and holes included (a
+        packed 4-bit type's elements two a byte)."""
         span = 1 + sum((b.size - 1) * b.stride for b in self.blocks)
-        return (self.offset + span) * self.dtype.size
+        return -(-(self.offset + span) * self.dtype.scalar.bits // 8)
 
     def offset_of(self, idx: Sequence[int]) -> int:
         """Element offset of logical index ``idx`` (padded positions are valid indices)."""

@@ -97,7 +97,7 @@ def slm_bytes(ir: Node) -> int:
     return sum(n.size for n in distinct_nodes(ir) if isinstance(n, Alloc) and n.kind is MemKind.SLM)
 
 
-class _Shift(IRMutator):
+class SlotShift(IRMutator):
     """Moves accesses to buffer ``b`` by ``slot * size[b]`` bytes (memory side or register side)."""
 
     def __init__(self, mem: Mapping[str, tuple[int, Expr]], reg: Mapping[str, tuple[int, Expr]]):
@@ -135,7 +135,9 @@ class _Shift(IRMutator):
                                                         origin=new.origin)
 
 
-class _Resize(IRMutator):
+class Resize(IRMutator):
+    """Grows the allocation of each buffer named in ``factors`` that many times (its slots)."""
+
     def __init__(self, factors: Mapping[str, int]):
         self.factors = factors
 
@@ -170,7 +172,7 @@ def multi_buffer(ir: Node, options: Mapping[str, Any] | None = None) -> Node:
     drain = FuncCall.make(BarrierWait(), origin=stages.origin)
     k_loop = Group.make(nest.group.label, seq(pipe.prologue(), loop, drain), origin=nest.group.origin)
     out = replace_node(ir, nest.group, k_loop)
-    return _Resize({**{b: n for b in slm}, **{b: g for b in staging}}).mutate(out)
+    return Resize({**{b: n for b in slm}, **{b: g for b in staging}}).mutate(out)
 
 
 class _Pipeline:
@@ -190,7 +192,7 @@ class _Pipeline:
         mem = {b: (size, slm_slot) for b, size in self.slm.items()} if slm_slot is not None else {}
         reg = {b: (size, stg_slot) for b, size in self.staging.items()} if stg_slot is not None and self.g > 1 \
             else {}
-        return _Shift(mem, reg).mutate(stmt) if mem or reg else stmt
+        return SlotShift(mem, reg).mutate(stmt) if mem or reg else stmt
 
     def _mod(self, e: Expr, m: int) -> Expr:
         if isinstance(e, IntImm):

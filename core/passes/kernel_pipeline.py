@@ -32,6 +32,7 @@ from .let_opt import optimize_lets
 from .options import kernel_options
 from .overflow import widen_overflowing_offsets
 from .peephole import fuse_arith
+from .ping_pong import ping_pong
 from .pipeline import Pass, PassCache, Pipeline, Trace
 from .prefetch import prefetch_pipeline
 from .register_loops import mark_register_loops
@@ -55,9 +56,15 @@ def _cse_rounds_with_notes(ir: Node, options: Mapping[str, Any]) -> tuple[Node, 
     return out, report.to_dict()
 
 
+def _buffering(ir: Node, options: Mapping[str, Any]) -> Node:
+    """SLM and GRF staging buffers (``multi_buffer``), then the raw weight tiles' ping-pong."""
+    return ping_pong(multi_buffer(ir, options), options)
+
+
 KERNEL_PASSES: tuple[Pass, ...] = (
-    Pass("buffering", multi_buffer, reads=("slm_bufs", "gmem_bufs", "pipeline_unroll"),
-         doc="single SLM buffering to double/triple buffering with a split barrier; GRF staging buffers"),
+    Pass("buffering", _buffering, reads=("slm_bufs", "gmem_bufs", "pipeline_unroll", "raw_bufs"),
+         doc="single SLM buffering to double/triple buffering with a split barrier; GRF staging buffers; "
+             "raw weight tiles ping-pong"),
     Pass("prefetch", prefetch_pipeline, reads=("slm_bufs", "prefetch_bufs", "prefetch_buffers"),
          doc="without SLM: prefetch the tiles of later iterations into cache"),
     Pass("register-loops", mark_register_loops,

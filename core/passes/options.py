@@ -41,6 +41,7 @@ class PassOptions(Mapping):
     prefetch_buffers: tuple[str, ...] = ()
     pipeline_unroll: bool = False
     reuse_headers: bool = False
+    raw_bufs: int = 0  # raw weight tiles in registers (2: ping-pong, kdd.core.passes.ping_pong)
 
     @property
     def reg_bytes(self) -> int:
@@ -135,7 +136,8 @@ def kernel_options(kernel) -> PassOptions:
         target=get_target(kernel.target), regs=cfg.regs, var_ranges=tuple(ids),
         slm_bufs=slm.bufs if slm is not None else 0, gmem_bufs=slm.gmem if slm is not None else 0,
         prefetch_bufs=prefetch.bufs if prefetch is not None else 0, prefetch_buffers=fetched,
-        pipeline_unroll=bool(pipeline and pipeline.unroll), reuse_headers=bool(pipeline and pipeline.reuse_headers))
+        pipeline_unroll=bool(pipeline and pipeline.unroll), reuse_headers=bool(pipeline and pipeline.reuse_headers),
+        raw_bufs=cfg.decompress.bufs if cfg.decompress is not None and kernel.problem.decompression else 0)
 
 
 def launch_ranges(options: Mapping[str, Any]) -> dict[str, tuple[int, int]]:

@@ -7,7 +7,7 @@ the IR after every pass. The rules:
 - **types**: every expression has the type its constructor gives its
   operands (a node made around the constructor is caught here), a use of a
   variable has the type of its binding, conditions and masks are bool,
-  offsets integers;
+  offsets integers, and no value has a packed 4-bit type (a memory type only);
 - **scope**: every variable is bound (``let``, ``for``, ``alloc``) by a
   statement around its use, or is free in the kernel (its buffers, group and
   thread ids); no name is bound twice;
@@ -398,6 +398,8 @@ class _Verifier:
             self.fail("types", f"'{v.name}' is bound as {binding.var.type} and used as {v.type}")
 
     def node(self, n: Node) -> None:
+        if isinstance(n, Expr) and n.type.scalar.is_packed:
+            self.fail("types", f"{n} has the 4-bit type {n.type}, a memory type only (read its bytes as u8)")
         if isinstance(n, Var) or not isinstance(n, Expr):
             return
         try:

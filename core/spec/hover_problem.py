@@ -156,7 +156,9 @@ def types_hover(ctx) -> str:
         return "(the types are shown once [problem] op and shape are valid)"
     ops = operands(problem)
     role = dict(zip(ops.tensors, "ABC"))
-    rows = [(t, getattr(problem.types, t), role[t], getattr(problem.types, t).size) for t in ("src", "wei", "dst")]
+    def size(t):  # a 4-bit type's element is half a byte
+        return "1/2" if t.scalar.is_packed else t.size
+    rows = [(t, getattr(problem.types, t), role[t], size(getattr(problem.types, t))) for t in ("src", "wei", "dst")]
     rows.append(("acc", ops.acc, "accumulator", ops.acc.size))
     parts = [f"**data types** {code(problem.types.canonical())}",
              table(("tensor", "type", "GEMM operand", "bytes"), rows),
@@ -234,13 +236,16 @@ def decompression_hover(ctx) -> str:
     if d is None:
         return ""
     dims = problem.gemm_dims()
-    rows, cols = d.groups(dims.K, dims.N)
-    zp = f" - zp[k / {d.group_k}, n / {d.group_n}]" if d.zero_point is not None else ""
+    conv = problem.op == "conv"
+    rows, cols = d.groups(dims.K, problem.shape.oc if conv else dims.N)
+    at = "0, n" if d.per_oc else f"k / {d.group_k}, n / {d.group_n}"
+    zp = f" - zp[{at}]" if d.zero_point is not None else ""
     tensors = [(code("wei_scales"), str(d.scale), f"{rows} x {cols}")]
     if d.zero_point is not None:
         tensors.append((code("wei_zero_points"), str(d.zero_point), f"{rows} x {cols}"))
-    shared = "per_ocic masks K and N only, as benchdnn's: the batch shares them." if dims.b else ""
-    return join(section(f"Weight decompression: B[k, n] = (wei[k, n]{zp}) * scale[k / {d.group_k}, n / {d.group_n}] "
+    shared = "n is the output channel over every group, g * OC/g + oc." if conv else \
+        "per_ocic masks K and N only, as benchdnn's: the batch shares them." if dims.b else ""
+    return join(section(f"Weight decompression: B[k, n] = (wei[k, n]{zp}) * scale[{at}] "
                         f"in {d.math}", table(("argument", "type", "dims (row-major, N contiguous)"), tensors)),
                 shared,
                 f"Each thread converts its {problem.types.wei} B tile in registers (the `decompress` knob: how).")

@@ -199,6 +199,11 @@ def _decompressed(chain: Chain, report: Reporter, problem: Problem) -> Problem |
     none is written; None after reporting an error on the key that caused it)."""
     at = {key: _text(chain, ("problem", key)) for key in ("scales", "zero_points", "fpmath")}
     if all(located is None for located, _ in at.values()):
+        if problem.types.wei.scalar.is_packed:
+            report.on_value(chain.get(("problem", "types")), f"weights of type {problem.types.wei}: 4-bit weights "
+                            "are decompressed in registers, which needs scales and fpmath (e.g. scales = "
+                            "'wei:per_ocic:f16:128x1', fpmath = 'f16:true')", CODE)
+            return None
         return problem
     if any(located is not None and text is None for located, text in at.values()):
         return None  # mistyped: the schema reported it

@@ -109,11 +109,12 @@ PROBLEM = TableSpec("problem", "The computation: a convolution or a GEMM, in ben
             items="string", example='["relu"]'),
     KeySpec("scales", ("string",),
             "Grouped scales of integer GEMM weights, benchdnn's `--attr-scales` value "
-            "`wei:per_ocic:TYPE:GKxGN`: one scale per GK rows (K) x GN columns (N) of the weights.",
+            "`wei:per_ocic:TYPE:GKxGN`: one scale per GK rows (K) x GN columns (N) of the weights; or "
+            "`wei:per_oc:TYPE`, one per output channel (a forward convolution's form).",
             example='"wei:per_ocic:f16:128x1"'),
     KeySpec("zero_points", ("string",),
             "Grouped zero points of integer GEMM weights (with `scales`), benchdnn's `--attr-zero-points` "
-            "value `wei:per_ocic:u8:GKxGN`, subtracted from each weight before its scale.",
+            "value `wei:per_ocic:u8:GKxGN` (or `wei:per_oc:u8`), subtracted from each weight before its scale.",
             example='"wei:per_ocic:u8:128x1"'),
     KeySpec("fpmath", ("string",),
             "The type decompressed weights are multiplied in, benchdnn's `--attr-fpmath` value `f16:true` "

@@ -332,7 +332,7 @@ def _binary(cg, e, dst):
         return _compare_value(cg, e, dst)
     if op in (Op.DIV, Op.MOD, Op.DIV_UP):
         return _divmod(cg, e, dst)
-    a = evaluate(cg, e.a, None)
+    a = _widened_source(cg, e.a) if op in _EXTENDING else evaluate(cg, e.a, None)
     b = evaluate(cg, e.b, None)
     if e.type.is_int and e.type.scalar.bits == 64 and not cg.xe.native_int64:
         return _int64(cg, e, a, b, _dst(cg, e, dst))
@@ -358,6 +358,23 @@ def _binary(cg, e, dst):
     a, b = _reg_first(cg, a, b, e.type, lanes, commutative=op.is_commutative)
     alu(cg, mn, lanes, out, [a, b])
     return out
+
+
+# Bitwise operations and shifts whose byte sources the ALU widens to words itself, zero- or sign-extending
+# by the source's type, as a C cast from 8 to 16 bits of the same signedness does.
+_EXTENDING = frozenset({Op.BIT_AND, Op.BIT_OR, Op.BIT_XOR, Op.SHL, Op.SHR})
+
+
+def _widened_source(cg, e):
+    """``e``'s operand; a cast of a byte register to a word of the same signedness is that register as it
+    is (the unpacking of 4-bit weights: ``and (16) dst:uw src:ub 15``, no ``mov`` first). The other
+    operand has the word type, so the instruction executes in words."""
+    if type(e) is Cast and not e.saturate and e.a.type.is_int and e.type.is_int and \
+            (e.a.type.scalar.bits, e.type.scalar.bits) == (8, 16) and e.a.type.is_signed == e.type.is_signed:
+        a = evaluate(cg, e.a, None)
+        if isinstance(a, Reg):
+            return a
+    return evaluate(cg, e, None)
 
 
 def _reg_first(cg, a, b, t: Type, lanes: int, commutative: bool):

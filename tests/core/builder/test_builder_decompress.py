@@ -41,6 +41,54 @@ def test_signed_weights_and_no_zero_points(wei, zp, mode):
     assert check_kernel(kernel).ok
 
 
+@pytest.mark.parametrize("wei,zp,tag,mode", [
+    ("u4", "u4", "ab", "cvt.32"), ("u4", "u8", "ba", "mad.32"), ("u4", "u4", "ba", "denorm.32"),
+    ("u4", None, "ab", "denorm_sub.16"), ("s4", "s4", "ba", "cvt.16"), ("s4", "s8", "ab", "mad.32"),
+])
+def test_4_bit_weights_unpack_in_registers_and_check(wei, zp, tag, mode):
+    """u4/s4 weights (and zero points) load as their bytes - half the raw registers of 8-bit ones - and
+    unpack into B with shifts and masks; the interpreter's result matches the float64 reference, which
+    reads the logical values the check packed (tests/core/interp/test_interp_packed.py)."""
+    kernel = _kernel(_problem(wei=wei, zp=zp, tag=tag), f"fma=dpas simd=16 i=m16n32k32 decompress={mode}")
+    assert check_kernel(kernel).ok
+    byte_kernel = _kernel(_problem(wei=wei.replace("4", "8"), zp=zp, tag=tag), f"fma=dpas simd=16 i=m16n32k32 "
+                          f"decompress={mode}")
+    assert _alloc_bytes(kernel, "b_raw") * 2 == _alloc_bytes(byte_kernel, "b_raw")
+
+
+def _alloc_bytes(kernel_or_ir, name: str) -> int:
+    from kdd.core.ir.stmt import Alloc
+    from kdd.core.ir.visitor import post_order
+    ir = getattr(kernel_or_ir, "body", kernel_or_ir)
+    return next(n.size for n in post_order(ir) if isinstance(n, Alloc) and n.buf.name == name)
+
+
+def test_4_bit_weights_need_an_even_packed_dim():
+    problem = _problem(wei="u4", zp=None, shape="m16n31k64")
+    with pytest.raises(BuildError, match="pair along n"):
+        _kernel(problem, "fma=dpas simd=16 i=m16n32k32")
+
+
+def _conv(shape, wei="s8", zp="s8"):
+    d = parse_decompression("wei:per_oc:f16", f"wei:per_oc:{zp}" if zp else None, "f16:true")
+    return Problem("conv", "fwd", parse_shape(shape, "conv"), parse_data_types(f"f16:{wei}:f16"), decompression=d)
+
+
+@pytest.mark.parametrize("shape,wei,zp,line", [
+    ("mb2ic32ih6oc32oh6kh3ph1", "u8", "u8", "fma=dpas simd=16 i=mb1ow8oc32ic32 l=kh3kw3 decompress=mad.32"),
+    ("g2mb1ic32ih5oc48oh5kh3ph1", "s8", None, "fma=dpas simd=16 i=ow8oc16ic16 l=kh3kw3 decompress=cvt"),
+    ("mb1ic16ih7oc60oh7kh1ph0", "u4", "u4", "fma=dpas simd=16 i=ow8oc32ic16 decompress=denorm_sub"),
+])
+def test_convolution_weights_decompress_per_output_channel(shape, wei, zp, line):
+    """A forward convolution's int weights with benchdnn's conv attributes (wei:per_oc scales and zero
+    points, f16 fpmath): one scale row per output channel over every group (g * OC/g + oc), OC tails
+    (60 against 32) and 4-bit weights included, checked in the interpreter against the float64 conv."""
+    problem = _conv(shape, wei, zp)
+    dims = [n for r in "bmnk" for n, _ in getattr(problem.gemm_dims(), r)]
+    result = check_kernel(build_kernel(problem, parse_config_line(line, dims), "xe2"))
+    assert result.ok, result
+
+
 def test_other_targets_layouts_decompress_too():
     # Xe-HPG's dpas is SIMD8: B's VNNI rows hold 8 columns, the pair buffers follow its layout
     kernel = _kernel(_problem(tag="ba"), "fma=dpas simd=8 i=m16n16k32 decompress=mad", "xehpg")
@@ -106,6 +154,7 @@ def test_tuning_space_tries_the_logs_decompression_steps():
 
 @pytest.mark.parametrize("text,message,span", [
     ("mad.7", "lanes '7'", (4, 5)), ("madd", "unknown decompression 'madd'", (0, 4)), ("cvt.", "lanes ''", (4, 4)),
+    ("cvt.x2.16", "lanes 'x2'", (4, 9)), ("mad.16.x3", "lanes 'x3'", (7, 9)),
 ])
 def test_the_knob_rejects_bad_values_with_their_span(text, message, span):
     from kdd.core.config.decompress import Decompress
@@ -114,3 +163,21 @@ def test_the_knob_rejects_bad_values_with_their_span(text, message, span):
         Decompress.parse(text)
     assert (err.value.start, err.value.end) == span
     assert str(Decompress.parse("denorm_sub.32")) == "denorm_sub.32" and Decompress.parse("mad").lanes is None
+    assert Decompress.parse("denorm_sub.32.x2") == Decompress("denorm_sub", 32, 2)
+    assert str(Decompress.parse("cvt.x2")) == "cvt.x2"
+
+
+@pytest.mark.parametrize("line", ["s=x0 l=k4", "s=x0 l=k4 u=k2", "T=m2n1 s=x3.a l=k4 P=u"])
+def test_ping_pong_loads_each_raw_tile_an_iteration_ahead(line):
+    """decompress=...x2 (seed TRY3.1): two raw tiles in registers, the next iteration's bytes loaded while
+    the current ones convert - in a plain K loop, an unrolled one and SLM buffering's flat loop; the
+    interpreter agrees with the reference, and the raw buffer is twice the plain one's."""
+    from kdd.core.passes.kernel_pipeline import run_pipeline, with_body
+
+    problem = _problem(tag="ba", group=128, shape="m32n32k128")
+    base = f"fma=dpas simd=16 i=m16n32k32 {line} decompress=denorm_sub.32"
+    plain, pp = _kernel(problem, base), _kernel(problem, base + ".x2")
+    trace = run_pipeline(pp)
+    assert _alloc_bytes(trace.after("buffering"), "b_raw") == \
+        2 * _alloc_bytes(run_pipeline(plain).after("buffering"), "b_raw")
+    assert check_kernel(with_body(pp, trace.final)).ok

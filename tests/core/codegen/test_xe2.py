@@ -2,6 +2,7 @@
 unpacked by tools/setup.sh as iga64-xe2) and run in the simulator against the reference."""
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -75,7 +76,7 @@ def test_the_logs_decompression_steps_cut_float_instructions_in_the_assembly():
 
 
 @needs_iga
-@pytest.mark.parametrize("step", ["try2_2", "try3_2"])
+@pytest.mark.parametrize("step", ["try2_2", "try3_1", "try3_2", "try3_2_u4"])
 def test_seed002_steps_check_as_xe2_assembly(step):
     engine = Engine()
     path = SEED002 / f"{step}.kernel.toml"
@@ -86,6 +87,47 @@ def test_seed002_steps_check_as_xe2_assembly(step):
     validator("compile.schema.json").validate(engine.compile(Source(path.read_text(), str(path)), "stats,asm"))
     # the interpreter computes what the Xe2 binary computes, f16 roundings and fused mads included
     assert engine.check(Source(path.read_text(), str(path)), stage="final")["rel_err"] == result["rel_err"]
+
+
+def test_4_bit_keys_unpack_with_one_int_instruction_per_16_weights():
+    """try3_2_u4: the keys' nibbles are masked and shifted straight from their bytes into B's 16-bit VNNI
+    rows (``and``/``shr`` with a byte source, no widening ``mov`` first); the float pipe does what it does
+    for u8 keys, and the raw tile takes half the registers."""
+    engine = Engine()
+    u4, u8 = _mix(engine, "try3_2_u4"), _mix(engine, "try3_2")
+    path = SEED002 / "try3_2_u4.kernel.toml"
+    lines = [ln["text"] for ln in engine.compile(Source(path.read_text(), str(path)), "asm")["asm"]["lines"]]
+    unpack = [t for t in lines if re.search(r"\b(and|shr) \(16\|M0\) \S+:uw \S+:ub (15|4):uw", t)]
+    assert len(unpack) == 2 * 32 + 2  # K 32 x N 32 keys a K step: 64 rows of 16 (and the zero-point row)
+    assert u4["float"] == u8["float"] and u4["xmx"] == u8["xmx"]
+
+
+CONV = """
+[problem]
+op = "conv"
+shape = "g2mb1ic32ih6oc64oh6kh3ph1"
+types = "f16:TYPE:f16"
+scales = "wei:per_oc:f16"
+zero_points = "wei:per_oc:TYPE"
+fpmath = "f16:true"
+[target]
+hw = "xe2"
+[config]
+decompress = "mad.32"
+"""
+
+
+@needs_iga
+@pytest.mark.parametrize("wei", ["s8", "u4"])
+def test_a_convolutions_decompressed_weights_check_as_xe2_assembly(wei):
+    """benchdnn's conv attributes (--attr-scales=wei:per_oc:f16 --attr-zero-points=wei:per_oc:TYPE
+    --attr-fpmath=f16:true) on a grouped 3x3 convolution: the Xe2 binary in the simulator agrees with the
+    float64 convolution of the decompressed weights, and with the interpreter bit for bit."""
+    engine, source = Engine(), Source(CONV.replace("TYPE", wei), "conv.kernel.toml")
+    result = engine.check(source)
+    assert result["artifact"] == "asm" and result["verdict"] == "ok", result
+    assert "tol_reason" in result  # mad: zp x scale in f16
+    assert engine.check(source, stage="final")["rel_err"] == result["rel_err"]
 
 
 @needs_iga

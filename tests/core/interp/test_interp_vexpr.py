@@ -14,7 +14,7 @@ from kdd.core.ir import (Binary, BoolImm, Broadcast, Cast, FloatImm, IntImm, Loa
 from kdd.core.ir.types import Scalar, Type, bool_, f16, s32, u64
 
 THREADS = 5
-SCALARS = [Type(s) for s in Scalar]
+SCALARS = [Type(s) for s in Scalar if not s.is_packed]  # packed kinds live in memory only
 INTS = [t for t in SCALARS if t.is_int]
 FLOATS = [t for t in SCALARS if t.is_float]
 MEM = np.random.default_rng(7).integers(0, 256, 256, dtype=np.uint8)

@@ -7,7 +7,7 @@ from protocol_schemas import validator
 from kdd.core.ir.expr import Binary, Broadcast, IntImm, Load, Op, Ramp, Ternary, Var, const
 from kdd.core.ir.funcs import Dpas, Mad, Send, Send2D, SendKind, SendOp
 from kdd.core.ir.stmt import Alloc, For, FuncCall, Let, MemKind, Store, seq
-from kdd.core.ir.types import f16, f32, s8, s32, s64, u8, u64
+from kdd.core.ir.types import f16, f32, s8, s32, s64, u4, u8, u64
 from kdd.core.passes.verify import verify_ir
 from kdd.core.targets import SM90, XEHPC, XEHPG
 from kdd.server.cli import main
@@ -53,6 +53,12 @@ def test_a_use_with_another_type_than_its_binding():
 def test_a_node_made_around_its_constructor():
     wrong = Binary(f32, Op.ADD, X, X)  # the plain constructor checks nothing: x + x is s32
     assert rules(Let.make(X, 1, in_regs(Store.make(REG, 0, wrong)))) == ["types"]
+
+
+def test_no_value_has_a_packed_4_bit_type():
+    nibbles = Load.make(u4.with_lanes(16), REG, 0)  # u4 lives in memory only: its bytes are read as u8
+    assert "types" in rules(in_regs(Store.make(REG, 0, nibbles.cast(u8.with_lanes(16)))))
+    assert rules(in_regs(Store.make(REG, 0, Load.make(u8.with_lanes(16), REG, 0) & 15))) == []
 
 
 def test_register_access_out_of_bounds():

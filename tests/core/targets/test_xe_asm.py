@@ -7,7 +7,7 @@ from kdd.core.codegen.xe.operand import Reg, iga_type
 from kdd.core.ir.types import Scalar, Type
 from kdd.core.targets.xe_asm import FLOAT_TYPES, SCALAR_TYPES, SIZES, TYPES, register_token
 
-SCALARS = [s for s in Scalar if s is not Scalar.BOOL]
+SCALARS = [s for s in Scalar if s is not Scalar.BOOL and not s.is_packed]  # packed kinds live in memory only
 
 
 @settings(max_examples=200, deadline=None)
