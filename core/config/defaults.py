@@ -67,6 +67,7 @@ from kdd.core.targets import FmaShape, Target
 from .budget import estimate_budget
 from .buildable import buildable
 from .decompress import Decompress
+from .lanes import MIN_USEFUL, lane_bound
 from .kernel_config import KernelConfig
 from .operands import Operands, operands
 from .tiles import Tile
@@ -160,12 +161,28 @@ def ranked_tiles(plan: _Plan, problem, target: Target,
     return scored
 
 
-def pick_fma(target: Target, ops: Operands) -> str:
-    """Rule 1: the preferred full-precision instruction for A x B -> acc."""
+def pick_fma(target: Target, ops: Operands, problem=None) -> str:
+    """Rule 1: the preferred full-precision instruction for A x B -> acc that can keep at least half of its
+    multiply lanes useful on ``problem`` (else the one that keeps the most)."""
+    best: tuple[float, str] | None = None
     for fma in target.fma_preference:
-        if any(not s.math for s in buildable(target.shapes(fma=fma, a=ops.a, b=ops.b, acc=ops.acc))):
+        shapes = [s for s in buildable(target.shapes(fma=fma, simd=target.simd_for(fma), a=ops.a, b=ops.b,
+                                                     acc=ops.acc)) if not s.math]
+        if not shapes:
+            continue
+        if problem is None:
             return fma
-    return target.fma_preference[-1]
+        bound = max(lane_bound(problem, shapes[0], target, over) for over in _lane_forms(fma))
+        if bound >= MIN_USEFUL:
+            return fma
+        if best is None or bound > best[0]:
+            best = (bound, fma)
+    return best[1] if best else target.fma_preference[-1]
+
+
+def _lane_forms(fma: str) -> tuple[bool, ...]:
+    """Where ``fma`` can put its lanes: along N, and for ``mad`` also along the batch."""
+    return (False, True) if fma in ("mad", "fma") else (False,)
 
 
 def default_regs(target: Target, fma: str) -> int:
@@ -223,21 +240,26 @@ class _Plan:
     simd: int
     regs: int
     shape: tuple[int, int, int]
+    over_batch: bool = False  # mad's lanes along the batch dims (depthwise), rule 1
 
     @staticmethod
     def make(problem, target: Target, user: KernelConfig) -> "_Plan":
         ops = operands(problem)
-        fma = user.fma or pick_fma(target, ops)
+        fma = user.fma or pick_fma(target, ops, problem)
         simd = user.simd or (target.simd_for(fma) if fma in target.fma_kinds else target.default_simd)
         regs = user.regs or default_regs(target, fma)
         shapes = (buildable(target.shapes(fma=fma, simd=simd, a=ops.a, b=ops.b, acc=ops.acc))
                   or buildable(target.shapes(fma=fma, simd=simd, a=ops.a, b=ops.b)))
         best: FmaShape | None = shapes[0] if shapes else None
         shape = (best.m, best.n, best.k) if best else (1, simd, 1)
-        return _Plan(problem, target, user, ops, fma, simd, regs, shape)
+        over_batch = bool(best) and fma in ("mad", "fma") and \
+            lane_bound(problem, best, target, True) > lane_bound(problem, best, target, False)
+        return _Plan(problem, target, user, ops, fma, simd, regs, shape, over_batch)
 
     def iter_candidates(self) -> list[Tile]:
         """Rule 4's candidate per-thread tiles, largest first."""
+        if self.over_batch:
+            return self._batch_candidates()
         gemm = self.problem.gemm_dims()
         sm, sn, sk = self.shape
         ms = [m for m in _pow2_multiples(sm, MAX_THREAD_TILE) if m == sm or m // 2 < gemm.M]
@@ -247,9 +269,28 @@ class _Plan:
         tiles = sorted(((m * n, k, m, n) for m in ms for n in ns for k in ks), reverse=True)
         return [_tile(spread(m, gemm.m), spread(n, gemm.n), spread(k, gemm.k)) for _, k, m, n in tiles]
 
+    def _batch_candidates(self) -> list[Tile]:
+        """Rule 4 for ``mad`` with its lanes along the batch (a depthwise convolution's groups, oneDNN's
+        ``i=g16kw3ow8``): ``simd`` or twice ``simd`` of the batch, the whole N (fewer than ``simd``: no lane
+        along it), the innermost K dim whole (kw: the kernel row in registers, the outer K dims in the loop;
+        8 of it where it is longer than 16), and M (the pixels) a power of two with at most
+        ``MAX_THREAD_TILE`` elements of C per batch-and-N element."""
+        gemm = self.problem.gemm_dims()
+        s = self.simd
+        bs = [b for b in (s, 2 * s) if b == s or b // 2 < gemm.B]
+        inner = [(name, size) for name, size in gemm.k if size > 1][-1:]
+        k = {name: size if size <= 16 else 8 for name, size in inner}
+        n = spread(gemm.N, gemm.n)
+        tiles = sorted(((b * m, m, b) for b in bs for m in _pow2_multiples(1, MAX_THREAD_TILE // (b * gemm.N or 1))
+                        if m == 1 or m // 2 < gemm.M), reverse=True)
+        return [_tile(spread(b, gemm.b), spread(m, gemm.m), n, k) for _, m, b in tiles]
+
     def fmas_per_iter(self, tile: Tile) -> int:
         """FMA instructions one thread issues per reduction iteration with per-thread tile ``tile``."""
         gemm = self.problem.gemm_dims()
+        if self.over_batch:  # one instruction per simd batch elements and (m, n, k) element
+            return ceil(tile.product(d for d, _ in gemm.b) / self.simd) * prod(
+                tile.product(d for d, _ in getattr(gemm, role)) for role in "mnk")
         return prod(ceil(tile.product(d for d, _ in getattr(gemm, role)) / size)
                     for role, size in zip("mnk", self.shape))
 
@@ -263,10 +304,10 @@ class _Plan:
     def may_fit(self, tile: Tile) -> bool:
         """Whether C, A, B and the reserve alone fit the registers (prunes the search)."""
         gemm = self.problem.gemm_dims()
-        m, n, k = (tile.product(d for d, _ in getattr(gemm, role)) for role in "mnk")
+        b, m, n, k = (tile.product(d for d, _ in getattr(gemm, role)) for role in "bmnk")
         r = self.target.registers
-        need = (r.regs_for(m * n * self.ops.acc.size) + r.regs_for(m * k * self.ops.a.size)
-                + r.regs_for(k * n * self.ops.b.size) + r.reserved)
+        need = (r.regs_for(b * m * n * self.ops.acc.size) + r.regs_for(b * m * k * self.ops.a.size)
+                + r.regs_for(b * k * n * self.ops.b.size) + r.reserved)
         return need <= self.regs
 
     def complete(self, iter_tile: Tile) -> KernelConfig:
@@ -319,6 +360,8 @@ class _Plan:
 
     def _slm(self, cfg: KernelConfig) -> Buffering:
         """Rule 7."""
+        if self.over_batch:  # a depthwise B is a few bytes per channel: each thread reads its own, cached
+            return Buffering(0)
         t = derive_tiling(self.problem, cfg)
         x, y, _ = t.tg_grid
         share_a, share_b = x > 1, y > 1 and not self.ops.decompressed  # decompressed B: bytes from global
