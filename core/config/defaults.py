@@ -67,7 +67,7 @@ from kdd.core.targets import FmaShape, Target
 from .budget import estimate_budget
 from .buildable import buildable
 from .decompress import Decompress
-from .lanes import MIN_USEFUL, lane_bound
+from .lanes import MIN_USEFUL, lane_bound, lane_use
 from .kernel_config import KernelConfig
 from .operands import Operands, operands
 from .tiles import Tile
@@ -131,8 +131,8 @@ def ranked_in_mode(plan: "_Plan", problem, target: Target) -> tuple["_Plan", lis
         # What the larger mode buys is reuse: the fewest A and B bytes per FMA (the squarest tile) first,
         # then the fewer A bytes (A's rows carry the padding masks of a convolution's pixels).
         more = sorted(ranked_tiles(larger, problem, target, most_fmas=MIN_FMAS_PER_ITER),
-                      key=lambda item: (item[0][0], -plan.operand_bytes_per_fma(item[2]),
-                                        -plan.operand_bytes_per_fma(item[2], "a")) + item[0][1:],
+                      key=lambda item: item[0][:2] + (-plan.operand_bytes_per_fma(item[2]),
+                                                      -plan.operand_bytes_per_fma(item[2], "a")) + item[0][2:],
                       reverse=True)
         if more and plan.fmas_per_iter(more[0][2]) > have:
             plan, ranked, have = larger, more, plan.fmas_per_iter(more[0][2])
@@ -154,8 +154,9 @@ def ranked_tiles(plan: _Plan, problem, target: Target,
             continue
         t = budget.tiling
         eff = t.efficiency
-        score = (min(t.groups, target.device.cores // 2), t.m_group * t.n_group * eff,
-                 t.m_thread * t.n_thread * eff, t.k_iter * eff)
+        use = lane_use(problem, cfg, target)
+        score = (use is None or use.fraction >= MIN_USEFUL, min(t.groups, target.device.cores // 2),
+                 t.m_group * t.n_group * eff, t.m_thread * t.n_thread * eff, t.k_iter * eff)
         scored.append((score, cfg, tile))
     scored.sort(key=lambda item: item[0], reverse=True)
     return scored
@@ -351,12 +352,22 @@ class _Plan:
             return derive_tiling(self.problem, KernelConfig(iter=iter_tile, tg=tile(x, y), loop=loop)).groups
 
         limit = self.target.max_group_threads(self.regs, self.simd)
-        while x * y > 1 and (x * y > limit or groups(x, y) < self.target.device.cores // 2):
+        while x * y > 1 and (x * y > limit or groups(x, y) < self.target.device.cores // 2
+                             or self._wastes_lanes(iter_tile, tile(x, y), loop)):
             if y >= x:
                 y //= 2
             else:
                 x //= 2
         return tile(x, y)
+
+    def _wastes_lanes(self, iter_tile: Tile, tg: Tile, loop: Tile) -> bool:
+        """Whether lanes along the batch (depthwise) fall under half useful with group ``tg``: a padded batch
+        already idles up to half of them, so a group that pads the pixels too gives way to a smaller one."""
+        if not self.over_batch:
+            return False
+        use = lane_use(self.problem, KernelConfig(fma=self.fma, simd=self.simd, iter=iter_tile, tg=tg, loop=loop,
+                                                  schedule="classic"), self.target)
+        return use is not None and use.fraction < MIN_USEFUL
 
     def _slm(self, cfg: KernelConfig) -> Buffering:
         """Rule 7."""
