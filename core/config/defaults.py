@@ -181,6 +181,14 @@ def pick_fma(target: Target, ops: Operands, problem=None) -> str:
     return best[1] if best else target.fma_preference[-1]
 
 
+def _batch_simd(problem, target: Target, fma: str, simd: int) -> int:
+    """Rule 2 for lanes along the batch: the widest width up to ``simd`` that divides the batch (``g40`` takes
+    SIMD8: five whole chunks, no masked lanes, so its loads stay block messages), ``simd`` if none does."""
+    batch = problem.gemm_dims().B
+    widths = sorted({s.simd for s in target.shapes(fma=fma)}, reverse=True)
+    return next((w for w in widths if w <= simd and batch % w == 0), simd)
+
+
 def _lane_forms(fma: str) -> tuple[bool, ...]:
     """Where ``fma`` can put its lanes: along N, and for ``mad`` also along the batch."""
     return (False, True) if fma in ("mad", "fma") else (False,)
@@ -255,6 +263,9 @@ class _Plan:
         shape = (best.m, best.n, best.k) if best else (1, simd, 1)
         over_batch = bool(best) and fma in ("mad", "fma") and \
             lane_bound(problem, best, target, True) > lane_bound(problem, best, target, False)
+        if over_batch and not user.simd:
+            simd = _batch_simd(problem, target, fma, simd)
+            shape = (1, simd, 1)
         return _Plan(problem, target, user, ops, fma, simd, regs, shape, over_batch)
 
     def iter_candidates(self) -> list[Tile]:
