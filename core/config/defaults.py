@@ -7,11 +7,17 @@ user knobs. The rules, in order:
 
 1. **fma**: the first of the target's ``fma_preference`` (xehpg/xehpc: dpas,
    dp4a, mad; sm_90: mma, fma) that multiplies the problem's A and B types
-   into its accumulator type at full precision. So f16/bf16/s8/u8 get dpas on
+   into its accumulator type at full precision and can keep at least half
+   (``lanes.MIN_USEFUL``) of its multiply lanes useful on the problem
+   (``lanes.lane_bound``: each GEMM extent against the instruction's unit),
+   else the one that keeps the most. So f16/bf16/s8/u8 get dpas on
    Xe and mma on sm_90; f32 gets mad on Xe and fma on sm_90 (never tf32:
-   defaults do not lower precision). dpasw is never a default.
+   defaults do not lower precision); a depthwise convolution (N = 1, K =
+   kh x kw per group, 2 % of a dpas) gets mad with its lanes along the groups
+   (``mad_over_batch``, oneDNN's ``i=g16kw3ow8``). dpasw is never a default.
 2. **simd**: the target's width for that instruction (dpas: 8 on xehpg, 16
-   on xehpc; otherwise 16 on Xe; 32 on sm_90).
+   on xehpc; otherwise 16 on Xe; 32 on sm_90); with lanes along the batch the
+   widest width up to that which divides the batch (no masked lanes).
 3. **regs**: 256 (large GRF) for dpas on xehpc, 128 on other Xe
    configurations, 255 on sm_90 (the architectural cap; ptxas decides).
    A user's ``iter`` whose budget estimate exceeds that gets the smallest
@@ -37,19 +43,25 @@ user knobs. The rules, in order:
    powers of two, M and N up to 128 and not more than twice the problem, K
    moving 16..64 bytes of A per iteration. Each candidate is completed with
    rules 5-7 and kept if its register and SLM budget fits. Among those the
-   pick maximizes, in order: thread groups up to half the cores (small
+   pick maximizes, in order: at least half of the issued multiply lanes
+   useful (``lanes.lane_use``), thread groups up to half the cores (small
    problems get small tiles, as in SYCL-BLAS's dispatch by size), then the
    group's C area, the thread's C area and its K block, each weighted by the
    fraction of the computed space that is not padding. A tile is spread over a role's dims greedily
    by the largest power-of-two divisor, so blocks divide the dims when they can.
+   With lanes along the batch the candidates are ``simd`` or twice ``simd`` of
+   the batch, the whole N, the innermost K dim whole in registers (kw; 8 of
+   it past 16) and powers of two of M.
 5. **tg**: 4 x 4 threads on Xe, 2 x 2 warps on sm_90, shrunk so no thread
    row or column lies wholly outside the problem, capped by the target's
    group size, then halved (larger side first) while there are fewer groups
-   than half the cores.
+   than half the cores, or, with lanes along the batch, while the group's
+   padding leaves fewer than half of the lanes useful.
 6. **loop**: the whole reduction inside one group (no split K; K blocks of
    ``iter x tg`` when the user's ``tg`` slices K).
 7. **slm**: A is buffered when several threads share it (X > 1), B when
-   Y > 1 (never decompressed weights: each thread converts its own bytes in registers); 3 buffers when the loop runs 3+ iterations, else 1; 0 when nothing
+   Y > 1 (never decompressed weights: each thread converts its own bytes in registers; never with lanes
+   along the batch: a depthwise B is a few bytes per channel); 3 buffers when the loop runs 3+ iterations, else 1; 0 when nothing
    is shared; reduced until it fits the group's SLM. No prefetch. **pipeline**
    unrolls when buffers rotate (``bufs > 1``) and reuses headers otherwise.
    No unroll, no subtiles.
