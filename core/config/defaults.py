@@ -10,8 +10,8 @@ user knobs. The rules, in order:
    into its accumulator type at full precision and can keep at least half
    (``lanes.MIN_USEFUL``) of its multiply lanes useful on the problem
    (``lanes.lane_bound``: each GEMM extent against the instruction's unit),
-   else the one that keeps the most. So f16/bf16/s8/u8 get dpas on
-   Xe and mma on sm_90; f32 gets mad on Xe and fma on sm_90 (never tf32:
+   else the first of them (validation's warning says why lanes idle). So
+   f16/bf16/s8/u8 get dpas on Xe and mma on sm_90; f32 gets mad on Xe and fma on sm_90 (never tf32:
    defaults do not lower precision); a depthwise convolution (N = 1, K =
    kh x kw per group, 2 % of a dpas) gets mad with its lanes along the groups
    (``mad_over_batch``, oneDNN's ``i=g16kw3ow8``). dpasw is never a default.
@@ -176,21 +176,22 @@ def ranked_tiles(plan: _Plan, problem, target: Target,
 
 def pick_fma(target: Target, ops: Operands, problem=None) -> str:
     """Rule 1: the preferred full-precision instruction for A x B -> acc that can keep at least half of its
-    multiply lanes useful on ``problem`` (else the one that keeps the most)."""
-    best: tuple[float, str] | None = None
-    for fma in target.fma_preference:
-        shapes = [s for s in buildable(target.shapes(fma=fma, simd=target.simd_for(fma), a=ops.a, b=ops.b,
-                                                     acc=ops.acc)) if not s.math]
-        if not shapes:
-            continue
-        if problem is None:
+    multiply lanes useful on ``problem``; where none can, the preferred one (a wider instruction idling
+    most of its lanes still multiplies more per clock than a narrower one idling fewer: validation's
+    warning says why the lanes idle)."""
+    usable = [fma for fma in target.fma_preference if _full_precision(target, ops, fma)]
+    for fma in usable if problem is not None else ():
+        shape = _full_precision(target, ops, fma)[0]
+        if max(lane_bound(problem, shape, target, over) for over in _lane_forms(fma)) >= MIN_USEFUL:
             return fma
-        bound = max(lane_bound(problem, shapes[0], target, over) for over in _lane_forms(fma))
-        if bound >= MIN_USEFUL:
-            return fma
-        if best is None or bound > best[0]:
-            best = (bound, fma)
-    return best[1] if best else target.fma_preference[-1]
+    return usable[0] if usable else target.fma_preference[-1]
+
+
+def _full_precision(target: Target, ops: Operands, fma: str) -> list[FmaShape]:
+    """The forms of ``fma`` that multiply A x B -> acc at full precision (and build), those of its default
+    width first."""
+    shapes = [s for s in buildable(target.shapes(fma=fma, a=ops.a, b=ops.b, acc=ops.acc)) if not s.math]
+    return sorted(shapes, key=lambda s: s.simd != target.simd_for(fma))
 
 
 def _batch_simd(problem, target: Target, fma: str, simd: int) -> int:
