@@ -72,12 +72,14 @@ def test_dpas_on_depthwise_issues_the_waste_the_issue_measured():
 
 
 # benchdnn's depthwise lines (shapes_basic: the 1D, 2D and 3D depthwise convolutions and their g17 tails) and
-# a MobileNet-sized depthwise layer; kdd check reduces the large one and runs the assembly in xesim.
+# a MobileNet-sized depthwise layer; kdd check reduces the large one and runs the assembly in xesim (sm_90: the
+# PTX in ptxsim).
 CHECKED = [("g16ic16oc16_ih5oh5kh3ph1", "xehpg"), ("g17ic17oc17_ih8oh4kh3ph1sh2", "xehpc"),
-           ("g17ic17oc17_id5od5kd3pd1", "xehpg"), ("mb32g32ic32oc32ih112oh112kh3ph1", "xehpc")]
+           ("g17ic17oc17_id5od5kd3pd1", "xehpg"), ("mb32g32ic32oc32ih112oh112kh3ph1", "xehpc"),
+           ("g17ic17oc17_ih8oh4kh3ph1sh2", "sm_90")]
 
 
 @pytest.mark.parametrize("shape,hw", CHECKED)
 def test_depthwise_defaults_pass_the_check_on_their_assembly(shape, hw):
     result = Engine().check(Source(DEPTHWISE_DOC.format(shape=shape, hw=hw, config="")))
-    assert result["verdict"] == "ok" and result["artifact"] == "asm", result
+    assert result["verdict"] == "ok" and result["artifact"] == ("ptx" if hw == "sm_90" else "asm"), result

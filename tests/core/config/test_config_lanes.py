@@ -53,16 +53,16 @@ def _lane_warnings(problem, config, target):
     return [i for i in validate_config(problem, config, target) if "multiply lanes" in i.message]
 
 
-@pytest.mark.parametrize("hw", ["xehpg", "xehpc"])
+@pytest.mark.parametrize("hw,mad", [("xehpg", "mad"), ("xehpc", "mad"), ("sm_90", "fma")])
 @pytest.mark.parametrize("types", ["f16", "bf16", "f32"])
-def test_depthwise_defaults_put_the_channels_in_mad_lanes(hw, types):
+def test_depthwise_defaults_put_the_channels_in_mad_lanes(hw, mad, types):
     target = TARGETS[hw]
     for shape in DEPTHWISE:
         p = problem_from_text(shape, types=types)
         c = default_config(p, target)
         t = derive_tiling(p, c)
         use = lane_use(p, c, target)
-        assert c.fma == "mad" and mad_over_batch(c.fma, c.simd, t), (shape, c.line())
+        assert c.fma == mad and mad_over_batch(c.fma, c.simd, t), (shape, c.line())
         # kw whole in registers, the other kernel dims in the loop; the weights straight from global memory
         kw = p.shape.axis("w").k
         assert t.k_iter == kw and c.iter.get("kw") == kw and not c.slm.enabled, (shape, c.line())
