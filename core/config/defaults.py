@@ -48,7 +48,9 @@ user knobs. The rules, in order:
    problems get small tiles, as in SYCL-BLAS's dispatch by size), then the
    group's C area, the thread's C area and its K block, each weighted by the
    fraction of the computed space that is not padding. A tile is spread over a role's dims greedily
-   by the largest power-of-two divisor, so blocks divide the dims when they can.
+   by the largest power-of-two divisor, so blocks divide the dims when they can;
+   a power of two that divides none is split over them to pad least (``kh3kw3``
+   and 16: ``kh4kw4``, not ``kw16``).
    With lanes along the batch the candidates are ``simd`` or twice ``simd`` of
    the batch, the whole N, the innermost K dim whole in registers (kw; 8 of
    it past 16) and powers of two of M.
@@ -217,8 +219,10 @@ def default_regs(target: Target, fma: str) -> int:
 
 def spread(total: int, dims: tuple[tuple[str, int], ...]) -> dict[str, int]:
     """Split block ``total`` over ``(name, size)`` dims: repeatedly give the dim with the largest
-    ``gcd(size, remaining)`` that factor (later dims win ties); what divides no dim goes to the dim
-    with the most left to cover, as padding."""
+    ``gcd(size, remaining)`` that factor (later dims win ties); a power of two that divides no dim is padding,
+    split over the dims so that it pads least (``kh3kw3`` and 16: ``kh4kw4``, 56 % of it useful, not
+    ``kw16``, 19 %; later dims take more where that pads alike), and an odd rest goes to the dim with the
+    most left to cover."""
     out = {name: 1 for name, _ in dims}
     left = dict(dims)
     remaining = total
@@ -230,10 +234,27 @@ def spread(total: int, dims: tuple[tuple[str, int], ...]) -> dict[str, int]:
         out[name] *= g
         left[name] //= g
         remaining //= g
-    if remaining > 1 and dims:
+    if remaining > 1 and dims and remaining & (remaining - 1) == 0:
+        names = [name for name, _ in dims]
+        best = min(_exponent_splits(remaining.bit_length() - 1, len(names)),
+                   key=lambda e: (prod(ceil(left[n] / 2 ** x) * 2 ** x / left[n] for n, x in zip(names, e)),
+                                  tuple(-x for x in reversed(e))))
+        for name, x in zip(names, best):
+            out[name] *= 2 ** x
+    elif remaining > 1 and dims:
         _, _, name = max((left[name], i, name) for i, (name, _) in enumerate(dims))
         out[name] *= remaining
     return out
+
+
+def _exponent_splits(total: int, parts: int):
+    """Every way to write ``total`` as ``parts`` non-negative integers, in order."""
+    if parts == 1:
+        yield (total,)
+        return
+    for first in range(total + 1):
+        for rest in _exponent_splits(total - first, parts - 1):
+            yield (first, *rest)
 
 
 def _tile(*blocks: dict[str, int]) -> Tile:

@@ -9,7 +9,7 @@ import pytest
 from builder_cases import conv_shapes, gemm_shapes, problem
 
 from kdd.core.builder import build_kernel
-from kdd.core.config import KernelConfig, resolve_config
+from kdd.core.config import KernelConfig, parse_config_line, resolve_config
 from kdd.core.config.lanes import lane_use
 from kdd.core.engine import Engine, Source
 from kdd.core.passes.lane_use import issued_macs
@@ -65,8 +65,9 @@ def test_stats_report_the_lanes_of_the_depthwise_default():
 
 
 def test_dpas_on_depthwise_issues_the_waste_the_issue_measured():
+    """c0f6f57's defaults for the layer: N 1 -> 8, kw 3 -> 16."""
     p = problem_from_text("mb32g32ic32oc32ih112oh112kh3ph1", types="f16")
-    config = resolve_config(p, TARGETS["xehpg"], KernelConfig(fma="dpas"))
+    config = resolve_config(p, TARGETS["xehpg"], parse_config_line("fma=dpas simd=8 l=kh3 T=ow4 i=mb32ow2oc8kw16"))
     useful = 32 * 32 * 112 * 112 * 9
     assert _issued_by_the_ir(p, config, "xehpg") == useful * 8 * 16 // 3  # N 1 -> 8 and kw 3 -> 16: 2.3 % useful
 
