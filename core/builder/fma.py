@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from functools import partial
 from math import prod
 
-from kdd.core.config.buildable import unbuilt_reason
+from kdd.core.config.buildable import dpas_rcount, unbuilt_reason
 from kdd.core.ir.funcs import Dp4a, Dpas, Mad, Mma
 from kdd.core.ir.names import Names
 from kdd.core.ir.stmt import FuncCall, Stmt
@@ -330,12 +330,8 @@ def make_fma(fma: str, target, simd: int, a: Type, b: Type, acc: Type, m: int, o
             raise _fma_error(unbuilt_reason(shapes[0]))
         if simd != shapes[0].simd:
             raise _fma_error(f"fma={fma} on {target.name} needs simd={shapes[0].simd}, config has simd={simd}")
-        shape = shapes[0]  # its m is the largest repeat count; a smaller tile takes the next power of two
-        rcount = shape.m if m >= shape.m else 1 << (max(m, 1) - 1).bit_length()
-        # dpas reads each A piece (rcount rows of depth dwords) from a register boundary: a piece smaller
-        # than a register (one row on Xe-HPC's 64-byte GRFs) takes padding rows until it fills one
-        rcount = min(shape.m, max(rcount, target.registers.reg_bytes // (4 * shape.depth)))
-        return DpasKind(a, b, acc, simd, rcount, shape.depth)
+        shape = shapes[0]
+        return DpasKind(a, b, acc, simd, dpas_rcount(shape, m, target.registers.reg_bytes), shape.depth)
     if fma == "mma":
         if not target.shapes(fma="mma"):
             raise _fma_error(f"fma=mma is an sm_90 instruction; {target.name} has {', '.join(target.fma_kinds)}")

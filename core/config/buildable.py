@@ -37,3 +37,12 @@ def unbuilt_reason(shape: FmaShape) -> str | None:
 def buildable(shapes) -> list[FmaShape]:
     """The forms of ``shapes`` the builder generates, in order."""
     return [s for s in shapes if unbuilt_reason(s) is None]
+
+
+def dpas_rcount(shape: FmaShape, m: int, reg_bytes: int) -> int:
+    """The repeat count of ``dpas`` for a thread tile of ``m`` rows: the form's largest (``shape.m``), or for
+    fewer rows the next power of two; and since dpas reads each A piece (rcount rows of ``depth`` dwords)
+    from a register boundary, at least the rows that fill one register (one row on Xe-HPC's 64-byte GRFs
+    takes padding rows)."""
+    rcount = shape.m if m >= shape.m else 1 << (max(m, 1) - 1).bit_length()
+    return min(shape.m, max(rcount, reg_bytes // (4 * shape.depth)))

@@ -7,11 +7,17 @@ user knobs. The rules, in order:
 
 1. **fma**: the first of the target's ``fma_preference`` (xehpg/xehpc: dpas,
    dp4a, mad; sm_90: mma, fma) that multiplies the problem's A and B types
-   into its accumulator type at full precision. So f16/bf16/s8/u8 get dpas on
-   Xe and mma on sm_90; f32 gets mad on Xe and fma on sm_90 (never tf32:
-   defaults do not lower precision). dpasw is never a default.
+   into its accumulator type at full precision and can keep at least half
+   (``lanes.MIN_USEFUL``) of its multiply lanes useful on the problem
+   (``lanes.lane_bound``: each GEMM extent against the instruction's unit),
+   else the first of them (validation's warning says why lanes idle). So
+   f16/bf16/s8/u8 get dpas on Xe and mma on sm_90; f32 gets mad on Xe and fma on sm_90 (never tf32:
+   defaults do not lower precision); a depthwise convolution (N = 1, K =
+   kh x kw per group, 2 % of a dpas) gets mad with its lanes along the groups
+   (``mad_over_batch``, oneDNN's ``i=g16kw3ow8``). dpasw is never a default.
 2. **simd**: the target's width for that instruction (dpas: 8 on xehpg, 16
-   on xehpc; otherwise 16 on Xe; 32 on sm_90).
+   on xehpc; otherwise 16 on Xe; 32 on sm_90); with lanes along the batch the
+   widest width up to that which divides the batch (no masked lanes).
 3. **regs**: 256 (large GRF) for dpas on xehpc, 128 on other Xe
    configurations, 255 on sm_90 (the architectural cap; ptxas decides).
    A user's ``iter`` whose budget estimate exceeds that gets the smallest
@@ -37,19 +43,27 @@ user knobs. The rules, in order:
    powers of two, M and N up to 128 and not more than twice the problem, K
    moving 16..64 bytes of A per iteration. Each candidate is completed with
    rules 5-7 and kept if its register and SLM budget fits. Among those the
-   pick maximizes, in order: thread groups up to half the cores (small
+   pick maximizes, in order: at least half of the issued multiply lanes
+   useful (``lanes.lane_use``), thread groups up to half the cores (small
    problems get small tiles, as in SYCL-BLAS's dispatch by size), then the
    group's C area, the thread's C area and its K block, each weighted by the
    fraction of the computed space that is not padding. A tile is spread over a role's dims greedily
-   by the largest power-of-two divisor, so blocks divide the dims when they can.
+   by the largest power-of-two divisor, so blocks divide the dims when they can;
+   a power of two that divides none is split over them to pad least (``kh3kw3``
+   and 16: ``kh4kw4``, not ``kw16``).
+   With lanes along the batch the candidates are ``simd`` or twice ``simd`` of
+   the batch, the whole N, the innermost K dim whole in registers (kw; 8 of
+   it past 16) and powers of two of M.
 5. **tg**: 4 x 4 threads on Xe, 2 x 2 warps on sm_90, shrunk so no thread
    row or column lies wholly outside the problem, capped by the target's
    group size, then halved (larger side first) while there are fewer groups
-   than half the cores.
+   than half the cores, or, with lanes along the batch, while the group's
+   padding leaves fewer than half of the lanes useful.
 6. **loop**: the whole reduction inside one group (no split K; K blocks of
    ``iter x tg`` when the user's ``tg`` slices K).
 7. **slm**: A is buffered when several threads share it (X > 1), B when
-   Y > 1 (never decompressed weights: each thread converts its own bytes in registers); 3 buffers when the loop runs 3+ iterations, else 1; 0 when nothing
+   Y > 1 (never decompressed weights: each thread converts its own bytes in registers; never with lanes
+   along the batch: a depthwise B is a few bytes per channel); 3 buffers when the loop runs 3+ iterations, else 1; 0 when nothing
    is shared; reduced until it fits the group's SLM. No prefetch. **pipeline**
    unrolls when buffers rotate (``bufs > 1``) and reuses headers otherwise.
    No unroll, no subtiles.
@@ -67,6 +81,7 @@ from kdd.core.targets import FmaShape, Target
 from .budget import estimate_budget
 from .buildable import buildable
 from .decompress import Decompress
+from .lanes import MIN_USEFUL, lane_bound, lane_use
 from .kernel_config import KernelConfig
 from .operands import Operands, operands
 from .tiles import Tile
@@ -130,8 +145,8 @@ def ranked_in_mode(plan: "_Plan", problem, target: Target) -> tuple["_Plan", lis
         # What the larger mode buys is reuse: the fewest A and B bytes per FMA (the squarest tile) first,
         # then the fewer A bytes (A's rows carry the padding masks of a convolution's pixels).
         more = sorted(ranked_tiles(larger, problem, target, most_fmas=MIN_FMAS_PER_ITER),
-                      key=lambda item: (item[0][0], -plan.operand_bytes_per_fma(item[2]),
-                                        -plan.operand_bytes_per_fma(item[2], "a")) + item[0][1:],
+                      key=lambda item: item[0][:2] + (-plan.operand_bytes_per_fma(item[2]),
+                                                      -plan.operand_bytes_per_fma(item[2], "a")) + item[0][2:],
                       reverse=True)
         if more and plan.fmas_per_iter(more[0][2]) > have:
             plan, ranked, have = larger, more, plan.fmas_per_iter(more[0][2])
@@ -153,19 +168,45 @@ def ranked_tiles(plan: _Plan, problem, target: Target,
             continue
         t = budget.tiling
         eff = t.efficiency
-        score = (min(t.groups, target.device.cores // 2), t.m_group * t.n_group * eff,
-                 t.m_thread * t.n_thread * eff, t.k_iter * eff)
+        use = lane_use(problem, cfg, target)
+        score = (use is None or use.fraction >= MIN_USEFUL, min(t.groups, target.device.cores // 2),
+                 t.m_group * t.n_group * eff, t.m_thread * t.n_thread * eff, t.k_iter * eff)
         scored.append((score, cfg, tile))
     scored.sort(key=lambda item: item[0], reverse=True)
     return scored
 
 
-def pick_fma(target: Target, ops: Operands) -> str:
-    """Rule 1: the preferred full-precision instruction for A x B -> acc."""
-    for fma in target.fma_preference:
-        if any(not s.math for s in buildable(target.shapes(fma=fma, a=ops.a, b=ops.b, acc=ops.acc))):
+def pick_fma(target: Target, ops: Operands, problem=None) -> str:
+    """Rule 1: the preferred full-precision instruction for A x B -> acc that can keep at least half of its
+    multiply lanes useful on ``problem``; where none can, the preferred one (a wider instruction idling
+    most of its lanes still multiplies more per clock than a narrower one idling fewer: validation's
+    warning says why the lanes idle)."""
+    usable = [fma for fma in target.fma_preference if _full_precision(target, ops, fma)]
+    for fma in usable if problem is not None else ():
+        shape = _full_precision(target, ops, fma)[0]
+        if max(lane_bound(problem, shape, target, over) for over in _lane_forms(fma)) >= MIN_USEFUL:
             return fma
-    return target.fma_preference[-1]
+    return usable[0] if usable else target.fma_preference[-1]
+
+
+def _full_precision(target: Target, ops: Operands, fma: str) -> list[FmaShape]:
+    """The forms of ``fma`` that multiply A x B -> acc at full precision (and build), those of its default
+    width first."""
+    shapes = [s for s in buildable(target.shapes(fma=fma, a=ops.a, b=ops.b, acc=ops.acc)) if not s.math]
+    return sorted(shapes, key=lambda s: s.simd != target.simd_for(fma))
+
+
+def _batch_simd(problem, target: Target, fma: str, simd: int) -> int:
+    """Rule 2 for lanes along the batch: the widest width up to ``simd`` that divides the batch (``g40`` takes
+    SIMD8: five whole chunks, no masked lanes, so its loads stay block messages), ``simd`` if none does."""
+    batch = problem.gemm_dims().B
+    widths = sorted({s.simd for s in target.shapes(fma=fma)}, reverse=True)
+    return next((w for w in widths if w <= simd and batch % w == 0), simd)
+
+
+def _lane_forms(fma: str) -> tuple[bool, ...]:
+    """Where ``fma`` can put its lanes: along N, and for ``mad`` also along the batch."""
+    return (False, True) if fma in ("mad", "fma") else (False,)
 
 
 def default_regs(target: Target, fma: str) -> int:
@@ -178,8 +219,10 @@ def default_regs(target: Target, fma: str) -> int:
 
 def spread(total: int, dims: tuple[tuple[str, int], ...]) -> dict[str, int]:
     """Split block ``total`` over ``(name, size)`` dims: repeatedly give the dim with the largest
-    ``gcd(size, remaining)`` that factor (later dims win ties); what divides no dim goes to the dim
-    with the most left to cover, as padding."""
+    ``gcd(size, remaining)`` that factor (later dims win ties); a power of two that divides no dim is padding,
+    split over the dims so that it pads least (``kh3kw3`` and 16: ``kh4kw4``, 56 % of it useful, not
+    ``kw16``, 19 %; later dims take more where that pads alike), and an odd rest goes to the dim with the
+    most left to cover."""
     out = {name: 1 for name, _ in dims}
     left = dict(dims)
     remaining = total
@@ -191,10 +234,27 @@ def spread(total: int, dims: tuple[tuple[str, int], ...]) -> dict[str, int]:
         out[name] *= g
         left[name] //= g
         remaining //= g
-    if remaining > 1 and dims:
+    if remaining > 1 and dims and remaining & (remaining - 1) == 0:
+        names = [name for name, _ in dims]
+        best = min(_exponent_splits(remaining.bit_length() - 1, len(names)),
+                   key=lambda e: (prod(ceil(left[n] / 2 ** x) * 2 ** x / left[n] for n, x in zip(names, e)),
+                                  tuple(-x for x in reversed(e))))
+        for name, x in zip(names, best):
+            out[name] *= 2 ** x
+    elif remaining > 1 and dims:
         _, _, name = max((left[name], i, name) for i, (name, _) in enumerate(dims))
         out[name] *= remaining
     return out
+
+
+def _exponent_splits(total: int, parts: int):
+    """Every way to write ``total`` as ``parts`` non-negative integers, in order."""
+    if parts == 1:
+        yield (total,)
+        return
+    for first in range(total + 1):
+        for rest in _exponent_splits(total - first, parts - 1):
+            yield (first, *rest)
 
 
 def _tile(*blocks: dict[str, int]) -> Tile:
@@ -223,21 +283,29 @@ class _Plan:
     simd: int
     regs: int
     shape: tuple[int, int, int]
+    over_batch: bool = False  # mad's lanes along the batch dims (depthwise), rule 1
 
     @staticmethod
     def make(problem, target: Target, user: KernelConfig) -> "_Plan":
         ops = operands(problem, user)
-        fma = user.fma or pick_fma(target, ops)
+        fma = user.fma or pick_fma(target, ops, problem)
         simd = user.simd or (target.simd_for(fma) if fma in target.fma_kinds else target.default_simd)
         regs = user.regs or default_regs(target, fma)
         shapes = (buildable(target.shapes(fma=fma, simd=simd, a=ops.a, b=ops.b, acc=ops.acc))
                   or buildable(target.shapes(fma=fma, simd=simd, a=ops.a, b=ops.b)))
         best: FmaShape | None = shapes[0] if shapes else None
         shape = (best.m, best.n, best.k) if best else (1, simd, 1)
-        return _Plan(problem, target, user, ops, fma, simd, regs, shape)
+        over_batch = bool(best) and fma in ("mad", "fma") and \
+            lane_bound(problem, best, target, True) > lane_bound(problem, best, target, False)
+        if over_batch and not user.simd:
+            simd = _batch_simd(problem, target, fma, simd)
+            shape = (1, simd, 1)
+        return _Plan(problem, target, user, ops, fma, simd, regs, shape, over_batch)
 
     def iter_candidates(self) -> list[Tile]:
         """Rule 4's candidate per-thread tiles, largest first."""
+        if self.over_batch:
+            return self._batch_candidates()
         gemm = self.problem.gemm_dims()
         sm, sn, sk = self.shape
         ms = [m for m in _pow2_multiples(sm, MAX_THREAD_TILE) if m == sm or m // 2 < gemm.M]
@@ -247,9 +315,28 @@ class _Plan:
         tiles = sorted(((m * n, k, m, n) for m in ms for n in ns for k in ks), reverse=True)
         return [_tile(spread(m, gemm.m), spread(n, gemm.n), spread(k, gemm.k)) for _, k, m, n in tiles]
 
+    def _batch_candidates(self) -> list[Tile]:
+        """Rule 4 for ``mad`` with its lanes along the batch (a depthwise convolution's groups, oneDNN's
+        ``i=g16kw3ow8``): ``simd`` or twice ``simd`` of the batch, the whole N (fewer than ``simd``: no lane
+        along it), the innermost K dim whole (kw: the kernel row in registers, the outer K dims in the loop;
+        8 of it where it is longer than 16), and M (the pixels) a power of two with at most
+        ``MAX_THREAD_TILE`` elements of C per batch-and-N element."""
+        gemm = self.problem.gemm_dims()
+        s = self.simd
+        bs = [b for b in (s, 2 * s) if b == s or b // 2 < gemm.B]
+        inner = [(name, size) for name, size in gemm.k if size > 1][-1:]
+        k = {name: size if size <= 16 else 8 for name, size in inner}
+        n = spread(gemm.N, gemm.n)
+        tiles = sorted(((b * m, m, b) for b in bs for m in _pow2_multiples(1, MAX_THREAD_TILE // (b * gemm.N or 1))
+                        if m == 1 or m // 2 < gemm.M), reverse=True)
+        return [_tile(spread(b, gemm.b), spread(m, gemm.m), n, k) for _, m, b in tiles]
+
     def fmas_per_iter(self, tile: Tile) -> int:
         """FMA instructions one thread issues per reduction iteration with per-thread tile ``tile``."""
         gemm = self.problem.gemm_dims()
+        if self.over_batch:  # one instruction per simd batch elements and (m, n, k) element
+            return ceil(tile.product(d for d, _ in gemm.b) / self.simd) * prod(
+                tile.product(d for d, _ in getattr(gemm, role)) for role in "mnk")
         return prod(ceil(tile.product(d for d, _ in getattr(gemm, role)) / size)
                     for role, size in zip("mnk", self.shape))
 
@@ -263,10 +350,10 @@ class _Plan:
     def may_fit(self, tile: Tile) -> bool:
         """Whether C, A, B and the reserve alone fit the registers (prunes the search)."""
         gemm = self.problem.gemm_dims()
-        m, n, k = (tile.product(d for d, _ in getattr(gemm, role)) for role in "mnk")
+        b, m, n, k = (tile.product(d for d, _ in getattr(gemm, role)) for role in "bmnk")
         r = self.target.registers
-        need = (r.regs_for(m * n * self.ops.acc.size) + r.regs_for(m * k * self.ops.a.size)
-                + r.regs_for(k * n * self.ops.b.size) + r.reserved)
+        need = (r.regs_for(b * m * n * self.ops.acc.size) + r.regs_for(b * m * k * self.ops.a.size)
+                + r.regs_for(b * k * n * self.ops.b.size) + r.reserved)
         return need <= self.regs
 
     def complete(self, iter_tile: Tile) -> KernelConfig:
@@ -310,15 +397,27 @@ class _Plan:
             return derive_tiling(self.problem, KernelConfig(iter=iter_tile, tg=tile(x, y), loop=loop)).groups
 
         limit = self.target.max_group_threads(self.regs, self.simd)
-        while x * y > 1 and (x * y > limit or groups(x, y) < self.target.device.cores // 2):
+        while x * y > 1 and (x * y > limit or groups(x, y) < self.target.device.cores // 2
+                             or self._wastes_lanes(iter_tile, tile(x, y), loop)):
             if y >= x:
                 y //= 2
             else:
                 x //= 2
         return tile(x, y)
 
+    def _wastes_lanes(self, iter_tile: Tile, tg: Tile, loop: Tile) -> bool:
+        """Whether lanes along the batch (depthwise) fall under half useful with group ``tg``: a padded batch
+        already idles up to half of them, so a group that pads the pixels too gives way to a smaller one."""
+        if not self.over_batch:
+            return False
+        use = lane_use(self.problem, KernelConfig(fma=self.fma, simd=self.simd, iter=iter_tile, tg=tg, loop=loop,
+                                                  schedule="classic"), self.target)
+        return use is not None and use.fraction < MIN_USEFUL
+
     def _slm(self, cfg: KernelConfig) -> Buffering:
         """Rule 7."""
+        if self.over_batch:  # a depthwise B is a few bytes per channel: each thread reads its own, cached
+            return Buffering(0)
         t = derive_tiling(self.problem, cfg)
         x, y, _ = t.tg_grid
         share_a, share_b = x > 1, y > 1 and not self.ops.decompressed  # decompressed B: bytes from global

@@ -11,7 +11,7 @@ a loop with whole iterations of padding; a reduction split across the grid
 with post-ops or into a destination narrower than the accumulator; K
 slicing (``tg`` over K) with bwd_w's bias gradient.
 Warnings: padding (blocks that exceed or do not divide a dim, an M per
-thread padded to the instruction's M), reduced precision. Info: a reduction split across thread groups.
+thread padded to the instruction's M), under half of the issued multiply lanes useful (:mod:`.lanes`), reduced precision. Info: a reduction split across thread groups.
 """
 from __future__ import annotations
 
@@ -26,6 +26,7 @@ from .buildable import buildable, unbuilt_reason
 from .issues import ConfigIssue
 from .kernel_config import KernelConfig
 from .knobs import did_you_mean
+from .lanes import MIN_USEFUL, lane_use
 from .operands import operands
 from .tiling import Tiling, derive_tiling, mad_over_batch
 
@@ -64,6 +65,8 @@ def validate_config(problem, config: KernelConfig, target: Target, reduced: bool
                                         "is not summed across them; drop the bias or tg over K dims"))
     if shape is not None:
         _check_shape(tiling, config, shape, issues)
+    if shape is not None and tiles_ok and not reduced:
+        _check_lanes(problem, config, target, tiling, issues)
     _check_group(tiling, config, target, issues)
     if config.prefetch.enabled and not target.messages.prefetch:
         issues.append(ConfigIssue("prefetch", f"prefetch is an Xe knob; on {target.name} buffer through shared "
@@ -278,6 +281,21 @@ def _check_shape(tiling: Tiling, config: KernelConfig, shape: FmaShape, issues: 
         elif split > 1 and (size % split or (size // split) % inst):
             issues.append(ConfigIssue("subtiles", f"S={sub} splits {role}={size} into parts that are not "
                                                   f"multiples of {shape.fma}'s {role}={inst}"))
+
+
+def _check_lanes(problem, config: KernelConfig, target: Target, tiling: Tiling, issues: list[ConfigIssue]) -> None:
+    """Warn when under half of the multiply lanes issued do useful work (:mod:`.lanes`), saying why and, for
+    a batch of small multiplications (depthwise: one per channel), the form that fills the lanes."""
+    use = lane_use(problem, config, target)
+    if use is None or use.fraction >= MIN_USEFUL:
+        return
+    hint = ""
+    if use.extents["b"] >= config.simd and not mad_over_batch(config.fma, config.simd, tiling):
+        hint = (f"; fma = \"mad\" with iter over the batch dims (a multiple of simd={config.simd}) and N per "
+                f"thread not a multiple of simd puts the groups in the SIMD lanes, as oneDNN's depthwise kernels do")
+    issues.append(ConfigIssue(use.knob(), f"{use.fraction:.1%} of the multiply lanes {config.fma} issues do useful "
+                                          f"work ({use.useful} of {use.issued} multiply-adds), under half: "
+                                          f"{use.reason()}{hint}", "warning"))
 
 
 def _check_group(tiling: Tiling, config: KernelConfig, target: Target, issues: list[ConfigIssue]) -> None:

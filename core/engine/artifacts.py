@@ -7,9 +7,13 @@ characters, exclusive ends.
 """
 from __future__ import annotations
 
+from math import prod
+
 from kdd.core.codegen.backend import backend_for
 from kdd.core.config.budget import FLOOR, estimate_budget
+from kdd.core.config.lanes import lane_use
 from kdd.core.ir.printer import print_ir
+from kdd.core.passes.lane_use import issued_macs
 from kdd.core.passes.loop_stats import loop_stats
 from kdd.core.passes.metrics import kernel_metrics, reduction_iterations
 from kdd.core.passes.registers import estimate_registers
@@ -124,8 +128,24 @@ def stats_artifact(r, kernel, trace, ir: int | None = None) -> dict:
                           "floor": {x.label: x.amount for x in budget.regs if x.label in FLOOR},
                           "budget": budget.reg_capacity, "unit": budget.reg_unit},
             "loop": None if loop is None else loop.to_dict(),
+            "lanes": lane_figures(r, kernel, trace),
             "metrics": {"build": kernel_metrics(trace.input, model, iterations).to_dict(),
                         "final": kernel_metrics(trace.final, model, iterations).to_dict()}}
+
+
+def lane_figures(r, kernel, trace) -> dict | None:
+    """Useful multiply lanes per issued lane (:mod:`kdd.core.config.lanes`): ``issued`` counted on the built
+    IR (every multiply instruction's shape times its loops' trips, times the kernel's threads), ``useful``
+    the problem's GEMM extents, ``config`` the config's own figure with what pads it. None where either is
+    not counted (a warp group's ``wgmma``, a loop without a constant trip count)."""
+    config = lane_use(r.problem, r.config, r.target)
+    per_thread = issued_macs(trace.input)
+    if config is None or per_thread is None:
+        return None
+    threads = prod(kernel.grid) * prod(kernel.tg)
+    issued = per_thread * threads
+    return {"source": "IR", "useful": config.useful, "issued": issued,
+            "fraction": round(config.useful / issued, 4) if issued else 1.0, "config": config.to_dict()}
 
 
 def asm_loop_figures(main_loop: dict | None, ir_loop: dict | None) -> dict | None:

@@ -88,6 +88,11 @@ def stats_text(stats: dict) -> str:
                      f"{asm['var']}): {asm['dpas']:g} {loop['fma']}, {asm['sends']:g} sends (at least "
                      f"{asm['min_sends']}), {asm['int_ops']:g} int ops, {asm['float_ops']:g} float ops, "
                      f"{asm['moves']:g} moves, {asm['alu_per_dpas']:g} ALU per {loop['fma']} (source: assembly)")
+    lanes = stats.get("lanes")
+    if lanes is not None:
+        lines.append(f"multiply lanes: {lanes['fraction']:.1%} useful ({lanes['useful']} multiply-adds of "
+                     f"{lanes['issued']} issued by {lanes['config']['fma']}; {lanes['config']['reason']}) "
+                     f"(source: {lanes['source']})")
     for stage in ("build", "final"):
         m = stats["metrics"][stage]
         lines.append(f"{stage:>5}: {m['stmts']} statements, {m['inner_ops']:g} integer ops per reduction "

@@ -215,7 +215,11 @@ def test_emit_stats_prints_the_main_loop_of_the_ir_and_of_the_assembly(config_fi
     ir = next(ln for ln in out.splitlines() if ln.startswith("main loop") and ln.endswith("(source: IR)"))
     asm = next(ln for ln in out.splitlines() if ln.startswith("main loop") and ln.endswith("(source: assembly)"))
     assert " dpas," in ir and " ALU per dpas " in asm
+    lanes = next(ln for ln in out.splitlines() if ln.startswith("multiply lanes:"))
     code, out, _ = run(capsys, config_file, "--emit", "stats", "--json")
     stats = json.loads(out)["stats"]
     assert (stats["loop"]["source"], stats["asm_loop"]["source"]) == ("IR", "assembly")
     assert f"{stats['asm_loop']['alu_per_dpas']:g} ALU per dpas" in asm
+    assert lanes == (f"multiply lanes: {stats['lanes']['fraction']:.1%} useful ({stats['lanes']['useful']} "
+                     f"multiply-adds of {stats['lanes']['issued']} issued by dpas; "
+                     f"{stats['lanes']['config']['reason']}) (source: IR)")

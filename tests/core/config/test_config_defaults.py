@@ -70,7 +70,10 @@ def test_larger_mode_takes_the_squarest_tile():
 def test_spread_prefers_divisors_and_inner_dims():
     assert spread(32, (("mb", 32), ("od", 1), ("oh", 56), ("ow", 56))) == {"mb": 32, "od": 1, "oh": 1, "ow": 1}
     assert spread(32, (("mb", 1), ("od", 1), ("oh", 56), ("ow", 56))) == {"mb": 1, "od": 1, "oh": 4, "ow": 8}
-    assert spread(16, (("ic", 3), ("kh", 7), ("kw", 7))) == {"ic": 1, "kh": 1, "kw": 16}
+    # what divides no dim pads least split: kh 7 -> 8 and kw 7 -> 8 (77 % useful), not kw 7 -> 16 (44 %)
+    assert spread(16, (("ic", 3), ("kh", 7), ("kw", 7))) == {"ic": 1, "kh": 2, "kw": 8}
+    assert spread(16, (("ic", 3), ("kh", 3), ("kw", 3))) == {"ic": 1, "kh": 4, "kw": 4}
+    assert spread(16, (("oh", 13), ("ow", 13))) == {"oh": 1, "ow": 16}
 
 
 def test_user_iter_reshapes_the_rest():
