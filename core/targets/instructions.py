@@ -5,7 +5,7 @@ The descriptions are kdd's own words, written from these references (:data:`SOUR
 
 - Xe: Intel's Xe ISA as the Intel Graphics Compiler documents it (the vISA and IGA instruction
   references of intel/intel-graphics-compiler, and the Xe-HPG / Xe-HPC programmer's reference
-  manuals' EU and LSC chapters); pipes as ``codegen/xe/emitter.py`` counts them (seed 002's table).
+  manuals' EU and LSC chapters); pipes as ``xe_asm.pipe`` gives them (seed 002's table).
 - PTX: NVIDIA's "Parallel Thread Execution ISA" (version 8.x), section 9.7 (instructions).
 - SASS: NVIDIA's "CUDA Binary Utilities" (the Hopper instruction set table) for the meanings, and
   Nsight Compute's kernel profiling guide (its "Pipelines" section) for the pipe names.
