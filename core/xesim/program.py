@@ -88,8 +88,8 @@ def _operand(tok: str, *, dst: bool = False, ternary_src2: bool = False, exec_si
     t = null_type(tok)
     if t is not None:
         return Operand("null", t)
-    flag = flag_token(tok)
-    if flag is not None:       # a flag subregister as a 16-bit ALU operand (``and (1|M0) f0.0<1>:uw f0.0<0;1,0>:uw 0x7F:uw``)
+    flag = flag_token(tok)   # a flag subregister as a 16-bit ALU operand (``f0.0<0;1,0>:uw``)
+    if flag is not None:
         reg, bit = FLAGS[flag[0]]
         return Operand("flag", flag[1], reg, bit)
     r = register_token(tok)
