@@ -141,8 +141,12 @@ def verify(listing: dict) -> list[str]:
     rb = listing["registers"]["reg_bytes"]
     allocs = listing["registers"]["allocations"]
     lines = [ln["text"] for ln in listing["lines"]]
-    problems: list[str] = []
-    # 1. values live at the same time do not overlap
+    return _overlaps(allocs) + _replay(lines, allocs, rb)
+
+
+def _overlaps(allocs: list[dict]) -> list[str]:
+    """Check 1: values live at the same time do not overlap."""
+    problems = []
     ordered = sorted(allocs, key=lambda a: a["start"])
     for i, a in enumerate(ordered):
         for b in ordered[i + 1:]:
@@ -151,7 +155,11 @@ def verify(listing: dict) -> list[str]:
             if a["first_line"] <= b["last_line"] and b["first_line"] <= a["last_line"]:
                 problems.append(f"{a['label']} and {b['label']} share bytes while both live "
                                 f"(lines {max(a['first_line'], b['first_line']) + 1}..)")
-    # owner of each byte, line by line
+    return problems
+
+
+def _replay(lines: list[str], allocs: list[dict], rb: int) -> list[str]:
+    """Checks 2 and 3: the lines replayed against the owner of each byte, line by line."""
     starts: dict[int, list] = {}
     ends: dict[int, list] = {}
     for a in allocs:
@@ -159,42 +167,49 @@ def verify(listing: dict) -> list[str]:
         ends.setdefault(a["last_line"], []).append(a)
     owner: dict[int, dict] = {b: {"label": "r0"} for b in range(rb)}
     pending: dict[int, tuple] = {}        # byte -> (load line, value) not yet read
+    problems: list[str] = []
     for i, text in enumerate(lines):
         for a in starts.get(i, ()):
             for b in range(a["start"], a["start"] + a["bytes"]):
                 owner[b] = a
-        try:
-            reads, writes, kind, parts = _access(text, rb)
-        except ValueError as exc:   # the reader of IGA text cannot read the line: nothing on it is checked
-            problems.append(f"line {i + 1}: not read ({exc}): {text.strip()}")
-            reads, writes, kind, parts = set(), set(), "other", ()
-        for part in parts:
-            owners = {owner[b]["label"] for b in part if b in owner}
-            if len(owners) > 1:
-                problems.append(f"line {i + 1}: a message operand spans {', '.join(sorted(owners))}: "
-                                f"{text.strip()}")
-        # 2. every touched byte belongs to a live value
-        stray = sorted(b for b in reads | writes if b not in owner)
-        if stray:
-            problems.append(f"line {i + 1}: bytes r{stray[0] // rb}.{stray[0] % rb} (+{len(stray) - 1}) belong to "
-                            f"no live value: {text.strip()}")
-        # 3. loaded data is read by the value it was loaded for
-        for b in reads:
-            got = pending.pop(b, None)
-            if got is not None and owner.get(b) is not got[1]:
-                problems.append(f"line {i + 1}: reads r{b // rb} loaded at line {got[0] + 1} for "
-                                f"{got[1]['label']}, which no longer owns it")
-                break
-        for b in writes:
-            if kind == "load" and b in owner:
-                pending[b] = (i, owner[b])
-            else:
-                pending.pop(b, None)
+        problems += _line(i, text, rb, owner, pending)
         for a in ends.get(i, ()):
             for b in range(a["start"], a["start"] + a["bytes"]):
                 if owner.get(b) is a:
                     del owner[b]
                     pending.pop(b, None)     # data its value never read (unused halves of slots)
+    return problems
+
+
+def _line(i: int, text: str, rb: int, owner: dict, pending: dict) -> list[str]:
+    """The problems of line ``i`` under the byte owners of that line; ``pending`` follows its loads."""
+    try:
+        reads, writes, kind, parts = _access(text, rb)
+    except ValueError as exc:   # the reader of IGA text cannot read the line: nothing on it is checked
+        return [f"line {i + 1}: not read ({exc}): {text.strip()}"]
+    problems = []
+    for part in parts:
+        owners = {owner[b]["label"] for b in part if b in owner}
+        if len(owners) > 1:
+            problems.append(f"line {i + 1}: a message operand spans {', '.join(sorted(owners))}: "
+                            f"{text.strip()}")
+    # 2. every touched byte belongs to a live value
+    stray = sorted(b for b in reads | writes if b not in owner)
+    if stray:
+        problems.append(f"line {i + 1}: bytes r{stray[0] // rb}.{stray[0] % rb} (+{len(stray) - 1}) belong to "
+                        f"no live value: {text.strip()}")
+    # 3. loaded data is read by the value it was loaded for
+    for b in reads:
+        got = pending.pop(b, None)
+        if got is not None and owner.get(b) is not got[1]:
+            problems.append(f"line {i + 1}: reads r{b // rb} loaded at line {got[0] + 1} for "
+                            f"{got[1]['label']}, which no longer owns it")
+            break
+    for b in writes:
+        if kind == "load" and b in owner:
+            pending[b] = (i, owner[b])
+        else:
+            pending.pop(b, None)
     return problems
 
 
