@@ -508,21 +508,37 @@ def _mask_flag(cg, cond, lanes):
 def _ternary(cg, e, dst):
     lanes = e.type.lanes
     if e.op is Op.IIF:
-        b, c = evaluate(cg, e.b, None), evaluate(cg, e.c, None)
-        negate = isinstance(b, Imm) and not isinstance(c, Imm)   # only the second source takes an immediate
-        if negate:
-            b, c = c, b
-        b = _as_reg(cg, b, e.type, lanes)
-        out = _dst(cg, e, dst)
-        f = flag_of(cg, e.a, lanes)
-        if negate:
-            f = f[1:] if f.startswith("~") else "~" + f
-        alu(cg, "sel", lanes, out, [b, c], pred=f)
-        return out
+        return _select(cg, e, dst)
     mn = TERNARY[e.op]
     a, b, c = (evaluate(cg, x, None) for x in (e.a, e.b, e.c))
     if e.type.scalar.bits == 64:
         raise CodegenUnsupported(f"64-bit {mn}")
+    srcs = _ternary_sources(cg, mn, e.type, a, b, c)
+    out = _dst(cg, e, dst)
+    alu(cg, mn, lanes, out, srcs, ternary=True)
+    return out
+
+
+def _select(cg, e, dst):
+    """``iif(a, b, c)`` as a predicated ``sel`` (the sources swapped and the flag negated where only
+    ``b`` is an immediate)."""
+    lanes = e.type.lanes
+    b, c = evaluate(cg, e.b, None), evaluate(cg, e.c, None)
+    negate = isinstance(b, Imm) and not isinstance(c, Imm)   # only the second source takes an immediate
+    if negate:
+        b, c = c, b
+    b = _as_reg(cg, b, e.type, lanes)
+    out = _dst(cg, e, dst)
+    f = flag_of(cg, e.a, lanes)
+    if negate:
+        f = f[1:] if f.startswith("~") else "~" + f
+    alu(cg, "sel", lanes, out, [b, c], pred=f)
+    return out
+
+
+def _ternary_sources(cg, mn: str, t: Type, a, b, c) -> list:
+    """The sources of a three-source ``mad``/``add3`` in legal positions: immediates moved out of src1
+    (commuting where the operation allows), immediates as 16-bit integers or in registers."""
     if mn == "mad" and isinstance(b, Imm) and not isinstance(c, Imm):
         b, c = c, b             # src1 of a ternary cannot be an immediate
     if mn == "add3" and isinstance(b, Imm):
@@ -533,13 +549,11 @@ def _ternary(cg, e, dst):
     srcs = []
     for i, s in enumerate((a, b, c)):
         if isinstance(s, Imm) and (i == 1 or not s.fits16() or not s.type.is_int):
-            s = _as_reg(cg, s, e.type, 1)
+            s = _as_reg(cg, s, t, 1)
         elif isinstance(s, Imm):
             s = s.as16()
         srcs.append(s)
-    out = _dst(cg, e, dst)
-    alu(cg, mn, lanes, out, srcs, ternary=True)
-    return out
+    return srcs
 
 
 # -- division by constants --------------------------------------------------------------------
