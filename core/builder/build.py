@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from math import inf, prod
+from typing import NamedTuple
 
 from kdd.core.config.budget import estimate_budget
 from kdd.core.config.decompress import Decompress
@@ -90,8 +91,7 @@ class _Operand:
     group_roles: tuple[MatrixDim, MatrixDim, MatrixDim]
 
 
-@dataclass(frozen=True)
-class _Tiles:
+class _Tiles(NamedTuple):
     """The FMA of a thread and its register tiles: the thread tile's batch extent and M, N, K padded to the
     FMA's unit, the sub-tiles of A (``ms`` rows each) or B (``ns`` columns), A's contiguous role."""
 
@@ -105,9 +105,9 @@ class _Tiles:
     sub_a: int
     sub_b: int
     a_inner: int
+    c_reg: RegTensor
     a_reg: RegTensor
     b_reg: RegTensor
-    c_reg: RegTensor
 
 
 class _Builder:
@@ -151,29 +151,42 @@ class _Builder:
 
     # -- the kernel ----------------------------------------------------------------------------
     def build(self) -> Kernel:
-        p, cfg, t = self.problem, self.config, self.tiling
+        p, cfg, t, names = self.problem, self.config, self.tiling, self.names
         views = conv_views(p, self.layouts) if p.op == "conv" else gemm_views(p, self.layouts)
-        self.nest = build_loop_nest(t, self.names, cfg.unroll)
+        self.nest = build_loop_nest(t, names, cfg.unroll)
         operand = {w: _Operand(v, var(v.tensor, u64), self._roles(w, False), self._roles(w, True))
                    for w, v in zip("ABC", views)}
+
         tiles = self._tiles(operand)
-        stages = self._stages(operand, self._fma_ready(tiles))
-        a_load, b_load = self._operand_loaders(operand, tiles, stages)
+        fma, bt, mp, np_, kp, ms, ns, sub_a, sub_b, a_inner, c_reg, a_reg, b_reg = tiles
+
+        fma_ready = {} if self.per_lane else {
+            "A": subtile_chunks(fma.a_layout(bt, mp, kp, a_inner == 2), a_reg.layout, 1, sub_a),
+            "B": subtile_chunks(fma.b_layout(bt, kp, np_), b_reg.layout, 2, sub_b)}
+        stages = self._stages(operand, fma_ready)
+        a_load = self._loader(operand["A"], stages.get("A"), a_reg, 1, ms if sub_a > 1 else 0)
+        self.decompressor = self._decompressor(operand["B"], b_reg, kp, sub_b, stages)
+        if self.decompressor is not None:
+            raw_load = self._loader(operand["B"], None, self.decompressor.raw, 2, 0)
+            b_load = lambda s: self.decompressor.statements(raw_load(s))  # noqa: E731
+        else:
+            b_load = self._loader(operand["B"], stages.get("B"), b_reg, 2, ns if sub_b > 1 else 0)
         biases = [op for op in p.post_ops if isinstance(op, Bias)] if p.prop == "bwd_w" else []
         c_post_ops = () if biases else p.post_ops  # bwd_w's bias is an output of the reduction, not a post-op
-        finish = SplitFinish(t, self.nest.thread_linear, self.names, cfg.simd, self.rules) \
+        finish = SplitFinish(t, self.nest.thread_linear, names, cfg.simd, self.rules) \
             if needs_finish(t.split_k, self.ops.acc, self.ops.c, c_post_ops, biases[0].dt if biases else None) \
             else None
         atomic_out = t.split_k and finish is None  # partial sums added straight into the outputs
-        grad = self._bias_gradient(operand["B"], tiles.b_reg, tiles.np_, atomic_out)
+        grad = self._bias_gradient(operand["B"], b_reg, np_, atomic_out)
         if grad is not None:
             b_load = grad.after(b_load)
             self.allocs += grad.allocs
-        k_loop = Group.make("k_loop", self._reduction(self._compute(tiles, a_load, b_load, stages)),
-                            origin=Origin("loop_nest.reduction", "loop"))
-        slices = self._k_slices(tiles.c_reg, grad)
-        epi, init, epilogue = self._epilogue(operand["C"], tiles.c_reg, stages, c_post_ops, grad, finish,
-                                             atomic_out)
+        compute = self._compute(tiles, a_load, b_load, stages)
+        k_loop = Group.make("k_loop", self._reduction(compute), origin=Origin("loop_nest.reduction", "loop"))
+        slices = self._k_slices(c_reg, grad)
+
+        epi, init, epilogue = self._epilogue(operand["C"], c_reg, stages, c_post_ops, grad, finish, atomic_out)
+
         if slices is None:
             body = seq(init, k_loop, epilogue)
         else:
@@ -207,27 +220,7 @@ class _Builder:
         a_reg = RegTensor(a_buf, self._a_layout(operand["A"], fma.a_layouts(bt, ms, kp, a_inner == 2), a_buf),
                           0, ROLES["A"])
         b_reg = RegTensor(names.fresh("b", u64), fma.b_layout(bt, kp, ns), 0, ROLES["B"])
-        return _Tiles(fma, bt, mp, np_, kp, ms, ns, sub_a, sub_b, a_inner, a_reg, b_reg, c_reg)
-
-    def _fma_ready(self, tiles: _Tiles) -> dict:
-        """The register layouts SLM stages A and B in (FMA-ready, sub-tile by sub-tile); none per lane."""
-        if self.per_lane:
-            return {}
-        fma = tiles.fma
-        return {"A": subtile_chunks(fma.a_layout(tiles.bt, tiles.mp, tiles.kp, tiles.a_inner == 2),
-                                    tiles.a_reg.layout, 1, tiles.sub_a),
-                "B": subtile_chunks(fma.b_layout(tiles.bt, tiles.kp, tiles.np_), tiles.b_reg.layout, 2, tiles.sub_b)}
-
-    def _operand_loaders(self, operand: dict, tiles: _Tiles, stages: dict):
-        """The loaders of A and B (functions of the sub-tile index), B's through its decompression."""
-        a_load = self._loader(operand["A"], stages.get("A"), tiles.a_reg, 1, tiles.ms if tiles.sub_a > 1 else 0)
-        self.decompressor = self._decompressor(operand["B"], tiles.b_reg, tiles.kp, tiles.sub_b, stages)
-        if self.decompressor is not None:
-            raw_load = self._loader(operand["B"], None, self.decompressor.raw, 2, 0)
-            b_load = lambda s: self.decompressor.statements(raw_load(s))  # noqa: E731
-        else:
-            b_load = self._loader(operand["B"], stages.get("B"), tiles.b_reg, 2, tiles.ns if tiles.sub_b > 1 else 0)
-        return a_load, b_load
+        return _Tiles(fma, bt, mp, np_, kp, ms, ns, sub_a, sub_b, a_inner, c_reg, a_reg, b_reg)
 
     def _compute(self, tiles: _Tiles, a_load, b_load, stages: dict) -> Stmt:
         """One reduction step: the SLM stages' copies and barriers, the loads, the FMA calls (per

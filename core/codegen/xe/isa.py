@@ -259,8 +259,11 @@ def _broadcast(cg, e, dst: Reg | None):
     return _placed(cg, op, dst, e.type.lanes)
 
 
-def _ramp(cg, e, dst: Reg | None) -> Reg:
-    dst = _dst(cg, e, dst)
+def _ramp_into(cg, e, dst: Reg | None) -> Reg:
+    return _ramp(cg, e, _dst(cg, e, dst))
+
+
+def _ramp(cg, e, dst: Reg) -> Reg:
     lanes = e.lanes
     idx = cg.temp(u16, lanes)
     for c, n in pieces(lanes, 8):
@@ -691,4 +694,4 @@ def _int64(cg, e, a, b, out: Reg):
 
 # The lowering of each expression node type: ``(cg, e, dst) -> operand``.
 _LOWERINGS = {IntImm: _number, FloatImm: _number, BoolImm: _bool, Var: _var, Load: _load, Broadcast: _broadcast,
-              Ramp: _ramp, Cast: _cast, Unary: _unary, Binary: _binary, Ternary: _ternary}
+              Ramp: _ramp_into, Cast: _cast, Unary: _unary, Binary: _binary, Ternary: _ternary}

@@ -142,53 +142,35 @@ class Liveness:
 def analyze(root, global_names: set[str], remat: frozenset = frozenset()) -> Liveness:
     """Live ranges of ``root``'s register values. Lets named in ``remat`` get no register:
     their value is recomputed at every use, so its operands are read there instead."""
-    walk = _Walk(remat)
-    p = -1
-    for p, (kind, x) in enumerate(events(root)):
-        step = walk.steps.get(kind)
-        if step is not None:
-            step(x, p)
-    return walk.liveness(p + 1)
+    first: dict = {}
+    last: dict = {}
+    roles: dict[str, set] = {}
+    headers: dict[str, tuple] = {}
+    grf: set[str] = set()
+    scope: dict[str, list] = {}
+    var_keys: dict = {}
+    loops: list[_Loop] = []
+    allocs: dict = {}
+    free: set[str] = set()
+    accesses: dict[str, list] = {}       # buffer -> [(point, mode, written range, if depth)]
+    extended: set = set()
+    if_depth = [0]
+    signals = False
 
+    def touch_buf(name, p, mode, rng=None):
+        touch(("buf", name), p, mode)
+        accesses.setdefault(name, []).append((p, mode, rng, if_depth[0]))
 
-class _Walk:
-    """``analyze``'s state over the event sequence: one method per event kind that matters."""
-
-    def __init__(self, remat: frozenset):
-        self.remat = remat
-        self.first: dict = {}
-        self.last: dict = {}
-        self.roles: dict[str, set] = {}
-        self.headers: dict[str, tuple] = {}
-        self.grf: set[str] = set()
-        self.scope: dict[str, list] = {}
-        self.var_keys: dict = {}
-        self.loops: list[_Loop] = []
-        self.allocs: dict = {}
-        self.free: set[str] = set()
-        self.accesses: dict[str, list] = {}       # buffer -> [(point, mode, written range, if depth)]
-        self.extended: set = set()
-        self.if_depth = 0
-        self.signals = False
-        self.steps = {"let": self.let, "end_let": self.end_let, "for": self.for_, "end_for": self.end_for,
-                      "if": self.if_, "end_if": self.end_if, "alloc": self.alloc, "store": self.store,
-                      "call": self.call}
-
-    def touch_buf(self, name, p, mode, rng=None):
-        self.touch(("buf", name), p, mode)
-        self.accesses.setdefault(name, []).append((p, mode, rng, self.if_depth))
-
-    def touch(self, key, p, mode):
-        if key not in self.first:
-            self.first[key] = p
-        self.last[key] = p
-        for lp in self.loops:
+    def touch(key, p, mode):
+        if key not in first:
+            first[key] = p
+        last[key] = p
+        for lp in loops:
             lp.keys.add(key)
             if key not in lp.first:
                 lp.first[key] = "w" if mode == "w" and lp.if_depth == 0 else "r"
 
-    def read_expr(self, e, p):
-        scope, grf = self.scope, self.grf
+    def read_expr(e, p):
         stack = [e]
         while stack:
             x = stack.pop()
@@ -196,115 +178,100 @@ class _Walk:
             if t is Var:
                 keys = scope.get(x.name)
                 if not keys:
-                    self.free.add(x.name)
+                    free.add(x.name)
                 else:
                     if keys[-1][0] == "remat":
                         stack.append(keys[-1][1])
                     else:
-                        self.touch(keys[-1], p, "r")
+                        touch(keys[-1], p, "r")
                 continue
             if t is Load and x.buf.name in grf:
-                self.touch_buf(x.buf.name, p, "r")
+                touch_buf(x.buf.name, p, "r")
                 stack.append(x.offset)
                 continue
             stack.extend(x.children())
 
-    def define(self, node, name, p):
+    def define(node, name, p):
         key = ("var", p)
-        self.scope.setdefault(name, []).append(key)
-        self.var_keys[id(node), p] = key
-        self.touch(key, p, "w")
+        scope.setdefault(name, []).append(key)
+        var_keys[id(node), p] = key
+        touch(key, p, "w")
 
-    def let(self, x, p):
-        if x.var.name in self.remat:
-            self.scope.setdefault(x.var.name, []).append(("remat", x.value))
-            return
-        self.read_expr(x.value, p)
-        self.define(x, x.var.name, p)
-
-    def end_let(self, x, p):
-        self.scope[x.var.name].pop()
-
-    def for_(self, x, p):
-        self.read_expr(x.init, p)
-        self.read_expr(x.bound, p)
-        self.define(x, x.var.name, p)
-        self.loops.append(_Loop(p))
-        key = self.scope[x.var.name][-1]
-        self.loops[-1].first[key] = "r"
-
-    def end_for(self, x, p):
-        """The loop's end: what it used that came from before it, or may come from its previous
-        iteration, stays live over the whole loop."""
-        first, last = self.first, self.last
-        key = self.scope[x.var.name][-1]
-        self.touch(key, p, "r")
-        lp = self.loops.pop()
-        for k in lp.keys:
-            if first[k] < lp.start or lp.first.get(k) == "r":
-                self.extended.add(k)
-                first[k] = min(first[k], lp.start)
-                last[k] = max(last[k], p)
-        self.scope[x.var.name].pop()
-
-    def if_(self, x, p):
-        self.read_expr(x.cond, p)
-        self.if_depth += 1
-        for lp in self.loops:
-            lp.if_depth += 1
-
-    def end_if(self, x, p):
-        self.if_depth -= 1
-        for lp in self.loops:
-            lp.if_depth -= 1
-
-    def alloc(self, x, p):
-        if x.kind is MemKind.GRF:
-            self.grf.add(x.buf.name)
-            self.allocs[x.buf.name] = x
-
-    def store(self, x, p):
-        self.read_expr(x.offset, p)
-        self.read_expr(x.value, p)
-        if x.mask is not None:
-            self.read_expr(x.mask, p)
-        if x.buf.name in self.grf:
-            rng = None
-            if isinstance(x.offset, IntImm) and x.mask is None:
-                lanes = x.value.type.lanes
-                rng = (x.offset.value, x.offset.value + (lanes - 1) * x.stride + x.value.type.scalar.size)
-            self.touch_buf(x.buf.name, p, "w", rng)
-
-    def call(self, x, p):
-        bufs, exprs = call_buffers(x)
-        for e in exprs:
-            self.read_expr(e, p)
-        for name, mode, rng in bufs:
-            if name in self.grf:
-                self.touch_buf(name, p, mode, rng)
-        _record_roles(x, self.roles, self.headers, self.grf)
-        self.signals = self.signals or isinstance(x.func, (Barrier, BarrierSignal))
-
-    def liveness(self, points: int) -> Liveness:
-        """The walk's result: buffers accessed in straight-line order split into their segments, the
-        points where each key starts and ends."""
-        first, last = self.first, self.last
-        for name, acc in self.accesses.items():
-            key = ("buf", name)
-            if key in self.extended:
+    p = -1
+    for p, (kind, x) in enumerate(events(root)):
+        if kind == "let":
+            if x.var.name in remat:
+                scope.setdefault(x.var.name, []).append(("remat", x.value))
                 continue
-            for i, (lo, hi) in enumerate(_segments(acc)):
-                first[key + (i,)] = lo
-                last[key + (i,)] = hi
-            del first[key], last[key]
-        starts: dict[int, list] = {}
-        ends: dict[int, list] = {}
-        for k, v in first.items():
-            starts.setdefault(v, []).append(k)
-        for k, v in last.items():
-            ends.setdefault(v, []).append(k)
-        return Liveness(first, last, starts, ends, self.roles, self.headers, self.var_keys, points, self.allocs,
-                        self.free, self.signals)
+            read_expr(x.value, p)
+            define(x, x.var.name, p)
+        elif kind == "end_let":
+            scope[x.var.name].pop()
+        elif kind == "for":
+            read_expr(x.init, p)
+            read_expr(x.bound, p)
+            define(x, x.var.name, p)
+            loops.append(_Loop(p))
+            key = scope[x.var.name][-1]
+            loops[-1].first[key] = "r"
+        elif kind == "end_for":
+            key = scope[x.var.name][-1]
+            touch(key, p, "r")
+            lp = loops.pop()
+            for k in lp.keys:
+                if first[k] < lp.start or lp.first.get(k) == "r":
+                    extended.add(k)
+                    first[k] = min(first[k], lp.start)
+                    last[k] = max(last[k], p)
+            scope[x.var.name].pop()
+        elif kind == "if":
+            read_expr(x.cond, p)
+            if_depth[0] += 1
+            for lp in loops:
+                lp.if_depth += 1
+        elif kind == "end_if":
+            if_depth[0] -= 1
+            for lp in loops:
+                lp.if_depth -= 1
+        elif kind == "alloc":
+            if x.kind is MemKind.GRF:
+                grf.add(x.buf.name)
+                allocs[x.buf.name] = x
+        elif kind == "store":
+            read_expr(x.offset, p)
+            read_expr(x.value, p)
+            if x.mask is not None:
+                read_expr(x.mask, p)
+            if x.buf.name in grf:
+                rng = None
+                if isinstance(x.offset, IntImm) and x.mask is None:
+                    lanes = x.value.type.lanes
+                    rng = (x.offset.value, x.offset.value + (lanes - 1) * x.stride + x.value.type.scalar.size)
+                touch_buf(x.buf.name, p, "w", rng)
+        elif kind == "call":
+            bufs, exprs = call_buffers(x)
+            for e in exprs:
+                read_expr(e, p)
+            for name, mode, rng in bufs:
+                if name in grf:
+                    touch_buf(name, p, mode, rng)
+            _record_roles(x, roles, headers, grf)
+            signals = signals or isinstance(x.func, (Barrier, BarrierSignal))
+    for name, acc in accesses.items():
+        key = ("buf", name)
+        if key in extended:
+            continue
+        for i, (lo, hi) in enumerate(_segments(acc)):
+            first[key + (i,)] = lo
+            last[key + (i,)] = hi
+        del first[key], last[key]
+    starts: dict[int, list] = {}
+    ends: dict[int, list] = {}
+    for k, v in first.items():
+        starts.setdefault(v, []).append(k)
+    for k, v in last.items():
+        ends.setdefault(v, []).append(k)
+    return Liveness(first, last, starts, ends, roles, headers, var_keys, p + 1, allocs, free, signals)
 
 
 def _segments(acc: list) -> list[tuple[int, int]]:

@@ -13,12 +13,12 @@ import struct
 from dataclasses import dataclass
 
 from kdd.core.ir.types import Scalar, Type
-from kdd.core.targets.xe_asm import SCALAR_TYPES, SIZES
+from kdd.core.targets.xe_asm import SCALAR_TYPES
 
 
 # Keyed by the scalar's short name: a str hashes from its cache, an Enum member through Python code.
+_ELEM_SIZE = {s.short: 4 if s is Scalar.BOOL else s.bits // 8 for s in Scalar}
 _IGA = {s.short: t for s, t in SCALAR_TYPES.items()}
-_ELEM_SIZE = {short: SIZES[t] for short, t in _IGA.items()}
 
 
 def elem_size(t: Type) -> int:
