@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from math import inf, prod
+from typing import NamedTuple
 
 from kdd.core.config.budget import estimate_budget
 from kdd.core.config.decompress import Decompress
@@ -90,6 +91,25 @@ class _Operand:
     group_roles: tuple[MatrixDim, MatrixDim, MatrixDim]
 
 
+class _Tiles(NamedTuple):
+    """The FMA of a thread and its register tiles: the thread tile's batch extent and M, N, K padded to the
+    FMA's unit, the sub-tiles of A (``ms`` rows each) or B (``ns`` columns), A's contiguous role."""
+
+    fma: object
+    bt: int
+    mp: int
+    np_: int
+    kp: int
+    ms: int
+    ns: int
+    sub_a: int
+    sub_b: int
+    a_inner: int
+    c_reg: RegTensor
+    a_reg: RegTensor
+    b_reg: RegTensor
+
+
 class _Builder:
     def __init__(self, problem, config: KernelConfig, target: Target):
         self.problem, self.config, self.target = problem, config, target
@@ -137,24 +157,8 @@ class _Builder:
         operand = {w: _Operand(v, var(v.tensor, u64), self._roles(w, False), self._roles(w, True))
                    for w, v in zip("ABC", views)}
 
-        bt, m_thr, n_thr, k_thr = (prod(d.iter for d in t.role(r)) for r in "bmnk")
-        fma = make_fma(cfg.fma, self.target, cfg.simd, self.ops.a, self.ops.b, self.ops.acc, m_thr,
-                       mad_over_batch(cfg.fma, cfg.simd, t))
-        sub_a, sub_b = (cfg.subtiles.a, cfg.subtiles.b) if cfg.subtiles else (1, 1)
-        if sub_a > 1 and sub_b > 1:
-            raise BuildError("subtiles: split A or B, not both", knob="subtiles")
-        if (sub_a > 1 or sub_b > 1) and bt > 1:
-            raise BuildError("subtiles need a thread tile without batch dims (iter over g or b0 is 1)",
-                             knob="subtiles")
-        um, un, uk = fma.unit
-        mp, np_, kp = _up(m_thr, um * sub_a), _up(n_thr, un * sub_b), _up(k_thr, uk)
-        ms, ns = mp // sub_a, np_ // sub_b
-        a_inner = contiguous_role(operand["A"].view, operand["A"].roles)
-        c_reg = RegTensor(names.fresh("c_acc", u64), fma.c_layout(bt, mp, np_), 0, ROLES["C"])
-        a_buf = names.fresh("a", u64)
-        a_reg = RegTensor(a_buf, self._a_layout(operand["A"], fma.a_layouts(bt, ms, kp, a_inner == 2), a_buf),
-                          0, ROLES["A"])
-        b_reg = RegTensor(names.fresh("b", u64), fma.b_layout(bt, kp, ns), 0, ROLES["B"])
+        tiles = self._tiles(operand)
+        fma, bt, mp, np_, kp, ms, ns, sub_a, sub_b, a_inner, c_reg, a_reg, b_reg = tiles
 
         # FMA-ready SLM tiles hold the FMA's operand type; an operand fma_type converts is staged as stored
         fma_ready = {} if self.per_lane or self.ops.converted else {
@@ -179,31 +183,83 @@ class _Builder:
         if grad is not None:
             b_load = grad.after(b_load)
             self.allocs += grad.allocs
+        compute = self._compute(tiles, a_load, b_load, stages)
+        k_loop = Group.make("k_loop", self._reduction(compute), origin=Origin("loop_nest.reduction", "loop"))
+        slices = self._k_slices(c_reg, grad)
+
+        epi, init, epilogue = self._epilogue(operand["C"], c_reg, stages, c_post_ops, grad, finish, atomic_out)
+
+        if slices is None:
+            body = seq(init, k_loop, epilogue)
+        else:
+            body = seq(init, k_loop, Group.make("k_slices", slices.reduce, origin=K_SLICES_ORIGIN),
+                       If.make(slices.first, epilogue, origin=K_SLICES_ORIGIN))
+        body = self._allocated(body, tiles, stages, slices)
+        args = self._args(epi.args, atomic_out) + ((grad.arg,) if grad else ()) + \
+            (tuple(finish.args) if finish else ())
+        return Kernel(body, args, t.kernel_grid, t.tg_grid, cfg.simd, self.target.name, self.reg_bytes,
+                      sum(s.slm_bytes for s in stages.values()) + (slices.slm_bytes if slices else 0), p, cfg)
+
+    def _tiles(self, operand: dict) -> _Tiles:
+        """The FMA and the register tiles of C, A and B it multiplies (the thread tile padded to its unit),
+        with the sub-tiling of A or B (``subtiles``)."""
+        cfg, t, names = self.config, self.tiling, self.names
+        bt, m_thr, n_thr, k_thr = (prod(d.iter for d in t.role(r)) for r in "bmnk")
+        fma = make_fma(cfg.fma, self.target, cfg.simd, self.ops.a, self.ops.b, self.ops.acc, m_thr,
+                       mad_over_batch(cfg.fma, cfg.simd, t))
+        sub_a, sub_b = (cfg.subtiles.a, cfg.subtiles.b) if cfg.subtiles else (1, 1)
+        if sub_a > 1 and sub_b > 1:
+            raise BuildError("subtiles: split A or B, not both", knob="subtiles")
+        if (sub_a > 1 or sub_b > 1) and bt > 1:
+            raise BuildError("subtiles need a thread tile without batch dims (iter over g or b0 is 1)",
+                             knob="subtiles")
+        um, un, uk = fma.unit
+        mp, np_, kp = _up(m_thr, um * sub_a), _up(n_thr, un * sub_b), _up(k_thr, uk)
+        ms, ns = mp // sub_a, np_ // sub_b
+        a_inner = contiguous_role(operand["A"].view, operand["A"].roles)
+        c_reg = RegTensor(names.fresh("c_acc", u64), fma.c_layout(bt, mp, np_), 0, ROLES["C"])
+        a_buf = names.fresh("a", u64)
+        a_reg = RegTensor(a_buf, self._a_layout(operand["A"], fma.a_layouts(bt, ms, kp, a_inner == 2), a_buf),
+                          0, ROLES["A"])
+        b_reg = RegTensor(names.fresh("b", u64), fma.b_layout(bt, kp, ns), 0, ROLES["B"])
+        return _Tiles(fma, bt, mp, np_, kp, ms, ns, sub_a, sub_b, a_inner, c_reg, a_reg, b_reg)
+
+    def _compute(self, tiles: _Tiles, a_load, b_load, stages: dict) -> Stmt:
+        """One reduction step: the SLM stages' copies and barriers, the loads, the FMA calls (per
+        sub-tile of A or B)."""
+        names, fma, a_reg, b_reg, c_reg = self.names, tiles.fma, tiles.a_reg, tiles.b_reg, tiles.c_reg
         fma_origin = Origin(f"fma.{fma.name}", "fma")
         sub_origin = Origin("fma.subtiles", "subtiles")
         zero = arith.const(0)
-        if sub_a > 1:
-            compute = seq(b_load(zero), nest(names, [("a_sub", sub_a)], lambda s: seq(
-                a_load(s), fma.emit(a_reg, b_reg, c_reg.rows(1, s, ms), names, fma_origin)), sub_origin))
-        elif sub_b > 1:
-            compute = seq(a_load(zero), nest(names, [("b_sub", sub_b)], lambda s: seq(
-                b_load(s), fma.emit(a_reg, b_reg, c_reg.rows(2, s, ns), names, fma_origin)), sub_origin))
+        if tiles.sub_a > 1:
+            compute = seq(b_load(zero), nest(names, [("a_sub", tiles.sub_a)], lambda s: seq(
+                a_load(s), fma.emit(a_reg, b_reg, c_reg.rows(1, s, tiles.ms), names, fma_origin)), sub_origin))
+        elif tiles.sub_b > 1:
+            compute = seq(a_load(zero), nest(names, [("b_sub", tiles.sub_b)], lambda s: seq(
+                b_load(s), fma.emit(a_reg, b_reg, c_reg.rows(2, s, tiles.ns), names, fma_origin)), sub_origin))
         else:
             compute = seq(a_load(zero), b_load(zero), fma.emit(a_reg, b_reg, c_reg, names, fma_origin))
         if stages:
             barrier = Origin("slm.barrier", "slm")
             compute = seq(*(s.load for s in stages.values()), FuncCall.make(Barrier(), origin=barrier),
                           *(s.store for s in stages.values()), slm_barrier(barrier), compute)
-        k_loop = Group.make("k_loop", self._reduction(compute), origin=Origin("loop_nest.reduction", "loop"))
+        return compute
+
+    def _k_slices(self, c_reg: RegTensor, grad):
+        """The K slices of the group's threads summed through SLM (``tg`` over K dims), or None."""
         # Two registers per piece: the receive buffer is live beside the whole C tile.
-        slices = k_slices(c_reg, t, names, cfg.simd, 2 * self.reg_bytes)
+        slices = k_slices(c_reg, self.tiling, self.names, self.config.simd, 2 * self.reg_bytes)
         if slices is not None:
             if grad is not None:
                 raise BuildError("tg splits K across the threads of a group, and the bias gradient of bwd_w "
                                  "is not summed across them; drop the bias or tg over K dims", knob="tg")
             self.allocs.append((slices.part, Origin("k_slices.part", "tg")))
+        return slices
 
-        c_op = operand["C"]
+    def _epilogue(self, c_op: _Operand, c_reg: RegTensor, stages: dict, c_post_ops, grad, finish, atomic_out):
+        """The epilogue builder, the ``init_c`` group (C and the zero-filled stages cleared) and the
+        ``epilogue`` group (post-ops and stores, through split K's finish)."""
+        names, cfg = self.names, self.config
         ctx = EpilogueContext(c_reg, self._access(c_op, self.nest.thread_start), self.ops.c, self.rules, names,
                               not self.per_lane,
                               cfg.simd, self.reg_bytes, self._lanes, atomic_out)
@@ -225,12 +281,11 @@ class _Builder:
             self.allocs.append((finish.arrived, ORIGIN_SPLIT_K))
         epilogue = Group.make("epilogue", finished, origin=Origin("epilogue", "post_ops"))
         init = Group.make("init_c", init_c, origin=Origin("init_c", "iter"))
+        return epi, init, epilogue
 
-        if slices is None:
-            body = seq(init, k_loop, epilogue)
-        else:
-            body = seq(init, k_loop, Group.make("k_slices", slices.reduce, origin=K_SLICES_ORIGIN),
-                       If.make(slices.first, epilogue, origin=K_SLICES_ORIGIN))
+    def _allocated(self, body: Stmt, tiles: _Tiles, stages: dict, slices) -> Stmt:
+        """``body`` inside the allocations of every buffer it uses and the loop nest's lets, as the
+        ``kernel`` group."""
         for reg, origin in reversed(self.allocs):
             body = Alloc.make(reg.buf, self._grf(reg.bytes), MemKind.GRF, body, self._lanes(reg), origin=origin)
         for which, st in reversed(list(stages.items())):
@@ -246,16 +301,12 @@ class _Builder:
             body = Alloc.make(st.slm, st.slm_bytes, MemKind.SLM, body, origin=origin)
         if slices is not None:
             body = Alloc.make(slices.slm, slices.slm_bytes, MemKind.SLM, body, origin=K_SLICES_ORIGIN)
-        for reg, step in ((b_reg, "fma.b_tile"), (a_reg, "fma.a_tile"), (c_reg, "fma.c_tile")):
+        for reg, step in ((tiles.b_reg, "fma.b_tile"), (tiles.a_reg, "fma.a_tile"), (tiles.c_reg, "fma.c_tile")):
             body = Alloc.make(reg.buf, self._grf(reg.bytes), MemKind.GRF, body, self._lanes(reg),
                               origin=Origin(step, "iter"))
         for b in reversed(self.nest.bindings):
             body = Let.make(b.var, b.value, body, origin=b.origin)
-        body = Group.make("kernel", arith.fold(body), origin=Origin("build"))
-        args = self._args(epi.args, atomic_out) + ((grad.arg,) if grad else ()) + \
-            (tuple(finish.args) if finish else ())
-        return Kernel(body, args, t.kernel_grid, t.tg_grid, cfg.simd, self.target.name, self.reg_bytes,
-                      sum(s.slm_bytes for s in stages.values()) + (slices.slm_bytes if slices else 0), p, cfg)
+        return Group.make("kernel", arith.fold(body), origin=Origin("build"))
 
     # -- pieces ----------------------------------------------------------------------------------
     def _staged(self, which: str) -> bool:

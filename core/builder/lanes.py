@@ -63,28 +63,15 @@ def nested_of(layout: Layout, reg_bytes: int) -> tuple[NestedLayout, tuple[int, 
     if size > 4 or layout.offset:
         return None
     per_reg = 4 // size
-    row = per_reg * (reg_bytes // 4)
-    blocks = _split(_split([b for b in layout.blocks if b.size > 1], per_reg), row)
-    digits: list[list[tuple[bool, Block]]] = [[] for _ in layout.dims]
-    for b in blocks:
-        is_lane = per_reg <= b.stride < row
-        if is_lane and b.stride * b.size > row:
-            return None
-        digits[b.dim].append((is_lane, b))
+    digits = _digits(layout, per_reg, per_reg * (reg_bytes // 4))
+    if digits is None:
+        return None
     options = []  # per dim: candidate (element, thread, thread stride, outer + batch digits)
     for dim_digits in digits:
-        flags = [lane for lane, _ in dim_digits]
-        first = flags.index(True) if True in flags else None
-        lane = [b for is_lane, b in dim_digits if is_lane]
-        if first is not None and flags[first:first + len(lane)] != [True] * len(lane):
+        dim_options = _dim_options(dim_digits, per_reg)
+        if dim_options is None:
             return None
-        if any(nxt.stride != cur.stride * cur.size for cur, nxt in zip(lane, lane[1:])):
-            return None
-        sizes = [b.size for _, b in dim_digits]
-        t_stride = lane[0].stride // per_reg if lane else 0
-        splits = [first] if first is not None else range(len(sizes) + 1)
-        options.append([(math.prod(sizes[:j]), math.prod(b.size for b in lane), t_stride,
-                         sizes[j + len(lane):]) for j in splits])
+        options.append(dim_options)
     ndims = len(layout.dims)
     for order in itertools.permutations(range(ndims)):
         for picks in itertools.product(*(options[d] for d in order)):
@@ -93,6 +80,36 @@ def nested_of(layout: Layout, reg_bytes: int) -> tuple[NestedLayout, tuple[int, 
                 if nested is not None and _agrees(nested, order, layout, per_reg, reg_bytes):
                     return nested, order
     return None
+
+
+def _digits(layout: Layout, per_reg: int, row: int) -> list[list[tuple[bool, Block]]] | None:
+    """Per dim, its blocks (split at the dword and the register row) innermost first, each marked
+    whether it picks the lane (its stride within one row); None where a lane block crosses the row."""
+    blocks = _split(_split([b for b in layout.blocks if b.size > 1], per_reg), row)
+    digits: list[list[tuple[bool, Block]]] = [[] for _ in layout.dims]
+    for b in blocks:
+        is_lane = per_reg <= b.stride < row
+        if is_lane and b.stride * b.size > row:
+            return None
+        digits[b.dim].append((is_lane, b))
+    return digits
+
+
+def _dim_options(dim_digits: list[tuple[bool, Block]], per_reg: int) -> list[tuple] | None:
+    """A dim's candidates (element, thread, thread stride, outer + batch digits): its lane digits must
+    be consecutive and dense (None where they are not); without any, each split of its digits."""
+    flags = [lane for lane, _ in dim_digits]
+    first = flags.index(True) if True in flags else None
+    lane = [b for is_lane, b in dim_digits if is_lane]
+    if first is not None and flags[first:first + len(lane)] != [True] * len(lane):
+        return None
+    if any(nxt.stride != cur.stride * cur.size for cur, nxt in zip(lane, lane[1:])):
+        return None
+    sizes = [b.size for _, b in dim_digits]
+    t_stride = lane[0].stride // per_reg if lane else 0
+    splits = [first] if first is not None else range(len(sizes) + 1)
+    return [(math.prod(sizes[:j]), math.prod(b.size for b in lane), t_stride, sizes[j + len(lane):])
+            for j in splits]
 
 
 def _candidate(picks, cuts) -> NestedLayout | None:

@@ -90,22 +90,7 @@ def build_loop_nest(tiling, names: Names, unroll) -> LoopNest:
         if d.role != "k" and d.loop > 1:
             raise BuildError(f"loop={d.name}{d.loop}: loops run over K dims only "
                              f"({d.name} is a {d.role.upper()} dim); grow iter or tg instead", knob="loop")
-    grid_org, tg_org = Origin("loop_nest.grid", "iter"), Origin("loop_nest.thread_group", "tg")
-    bindings: list[Binding] = []
-    grp: dict[str, Expr] = {}
-    thr: dict[str, Expr] = {}
-    for axis in range(3):
-        roles = [r for r, a in AXIS.items() if a == axis]
-        axis_dims = [d for d in dims if d.role in roles]
-        lets, idx = _unpack(var(GROUP_IDS[axis], s32), [(d.name, d.grid) for d in axis_dims], names,
-                            "grp", grid_org)
-        bindings += lets
-        grp.update(idx)
-        lets, idx = _unpack(var(THREAD_IDS[axis], s32), [(d.name, d.tg) for d in axis_dims], names,
-                            "thr", tg_org)
-        bindings += lets
-        thr.update(idx)
-
+    bindings, grp, thr = _unpacked_ids(dims, names)
     thread_start, group_start, local_start, facts = {}, {}, {}, {}
     for d in dims:
         if d.role == "k":
@@ -122,7 +107,41 @@ def build_loop_nest(tiling, names: Names, unroll) -> LoopNest:
         bindings.append(Binding(v, start, Origin("loop_nest.thread_tile", "iter")))
         facts[v] = d.iter
         thread_start[d.name] = v
+    k_loops, k_bindings = _reduction_origins(tiling, names, unroll, grp, thr, (thread_start, group_start, local_start,
+                                                                        facts))
+    x, y, _ = tiling.tg_grid
+    tid = [var(n, s32) for n in THREAD_IDS]
+    linear = arith.add(tid[0] if x > 1 else 0, arith.mul(tid[1], x) if y > 1 else 0,
+                       arith.mul(tid[2], x * y) if tiling.tg_grid[2] > 1 else 0)
+    return LoopNest(tuple(bindings), tuple(k_loops), tuple(k_bindings), thread_start, group_start,
+                    local_start, facts, linear)
 
+
+def _unpacked_ids(dims, names: Names) -> tuple[list[Binding], dict[str, Expr], dict[str, Expr]]:
+    """The lets that unpack the group and thread ids of each grid axis into the index of every dim
+    along it, and those indices by dim (group, thread)."""
+    grid_org, tg_org = Origin("loop_nest.grid", "iter"), Origin("loop_nest.thread_group", "tg")
+    bindings: list[Binding] = []
+    grp: dict[str, Expr] = {}
+    thr: dict[str, Expr] = {}
+    for axis in range(3):
+        roles = [r for r, a in AXIS.items() if a == axis]
+        axis_dims = [d for d in dims if d.role in roles]
+        lets, idx = _unpack(var(GROUP_IDS[axis], s32), [(d.name, d.grid) for d in axis_dims], names,
+                            "grp", grid_org)
+        bindings += lets
+        grp.update(idx)
+        lets, idx = _unpack(var(THREAD_IDS[axis], s32), [(d.name, d.tg) for d in axis_dims], names,
+                            "thr", tg_org)
+        bindings += lets
+        thr.update(idx)
+    return bindings, grp, thr
+
+
+def _reduction_origins(tiling, names: Names, unroll, grp: dict, thr: dict, starts: tuple):
+    """The reduction loops (one per K dim with ``loop`` > 1) and the lets of the K origins they move,
+    each K dim's origins written into ``starts`` (thread, group, local; facts)."""
+    thread_start, group_start, local_start, facts = starts
     k_loops: list[tuple[Var, int, int]] = []
     k_bindings: list[Binding] = []
 
@@ -149,10 +168,4 @@ def build_loop_nest(tiling, names: Names, unroll) -> LoopNest:
         local_start[d.name] = local
         thread_start[d.name] = group if arith.is_const(local, 0) else k_origin(
             f"{d.name}0_slice", arith.add(group, local), d.iter)
-
-    x, y, _ = tiling.tg_grid
-    tid = [var(n, s32) for n in THREAD_IDS]
-    linear = arith.add(tid[0] if x > 1 else 0, arith.mul(tid[1], x) if y > 1 else 0,
-                       arith.mul(tid[2], x * y) if tiling.tg_grid[2] > 1 else 0)
-    return LoopNest(tuple(bindings), tuple(k_loops), tuple(k_bindings), thread_start, group_start,
-                    local_start, facts, linear)
+    return k_loops, k_bindings

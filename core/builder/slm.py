@@ -356,6 +356,42 @@ def _column_copy(group: TileAccess, tile: RegTensor, layout: Layout, rules: Mess
     with block messages (res3's B: 16 two-byte scatters -> one 256-byte store). Returns the
     staging bytes, the load, the store and the pack buffer (None: unused), or None where the
     tile, the threads or the messages do not fit this."""
+    shape = _column_shape(tile, layout, threads)
+    if shape is None:
+        return None
+    dim, k, chunk, rows, cols, rounds = shape
+    dims = tile.layout.dims
+    column = RegTensor(tile.buf, Layout(tile.dtype, dims, (Block(dim, chunk, 1), Block(k, rows, chunk),
+                                                            Block(dim, cols // chunk, chunk * rows))))
+    if contiguous_run(group, column) % chunk:
+        return None
+    plan = MessagePlan(SendKind.BLOCK, chunk, rows * cols // chunk)  # rows only vector messages move
+    vectors = plan_vectors(plan, rounds, tile.dtype.size, rules)
+    if vectors is None:
+        return None
+    n = rounds * chunk
+    piece = _thread_piece(tile, layout, shape, thread, threads)
+    if piece is None:
+        return None
+    order = tuple(d for d in range(3) if d not in (k, dim)) + (k, dim)
+    try:
+        src = vectors.layout(tile.dtype, piece.layout.dims, order)
+    except ValueError:
+        return None
+    pack = names.fresh(pack_name, u64)
+    packed = _pack_stores(tile, piece, src, staging, pack, n, rules, origin)
+    if packed is None:
+        return None
+    store, moved = packed
+    load = transfer(SendOp.LOAD, group, column, rules, names, origin,
+                    TransferPlan(split=(thread, threads), staging=staging, vectors=vectors, plan=plan))
+    return n * tile.dtype.size, load, store, pack if moved else None
+
+
+def _column_shape(tile: RegTensor, layout: Layout, threads: int):
+    """``(dim, k, chunk, rows, cols, rounds)`` of a column copy: the memory-contiguous dim and the other
+    one, the layout's column chunk, the tile's rows (of ``k``) and columns (of ``dim``), and the rows of
+    a thread's run; None where the tile is not 2D or the threads' runs would not fit whole chunks."""
     dim = tile.inner_block().dim
     dims = tile.layout.dims
     others = [d for d in range(3) if d != dim and dims[d] > 1]
@@ -369,14 +405,12 @@ def _column_copy(group: TileAccess, tile: RegTensor, layout: Layout, rules: Mess
     rounds = rows * cols // chunk // threads
     if rows % rounds:
         return None  # a thread's run would cross a column chunk
-    column = RegTensor(tile.buf, Layout(tile.dtype, dims, (Block(dim, chunk, 1), Block(k, rows, chunk),
-                                                            Block(dim, cols // chunk, chunk * rows))))
-    if contiguous_run(group, column) % chunk:
-        return None
-    plan = MessagePlan(SendKind.BLOCK, chunk, rows * cols // chunk)  # rows only vector messages move
-    vectors = plan_vectors(plan, rounds, tile.dtype.size, rules)
-    if vectors is None:
-        return None
+    return dim, k, chunk, rows, cols, rounds
+
+
+def _thread_piece(tile: RegTensor, layout: Layout, shape: tuple, thread: Expr, threads: int) -> RegTensor | None:
+    """The piece of the FMA-ready tile ``thread`` stores (None: the threads' pieces do not tile it)."""
+    dim, k, chunk, rows, _, rounds = shape
     per_chunk = rows // rounds
     n = rounds * chunk
 
@@ -392,19 +426,7 @@ def _column_copy(group: TileAccess, tile: RegTensor, layout: Layout, rules: Mess
         return None
     if not _dense(piece.layout.blocks, n) or starts != [t * n * tile.dtype.size for t in range(threads)]:
         return None
-    order = tuple(d for d in range(3) if d not in (k, dim)) + (k, dim)
-    try:
-        src = vectors.layout(tile.dtype, piece.layout.dims, order)
-    except ValueError:
-        return None
-    pack = names.fresh(pack_name, u64)
-    packed = _pack_stores(tile, piece, src, staging, pack, n, rules, origin)
-    if packed is None:
-        return None
-    store, moved = packed
-    load = transfer(SendOp.LOAD, group, column, rules, names, origin,
-                    TransferPlan(split=(thread, threads), staging=staging, vectors=vectors, plan=plan))
-    return n * tile.dtype.size, load, store, pack if moved else None
+    return piece
 
 
 def _dense(blocks, n: int) -> bool:

@@ -208,22 +208,9 @@ class Engine:
             full = self.resolve(parsed, shape, target)
             return self._check_size(full, exact, lambda p: self._config_for(p, full.target, spec.user_config))
         problem = spec.check if for_check else spec.problem
-        tgt = spec.target
         if shape is not None:
-            if not shape.strip():
-                raise StageFailed(Failure("input", "--shape is empty: give a benchdnn descriptor", "bad-shape"))
-            try:
-                problem = replace(problem, shape=parse_shape(shape, problem.op))
-            except (ProblemError, ValueError) as exc:
-                raise StageFailed(Failure("input", f"--shape {shape!r}: {exc}", "bad-shape")) from None
-            too_wide = problem.index_width_error()
-            if too_wide is not None:
-                raise StageFailed(Failure("input", f"--shape {shape!r}: {too_wide}", "bad-shape"))
-        if target is not None:
-            tgt = TARGETS.get(target)
-            if tgt is None:
-                raise StageFailed(Failure("input", f"unknown target {target!r} (targets: {', '.join(TARGETS)})",
-                                          "bad-target"))
+            problem = _with_shape(problem, shape)
+        tgt = spec.target if target is None else _named_target(target)
         user = spec.user_config
         if target is not None:
             user = _portblas_remapped(parsed, user, problem, tgt)
@@ -750,6 +737,30 @@ def _portblas_remapped(parsed: Parsed, user, problem, target):
                                       f"{target.name})", "bad-knob", KEY, entry.value.range))
     own = [k for k, source in parsed.spec.knob_sources.items() if source.in_portblas]
     return mapping.config.over(replace(user, **{k: None for k in own}))
+
+
+def _with_shape(problem, shape: str):
+    """``problem`` at the benchdnn descriptor ``shape`` (``--shape``); a bad or too wide one fails the
+    stage as bad input."""
+    if not shape.strip():
+        raise StageFailed(Failure("input", "--shape is empty: give a benchdnn descriptor", "bad-shape"))
+    try:
+        problem = replace(problem, shape=parse_shape(shape, problem.op))
+    except (ProblemError, ValueError) as exc:
+        raise StageFailed(Failure("input", f"--shape {shape!r}: {exc}", "bad-shape")) from None
+    too_wide = problem.index_width_error()
+    if too_wide is not None:
+        raise StageFailed(Failure("input", f"--shape {shape!r}: {too_wide}", "bad-shape"))
+    return problem
+
+
+def _named_target(target: str):
+    """The target named ``target`` (``--target``); an unknown one fails the stage as bad input."""
+    tgt = TARGETS.get(target)
+    if tgt is None:
+        raise StageFailed(Failure("input", f"unknown target {target!r} (targets: {', '.join(TARGETS)})",
+                                  "bad-target"))
+    return tgt
 
 
 def _reduced_by_spec(spec: KernelSpec) -> bool:

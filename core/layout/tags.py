@@ -254,19 +254,7 @@ def _outer_order(text, outer, inner_dims, ndims, resolve, dim_names):
         raise xs[1].error(f"'x' may appear once in '{text}'")
     if xs and xs[0].letter == "X":
         raise xs[0].error("'x' (all remaining dims) cannot be blocked")
-    order = []  # (token, dim), dim None for the x placeholder
-    for tok in outer:
-        if tok.letter == "x":
-            order.append((tok, None))
-            continue
-        dim = resolve(tok)
-        # Meta-tags adapt to fewer dims by dropping their plain trailing letters.
-        if xs and dim >= ndims and tok.letter.islower() and dim not in inner_dims:
-            continue
-        _check_dim(tok, dim, ndims)
-        if any(d == dim for _, d in order):
-            raise tok.error(f"dim named twice in '{text}'")
-        order.append((tok, dim))
+    order = _outer_letters(text, outer, inner_dims, ndims, resolve, bool(xs))
     seen = {d for _, d in order}
     expanded = []
     for tok, dim in order:
@@ -277,6 +265,24 @@ def _outer_order(text, outer, inner_dims, ndims, resolve, dim_names):
             f"'{text}' does not name dim(s) {', '.join(missing)} of a {ndims}-dim tensor",
             0, len(text))
     return expanded
+
+
+def _outer_letters(text, outer, inner_dims, ndims, resolve, has_x: bool) -> list:
+    """(token, dim) for each letter of the outer part as written, dim None for the ``x`` placeholder."""
+    order = []
+    for tok in outer:
+        if tok.letter == "x":
+            order.append((tok, None))
+            continue
+        dim = resolve(tok)
+        # Meta-tags adapt to fewer dims by dropping their plain trailing letters.
+        if has_x and dim >= ndims and tok.letter.islower() and dim not in inner_dims:
+            continue
+        _check_dim(tok, dim, ndims)
+        if any(d == dim for _, d in order):
+            raise tok.error(f"dim named twice in '{text}'")
+        order.append((tok, dim))
+    return order
 
 
 def _label(dim: int, dim_names) -> str:

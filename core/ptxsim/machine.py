@@ -223,11 +223,7 @@ class Warp(HopperWarp):
         if op == "fence.acq_rel.gpu":       # one block at a time: memory is already ordered
             return None
         if base in ("mov", "cvta"):
-            t = name[-1]
-            if t == "pred":
-                self.set(args[0], self.regs[args[1]].copy())
-            else:
-                self.set(args[0], self.val(args[1]) & np.uint64(MASK[bits_of(t)]))
+            self._move(name, args)
             return None
         if op == "ld.param.u64":
             self.set(args[0], np.full(LANES, self.m.base[self.m.p.params.index(args[1].strip("[]"))],
@@ -254,20 +250,8 @@ class Warp(HopperWarp):
             return None
         if base == "mma":
             raise SimulatorGap(None, "", f"{op} (only {', '.join(sorted(MMA))})")
-        if base == "setp":
-            r = compare(name[1], name[-1], self.val(args[1]), self.val(args[2]))
-            if len(name) == 4:           # setp.cmp.and.type p, a, b, q
-                q = self.regs[args[3]]
-                r = {"and": r & q, "or": r | q, "xor": r ^ q}[name[2]]
-            self.set(args[0], r)
-            return None
-        if name[-1] == "pred":
-            a = [self.regs[x] for x in args[1:]]
-            r = {"and": lambda: a[0] & a[1], "or": lambda: a[0] | a[1], "xor": lambda: a[0] ^ a[1],
-                 "not": lambda: ~a[0]}
-            if base not in r:
-                raise SimulatorGap(None, "", f"{op}")
-            self.set(args[0], r[base]())
+        if base == "setp" or name[-1] == "pred":
+            self._predicate(op, name, args)
             return None
         if base == "selp":       # the predicate operand is a bool array
             t = name[-1]
@@ -276,6 +260,30 @@ class Warp(HopperWarp):
             return None
         self.set(args[0], alu(op, [self.val(x) for x in args[1:]]))
         return None
+
+    def _move(self, name: list[str], args) -> None:
+        """``mov``/``cvta``: a predicate copied, a value masked to the type's width."""
+        t = name[-1]
+        if t == "pred":
+            self.set(args[0], self.regs[args[1]].copy())
+        else:
+            self.set(args[0], self.val(args[1]) & np.uint64(MASK[bits_of(t)]))
+
+    def _predicate(self, op: str, name: list[str], args) -> None:
+        """``setp`` (a comparison, optionally combined with a predicate) and the logic of predicates."""
+        if name[0] == "setp":
+            r = compare(name[1], name[-1], self.val(args[1]), self.val(args[2]))
+            if len(name) == 4:           # setp.cmp.and.type p, a, b, q
+                q = self.regs[args[3]]
+                r = {"and": r & q, "or": r | q, "xor": r ^ q}[name[2]]
+            self.set(args[0], r)
+            return
+        a = [self.regs[x] for x in args[1:]]
+        r = {"and": lambda: a[0] & a[1], "or": lambda: a[0] | a[1], "xor": lambda: a[0] ^ a[1],
+             "not": lambda: ~a[0]}
+        if name[0] not in r:
+            raise SimulatorGap(None, "", f"{op}")
+        self.set(args[0], r[name[0]]())
 
     def memory(self, name: list[str], args, active) -> None:
         """``ld``/``st`` (scalar or ``.vN``), ``atom.add.u32`` and ``red.add`` on global or shared memory."""

@@ -52,22 +52,8 @@ def _conflict(item: Table | Entry, defined: dict[KeyPath, Table | Entry],
     """Why ``item`` may not be defined given the earlier definitions, and the one it clashes with."""
     name = _dotted(item.path)
     first = defined.get(item.path)
-    arrays = [isinstance(x, Table) and x.is_array for x in (item, first)]
-    if first is not None and any(arrays):
-        if all(arrays):
-            return None  # another element of the same array of tables
-        if isinstance(first, Entry):
-            return f"table [[{name}]] is already defined as a value", first
-        return (f"[{name}] is already an array of tables" if arrays[1] else
-                f"array of tables [[{name}]] is already defined as a table"), first
     if first is not None:
-        if isinstance(item, Table) and isinstance(first, Table):
-            return f"duplicate table [{name}]", first
-        if isinstance(first, Table):
-            return f"key '{name}' is already defined as a table", first
-        if isinstance(item, Table):
-            return f"table [{name}] is already defined as a value", first
-        return f"duplicate key '{name}'", first
+        return _redefined(item, first, name)
     maker = implicit.get(item.path)
     if isinstance(item, Entry) and maker is not None:
         return f"key '{name}' is already a table (made by '{_dotted(maker.path)}')", maker
@@ -79,3 +65,23 @@ def _conflict(item: Table | Entry, defined: dict[KeyPath, Table | Entry],
         if isinstance(owner, Entry) and not inside:
             return f"cannot add '{name}': '{_dotted(owner.path)}' is already a value", owner
     return None
+
+
+def _redefined(item: Table | Entry, first: Table | Entry, name: str) -> tuple[str, Table | Entry] | None:
+    """Why ``item`` may not define the path ``first`` already defined (None: both are elements of one
+    array of tables)."""
+    arrays = [isinstance(x, Table) and x.is_array for x in (item, first)]
+    if any(arrays):
+        if all(arrays):
+            return None  # another element of the same array of tables
+        if isinstance(first, Entry):
+            return f"table [[{name}]] is already defined as a value", first
+        return (f"[{name}] is already an array of tables" if arrays[1] else
+                f"array of tables [[{name}]] is already defined as a table"), first
+    if isinstance(item, Table) and isinstance(first, Table):
+        return f"duplicate table [{name}]", first
+    if isinstance(first, Table):
+        return f"key '{name}' is already defined as a table", first
+    if isinstance(item, Table):
+        return f"table [{name}] is already defined as a value", first
+    return f"duplicate key '{name}'", first

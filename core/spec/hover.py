@@ -94,13 +94,30 @@ def _path_hover(ctx: HoverContext, path: KeyPath, value: Value | None, item: Val
     """The hover of the key at ``path`` whose (merged) value is ``value`` (None for a table header)."""
     doc = _schema_doc(path)
     text = value.value if value is not None and value.kind == "string" else None
-    head = path[:2]
-    if head[0] == "config" and len(head) == 2 and head[1] in KNOB_BY_KEY:
-        return knob_hover(ctx, head[1])
+    if path[0] == "config":
+        hover = _config_key_hover(ctx, path, text, offset)
+    elif path[0] in ("problem", "check"):
+        hover = _problem_key_hover(ctx, path, doc, value, item, offset, text)
+    else:
+        hover = target_hover(text) if path == ("target", "hw") and text is not None else None
+    return doc if hover is None else hover
+
+
+def _config_key_hover(ctx: HoverContext, path: KeyPath, text: str | None, offset: int | None) -> str | None:
+    """A ``[config]`` key's own hover: its knob's, the oneDNN line's or the portBLAS launcher's (None:
+    the schema's documentation is all)."""
+    if len(path) >= 2 and path[1] in KNOB_BY_KEY:
+        return knob_hover(ctx, path[1])
     if path == ("config", "line") and text is not None:
         return line_hover(ctx, text, offset)
     if path == ("config", "portblas") and text is not None:
         return portblas_hover(ctx, offset)
+    return None
+
+
+def _problem_key_hover(ctx: HoverContext, path: KeyPath, doc: str, value: Value | None, item: Value | None,
+                       offset: int | None, text: str | None) -> str | None:
+    """A ``[problem]`` or ``[check]`` key's own hover (None: the schema's documentation is all)."""
     if path in (("problem", "shape"), ("check", "shape")) and text is not None:
         return shape_hover(ctx, value, offset, check=path[0] == "check")
     if path[0] == "problem" and len(path) == 2 and path[1] in TENSORS and text is not None:
@@ -113,9 +130,7 @@ def _path_hover(ctx: HoverContext, path: KeyPath, value: Value | None, item: Val
         return join(doc, problem_key_hover(ctx))
     if path in (("problem", "scales"), ("problem", "zero_points"), ("problem", "fpmath")):
         return join(doc, decompression_hover(ctx))
-    if path == ("target", "hw") and text is not None:
-        return target_hover(text)
-    return doc
+    return None
 
 
 def _table_hover(ctx: HoverContext, name: str) -> str:

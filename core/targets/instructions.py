@@ -5,7 +5,8 @@ The descriptions are kdd's own words, written from these references (:data:`SOUR
 
 - Xe: Intel's Xe ISA as the Intel Graphics Compiler documents it (the vISA and IGA instruction
   references of intel/intel-graphics-compiler, and the Xe-HPG / Xe-HPC programmer's reference
-  manuals' EU and LSC chapters); pipes as ``codegen/xe/emitter.py`` counts them (seed 002's table).
+  manuals' EU and LSC chapters); pipes as ``xe_asm.pipe`` gives them (seed 002's table); an Xe line
+  read by ``xe_syntax``.
 - PTX: NVIDIA's "Parallel Thread Execution ISA" (version 8.x), section 9.7 (instructions).
 - SASS: NVIDIA's "CUDA Binary Utilities" (the Hopper instruction set table) for the meanings, and
   Nsight Compute's kernel profiling guide (its "Pipelines" section) for the pipe names.
@@ -17,6 +18,8 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+
+from .xe_syntax import Instruction, parse_line
 
 SOURCES = {
     "xe": "Intel Graphics Compiler: vISA and IGA instruction references; Xe-HPG/Xe-HPC PRM, EU and LSC chapters",
@@ -245,18 +248,19 @@ _TABLES = {"xe": _XE, "ptx": _PTX, "sass": _SASS}
 DOCS: dict[str, dict[str, InstructionDoc]] = {
     isa: {m: InstructionDoc(isa, m, *row) for m, row in table.items()} for isa, table in _TABLES.items()}
 
-_XE_HEAD = re.compile(r"^\((?:W|[^)]*f\d[^)]*)\)\s*|^\(W&[^)]*\)\s*")
 _PREDICATE = re.compile(r"^@!?%?\w+\s+")
 
 
 def mnemonic(isa: str, text: str) -> str | None:
     """The opcode of one listing line (predicates and Xe's ``(W)`` head left out), or None for a comment,
     a label, a directive or a brace."""
-    text = text.strip()
     if isa == "xe":
-        text = _XE_HEAD.sub("", text)
-    else:
-        text = _PREDICATE.sub("", text)
+        try:
+            line = parse_line(text)
+        except ValueError:
+            return None
+        return line.mnemonic if isinstance(line, Instruction) else None
+    text = _PREDICATE.sub("", text.strip())
     if not text or text.startswith(("//", ".", "{", "}", "$")) or text.endswith(":"):
         return None
     word = text.split()[0].rstrip(";")

@@ -3,12 +3,11 @@ generator that writes it and the checkers that read it (``codegen/xe/verify``, `
 
 These are the assembler's spellings, not choices of kdd's lowering: the type
 names and their sizes, which of them are floating point, the IR scalar each
-IR type is written as, and the flag subregisters.
+IR type is written as, the flag subregisters, the LSC messages' data
+sizes, and the pipe each opcode issues to. ``xe_syntax`` reads the text
+these facts spell.
 """
 from __future__ import annotations
-
-import re
-from dataclasses import dataclass
 
 from kdd.core.ir.types import Scalar
 
@@ -32,38 +31,21 @@ SCALAR_TYPES = {
 # Flag subregisters by name: (flag register, first bit); each is 16 bits.
 FLAGS = {"f0.0": (0, 0), "f0.1": (0, 16), "f1.0": (1, 0), "f1.1": (1, 16)}
 
-_REGISTER = re.compile(r"^(-)?(~)?(\(abs\))?(\(sat\))?(r|acc)(\d+)(?:\.(\d+))?(?:<([^>]*)>)?:(\w+)$")
+# LSC data sizes (a message mnemonic's ``.d32``): (bytes in memory, bytes of the register slot per element).
+# ``d8u32``/``d16u32`` widen each element to a dword slot; ``d8``/``d16`` are the 2D block loads' sizes.
+LSC_DATA = {"d8": (1, 1), "d16": (2, 2), "d32": (4, 4), "d64": (8, 8), "d8u32": (1, 4), "d16u32": (2, 4)}
+
+# The pipes an instruction issues to (seed 002's table), and the opcodes (a mnemonic's first part) that issue
+# to one whatever their types; every other (ALU) opcode issues to the float pipe when its destination (or,
+# without one, its first source) is of a floating-point type and to the int pipe otherwise.
+PIPES = ("float", "int", "xmx", "send", "control")
+FIXED_PIPES = {"dpas": "xmx", "dpasw": "xmx",
+               "send": "send", "sendc": "send", "load": "send", "store": "send", "load_block2d": "send",
+               "atomic_fadd": "send", "atomic_iadd": "send", "fence": "send",
+               "jmpi": "control", "sync": "control", "if": "control", "else": "control", "endif": "control"}
 
 
-@dataclass(frozen=True)
-class RegisterToken:
-    """A register operand as IGA writes it, ``-(abs)r5.2<8;8,1>:f``: source modifiers (``-`` negate,
-    ``~`` invert, ``(abs)``), ``(sat)`` (how ``iga64 -d`` spells a saturating destination), the register
-    file (``r`` or ``acc``), register, sub-register (None: not written), the region's numbers as written
-    (``<1>``, ``<V;H>``, ``<V;W,H>``; None: no region) and the type name. What a region means (a
-    destination's, a ternary source's) is the reader's."""
-
-    file: str
-    reg: int
-    sub: int | None
-    region: tuple[int, ...] | None
-    type: str
-    neg: bool = False
-    inv: bool = False
-    abs: bool = False
-    sat: bool = False
-
-
-def register_token(text: str) -> RegisterToken | None:
-    """The register operand ``text`` spells (None: it is no register operand, or its region holds
-    something other than numbers). Raises nothing: each reader says what it does not read."""
-    m = _REGISTER.match(text)
-    if m is None:
-        return None
-    neg, inv, ab, sat, file, reg, sub, region, t = m.groups()
-    try:
-        numbers = None if region is None else tuple(int(x) for x in re.split(r"[;,]", region))
-    except ValueError:
-        return None
-    return RegisterToken(file, int(reg), None if sub is None else int(sub), numbers, t, bool(neg), bool(inv),
-                         bool(ab), bool(sat))
+def pipe(mnemonic: str, type_name: str) -> str:
+    """The pipe of an instruction ``mnemonic`` whose destination (or first source) has IGA type ``type_name``."""
+    fixed = FIXED_PIPES.get(mnemonic.partition(".")[0])
+    return fixed or ("float" if type_name in FLOAT_TYPES else "int")

@@ -17,11 +17,12 @@ from dataclasses import dataclass
 import numpy as np
 
 from kdd.core.targets.xe_asm import FLOAT_TYPES, TYPES
+from kdd.core.targets.xe_syntax import Immediate
 
 from . import alu
 from .errors import Fault, SimError, SimulatorGap
 from .memory import Global, Slm
-from .program import Imm, Instr, Operand
+from .program import Instr, Operand
 
 ACC_REGS = 4          # acc0..acc3 after the GRFs, two register rows each
 FLAG_BITS = 32
@@ -95,7 +96,7 @@ class Machine:
             self._index_cache[key] = idx
         return idx
 
-    def _imm(self, ins: Instr, imm: Imm, n: int) -> np.ndarray:
+    def _imm(self, ins: Instr, imm: Immediate, n: int) -> np.ndarray:
         if imm.type in ("uv", "v"):
             nib = np.array([(imm.value >> (4 * i)) & 0xF for i in range(8)], dtype=np.int64)
             if imm.type == "v":
@@ -120,7 +121,7 @@ class Machine:
     def _reader(self, ins: Instr, src):
         n = ins.exec_size
         wide = any(s.type in FLOAT_TYPES for s in ins.srcs)
-        if isinstance(src, Imm):
+        if isinstance(src, Immediate):
             const = alu.as_compute(self._imm(ins, src, n), src.type, wide)
             return lambda rows: const
         if src.kind == "null":

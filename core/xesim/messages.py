@@ -11,14 +11,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from kdd.core.targets.xe_asm import LSC_DATA
+
 LOAD, STORE = 0x00, 0x04
 LOAD_BLOCK2D = 0x03       # load_block2d (Xe-HPC): its block shape and surface are in the header
 ATOMIC_IADD, ATOMIC_FADD, FENCE = 0x0C, 0x13, 0x1F
 OPS = {LOAD: "load", STORE: "store", ATOMIC_IADD: "atomic_iadd", ATOMIC_FADD: "atomic_fadd", FENCE: "fence"}
 ADDR_BYTES = {1: 2, 2: 4, 3: 8}
-# data size code -> (bytes in memory, bytes in a register slot)
-DATA = {0: (1, 1), 1: (2, 2), 2: (4, 4), 3: (8, 8), 4: (1, 4), 5: (2, 4)}
-DATA_NAMES = {0: "d8", 1: "d16", 2: "d32", 3: "d64", 4: "d8u32", 5: "d16u32"}
+DATA_NAMES = {0: "d8", 1: "d16", 2: "d32", 3: "d64", 4: "d8u32", 5: "d16u32"}   # data size code -> its name
+DATA = {code: LSC_DATA[name] for code, name in DATA_NAMES.items()}   # -> (bytes in memory, in a register slot)
 VECTOR = (1, 2, 3, 4, 8, 16, 32, 64)
 SCATTERED_VECTOR = 8      # non-transposed messages: vectors of at most 8 elements (16 and more transposed only)
 

@@ -8,18 +8,21 @@ what the binary encodes. One instruction per line::
     (W) dpas.8x8 (8|M0) r3:f r3:f r89:hf r40.0:hf
     (W&f0.0) jmpi L320
 
-Labels (``L320:``) name byte offsets; a jump's target becomes an instruction
-index. Software-scoreboard annotations (``{I@1}``, ``{$0.src}``) are timing,
-not semantics, and are dropped; ``{EOT}`` is kept. A line the parser cannot
-read is a :class:`SimulatorGap` naming the line.
+``kdd.core.targets.xe_syntax`` reads the lines and their operand tokens (the
+one reader of IGA text, shared with the generator's register verifier); this
+module gives them the simulator's meaning: regions as element steps, flags as
+register bits, a jump's label as an instruction index. Software-scoreboard
+annotations are timing, not semantics, and are dropped; ``{EOT}`` is kept. A
+line the simulator cannot read is a :class:`SimulatorGap` naming the line.
 """
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 from functools import lru_cache
 
-from kdd.core.targets.xe_asm import FLAGS, IMM_VECTOR_TYPES, TYPES, register_token
+from kdd.core.targets.xe_asm import FLAGS, TYPES
+from kdd.core.targets.xe_syntax import (Instruction, Label, flag_token, immediate, null_type, parse_line,
+                                        register_range, register_token)
 
 from .errors import SimulatorGap
 
@@ -38,15 +41,6 @@ class Operand:
     neg: bool = False
     abs: bool = False
     length: int = 0          # a send payload's register count (``r20:8``)
-
-
-@dataclass(frozen=True)
-class Imm:
-    """An immediate: ``value`` is a Python int (raw bits for floats given in hex) or float."""
-
-    type: str
-    value: int | float
-    raw_bits: bool = False
 
 
 @dataclass
@@ -72,13 +66,7 @@ class Instr:
     eot: bool = False
 
 
-_PRED = re.compile(r"^\((W)?(?:&)?(~)?(f[01]\.[01])?\)\s*")
-_EXEC = re.compile(r"^\((\d+)\|M(0|8|16|24)\)\s*")
-_CMOD = re.compile(r"^\((eq|ne|lt|le|gt|ge|z|nz)\)(f[01]\.[01])\s+")
-_NULL = re.compile(r"^null(?:<\d+>)?:(\w+)$")
-_FLAG = re.compile(r"^(f[01]\.[01])(?:<[^>]*>)?:(uw|w)$")
-_SEND_REG = re.compile(r"^(r\d+|null)(?::(\d+))?$")
-_LABEL = re.compile(r"^(\w+):$")
+_CONDITIONS = frozenset({"eq", "ne", "lt", "le", "gt", "ge", "z", "nz"})   # the simulated condition modifiers
 
 
 @lru_cache(maxsize=None)
@@ -96,52 +84,30 @@ def _region(parts: tuple[int, ...] | None, dst: bool, ternary_src2: bool, exec_s
     return (v, 1, 0)
 
 
-def _imm(tok: str) -> Imm:
-    value, _, t = tok.rpartition(":")
-    if t in IMM_VECTOR_TYPES:
-        return Imm(t, int(value, 16))
-    if t not in TYPES:
-        raise ValueError(f"immediate type {t!r}")
-    if TYPES[t][0].startswith("float") or t == "bf":
-        if value.lower().startswith("0x"):
-            return Imm(t, int(value, 16), raw_bits=True)
-        return Imm(t, float(value))
-    return Imm(t, int(value, 0))
-
-
 def _operand(tok: str, *, dst: bool = False, ternary_src2: bool = False, exec_size: int = 1):
-    m = _NULL.match(tok)
-    if m:
-        return Operand("null", m.group(1))
-    m = _FLAG.match(tok)
-    if m:       # a flag subregister as a 16-bit ALU operand (``and (1|M0) f0.0<1>:uw f0.0<0;1,0>:uw 0x7F:uw``)
-        reg, bit = FLAGS[m.group(1)]
-        return Operand("flag", m.group(2), reg, bit)
+    t = null_type(tok)
+    if t is not None:
+        return Operand("null", t)
+    flag = flag_token(tok)   # a flag subregister as a 16-bit ALU operand (``f0.0<0;1,0>:uw``)
+    if flag is not None:
+        reg, bit = FLAGS[flag[0]]
+        return Operand("flag", flag[1], reg, bit)
     r = register_token(tok)
     if r is not None and not (r.inv or r.sat):  # neither is simulated: an inverted source, (sat) on a source
         if r.type not in TYPES:
             raise ValueError(f"type {r.type!r}")
         return Operand("grf" if r.file == "r" else "acc", r.type, r.reg, r.sub or 0,
                        _region(r.region, dst, ternary_src2, exec_size), r.neg, r.abs)
-    return _imm(tok)
+    return immediate(tok)
 
 
 def _send_reg(tok: str) -> Operand:
-    m = _SEND_REG.match(tok)
-    if not m:
+    r = register_range(tok)
+    if r is None or r.address:
         raise ValueError(f"send operand {tok!r}")
-    name, length = m.groups()
-    if name == "null":
-        return Operand("null", "ud", length=int(length or 0))
-    return Operand("grf", "ud", int(name[1:]), length=int(length or 0))
-
-
-def _strip(line: str) -> tuple[str, bool]:
-    code = line.split("//", 1)[0]
-    eot = False
-    for ann in re.findall(r"\{([^}]*)\}", code):
-        eot = eot or "EOT" in ann.split(",")
-    return re.sub(r"\{[^}]*\}", "", code).strip(), eot
+    if r.reg is None:
+        return Operand("null", "ud", length=r.count or 0)
+    return Operand("grf", "ud", r.reg, length=r.count or 0)
 
 
 def parse(text: str) -> list[Instr]:
@@ -150,17 +116,17 @@ def parse(text: str) -> list[Instr]:
     instrs: list[Instr] = []
     labels: dict[str, int] = {}
     for lineno, raw in enumerate(text.splitlines(), 1):
-        code, eot = _strip(raw)
-        if not code:
-            continue
-        m = _LABEL.match(code)
-        if m:
-            labels[m.group(1)] = len(instrs)
-            continue
         try:
-            instrs.append(_instruction(lineno, code, eot))
-        except (ValueError, IndexError) as exc:
-            raise SimulatorGap(lineno, code, str(exc)) from None
+            line = parse_line(raw)
+        except ValueError as exc:
+            raise SimulatorGap(lineno, raw.split("//", 1)[0].strip(), str(exc)) from None
+        if isinstance(line, Label):
+            labels[line.name] = len(instrs)
+        elif line is not None:
+            try:
+                instrs.append(_instruction(lineno, line))
+            except (ValueError, IndexError) as exc:
+                raise SimulatorGap(lineno, line.code, str(exc)) from None
     for ins in instrs:
         if ins.label is not None:
             if ins.label not in labels:
@@ -169,40 +135,32 @@ def parse(text: str) -> list[Instr]:
     return instrs
 
 
-def _instruction(lineno: int, code: str, eot: bool) -> Instr:
-    rest = code
-    pred = None
-    m = _PRED.match(rest)
-    if m:
-        _, inv, flag = m.groups()
-        if flag:
-            reg, bit = FLAGS[flag]
-            pred = (reg, bit, bool(inv))
-        rest = rest[m.end():]
-    mnemonic, _, rest = rest.partition(" ")
-    op, _, sub = mnemonic.partition(".")
+def _instruction(lineno: int, line: Instruction) -> Instr:
+    op, _, sub = line.mnemonic.partition(".")
     sat = False
     if sub == "sat":
         sat, sub = True, ""
-    ins = Instr(lineno, code, op, sub, pred=pred, sat=sat, eot=eot)
-    rest = rest.strip()
+    pred = None
+    if line.pred is not None:
+        flag, inverted = line.pred
+        pred = (*FLAGS[flag], inverted)
+    ins = Instr(lineno, line.code, op, sub, pred=pred, sat=sat, eot=line.eot)
+    toks = list(line.operands)
     if op == "jmpi":
-        ins.label = rest.split()[0]
+        ins.label = toks[0]
         return ins
     if op == "sync":
         return ins
-    m = _EXEC.match(rest)
-    if not m:
+    if line.exec_size is None:
         raise ValueError("no execution size")
-    ins.exec_size = int(m.group(1))
-    ins.channel = int(m.group(2))
-    rest = rest[m.end():]
-    m = _CMOD.match(rest)
-    if m:
-        ins.cmod = m.group(1)
-        ins.cmod_flag = FLAGS[m.group(2)]
-        rest = rest[m.end():]
-    toks = rest.split()
+    if line.channel not in (0, 8, 16, 24):
+        raise ValueError(f"first channel M{line.channel}")
+    ins.exec_size, ins.channel = line.exec_size, line.channel
+    if line.cmod is not None:
+        if line.cmod[0] not in _CONDITIONS:
+            raise ValueError(f"condition modifier ({line.cmod[0]})")
+        ins.cmod = line.cmod[0]
+        ins.cmod_flag = FLAGS[line.cmod[1]]
     if op == "send" or op == "sendc":
         ins.dst = _send_reg(toks[0])
         ins.srcs = [_send_reg(toks[1]), _send_reg(toks[2])]
@@ -222,10 +180,12 @@ def _instruction(lineno: int, code: str, eot: bool) -> Instr:
 
 
 def _dpas_operand(tok: str) -> Operand:
-    name, _, t = tok.partition(":")
-    if name == "null":
+    t = null_type(tok)
+    if t is not None:
         return Operand("null", t)
-    reg, _, sub = name[1:].partition(".")
-    if t not in TYPES:
-        raise ValueError(f"dpas type {t!r}")
-    return Operand("grf", t, int(reg), int(sub or 0))
+    r = register_token(tok)
+    if r is None or r.file != "r" or r.region is not None or r.neg or r.inv or r.abs or r.sat:
+        raise ValueError(f"dpas operand {tok!r}")
+    if r.type not in TYPES:
+        raise ValueError(f"dpas type {r.type!r}")
+    return Operand("grf", r.type, r.reg, r.sub or 0)

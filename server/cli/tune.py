@@ -21,46 +21,64 @@ from pathlib import Path
 
 def run(args) -> int:
     from kdd.server.sweep.ray_pool import ClusterError
-    from kdd.server.sweep.tune import (AUTO, SAMPLERS, Space, Tunable, TuneError, figure, history_file, tune,
-                                       write_best)
+    from kdd.server.sweep.tune import SAMPLERS, TuneError, write_best
 
     assert args.sampler in SAMPLERS
     try:
-        tunable = Tunable.read(args.file)
-        space = Space.auto(tunable.spec) if args.space == AUTO else Space.parse(args.space)
-        if args.objective == "model" and tunable.spec.target.isa == "ptx":
-            raise TuneError("--objective model scores the roofline of an Xe listing; for sm_90 use "
-                            "--objective bench (a GPU node)")
-        history = args.history or history_file(args.file)
-        trials = tune(tunable, space, objective=args.objective, budget=args.budget, sampler=args.sampler,
-                      seed=args.seed, history=history, address=args.address, workers=args.workers, runs=args.runs)
-    except TuneError as exc:
-        print(f"kdd tune: {exc}", file=sys.stderr)
-        return 2
-    except ClusterError as exc:
+        tunable, space, history, trials = _search(args)
+    except (TuneError, ClusterError) as exc:
         print(f"kdd tune: {exc}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print("\nkdd tune: interrupted; the finished trials are in the history, a rerun reuses them", file=sys.stderr)
         return 130
+    _print_trials(trials, args.objective)
+    written = write_best(tunable, space, args.objective, trials)
+    print(f"history: {history}")
+    _print_best(written, args.objective)
+    outcomes = {t.row["verdict"]["outcome"] for t in trials}
+    if outcomes & {"error", "lost"}:
+        return 3
+    return 1 if "wrong" in outcomes else 2 if written is None else 0
+
+
+def _search(args):
+    """The config, its knob space, the history file and the trials the search ran."""
+    from kdd.server.sweep.tune import AUTO, Space, Tunable, TuneError, history_file, tune
+
+    tunable = Tunable.read(args.file)
+    space = Space.auto(tunable.spec) if args.space == AUTO else Space.parse(args.space)
+    if args.objective == "model" and tunable.spec.target.isa == "ptx":
+        raise TuneError("--objective model scores the roofline of an Xe listing; for sm_90 use "
+                        "--objective bench (a GPU node)")
+    history = args.history or history_file(args.file)
+    trials = tune(tunable, space, objective=args.objective, budget=args.budget, sampler=args.sampler,
+                  seed=args.seed, history=history, address=args.address, workers=args.workers, runs=args.runs)
+    return tunable, space, history, trials
+
+
+def _print_trials(trials, objective: str) -> None:
+    """The table of trials: the config as written first, then the numbered ones best first."""
+    from kdd.server.sweep.tune import figure
+
     ranked = sorted((t for t in trials if t.number is not None), key=lambda t: (t.value is None, t.value or 0))
     print(f"{'trial':>5}  {'outcome':8} figure")
     for t in [t for t in trials if t.number is None] + ranked:
         params = ", ".join(f"{k}={v}" for k, v in t.params.items()) or "(the config as written)"
         print(f"{'-' if t.number is None else t.number:>5}  {t.row['verdict']['outcome']:8} "
-              f"{figure(t, args.objective)}  {params}{' (from the history)' if t.reused else ''}")
-    written = write_best(tunable, space, args.objective, trials)
-    print(f"history: {history}")
-    outcomes = {t.row["verdict"]["outcome"] for t in trials}
+              f"{figure(t, objective)}  {params}{' (from the history)' if t.reused else ''}")
+
+
+def _print_best(written, objective: str) -> None:
+    """What ``write_best`` did: nothing (no trial right), kept the config as written, or wrote a trial."""
+    from kdd.server.sweep.tune import figure
+
     if written is None:
         print("kdd tune: no trial checked right; nothing written", file=sys.stderr)
     elif written[0] is None:
-        print(f"best: the config as written ({figure(written[1], args.objective)}); no trial beat it, nothing written")
+        print(f"best: the config as written ({figure(written[1], objective)}); no trial beat it, nothing written")
     else:
         print(f"best: trial {written[1].number}, written to {written[0]}")
-    if outcomes & {"error", "lost"}:
-        return 3
-    return 1 if "wrong" in outcomes else 2 if written is None else 0
 
 
 def register(sub) -> None:

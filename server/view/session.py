@@ -126,34 +126,46 @@ class ViewSession:
                     "error": self.read_error}
         if self.text is None:
             raise RpcError(REQUEST_FAILED, self.read_error or f"{self.path} is not readable")
-        if method == "kdd/stats":
-            result = await self.latest()
-            return {"ok": bool(result.get("ok")), "version": self.state.compiled_version,
-                    "stats": result.get("stats"), "compile_ms": round(1e3 * (self.state.compile_s or 0.0), 1)}
-        if method == "kdd/passes":
-            return await self._call("kdd/passes", self._source())
-        if method == "kdd/irAfterPass":
-            name = params.get("pass", "final")
-            if not isinstance(name, str):
-                raise RpcError(INVALID_PARAMS, "'pass' is a pass name (build, a pass, or final)")
-            return await self._call("kdd/irAfterPass", self._source(**{"pass": name, "diff": bool(params.get("diff"))}))
-        if method == "kdd/diagnostics":
-            result = await self.latest()
-            return {"version": self.state.compiled_version, "diagnostics": result.get("diagnostics") or []}
-        if method == "kdd/asmHover":
-            line = params.get("line")
-            if not isinstance(line, int) or isinstance(line, bool) or line < 0:
-                raise RpcError(INVALID_PARAMS, "'line' is a 0-based line of the assembly listing")
-            result = await self._call("kdd/asmHover", self._source(line=line))
-            if not result.get("ok"):
-                raise RpcError(REQUEST_FAILED, result.get("error") or "no assembly")
-            return result["hover"]
-        if method == "kdd/check":
-            version = self.state.version
-            result = await self._call("kdd/check", {"text": self.text, "path": self.path})
-            self.checked = {"uri": self.uri, "version": version, "result": result}
-            self._tell(CHECKED, self.checked)
-            return result
+        answer = {"kdd/stats": self._stats, "kdd/passes": self._passes, "kdd/irAfterPass": self._ir_after_pass,
+                  "kdd/diagnostics": self._diagnostics, "kdd/asmHover": self._asm_hover, "kdd/check": self._check,
+                  "kdd/assembly": self._assembly}[method]
+        return await answer(params)
+
+    async def _stats(self, params: dict) -> dict:
+        result = await self.latest()
+        return {"ok": bool(result.get("ok")), "version": self.state.compiled_version,
+                "stats": result.get("stats"), "compile_ms": round(1e3 * (self.state.compile_s or 0.0), 1)}
+
+    async def _passes(self, params: dict) -> dict:
+        return await self._call("kdd/passes", self._source())
+
+    async def _ir_after_pass(self, params: dict) -> dict:
+        name = params.get("pass", "final")
+        if not isinstance(name, str):
+            raise RpcError(INVALID_PARAMS, "'pass' is a pass name (build, a pass, or final)")
+        return await self._call("kdd/irAfterPass", self._source(**{"pass": name, "diff": bool(params.get("diff"))}))
+
+    async def _diagnostics(self, params: dict) -> dict:
+        result = await self.latest()
+        return {"version": self.state.compiled_version, "diagnostics": result.get("diagnostics") or []}
+
+    async def _asm_hover(self, params: dict) -> dict:
+        line = params.get("line")
+        if not isinstance(line, int) or isinstance(line, bool) or line < 0:
+            raise RpcError(INVALID_PARAMS, "'line' is a 0-based line of the assembly listing")
+        result = await self._call("kdd/asmHover", self._source(line=line))
+        if not result.get("ok"):
+            raise RpcError(REQUEST_FAILED, result.get("error") or "no assembly")
+        return result["hover"]
+
+    async def _check(self, params: dict) -> dict:
+        version = self.state.version
+        result = await self._call("kdd/check", {"text": self.text, "path": self.path})
+        self.checked = {"uri": self.uri, "version": version, "result": result}
+        self._tell(CHECKED, self.checked)
+        return result
+
+    async def _assembly(self, params: dict) -> dict:
         result = await self._call("kdd/compile", self._source(emit=["asm"]))
         if not result.get("ok"):
             raise RpcError(REQUEST_FAILED, result.get("error") or "no assembly")

@@ -10,12 +10,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from kdd.core.targets.xe_asm import FLOAT_TYPES
+from kdd.core.targets.xe_asm import pipe as pipe_of
 
 from .operand import Imm, Reg, iga_type
 from .regalloc import RegisterFile
 
-PIPES = ("float", "int", "xmx", "send", "control")
 # Every ALU mnemonic the generator emits (:meth:`Emitter.op` refuses others): the table the simulator's
 # completeness test enumerates (tests/core/xesim/test_xe_completeness.py).
 MNEMONICS = frozenset({"mov", "add", "addc", "add3", "mul", "mach", "mad", "and", "or", "xor", "not", "shl", "shr",
@@ -80,17 +79,8 @@ class Emitter:
             else:
                 parts.append(s.src(rb))
         text = f"{head} {mnemonic} ({lanes}|M0){cm} {d} {' '.join(parts)}"
-        self.raw(text, pipe or _pipe(mnemonic, dst, srcs))
+        self.raw(text, pipe or pipe_of(mnemonic, _suffix(dst if dst is not None else srcs[0])))
 
 
 def _suffix(op) -> str:
     return iga_type(op.type)
-
-
-def _pipe(mnemonic: str, dst, srcs) -> str:
-    if mnemonic.startswith("dpas"):
-        return "xmx"
-    if mnemonic in ("jmpi", "sync", "if", "else", "endif"):
-        return "control"
-    ref = dst if dst is not None else srcs[0]
-    return "float" if _suffix(ref) in FLOAT_TYPES else "int"

@@ -118,32 +118,44 @@ def _masked(cg, mnemonic: str, lanes: int, dst, srcs, pred, cmod, sat, ternary) 
 def alu(cg, mnemonic: str, lanes: int, dst: Reg | None, srcs: list, *, pred: str | None = None,
         cmod: tuple | None = None, sat: bool = False, ternary: bool = False) -> None:
     """``dst = mnemonic(srcs)`` over ``lanes`` lanes, split into legal instructions."""
-    rb, top = cg.rb, cg.xe.max_exec
     if mnemonic in _SIGNEDNESS:
-        # shr/asr take the signedness of the shift: retype dwords to match.
-        want = _SIGNEDNESS[mnemonic]
-        dst = dst.retype(want) if dst is not None and dst.size == 4 else dst
-        srcs = [s.retype(want) if isinstance(s, Reg) and s.size == 4 else
-                Imm(s.value, want) if isinstance(s, Imm) and s.type.scalar.size == 4 else s for s in srcs]
+        dst, srcs = _shift_signedness(mnemonic, dst, srcs)
     if lanes == 1:      # scalars: one instruction, every source a scalar region
         ss = [s.scalar() if type(s) is Reg and s.stride else s for s in srcs]
         cg.em.op(mnemonic, 1, dst, ss, pred=pred, cmod=cmod, sat=sat, ternary=ternary)
         return
-    if (pred or mnemonic == "cmp") and lanes & (lanes - 1) and lanes < top:
+    if (pred or mnemonic == "cmp") and lanes & (lanes - 1) and lanes < cg.xe.max_exec:
         return _masked(cg, mnemonic, lanes, dst, srcs, pred, cmod, sat, ternary)
     done = 0
     while done < lanes:
-        n = 1
-        while n * 2 <= min(lanes - done, top):
-            n *= 2
-        while n > 1 and not all(_fits(o.at(done) if isinstance(o, Reg) else o, n, rb) for o in [dst, *srcs]):
-            n //= 2
+        n = _widest(cg, lanes - done, done, [dst, *srcs])
         d = dst.at(done) if dst is not None else None
         ss = [(s.at(done) if n > 1 else s.at(done).scalar()) if isinstance(s, Reg) else s for s in srcs]
         if (pred or mnemonic == "cmp") and done == 0 and lanes > n:
             raise CodegenUnsupported(f"a predicated {mnemonic} over {lanes} lanes needs splitting")
         cg.em.op(mnemonic, n, d, ss, pred=pred, cmod=cmod, sat=sat, ternary=ternary)
         done += n
+
+
+def _shift_signedness(mnemonic: str, dst: Reg | None, srcs: list):
+    """shr/asr take the signedness of the shift: dword operands retyped to match."""
+    want = _SIGNEDNESS[mnemonic]
+    dst = dst.retype(want) if dst is not None and dst.size == 4 else dst
+    srcs = [s.retype(want) if isinstance(s, Reg) and s.size == 4 else
+            Imm(s.value, want) if isinstance(s, Imm) and s.type.scalar.size == 4 else s for s in srcs]
+    return dst, srcs
+
+
+def _widest(cg, remaining: int, done: int, operands: list) -> int:
+    """The widest execution size (a power of two, at most ``remaining`` and the target's widest) whose
+    regions every operand, from lane ``done`` on, fits."""
+    rb, top = cg.rb, cg.xe.max_exec
+    n = 1
+    while n * 2 <= min(remaining, top):
+        n *= 2
+    while n > 1 and not all(_fits(o.at(done) if isinstance(o, Reg) else o, n, rb) for o in operands):
+        n //= 2
+    return n
 
 
 # -- operands ---------------------------------------------------------------------------------
@@ -194,62 +206,61 @@ def evaluate(cg, e, dst: Reg | None):
 
 
 def _evaluate(cg, e, dst: Reg | None):
-    t = type(e)
-    lanes = e.type.lanes
-    if t is IntImm or t is FloatImm:
-        imm = Imm(e.value, e.type)
-        if dst is None:
-            return imm
-        move(cg, dst, imm, 1 if dst.stride == 0 else lanes)
-        return dst
-    if t is BoolImm:
-        imm = Imm(-1 if e.value else 0, s32)
-        if dst is None:
-            return imm
-        move(cg, dst, imm, lanes)
-        return dst
-    if t is Var:
-        op = cg.lookup(e.name)
-        if type(op) is Remat:
-            return evaluate(cg, op.value, dst)
-        if dst is None:
-            return op
-        move(cg, dst, op, lanes)
-        return dst
-    if t is Load:
-        name = e.buf.name
-        if name not in cg.bufs:
-            raise CodegenUnsupported(f"load from {name}: memory is read by send messages")
-        op = cg.grf_ref(e.buf, e.offset, e.type, e.stride)
-        if e.type.is_bool:      # bytes of 0 / 0xFF widened to a 0 / all-ones mask
-            out = _dst(cg, e, dst)
-            alu(cg, "mov", lanes, out.retype(s32), [op])
-            return out
-        if dst is None:
-            return op
-        move(cg, dst, op, lanes)
-        return dst
-    if t is Broadcast:
-        op = evaluate(cg, e.a, None)
-        if isinstance(op, Reg):
-            op = op.scalar()
-        if isinstance(op, Imm) and e.type.is_bool:
-            op = Imm(op.value, s32)
-        if dst is None:
-            return op
-        move(cg, dst, op, lanes)
-        return dst
-    if t is Ramp:
-        return _ramp(cg, e, _dst(cg, e, dst))
-    if t is Cast:
-        return _cast(cg, e, dst)
-    if t is Unary:
-        return _unary(cg, e, dst)
-    if t is Binary:
-        return _binary(cg, e, dst)
-    if t is Ternary:
-        return _ternary(cg, e, dst)
-    raise CodegenUnsupported(f"no Xe lowering for expression {type(e).__name__}")
+    lower = _LOWERINGS.get(type(e))
+    if lower is None:
+        raise CodegenUnsupported(f"no Xe lowering for expression {type(e).__name__}")
+    return lower(cg, e, dst)
+
+
+def _placed(cg, op, dst: Reg | None, lanes: int):
+    """``op`` itself where no destination is asked for, else moved into ``dst``."""
+    if dst is None:
+        return op
+    move(cg, dst, op, lanes)
+    return dst
+
+
+def _number(cg, e, dst: Reg | None):
+    imm = Imm(e.value, e.type)
+    if dst is None:
+        return imm
+    return _placed(cg, imm, dst, 1 if dst.stride == 0 else e.type.lanes)
+
+
+def _bool(cg, e, dst: Reg | None):
+    return _placed(cg, Imm(-1 if e.value else 0, s32), dst, e.type.lanes)
+
+
+def _var(cg, e, dst: Reg | None):
+    op = cg.lookup(e.name)
+    if type(op) is Remat:
+        return evaluate(cg, op.value, dst)
+    return _placed(cg, op, dst, e.type.lanes)
+
+
+def _load(cg, e, dst: Reg | None):
+    name = e.buf.name
+    if name not in cg.bufs:
+        raise CodegenUnsupported(f"load from {name}: memory is read by send messages")
+    op = cg.grf_ref(e.buf, e.offset, e.type, e.stride)
+    if e.type.is_bool:      # bytes of 0 / 0xFF widened to a 0 / all-ones mask
+        out = _dst(cg, e, dst)
+        alu(cg, "mov", e.type.lanes, out.retype(s32), [op])
+        return out
+    return _placed(cg, op, dst, e.type.lanes)
+
+
+def _broadcast(cg, e, dst: Reg | None):
+    op = evaluate(cg, e.a, None)
+    if isinstance(op, Reg):
+        op = op.scalar()
+    if isinstance(op, Imm) and e.type.is_bool:
+        op = Imm(op.value, s32)
+    return _placed(cg, op, dst, e.type.lanes)
+
+
+def _ramp_into(cg, e, dst: Reg | None) -> Reg:
+    return _ramp(cg, e, _dst(cg, e, dst))
 
 
 def _ramp(cg, e, dst: Reg) -> Reg:
@@ -292,24 +303,41 @@ def _cast(cg, e, dst):
         out = _dst(cg, e, dst)
         alu(cg, "cmp", lanes, out, [_as_reg(cg, a, src_t, lanes), Imm(0, src_t)], cmod=("ne", cg.flags.take(lanes)))
         return out
-    if isinstance(a, Imm) and dst is None and src_t.is_int and dst_t.is_int and not e.saturate:
-        return Imm(wrap_int(int(a.value), dst_t), dst_t)
-    if (src_t.is_int and dst_t.is_int and src_t.scalar.size == dst_t.scalar.size and not e.saturate
-            and isinstance(a, Reg) and dst is None):
-        return a.retype(dst_t)
+    same = _cast_in_place(e, a, dst)
+    if same is not None:
+        return same
     out = _dst(cg, e, dst)
     if dst_t.scalar.bits == 64 and dst_t.is_int and not cg.xe.native_int64:
-        lo = Reg(out.byte, u32, 2)
-        hi = Reg(out.byte + 4, u32, 2)
-        move(cg, lo, a if isinstance(a, Imm) else a.retype(u32), lanes)
-        if src_t.is_signed and isinstance(a, Reg):
-            alu(cg, "asr", lanes, hi.retype(s32), [a.retype(s32), Imm(31, s32)])
-        else:
-            neg = isinstance(a, Imm) and int(a.value) < 0
-            move(cg, hi, Imm(0xFFFFFFFF if neg else 0, u32), lanes)
+        _widen_to_int64(cg, a, src_t, out, lanes)
         return out
     alu(cg, "mov", lanes, out, [a], sat=e.saturate)
     return out
+
+
+def _cast_in_place(e, a, dst):
+    """A cast between integers that needs no instruction (None: it needs one): an immediate wrapped to
+    the new type, a register of the same size read as the new type."""
+    src_t, dst_t = e.a.type, e.type
+    if dst is not None or e.saturate or not (src_t.is_int and dst_t.is_int):
+        return None
+    if isinstance(a, Imm):
+        return Imm(wrap_int(int(a.value), dst_t), dst_t)
+    if src_t.scalar.size == dst_t.scalar.size and isinstance(a, Reg):
+        return a.retype(dst_t)
+    return None
+
+
+def _widen_to_int64(cg, a, src_t, out: Reg, lanes: int) -> None:
+    """An integer into a 64-bit one as two dwords (no native 64-bit integers): the low dword moved, the
+    high one the sign (or zero) extension."""
+    lo = Reg(out.byte, u32, 2)
+    hi = Reg(out.byte + 4, u32, 2)
+    move(cg, lo, a if isinstance(a, Imm) else a.retype(u32), lanes)
+    if src_t.is_signed and isinstance(a, Reg):
+        alu(cg, "asr", lanes, hi.retype(s32), [a.retype(s32), Imm(31, s32)])
+    else:
+        neg = isinstance(a, Imm) and int(a.value) < 0
+        move(cg, hi, Imm(0xFFFFFFFF if neg else 0, u32), lanes)
 
 
 def _unary(cg, e, dst):
@@ -500,21 +528,37 @@ def _mask_flag(cg, cond, lanes):
 def _ternary(cg, e, dst):
     lanes = e.type.lanes
     if e.op is Op.IIF:
-        b, c = evaluate(cg, e.b, None), evaluate(cg, e.c, None)
-        negate = isinstance(b, Imm) and not isinstance(c, Imm)   # only the second source takes an immediate
-        if negate:
-            b, c = c, b
-        b = _as_reg(cg, b, e.type, lanes)
-        out = _dst(cg, e, dst)
-        f = flag_of(cg, e.a, lanes)
-        if negate:
-            f = f[1:] if f.startswith("~") else "~" + f
-        alu(cg, "sel", lanes, out, [b, c], pred=f)
-        return out
+        return _select(cg, e, dst)
     mn = TERNARY[e.op]
     a, b, c = (evaluate(cg, x, None) for x in (e.a, e.b, e.c))
     if e.type.scalar.bits == 64:
         raise CodegenUnsupported(f"64-bit {mn}")
+    srcs = _ternary_sources(cg, mn, e.type, a, b, c)
+    out = _dst(cg, e, dst)
+    alu(cg, mn, lanes, out, srcs, ternary=True)
+    return out
+
+
+def _select(cg, e, dst):
+    """``iif(a, b, c)`` as a predicated ``sel`` (the sources swapped and the flag negated where only
+    ``b`` is an immediate)."""
+    lanes = e.type.lanes
+    b, c = evaluate(cg, e.b, None), evaluate(cg, e.c, None)
+    negate = isinstance(b, Imm) and not isinstance(c, Imm)   # only the second source takes an immediate
+    if negate:
+        b, c = c, b
+    b = _as_reg(cg, b, e.type, lanes)
+    out = _dst(cg, e, dst)
+    f = flag_of(cg, e.a, lanes)
+    if negate:
+        f = f[1:] if f.startswith("~") else "~" + f
+    alu(cg, "sel", lanes, out, [b, c], pred=f)
+    return out
+
+
+def _ternary_sources(cg, mn: str, t: Type, a, b, c) -> list:
+    """The sources of a three-source ``mad``/``add3`` in legal positions: immediates moved out of src1
+    (commuting where the operation allows), immediates as 16-bit integers or in registers."""
     if mn == "mad" and isinstance(b, Imm) and not isinstance(c, Imm):
         b, c = c, b             # src1 of a ternary cannot be an immediate
     if mn == "add3" and isinstance(b, Imm):
@@ -525,13 +569,11 @@ def _ternary(cg, e, dst):
     srcs = []
     for i, s in enumerate((a, b, c)):
         if isinstance(s, Imm) and (i == 1 or not s.fits16() or not s.type.is_int):
-            s = _as_reg(cg, s, e.type, 1)
+            s = _as_reg(cg, s, t, 1)
         elif isinstance(s, Imm):
             s = s.as16()
         srcs.append(s)
-    out = _dst(cg, e, dst)
-    alu(cg, mn, lanes, out, srcs, ternary=True)
-    return out
+    return srcs
 
 
 # -- division by constants --------------------------------------------------------------------
@@ -665,3 +707,8 @@ def _int64(cg, e, a, b, out: Reg):
     if e.op is not Op.ADD:
         raise CodegenUnsupported(f"64-bit integer {e.op.name} on a target without 64-bit integer ALU")
     raise CodegenUnsupported("64-bit integer add of two 64-bit values is not lowered yet")
+
+
+# The lowering of each expression node type: ``(cg, e, dst) -> operand``.
+_LOWERINGS = {IntImm: _number, FloatImm: _number, BoolImm: _bool, Var: _var, Load: _load, Broadcast: _broadcast,
+              Ramp: _ramp_into, Cast: _cast, Unary: _unary, Binary: _binary, Ternary: _ternary}

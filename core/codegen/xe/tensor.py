@@ -229,26 +229,8 @@ def _in_place(cg, dst_bytes: list[int], src_bytes: list[int], src_t: Type, dst_t
     or by a later register) is saved to a bounce buffer, and reads go there from then on."""
     rb = cg.rb
     dreg = [b // rb for b in dst_bytes]
-    order = sorted(set(dreg))
-    reads: dict[int, set] = {g: set() for g in order}
-    for g, s in zip(dreg, src_bytes):
-        if s >= 0:
-            reads[g].add(s // rb)
-    # first pass: how many registers are saved at once (the bounce buffer's size)
-    need: dict[int, set] = {}
-    for g in order:
-        for r in reads[g]:
-            need.setdefault(r, set()).add(g)
-    live, peak = set(), 0
-    pending = {r: set(v) for r, v in need.items()}
-    for g in order:
-        if pending.get(g):
-            live.add(g)
-            peak = max(peak, len(live))
-        for r in reads[g]:
-            pending[r].discard(g)
-            if r in live and not pending[r]:
-                live.discard(r)
+    order, reads, need = _register_reads(dreg, src_bytes, rb)
+    peak = _bounce_registers(order, reads, need)
     bounce = cg.temp(u32, max(peak, 1) * rb // 4, whole=True) if peak else None
     free = [bounce.byte + k * rb for k in range(peak)] if peak else []
     saved: dict[int, int] = {}
@@ -263,6 +245,37 @@ def _in_place(cg, dst_bytes: list[int], src_bytes: list[int], src_t: Type, dst_t
             need[r].discard(g)
             if r in saved and not need[r]:
                 free.append(saved.pop(r))
+
+
+def _register_reads(dreg: list[int], src_bytes: list[int], rb: int):
+    """The destination registers in order, the source registers each reads, and the destination registers
+    that read each source register."""
+    order = sorted(set(dreg))
+    reads: dict[int, set] = {g: set() for g in order}
+    for g, s in zip(dreg, src_bytes):
+        if s >= 0:
+            reads[g].add(s // rb)
+    need: dict[int, set] = {}
+    for g in order:
+        for r in reads[g]:
+            need.setdefault(r, set()).add(g)
+    return order, reads, need
+
+
+def _bounce_registers(order: list[int], reads: dict[int, set], need: dict[int, set]) -> int:
+    """How many registers an in-place reorder saves at once (its bounce buffer's size): a register is
+    saved before it is written while a destination register still has to read it."""
+    live, peak = set(), 0
+    pending = {r: set(v) for r, v in need.items()}
+    for g in order:
+        if pending.get(g):
+            live.add(g)
+            peak = max(peak, len(live))
+        for r in reads[g]:
+            pending[r].discard(g)
+            if r in live and not pending[r]:
+                live.discard(r)
+    return peak
 
 
 def reduce(cg, x) -> None:

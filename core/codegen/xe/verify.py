@@ -1,8 +1,9 @@
 """An independent check of a listing's register use, from the assembly text alone.
 
-It imports nothing of the generator: it parses every IGA line it is given
-(regions, message payloads, dpas operands) into the bytes the instruction
-reads and writes, and replays them against the allocator's claims (the
+It imports nothing of the generator: it reads every IGA line it is given
+with ``kdd.core.targets.xe_syntax`` (the reader ``xesim`` reads the
+disassembly with) and turns its regions, message payloads and dpas operands
+into the bytes the instruction reads and writes, and replays them against the allocator's claims (the
 listing's ``allocations``: each value's bytes and the lines it is live on):
 
 1. no two values live on the same line share a byte;
@@ -17,12 +18,9 @@ listing's ``allocations``: each value's bytes and the lines it is live on):
 """
 from __future__ import annotations
 
-import re
-
-from kdd.core.targets.xe_asm import SIZES, register_token
-_EXEC = re.compile(r"\((\d+)\|M0\)")
-_WHOLE = re.compile(r"^\[?r(\d+):(\w+)\]?$")
-_DPAS = re.compile(r"dpasw?\.(\d+)x(\d+)")
+from kdd.core.targets.xe_asm import LSC_DATA, SIZES
+from kdd.core.targets.xe_syntax import (Instruction, lsc_message, null_type, parse_line, register_range,
+                                        register_token)
 
 
 def _region_bytes(tok: str, lanes: int, rb: int, is_dst: bool) -> set[int] | None:
@@ -44,25 +42,23 @@ def _region_bytes(tok: str, lanes: int, rb: int, is_dst: bool) -> set[int] | Non
 
 
 def _whole(tok: str, rb: int) -> set[int] | None:
-    m = _WHOLE.match(tok)
-    if m is None:
+    """The bytes of the registers a message operand names (``r20:8``, ``[r4:1]``, ``r22`` one register)."""
+    r = register_range(tok)
+    if r is None or r.reg is None:
         return None
-    reg, count = int(m.group(1)), m.group(2)
-    n = int(count) if count.isdigit() else 1
-    return set(range(reg * rb, (reg + n) * rb))
-
-
-_LSC = re.compile(r"\.d(64|32|16u32|8u32)(?:x(\d+)(t?))?\.a(64|32)")
+    return set(range(r.reg * rb, (r.reg + (r.count or 1)) * rb))
 
 
 def _message_bytes(op: str, lanes: int) -> tuple[int, int]:
     """Data and address bytes of an LSC message: ``d32xNt`` blocks move N dwords from one address,
     scattered messages one (32-bit slot) element per lane, each with its own address."""
-    m = _LSC.search(op)
-    count = int(m.group(2)) if m.group(2) else 1
-    unit = 8 if m.group(1) == "64" else 4
-    addr = int(m.group(4)) // 8
-    if m.group(3):
+    m = lsc_message(op)
+    if m is None:
+        raise ValueError(f"message {op}")
+    count = m.vector or 1
+    unit = LSC_DATA[m.data][1]
+    addr = m.addr_bits // 8
+    if m.transposed:
         return unit * count, addr
     return unit * count * lanes, addr * lanes
 
@@ -76,35 +72,27 @@ def _first(regs: set[int] | None, nbytes: int) -> set[int]:
 
 def access(text: str, rb: int) -> tuple[set[int], set[int], str]:
     """``(bytes read, bytes written, kind)`` of one line; kind is ``alu``, ``load``, ``store``,
-    ``send`` or ``other``."""
+    ``send`` or ``other``. Raises ``ValueError`` for a line that is no IGA instruction, label or comment."""
     reads, writes, kind, _ = _access(text, rb)
     return reads, writes, kind
 
 
 def _access(text: str, rb: int):
     """``access`` plus the byte sets that must each lie in one value (message payload, address)."""
-    body = text.split("//")[0].strip()
-    if not body or body.endswith(":"):
+    line = parse_line(text)
+    if not isinstance(line, Instruction):
         return set(), set(), "other", ()
-    body = re.sub(r"\{[^}]*\}", "", body)
-    toks = body.split()
-    if toks[0].startswith("("):
-        toks = toks[1:]
-    op = toks[0]
-    m = _EXEC.search(body)
-    lanes = int(m.group(1)) if m else 1
-    rest = [t for t in toks[2:] if not t.startswith("(") or t.startswith("(sat)")]
+    op, lanes, rest = line.mnemonic, line.exec_size or 1, list(line.operands)
     if op.startswith(("load", "store", "atomic")):
         return _message_access(op, rest, lanes, rb)
     if op.startswith("send"):
         dst, src = rest[0], rest[1]
-        writes = (_whole(dst + ":1", rb) or set()) if dst != "null" else set()
-        return _whole(src + ":1", rb) or set(), writes, "send", ()
+        return _whole(src, rb) or set(), _whole(dst, rb) or set(), "send", ()
     if op in ("jmpi", "sync.bar", "sync.nop"):
         return set(), set(), "other", ()
-    d = _DPAS.match(op)
-    if d:
-        return _dpas_access(int(d.group(1)), int(d.group(2)), rest, lanes, rb)
+    if line.op in ("dpas", "dpasw"):
+        depth, _, rcount = op.partition(".")[2].partition("x")
+        return _dpas_access(int(depth), int(rcount), rest, lanes, rb)
     writes: set[int] = set()
     if rest and not rest[0].startswith("null") and not rest[0].startswith("acc"):
         writes |= _region_bytes(rest[0], lanes, rb, True) or set()
@@ -138,8 +126,9 @@ def _dpas_access(depth: int, rcount: int, rest: list[str], lanes: int, rb: int):
     B (D dwords per lane) and A (R rows of D dwords)."""
     reads: set[int] = set()
     writes: set[int] = set()
-    regs = [int(re.match(r"r(\d+)", t).group(1)) * rb if t.startswith("r") else None for t in rest[:4]]
-    acc = SIZES[rest[0].split(":")[1]]
+    tokens = [register_token(t) for t in rest[:4]]
+    regs = [None if t is None or t.file != "r" else t.reg * rb for t in tokens]
+    acc = SIZES[null_type(rest[0]) or tokens[0].type]
     sizes = [rcount * lanes * acc, rcount * lanes * acc, depth * lanes * 4, rcount * depth * 4]
     for i, (start, size) in enumerate(zip(regs, sizes)):
         if start is None:
@@ -152,8 +141,12 @@ def verify(listing: dict) -> list[str]:
     rb = listing["registers"]["reg_bytes"]
     allocs = listing["registers"]["allocations"]
     lines = [ln["text"] for ln in listing["lines"]]
-    problems: list[str] = []
-    # 1. values live at the same time do not overlap
+    return _overlaps(allocs) + _replay(lines, allocs, rb)
+
+
+def _overlaps(allocs: list[dict]) -> list[str]:
+    """Check 1: values live at the same time do not overlap."""
+    problems = []
     ordered = sorted(allocs, key=lambda a: a["start"])
     for i, a in enumerate(ordered):
         for b in ordered[i + 1:]:
@@ -162,7 +155,11 @@ def verify(listing: dict) -> list[str]:
             if a["first_line"] <= b["last_line"] and b["first_line"] <= a["last_line"]:
                 problems.append(f"{a['label']} and {b['label']} share bytes while both live "
                                 f"(lines {max(a['first_line'], b['first_line']) + 1}..)")
-    # owner of each byte, line by line
+    return problems
+
+
+def _replay(lines: list[str], allocs: list[dict], rb: int) -> list[str]:
+    """Checks 2 and 3: the lines replayed against the owner of each byte, line by line."""
     starts: dict[int, list] = {}
     ends: dict[int, list] = {}
     for a in allocs:
@@ -170,38 +167,49 @@ def verify(listing: dict) -> list[str]:
         ends.setdefault(a["last_line"], []).append(a)
     owner: dict[int, dict] = {b: {"label": "r0"} for b in range(rb)}
     pending: dict[int, tuple] = {}        # byte -> (load line, value) not yet read
+    problems: list[str] = []
     for i, text in enumerate(lines):
         for a in starts.get(i, ()):
             for b in range(a["start"], a["start"] + a["bytes"]):
                 owner[b] = a
-        reads, writes, kind, parts = _access(text, rb)
-        for part in parts:
-            owners = {owner[b]["label"] for b in part if b in owner}
-            if len(owners) > 1:
-                problems.append(f"line {i + 1}: a message operand spans {', '.join(sorted(owners))}: "
-                                f"{text.strip()}")
-        # 2. every touched byte belongs to a live value
-        stray = sorted(b for b in reads | writes if b not in owner)
-        if stray:
-            problems.append(f"line {i + 1}: bytes r{stray[0] // rb}.{stray[0] % rb} (+{len(stray) - 1}) belong to "
-                            f"no live value: {text.strip()}")
-        # 3. loaded data is read by the value it was loaded for
-        for b in reads:
-            got = pending.pop(b, None)
-            if got is not None and owner.get(b) is not got[1]:
-                problems.append(f"line {i + 1}: reads r{b // rb} loaded at line {got[0] + 1} for "
-                                f"{got[1]['label']}, which no longer owns it")
-                break
-        for b in writes:
-            if kind == "load" and b in owner:
-                pending[b] = (i, owner[b])
-            else:
-                pending.pop(b, None)
+        problems += _line(i, text, rb, owner, pending)
         for a in ends.get(i, ()):
             for b in range(a["start"], a["start"] + a["bytes"]):
                 if owner.get(b) is a:
                     del owner[b]
                     pending.pop(b, None)     # data its value never read (unused halves of slots)
+    return problems
+
+
+def _line(i: int, text: str, rb: int, owner: dict, pending: dict) -> list[str]:
+    """The problems of line ``i`` under the byte owners of that line; ``pending`` follows its loads."""
+    try:
+        reads, writes, kind, parts = _access(text, rb)
+    except ValueError as exc:   # the reader of IGA text cannot read the line: nothing on it is checked
+        return [f"line {i + 1}: not read ({exc}): {text.strip()}"]
+    problems = []
+    for part in parts:
+        owners = {owner[b]["label"] for b in part if b in owner}
+        if len(owners) > 1:
+            problems.append(f"line {i + 1}: a message operand spans {', '.join(sorted(owners))}: "
+                            f"{text.strip()}")
+    # 2. every touched byte belongs to a live value
+    stray = sorted(b for b in reads | writes if b not in owner)
+    if stray:
+        problems.append(f"line {i + 1}: bytes r{stray[0] // rb}.{stray[0] % rb} (+{len(stray) - 1}) belong to "
+                        f"no live value: {text.strip()}")
+    # 3. loaded data is read by the value it was loaded for
+    for b in reads:
+        got = pending.pop(b, None)
+        if got is not None and owner.get(b) is not got[1]:
+            problems.append(f"line {i + 1}: reads r{b // rb} loaded at line {got[0] + 1} for "
+                            f"{got[1]['label']}, which no longer owns it")
+            break
+    for b in writes:
+        if kind == "load" and b in owner:
+            pending[b] = (i, owner[b])
+        else:
+            pending.pop(b, None)
     return problems
 
 
@@ -214,7 +222,11 @@ def address_waits(listing: dict) -> list[str]:
     last: tuple[int, set[int]] | None = None   # the last message's line and address bytes
     written: set[int] = set()                  # bytes written since
     for i, ln in enumerate(listing["lines"]):
-        reads, writes, kind, parts = _access(ln["text"], rb)
+        try:
+            reads, writes, kind, parts = _access(ln["text"], rb)
+        except ValueError as exc:
+            out.append(f"line {i + 1}: not read ({exc}): {ln['text'].strip()}")
+            continue
         if kind not in ("load", "store", "send"):
             written |= writes
             continue

@@ -121,12 +121,7 @@ def _normal_form(s, e: Binary) -> Expr | None:
     op = e.op
     if not exact and op not in (Op.EQ, Op.NE):
         return None
-    terms, c = _minus(la, lb), la.const - lb.const
-    if exact:
-        g = gcd(*terms.values()) if terms else 1
-    else:  # equality modulo 2**bits: cancel and move, never divide
-        terms = {term: signed(v, t) for term, v in terms.items() if signed(v, t)}
-        g, c = 1, signed(c, t)
+    terms, c, g = _difference(la, lb, t, exact)
     if not terms:  # only reached modulo 2**bits (exact differences were decided by bounds)
         return BoolImm.make((c == 0) == (op is Op.EQ)) if op in (Op.EQ, Op.NE) else None
     if op in (Op.EQ, Op.NE):
@@ -135,8 +130,25 @@ def _normal_form(s, e: Binary) -> Expr | None:
         k = -c // g
     else:
         op, k = _bound(op, c, g)
-    pos = {term: v // g for term, v in terms.items() if v > 0}
-    neg = {term: -v // g for term, v in terms.items() if v < 0}
+    return _moved(s, e, exact, op, k, {term: v // g for term, v in terms.items()})
+
+
+def _difference(la, lb, t, exact: bool) -> tuple[dict, int, int]:
+    """``la - lb`` as its terms and constant, and the divisor common to the terms (1 modulo 2**bits:
+    there an equality cancels and moves, never divides)."""
+    terms, c = _minus(la, lb), la.const - lb.const
+    if exact:
+        return terms, c, gcd(*terms.values()) if terms else 1
+    terms = {term: signed(v, t) for term, v in terms.items() if signed(v, t)}
+    return terms, signed(c, t), 1
+
+
+def _moved(s, e: Binary, exact: bool, op: Op, k: int, terms: dict) -> Expr | None:
+    """``terms op k`` with the positive terms on the left, the negative ones and ``k`` on the right
+    (None: a coefficient or a side would wrap, or ``e`` is already this form)."""
+    t = e.a.type
+    pos = {term: v for term, v in terms.items() if v > 0}
+    neg = {term: -v for term, v in terms.items() if v < 0}
     if not pos:
         pos, neg, op, k = neg, {}, MIRROR[op], -k
     if exact and any(signed(v, t) != v for v in (k, *pos.values(), *neg.values())):
