@@ -68,7 +68,8 @@ def _lower(kernel, body, target, budget: int) -> XeLowering:
 
 def lower_kernel(kernel, body, target, ir_map: bool = True) -> Listing:
     """Lower ``body`` (final IR of ``kernel``) for ``target``; raises ``OutOfRegisters`` or
-    ``CodegenUnsupported``."""
+    ``CodegenUnsupported``. Without ``ir_map`` the lines carry no IR node and the listing no IR register
+    model figure (``ir`` None): what only a shown listing or the stats read."""
     return _listing(kernel, body, target, _lowered(kernel, body, target), ir_map)
 
 
@@ -80,7 +81,8 @@ def _lowered(kernel, body, target) -> XeLowering:
 
 
 def _listing(kernel, body, target, cg: XeLowering, ir_map: bool = True) -> Listing:
-    """The listing of a finished lowering: lines with their IR nodes, peak, allocations, mix and roofline."""
+    """The listing of a finished lowering: lines (with their IR nodes), peak, allocations, mix and roofline
+    (and with ``ir_map`` the IR register model's figure)."""
     nodes = _ir_nodes(body) if ir_map else {}
     lines = [AsmLine(ln.text, ln.busy, None, nodes.get(id(ln.node)) if ln.node is not None else None)
              for ln in cg.em.lines]
@@ -98,24 +100,25 @@ def _listing(kernel, body, target, cg: XeLowering, ir_map: bool = True) -> Listi
             by_label[a["label"]] = by_label.get(a["label"], 0) + a["bytes"]
     by_label = {k: -(-v // rb) for k, v in by_label.items()}
     abi = [f.to_dict(rb) for f in cg.payload]
-    return Listing(target.name, lines, peak, peak_line, _budget(kernel, target), ir_model_registers(kernel, body, target), by_label,
+    model = ir_model_registers(kernel, body, target) if ir_map else None
+    return Listing(target.name, lines, peak, peak_line, _budget(kernel, target), model, by_label,
                    instruction_mix(cg.em.lines, cg.loops), roofline(kernel, target, cg.em.lines), abi,
                    allocations=allocations, reg_bytes=rb, rematerialized=cg.rematerialized,
                    slm_bytes=max((b + s for b, s in cg.slm_base.values()), default=0))
 
 
-def assembled(kernel, body, target, check: bool = True) -> Listing:
+def assembled(kernel, body, target, check: bool = True, ir_map: bool = True) -> Listing:
     """:func:`lower_kernel`'s listing with (``check``) the assembler's report; a listing the installed
     assembler rejects raises :class:`AssemblerRejected` (a generator bug)."""
     cg = _lowered(kernel, body, target)
     if not check:
-        return _listing(kernel, body, target, cg)
+        return _listing(kernel, body, target, cg, ir_map)
     with ThreadPoolExecutor(1) as pool:
         # iga64 (three runs: assemble, disassemble, assemble again) waits on processes while this thread
         # maps IR lines, walks the IR register model and counts the mix: a compile waits for the longer
         asm = "\n".join(ln.text for ln in cg.em.lines) + "\n"  # the listing's asm
         running = pool.submit(assemble, asm, target.assembler, f"-p={target.xe.iga_platform}")
-        listing = _listing(kernel, body, target, cg)
+        listing = _listing(kernel, body, target, cg, ir_map)
         report = running.result()
     if report.binary_bytes is None and find_tool(target.assembler[0]) is not None:
         raise AssemblerRejected(report.tool, report.messages)
