@@ -34,6 +34,7 @@ Byte offsets carry the element size in every term (``offset_expr``'s
 """
 from __future__ import annotations
 
+import itertools
 import math
 from dataclasses import dataclass, field
 from typing import NamedTuple
@@ -581,14 +582,40 @@ def _direct_dim(view: View, name: str) -> int | None:
     return t
 
 
-def _matrix_positions(layout: Layout):
-    """The matrix index ``(b, x, y)`` held at every register element of a dense layout: ``(elems, 3)``
-    (padded positions, which hold no index, read as ``-1``)."""
-    import numpy as np  # only Xe-HPC tiles come here: an Xe-HPG compile imports no numpy
-    index = np.indices(layout.padded_dims).reshape(3, -1).T
-    pos = np.full((layout.padded_elems(), 3), -1, dtype=np.int64)
-    pos[layout.offsets_of(index) - layout.offset] = index
+def _matrix_positions(layout: Layout) -> list[tuple[int, int, int]]:
+    """The matrix index ``(b, x, y)`` held at every register element of a dense layout (padded positions,
+    which hold no index, read as ``(-1, -1, -1)``). Plain integers: a tile has a few thousand elements at
+    most, and loading numpy for them would cost a compile more than all of its passes."""
+    # A layout's offset is a sum of one term per dim (each block reads its own dim's digits)
+    terms = [[layout.unchecked_offset([i if d == dim else 0 for d in range(3)]) - layout.offset for i in range(n)]
+             for dim, n in enumerate(layout.padded_dims)]
+    pos = [(-1, -1, -1)] * layout.padded_elems()
+    for (b, ob), (x, ox), (y, oy) in itertools.product(*(enumerate(t) for t in terms)):
+        pos[ob + ox + oy] = (b, x, y)
     return pos
+
+
+def _lands(pos: list[tuple[int, int, int]], along: list[tuple[int, ...]], w: int, h: int, a: int, rows: int,
+           cols: int, size: int) -> bool:
+    """Whether messages of ``a`` blocks of ``w`` x ``h`` elements, taking ``pos``'s elements in order, each
+    start on a dword and hold the block's elements where the layout holds them: element ``(i, r, c)`` of a
+    message the matrix index of its first one plus ``r`` along ``rows`` and ``i * w + c`` along ``cols``.
+    ``along`` is ``pos`` by matrix dim (each dim's index at every element), so a block row compares as
+    one slice."""
+    n = w * h * a
+    if any(pos[q][cols] * size % 4 for q in range(0, len(pos), n)):
+        return False
+    batch, row_at, col_at = along[0], along[rows], along[cols]
+    for q in range(0, len(pos), n):
+        b0, r0, c0 = pos[q][0], pos[q][rows], pos[q][cols]
+        e = q
+        for i in range(a):
+            want_cols = tuple(range(c0 + i * w, c0 + i * w + w))
+            for r in range(h):
+                if col_at[e:e + w] != want_cols or row_at[e:e + w] != (r0 + r,) * w or batch[e:e + w] != (b0,) * w:
+                    return False
+                e += w
+    return True
 
 
 def plan_block2d(access: TileAccess, reg: RegTensor, limits: Block2D | None, reg_bytes: int) -> Block2DPlan | None:
@@ -627,27 +654,20 @@ def plan_block2d(access: TileAccess, reg: RegTensor, limits: Block2D | None, reg
     col_start = arith.add(access.starts[col_dim], access.base[cols])
     if arith.alignment(col_start, access.facts) * size % 4:
         return None  # a block starts on a dword
-    import numpy as np
-
     pos = _matrix_positions(reg.layout)
+    along = list(zip(*pos))
     best = None
     for w in range(1, limits.max_row_bytes // size + 1):
         for h in range(1, limits.max_height + 1):
             for a in limits.arrays:
                 n = w * h * a
-                if pos.shape[0] % n or (w * size) & (w * size - 1) or limits.block_problem(size, w, h, a, reg_bytes) \
-                        or (a > 1 and w * h * size % reg_bytes) or (n < pos.shape[0] and n * size % reg_bytes):
+                if len(pos) % n or (w * size) & (w * size - 1) or limits.block_problem(size, w, h, a, reg_bytes) \
+                        or (a > 1 and w * h * size % reg_bytes) or (n < len(pos) and n * size % reg_bytes):
                     continue  # (each message lands on a register)
                 if best is not None and (n, h) <= (best.elems, best.height):
                     continue
-                chunks = pos.reshape(-1, a, h, w, 3)
-                origin = chunks[:, :1, :1, :1, :]
-                want = np.zeros((a, h, w, 3), dtype=np.int64)
-                want[..., cols] = (np.arange(a)[:, None, None] * w + np.arange(w)[None, None, :])
-                want[..., rows] = np.arange(h)[None, :, None]
-                if (origin[..., cols] * size % 4).any() or not (chunks == origin + want).all():
-                    continue
-                best = Block2DPlan(w, h, a, pos.shape[0] // n, rows, cols, row_dim, col_dim, t_rows, t_cols)
+                if _lands(pos, along, w, h, a, rows, cols, size):
+                    best = Block2DPlan(w, h, a, len(pos) // n, rows, cols, row_dim, col_dim, t_rows, t_cols)
     return best
 
 

@@ -35,8 +35,8 @@ from .listing import AsmLine, Listing
 def generate_asm(kernel, body, target: Target | str, check: bool = True, disassemble: bool = True) -> Listing:
     """Lower ``body`` for ``target`` (its :class:`Backend`) and (``check``) run the target's assembler on the
     result; an Xe listing the installed assembler rejects raises :class:`AssemblerRejected` (a generator bug).
-    ``disassemble=False`` spares sm_90 what only its listing shows (nvdisasm's live registers, the IR
-    lines and register model; see :mod:`.ptx`)."""
+    ``disassemble=False`` spares what only a shown listing or the stats read (sm_90's nvdisasm live
+    registers; the IR lines and the IR register model on every target; see :mod:`.ptx`)."""
     return backend_for(target).generate(kernel, body, check, disassemble)
 
 

@@ -11,11 +11,14 @@ from __future__ import annotations
 import os
 import subprocess
 import tempfile
-from dataclasses import dataclass, field
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field, replace
 from functools import lru_cache
+from typing import Callable, TypeVar
 
 from kdd.core.toolchain import find_tool
 
+R = TypeVar("R")
 
 INSTALL_HINT = {
     "iga64": "on Debian: apt-get install libigc-tools; tools/setup.sh does it",
@@ -68,7 +71,22 @@ def assemble(text: str, command: tuple[str, ...], platform_flag: str, round_trip
     path = find_tool(tool)
     if path is None:
         return AssemblerReport(tool, None, False, [f"{tool} is not installed ({INSTALL_HINT.get(tool, '')})"])
-    version = tool_version(tool)
+    report, version = beside_version(lambda: tool_version(tool),
+                                     lambda: _assemble(path, tool, text, command, platform_flag, round_trip, timeout))
+    return replace(report, version=version)
+
+
+def beside_version(version: Callable[[], str | None], run: Callable[[], R]) -> tuple[R, str | None]:
+    """``run()`` and the tool's ``version()`` at once: asking a tool its version is a process of its own
+    (once per kdd process, then remembered), which a compile need not wait for before running the tool."""
+    with ThreadPoolExecutor(1) as pool:
+        asked = pool.submit(version)
+        return run(), asked.result()
+
+
+def _assemble(path: str, tool: str, text: str, command: tuple[str, ...], platform_flag: str, round_trip: bool,
+              timeout: float) -> AssemblerReport:
+    """:func:`assemble` with the tool at ``path``, its report without the tool's version."""
     with tempfile.TemporaryDirectory(prefix="kdd-asm-") as tmp:
         src, binary = os.path.join(tmp, "kernel.asm"), os.path.join(tmp, "kernel.bin")
         with open(src, "w", encoding="utf-8") as f:
@@ -77,15 +95,15 @@ def assemble(text: str, command: tuple[str, ...], platform_flag: str, round_trip
             run = subprocess.run([path, *command[1:], src, "-o", binary], capture_output=True, text=True,
                                  timeout=timeout)
         except subprocess.TimeoutExpired:
-            return AssemblerReport(tool, version, False, [f"{tool} ran longer than {timeout:g} s"])
+            return AssemblerReport(tool, None, False, [f"{tool} ran longer than {timeout:g} s"])
         messages = _messages(run)
         if run.returncode != 0 or not os.path.exists(binary):
-            return AssemblerReport(tool, version, False, messages or [f"{tool} exited with {run.returncode}"])
+            return AssemblerReport(tool, None, False, messages or [f"{tool} exited with {run.returncode}"])
         size = os.path.getsize(binary)
         same = None
         if round_trip:
             same = _round_trip(path, platform_flag, binary, tmp, timeout, messages)
-        return AssemblerReport(tool, version, not messages and same is not False, messages, size, same)
+        return AssemblerReport(tool, None, not messages and same is not False, messages, size, same)
 
 
 def _round_trip(path: str, platform_flag: str, binary: str, tmp: str, timeout: float,

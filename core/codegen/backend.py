@@ -41,7 +41,8 @@ class Backend:
 
     def generate(self, kernel, body, check: bool = True, disassemble: bool = True):
         """The listing of ``body`` (the final IR of ``kernel``); ``check`` runs the target's assembler on it;
-        ``disassemble=False`` leaves out what only a disassembly gives (sm_90's live registers per line)."""
+        ``disassemble=False`` leaves out what only a shown listing or the stats read: sm_90's disassembly
+        (live registers per line), the lines' IR nodes and the IR register model's figure."""
         raise CodegenUnsupported(f"kdd has no assembly generator for {self.target.name}")
 
 
@@ -61,7 +62,7 @@ class XeBackend(Backend):
     def generate(self, kernel, body, check: bool = True, disassemble: bool = True):
         from .xe import assembled
 
-        return assembled(kernel, body, self.target, check)
+        return assembled(kernel, body, self.target, check, ir_map=disassemble)
 
 
 class PtxBackend(Backend):

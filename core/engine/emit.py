@@ -20,8 +20,9 @@ from kdd.core.passes.trace_view import BUILD, UnknownPassError
 from .failure import Failure, StageFailed
 
 PLAIN = ("ir", "passes", "stats", "asm", "ptx", "sass", "check", "verify")
-# The items that show the code's listing or its figures (sm_90: nvdisasm's live registers, the IR register
-# model): the SASS, the listings, the stats. Any other compile asks the code generator for ptxas's alone.
+# The items that show the code's listing or its figures (sm_90: nvdisasm's live registers; the IR lines and
+# register model): the SASS, the listings, the stats. Any other compile asks the code generator for the
+# figures the assembled code has (registers, spills, mix), without those.
 SHOWS_LISTING = frozenset(("stats", "asm", "ptx", "sass"))
 PREFIXED = ("ir:", "diff:")
 HELP = ("ir, passes (pass table and final IR), ir:PASS (IR after PASS; ir:build), diff:PASS (what PASS changed), "

@@ -558,8 +558,9 @@ class Engine:
         joined to the config range of its knob. Out of registers is a failure on the responsible knob.
         Without ``tools`` sm_90's PTX is not run through ptxas and nvdisasm (the PTX simulator reads the
         text: the check need not wait for them); Xe code is always assembled (the simulator runs the
-        binary). Without ``disassemble`` sm_90's PTX is run through ptxas alone (no live registers, SASS,
-        IR lines or IR register model, no rendered listing) unless the full listing is already at hand."""
+        binary). Without ``disassemble`` the code is generated and assembled for its figures alone (no IR
+        lines, IR register model or rendered listing; on sm_90 ptxas alone: no live registers or SASS)
+        unless the full listing is already at hand."""
         asm = self._code(r, sources, tools, disassemble)
         return {**asm, "lines": [artifacts.with_config_range(line, sources) for line in asm["lines"]]}
 
@@ -592,9 +593,9 @@ class Engine:
         check = tools or r.target.isa != "ptx"
         key = r.key("asm", check, stamps() if check else ())
         asm = None
-        if check and not disassemble and r.target.isa == "ptx":
+        if check and not disassemble:
             asm = self._stored("asm", key) or self._artifact(
-                "asm", r.key("asm", "ptxas", stamps()), lambda: lower(False))
+                "asm", r.key("asm", "figures", stamps()), lambda: lower(False))
         asm = asm or self._artifact("asm", key, lambda: lower(True))
         if "failure" in asm:
             f = asm["failure"]
@@ -655,7 +656,8 @@ class Engine:
         on Xe, ptxas on sm_90), the peak and what is live there, the instruction mix, the roofline, and
         ``ir``, the IR register model's figure the listing shows; or ``ok: false`` with the failure (out
         of registers, with its live buffers and repairs; an operation it cannot lower yet). Without
-        ``disassemble`` sm_90's peak and what is live there are not known (0; see :meth:`assembly`)."""
+        ``disassemble`` ``ir`` is None and sm_90's peak and what is live there are not known (0; see
+        :meth:`assembly`)."""
         try:
             asm = self._code(r, sources, disassemble=disassemble)
         except StageFailed as exc:

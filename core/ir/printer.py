@@ -139,13 +139,15 @@ def print_ir(root: Node, texts: dict[int, str] | None = None) -> PrintedIR:
     """Print a statement (or expression) and keep, for each line, the node it came from.
 
     ``texts`` (id -> text) may be shared by the prints of trees that share subtrees and all stay
-    alive meanwhile (a pass trace): an expression object is then printed once for all of them.
+    alive meanwhile (a pass trace): an expression object is then printed once for all of them, and
+    so is a statement's own line (its first: the IR after a pass is mostly the statements of the IR
+    before it).
     """
     if isinstance(root, Expr):
         return PrintedIR((expr_to_text(root),), (root,))
     lines: list[str] = []
     nodes: list[Node] = []
-    texts = {} if texts is None else texts  # id -> text of the expressions printed so far (alive)
+    texts = {} if texts is None else texts  # id -> text of the expressions and statements printed so far (alive)
 
     def expr_to_text(e: Expr) -> str:
         return _expr_text(e, texts)
@@ -157,55 +159,63 @@ def print_ir(root: Node, texts: dict[int, str] | None = None) -> PrintedIR:
     while stack:
         item = pop()
         depth = item[0]
-        pad = INDENT * depth
         if len(item) == 3:
-            lines.append(pad + item[1])
+            lines.append(INDENT * depth + item[1])
             nodes.append(item[2])
             continue
         s = item[1]
         cls = s.__class__
-        after: list[tuple] = []  # what follows the statement's first line, in print order
         if cls is Seq:
             stack.extend([(depth, x) for x in reversed(s.stmts)])
             continue
-        if cls is Let:
-            text = f"{s.var.name}.{s.var.type} = {expr_to_text(s.value)}"
-            push((depth, s.body))
-        elif cls is Store:
-            stride = "" if s.stride == s.value.type.scalar.size else f", stride={s.stride}"
-            mask = "" if s.mask is None else f" if {expr_to_text(s.mask)}"
-            text = (f"{s.buf.name}.{s.value.type}[{expr_to_text(s.offset)}{stride}] = "
-                    f"{expr_to_text(s.value)}{mask}")
-        elif cls is Alloc:
-            text = f"alloc.{s.kind.value} {s.buf.name}[{s.size}]{_attrs(s.attrs)}"
-            push((depth, s.body))
-        elif cls is For:
-            v = s.var.name
-            step = f"{v}++" if s.step == 1 else f"{v} += {s.step}"
-            unroll = f" [unroll {s.unroll}]" if s.unroll > 1 else ""
-            text = (f"for ({v}.{s.var.type} = {expr_to_text(s.init)}; {v} < {expr_to_text(s.bound)}; "
-                    f"{step}){unroll} {{")
-            after = [(depth + 1, s.body), (depth, "}", s)]
-        elif cls is If:
-            text = f"if ({expr_to_text(s.cond)}) {{"
-            after = [(depth + 1, s.then)]
-            if s.else_ is not None:
-                after += [(depth, "} else {", s), (depth + 1, s.else_)]
-            after.append((depth, "}", s))
-        elif cls is Group:
-            text = f"{s.label} {{"
-            after = [(depth + 1, s.body), (depth, "}", s)]
-        elif cls is FuncCall:
-            args = ", ".join(expr_to_text(a) for a in s.args)
-            if getattr(s.func, "NAMED", False):  # many operands of one type: each printed with its name
-                args = ", ".join(f"{n}={expr_to_text(a)}" for n, a in zip(s.func.OPERANDS, s.args))
-            text = f"{s.func}({args}){_attrs(s.attrs)}"
-        else:
-            raise TypeError(f"cannot print {cls.__name__}")
-        lines.append(pad + text)
+        text = texts.get(id(s))
+        if text is None:
+            text = texts[id(s)] = _own_line(s, expr_to_text)
+        lines.append(INDENT * depth + text)
         nodes.append(s)
-        stack.extend(reversed(after))
+        # what follows the statement's own line, pushed in reverse print order
+        if cls is Let or cls is Alloc:
+            push((depth, s.body))
+        elif cls is For or cls is Group:
+            push((depth, "}", s))
+            push((depth + 1, s.body))
+        elif cls is If:
+            push((depth, "}", s))
+            if s.else_ is not None:
+                push((depth + 1, s.else_))
+                push((depth, "} else {", s))
+            push((depth + 1, s.then))
     return PrintedIR(tuple(lines), tuple(nodes))
+
+
+def _own_line(s: Node, expr_to_text) -> str:
+    """The first line a statement prints (without its indentation), its expressions by ``expr_to_text``."""
+    cls = s.__class__
+    if cls is Let:
+        return f"{s.var.name}.{s.var.type} = {expr_to_text(s.value)}"
+    if cls is Store:
+        stride = "" if s.stride == s.value.type.scalar.size else f", stride={s.stride}"
+        mask = "" if s.mask is None else f" if {expr_to_text(s.mask)}"
+        return (f"{s.buf.name}.{s.value.type}[{expr_to_text(s.offset)}{stride}] = "
+                f"{expr_to_text(s.value)}{mask}")
+    if cls is Alloc:
+        return f"alloc.{s.kind.value} {s.buf.name}[{s.size}]{_attrs(s.attrs)}"
+    if cls is For:
+        v = s.var.name
+        step = f"{v}++" if s.step == 1 else f"{v} += {s.step}"
+        unroll = f" [unroll {s.unroll}]" if s.unroll > 1 else ""
+        return (f"for ({v}.{s.var.type} = {expr_to_text(s.init)}; {v} < {expr_to_text(s.bound)}; "
+                f"{step}){unroll} {{")
+    if cls is If:
+        return f"if ({expr_to_text(s.cond)}) {{"
+    if cls is Group:
+        return f"{s.label} {{"
+    if cls is FuncCall:
+        args = ", ".join(expr_to_text(a) for a in s.args)
+        if getattr(s.func, "NAMED", False):  # many operands of one type: each printed with its name
+            args = ", ".join(f"{n}={expr_to_text(a)}" for n, a in zip(s.func.OPERANDS, s.args))
+        return f"{s.func}({args}){_attrs(s.attrs)}"
+    raise TypeError(f"cannot print {cls.__name__}")
 
 
 def to_text(node: Node, texts: dict[int, str] | None = None) -> str:

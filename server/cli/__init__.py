@@ -10,9 +10,12 @@ import more): the others serve only ``kdd --help`` and mistyped commands.
 from __future__ import annotations
 
 import argparse
+import atexit
 import gc
 import importlib
+import os
 import sys
+import threading
 
 from kdd.server.version import kdd_version
 
@@ -32,6 +35,9 @@ SUBCOMMANDS = (
 )
 
 _MODULE_OF = {name.replace("_", "-"): name for name in SUBCOMMANDS}  # command name -> its module
+# The commands whose process ends without the interpreter's teardown (``_end_now``): the interactive ones,
+# whose whole work is one engine call and printing; the servers, sweeps and tunes end as Python ends them.
+ENDS_AT_ONCE = frozenset(("compile", "check"))
 
 
 class _VersionAction(argparse.Action):
@@ -69,12 +75,32 @@ def main(argv: list[str] | None = None) -> int:
         parser._subparsers._group_actions[0].choices[args.command].error(
             f"unrecognized arguments: {' '.join(extra)}")
     try:
-        return int(args.run(args) or 0)
+        code = int(args.run(args) or 0)
     except BrokenPipeError:  # `kdd ... | head` must not print a traceback
         return 0
     finally:
         if argv is None:  # the program's own command line: the process ends next, and the collection
             gc.freeze()   # it ends with would walk every object the command made (~10% of a small compile)
+    if argv is None and args.command in ENDS_AT_ONCE:
+        _end_now(code)
+    return code
+
+
+def _end_now(code: int) -> None:
+    """End the process with ``code`` as soon as the command's output is out: run the ``atexit`` handlers,
+    flush the output, and skip the interpreter's teardown, which frees every object the command made one
+    by one (10-20 ms of a compile's CPU, 40 ms of sm90_conv's) to hand the memory back to a process that
+    ends. Only with no other thread running; where flushing fails (a closed pipe), the interpreter ends
+    the process as it always does."""
+    if threading.active_count() > 1:
+        return
+    atexit._run_exitfuncs()
+    try:
+        sys.stdout.flush()
+        sys.stderr.flush()
+    except (OSError, ValueError):
+        return
+    os._exit(code)
 
 
 if __name__ == "__main__":

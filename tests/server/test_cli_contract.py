@@ -101,14 +101,35 @@ def test_compiling_an_xe_kernel_loads_neither_package_metadata_nor_numpy_nor_oth
     # every compile runs: a kernel it cannot lower is an error whatever is emitted) maps its reorders in
     # plain integers, since loading numpy costs more than the rest of a small compile's code generation;
     # a command line naming a subcommand registers that one alone (kdd --help still lists them all).
-    probe = ("import sys, io, contextlib; from kdd.server.cli import main\n"
-             "with contextlib.redirect_stdout(io.StringIO()):\n"
-             f"    code = main(['compile', {str(EXAMPLES / 'resnet50_3x3.kernel.toml')!r}, '--emit', 'passes,asm',"
-             " '--no-cache'])\n"
-             "print(code, sorted(m for m in ('importlib.metadata', 'numpy', 'kdd.server.cli.sweep') if m in sys.modules))")
-    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120)
-    assert done.stdout.split() == ["0", "[]"], done.stderr
+    # Xe-HPC's 2D block loads (gemm_bert) are planned in plain integers too.
+    for example in ("resnet50_3x3", "gemm_bert"):
+        probe = ("import sys, io, contextlib; from kdd.server.cli import main\n"
+                 "with contextlib.redirect_stdout(io.StringIO()):\n"
+                 f"    code = main(['compile', {str(EXAMPLES / f'{example}.kernel.toml')!r}, '--emit', 'passes,asm',"
+                 " '--no-cache'])\n"
+                 "print(code, sorted(m for m in ('importlib.metadata', 'numpy', 'kdd.server.cli.sweep')"
+                 " if m in sys.modules))")
+        done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120)
+        assert done.stdout.split() == ["0", "[]"], (example, done.stderr)
     version = subprocess.run([KDD, "--version"], capture_output=True, text=True, timeout=60)
     assert version.returncode == 0 and version.stdout.startswith("kdd ")
     listed = subprocess.run([KDD, "--help"], capture_output=True, text=True, timeout=60).stdout
     assert all(f"    {name.replace('_', '-')} " in listed for name in SUBCOMMANDS)
+
+
+def test_a_command_ends_with_its_output_written_and_its_exit_handlers_run(tmp_path, capsys):
+    """``kdd`` ends its process without the interpreter's teardown: everything the command printed still
+    reaches the pipe, the exit status is the command's, and the ``atexit`` handlers ran (the table of
+    generated code kdd keeps beside its bytecode is written by one)."""
+    example = EXAMPLES / "resnet50_3x3.kernel.toml"
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    env["PYTHONPYCACHEPREFIX"] = str(tmp_path / "pyc")
+    done = subprocess.run([KDD, "compile", str(example), "--emit", "ir,stats", "--no-cache"], capture_output=True,
+                          text=True, timeout=120, env=env)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == run(capsys, "compile", example, "--emit", "ir,stats", "--no-cache")[1]
+    assert list((tmp_path / "pyc").rglob("generated_code.*.code"))
+    bad = tmp_path / "bad.kernel.toml"
+    bad.write_text(GEMM.replace('"m16n16k16"', '"m0"'))
+    done = subprocess.run([KDD, "compile", str(bad)], capture_output=True, text=True, timeout=60, env=env)
+    assert done.returncode == 2 and f"{bad}:" in done.stderr

@@ -21,12 +21,12 @@ import os
 import re
 import subprocess
 import tempfile
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import lru_cache
 
 from kdd.core.toolchain import find_tool
 
-from ..assembler import AssemblerReport
+from ..assembler import AssemblerReport, beside_version
 from .line_table import LineTableError, lines_at
 
 
@@ -79,7 +79,13 @@ def ptxas(text: str, arch: str | None = None, timeout: float = 300.0) -> PtxasRe
     if path is None:
         return PtxasResult(AssemblerReport("ptxas", None, False, [
             "ptxas is not installed (PyPI nvidia-cuda-nvcc; tools/setup.sh installs it into .venv)"]))
-    version = tool_version(path)
+    result, version = beside_version(lambda: tool_version(path), lambda: _ptxas(path, text, arch, timeout))
+    result.report = replace(result.report, version=version)
+    return result
+
+
+def _ptxas(path: str, text: str, arch: str, timeout: float) -> PtxasResult:
+    """:func:`ptxas` with the tool at ``path``, its report without the tool's version."""
     with tempfile.TemporaryDirectory(prefix="kdd-ptx-") as tmp:
         src, out = os.path.join(tmp, "kernel.ptx"), os.path.join(tmp, "kernel.cubin")
         with open(src, "w", encoding="utf-8") as f:
@@ -88,13 +94,13 @@ def ptxas(text: str, arch: str | None = None, timeout: float = 300.0) -> PtxasRe
             run = subprocess.run([path, f"-arch={arch}", "-v", "-lineinfo", "--warn-on-spills", src, "-o", out],
                                  capture_output=True, text=True, timeout=timeout)
         except subprocess.TimeoutExpired:
-            return PtxasResult(AssemblerReport("ptxas", version, False, [f"ptxas ran longer than {timeout:g} s"]))
+            return PtxasResult(AssemblerReport("ptxas", None, False, [f"ptxas ran longer than {timeout:g} s"]))
         lines = [ln.strip() for ln in (run.stdout + run.stderr).splitlines() if ln.strip()]
         info = [ln for ln in lines if ln.startswith("ptxas info") or "bytes stack frame" in ln]
         messages = [ln for ln in lines if ln not in info]
         resources = parse_resources("\n".join(info))
         if run.returncode != 0 or not os.path.exists(out):
-            return PtxasResult(AssemblerReport("ptxas", version, False,
+            return PtxasResult(AssemblerReport("ptxas", None, False,
                                                messages or [f"ptxas exited with {run.returncode}"]), None, resources)
         with open(out, "rb") as f:
             cubin = f.read()
@@ -102,7 +108,7 @@ def ptxas(text: str, arch: str | None = None, timeout: float = 300.0) -> PtxasRe
         messages.append(f"ptxas spilled: {resources['spill_stores']} bytes stored, {resources['spill_loads']} "
                         f"bytes loaded ({resources.get('registers')} registers allocated)")
     ok = not messages
-    return PtxasResult(AssemblerReport("ptxas", version, ok, messages, len(cubin)), cubin, resources)
+    return PtxasResult(AssemblerReport("ptxas", None, ok, messages, len(cubin)), cubin, resources)
 
 
 _LIVE = re.compile(r"/\*([0-9a-f]{4,})\*/\s+(.*?;)\s*//\s*\|\s*(\d*)")

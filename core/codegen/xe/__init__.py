@@ -14,6 +14,8 @@ verifier used by tests).
 """
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
+
 from kdd.core.ir.printer import print_ir
 from kdd.core.toolchain import find_tool
 
@@ -66,10 +68,21 @@ def _lower(kernel, body, target, budget: int) -> XeLowering:
 
 def lower_kernel(kernel, body, target, ir_map: bool = True) -> Listing:
     """Lower ``body`` (final IR of ``kernel``) for ``target``; raises ``OutOfRegisters`` or
-    ``CodegenUnsupported``."""
-    budget = _budget(kernel, target)
-    cg = _lower(kernel, body, target, budget)
+    ``CodegenUnsupported``. Without ``ir_map`` the lines carry no IR node and the listing no IR register
+    model figure (``ir`` None): what only a shown listing or the stats read."""
+    return _listing(kernel, body, target, _lowered(kernel, body, target), ir_map)
+
+
+def _lowered(kernel, body, target) -> XeLowering:
+    """The lowering of ``body`` in the config's budget, its registers closed: the code, not yet the listing."""
+    cg = _lower(kernel, body, target, _budget(kernel, target))
     cg.regs.close()
+    return cg
+
+
+def _listing(kernel, body, target, cg: XeLowering, ir_map: bool = True) -> Listing:
+    """The listing of a finished lowering: lines (with their IR nodes), peak, allocations, mix and roofline
+    (and with ``ir_map`` the IR register model's figure)."""
     nodes = _ir_nodes(body) if ir_map else {}
     lines = [AsmLine(ln.text, ln.busy, None, nodes.get(id(ln.node)) if ln.node is not None else None)
              for ln in cg.em.lines]
@@ -87,19 +100,27 @@ def lower_kernel(kernel, body, target, ir_map: bool = True) -> Listing:
             by_label[a["label"]] = by_label.get(a["label"], 0) + a["bytes"]
     by_label = {k: -(-v // rb) for k, v in by_label.items()}
     abi = [f.to_dict(rb) for f in cg.payload]
-    return Listing(target.name, lines, peak, peak_line, budget, ir_model_registers(kernel, body, target), by_label,
+    model = ir_model_registers(kernel, body, target) if ir_map else None
+    return Listing(target.name, lines, peak, peak_line, _budget(kernel, target), model, by_label,
                    instruction_mix(cg.em.lines, cg.loops), roofline(kernel, target, cg.em.lines), abi,
                    allocations=allocations, reg_bytes=rb, rematerialized=cg.rematerialized,
                    slm_bytes=max((b + s for b, s in cg.slm_base.values()), default=0))
 
 
-def assembled(kernel, body, target, check: bool = True) -> Listing:
+def assembled(kernel, body, target, check: bool = True, ir_map: bool = True) -> Listing:
     """:func:`lower_kernel`'s listing with (``check``) the assembler's report; a listing the installed
     assembler rejects raises :class:`AssemblerRejected` (a generator bug)."""
-    listing = lower_kernel(kernel, body, target)
-    if check:
-        report = assemble(listing.asm, target.assembler, f"-p={target.xe.iga_platform}")
-        if report.binary_bytes is None and find_tool(target.assembler[0]) is not None:
-            raise AssemblerRejected(report.tool, report.messages)
-        listing.assembler = report.to_dict()
+    cg = _lowered(kernel, body, target)
+    if not check:
+        return _listing(kernel, body, target, cg, ir_map)
+    with ThreadPoolExecutor(1) as pool:
+        # iga64 (three runs: assemble, disassemble, assemble again) waits on processes while this thread
+        # maps IR lines, walks the IR register model and counts the mix: a compile waits for the longer
+        asm = "\n".join(ln.text for ln in cg.em.lines) + "\n"  # the listing's asm
+        running = pool.submit(assemble, asm, target.assembler, f"-p={target.xe.iga_platform}")
+        listing = _listing(kernel, body, target, cg, ir_map)
+        report = running.result()
+    if report.binary_bytes is None and find_tool(target.assembler[0]) is not None:
+        raise AssemblerRejected(report.tool, report.messages)
+    listing.assembler = report.to_dict()
     return listing

@@ -7,6 +7,8 @@ is the oracle for the dpas offsets and the messages; numpy slicing is the oracle
 """
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pytest
 from hypothesis import example, given, settings
@@ -97,3 +99,36 @@ def test_any_a_tile_loads_within_the_limits_in_no_more_messages_and_computes_the
     assert count == 1 or f.elems * 2 % reg_bytes == 0
     assert count * f.elems == m * k and count <= m * k // (8 * 16 * (2 if k_blocks % 2 == 0 else 1))
     assert check_kernel(kernel, p).ok
+
+
+def _lands_by_numpy(layout, w: int, h: int, a: int, rows: int, cols: int, size: int) -> bool:
+    """The oracle of ``_lands``: the layout's matrix positions from numpy's vectorized offsets, cut into
+    messages and compared with the block shape's as whole arrays."""
+    index = np.indices(layout.padded_dims).reshape(3, -1).T
+    pos = np.full((layout.padded_elems(), 3), -1, dtype=np.int64)
+    pos[layout.offsets_of(index) - layout.offset] = index
+    chunks = pos.reshape(-1, a, h, w, 3)
+    origin = chunks[:, :1, :1, :1, :]
+    want = np.zeros((a, h, w, 3), dtype=np.int64)
+    want[..., cols] = np.arange(a)[:, None, None] * w + np.arange(w)[None, None, :]
+    want[..., rows] = np.arange(h)[None, :, None]
+    return not (origin[..., cols] * size % 4).any() and bool((chunks == origin + want).all())
+
+
+@settings(max_examples=60, deadline=None)
+@given(blocks=st.lists(st.tuples(st.integers(0, 2), st.sampled_from((1, 2, 3, 4, 8))), min_size=1, max_size=5),
+       w=st.sampled_from((1, 2, 4, 8)), h=st.integers(1, 4), a=st.sampled_from((1, 2)),
+       rows=st.sampled_from((1, 2)), size=st.sampled_from((1, 2, 4)), offset=st.integers(0, 3))
+def test_block_shapes_land_where_numpy_places_the_layouts_elements(blocks, w, h, a, rows, size, offset):
+    """``plan_block2d``'s test of a block shape, in plain integers, agrees with numpy's whole-array form on
+    any dense three-dim layout (padded dims, blocks of one dim split and interleaved, an offset)."""
+    from kdd.core.builder.loads import _lands, _matrix_positions
+    from kdd.core.layout.layout import Layout
+
+    padded = [math.prod(s for d, s in blocks if d == dim) for dim in range(3)]
+    layout = Layout.dense("bf16", padded, blocks, offset)
+    pos = _matrix_positions(layout)
+    if len(pos) % (w * h * a):
+        return
+    assert _lands(pos, list(zip(*pos)), w, h, a, rows, 3 - rows, size) == _lands_by_numpy(
+        layout, w, h, a, rows, 3 - rows, size)

@@ -141,3 +141,21 @@ def test_sm90_disassembles_only_for_what_shows_live_registers(monkeypatch):
     assert engine.compile(source, "ir")["ok"] and runs == [1] and engine.runs["codegen"] == 2  # the full one serves
     stats = Engine().compile(source, "stats")["stats"]
     assert stats["codegen"]["peak"] == shown["sass"]["registers"]["peak"] > 0
+
+
+def test_xe_maps_ir_lines_and_models_registers_only_for_what_shows_them(monkeypatch):
+    """A compile that shows no listing and no stats (``passes``) still generates and assembles the code
+    (a kernel it cannot generate is an error whatever is emitted) but neither maps IR lines nor runs the IR
+    register model; ``asm`` then makes the full listing, which later compiles reuse."""
+    import kdd.core.codegen.xe as xe
+
+    models, real = [], xe.ir_model_registers
+    monkeypatch.setattr(xe, "ir_model_registers", lambda *a: models.append(1) or real(*a))
+    engine, source = Engine(), Source(TEXT, str(EXAMPLE))
+    light = engine.compile(source, "passes")
+    assert light["ok"] and models == [] and engine.runs["codegen"] == 1
+    shown = engine.compile(source, "asm,stats")
+    assert shown["ok"] and models == [1] and engine.runs["codegen"] == 2
+    assert any("ir_node" in line for line in shown["asm"]["lines"])
+    assert engine.compile(source, "ir")["ok"] and engine.runs["codegen"] == 2  # the full one serves
+    assert shown["stats"] == Engine().compile(source, "stats")["stats"]

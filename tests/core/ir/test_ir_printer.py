@@ -82,3 +82,19 @@ def test_prints_sharing_one_memo_print_what_separate_prints_do():
     assert print_ir(first, texts).text == print_ir(first).text
     assert print_ir(second, texts).text == print_ir(second).text
     assert to_text(second, texts) == to_text(second)
+
+
+def test_a_statement_shared_at_another_depth_prints_at_its_own_indentation():
+    """A pass's output shares statements with its input, some moved into or out of a loop: with one memo
+    for both prints, each line still has its own depth's indentation and points at its statement."""
+    i, x, out = var("i"), var("x"), var("out", s32)
+    store = Store.make(out, x, Load.make(s32, out, x) + i)
+    call = FuncCall.make(Barrier())
+    before = Group.make("kernel", Let.make(x, i * 4, seq(store, call)))
+    after = Group.make("kernel", For.make(i, 0, 4, If.make(i.eq(0), Let.make(x, i * 4, seq(store, call)), call)))
+    texts: dict = {}
+    for ir in (before, after, before):
+        shared, alone = print_ir(ir, texts), print_ir(ir)
+        assert shared == alone
+    assert [line for line in print_ir(after, texts).lines if "barrier" in line] == ["      barrier()",
+                                                                                    "      barrier()"]
