@@ -16,7 +16,11 @@ from __future__ import annotations
 
 from typing import Callable, Container, Iterable, Iterator
 
+from .expr import Expr, Var
 from .node import Node
+from .stmt import Alloc, For, Let, Stmt, trip_count
+
+_BINDERS = frozenset({For, Let, Alloc})
 
 
 def _hook(obj: object, prefix: str, cls: type, cache: dict) -> Callable | None:
@@ -34,29 +38,87 @@ def _hook(obj: object, prefix: str, cls: type, cache: dict) -> Callable | None:
         return fn
 
 
+# What a visitor's stack frame does with its node: walk into it, call its leave hook, or open and close
+# the scope a binder (for, let, alloc) gives its body.
+_ENTER, _LEAVE, _OPEN, _CLOSE = range(4)
+
+
 class IRVisitor:
     """Pre/post-order visitor; subclasses define ``visit_<Class>`` / ``leave_<Class>`` hooks.
 
     Hooks are looked up along the class hierarchy, so ``visit_Expr`` sees every expression.
+    ``statements_only = True`` walks statements alone (a statement's expressions are its
+    own to read in its hook), the cost of statement analyses.
+
+    The context of the node a hook receives, kept by the walk (the hand-written walks it
+    replaces each threaded their own):
+
+    - ``loops``: the enclosing ``for`` statements, outermost first (a loop's bounds are
+      outside it, its body inside);
+    - ``times``: how many times the node runs per run of the root, the product of
+      :meth:`trips` over ``loops``; ``exact``: whether every enclosing loop's count is known;
+    - ``scope``: the variables bound where the node sits, each to its ``let``, ``for`` or
+      ``alloc`` (a binder's variable is in scope in its body only).
     """
+
+    statements_only = False
+
+    loops: list
+    times: int
+    exact: bool
+    scope: dict
+
+    def trips(self, loop) -> int | None:
+        """The context hook of ``times``: the iterations ``loop`` counts for (None: unknown, counted
+        as 1 and making ``times`` inexact). Default: its trip count where its bounds are constants."""
+        return trip_count(loop)
 
     def visit(self, root: Node) -> None:
         cache: dict = {}
-        stack: list[tuple[Node, bool]] = [(root, False)]
+        self.loops, self.times, self.exact, self.scope = [], 1, True, {}
+        outer: list[tuple] = []  # (times, exact, shadowed binding) saved by each open scope
+        only_stmts = self.statements_only
+        stack: list[tuple[Node, int]] = [(root, _ENTER)]
+        pop, push, extend = stack.pop, stack.append, stack.extend
         while stack:
-            node, leaving = stack.pop()
-            cls = type(node)
-            if leaving:
+            node, action = pop()
+            cls = node.__class__
+            if action is _ENTER:
+                enter = _hook(self, "visit_", cls, cache)
+                if enter is not None and enter(node) is False:
+                    continue
+                if _hook(self, "leave_", cls, cache) is not None:
+                    push((node, _LEAVE))
+                kids = node._children_of(node)
+                if only_stmts:
+                    kids = [k for k in kids if isinstance(k, Stmt)]
+                if cls in _BINDERS:  # the body (the last child) walks inside the binder's scope
+                    push((node, _CLOSE))
+                    push((kids[-1], _ENTER))
+                    push((node, _OPEN))
+                    kids = kids[:-1]
+                extend((k, _ENTER) for k in reversed(kids))
+            elif action is _LEAVE:
                 _hook(self, "leave_", cls, cache)(node)
-                continue
-            enter = _hook(self, "visit_", cls, cache)
-            if enter is not None and enter(node) is False:
-                continue
-            if _hook(self, "leave_", cls, cache) is not None:
-                stack.append((node, True))
-            kids = list(node.children())
-            kids.reverse()
-            stack.extend((k, False) for k in kids)
+            elif action is _OPEN:
+                var = node.buf if cls is Alloc else node.var
+                outer.append((self.times, self.exact, var, self.scope.get(var)))
+                self.scope[var] = node
+                if cls is For:
+                    self.loops.append(node)
+                    trips = self.trips(node)
+                    if trips is None:
+                        self.exact = False
+                    else:
+                        self.times *= trips
+            else:
+                self.times, self.exact, var, shadowed = outer.pop()
+                if shadowed is None:
+                    del self.scope[var]
+                else:
+                    self.scope[var] = shadowed
+                if cls is For:
+                    self.loops.pop()
 
 
 class IRMutator:
@@ -76,7 +138,6 @@ class IRMutator:
         change: statement passes skip all expressions), else none."""
         found = _UNVISITED.get(cls)
         if found is None:
-            from .expr import Expr  # local import: expr builds on node, not on the visitor
             stack, classes = [Expr], []
             while stack:
                 k = stack.pop()
@@ -213,9 +274,6 @@ def substitute(root: Node, mapping: dict) -> Node:
 
 def free_vars(root: Node) -> set:
     """Variables used but not bound (by let, for or alloc) inside ``root``."""
-    from .expr import Var
-    from .stmt import Alloc, For, Let
-
     bound: dict = {}
     free: set = set()
     # Events: ("node", n) visits n; ("bind"/"unbind", v) opens and closes a scope.
@@ -260,6 +318,4 @@ def distinct_nodes(root: Node) -> Iterator[Node]:
 
 def var_names(root: Node) -> set[str]:
     """Names of every variable (bound or free, buffers included) under ``root``."""
-    from .expr import Var
-
     return {n.name for n in distinct_nodes(root) if isinstance(n, Var)}

@@ -29,7 +29,7 @@ from ..ir.expr import Binary, Expr, Op, Var
 from ..ir.node import Node
 from ..ir.printer import expr_to_text
 from ..ir.stmt import Let, Seq, Stmt, Store, seq
-from ..ir.visitor import IRMutator, Substitute
+from ..ir.visitor import IRMutator, IRVisitor, Substitute
 from .forms import Forms
 from ..ir.names import Names
 from .opcount import is_int_op
@@ -85,26 +85,26 @@ def register_budget(ir: Stmt, options: Mapping[str, Any]) -> tuple[RegisterModel
     return model, total - estimate_registers(ir, model).peak_bytes
 
 
-class _Layout:
+class _Layout(IRVisitor):
     """Pre-order numbering of a statement tree: index, subtree end, parent, children's indices."""
+
+    statements_only = True
 
     def __init__(self, root: Stmt):
         self.pre: dict[int, int] = {}
         self.end: dict[int, int] = {}
         self.parent: dict[int, Stmt] = {}
         self.order: list[Stmt] = []
-        stack: list[tuple[Stmt, bool]] = [(root, False)]
-        while stack:
-            s, done = stack.pop()
-            if done:
-                self.end[id(s)] = len(self.order) - 1
-                continue
-            self.pre[id(s)] = len(self.order)
-            self.order.append(s)
-            stack.append((s, True))
-            for k in reversed(child_stmts(s)):
-                self.parent[id(k)] = s
-                stack.append((k, False))
+        self.visit(root)
+
+    def visit_Stmt(self, s: Stmt) -> None:
+        self.pre[id(s)] = len(self.order)
+        self.order.append(s)
+        for k in child_stmts(s):
+            self.parent[id(k)] = s
+
+    def leave_Stmt(self, s: Stmt) -> None:
+        self.end[id(s)] = len(self.order) - 1
 
     def common_ancestor(self, first_pre: int, last_pre: int) -> tuple[Stmt, tuple[int, int] | None]:
         """The innermost statement containing the statements numbered ``first_pre`` to ``last_pre``

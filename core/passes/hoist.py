@@ -60,7 +60,7 @@ from ..ir.node import Node
 from ..ir.simplify.stmt import VarUses
 from ..ir.stmt import Alloc, For, FuncCall, Let, MemKind, Seq, Stmt, Store, seq
 from ..ir.types import Type, s32
-from ..ir.visitor import IRMutator
+from ..ir.visitor import IRMutator, IRVisitor
 from .cse import register_budget
 from .forms import Forms
 from ..ir.names import Names
@@ -493,15 +493,18 @@ def _running_stmts(body: Stmt) -> list[Stmt]:
     (moving their work in front of the loop would make it run)."""
     out: list[Stmt] = []
     seen: set[int] = set()
-    stack: list[Stmt] = [body]
-    while stack:
-        s = stack.pop()
-        if id(s) in seen:
-            continue
-        seen.add(id(s))
-        out.append(s)
-        if not (isinstance(s, For) and trip_count(s) == 0):
-            stack.extend(reversed(child_stmts(s)))
+
+    class Running(IRVisitor):
+        statements_only = True
+
+        def visit_Stmt(self, s: Stmt) -> bool:
+            if id(s) in seen:
+                return False
+            seen.add(id(s))
+            out.append(s)
+            return not (isinstance(s, For) and trip_count(s) == 0)
+
+    Running().visit(body)
     return out
 
 

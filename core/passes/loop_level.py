@@ -18,7 +18,8 @@ from typing import Mapping
 from ..ir.expr import Expr, Var
 from ..ir.stmt import For, Let, Stmt
 from .opcount import int_ops
-from .tree import ReplaceNodes, child_stmts, distinct_nodes, expr_vars, own_exprs
+from ..ir.visitor import IRVisitor
+from .tree import ReplaceNodes, distinct_nodes, expr_vars, own_exprs
 
 
 @dataclass(frozen=True)
@@ -42,17 +43,21 @@ class LoopLevel:
     def __init__(self, body: Stmt):
         entries: list[LevelExpr] = []
         nested: set[str] = set()
-        stack: list[Stmt] = [body]
-        while stack:
-            s = stack.pop()
-            if isinstance(s, Let):
-                entries.append(LevelExpr(s.value, s.var))
-            else:
-                entries.extend(LevelExpr(e) for e in own_exprs(s))
-            if isinstance(s, For):
-                nested |= {n.name for n in distinct_nodes(s.body) if isinstance(n, Var)}
-            else:
-                stack.extend(reversed(child_stmts(s)))
+
+        class Level(IRVisitor):
+            statements_only = True
+
+            def visit_Stmt(self, s: Stmt) -> bool | None:
+                if isinstance(s, Let):
+                    entries.append(LevelExpr(s.value, s.var))
+                else:
+                    entries.extend(LevelExpr(e) for e in own_exprs(s))
+                if isinstance(s, For):  # a nested loop is a level of its own
+                    nested.update(n.name for n in distinct_nodes(s.body) if isinstance(n, Var))
+                    return False
+                return None
+
+        Level().visit(body)
         self.entries: tuple[LevelExpr, ...] = tuple(entries)
         self._ops = [int_ops(x.expr) for x in entries]
         self._reads = [frozenset(v.name for v in expr_vars(x.expr)) for x in entries]

@@ -13,7 +13,7 @@ from ..ir.names import Names
 from ..ir.node import Node
 from ..ir.simplify.engine import fold_immediates
 from ..ir.stmt import Stmt
-from ..ir.visitor import post_order
+from ..ir.visitor import IRVisitor, post_order
 from .tree import binder
 
 
@@ -21,16 +21,20 @@ def bound_vars(s: Stmt) -> list[Var]:
     """Variables bound by ``let``, ``for`` and ``alloc`` statements inside ``s`` (``s`` included)."""
     out = []
     seen: set[int] = set()
-    stack = [s]
-    while stack:  # statements only: no expression binds a variable
-        node = stack.pop()
-        if id(node) in seen:
-            continue
-        seen.add(id(node))
-        v = binder(node)
-        if v is not None:
-            out.append(v)
-        stack.extend(k for k in reversed(node.children()) if isinstance(k, Stmt))
+
+    class Binders(IRVisitor):
+        statements_only = True  # no expression binds a variable
+
+        def visit_Stmt(self, node: Stmt) -> bool | None:
+            if id(node) in seen:  # a shared statement binds its variables once
+                return False
+            seen.add(id(node))
+            v = binder(node)
+            if v is not None:
+                out.append(v)
+            return None
+
+    Binders().visit(s)
     return out
 
 
