@@ -23,21 +23,6 @@ from .stmt import Alloc, For, Let, Stmt, trip_count
 _BINDERS = frozenset({For, Let, Alloc})
 
 
-def _hook(obj: object, prefix: str, cls: type, cache: dict) -> Callable | None:
-    """``obj``'s hook ``<prefix><Class>`` for the nearest class of ``cls``'s hierarchy that has one."""
-    key = (prefix, cls)
-    try:
-        return cache[key]
-    except KeyError:
-        fn = None
-        for klass in cls.__mro__:
-            fn = getattr(obj, f"{prefix}{klass.__name__}", None)
-            if fn is not None:
-                break
-        cache[key] = fn
-        return fn
-
-
 # What a visitor's stack frame does with its node: walk into it, call its leave hook, or open and close
 # the scope a binder (for, let, alloc) gives its body.
 _ENTER, _LEAVE, _OPEN, _CLOSE = range(4)
@@ -73,10 +58,23 @@ class IRVisitor:
         as 1 and making ``times`` inexact). Default: its trip count where its bounds are constants."""
         return trip_count(loop)
 
+    @classmethod
+    def _hooks(cls, node_cls: type) -> tuple[Callable | None, Callable | None]:
+        """The ``visit_`` and ``leave_`` hooks (plain functions) of this visitor class for node class
+        ``node_cls``, looked up along its hierarchy once per pair of classes."""
+        table = _VISIT_HOOKS.setdefault(cls, {})
+        hooks = table.get(node_cls)
+        if hooks is None:
+            hooks = table[node_cls] = tuple(
+                next((getattr(cls, f"{prefix}{k.__name__}") for k in node_cls.__mro__
+                      if hasattr(cls, f"{prefix}{k.__name__}")), None) for prefix in ("visit_", "leave_"))
+        return hooks
+
     def visit(self, root: Node) -> None:
-        cache: dict = {}
+        mine = type(self)
+        table = _VISIT_HOOKS.setdefault(mine, {})
         self.loops, self.times, self.exact, self.scope = [], 1, True, {}
-        outer: list[tuple] = []  # (times, exact, shadowed binding) saved by each open scope
+        outer: list[tuple] = []  # (times, exact, variable, the binding it shadowed) of each open scope
         only_stmts = self.statements_only
         stack: list[tuple[Node, int]] = [(root, _ENTER)]
         pop, push, extend = stack.pop, stack.append, stack.extend
@@ -84,10 +82,10 @@ class IRVisitor:
             node, action = pop()
             cls = node.__class__
             if action is _ENTER:
-                enter = _hook(self, "visit_", cls, cache)
-                if enter is not None and enter(node) is False:
+                enter, leave = table.get(cls) or mine._hooks(cls)
+                if enter is not None and enter(self, node) is False:
                     continue
-                if _hook(self, "leave_", cls, cache) is not None:
+                if leave is not None:
                     push((node, _LEAVE))
                 kids = node._children_of(node)
                 if only_stmts:
@@ -97,9 +95,10 @@ class IRVisitor:
                     push((kids[-1], _ENTER))
                     push((node, _OPEN))
                     kids = kids[:-1]
-                extend((k, _ENTER) for k in reversed(kids))
+                if kids:
+                    extend([(k, _ENTER) for k in reversed(kids)])
             elif action is _LEAVE:
-                _hook(self, "leave_", cls, cache)(node)
+                table[cls][1](self, node)
             elif action is _OPEN:
                 var = node.buf if cls is Alloc else node.var
                 outer.append((self.times, self.exact, var, self.scope.get(var)))
@@ -204,6 +203,8 @@ class IRMutator:
         return out[0]
 
 
+# visitor class -> node class -> its visit_ and leave_ hooks (None where it has none)
+_VISIT_HOOKS: dict[type, dict[type, tuple[Callable | None, Callable | None]]] = {}
 # mutator class -> node class -> its pre_ and mutate_ hooks (None where it has none)
 _HOOKS: dict[type, dict[type, tuple[Callable | None, Callable | None]]] = {}
 # mutator class -> the node classes it returns without walking them (see IRMutator._unvisited)

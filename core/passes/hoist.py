@@ -491,21 +491,24 @@ class _Hoist(IRMutator):
 def _running_stmts(body: Stmt) -> list[Stmt]:
     """The statements of ``body`` in program order, less those inside loops known to run zero times
     (moving their work in front of the loop would make it run)."""
-    out: list[Stmt] = []
-    seen: set[int] = set()
+    running = _Running()
+    running.visit(body)
+    return running.found
 
-    class Running(IRVisitor):
-        statements_only = True
 
-        def visit_Stmt(self, s: Stmt) -> bool:
-            if id(s) in seen:
-                return False
-            seen.add(id(s))
-            out.append(s)
-            return not (isinstance(s, For) and trip_count(s) == 0)
+class _Running(IRVisitor):
+    statements_only = True
 
-    Running().visit(body)
-    return out
+    def __init__(self):
+        self.found: list[Stmt] = []
+        self.seen: set[int] = set()
+
+    def visit_Stmt(self, s: Stmt) -> bool:
+        if id(s) in self.seen:
+            return False
+        self.seen.add(id(s))
+        self.found.append(s)
+        return not (isinstance(s, For) and trip_count(s) == 0)
 
 
 def _invariant_lets(loop: For) -> tuple[list[Let], set[str]]:

@@ -30,6 +30,26 @@ class LevelExpr:
     let: Var | None = None
 
 
+class _Level(IRVisitor):
+    """The expressions of one loop body in program order; the names nested loops read."""
+
+    statements_only = True
+
+    def __init__(self):
+        self.entries: list[LevelExpr] = []
+        self.nested: set[str] = set()
+
+    def visit_Stmt(self, s: Stmt) -> bool:
+        if isinstance(s, Let):
+            self.entries.append(LevelExpr(s.value, s.var))
+        else:
+            self.entries.extend(LevelExpr(e) for e in own_exprs(s))
+        if isinstance(s, For):  # a nested loop is a level of its own
+            self.nested.update(n.name for n in distinct_nodes(s.body) if isinstance(n, Var))
+            return False
+        return True
+
+
 class LoopLevel:
     """The level of one loop body: its expressions in program order, what each costs and reads, and
     which lets are read (by the level or by nested loops).
@@ -41,23 +61,9 @@ class LoopLevel:
     """
 
     def __init__(self, body: Stmt):
-        entries: list[LevelExpr] = []
-        nested: set[str] = set()
-
-        class Level(IRVisitor):
-            statements_only = True
-
-            def visit_Stmt(self, s: Stmt) -> bool | None:
-                if isinstance(s, Let):
-                    entries.append(LevelExpr(s.value, s.var))
-                else:
-                    entries.extend(LevelExpr(e) for e in own_exprs(s))
-                if isinstance(s, For):  # a nested loop is a level of its own
-                    nested.update(n.name for n in distinct_nodes(s.body) if isinstance(n, Var))
-                    return False
-                return None
-
-        Level().visit(body)
+        level = _Level()
+        level.visit(body)
+        entries, nested = level.entries, level.nested
         self.entries: tuple[LevelExpr, ...] = tuple(entries)
         self._ops = [int_ops(x.expr) for x in entries]
         self._reads = [frozenset(v.name for v in expr_vars(x.expr)) for x in entries]

@@ -191,17 +191,20 @@ class _MainLoop(_PerTrip):
 
 def _loops_below(s: Stmt) -> list[For]:
     """The outermost loops of ``s``."""
-    out: list[For] = []
+    loops = _OuterLoops()
+    loops.visit(s)
+    return loops.found
 
-    class Loops(IRVisitor):
-        statements_only = True
 
-        def visit_For(self, loop: For) -> bool:
-            out.append(loop)
-            return False
+class _OuterLoops(IRVisitor):
+    statements_only = True
 
-    Loops().visit(s)
-    return out
+    def __init__(self):
+        self.found: list[For] = []
+
+    def visit_For(self, loop: For) -> bool:
+        self.found.append(loop)
+        return False
 
 
 def _operand_buffers(body: Stmt) -> set[str]:

@@ -19,23 +19,26 @@ from .tree import binder
 
 def bound_vars(s: Stmt) -> list[Var]:
     """Variables bound by ``let``, ``for`` and ``alloc`` statements inside ``s`` (``s`` included)."""
-    out = []
-    seen: set[int] = set()
+    binders = _Binders()
+    binders.visit(s)
+    return binders.found
 
-    class Binders(IRVisitor):
-        statements_only = True  # no expression binds a variable
 
-        def visit_Stmt(self, node: Stmt) -> bool | None:
-            if id(node) in seen:  # a shared statement binds its variables once
-                return False
-            seen.add(id(node))
-            v = binder(node)
-            if v is not None:
-                out.append(v)
-            return None
+class _Binders(IRVisitor):
+    statements_only = True  # no expression binds a variable
 
-    Binders().visit(s)
-    return out
+    def __init__(self):
+        self.found: list[Var] = []
+        self.seen: set[int] = set()
+
+    def visit_Stmt(self, node: Stmt) -> bool:
+        if id(node) in self.seen:  # a shared statement binds its variables once
+            return False
+        self.seen.add(id(node))
+        v = binder(node)
+        if v is not None:
+            self.found.append(v)
+        return True
 
 
 def rename_bound(s: Stmt, names: Names, mapping: dict | None = None) -> Stmt:
