@@ -23,6 +23,18 @@ from .stmt import Alloc, For, Let, Stmt, trip_count
 _BINDERS = frozenset({For, Let, Alloc})
 
 
+def _class_hooks(tables: dict, cls: type, node_cls: type, prefixes: tuple[str, str]) -> tuple:
+    """Class ``cls``'s hooks ``<prefix><Class>`` for node class ``node_cls``, each the nearest along
+    its hierarchy (None where none is defined), looked up once per pair of classes into ``tables``."""
+    table = tables.setdefault(cls, {})
+    hooks = table.get(node_cls)
+    if hooks is None:
+        hooks = table[node_cls] = tuple(
+            next((getattr(cls, f"{prefix}{k.__name__}") for k in node_cls.__mro__
+                  if hasattr(cls, f"{prefix}{k.__name__}")), None) for prefix in prefixes)
+    return hooks
+
+
 # What a visitor's stack frame does with its node: walk into it, call its leave hook, or open and close
 # the scope a binder (for, let, alloc) gives its body.
 _ENTER, _LEAVE, _OPEN, _CLOSE = range(4)
@@ -60,15 +72,8 @@ class IRVisitor:
 
     @classmethod
     def _hooks(cls, node_cls: type) -> tuple[Callable | None, Callable | None]:
-        """The ``visit_`` and ``leave_`` hooks (plain functions) of this visitor class for node class
-        ``node_cls``, looked up along its hierarchy once per pair of classes."""
-        table = _VISIT_HOOKS.setdefault(cls, {})
-        hooks = table.get(node_cls)
-        if hooks is None:
-            hooks = table[node_cls] = tuple(
-                next((getattr(cls, f"{prefix}{k.__name__}") for k in node_cls.__mro__
-                      if hasattr(cls, f"{prefix}{k.__name__}")), None) for prefix in ("visit_", "leave_"))
-        return hooks
+        """The ``visit_`` and ``leave_`` hooks (plain functions) of this visitor class for node class ``node_cls``."""
+        return _class_hooks(_VISIT_HOOKS, cls, node_cls, ("visit_", "leave_"))
 
     def visit(self, root: Node) -> None:
         mine = type(self)
@@ -149,14 +154,8 @@ class IRMutator:
     @classmethod
     def _hooks(cls, node_cls: type) -> tuple[Callable | None, Callable | None]:
         """The ``pre_`` and ``mutate_`` hooks (plain functions, called with the mutator first)
-        of this mutator class for node class ``node_cls``, looked up once per pair of classes."""
-        table = _HOOKS.setdefault(cls, {})
-        hooks = table.get(node_cls)
-        if hooks is None:
-            hooks = table[node_cls] = tuple(
-                next((getattr(cls, f"{prefix}{k.__name__}") for k in node_cls.__mro__
-                      if hasattr(cls, f"{prefix}{k.__name__}")), None) for prefix in ("pre_", "mutate_"))
-        return hooks
+        of this mutator class for node class ``node_cls``."""
+        return _class_hooks(_HOOKS, cls, node_cls, ("pre_", "mutate_"))
 
     def mutate(self, root: Node) -> Node:
         mine = type(self)
@@ -250,6 +249,30 @@ def post_order(root: Node, children: Callable[[Node], Iterable[Node]] | None = N
             continue
         stack.append((node, True))
         stack.extend((k, False) for k in kids_of(node) if id(k) not in done)
+
+
+def statements(root: Stmt, enter: Callable[[Stmt], bool] | None = None) -> list[Stmt]:
+    """The statements of ``root`` (itself included) in program order, each object once; the children of
+    a statement for which ``enter`` is false are left out."""
+    walk = _Statements(enter)
+    walk.visit(root)
+    return walk.found
+
+
+class _Statements(IRVisitor):
+    statements_only = True
+
+    def __init__(self, enter: Callable[[Stmt], bool] | None):
+        self.enter = enter
+        self.found: list[Stmt] = []
+        self.seen: set[int] = set()
+
+    def visit_Stmt(self, s: Stmt) -> bool:
+        if id(s) in self.seen:
+            return False
+        self.seen.add(id(s))
+        self.found.append(s)
+        return self.enter is None or self.enter(s)
 
 
 def count_nodes(root: Node) -> int:

@@ -60,7 +60,7 @@ from ..ir.node import Node
 from ..ir.simplify.stmt import VarUses
 from ..ir.stmt import Alloc, For, FuncCall, Let, MemKind, Seq, Stmt, Store, seq
 from ..ir.types import Type, s32
-from ..ir.visitor import IRMutator, IRVisitor
+from ..ir.visitor import IRMutator, statements
 from .cse import register_budget
 from .forms import Forms
 from ..ir.names import Names
@@ -491,24 +491,7 @@ class _Hoist(IRMutator):
 def _running_stmts(body: Stmt) -> list[Stmt]:
     """The statements of ``body`` in program order, less those inside loops known to run zero times
     (moving their work in front of the loop would make it run)."""
-    running = _Running()
-    running.visit(body)
-    return running.found
-
-
-class _Running(IRVisitor):
-    statements_only = True
-
-    def __init__(self):
-        self.found: list[Stmt] = []
-        self.seen: set[int] = set()
-
-    def visit_Stmt(self, s: Stmt) -> bool:
-        if id(s) in self.seen:
-            return False
-        self.seen.add(id(s))
-        self.found.append(s)
-        return not (isinstance(s, For) and trip_count(s) == 0)
+    return statements(body, lambda s: not (isinstance(s, For) and trip_count(s) == 0))
 
 
 def _invariant_lets(loop: For) -> tuple[list[Let], set[str]]:

@@ -43,7 +43,7 @@ from ..ir.expr import Binary, BoolImm, Broadcast, Cast, Expr, FloatImm, IntImm, 
 from ..ir.funcs import Dp4a, Dpas, Eltwise, Mad, Mma, Reduce, Reorder, Send, Send2D
 from ..ir.node import Node
 from ..ir.stmt import For, FuncCall, Group, Let, Stmt, Store
-from ..ir.visitor import IRVisitor, walk
+from ..ir.visitor import IRVisitor, statements, walk
 from .opcount import is_retype
 from .reduction_nest import K_LOOP, find_reduction_nest
 from .tree import distinct_nodes, own_exprs, trip_count
@@ -191,20 +191,7 @@ class _MainLoop(_PerTrip):
 
 def _loops_below(s: Stmt) -> list[For]:
     """The outermost loops of ``s``."""
-    loops = _OuterLoops()
-    loops.visit(s)
-    return loops.found
-
-
-class _OuterLoops(IRVisitor):
-    statements_only = True
-
-    def __init__(self):
-        self.found: list[For] = []
-
-    def visit_For(self, loop: For) -> bool:
-        self.found.append(loop)
-        return False
+    return [x for x in statements(s, lambda x: not isinstance(x, For)) if isinstance(x, For)]
 
 
 def _operand_buffers(body: Stmt) -> set[str]:

@@ -13,32 +13,13 @@ from ..ir.names import Names
 from ..ir.node import Node
 from ..ir.simplify.engine import fold_immediates
 from ..ir.stmt import Stmt
-from ..ir.visitor import IRVisitor, post_order
+from ..ir.visitor import post_order, statements
 from .tree import binder
 
 
 def bound_vars(s: Stmt) -> list[Var]:
     """Variables bound by ``let``, ``for`` and ``alloc`` statements inside ``s`` (``s`` included)."""
-    binders = _Binders()
-    binders.visit(s)
-    return binders.found
-
-
-class _Binders(IRVisitor):
-    statements_only = True  # no expression binds a variable
-
-    def __init__(self):
-        self.found: list[Var] = []
-        self.seen: set[int] = set()
-
-    def visit_Stmt(self, node: Stmt) -> bool:
-        if id(node) in self.seen:  # a shared statement binds its variables once
-            return False
-        self.seen.add(id(node))
-        v = binder(node)
-        if v is not None:
-            self.found.append(v)
-        return True
+    return [v for v in map(binder, statements(s)) if v is not None]  # no expression binds a variable
 
 
 def rename_bound(s: Stmt, names: Names, mapping: dict | None = None) -> Stmt:
