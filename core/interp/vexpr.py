@@ -25,6 +25,7 @@ from kdd.core.ir.expr import (Binary, BoolImm, Broadcast, Cast, Expr, FloatImm, 
                               Ramp, Shuffle, Ternary, Unary, Var, common_type, wrap_int)
 from kdd.core.ir.c_arith import c_div_array, c_mod_array, div_up_array
 from kdd.core.ir.types import Type
+from kdd.core.ir.visitor import distinct_nodes
 
 from .errors import InterpError
 from .memory import ElementBytes, Memory
@@ -384,19 +385,13 @@ class MemoBudget:
 def _inputs(e: Expr) -> tuple[int, bool, set]:
     """Distinct operation nodes, whether a load occurs, and the variables of ``e`` (shared
     subtrees visited once, so heavily shared expressions stay linear)."""
-    seen: set[int] = set()
-    stack, operations, has_load, free = [e], 0, False, set()
-    while stack:
-        node = stack.pop()
-        if id(node) in seen:
-            continue
-        seen.add(id(node))
+    operations, has_load, free = 0, False, set()
+    for node in distinct_nodes(e):
         if isinstance(node, Var):
             free.add(node)
         elif not isinstance(node, (IntImm, FloatImm, BoolImm)):
             operations += 1
             has_load = has_load or isinstance(node, Load)
-        stack.extend(node.children())
     return operations, has_load, free
 
 

@@ -2,7 +2,8 @@
 
 Construction goes through each class's ``make`` (which checks types and folds
 nothing) or through the builders at the bottom of this module and the Python
-operators ``+ - * // % & | ^ << >>`` and unary ``-``/``~``. Python ints and
+operators ``+ - * // % & | ^ << >>`` and unary ``-``/``~``, which fold nothing
+either; index arithmetic folded as it is built is ``kdd.core.ir.operators``. Python ints and
 floats on either side of an operator become immediates of the other operand's
 type. Comparisons are builders (``a.lt(b)``, ``a.eq(b)``), never ``<``/``==``.
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 from enum import Enum
 from typing import Any, Iterable
 
-from .expr import BoolImm, Expr, ExprLike, Var, as_expr
+from .expr import BoolImm, Expr, ExprLike, IntImm, Var, as_expr
 from .node import Node
 
 
@@ -47,6 +47,14 @@ class For(Stmt):
             raise ValueError("loop step and unroll must be >= 1")
         return cls(var, as_expr(init, var.type), as_expr(bound, var.type), _stmt(body),
                    int(step), int(unroll), origin=origin)
+
+
+def trip_count(loop: For) -> int | None:
+    """Iterations of ``loop`` when its bounds are constants, else None."""
+    if isinstance(loop.init, IntImm) and isinstance(loop.bound, IntImm):
+        span = loop.bound.value - loop.init.value
+        return max(0, -(-span // loop.step))
+    return None
 
 
 class If(Stmt):

@@ -16,47 +16,113 @@ from __future__ import annotations
 
 from typing import Callable, Container, Iterable, Iterator
 
+from .expr import Expr, Var
 from .node import Node
+from .stmt import Alloc, For, Let, Stmt, trip_count
+
+_BINDERS = frozenset({For, Let, Alloc})
 
 
-def _hook(obj: object, prefix: str, cls: type, cache: dict) -> Callable | None:
-    """``obj``'s hook ``<prefix><Class>`` for the nearest class of ``cls``'s hierarchy that has one."""
-    key = (prefix, cls)
-    try:
-        return cache[key]
-    except KeyError:
-        fn = None
-        for klass in cls.__mro__:
-            fn = getattr(obj, f"{prefix}{klass.__name__}", None)
-            if fn is not None:
-                break
-        cache[key] = fn
-        return fn
+def _class_hooks(tables: dict, cls: type, node_cls: type, prefixes: tuple[str, str]) -> tuple:
+    """Class ``cls``'s hooks ``<prefix><Class>`` for node class ``node_cls``, each the nearest along
+    its hierarchy (None where none is defined), looked up once per pair of classes into ``tables``."""
+    table = tables.setdefault(cls, {})
+    hooks = table.get(node_cls)
+    if hooks is None:
+        hooks = table[node_cls] = tuple(
+            next((getattr(cls, f"{prefix}{k.__name__}") for k in node_cls.__mro__
+                  if hasattr(cls, f"{prefix}{k.__name__}")), None) for prefix in prefixes)
+    return hooks
+
+
+# What a visitor's stack frame does with its node: walk into it, call its leave hook, or open and close
+# the scope a binder (for, let, alloc) gives its body.
+_ENTER, _LEAVE, _OPEN, _CLOSE = range(4)
 
 
 class IRVisitor:
     """Pre/post-order visitor; subclasses define ``visit_<Class>`` / ``leave_<Class>`` hooks.
 
     Hooks are looked up along the class hierarchy, so ``visit_Expr`` sees every expression.
+    ``statements_only = True`` walks statements alone (a statement's expressions are its
+    own to read in its hook), the cost of statement analyses.
+
+    The context of the node a hook receives, kept by the walk (the hand-written walks it
+    replaces each threaded their own):
+
+    - ``loops``: the enclosing ``for`` statements, outermost first (a loop's bounds are
+      outside it, its body inside);
+    - ``times``: how many times the node runs per run of the root, the product of
+      :meth:`trips` over ``loops``; ``exact``: whether every enclosing loop's count is known;
+    - ``scope``: the variables bound where the node sits, each to its ``let``, ``for`` or
+      ``alloc`` (a binder's variable is in scope in its body only).
     """
 
+    statements_only = False
+
+    loops: list
+    times: int
+    exact: bool
+    scope: dict
+
+    def trips(self, loop) -> int | None:
+        """The context hook of ``times``: the iterations ``loop`` counts for (None: unknown, counted
+        as 1 and making ``times`` inexact). Default: its trip count where its bounds are constants."""
+        return trip_count(loop)
+
+    @classmethod
+    def _hooks(cls, node_cls: type) -> tuple[Callable | None, Callable | None]:
+        """The ``visit_`` and ``leave_`` hooks (plain functions) of this visitor class for node class ``node_cls``."""
+        return _class_hooks(_VISIT_HOOKS, cls, node_cls, ("visit_", "leave_"))
+
     def visit(self, root: Node) -> None:
-        cache: dict = {}
-        stack: list[tuple[Node, bool]] = [(root, False)]
+        mine = type(self)
+        table = _VISIT_HOOKS.setdefault(mine, {})
+        self.loops, self.times, self.exact, self.scope = [], 1, True, {}
+        outer: list[tuple] = []  # (times, exact, variable, the binding it shadowed) of each open scope
+        only_stmts = self.statements_only
+        stack: list[tuple[Node, int]] = [(root, _ENTER)]
+        pop, push, extend = stack.pop, stack.append, stack.extend
         while stack:
-            node, leaving = stack.pop()
-            cls = type(node)
-            if leaving:
-                _hook(self, "leave_", cls, cache)(node)
-                continue
-            enter = _hook(self, "visit_", cls, cache)
-            if enter is not None and enter(node) is False:
-                continue
-            if _hook(self, "leave_", cls, cache) is not None:
-                stack.append((node, True))
-            kids = list(node.children())
-            kids.reverse()
-            stack.extend((k, False) for k in kids)
+            node, action = pop()
+            cls = node.__class__
+            if action is _ENTER:
+                enter, leave = table.get(cls) or mine._hooks(cls)
+                if enter is not None and enter(self, node) is False:
+                    continue
+                if leave is not None:
+                    push((node, _LEAVE))
+                kids = node._children_of(node)
+                if only_stmts:
+                    kids = [k for k in kids if isinstance(k, Stmt)]
+                if cls in _BINDERS:  # the body (the last child) walks inside the binder's scope
+                    push((node, _CLOSE))
+                    push((kids[-1], _ENTER))
+                    push((node, _OPEN))
+                    kids = kids[:-1]
+                if kids:
+                    extend([(k, _ENTER) for k in reversed(kids)])
+            elif action is _LEAVE:
+                table[cls][1](self, node)
+            elif action is _OPEN:
+                var = node.buf if cls is Alloc else node.var
+                outer.append((self.times, self.exact, var, self.scope.get(var)))
+                self.scope[var] = node
+                if cls is For:
+                    self.loops.append(node)
+                    trips = self.trips(node)
+                    if trips is None:
+                        self.exact = False
+                    else:
+                        self.times *= trips
+            else:
+                self.times, self.exact, var, shadowed = outer.pop()
+                if shadowed is None:
+                    del self.scope[var]
+                else:
+                    self.scope[var] = shadowed
+                if cls is For:
+                    self.loops.pop()
 
 
 class IRMutator:
@@ -76,7 +142,6 @@ class IRMutator:
         change: statement passes skip all expressions), else none."""
         found = _UNVISITED.get(cls)
         if found is None:
-            from .expr import Expr  # local import: expr builds on node, not on the visitor
             stack, classes = [Expr], []
             while stack:
                 k = stack.pop()
@@ -89,14 +154,8 @@ class IRMutator:
     @classmethod
     def _hooks(cls, node_cls: type) -> tuple[Callable | None, Callable | None]:
         """The ``pre_`` and ``mutate_`` hooks (plain functions, called with the mutator first)
-        of this mutator class for node class ``node_cls``, looked up once per pair of classes."""
-        table = _HOOKS.setdefault(cls, {})
-        hooks = table.get(node_cls)
-        if hooks is None:
-            hooks = table[node_cls] = tuple(
-                next((getattr(cls, f"{prefix}{k.__name__}") for k in node_cls.__mro__
-                      if hasattr(cls, f"{prefix}{k.__name__}")), None) for prefix in ("pre_", "mutate_"))
-        return hooks
+        of this mutator class for node class ``node_cls``."""
+        return _class_hooks(_HOOKS, cls, node_cls, ("pre_", "mutate_"))
 
     def mutate(self, root: Node) -> Node:
         mine = type(self)
@@ -143,6 +202,8 @@ class IRMutator:
         return out[0]
 
 
+# visitor class -> node class -> its visit_ and leave_ hooks (None where it has none)
+_VISIT_HOOKS: dict[type, dict[type, tuple[Callable | None, Callable | None]]] = {}
 # mutator class -> node class -> its pre_ and mutate_ hooks (None where it has none)
 _HOOKS: dict[type, dict[type, tuple[Callable | None, Callable | None]]] = {}
 # mutator class -> the node classes it returns without walking them (see IRMutator._unvisited)
@@ -190,6 +251,30 @@ def post_order(root: Node, children: Callable[[Node], Iterable[Node]] | None = N
         stack.extend((k, False) for k in kids_of(node) if id(k) not in done)
 
 
+def statements(root: Stmt, enter: Callable[[Stmt], bool] | None = None) -> list[Stmt]:
+    """The statements of ``root`` (itself included) in program order, each object once; the children of
+    a statement for which ``enter`` is false are left out."""
+    walk = _Statements(enter)
+    walk.visit(root)
+    return walk.found
+
+
+class _Statements(IRVisitor):
+    statements_only = True
+
+    def __init__(self, enter: Callable[[Stmt], bool] | None):
+        self.enter = enter
+        self.found: list[Stmt] = []
+        self.seen: set[int] = set()
+
+    def visit_Stmt(self, s: Stmt) -> bool:
+        if id(s) in self.seen:
+            return False
+        self.seen.add(id(s))
+        self.found.append(s)
+        return self.enter is None or self.enter(s)
+
+
 def count_nodes(root: Node) -> int:
     """Number of nodes in the tree, counting shared subtrees at every occurrence (cached at
     construction, so O(1))."""
@@ -213,9 +298,6 @@ def substitute(root: Node, mapping: dict) -> Node:
 
 def free_vars(root: Node) -> set:
     """Variables used but not bound (by let, for or alloc) inside ``root``."""
-    from .expr import Var
-    from .stmt import Alloc, For, Let
-
     bound: dict = {}
     free: set = set()
     # Events: ("node", n) visits n; ("bind"/"unbind", v) opens and closes a scope.
@@ -260,6 +342,4 @@ def distinct_nodes(root: Node) -> Iterator[Node]:
 
 def var_names(root: Node) -> set[str]:
     """Names of every variable (bound or free, buffers included) under ``root``."""
-    from .expr import Var
-
     return {n.name for n in distinct_nodes(root) if isinstance(n, Var)}

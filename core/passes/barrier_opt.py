@@ -26,7 +26,7 @@ from typing import Any, Mapping
 from ..ir.expr import Var
 from ..ir.funcs import Barrier, BarrierSignal, BarrierWait
 from ..ir.stmt import Alloc, For, FuncCall, If, MemKind, Seq, Stmt
-from ..ir.visitor import IRMutator
+from ..ir.visitor import IRMutator, IRVisitor
 from .tree import child_stmts, distinct_nodes, own_exprs, trip_count, unshare_statements
 
 _ACCESS, _BARRIER, _NOP = "access", "barrier", "nop"
@@ -62,28 +62,30 @@ def _is_barrier(s: Stmt) -> bool:
 
 
 def _build_graph(ir: Stmt, slm: frozenset[str]) -> _Graph:
-    """The graph of ``ir``; nothing flows into its entry or out of its exit.
+    """The graph of ``ir`` (a tree: no statement object twice); nothing flows into its entry or out of its exit."""
+    build = _Regions(slm)
+    build.visit(ir)
+    return build.g
 
-    Each statement becomes a region ``(entry, exit)``; frames build regions
-    bottom-up so nesting depth costs no recursion.
-    """
-    g = _Graph()
 
-    def touches(s: Stmt) -> bool:
+class _Regions(IRVisitor):
+    """Each statement becomes a region ``(entry, exit)`` of the graph, built bottom-up as the walk
+    leaves it (its children's regions are made by then)."""
+
+    statements_only = True
+
+    def __init__(self, slm: frozenset[str]):
+        self.slm, self.g = slm, _Graph()
+        self.regions: dict[int, tuple[int, int]] = {}
+
+    def touches(self, s: Stmt) -> bool:
         if isinstance(s, FuncCall) and isinstance(s.func, (BarrierSignal, BarrierWait)):
             return True
-        return any(isinstance(n, Var) and n.name in slm for e in own_exprs(s) for n in distinct_nodes(e))
+        return any(isinstance(n, Var) and n.name in self.slm for e in own_exprs(s) for n in distinct_nodes(e))
 
-    regions: dict[int, tuple[int, int]] = {}
-    stack: list[tuple[Stmt, bool]] = [(ir, False)]
-    while stack:
-        s, ready = stack.pop()
-        kids = child_stmts(s)
-        if not ready:
-            stack.append((s, True))
-            stack.extend((k, False) for k in kids)
-            continue
-        head = g.node(_BARRIER if _is_barrier(s) else (_ACCESS if touches(s) else _NOP), s)
+    def leave_Stmt(self, s: Stmt) -> None:
+        g, regions = self.g, self.regions
+        head = g.node(_BARRIER if _is_barrier(s) else (_ACCESS if self.touches(s) else _NOP), s)
         if isinstance(s, For):
             b_in, b_out = regions[id(s.body)]
             tail = g.node(_NOP)
@@ -106,12 +108,11 @@ def _build_graph(ir: Stmt, slm: frozenset[str]) -> _Graph:
             regions[id(s)] = (head, tail)
         else:  # sequential: let, alloc, group, seq, leaves
             last = head
-            for k in kids:
+            for k in child_stmts(s):
                 k_in, k_out = regions[id(k)]
                 g.edge(last, k_in)
                 last = k_out
             regions[id(s)] = (head, last)
-    return g
 
 
 def _dirty(g: _Graph, edges: list[list[int]], against: list[list[int]]) -> list[bool]:

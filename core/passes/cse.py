@@ -29,7 +29,7 @@ from ..ir.expr import Binary, Expr, Op, Var
 from ..ir.node import Node
 from ..ir.printer import expr_to_text
 from ..ir.stmt import Let, Seq, Stmt, Store, seq
-from ..ir.visitor import IRMutator, Substitute
+from ..ir.visitor import IRMutator, IRVisitor, Substitute, post_order
 from .forms import Forms
 from ..ir.names import Names
 from .opcount import is_int_op
@@ -85,26 +85,26 @@ def register_budget(ir: Stmt, options: Mapping[str, Any]) -> tuple[RegisterModel
     return model, total - estimate_registers(ir, model).peak_bytes
 
 
-class _Layout:
+class _Layout(IRVisitor):
     """Pre-order numbering of a statement tree: index, subtree end, parent, children's indices."""
+
+    statements_only = True
 
     def __init__(self, root: Stmt):
         self.pre: dict[int, int] = {}
         self.end: dict[int, int] = {}
         self.parent: dict[int, Stmt] = {}
         self.order: list[Stmt] = []
-        stack: list[tuple[Stmt, bool]] = [(root, False)]
-        while stack:
-            s, done = stack.pop()
-            if done:
-                self.end[id(s)] = len(self.order) - 1
-                continue
-            self.pre[id(s)] = len(self.order)
-            self.order.append(s)
-            stack.append((s, True))
-            for k in reversed(child_stmts(s)):
-                self.parent[id(k)] = s
-                stack.append((k, False))
+        self.visit(root)
+
+    def visit_Stmt(self, s: Stmt) -> None:
+        self.pre[id(s)] = len(self.order)
+        self.order.append(s)
+        for k in child_stmts(s):
+            self.parent[id(k)] = s
+
+    def leave_Stmt(self, s: Stmt) -> None:
+        self.end[id(s)] = len(self.order) - 1
 
     def common_ancestor(self, first_pre: int, last_pre: int) -> tuple[Stmt, tuple[int, int] | None]:
         """The innermost statement containing the statements numbered ``first_pre`` to ``last_pre``
@@ -118,29 +118,14 @@ class _Layout:
         return a, (bisect_right(starts, first_pre) - 1, bisect_right(starts, last_pre) - 1)
 
 
-def _weighted_nodes(roots) -> list[tuple[Node, int]]:
-    """Distinct nodes under ``roots`` with how many times each occurs, parents before children."""
-    post: list[Node] = []
-    seen: set[int] = set()
-    stack: list[tuple[Node, bool]] = [(r, False) for r in roots]
-    while stack:
-        node, ready = stack.pop()
-        if ready:
-            post.append(node)
-            continue
-        if id(node) in seen:
-            continue
-        seen.add(id(node))
-        stack.append((node, True))
-        stack.extend((k, False) for k in node.children() if id(k) not in seen)
-    weight: dict[int, int] = {}
-    for r in roots:
-        weight[id(r)] = weight.get(id(r), 0) + 1
+def _weighted_nodes(root: Node) -> list[tuple[Node, int]]:
+    """Distinct nodes under ``root`` with how many times each occurs, parents before children (``root`` first)."""
+    weight: dict[int, int] = {id(root): 1}
     out = []
-    for node in reversed(post):
+    for node in reversed(list(post_order(root))):  # each node after every node above it
         w = weight.get(id(node), 0)
         out.append((node, w))
-        for k in node.children():
+        for k in node._children_of(node):
             weight[id(k)] = weight.get(id(k), 0) + w
     return out
 
@@ -237,7 +222,7 @@ def _plan(tree: Stmt, options: Mapping[str, Any]) -> tuple[list[_Choice], list[S
             left -= nbytes
         where, span = layout.common_ancestor(*spans[e])
         chosen.append(_Choice(e, where, _with_header_store(where, span), n, nbytes))
-        for sub, w in _weighted_nodes([e])[1:]:
+        for sub, w in _weighted_nodes(e)[1:]:
             if sub in counts:
                 counts[sub] -= (n - 1) * w
     return chosen, skipped, budget

@@ -60,7 +60,7 @@ from ..ir.node import Node
 from ..ir.simplify.stmt import VarUses
 from ..ir.stmt import Alloc, For, FuncCall, Let, MemKind, Seq, Stmt, Store, seq
 from ..ir.types import Type, s32
-from ..ir.visitor import IRMutator
+from ..ir.visitor import IRMutator, statements
 from .cse import register_budget
 from .forms import Forms
 from ..ir.names import Names
@@ -491,18 +491,7 @@ class _Hoist(IRMutator):
 def _running_stmts(body: Stmt) -> list[Stmt]:
     """The statements of ``body`` in program order, less those inside loops known to run zero times
     (moving their work in front of the loop would make it run)."""
-    out: list[Stmt] = []
-    seen: set[int] = set()
-    stack: list[Stmt] = [body]
-    while stack:
-        s = stack.pop()
-        if id(s) in seen:
-            continue
-        seen.add(id(s))
-        out.append(s)
-        if not (isinstance(s, For) and trip_count(s) == 0):
-            stack.extend(reversed(child_stmts(s)))
-    return out
+    return statements(body, lambda s: not (isinstance(s, For) and trip_count(s) == 0))
 
 
 def _invariant_lets(loop: For) -> tuple[list[Let], set[str]]:

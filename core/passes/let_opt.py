@@ -64,46 +64,49 @@ def _reads(s: Stmt) -> set[str]:
 
 def inline_lets(ir: Node, options: Mapping[str, Any] | None = None) -> Node:
     """``ir`` with trivial lets substituted and redundant lets merged into the earlier one."""
-    if not isinstance(ir, Stmt):
-        return ir
-    env: dict[Var, Expr] = {}  # variable -> what replaces it
-    bound: dict[Expr, Var] = {}  # pure value -> the variable in scope holding it
-    out: list[Node] = []
-    # Frames: ("enter", stmt, sink), ("leave", stmt, sink, exprs, results), ("forget", var, value)
-    stack: list[tuple] = [("enter", ir, out)]
-    while stack:
-        frame = stack.pop()
-        if frame[0] == "forget":
-            env.pop(frame[1], None)
-            if frame[2] is not None:
-                del bound[frame[2]]
-            continue
-        if frame[0] == "leave":
-            _, s, sink, exprs, results = frame
-            it = iter(results)
-            sink.append(s.with_children([next(it) if e is None else e for e in exprs]))
-            continue
-        _, s, sink = frame
-        if isinstance(s, Let):
-            value = substitute(s.value, env) if env else s.value
-            pure = not has_load(value)
-            same = value if is_trivial(value) else (bound.get(value) if pure else None)
-            if same is not None:
-                env[s.var] = same
-                stack.append(("forget", s.var, None))
-                stack.append(("enter", s.body, sink))
-                continue
-            key = value if pure and value not in bound else None
-            if key is not None:
-                bound[key] = s.var
-            stack.append(("forget", s.var, key))
-            exprs = [s.var, value, None]
-        else:
-            exprs = [None if isinstance(k, Stmt) else (substitute(k, env) if env else k) for k in s.children()]
-        results: list[Node] = []
-        stack.append(("leave", s, sink, exprs, results))
-        stack.extend(("enter", k, results) for k in reversed([k for k in s.children() if isinstance(k, Stmt)]))
-    return out[0]
+    return _Inline().mutate(ir) if isinstance(ir, Stmt) else ir
+
+
+class _Inline(IRMutator):
+    """Decides each let as the walk enters it (its value with the substitutions of the lets around it);
+    its body is walked under that decision, which the let's ``mutate_`` hook closes again."""
+
+    memoize = False  # what replaces a variable depends on the lets around the occurrence
+
+    def __init__(self):
+        self.env: dict[Var, Expr] = {}  # variable -> what replaces it
+        self.bound: dict[Expr, Var] = {}  # pure value -> the variable in scope holding it
+        self.open: list[tuple[Var, Expr | None, bool]] = []  # per open let: variable, its key in bound, dropped
+        self.binder: Var | None = None  # the variable of the let entered last
+
+    def pre_Expr(self, e: Expr) -> Expr:
+        if self.binder is not None:  # the first node after a let is its variable: a binder, no use to replace
+            binder, self.binder = self.binder, None
+            if e is binder:
+                return e
+        return substitute(e, self.env) if self.env else e
+
+    def pre_Let(self, s: Let) -> None:
+        self.binder = s.var
+        value = substitute(s.value, self.env) if self.env else s.value
+        pure = not has_load(value)
+        same = value if is_trivial(value) else (self.bound.get(value) if pure else None)
+        if same is not None:  # trivial or redundant: the body reads ``same`` instead
+            self.env[s.var] = same
+            self.open.append((s.var, None, True))
+            return None
+        key = value if pure and value not in self.bound else None
+        if key is not None:
+            self.bound[key] = s.var
+        self.open.append((s.var, key, False))
+        return None
+
+    def mutate_Let(self, old: Let, new: Let) -> Stmt:
+        var, key, dropped = self.open.pop()
+        self.env.pop(var, None)
+        if key is not None:
+            del self.bound[key]
+        return new.body if dropped else new
 
 
 def optimize_lets(ir: Node, options: Mapping[str, Any] | None = None) -> Node:

@@ -18,7 +18,8 @@ from typing import Mapping
 from ..ir.expr import Expr, Var
 from ..ir.stmt import For, Let, Stmt
 from .opcount import int_ops
-from .tree import ReplaceNodes, child_stmts, distinct_nodes, expr_vars, own_exprs
+from ..ir.visitor import IRVisitor
+from .tree import ReplaceNodes, distinct_nodes, expr_vars, own_exprs
 
 
 @dataclass(frozen=True)
@@ -27,6 +28,26 @@ class LevelExpr:
 
     expr: Expr
     let: Var | None = None
+
+
+class _Level(IRVisitor):
+    """The expressions of one loop body in program order; the names nested loops read."""
+
+    statements_only = True
+
+    def __init__(self):
+        self.entries: list[LevelExpr] = []
+        self.nested: set[str] = set()
+
+    def visit_Stmt(self, s: Stmt) -> bool:
+        if isinstance(s, Let):
+            self.entries.append(LevelExpr(s.value, s.var))
+        else:
+            self.entries.extend(LevelExpr(e) for e in own_exprs(s))
+        if isinstance(s, For):  # a nested loop is a level of its own
+            self.nested.update(n.name for n in distinct_nodes(s.body) if isinstance(n, Var))
+            return False
+        return True
 
 
 class LoopLevel:
@@ -40,19 +61,9 @@ class LoopLevel:
     """
 
     def __init__(self, body: Stmt):
-        entries: list[LevelExpr] = []
-        nested: set[str] = set()
-        stack: list[Stmt] = [body]
-        while stack:
-            s = stack.pop()
-            if isinstance(s, Let):
-                entries.append(LevelExpr(s.value, s.var))
-            else:
-                entries.extend(LevelExpr(e) for e in own_exprs(s))
-            if isinstance(s, For):
-                nested |= {n.name for n in distinct_nodes(s.body) if isinstance(n, Var)}
-            else:
-                stack.extend(reversed(child_stmts(s)))
+        level = _Level()
+        level.visit(body)
+        entries, nested = level.entries, level.nested
         self.entries: tuple[LevelExpr, ...] = tuple(entries)
         self._ops = [int_ops(x.expr) for x in entries]
         self._reads = [frozenset(v.name for v in expr_vars(x.expr)) for x in entries]

@@ -43,9 +43,10 @@ from ..ir.expr import Binary, BoolImm, Broadcast, Cast, Expr, FloatImm, IntImm, 
 from ..ir.funcs import Dp4a, Dpas, Eltwise, Mad, Mma, Reduce, Reorder, Send, Send2D
 from ..ir.node import Node
 from ..ir.stmt import For, FuncCall, Group, Let, Stmt, Store
+from ..ir.visitor import IRVisitor, statements, walk
 from .opcount import is_retype
 from .reduction_nest import K_LOOP, find_reduction_nest
-from .tree import child_stmts, distinct_nodes, own_exprs, trip_count
+from .tree import distinct_nodes, own_exprs, trip_count
 
 _FMAS = (Dpas, Mma, Mad, Dp4a)
 # The operands of a multiply's call that it reads as its A and B operands.
@@ -86,7 +87,7 @@ def loop_stats(built: Stmt, final: Stmt, target) -> LoopStats | None:
     main = _main_loop(group, target)
     body = main.body if isinstance(main, For) else main
     counter = _Counter(target, _operand_buffers(body))
-    counter.walk(body)
+    counter.visit(body)
     if isinstance(main, For):
         counter.int_ops += 2 * _lanes_ops(1, target)  # the loop's increment and compare, once per trip
     if not counter.fmas:
@@ -145,46 +146,52 @@ def _built_fmas(built: Stmt, target) -> int:
 
 def _count_fmas(s: Stmt, target) -> int:
     """Multiply instructions ``s`` executes (loops with constant bounds times their trips)."""
-    total = 0
-    stack = [(s, 1)]
-    while stack:
-        node, times = stack.pop()
-        if isinstance(node, FuncCall) and isinstance(node.func, _FMAS):
-            total += times * _fma_instructions(node, target)
-        if isinstance(node, For):
-            times *= trip_count(node) or 1
-        stack.extend((k, times) for k in child_stmts(node))
-    return total
+    count = _Fmas(target)
+    count.visit(s)
+    return count.total
+
+
+class _PerTrip(IRVisitor):
+    """A statement walk whose ``times`` counts a loop of unknown or zero trips once."""
+
+    statements_only = True
+
+    def trips(self, loop: For) -> int:
+        return trip_count(loop) or 1
+
+
+class _Fmas(_PerTrip):
+    def __init__(self, target):
+        self.target, self.total = target, 0
+
+    def visit_FuncCall(self, s: FuncCall) -> None:
+        if isinstance(s.func, _FMAS):
+            self.total += self.times * _fma_instructions(s, self.target)
 
 
 def _main_loop(group: Group, target) -> Stmt:
     """The innermost loop with multiplies that runs the most of them (with the trips of the loops around
     it inside the group), or the group itself when no loop holds a multiply."""
-    best: tuple[int, Stmt] = (0, group)
-    stack: list[tuple[Stmt, int]] = [(group.body, 1)]
-    while stack:
-        node, outer = stack.pop()
-        if isinstance(node, For):
-            trips = trip_count(node) or 1
-            inner = [k for k in _loops_below(node.body) if _count_fmas(k, target)]
-            fmas = _count_fmas(node, target) * outer
-            if not inner and fmas > best[0]:
-                best = (fmas, node)
-            stack.extend((k, outer * trips) for k in child_stmts(node))
-            continue
-        stack.extend((k, outer) for k in child_stmts(node))
-    return best[1]
+    main = _MainLoop(target)
+    main.visit(group.body)
+    return main.best[1] if main.best[1] is not None else group
+
+
+class _MainLoop(_PerTrip):
+    def __init__(self, target):
+        self.target = target
+        self.best: tuple[int, For | None] = (0, None)
+
+    def visit_For(self, loop: For) -> None:
+        fmas = _count_fmas(loop, self.target) * self.times
+        # Of equal counts the last loop in program order wins (>=), as it always has.
+        if fmas and fmas >= self.best[0] and not any(_count_fmas(k, self.target) for k in _loops_below(loop.body)):
+            self.best = (fmas, loop)
 
 
 def _loops_below(s: Stmt) -> list[For]:
-    out, stack = [], [s]
-    while stack:
-        node = stack.pop()
-        if isinstance(node, For):
-            out.append(node)
-        else:
-            stack.extend(child_stmts(node))
-    return out
+    """The outermost loops of ``s``."""
+    return [x for x in statements(s, lambda x: not isinstance(x, For)) if isinstance(x, For)]
 
 
 def _operand_buffers(body: Stmt) -> set[str]:
@@ -206,7 +213,7 @@ def _is_copy(e: Expr) -> bool:
     return isinstance(e, (Var, IntImm, FloatImm, BoolImm, Load))
 
 
-class _Counter:
+class _Counter(_PerTrip):
     """Counts a statement tree's instructions, loops with constant bounds times their trips."""
 
     def __init__(self, target, operands: set[str]):
@@ -220,21 +227,14 @@ class _Counter:
         self.reorders = 0
         self.sends: dict[str, tuple[int, int]] = {}
 
-    def walk(self, root: Stmt) -> None:
-        stack: list[tuple[Stmt, int]] = [(root, 1)]
-        while stack:
-            s, times = stack.pop()
-            self.statement(s, times)
-            if isinstance(s, For):
-                times *= trip_count(s) or 1
-                self.int_ops += 2 * times * _lanes_ops(1, self.target)
-            stack.extend((k, times) for k in child_stmts(s))
-
-    def statement(self, s: Stmt, times: int) -> None:
+    def visit_Stmt(self, s: Stmt) -> None:
+        times = self.times
         for e in own_exprs(s):
             if isinstance(s, FuncCall) and isinstance(s.func, Send) and e is s.ops.mask:
                 e = _predicate(e)
             self.expression(e, times)
+        if isinstance(s, For):  # the increment and compare, on every trip
+            self.int_ops += 2 * times * self.trips(s) * _lanes_ops(1, self.target)
         if isinstance(s, (Let, For)):
             return
         if isinstance(s, Store):
@@ -263,19 +263,13 @@ class _Counter:
 
     def expression(self, e: Expr, times: int) -> None:
         # Every occurrence costs an instruction, as code generation evaluates the tree.
-        stack = [e]
-        while stack:
-            n = stack.pop()
+        for n in walk(e):
             if isinstance(n, (Unary, Binary, Ternary, Cast)):
                 ops = times * _lanes_ops(n.type.lanes, self.target)
                 if _is_float_op(n):
                     self.float_ops += ops
                 elif not (isinstance(n, Cast) and is_retype(n)):
                     self.int_ops += ops
-            if isinstance(n, Load):
-                stack.append(n.offset)
-            elif isinstance(n, Expr):
-                stack.extend(n.children())
 
 
 def _predicate(mask: Expr) -> Expr:

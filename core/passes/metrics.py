@@ -22,10 +22,11 @@ from dataclasses import asdict, dataclass
 
 from ..ir.funcs import Barrier, BarrierWait
 from ..ir.stmt import For, FuncCall, Group, Seq, Stmt
+from ..ir.visitor import IRVisitor
 from .opcount import int_ops
 from .reduction_nest import K_LOOP, find_reduction_nest
 from .registers import RegisterModel, estimate_registers
-from .tree import child_stmts, own_exprs, trip_count
+from .tree import own_exprs, trip_count
 
 
 @dataclass(frozen=True)
@@ -52,25 +53,38 @@ def kernel_metrics(ir: Stmt, model: RegisterModel, iterations: int | None = None
     """The figures of ``ir``; ``iterations`` is the built kernel's reduction iteration count
     (``reduction_iterations`` of the built IR; computed from ``ir`` when not given)."""
     iterations = iterations if iterations is not None else reduction_iterations(ir)
-    stmts = k_ops = dynamic = barriers = 0
-    exact = True
-    # Frames: (statement, executions per thread, inside a loop, inside the reduction group)
-    stack: list[tuple[Stmt, int, bool, bool]] = [(ir, 1, False, False)]
-    while stack:
-        s, times, in_loop, in_k = stack.pop()
-        if not isinstance(s, (Seq, Group)):
-            stmts += 1
-        if isinstance(s, FuncCall) and isinstance(s.func, (Barrier, BarrierWait)):
-            barriers += times
-        ops = sum(int_ops(e) for e in own_exprs(s)) * times
-        dynamic += ops if in_loop else 0
-        k_ops += ops if in_k else 0
-        in_k = in_k or (isinstance(s, Group) and s.label == K_LOOP)
-        if isinstance(s, For):
-            trips = trip_count(s)
-            if trips is None:
-                exact, trips = False, 1
-            times, in_loop = times * trips, True
-        stack.extend((k, times, in_loop, in_k) for k in child_stmts(s))
+    count = _Counts()
+    count.visit(ir)
     regs = estimate_registers(ir, model).regs
-    return Metrics(stmts, round(k_ops / max(iterations, 1), 2), dynamic, barriers, regs, exact)
+    return Metrics(count.stmts, round(count.k_ops / max(iterations, 1), 2), count.dynamic, count.barriers,
+                   regs, count.exact_all)
+
+
+class _Counts(IRVisitor):
+    """The statement-level figures of :func:`kernel_metrics`, each statement's integer operations
+    times its executions (``times``: the trips of the loops around it, an unknown count as one)."""
+
+    statements_only = True
+
+    def __init__(self):
+        self.stmts = self.k_ops = self.dynamic = self.barriers = 0
+        self.exact_all = True
+        self.k_groups = 0  # reduction groups around the statement
+
+    def visit_Stmt(self, s: Stmt) -> None:
+        times = self.times
+        if not isinstance(s, (Seq, Group)):
+            self.stmts += 1
+        if isinstance(s, FuncCall) and isinstance(s.func, (Barrier, BarrierWait)):
+            self.barriers += times
+        ops = sum(int_ops(e) for e in own_exprs(s)) * times
+        self.dynamic += ops if self.loops else 0
+        self.k_ops += ops if self.k_groups else 0
+        if isinstance(s, Group) and s.label == K_LOOP:
+            self.k_groups += 1
+        if isinstance(s, For) and trip_count(s) is None:
+            self.exact_all = False
+
+    def leave_Group(self, s: Group) -> None:
+        if s.label == K_LOOP:
+            self.k_groups -= 1

@@ -13,25 +13,13 @@ from ..ir.names import Names
 from ..ir.node import Node
 from ..ir.simplify.engine import fold_immediates
 from ..ir.stmt import Stmt
-from ..ir.visitor import post_order
+from ..ir.visitor import post_order, statements
 from .tree import binder
 
 
 def bound_vars(s: Stmt) -> list[Var]:
     """Variables bound by ``let``, ``for`` and ``alloc`` statements inside ``s`` (``s`` included)."""
-    out = []
-    seen: set[int] = set()
-    stack = [s]
-    while stack:  # statements only: no expression binds a variable
-        node = stack.pop()
-        if id(node) in seen:
-            continue
-        seen.add(id(node))
-        v = binder(node)
-        if v is not None:
-            out.append(v)
-        stack.extend(k for k in reversed(node.children()) if isinstance(k, Stmt))
-    return out
+    return [v for v in map(binder, statements(s)) if v is not None]  # no expression binds a variable
 
 
 def rename_bound(s: Stmt, names: Names, mapping: dict | None = None) -> Stmt:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from ..ir.expr import (Binary, BoolImm, Cast, Expr, FloatImm, IntImm, Op, Ternary, Unary, Var)
 from ..ir.node import Node
+from ..ir.visitor import post_order
 
 _ARITH = frozenset({Op.ADD, Op.SUB, Op.MUL, Op.DIV, Op.MOD, Op.DIV_UP, Op.MIN, Op.MAX, Op.SHL,
                     Op.SHR, Op.BIT_AND, Op.BIT_OR, Op.BIT_XOR, Op.NEG, Op.BIT_NOT, Op.ADD3, Op.MAD})
@@ -39,18 +40,9 @@ def is_retype(e: Cast) -> bool:
 
 def int_ops(e: Node) -> int:
     """Integer operations evaluating ``e`` costs, counting each occurrence (iterative)."""
-    totals: dict[int, int] = {}
-    stack: list[tuple[Node, bool]] = [(e, False)]
-    while stack:
-        node, ready = stack.pop()
-        if id(node) in totals:
-            continue
-        kids = list(node.children())
-        if not ready:
-            stack.append((node, True))
-            stack.extend((k, False) for k in kids if id(k) not in totals)
-            continue
-        totals[id(node)] = int(is_int_op(node)) + sum(totals[id(k)] for k in kids)
+    totals: dict[int, int] = {}  # per distinct object: a shared subtree is counted once, weighed per use
+    for node in post_order(e, done=totals):
+        totals[id(node)] = int(is_int_op(node)) + sum(totals[id(k)] for k in node._children_of(node))
     return totals[id(e)]
 
 

@@ -25,6 +25,7 @@ from ..ir.funcs import Send
 from ..ir.names import Names
 from ..ir.node import Node
 from ..ir.stmt import Alloc, For, FuncCall, Group, If, Let, Stmt, empty, seq
+from ..ir.visitor import IRVisitor
 from .buffering import Resize, SlotShift
 from .naming import rename_bound
 from .tree import distinct_nodes, replace_node
@@ -69,17 +70,32 @@ def ping_pong(ir: Node, options: Mapping[str, Any] | None = None) -> Node:
 
 def _enclosing(ir: Node, target: Stmt) -> tuple[For | None, list[Let]]:
     """The innermost loop around ``target`` and the lets between that loop and it (outer first)."""
-    parent: dict[int, Node] = {}
-    stack = [ir]
-    while stack:
-        node = stack.pop()
-        for child in node.children():
-            if isinstance(child, Stmt) and id(child) not in parent:
-                parent[id(child)] = node
-                stack.append(child)
-    lets, node = [], parent.get(id(target))
-    while node is not None and not isinstance(node, For):
-        if isinstance(node, Let):
-            lets.append(node)
-        node = parent.get(id(node))
-    return node, lets[::-1]
+    finder = _Enclosing(target)
+    finder.visit(ir)
+    frames = finder.found or []
+    loops = [i for i, f in enumerate(frames) if isinstance(f, For)]
+    start = loops[-1] + 1 if loops else 0
+    return (frames[loops[-1]] if loops else None), [f for f in frames[start:] if isinstance(f, Let)]
+
+
+class _Enclosing(IRVisitor):
+    """The lets and loops around the first occurrence of ``target``, outermost first."""
+
+    statements_only = True
+
+    def __init__(self, target: Stmt):
+        self.target, self.frames, self.found = target, [], None
+
+    def visit_Stmt(self, node: Stmt):
+        if self.found is not None:
+            return False
+        if node is self.target:
+            self.found = list(self.frames)
+            return False
+        if isinstance(node, (Let, For)):
+            self.frames.append(node)
+        return None
+
+    def leave_Stmt(self, node: Stmt) -> None:
+        if isinstance(node, (Let, For)) and self.frames and self.frames[-1] is node:
+            self.frames.pop()

@@ -27,7 +27,8 @@ from typing import Callable
 from ..ir.expr import Var
 from ..ir.stmt import Alloc, For, Let, MemKind, Stmt
 from ..ir.types import Type
-from .tree import child_stmts, distinct_nodes, own_exprs
+from ..ir.visitor import IRVisitor
+from .tree import distinct_nodes, own_exprs
 
 
 @dataclass(frozen=True)
@@ -88,56 +89,59 @@ def estimate_registers(ir: Stmt, model: RegisterModel, budget: int | None = None
 
 def interval_sweep(ir: Stmt, model: RegisterModel, kept_out: frozenset = frozenset()) -> RegisterEstimate:
     """The interval sweep over ``ir`` (the module docstring), leaving out the buffers named in ``kept_out``."""
-    defs: dict[str, _Def] = {}
-    uses: list[tuple[str, int, tuple | None]] = []
-    loop_start: dict[int, int] = {}
-    loop_end: dict[int, int] = {}
-    counter = 0
-    # Frames: ("stmt", s, chain) or ("close", s, def-or-None); chain = (loop key, depth, parent).
-    stack: list[tuple] = [("stmt", ir, None)]
-    while stack:
-        kind, s, extra = stack.pop()
-        if kind == "close":
-            if isinstance(s, For):
-                loop_end[id(s)] = counter
-            if extra is not None:
-                extra.end = counter
-            continue
-        chain = extra
-        t = counter
-        counter += 1
-        depth = chain[1] if chain else 0
-        for e in own_exprs(s):
-            for v in distinct_nodes(e):
-                if isinstance(v, Var):
-                    uses.append((v.name, t, chain))
-        body_chain = chain
-        closing = None
-        if isinstance(s, Let):
-            defs[s.var.name] = _Def(t, t, depth, model.value_bytes(s.var.type), False)
-        elif isinstance(s, For):
-            loop_start[id(s)] = t
-            body_chain = (id(s), depth + 1, chain)
-            closing = _Def(t, t, depth, model.value_bytes(s.var.type), False)
-            defs[s.var.name] = closing
-        elif isinstance(s, Alloc) and s.kind is MemKind.GRF and s.buf.name not in kept_out:
-            defs[s.buf.name] = _Def(-1, -1, depth, s.size, True)  # the interval comes from the uses
-        stack.append(("close", s, closing))
-        for k in reversed(child_stmts(s)):
-            stack.append(("stmt", k, body_chain))
-    for name, t, chain in uses:
+    walk = _Intervals(model, kept_out)
+    walk.visit(ir)
+    defs = walk.defs
+    for name, t, loops in walk.uses:
         d = defs.get(name)
         if d is None:
             continue
         start = end = t
-        if chain is not None and chain[1] > d.depth:
-            while chain[1] > d.depth + 1:
-                chain = chain[2]
-            start, end = loop_start[chain[0]], loop_end[chain[0]]
+        if len(loops) > d.depth:  # used in a loop inside the definition's: live over all of its trips
+            loop = loops[d.depth]
+            start, end = walk.loop_start[id(loop)], walk.loop_end[id(loop)]
         if d.is_buffer:
             d.start = start if d.start < 0 else min(d.start, start)
         d.end = max(d.end, end)
     return _sweep([d for d in defs.values() if d.start >= 0], model)
+
+
+class _Intervals(IRVisitor):
+    """Numbers statements in program order: each definition (let, loop variable, GRF buffer) with its
+    loop depth, each use with the loops around it, each loop's first and last number."""
+
+    statements_only = True
+
+    def __init__(self, model: RegisterModel, kept_out: frozenset):
+        self.model, self.kept_out = model, kept_out
+        self.defs: dict[str, _Def] = {}
+        self.uses: list[tuple[str, int, tuple]] = []
+        self.loop_start: dict[int, int] = {}
+        self.loop_end: dict[int, int] = {}
+        self.counter = 0
+        self._loop_vars: list[_Def] = []  # the definitions of the open loops' variables
+
+    def visit_Stmt(self, s: Stmt) -> None:
+        t = self.counter
+        self.counter += 1
+        loops = tuple(self.loops)
+        for e in own_exprs(s):
+            for v in distinct_nodes(e):
+                if isinstance(v, Var):
+                    self.uses.append((v.name, t, loops))
+        depth = len(loops)
+        if isinstance(s, Let):
+            self.defs[s.var.name] = _Def(t, t, depth, self.model.value_bytes(s.var.type), False)
+        elif isinstance(s, For):
+            self.loop_start[id(s)] = t
+            d = self.defs[s.var.name] = _Def(t, t, depth, self.model.value_bytes(s.var.type), False)
+            self._loop_vars.append(d)
+        elif isinstance(s, Alloc) and s.kind is MemKind.GRF and s.buf.name not in self.kept_out:
+            self.defs[s.buf.name] = _Def(-1, -1, depth, s.size, True)  # the interval comes from the uses
+
+    def leave_For(self, s: For) -> None:
+        self.loop_end[id(s)] = self.counter
+        self._loop_vars.pop().end = self.counter  # the loop variable lives over every trip
 
 
 def _sweep(defs, model: RegisterModel) -> RegisterEstimate:

@@ -7,12 +7,12 @@ object occur once with :func:`unshare_statements`; expressions stay shared.
 """
 from __future__ import annotations
 
-from typing import Callable, Iterator, Mapping
+from typing import Callable, Mapping
 
-from ..ir.expr import Expr, IntImm, Load, Var
+from ..ir.expr import Expr, Load, Var
 from ..ir.node import Node
-from ..ir.stmt import Alloc, For, Let, Stmt
-from ..ir.visitor import IRMutator, distinct_nodes, var_names  # noqa: F401 - the passes' names for them
+from ..ir.stmt import Alloc, For, Let, Stmt, trip_count  # noqa: F401 - the passes' name for it
+from ..ir.visitor import IRMutator, IRVisitor, distinct_nodes, var_names  # noqa: F401 - the passes' names for them
 
 
 def binder(s: Node) -> Var | None:
@@ -43,14 +43,6 @@ def child_stmts(s: Stmt) -> tuple[Stmt, ...]:
     return tuple(k for k in s.children() if isinstance(k, Stmt))
 
 
-def trip_count(loop: For) -> int | None:
-    """Iterations of ``loop`` when its bounds are constants, else None."""
-    if isinstance(loop.init, IntImm) and isinstance(loop.bound, IntImm):
-        span = loop.bound.value - loop.init.value
-        return max(0, -(-span // loop.step))
-    return None
-
-
 def has_load(e: Expr) -> bool:
     """Whether evaluating ``e`` reads memory (its value may change between statements)."""
     return any(isinstance(n, Load) for n in distinct_nodes(e))
@@ -66,41 +58,43 @@ def unshare_statements(root: Stmt) -> Stmt:
 
     Returns ``root`` itself when it already is a tree of statements.
     """
-    seen: set[int] = set()
-    shared = False
-    for node in _stmt_occurrences(root):
-        if id(node) in seen:
-            shared = True
-            break
-        seen.add(id(node))
-    if not shared:
+    if not _Sharing().of(root):
         return root
-    seen.clear()
-    # Rebuild bottom-up; a statement object met again is copied (its children too).
-    out: list[Stmt] = []
-    stack: list[tuple] = [("enter", root, out)]
-    while stack:
-        frame = stack.pop()
-        node, sink = frame[1], frame[2]
-        if frame[0] == "enter":
-            results: list[Node] = []
-            stack.append(("leave", node, sink, results))
-            for k in reversed(list(node.children())):
-                if isinstance(k, Stmt):
-                    stack.append(("enter", k, results))
-                else:
-                    stack.append(("keep", k, results))
-            continue
-        if frame[0] == "keep":
-            sink.append(node)
-            continue
-        kids = frame[3]
-        new = node.with_children(kids)
-        if new is node and id(node) in seen:
-            new = type(node)(*node.field_values(), origin=node.origin)
-        seen.add(id(new))
-        sink.append(new)
-    return out[0]
+    return _Unshare().mutate(root)
+
+
+class _Sharing(IRVisitor):
+    """Whether a statement object occurs twice in a tree."""
+
+    statements_only = True
+
+    def of(self, root: Stmt) -> bool:
+        self.seen: set[int] = set()
+        self.shared = False
+        self.visit(root)
+        return self.shared
+
+    def visit_Stmt(self, s: Stmt) -> bool:
+        if self.shared or id(s) in self.seen:
+            self.shared = True
+            return False
+        self.seen.add(id(s))
+        return True
+
+
+class _Unshare(IRMutator):
+    """Rebuilds statements bottom-up; a statement object met again is copied (its children too)."""
+
+    memoize = False  # each occurrence is its own statement
+
+    def __init__(self):
+        self.seen: set[int] = set()
+
+    def mutate_Stmt(self, old: Stmt, new: Stmt) -> Stmt:
+        if new is old and id(old) in self.seen:
+            new = type(old)(*old.field_values(), origin=old.origin)
+        self.seen.add(id(new))
+        return new
 
 
 class ReplaceNodes(IRMutator):
@@ -127,10 +121,3 @@ class DropLets(IRMutator):
     def mutate_Let(self, old: Let, new: Let):
         return new.body if self.drop(old) else new
 
-
-def _stmt_occurrences(root: Stmt) -> Iterator[Stmt]:
-    stack = [root]
-    while stack:
-        node = stack.pop()
-        yield node
-        stack.extend(k for k in node.children() if isinstance(k, Stmt))

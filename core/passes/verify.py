@@ -44,9 +44,10 @@ from ..ir.printer import print_ir
 from ..ir.simplify import alignment_of
 from ..ir.stmt import Alloc, For, FuncCall, If, Let, MemKind, Stmt, Store
 from ..ir.types import s32
+from ..ir.visitor import IRVisitor
 from .intervals import IntervalAnalysis, type_range
 from .peephole import fused_problem
-from .tree import child_stmts, distinct_nodes, own_exprs
+from .tree import distinct_nodes, own_exprs
 
 
 @dataclass(frozen=True)
@@ -165,42 +166,50 @@ def _fma_form(f) -> tuple | None:
     return None
 
 
-class _Verifier:
+class _Verifier(IRVisitor):
+    """Checks statements in program order with the names bound where each sits (``bindings``)."""
+
+    statements_only = True
+
     def __init__(self, target, free: Iterable[Var], ranges):
         self.target = target
-        self.scope: dict[str, _Binding] = {v.name: _Binding(v) for v in free}
+        self.bindings: dict[str, _Binding] = {v.name: _Binding(v) for v in free}
         self.bound_once: set[str] = set()
         self.analysis = IntervalAnalysis(ranges)
         self.checked: set[int] = set()
         self.problems: list[Problem] = []
         self._where: Stmt | None = None
-        self.guarded = False
+        self.guarded = False  # inside an ``if``
+        self._ifs = 0  # the ``if`` statements around the one checked
+        self._shadowed: list[tuple[str, _Binding | None]] = []  # per open scope: its name, the binding it hid
         self._printed: dict[int, str] = {}
 
     def run(self, ir: Stmt) -> list[Problem]:
-        # Frames: ("stmt", s, guarded) checks s and schedules its body (guarded: inside an ``if``);
-        # ("unbind", (name, shadowed)) closes a scope.
-        stack: list[tuple] = [("stmt", ir, False)]
-        while stack:
-            frame = stack.pop()
-            if frame[0] == "unbind":
-                name, outer = frame[1]
-                if outer is None:
-                    del self.scope[name]
-                else:
-                    self.scope[name] = outer
-                continue
-            _, s, self.guarded = frame
-            self._where = s
-            for e in own_exprs(s):
-                self.expression(e)
-            self.statement(s)
-            bound = self.bind(s)
-            if bound is not None:
-                stack.append(("unbind", bound))
-            guarded = self.guarded or isinstance(s, If)
-            stack.extend(("stmt", k, guarded) for k in reversed(child_stmts(s)))
+        self.visit(ir)
         return self.problems
+
+    def visit_Stmt(self, s: Stmt) -> None:
+        self.guarded = self._ifs > 0
+        self._where = s
+        for e in own_exprs(s):
+            self.expression(e)
+        self.statement(s)
+        bound = self.bind(s)
+        if bound is not None:
+            self._shadowed.append(bound)
+        if isinstance(s, If):
+            self._ifs += 1
+
+    def leave_Stmt(self, s: Stmt) -> None:
+        """Closes the scope ``s`` opened (restoring the binding it shadowed)."""
+        if isinstance(s, If):
+            self._ifs -= 1
+        elif isinstance(s, (Let, For, Alloc)):
+            name, outer = self._shadowed.pop()
+            if outer is None:
+                del self.bindings[name]
+            else:
+                self.bindings[name] = outer
 
     # -- reporting ----------------------------------------------------------------------------
 
@@ -231,8 +240,8 @@ class _Verifier:
         if var.name in self.bound_once:
             self.fail("scope", f"'{var.name}' is bound twice")
         self.bound_once.add(var.name)
-        outer = self.scope.get(var.name)
-        self.scope[var.name] = binding
+        outer = self.bindings.get(var.name)
+        self.bindings[var.name] = binding
         return var.name, outer
 
     def statement(self, s: Stmt) -> None:
@@ -322,14 +331,14 @@ class _Verifier:
                                   f"and {mask.type.lanes} mask lanes")
         if not offset.type.is_int or not reg_offset.type.is_int or not mask.type.is_bool:
             self.fail("types", "a send's offsets are integers and its mask bool")
-        memory = self.scope.get(mem.name) if isinstance(mem, Var) else None
+        memory = self.bindings.get(mem.name) if isinstance(mem, Var) else None
         want = MemKind.SLM if f.space == "slm" else None
         if memory is not None and memory.kind is not want:
             where = "an SLM buffer" if want is MemKind.SLM else "a kernel buffer"
             self.fail("send", f"a {f.space} message addresses '{mem.name}', which is not {where}")
         if isinstance(mem, Var):
             self.access(mem, offset, nbytes if f.kind is SendKind.BLOCK else f.vec * f.type.size, not _always(mask))
-        register = self.scope.get(reg.name) if isinstance(reg, Var) else None
+        register = self.bindings.get(reg.name) if isinstance(reg, Var) else None
         if register is not None and register.kind is not MemKind.GRF:
             self.fail("send", f"the register operand '{reg.name}' is not a register buffer")
 
@@ -360,14 +369,14 @@ class _Verifier:
                 problem = f"a {what} of {rem} modulo {mod}, off its alignment to {align}"
         if problem is not None:
             self.fail("send", f"{f}: {problem} on {self.target.name}")
-        memory = self.scope.get(ops.mem.name) if isinstance(ops.mem, Var) else None
+        memory = self.bindings.get(ops.mem.name) if isinstance(ops.mem, Var) else None
         if memory is not None and memory.kind is not None:
             self.fail("send", f"a 2D block message addresses '{ops.mem.name}', which is not a kernel buffer")
         if not all(e.type.is_int and e.type.lanes == 1 for e in (ops.base, ops.x, ops.y, ops.reg_offset)):
             self.fail("types", f"{f}: its base, start and register offset are integer scalars")
 
     def access(self, buf: Var, offset: Expr, nbytes: int, masked: bool) -> None:
-        binding = self.scope.get(buf.name)
+        binding = self.bindings.get(buf.name)
         conditional = masked or self.guarded  # an SLM access under a mask or an ``if`` may never happen
         if binding is None or binding.size is None or (conditional and binding.kind is not MemKind.GRF):
             return
@@ -391,7 +400,7 @@ class _Verifier:
             self.node(n)
 
     def use(self, v: Var) -> None:
-        binding = self.scope.get(v.name)
+        binding = self.bindings.get(v.name)
         if binding is None:
             self.fail("scope", f"'{v.name}' is used where nothing binds it")
         elif binding.var.type != v.type:

@@ -179,3 +179,26 @@ def test_the_folder_map_names_every_package_and_module_that_exists():
             unnamed += [f"{folder}{m.stem}" for m in sorted(init.parent.glob("*.py"))
                         if m.stem != "__init__" and m.stem not in named and m.name not in named]
     assert unnamed == []
+
+
+# The folders whose IR walks go through the toolkit of core/ir/visitor.py (docs/architecture.md).
+TOOLKIT_FOLDERS = ("core/ir", "core/passes", "core/interp", "core/builder", "core/layout", "core/config", "core/engine")
+HAND_WALK = re.compile(r"^\s*while stack\s*:", re.M)
+
+
+def _documented_hand_walks() -> dict[str, int]:
+    """The table of hand-written walks under the toolkit invariant: module -> how many."""
+    text = DOC.read_text().split("IR walks go through the toolkit", 1)[1].split("**Architecture invariant:**", 1)[0]
+    return {path: int(n) for path, n in re.findall(r"^\| `(core/[\w/]+\.py)` \| (\d+) \|", text, re.M)}
+
+
+def test_ir_walks_go_through_the_toolkit_but_where_documented():
+    found = {}
+    for folder in TOOLKIT_FOLDERS:
+        for path in sorted((ROOT / folder).rglob("*.py")):
+            n = len(HAND_WALK.findall(path.read_text()))
+            if n:
+                found[path.relative_to(ROOT).as_posix()] = n
+    documented = _documented_hand_walks()
+    assert "core/ir/visitor.py" in documented  # the table was read
+    assert found == documented, "a hand-written stack walk: use kdd.core.ir.visitor, or give it a row and a reason"

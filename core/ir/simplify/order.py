@@ -23,6 +23,7 @@ from typing import Any
 
 from ..expr import Expr, Load, Var
 from ..node import Node
+from ..visitor import post_order
 
 _MASK = (1 << 64) - 1
 _PRIME = 0x100000001B3
@@ -36,24 +37,6 @@ def _code(value: Any) -> int:
     if code is None:
         code = _CODES[key] = zlib.crc32(f"{type(value).__name__}:{value!r}".encode())
     return code
-
-
-def post_order(root: Node, memo: dict):
-    """Nodes of ``root`` not yet in ``memo``, children before parents."""
-    kids = list(root.children())
-    if all(id(k) in memo for k in kids):  # the common case: only the root is new
-        yield root
-        return
-    stack: list[tuple[Node, bool]] = [(root, False)]
-    while stack:
-        node, ready = stack.pop()
-        if id(node) in memo:
-            continue
-        if ready:
-            yield node
-            continue
-        stack.append((node, True))
-        stack.extend((k, False) for k in node.children() if id(k) not in memo)
 
 
 class Structure:
@@ -74,7 +57,7 @@ class Structure:
         hit = memo.get(id(e))
         if hit is not None:
             return hit
-        for node in post_order(e, memo):
+        for node in post_order(e, done=memo):
             h = _code(type(node).__name__)
             lead = node.name if isinstance(node, Var) else None
             loads = isinstance(node, Load)
@@ -98,7 +81,7 @@ class Structure:
         if hit is not None:
             return hit[-1]
         memo = self._loads
-        for node in post_order(e, memo):
+        for node in post_order(e, done=memo):
             memo[id(node)] = (node, isinstance(node, Load) or any(memo[id(k)][1] for k in node.children()))
         return memo[id(e)][1]
 

@@ -49,8 +49,8 @@ from ..stmt import Alloc, For, FuncCall, Group, If, Let, Seq, Stmt, Store, empty
 from .bounds import Info
 from .engine import Simplifier
 from .facts import Facts
-from .order import post_order
 from .rules_cmp import MIRROR
+from ..visitor import IRVisitor, post_order
 
 _NEGATED = {Op.LT: Op.GE, Op.LE: Op.GT, Op.GT: Op.LE, Op.GE: Op.LT, Op.EQ: Op.NE, Op.NE: Op.EQ}
 _Step = Generator[Stmt, Stmt, Stmt]
@@ -120,7 +120,7 @@ class VarUses:
             uses = {e: 1}
             memo[id(e)] = (e, uses)
             return uses
-        for node in post_order(e, memo):
+        for node in post_order(e, done=memo):
             if isinstance(node, Var):
                 memo[id(node)] = (node, {node: 1})
                 continue
@@ -142,53 +142,53 @@ class VarUses:
 
 def _scan(root: Stmt, uses_of: VarUses) -> tuple[dict[int, _Binding], frozenset, frozenset]:
     """Per let (by id): its uses; the variables bound once and never used free; those bound twice."""
-    lets: dict[int, _Binding] = {}
-    active: dict[Var, list] = {}  # variable -> its open bindings (None for loops and allocations)
-    times_bound: dict[Var, int] = {}
-    free: set = set()
+    scan = _Scan(uses_of)
+    scan.visit(root)
+    times_bound, free = scan.times_bound, scan.free
+    once = frozenset(v for v, n in times_bound.items() if n == 1 and v not in free)
+    twice = frozenset(v for v, n in times_bound.items() if n > 1)
+    return scan.lets, once, twice
 
-    def count(e: Expr, depth: int) -> None:
+
+class _Scan(IRVisitor):
+    """The walk of :func:`_scan`: a statement's own expressions are counted when it is visited (none of
+    them is inside a scope it opens), each use against the binding in scope."""
+
+    statements_only = True
+
+    def __init__(self, uses_of: VarUses):
+        self.uses_of = uses_of
+        self.lets: dict[int, _Binding] = {}
+        self.times_bound: dict[Var, int] = {}
+        self.free: set = set()
+
+    def count(self, e: Expr) -> None:
         """The uses in ``e`` (no expression binds a variable: counted at once, per distinct object)."""
-        for var, n in uses_of(e).items():
-            binders = active.get(var)
-            if not binders:
-                free.add(var)
-            elif binders[-1] is not None:
-                binding = binders[-1]
+        depth = len(self.loops)
+        for var, n in self.uses_of(e).items():
+            binder = self.scope.get(var)
+            if binder is None:
+                self.free.add(var)
+            elif binder.__class__ is Let:
+                binding = self.lets[id(binder)]
                 binding.count += n
                 binding.in_loop |= depth > binding.loop_depth
 
-    # Events: ("visit", statement, loop depth), ("open", var, binding), ("close", var, None). A
-    # statement's own expressions are counted when it is visited: none of them is inside a scope
-    # it opens, and the scopes its child statements open are closed again before any sibling.
-    stack: list[tuple[str, Any, Any]] = [("visit", root, 0)]
-    while stack:
-        event, node, depth = stack.pop()
-        if event == "open":
-            active.setdefault(node, []).append(depth)
-        elif event == "close":
-            active[node].pop()
-        elif isinstance(node, (Let, For, Alloc)):
-            var = node.buf if isinstance(node, Alloc) else node.var
-            times_bound[var] = times_bound.get(var, 0) + 1
-            binding = None
-            if isinstance(node, Let):
-                binding = lets[id(node)] = _Binding(depth)
-                count(node.value, depth)
-            elif isinstance(node, For):
-                count(node.init, depth)
-                count(node.bound, depth)
-            stack += [("close", var, None), ("visit", node.body, depth + isinstance(node, For)),
-                      ("open", var, binding)]
-        else:
-            kids = node._children_of(node)
-            for k in kids:
-                if isinstance(k, Expr):
-                    count(k, depth)
-            stack += [("visit", k, depth) for k in reversed(kids) if not isinstance(k, Expr)]
-    once = frozenset(v for v, n in times_bound.items() if n == 1 and v not in free)
-    twice = frozenset(v for v, n in times_bound.items() if n > 1)
-    return lets, once, twice
+    def visit_Stmt(self, node: Stmt) -> None:
+        cls = node.__class__
+        if cls is Let or cls is For or cls is Alloc:
+            var = node.buf if cls is Alloc else node.var
+            self.times_bound[var] = self.times_bound.get(var, 0) + 1
+            if cls is Let:
+                self.lets[id(node)] = _Binding(len(self.loops))
+                self.count(node.value)
+            elif cls is For:
+                self.count(node.init)
+                self.count(node.bound)
+            return
+        for k in node._children_of(node):
+            if isinstance(k, Expr):
+                self.count(k)
 
 
 class _StmtSimplifier:
@@ -292,7 +292,7 @@ class _StmtSimplifier:
 
     def _mentions_rebound(self, e: Expr) -> bool:
         memo = self._rebound_memo
-        for node in post_order(e, memo):
+        for node in post_order(e, done=memo):
             memo[id(node)] = (node, (isinstance(node, Var) and node in self.rebound)
                               or any(memo[id(k)][1] for k in node.children()))
         return memo[id(e)][1]

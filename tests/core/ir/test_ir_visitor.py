@@ -136,3 +136,62 @@ def test_count_nodes_counts_a_shared_subtree_at_every_occurrence():
     assert count_nodes(tree) == sum(1 for _ in walk(tree))  # walk yields every occurrence
     assert count_nodes(shared) == 5
     assert count_nodes(tree) == 1 + (3 + 1 + 2 * 5) + (3 + 5)
+
+
+def _nest():
+    """``for i < 4: { let x = i * 2 in store buf[x] = x; for j < n: store buf[j] = i }``, ``store buf[0] = 0``."""
+    from kdd.core.ir.stmt import For
+
+    i, j, x, n, buf = var("i"), var("j"), var("x"), var("n"), var("buf", s32)
+    inner = For.make(j, 0, n, Store.make(buf, j, i))
+    body = seq(Let.make(x, i * 2, Store.make(buf, x, x)), inner)
+    return seq(For.make(i, 0, 4, body), Store.make(buf, 0, const(0))), (i, j, x)
+
+
+def test_visitor_context_gives_loops_times_and_scope():
+    root, (i, j, x) = _nest()
+    seen = []
+
+    class Context(IRVisitor):
+        def visit_Store(self, s):
+            seen.append(([loop.var.name for loop in self.loops], self.times, self.exact,
+                         sorted(v.name for v in self.scope)))
+
+        def visit_Var(self, v):
+            if v.name == "i" and self.scope.get(v) is None and self.loops:
+                seen.append("i used outside its scope")
+
+    Context().visit(root)
+    assert seen == [(["i"], 4, True, ["i", "x"]),  # inside the let, in the loop of 4 trips
+                    (["i", "j"], 4, False, ["i", "j"]),  # j < n: unknown trips, counted once, inexact
+                    ([], 1, True, [])]  # after the loop: its scope is closed
+
+
+def test_visitor_trips_hook_and_statements_only():
+    root, _ = _nest()
+    kinds, times = [], []
+
+    class Twice(IRVisitor):
+        statements_only = True
+
+        def trips(self, loop):
+            return 2  # every loop counted as two trips
+
+        def visit_Node(self, n):
+            kinds.append(type(n).__name__)
+            times.append(self.times)
+
+    Twice().visit(root)
+    assert kinds == ["Seq", "For", "Seq", "Let", "Store", "For", "Store", "Store"]  # no expression
+    assert times == [1, 1, 2, 2, 2, 2, 4, 1]
+
+
+def test_statements_are_each_object_once_and_enter_prunes():
+    from kdd.core.ir.stmt import For
+    from kdd.core.ir.visitor import statements
+
+    root, _ = _nest()
+    shared = Store.make(var("buf", s32), 0, const(1))
+    assert statements(seq(shared, shared)) == [seq(shared, shared), shared]
+    names = [type(s).__name__ for s in statements(root, lambda s: not isinstance(s, For))]
+    assert names == ["Seq", "For", "Store"]
