@@ -97,8 +97,9 @@ async def _runaway(tmp_path: Path):
         stopped = await client.wait_for("textDocument/publishDiagnostics",
                                         lambda p: any("stopped after" in d.message for d in p.diagnostics))
         assert any(d.source.startswith("kdd/") for d in stopped.diagnostics)
+        op_line = path.read_text().splitlines().index('op = "conv"')
         hover = await client.text_document_hover_async(lsp.HoverParams(
-            lsp.TextDocumentIdentifier(path.as_uri()), lsp.Position(path.read_text().splitlines().index('op = "conv"'), 1)))
+            lsp.TextDocumentIdentifier(path.as_uri()), lsp.Position(op_line, 1)))
         assert hover is not None
 
 
