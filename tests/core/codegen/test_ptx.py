@@ -265,6 +265,26 @@ def test_sm90_lane_maps_are_computed_once_and_constants_fold(name):
     assert not [op for op in ops if re.fullmatch(rf"mad\.lo\.s32 %r\d+, {lane}, 1, 0;", op)]
 
 
+def test_an_f16_epilogue_computes_its_row_address_once():
+    """The row address of a 16-bit C is a vector let (lanes plus a function of the tile index, with
+    divisions); its warp-uniform part is computed once, not for each of the tile's stores: every store
+    adds an immediate to one address register, and the epilogue divides at most as often as it has
+    divisions in that address (three)."""
+    from kdd.core.config.line import parse_config_line
+    from kdd.core.problem import problem_from_text
+    from kdd.core.targets import get_target
+
+    sm90 = get_target("sm_90")
+    kernel = build_kernel(problem_from_text("m512n512k128", types="f16:f16:f16"),
+                          parse_config_line("schedule=tma_ws_cooperative tile=m128n256k64 stages=2"), sm90)
+    ops = [ln.split("//")[0].strip() for ln in generate_ptx(kernel, run_pipeline(kernel).final, sm90,
+                                                            check=False).asm.splitlines()]
+    epilogue = ops[max(i for i, op in enumerate(ops) if op.startswith("wgmma.wait_group")) + 1:]
+    stores = [m.group(1) for op in epilogue if (m := re.search(r"st\.global\.b32 \[(%rd\d+)(\+\d+)?\]", op))]
+    assert len(stores) == 64 and len(set(stores)) == 1
+    assert sum(op.startswith(("div.", "rem.")) for op in epilogue) <= 3
+
+
 # Shapes for the simulator: the [check] shapes (the conv's taps and padding as shifted boxes with tails), a
 # longer K for the GEMM (its TMA stages refilled, both barrier phases waited on; C stores are st.global.v2).
 # The classic schedule's conv runs in the simulator in test_ptx_eltwise.py.
