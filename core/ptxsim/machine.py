@@ -413,6 +413,9 @@ _FIXED = {"ret", "bra.uni", "bar.sync", "fence.acq_rel.gpu", "ld.param.u64", "sh
           "cp.async.wait_group", "cp.async.wait_all"}
 
 
+_TENSOR_COPIES = tuple(f"cp.async.bulk.tensor.{rank}d." for rank in range(2, 6))     # the tensor maps' ranks
+
+
 def supports(op: str) -> bool:
     """Whether :class:`Warp` runs opcode ``op`` (the full PTX opcode, ``cvt.rni.sat.s8.f32``): the
     forms :meth:`Warp.execute` handles itself, else whatever :func:`.alu.alu` or :func:`.alu.compare`
@@ -421,7 +424,7 @@ def supports(op: str) -> bool:
     base = name[0]
     if op in _FIXED or op in MMA or base in ("mov", "cvta", "selp") or name[:3] == ["ldmatrix", "sync", "aligned"]:
         return True
-    if op in HOPPER_OPS or name[:2] == ["wgmma", "mma_async"] or op.startswith("cp.async.bulk.tensor.2d"):
+    if op in HOPPER_OPS or name[:2] == ["wgmma", "mma_async"] or op.startswith(_TENSOR_COPIES):
         return True
     if base in ("ld", "st"):
         return name[1] in ("global", "shared")

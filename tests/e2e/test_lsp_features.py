@@ -13,6 +13,7 @@ from protocol_schemas import validator
 from pygls.exceptions import JsonRpcException
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+CLASSIC_CONV = Path(__file__).resolve().parents[1] / "data" / "sm90_conv_classic.kernel.toml"
 
 
 def _open(client, path: Path, version: int = 1):
@@ -90,14 +91,15 @@ def test_completion_symbols_lenses_definition_content_and_files_on_disk(tmp_path
 
 async def _runaway(tmp_path: Path):
     path = tmp_path / "slow.kernel.toml"
-    shutil.copy(EXAMPLES / "sm90_conv.kernel.toml", path)
+    shutil.copy(CLASSIC_CONV, path)      # a slow compile
     async with running(tmp_path, "--no-cache", "--time-limit", "0.3") as client:
         _open(client, path)
         stopped = await client.wait_for("textDocument/publishDiagnostics",
                                         lambda p: any("stopped after" in d.message for d in p.diagnostics))
         assert any(d.source.startswith("kdd/") for d in stopped.diagnostics)
+        op_line = path.read_text().splitlines().index('op = "conv"')
         hover = await client.text_document_hover_async(lsp.HoverParams(
-            lsp.TextDocumentIdentifier(path.as_uri()), lsp.Position(2, 1)))
+            lsp.TextDocumentIdentifier(path.as_uri()), lsp.Position(op_line, 1)))
         assert hover is not None
 
 

@@ -17,6 +17,7 @@ from kdd.server.rpc.methods import RpcError
 
 KDD = str(Path(sys.executable).parent / "kdd")
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+CLASSIC_CONV = Path(__file__).resolve().parents[1] / "data" / "sm90_conv_classic.kernel.toml"
 
 
 def _start(*args):
@@ -140,7 +141,7 @@ def test_a_runaway_compile_is_stopped_at_its_limit_and_the_daemon_answers(tmp_pa
     try:
         with Client(address) as c:
             with pytest.raises(RpcError) as info:
-                c.call("kdd/compile", {"path": str(EXAMPLES / "sm90_conv.kernel.toml"), "emit": "passes"})
+                c.call("kdd/compile", {"path": str(CLASSIC_CONV), "emit": "passes"})
             assert info.value.code == -32000 and "stopped after" in info.value.message
             assert "stage" in info.value.message
             assert "daemon" in c.call("kdd/stats")

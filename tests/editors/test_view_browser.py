@@ -315,8 +315,8 @@ def test_a_kernel_without_assembly_shows_the_servers_reason(tmp_path):
     """A kernel the code generator cannot lower (sm_90 has no PTX rule for gelu_erf yet): the page says why,
     verbatim, and plots the register estimate."""
     path = tmp_path / "sm90.kernel.toml"
-    path.write_text((EXAMPLES / "sm90_conv.kernel.toml").read_text().replace('post_ops = ["relu"]',
-                                                                               'post_ops = ["gelu_erf"]'))
+    classic = EXAMPLES.parent / "tests" / "data" / "sm90_conv_classic.kernel.toml"   # TMA refuses gelu earlier
+    path.write_text(classic.read_text().replace('post_ops = ["relu"]', 'post_ops = ["gelu_erf"]'))
     reason = _cli(path, "asm")
     assert not reason["ok"] and reason["failure"]["stage"] == "codegen"
     view = View(path, tmp_path / "cache")

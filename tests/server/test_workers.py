@@ -8,6 +8,7 @@ from kdd.server.rpc.methods import RpcError
 from kdd.server.rpc.workers import WorkerFailed, WorkerPool
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+CLASSIC_CONV = Path(__file__).resolve().parents[1] / "data" / "sm90_conv_classic.kernel.toml"
 
 
 async def _scenario():
@@ -18,7 +19,7 @@ async def _scenario():
         first_pid = pool.workers[0].process.pid
 
         with pytest.raises(WorkerFailed) as info:  # the limit stops a compile mid-way, naming its stage
-            await pool.call("kdd/compile", {"path": str(EXAMPLES / "sm90_conv.kernel.toml"), "emit": ["passes"]},
+            await pool.call("kdd/compile", {"path": str(CLASSIC_CONV), "emit": ["passes"]},
                             timeout=0.2)
         assert info.value.reason == "timeout" and info.value.stage in ("parse", "build", "passes")
         assert pool.workers[0].process.pid != first_pid

@@ -24,10 +24,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from kdd.core.ir.expr import IntImm
+from kdd.core.ir.expr import Binary, Cast, IntImm, Load, Ternary, Unary, Var
 from kdd.core.ir.funcs import Barrier, BarrierSignal, BarrierWait, Eltwise, Fence, Mad, Mma, Reduce, Reorder, Send
 from kdd.core.ir.stmt import Alloc, For, FuncCall, Group, If, Let, MemKind, Seq, Store
 from kdd.core.ir.types import bf16, f16, f32, s32, u32
+from kdd.core.ir.visitor import substitute, walk
 
 from ..errors import CodegenUnsupported
 from .align import slot_multiples
@@ -158,8 +159,8 @@ class PtxLowering(LaneWords, ExprLowering, MemoryLowering, HopperLowering):
             elif isinstance(item, Let):
                 self.em.node = item
                 outer = self.ranges.get(item.var.name)
-                self._let(item)
-                stack.append(lambda name=item.var.name, outer=outer: self.unbind(name, outer))
+                for name in self._let(item):
+                    stack.append(lambda name=name, outer=outer: self.unbind(name, outer))
                 stack.append(item.body)
             elif isinstance(item, Alloc):
                 self.em.node = item
@@ -180,17 +181,43 @@ class PtxLowering(LaneWords, ExprLowering, MemoryLowering, HopperLowering):
             else:
                 raise CodegenUnsupported(f"PTX lowering has no rule for {type(item).__name__}")
 
-    def _let(self, s: Let) -> None:
+    def _let(self, s: Let) -> list[str]:
+        """Binds ``s``'s variable (and the registers of its vector's warp-uniform parts); the names
+        bound, for the end of its scope."""
         if s.var.type.lanes > 1:
-            self.bind(s.var.name, s.value)          # a vector: evaluated per lane where it is used
+            value, names = self._uniform_parts(s)
+            self.bind(s.var.name, value)            # a vector: evaluated per lane where it is used
             self.ranges[s.var.name] = self.bounds(s.value) if s.var.type.is_int else None
-            return
-        v = self.ev(s.value)
-        r = self.em.new(reg_class(s.var.type))
+            return [s.var.name, *names]
+        self._let_register(s.var, s.value)
+        return [s.var.name]
+
+    def _let_register(self, var, value) -> None:
+        v = self.ev(value)
+        r = self.em.new(reg_class(var.type))
         self._mov(r, v)
-        self.bind(s.var.name, Value(r, s.var.type))
-        self.align[s.var.name] = self.multiple(s.value)
-        self.ranges[s.var.name] = self.bounds(s.value) if s.var.type.is_int else None
+        self.bind(var.name, Value(r, var.type))
+        self.align[var.name] = self.multiple(value)
+        self.ranges[var.name] = self.bounds(value) if var.type.is_int else None
+
+    def _uniform_parts(self, s: Let):
+        """``s``'s vector with each scalar operation in it (warp-uniform, no load) computed here, once,
+        into a register: the vector is evaluated per lane at every use, and an epilogue's row address
+        (divisions of the tile index) would otherwise be recomputed for each of its 64 stores."""
+        parts: dict = {}
+
+        def visit(e):
+            if e.type.lanes == 1:
+                if isinstance(e, (Binary, Unary, Ternary, Cast)) and not any(isinstance(n, Load) for n in walk(e)):
+                    parts.setdefault(e, Var.make(e.type, f"{s.var.name}.u{len(parts)}"))
+                return
+            for k in e.children():
+                visit(k)
+
+        visit(s.value)
+        for e, var in parts.items():
+            self._let_register(var, e)
+        return substitute(s.value, parts), [var.name for var in parts.values()]
 
     def _mov(self, dst: str, v: Value) -> None:
         t = v.type

@@ -243,12 +243,17 @@ class Simplifier:
 
 
 def _vector_identity(e: Binary) -> Expr | None:
-    """``v + 0``, ``0 + v``, ``v - 0``, ``v * 1``, ``1 * v`` -> ``v`` for an integer vector ``v`` (the
-    only vector rules: an unrolled message loop leaves ``lane_base + 0`` in its first copy, which would
-    keep that copy's addresses from matching the same addresses computed elsewhere)."""
-    if not e.type.is_int:
+    """``v + 0``, ``0 + v``, ``v - 0``, ``v * 1``, ``1 * v`` -> ``v`` for an integer vector ``v``, and
+    ``m && true`` -> ``m`` for a mask (the only vector rules: an unrolled message loop leaves
+    ``lane_base + 0`` in its first copy, which would keep that copy's addresses from matching the same
+    addresses computed elsewhere, and a tail test that holds in one copy leaves ``mask && true``, which
+    code generators would evaluate per store)."""
+    if e.type.is_bool:
+        unit = True if e.op is Op.AND else None
+    elif e.type.is_int:
+        unit = {Op.ADD: 0, Op.SUB: 0, Op.MUL: 1}.get(e.op)
+    else:
         return None
-    unit = {Op.ADD: 0, Op.SUB: 0, Op.MUL: 1}.get(e.op)
     if unit is None:
         return None
     if _is_value(e.b, unit) and e.a.type == e.type:
@@ -261,7 +266,7 @@ def _vector_identity(e: Binary) -> Expr | None:
 def _is_value(e: Expr, value: int) -> bool:
     if isinstance(e, Broadcast):
         e = e.a
-    return isinstance(e, IntImm) and e.value == value
+    return isinstance(e, (IntImm, BoolImm)) and e.value == value and isinstance(e.value, type(value))
 
 
 # What ``Memo.results`` holds for an expression that simplification leaves as it is: a hit on

@@ -12,9 +12,9 @@ from kdd.core.spec import load_spec
 EXAMPLES = Path(__file__).resolve().parents[3] / "examples"
 
 
-def example_ptx(name: str) -> str:
-    """The PTX of ``examples/<name>.kernel.toml`` after every pass."""
-    path = EXAMPLES / f"{name}.kernel.toml"
+def example_ptx(name: str, folder: Path = EXAMPLES) -> str:
+    """The PTX of ``<folder>/<name>.kernel.toml`` (an example by default) after every pass."""
+    path = folder / f"{name}.kernel.toml"
     spec, _ = load_spec(path.read_text(), str(path))
     kernel = build_kernel(spec.problem, spec.config, spec.target)
     return generate_ptx(kernel, run_pipeline(kernel).final, spec.target, check=False).to_dict()["asm"]

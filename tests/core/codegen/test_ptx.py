@@ -24,7 +24,9 @@ from kdd.core.spec import load_spec
 ROOT = Path(__file__).resolve().parents[3]
 SCHEMA = json.loads((ROOT / "protocol" / "asm.schema.json").read_text())
 HAVE_PTXAS = tools.find_tool("ptxas") is not None and tools.find_tool("nvdisasm") is not None
-SM90 = sorted(p.name for p in (ROOT / "examples").glob("sm90_*.kernel.toml"))
+# The shipped sm_90 examples (TMA, wgmma) and the classic schedule (mma.sync) of the conv example before it
+SM90 = [*sorted(f"examples/{p.name}" for p in (ROOT / "examples").glob("sm90_*.kernel.toml")),
+        "tests/data/sm90_conv_classic.kernel.toml"]
 
 
 @given(st.integers(-64, 64), st.integers(-1000, 1000), st.integers(1, (1 << LANES) - 1))
@@ -140,7 +142,7 @@ def test_ptxas_errors_come_back_as_messages():
 
 @lru_cache(maxsize=None)
 def _listing(name: str, check: bool = True):
-    path = ROOT / "examples" / name
+    path = ROOT / name
     spec, _ = load_spec(path.read_text(), str(path))
     kernel = build_kernel(spec.check, spec.config, spec.target)
     return kernel, generate_ptx(kernel, run_pipeline(kernel).final, spec.target, check=check)
@@ -237,7 +239,7 @@ def test_sm90_lane_maps_are_computed_once_and_constants_fold(name):
     (a lane map's fields are computed once, not per store), every global store adds only an immediate
     to one address register, and nowhere is a predicate compared from two constants or the lane id
     copied by an identity ``mad``."""
-    _, listing = _listing(name, False)
+    kernel, listing = _listing(name, False)
     ops = [ln.split("//")[0].strip() for ln in listing.asm.splitlines()]
     ops = [op for op in ops if op.endswith(";") and not op.startswith(".")]
     lane = next(m.group(1) for op in ops if (m := re.fullmatch(r"and\.b32 (%r\d+), \1, 31;", op)))
@@ -246,9 +248,14 @@ def test_sm90_lane_maps_are_computed_once_and_constants_fold(name):
     on_lane = Counter(re.sub(r" %\w+,", "", op, count=1) for op in epilogue if re.search(rf"{lane}\b", op))
     assert on_lane and max(on_lane.values()) == 1, on_lane.most_common(3)
     stores = [re.search(r"st\.global\.[\w.]+ \[(%rd\d+)(\+-?\d+)?\]", op) for op in epilogue]
-    if "wgmma.wait_group" in listing.asm:   # schedule=tma: 8 bytes per lane and store, one address register each
+    if "wgmma.wait_group" in listing.asm and kernel.problem.op == "gemm":
+        # schedule=tma, f32 out: 8 bytes per lane and store, one address register each
         assert all(op.startswith("st.global.v2.b32") for op in epilogue if op.startswith("st.global"))
         assert len({m.group(1) for m in stores if m}) == len([m for m in stores if m])
+    elif "wgmma.wait_group" in listing.asm:
+        # the conv's f16 pixels: a pair of halves per lane and store, predicated at the image's edge
+        assert all(re.match(r"@%p\d+ st\.global\.b32 ", op) for op in epilogue if "st.global" in op)
+        assert len({m.group(1) for m in stores if m}) == 1
     else:
         assert len({m.group(1) for m in stores if m}) == 1
     # wgmma's scale-d operand is a predicate with no immediate form: the one constant predicate allowed
@@ -258,10 +265,30 @@ def test_sm90_lane_maps_are_computed_once_and_constants_fold(name):
     assert not [op for op in ops if re.fullmatch(rf"mad\.lo\.s32 %r\d+, {lane}, 1, 0;", op)]
 
 
-# Shapes for the simulator: the [check] shape of the GEMM, a longer K (its TMA stages refilled, both barrier
-# phases waited on; C stores are st.global.v2), a smaller convolution (same tiles, so its padding and tail masks
-# are exercised) to keep the simulated warps few.
-SIM_SHAPES = [("sm90_conv.kernel.toml", "mb1ic32ih4oc32oh4kh3ph1"), ("sm90_gemm.kernel.toml", None),
+def test_an_f16_epilogue_computes_its_row_address_once():
+    """The row address of a 16-bit C is a vector let (lanes plus a function of the tile index, with
+    divisions); its warp-uniform part is computed once, not for each of the tile's stores: every store
+    adds an immediate to one address register, and the epilogue divides at most as often as it has
+    divisions in that address (three)."""
+    from kdd.core.config.line import parse_config_line
+    from kdd.core.problem import problem_from_text
+    from kdd.core.targets import get_target
+
+    sm90 = get_target("sm_90")
+    kernel = build_kernel(problem_from_text("m512n512k128", types="f16:f16:f16"),
+                          parse_config_line("schedule=tma_ws_cooperative tile=m128n256k64 stages=2"), sm90)
+    ops = [ln.split("//")[0].strip() for ln in generate_ptx(kernel, run_pipeline(kernel).final, sm90,
+                                                            check=False).asm.splitlines()]
+    epilogue = ops[max(i for i, op in enumerate(ops) if op.startswith("wgmma.wait_group")) + 1:]
+    stores = [m.group(1) for op in epilogue if (m := re.search(r"st\.global\.b32 \[(%rd\d+)(\+\d+)?\]", op))]
+    assert len(stores) == 64 and len(set(stores)) == 1
+    assert sum(op.startswith(("div.", "rem.")) for op in epilogue) <= 3
+
+
+# Shapes for the simulator: the [check] shapes (the conv's taps and padding as shifted boxes with tails), a
+# longer K for the GEMM (its TMA stages refilled, both barrier phases waited on; C stores are st.global.v2).
+# The classic schedule's conv runs in the simulator in test_ptx_eltwise.py.
+SIM_SHAPES = [("sm90_conv.kernel.toml", None), ("sm90_gemm.kernel.toml", None),
               ("sm90_gemm.kernel.toml", "m128n256k640")]   # 10 K blocks over 4 stages
 VECTOR_STORES = {"m128n128k128"}
 
@@ -286,7 +313,8 @@ def test_sm90_example_computes_the_reference_in_a_ptx_simulator(name, shape):
         problem = replace(problem, shape=parse_shape(shape, problem.op))
     kernel = build_kernel(problem, spec.config, spec.target)
     listing = generate_ptx(kernel, run_pipeline(kernel).final, spec.target, check=False)
-    assert ("st.global.v2.b32" in listing.asm) == (shape in VECTOR_STORES or spec.config.schedule != "classic")
+    # f32 C pairs are 8 bytes per lane (the conv writes f16 pairs: 4)
+    assert ("st.global.v2.b32" in listing.asm) == (shape in VECTOR_STORES or problem.op == "gemm")
     host, inputs = device_buffers(kernel, seed=3)
     run = run_ptx(listing.asm, listing.launch, [host[a.name] for a in kernel.args])
     refs = reference(problem, inputs)
@@ -304,7 +332,7 @@ def test_device_runner_without_cupy_says_why(monkeypatch):
     from kdd.core.codegen.ptx import device
 
     monkeypatch.setitem(sys.modules, "cupy", None)     # import cupy raises ImportError
-    kernel, listing = _listing("sm90_conv.kernel.toml") if HAVE_PTXAS else (None, None)
+    kernel, listing = _listing("examples/sm90_conv.kernel.toml") if HAVE_PTXAS else (None, None)
     with pytest.raises(device.DeviceUnavailable, match="CuPy is not installed"):
         device.check_on_device(listing, kernel)
     with pytest.raises(device.DeviceUnavailable, match="CuPy is not installed"):

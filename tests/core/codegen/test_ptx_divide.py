@@ -3,6 +3,7 @@ convolution's main loop divides by none of ptxas's slow paths."""
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 import pytest
 from hypothesis import given, strategies as st
@@ -32,7 +33,7 @@ def test_small_divisors_of_loop_indices_take_no_more_than_a_multiply_high():
 
 
 def test_conv_main_loop_divides_by_no_instruction():
-    """The im2col indices of the 3x3 example (``k / 9``, ``k / 3 % 3``) become multiply-highs."""
-    body = main_loop(example_ptx("sm90_conv"))
+    """The im2col indices of the classic 3x3 conv (``k / 9``, ``k / 3 % 3``) become multiply-highs."""
+    body = main_loop(example_ptx("sm90_conv_classic", Path(__file__).resolve().parents[2] / "data"))
     assert not re.search(r"\b(div|rem)\.[su]32\b", body)
     assert "mul.hi.u32" in body

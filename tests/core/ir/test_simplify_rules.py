@@ -290,3 +290,14 @@ def test_vector_plus_zero_and_times_one_are_the_vector():
     assert to_text(simplify(v - v)) == "(v - v)"  # no vector algebra beyond the identities
     r = Ramp.make(x, 1, 8)
     assert simplify(r + const(0)) == r
+
+
+def test_a_mask_and_true_is_the_mask():
+    """A tail test that holds in one unrolled copy leaves ``mask && true``: it folds to the mask; a mask
+    and false, or and another mask, stays (no other vector logic)."""
+    from kdd.core.ir.expr import Broadcast
+    m = var("m", const(True).type.with_lanes(32))
+    true, false = Broadcast.make(const(True), 32), Broadcast.make(const(False), 32)
+    assert simplify(m.land(true)) is m and simplify(true.land(m)) is m
+    for kept in (m.land(false), m.lor(false), m.land(var("n", m.type))):
+        assert to_text(simplify(kept)) == to_text(kept)

@@ -143,8 +143,8 @@ def test_config_hovers_wait_for_a_valid_problem_and_target():
 
 # -- sm_90: lanes of the C tile -------------------------------------------------------------
 
-SM90 = (EXAMPLES / "sm90_conv.kernel.toml").read_text()
-SM90_PATH = str(EXAMPLES / "sm90_conv.kernel.toml")
+SM90_PATH = str(EXAMPLES.parent / "tests" / "data" / "sm90_conv_classic.kernel.toml")    # mma.sync fragments
+SM90 = Path(SM90_PATH).read_text()
 
 
 def test_fma_on_sm90_draws_the_mma_accumulator_fragment():

@@ -10,14 +10,15 @@ from kdd.core.engine import Engine, Source
 from kdd.core.targets.instructions import DOCS, SOURCES, lookup, mnemonic
 
 EXAMPLES = Path(__file__).resolve().parents[3] / "examples"
+CLASSIC_CONV = Path(__file__).resolve().parents[2] / "data" / "sm90_conv_classic.kernel.toml"   # mma.sync
 
 
 @pytest.fixture(scope="module")
 def listings():
     engine = Engine()
     out = {}
-    for name in ("resnet50_3x3", "gemm_f16", "int8", "bwd_w", "sm90_conv"):
-        path = EXAMPLES / f"{name}.kernel.toml"
+    for name, path in [*((n, EXAMPLES / f"{n}.kernel.toml") for n in ("resnet50_3x3", "gemm_f16", "int8", "bwd_w")),
+                       ("sm90_conv_classic", CLASSIC_CONV)]:
         result = engine.compile(Source(path.read_text(), str(path)), "asm")
         assert result["ok"], result
         out[name] = result["asm"]
@@ -75,7 +76,7 @@ def test_the_hover_of_a_line(listings):
     assert [b["regs"] for b in hover["live"]] == sorted(sizes.values(), reverse=True)
     assert line_hover(xe, len(xe["lines"])) is None
 
-    ptx = listings["sm90_conv"]
+    ptx = listings["sm90_conv_classic"]
     index = next(i for i, l in enumerate(ptx["lines"]) if "mma.sync" in l["text"])
     hover = line_hover(ptx, index)
     assert hover["doc"]["mnemonic"] == "mma.sync"
