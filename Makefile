@@ -19,9 +19,10 @@ test: setup
 	if [ $$rc -eq 5 ]; then echo "no tests were collected" >&2; exit 1; fi; exit $$rc
 
 # The development tier: every test not marked `slow`, each property test drawing at most 10 examples
-# (tests/conftest.py); `make test` stays the whole suite, the gate.
+# (tests/conftest.py), spread over one pytest-xdist worker per core; `make test` stays the whole suite, the
+# gate, in one process (the order and timing CI has always had).
 test-fast: setup
-	KDD_HYPOTHESIS=fast .venv/bin/python -m pytest -q -p no:cacheprovider -m "not slow" tests; rc=$$?; \
+	KDD_HYPOTHESIS=fast .venv/bin/python -m pytest -q -p no:cacheprovider -n auto -m "not slow" tests; rc=$$?; \
 	if [ $$rc -eq 5 ]; then echo "no tests were collected" >&2; exit 1; fi; exit $$rc
 
 bench: setup

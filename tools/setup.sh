@@ -20,7 +20,7 @@ fi
 
 PY=${PYTHON:-python3}
 [ -x .venv/bin/python ] || "$PY" -m venv .venv
-if ! .venv/bin/python -c "import kdd.core, pytest, hypothesis, pygls, ray, optuna" >/dev/null 2>&1 \
+if ! .venv/bin/python -c "import kdd.core, pytest, xdist, hypothesis, pygls, ray, optuna" >/dev/null 2>&1 \
    || [ pyproject.toml -nt .venv/.kdd-installed ] || [ setup.py -nt .venv/.kdd-installed ]; then
   .venv/bin/python -m pip install -q --upgrade pip >/dev/null 2>&1 || true
   .venv/bin/python -m pip install -q -e '.[server,test,tools,sweep]'
