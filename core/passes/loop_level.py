@@ -83,6 +83,9 @@ class LoopLevel:
                 self._live[i] = True
                 self._read(i)
         self._base = sum(c for c, live in zip(self._ops, self._live) if live)
+        # An expression rewritten by the same replacements costs the same each time it is priced: a
+        # greedy search pricing a growing set prices the set's earlier members' expressions again.
+        self._rewritten: dict[tuple, tuple[int, frozenset[str], tuple]] = {}
 
     def _read(self, i: int) -> None:
         for name in self._reads[i]:
@@ -100,14 +103,28 @@ class LoopLevel:
         lets nothing reads any more cost nothing."""
         return self._base + self._delta(replace) if replace else self._base
 
+    def _rewrite(self, i: int, replace: dict[int, Expr]) -> tuple[int, frozenset[str]]:
+        """The integer operations and variables read of entry ``i`` with ``replace`` (the replacements of
+        nodes it holds) applied."""
+        memo = (i, *sorted((key, id(e)) for key, e in replace.items()))
+        hit = self._rewritten.get(memo)
+        if hit is None:
+            e = ReplaceNodes(replace).mutate(self.entries[i].expr)
+            # the replacements are kept with the figures: their ids in the memo key stay theirs
+            hit = self._rewritten[memo] = (int_ops(e), frozenset(v.name for v in expr_vars(e)), tuple(replace.values()))
+        return hit[0], hit[1]
+
     def _delta(self, replace: Mapping[int, Expr]) -> int:
-        affected = sorted({i for key in replace for i in self._holders.get(key, ()) if self._live[i]})
-        mutator = ReplaceNodes(replace)
+        keys_at: dict[int, list[int]] = {}
+        for key in replace:
+            for i in self._holders.get(key, ()):
+                if self._live[i]:
+                    keys_at.setdefault(i, []).append(key)
+        affected = sorted(keys_at)
         new_ops: dict[int, int] = {}
         new_reads: dict[int, frozenset[str]] = {}
         for i in affected:
-            e = mutator.mutate(self.entries[i].expr)
-            new_ops[i], new_reads[i] = int_ops(e), frozenset(v.name for v in expr_vars(e))
+            new_ops[i], new_reads[i] = self._rewrite(i, {key: replace[key] for key in keys_at[i]})
         readers: dict[str, int] = {}  # counts that changed
         dying: list[str] = []
 
