@@ -232,6 +232,9 @@ class XeLowering(AllocationWalk):
         if x.var.name in self.remat:
             self.bind(x.var.name, isa.Remat(v))
             return
+        if (id(x), p) in self.live.aliases:
+            self.bind(x.var.name, self.grf_ref(v.buf, v.offset, v.type, v.stride))
+            return
         a = self.alloc_let(x, p)
         if a is None:
             self.bind(x.var.name, Imm(v.value, v.type))
