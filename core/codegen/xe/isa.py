@@ -255,20 +255,34 @@ def _evaluate(cg, e, dst: Reg | None):
 def _ramp(cg, e, dst: Reg) -> Reg:
     lanes = e.lanes
     idx = cg.temp(u16, lanes)
-    for c, n in pieces(lanes, 8):
-        cg.em.op("mov", n, idx.at(c), [_UV])
-        if c:
-            alu(cg, "add", n, idx.at(c), [idx.at(c), Imm(c, u16)])
+    _lane_indices(cg, idx, lanes)
     base = evaluate(cg, e.base, None)
     if isinstance(base, Reg):
         base = base.scalar()
     if e.stride == 1:
         alu(cg, "add", lanes, dst, [idx, base] if isinstance(base, Imm) else [base, idx])
+    elif isinstance(base, Reg) and -32768 <= e.stride < 32768:   # base + index * stride in one instruction
+        alu(cg, "mad", lanes, dst, [base, idx, Imm(e.stride, s16)], ternary=True)
     else:
         alu(cg, "mul", lanes, dst, [idx, Imm(e.stride, s16 if -32768 <= e.stride < 32768 else s32)])
         if not (isinstance(base, Imm) and base.value == 0):
             alu(cg, "add", lanes, dst, [dst, base])
     return dst
+
+
+def _lane_indices(cg, idx: Reg, lanes: int) -> None:
+    """``0, 1, ..., lanes - 1`` as words in ``idx``: the packed immediate gives the first 8, then each
+    ``add`` doubles what is written (lanes ``c..2c`` are lanes ``0..c`` plus ``c``): 32 lanes in three
+    instructions, not a ``mov`` and an ``add`` per 8."""
+    for c, n in pieces(min(lanes, 8), 8):
+        cg.em.op("mov", n, idx.at(c), [_UV])
+        if c:
+            alu(cg, "add", n, idx.at(c), [idx.at(c), Imm(c, u16)])
+    done = 8
+    while done < lanes:
+        n = 1 << (min(done, lanes - done).bit_length() - 1)
+        alu(cg, "add", n, idx.at(done), [idx, Imm(done, u16)])
+        done += n
 
 
 class _UVImm(Imm):
