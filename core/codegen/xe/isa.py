@@ -370,7 +370,22 @@ def _binary(cg, e, dst):
         if mn is None:
             raise CodegenUnsupported(f"binary {op.name} on {e.type}")
     a, b = _reg_first(cg, a, b, e.type, lanes, commutative=op.is_commutative)
+    if e.type.is_bool and op in (Op.AND, Op.OR):
+        return _mask_value(cg, e, mn, out, a, b)
     alu(cg, mn, lanes, out, [a, b])
+    return out
+
+
+def _mask_value(cg, e, mn: str, out: Reg, a, b) -> Reg:
+    """A conjunction or disjunction of masks as a value: the ``and``/``or`` also sets a flag where the
+    result is not zero (a condition modifier), kept for the conditions that read it (:func:`flag_of`)
+    where it is one instruction: a send under the mask needs no ``cmp`` of it."""
+    lanes = e.type.lanes
+    f = cg.flags.take(lanes)
+    mark = len(cg.em.lines)
+    alu(cg, mn, lanes, out, [a, b], cmod=("ne", f))
+    if len(cg.em.lines) == mark + 1:
+        remember_flag(cg, e, lanes, f)
     return out
 
 

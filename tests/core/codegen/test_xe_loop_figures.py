@@ -98,11 +98,13 @@ def test_global_addresses_take_the_carry_only():
 
 @pytest.mark.parametrize("name", ["resnet50_3x3.kernel.toml", "bwd_d.kernel.toml"])
 def test_sends_under_one_mask_share_its_flag(name):
-    """The padding mask of a staged global load is compared once per step: its flag predicates the load,
-    the SLM store of what it loaded and (negated) the store of zeros beside it."""
+    """The padding mask of a staged global load sets its flag once per step (the ``and`` of its terms with
+    a condition modifier, or a ``cmp``): the flag predicates the load, the SLM store of what it loaded and
+    (negated) the store of zeros beside it; no ``cmp`` of the mask's value follows its ``and``."""
     kernel, body, target = final(name)
     loop = _main_loop_text(generate_asm(kernel, body, target, check=False)).splitlines()
-    masks = [ln for ln in loop if re.search(r" cmp \(8\|M0\) \(ne\)f", ln)]
+    masks = [ln for ln in loop if re.search(r" (cmp|and) \(8\|M0\) \(ne\)f", ln)]
+    assert not [ln for ln in loop if re.search(r" cmp \(8\|M0\) \(ne\)f\d\.\d null<1>:d r\d+\.0<1;1,0>:d 0:d", ln)]
     loads = [ln for ln in loop if re.match(r"\(W&f\d\.\d\) load\.ugm", ln)]
     assert masks and len(masks) == len(loads)
     for i, ln in enumerate(loop):
