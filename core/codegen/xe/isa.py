@@ -346,6 +346,10 @@ def _binary(cg, e, dst):
         return _compare_value(cg, e, dst)
     if op in (Op.DIV, Op.MOD, Op.DIV_UP):
         return _divmod(cg, e, dst)
+    if op is Op.ADD and lanes == 1 and e.type.is_int and e.type.scalar.bits == 32:
+        for pick, other in ((e.a, e.b), (e.b, e.a)):
+            if _select_of_constants(pick):
+                return _add_select(cg, other, pick, dst, e)
     a = evaluate(cg, e.a, None)
     b = evaluate(cg, e.b, None)
     if e.type.is_int and e.type.scalar.bits == 64 and not cg.xe.native_int64:
@@ -373,6 +377,23 @@ def _binary(cg, e, dst):
     if e.type.is_bool and op in (Op.AND, Op.OR):
         return _mask_value(cg, e, mn, out, a, b)
     alu(cg, mn, lanes, out, [a, b])
+    return out
+
+
+def _select_of_constants(e) -> bool:
+    return isinstance(e, Ternary) and e.op is Op.IIF and isinstance(e.b, IntImm) and isinstance(e.c, IntImm)
+
+
+def _add_select(cg, x, pick, dst, e) -> Reg:
+    """``x + iif(c, p, q)`` (a counter stepping by one of two constants: a digit that wraps) as
+    ``x + q`` and, where ``c`` holds, ``+ (p - q)``: two instructions, not a ``mov`` of ``p``, a ``sel``
+    and the ``add``. The flag is computed before the destination is written (it may be ``x``'s)."""
+    a = evaluate(cg, x, None)
+    f = flag_of(cg, pick.a, 1)
+    out = _dst(cg, e, dst)
+    p, q = pick.b.value, pick.c.value
+    alu(cg, "add", 1, out, [_as_reg(cg, a, e.type, 1), Imm(wrap_int(q, e.type), e.type)])
+    alu(cg, "add", 1, out, [out, Imm(wrap_int(p - q, e.type), e.type)], pred=f)
     return out
 
 

@@ -124,3 +124,19 @@ def test_the_barrier_header_is_built_once_per_kernel():
     assert len(headers) == 1 and headers[0] < lines.index("LOOP_1:")
     assert signals == {lines[headers[0]].split()[3].split(".")[0]}
     assert listing.to_dict()["registers"]["ir"] == listing.to_dict()["registers"]["peak"]
+
+
+def test_a_wrapping_counter_steps_by_an_add_and_a_predicated_add():
+    """resnet50_3x3's strength-reduced offsets step by one of two constants (``k + iif(wrap, p, q)``): an
+    ``add`` of ``q`` and, under the wrap's flag, an ``add`` of ``p - q`` into the same register; no
+    immediate moved into a register for a ``sel`` to read."""
+    kernel, body, target = final("resnet50_3x3.kernel.toml")
+    loop = _main_loop_text(generate_asm(kernel, body, target, check=False)).splitlines()
+    stepped = [i for i, ln in enumerate(loop) if re.match(r"\(W&~?f\d\.\d\) add \(1\|M0\)", ln)]
+    assert stepped
+    for i in stepped:
+        dst = loop[i].split()[4].split("<")[0]
+        assert re.match(rf"\(W\) add \(1\|M0\) {re.escape(dst)}<1>:d ", loop[i - 1]), loop[i - 1: i + 1]
+    for a, b in zip(loop, loop[1:]):
+        moved = re.match(r"\(W\) mov \(1\|M0\) (r\d+\.\d+)<1>:d -?\d+:d", a)
+        assert not (moved and " sel " in b and f"{moved[1]}<0;1,0>" in b), (a, b)
