@@ -90,6 +90,7 @@ class XeLowering(AllocationWalk):
         self.loops: list[dict] = []           # every loop: trips, label
         self.arg_regs: dict[str, Reg] = {}
         self.in_place: dict[str, object] = {}    # reorder destination -> the source it took over
+        self.header_in: dict[str, Reg] = {}   # header -> the registers its sends read instead (sends._held_payload)
 
     # -- allocation -------------------------------------------------------------------------
     def no_room(self, nbytes: int, label: str) -> Exception:

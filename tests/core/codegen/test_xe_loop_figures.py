@@ -140,3 +140,15 @@ def test_a_wrapping_counter_steps_by_an_add_and_a_predicated_add():
     for a, b in zip(loop, loop[1:]):
         moved = re.match(r"\(W\) mov \(1\|M0\) (r\d+\.\d+)<1>:d -?\d+:d", a)
         assert not (moved and " sel " in b and f"{moved[1]}<0;1,0>" in b), (a, b)
+
+
+def test_a_hoisted_slm_address_vector_is_the_header_its_stores_read():
+    """resnet50_3x3 stores its staged A pixels to SLM with per-lane addresses hoisted out of the loop:
+    the scattered stores read the hoisted vector's register itself, which nothing in the loop writes (no
+    copy into a header register per step)."""
+    kernel, body, target = final("resnet50_3x3.kernel.toml")
+    loop = _main_loop_text(generate_asm(kernel, body, target, check=False)).splitlines()
+    headers = {m[1] for ln in loop for m in [re.search(r"store\.slm\.d32x4\.a32 \(8\|M0\) \[(r\d+):1\]", ln)] if m}
+    written = {m[1] for ln in loop for m in [re.match(r"\(W[^)]*\) \w+ \(\d+\|M0\) (?:\([a-z]+\)f\d\.\d )?(r\d+)\.", ln)]
+               if m}
+    assert headers and not headers & written
