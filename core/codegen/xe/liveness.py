@@ -273,7 +273,7 @@ def analyze(root, global_names: set[str], remat: frozenset = frozenset()) -> Liv
                         call_written.add(name)
             _record_roles(x, roles, headers, grf)
             signals = signals or isinstance(x.func, (Barrier, BarrierSignal))
-    aliases = _aliases(copies, stores, call_written, accesses, last, extended)
+    aliases = _aliases(copies, stores, call_written, accesses, last, extended, allocs)
     for name, acc in accesses.items():
         key = ("buf", name)
         if key in extended:
@@ -306,16 +306,23 @@ def _reads_before_write(value) -> bool:
         (isinstance(value, Ternary) and value.op in (Op.IIF, Op.ADD3, Op.MAD))
 
 
-def _aliases(copies: dict, stores: dict, call_written: set, accesses: dict, last: dict, extended: set) -> frozenset:
+def _aliases(copies: dict, stores: dict, call_written: set, accesses: dict, last: dict, extended: set,
+             allocs: dict) -> frozenset:
     """The lets (``(id(let), point)``) that can read their buffer's registers instead of a copy: no call
     writes the buffer, no store writes it while the let is live, except the let's last read being a
-    store into it whose one instruction reads before it writes. Each such buffer is made live to the
+    store into it whose one instruction reads before it writes; and the buffer is no larger than the
+    let's value or live over a loop that holds the let's last use anyway (holding a large buffer
+    longer than before would cost more registers than the copy). Each such buffer is made live to the
     let's last use (its accesses get a read there)."""
     out = set()
     for p, (let, name) in copies.items():
         if name in call_written:
             continue
         end = last[("var", p)]
+        key = ("buf", name)
+        value_bytes = let.value.type.lanes * let.value.type.scalar.size
+        if allocs[name].size > value_bytes and not (key in extended and last[key] >= end):
+            continue
         writes = [a[0] for a in accesses[name] if a[1] == "w" and p < a[0] <= end]
         if writes and (writes != [end] or not _reads_before_write(stores[end].value)):
             continue
@@ -323,7 +330,6 @@ def _aliases(copies: dict, stores: dict, call_written: set, accesses: dict, last
         acc = accesses[name]
         at = next((i for i, a in enumerate(acc) if a[0] >= end), len(acc))
         acc.insert(at, (end, "r", None, max(a[3] for a in acc)))  # before a store there: no new segment
-        key = ("buf", name)
         if key in extended:
             last[key] = max(last[key], end)
     return frozenset(out)

@@ -131,3 +131,14 @@ def test_a_let_copying_a_loop_carried_register_reads_it_in_place_unless_the_regi
     assert _copy_lets(kernel(bumped)) == {"k"}
     assert _copy_lets(kernel(clobbered)) == set()
     assert _copy_lets(kernel(divided)) == set()
+
+
+def test_a_copy_of_a_dword_keeps_a_large_buffer_it_would_otherwise_outlive_out_of_its_registers():
+    # k copies one dword of an 8-register buffer read for the last time there: reading it in place would
+    # hold all 8 registers for as long as k lives, so k stays a copy; a dword buffer is read in place.
+    k, big, small, mem = var("k"), var("big", s32), var("small", s32), var("mem", s32)
+    for buf, size, aliased in ((big, 8 * RB, set()), (small, 4, {"k"})):
+        body = Alloc.make(buf, size, MemKind.GRF, seq(
+            Store.make(buf, 0, IntImm.make(s32, 1)),
+            Let.make(k, Load.make(s32, buf, 0), seq(Store.make(mem, 0, k), Store.make(mem, 4, k + 1)))))
+        assert _copy_lets(body) == aliased
