@@ -142,8 +142,9 @@ class AllocationWalk:
         self.bufs[name] = a
 
     def alloc_let(self, x, p) -> Allocation | None:
-        """The register of let ``x`` at point ``p``; None for a constant or a recomputed value."""
-        if x.var.name in self.remat or isinstance(x.value, (IntImm, FloatImm)):
+        """The register of let ``x`` at point ``p``; None for a constant, a recomputed value or a copy of a
+        register buffer that reads the buffer's registers (``liveness`` aliases)."""
+        if x.var.name in self.remat or isinstance(x.value, (IntImm, FloatImm)) or (id(x), p) in self.live.aliases:
             return None
         t = x.var.type
         a = self.alloc(elem_size(t) * t.lanes, x.var.name, "scalars" if t.lanes == 1 else "vectors")

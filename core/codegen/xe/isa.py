@@ -266,20 +266,34 @@ def _ramp_into(cg, e, dst: Reg | None) -> Reg:
 def _ramp(cg, e, dst: Reg) -> Reg:
     lanes = e.lanes
     idx = cg.temp(u16, lanes)
-    for c, n in pieces(lanes, 8):
-        cg.em.op("mov", n, idx.at(c), [_UV])
-        if c:
-            alu(cg, "add", n, idx.at(c), [idx.at(c), Imm(c, u16)])
+    _lane_indices(cg, idx, lanes)
     base = evaluate(cg, e.base, None)
     if isinstance(base, Reg):
         base = base.scalar()
     if e.stride == 1:
         alu(cg, "add", lanes, dst, [idx, base] if isinstance(base, Imm) else [base, idx])
+    elif isinstance(base, Reg) and -32768 <= e.stride < 32768:   # base + index * stride in one instruction
+        alu(cg, "mad", lanes, dst, [base, idx, Imm(e.stride, s16)], ternary=True)
     else:
         alu(cg, "mul", lanes, dst, [idx, Imm(e.stride, s16 if -32768 <= e.stride < 32768 else s32)])
         if not (isinstance(base, Imm) and base.value == 0):
             alu(cg, "add", lanes, dst, [dst, base])
     return dst
+
+
+def _lane_indices(cg, idx: Reg, lanes: int) -> None:
+    """``0, 1, ..., lanes - 1`` as words in ``idx``: the packed immediate gives the first 8, then each
+    ``add`` doubles what is written (lanes ``c..2c`` are lanes ``0..c`` plus ``c``): 32 lanes in three
+    instructions, not a ``mov`` and an ``add`` per 8."""
+    for c, n in pieces(min(lanes, 8), 8):
+        cg.em.op("mov", n, idx.at(c), [_UV])
+        if c:
+            alu(cg, "add", n, idx.at(c), [idx.at(c), Imm(c, u16)])
+    done = 8
+    while done < lanes:
+        n = 1 << (min(done, lanes - done).bit_length() - 1)
+        alu(cg, "add", n, idx.at(done), [idx, Imm(done, u16)])
+        done += n
 
 
 class _UVImm(Imm):
@@ -360,6 +374,10 @@ def _binary(cg, e, dst):
         return _compare_value(cg, e, dst)
     if op in (Op.DIV, Op.MOD, Op.DIV_UP):
         return _divmod(cg, e, dst)
+    if op is Op.ADD and lanes == 1 and e.type.is_int and e.type.scalar.bits == 32:
+        for pick, other in ((e.a, e.b), (e.b, e.a)):
+            if _select_of_constants(pick):
+                return _add_select(cg, other, pick, dst, e)
     a = _widened_source(cg, e.a) if op in _EXTENDING else evaluate(cg, e.a, None)
     b = evaluate(cg, e.b, None)
     if e.type.is_int and e.type.scalar.bits == 64 and not cg.xe.native_int64:
@@ -384,6 +402,8 @@ def _binary(cg, e, dst):
         if mn is None:
             raise CodegenUnsupported(f"binary {op.name} on {e.type}")
     a, b = _reg_first(cg, a, b, e.type, lanes, commutative=op.is_commutative)
+    if e.type.is_bool and op in (Op.AND, Op.OR):
+        return _mask_value(cg, e, mn, out, a, b)
     alu(cg, mn, lanes, out, [a, b])
     return out
 
@@ -403,6 +423,36 @@ def _widened_source(cg, e):
         if isinstance(a, Reg):
             return a
     return evaluate(cg, e, None)
+
+
+def _select_of_constants(e) -> bool:
+    return isinstance(e, Ternary) and e.op is Op.IIF and isinstance(e.b, IntImm) and isinstance(e.c, IntImm)
+
+
+def _add_select(cg, x, pick, dst, e) -> Reg:
+    """``x + iif(c, p, q)`` (a counter stepping by one of two constants: a digit that wraps) as
+    ``x + q`` and, where ``c`` holds, ``+ (p - q)``: two instructions, not a ``mov`` of ``p``, a ``sel``
+    and the ``add``. The flag is computed before the destination is written (it may be ``x``'s)."""
+    a = evaluate(cg, x, None)
+    f = flag_of(cg, pick.a, 1)
+    out = _dst(cg, e, dst)
+    p, q = pick.b.value, pick.c.value
+    alu(cg, "add", 1, out, [_as_reg(cg, a, e.type, 1), Imm(wrap_int(q, e.type), e.type)])
+    alu(cg, "add", 1, out, [out, Imm(wrap_int(p - q, e.type), e.type)], pred=f)
+    return out
+
+
+def _mask_value(cg, e, mn: str, out: Reg, a, b) -> Reg:
+    """A conjunction or disjunction of masks as a value: the ``and``/``or`` also sets a flag where the
+    result is not zero (a condition modifier), kept for the conditions that read it (:func:`flag_of`)
+    where it is one instruction: a send under the mask needs no ``cmp`` of it."""
+    lanes = e.type.lanes
+    f = cg.flags.take(lanes)
+    mark = len(cg.em.lines)
+    alu(cg, mn, lanes, out, [a, b], cmod=("ne", f))
+    if len(cg.em.lines) == mark + 1:
+        remember_flag(cg, e, lanes, f)
+    return out
 
 
 def _reg_first(cg, a, b, t: Type, lanes: int, commutative: bool):

@@ -11,7 +11,13 @@ once and gives every register value (a let variable, a loop variable, a
   first access rather than at their ``alloc`` (builders allocate at the top);
 - a value used inside a loop and defined before it stays live to the loop's
   end; a buffer whose first access in a loop is a read or a conditional write
-  (its value may come from the previous iteration) is live over the whole loop.
+  (its value may come from the previous iteration) is live over the whole loop;
+- a let that copies a register buffer (``k = k_reg[0]``, a loop-carried
+  counter read at the top of a step) *aliases* it where nothing writes the
+  buffer while the let is live, or only a store as the let's last read whose
+  one instruction reads its operands before it writes (``k_reg[0] = k + 1``):
+  the let reads the buffer's registers, no ``mov`` (``aliases``), and the
+  buffer stays live to the let's last use.
 
 It also records what each buffer is used for (``roles``): accumulators, A/B
 operands, message headers (and which memory they address), payloads.
@@ -21,7 +27,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from kdd.core.ir.expr import IntImm, Load, Var
+from kdd.core.ir.expr import Binary, IntImm, Load, Op, Ternary, Var
 from kdd.core.ir.funcs import (Barrier, BarrierSignal, Dp4a, Dpas, Eltwise, Mad, Reduce, Reorder, Send, Send2D, SendOp,
                                always_enabled)
 from kdd.core.ir.stmt import Alloc, For, FuncCall, Group, If, Let, MemKind, Seq, Store
@@ -137,6 +143,7 @@ class Liveness:
     allocs: dict            # grf buffer name -> its Alloc statement
     free: set               # names read without a binding (thread and group ids, arguments)
     signals: bool = False   # the kernel signals a barrier (its message header is built once)
+    aliases: frozenset = frozenset()   # (id(Let), point) of the lets that read their buffer's registers
 
 
 def analyze(root, global_names: set[str], remat: frozenset = frozenset()) -> Liveness:
@@ -156,6 +163,9 @@ def analyze(root, global_names: set[str], remat: frozenset = frozenset()) -> Liv
     extended: set = set()
     if_depth = [0]
     signals = False
+    copies: dict[int, tuple] = {}        # point -> (let, buffer) of a let copying a register buffer
+    stores: dict[int, Store] = {}        # point -> store into a register buffer
+    call_written: set[str] = set()       # register buffers some call writes
 
     def touch_buf(name, p, mode, rng=None):
         touch(("buf", name), p, mode)
@@ -205,6 +215,9 @@ def analyze(root, global_names: set[str], remat: frozenset = frozenset()) -> Liv
                 continue
             read_expr(x.value, p)
             define(x, x.var.name, p)
+            v = x.value
+            if type(v) is Load and v.buf.name in grf and isinstance(v.offset, IntImm) and not v.type.is_bool:
+                copies[p] = (x, v.buf.name)
         elif kind == "end_let":
             scope[x.var.name].pop()
         elif kind == "for":
@@ -248,6 +261,7 @@ def analyze(root, global_names: set[str], remat: frozenset = frozenset()) -> Liv
                     lanes = x.value.type.lanes
                     rng = (x.offset.value, x.offset.value + (lanes - 1) * x.stride + x.value.type.scalar.size)
                 touch_buf(x.buf.name, p, "w", rng)
+                stores[p] = x
         elif kind == "call":
             bufs, exprs = call_buffers(x)
             for e in exprs:
@@ -255,8 +269,11 @@ def analyze(root, global_names: set[str], remat: frozenset = frozenset()) -> Liv
             for name, mode, rng in bufs:
                 if name in grf:
                     touch_buf(name, p, mode, rng)
+                    if mode == "w":
+                        call_written.add(name)
             _record_roles(x, roles, headers, grf)
             signals = signals or isinstance(x.func, (Barrier, BarrierSignal))
+    aliases = _aliases(copies, stores, call_written, accesses, last, extended, allocs)
     for name, acc in accesses.items():
         key = ("buf", name)
         if key in extended:
@@ -271,7 +288,51 @@ def analyze(root, global_names: set[str], remat: frozenset = frozenset()) -> Liv
         starts.setdefault(v, []).append(k)
     for k, v in last.items():
         ends.setdefault(v, []).append(k)
-    return Liveness(first, last, starts, ends, roles, headers, var_keys, p + 1, allocs, free, signals)
+    return Liveness(first, last, starts, ends, roles, headers, var_keys, p + 1, allocs, free, signals, aliases)
+
+
+# Operators whose lowering is one instruction (per register piece) reading every operand before it
+# writes its destination: a store of such a value may overwrite the registers a let it reads aliases.
+_ONE_INSTRUCTION = {Op.ADD, Op.SUB, Op.BIT_AND, Op.BIT_OR, Op.BIT_XOR, Op.AND, Op.OR, Op.MIN, Op.MAX, Op.SHL,
+                    Op.SHR}
+
+
+def _reads_before_write(value) -> bool:
+    if isinstance(value, (Var, Load, IntImm)):
+        return True
+    if value.type.scalar.bits > 32:
+        return False
+    return (isinstance(value, Binary) and value.op in _ONE_INSTRUCTION) or \
+        (isinstance(value, Ternary) and value.op in (Op.IIF, Op.ADD3, Op.MAD))
+
+
+def _aliases(copies: dict, stores: dict, call_written: set, accesses: dict, last: dict, extended: set,
+             allocs: dict) -> frozenset:
+    """The lets (``(id(let), point)``) that can read their buffer's registers instead of a copy: no call
+    writes the buffer, no store writes it while the let is live, except the let's last read being a
+    store into it whose one instruction reads before it writes; and the buffer is no larger than the
+    let's value or live over a loop that holds the let's last use anyway (holding a large buffer
+    longer than before would cost more registers than the copy). Each such buffer is made live to the
+    let's last use (its accesses get a read there)."""
+    out = set()
+    for p, (let, name) in copies.items():
+        if name in call_written:
+            continue
+        end = last[("var", p)]
+        key = ("buf", name)
+        value_bytes = let.value.type.lanes * let.value.type.scalar.size
+        if allocs[name].size > value_bytes and not (key in extended and last[key] >= end):
+            continue
+        writes = [a[0] for a in accesses[name] if a[1] == "w" and p < a[0] <= end]
+        if writes and (writes != [end] or not _reads_before_write(stores[end].value)):
+            continue
+        out.add((id(let), p))
+        acc = accesses[name]
+        at = next((i for i, a in enumerate(acc) if a[0] >= end), len(acc))
+        acc.insert(at, (end, "r", None, max(a[3] for a in acc)))  # before a store there: no new segment
+        if key in extended:
+            last[key] = max(last[key], end)
+    return frozenset(out)
 
 
 def _segments(acc: list) -> list[tuple[int, int]]:

@@ -90,6 +90,7 @@ class XeLowering(AllocationWalk):
         self.loops: list[dict] = []           # every loop: trips, label
         self.arg_regs: dict[str, Reg] = {}
         self.in_place: dict[str, object] = {}    # reorder destination -> the source it took over
+        self.header_in: dict[str, Reg] = {}   # header -> the registers its sends read instead (sends._held_payload)
 
     # -- allocation -------------------------------------------------------------------------
     def no_room(self, nbytes: int, label: str) -> Exception:
@@ -231,6 +232,9 @@ class XeLowering(AllocationWalk):
         v = x.value
         if x.var.name in self.remat:
             self.bind(x.var.name, isa.Remat(v))
+            return
+        if (id(x), p) in self.live.aliases:
+            self.bind(x.var.name, self.grf_ref(v.buf, v.offset, v.type, v.stride))
             return
         a = self.alloc_let(x, p)
         if a is None:

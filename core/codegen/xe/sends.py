@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from kdd.core.ir.expr import BoolImm, Broadcast, IntImm, Load, Ramp
+from kdd.core.ir.expr import BoolImm, Broadcast, IntImm, Load, Ramp, Var
 from kdd.core.ir.funcs import SendKind, SendOp
 from kdd.core.ir.types import s32, u8, u16, u32, u64
 
@@ -45,10 +45,14 @@ def store_header(cg, x) -> None:
         raise CodegenUnsupported(f"header {x.buf.name} written at offset {x.offset}")
     hdr = cg.buf(x.buf.name)
     lanes = x.value.type.lanes
+    cg.header_in.pop(x.buf.name, None)
     if space == "slm":
         base = cg.slm_base[mem][0]
         dst = Reg(hdr.start, x.value.type.base, 1)
-        if base == 0:
+        held = _held_payload(cg, x, hdr) if base == 0 else None
+        if held is not None:
+            cg.header_in[x.buf.name] = held
+        elif base == 0:
             isa.evaluate(cg, x.value, dst)
         else:
             off = isa.value(cg, x.value)
@@ -70,6 +74,23 @@ def store_header(cg, x) -> None:
     isa.add64(cg, Reg(hdr.start, u32, 2), arg, off, lanes, signed=signed)
 
 
+def _held_payload(cg, x, hdr) -> Reg | None:
+    """The registers of the variable a header store copies, where its sends can read them instead (no
+    copy): an SLM offset vector (a hoisted per-lane address) in registers of its own, starting on a
+    register and covering the header, live at least as long as the header's value is read."""
+    v = x.value
+    if not isinstance(v, Var) or v.type.lanes * v.type.scalar.size < hdr.size:
+        return None
+    op = cg.lookup(v.name)
+    if not isinstance(op, Reg) or op.byte % cg.rb or op.stride != 1:
+        return None
+    holder = next((k for k, a in cg.keys.items() if a.start <= op.byte < a.end), None)
+    header = next((k for k, a in cg.keys.items() if a is hdr), None)
+    if holder is None or holder[0] != "var" or header is None or cg.live.last[holder] < cg.live.last[header]:
+        return None
+    return Reg(op.byte, u32, 1)
+
+
 def payload_bytes(cg, lanes: int, size: int) -> int:
     """Bytes of a scattered message's payload of ``lanes`` addresses or data slots of ``size`` bytes: whole
     groups of the target's fewest message lanes (a SIMD4 A64 message still reads SIMD8 addresses on
@@ -88,7 +109,8 @@ def _pred(cg, mask, lanes: int) -> str | None:
 def _header(cg, mem_off) -> Reg:
     if not (isinstance(mem_off, Load) and mem_off.buf.name in cg.live.headers):
         raise CodegenUnsupported("a send whose address is not in a message header (run send lowering first)")
-    return Reg(cg.buf(mem_off.buf.name).start, u32, 1)
+    held = cg.header_in.get(mem_off.buf.name)
+    return held if held is not None else Reg(cg.buf(mem_off.buf.name).start, u32, 1)
 
 
 def _copy(cg, dst: Reg, src: Reg, nbytes: int) -> None:

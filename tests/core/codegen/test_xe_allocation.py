@@ -6,7 +6,7 @@ from hypothesis import strategies as st
 from kdd.core.codegen.xe.allocation import allocation_peak
 from kdd.core.codegen.xe.regalloc import NoRoom, RegisterFile
 from kdd.core.ir import Alloc, For, Let, MemKind, Store, seq, var
-from kdd.core.ir.expr import Broadcast
+from kdd.core.ir.expr import Broadcast, IntImm, Load
 from kdd.core.ir.types import s32
 from kdd.core.targets import get_target
 
@@ -107,3 +107,38 @@ def test_headers_stop_rotating_before_any_value_is_recomputed():
 
     assert with_remat(attempt, seq()) == "fits"
     assert tries == [(frozenset(), HEADER_ROTATION), (frozenset(), 0)]
+
+
+def _copy_lets(body):
+    from kdd.core.codegen.xe.liveness import analyze, events
+
+    live = analyze(body, set())
+    return {x.var.name for p, (kind, x) in enumerate(events(body)) if kind == "let" and (id(x), p) in live.aliases}
+
+
+def test_a_let_copying_a_loop_carried_register_reads_it_in_place_unless_the_register_changes_while_it_lives():
+    # k = c[0] at the top of a step, c[0] = k + 1 at its end: the let reads c's register (no copy); a store
+    # into c while k is still read later, or a division (several instructions writing c before they
+    # finish reading k) as the store of k's last read, needs the copy.
+    k, i, c, mem = var("k"), var("i"), var("c", s32), var("mem", s32)
+
+    def kernel(step):
+        return Alloc.make(c, RB, MemKind.GRF, seq(Store.make(c, 0, IntImm.make(s32, 0)), For.make(i, 0, 4, step)))
+
+    bumped = Let.make(k, Load.make(s32, c, 0), seq(Store.make(mem, 0, k), Store.make(c, 0, k + 1)))
+    clobbered = Let.make(k, Load.make(s32, c, 0), seq(Store.make(c, 0, i), Store.make(mem, 0, k)))
+    divided = Let.make(k, Load.make(s32, c, 0), Store.make(c, 0, k // 3))
+    assert _copy_lets(kernel(bumped)) == {"k"}
+    assert _copy_lets(kernel(clobbered)) == set()
+    assert _copy_lets(kernel(divided)) == set()
+
+
+def test_a_copy_of_a_dword_keeps_a_large_buffer_it_would_otherwise_outlive_out_of_its_registers():
+    # k copies one dword of an 8-register buffer read for the last time there: reading it in place would
+    # hold all 8 registers for as long as k lives, so k stays a copy; a dword buffer is read in place.
+    k, big, small, mem = var("k"), var("big", s32), var("small", s32), var("mem", s32)
+    for buf, size, aliased in ((big, 8 * RB, set()), (small, 4, {"k"})):
+        body = Alloc.make(buf, size, MemKind.GRF, seq(
+            Store.make(buf, 0, IntImm.make(s32, 1)),
+            Let.make(k, Load.make(s32, buf, 0), seq(Store.make(mem, 0, k), Store.make(mem, 4, k + 1)))))
+        assert _copy_lets(body) == aliased

@@ -98,11 +98,13 @@ def test_global_addresses_take_the_carry_only():
 
 @pytest.mark.parametrize("name", ["resnet50_3x3.kernel.toml", "bwd_d.kernel.toml"])
 def test_sends_under_one_mask_share_its_flag(name):
-    """The padding mask of a staged global load is compared once per step: its flag predicates the load,
-    the SLM store of what it loaded and (negated) the store of zeros beside it."""
+    """The padding mask of a staged global load sets its flag once per step (the ``and`` of its terms with
+    a condition modifier, or a ``cmp``): the flag predicates the load, the SLM store of what it loaded and
+    (negated) the store of zeros beside it; no ``cmp`` of the mask's value follows its ``and``."""
     kernel, body, target = final(name)
     loop = _main_loop_text(generate_asm(kernel, body, target, check=False)).splitlines()
-    masks = [ln for ln in loop if re.search(r" cmp \(8\|M0\) \(ne\)f", ln)]
+    masks = [ln for ln in loop if re.search(r" (cmp|and) \(8\|M0\) \(ne\)f", ln)]
+    assert not [ln for ln in loop if re.search(r" cmp \(8\|M0\) \(ne\)f\d\.\d null<1>:d r\d+\.0<1;1,0>:d 0:d", ln)]
     loads = [ln for ln in loop if re.match(r"\(W&f\d\.\d\) load\.ugm", ln)]
     assert masks and len(masks) == len(loads)
     for i, ln in enumerate(loop):
@@ -122,3 +124,31 @@ def test_the_barrier_header_is_built_once_per_kernel():
     assert len(headers) == 1 and headers[0] < lines.index("LOOP_1:")
     assert signals == {lines[headers[0]].split()[3].split(".")[0]}
     assert listing.to_dict()["registers"]["ir"] == listing.to_dict()["registers"]["peak"]
+
+
+def test_a_wrapping_counter_steps_by_an_add_and_a_predicated_add():
+    """resnet50_3x3's strength-reduced offsets step by one of two constants (``k + iif(wrap, p, q)``): an
+    ``add`` of ``q`` and, under the wrap's flag, an ``add`` of ``p - q`` into the same register; no
+    immediate moved into a register for a ``sel`` to read."""
+    kernel, body, target = final("resnet50_3x3.kernel.toml")
+    loop = _main_loop_text(generate_asm(kernel, body, target, check=False)).splitlines()
+    stepped = [i for i, ln in enumerate(loop) if re.match(r"\(W&~?f\d\.\d\) add \(1\|M0\)", ln)]
+    assert stepped
+    for i in stepped:
+        dst = loop[i].split()[4].split("<")[0]
+        assert re.match(rf"\(W\) add \(1\|M0\) {re.escape(dst)}<1>:d ", loop[i - 1]), loop[i - 1: i + 1]
+    for a, b in zip(loop, loop[1:]):
+        moved = re.match(r"\(W\) mov \(1\|M0\) (r\d+\.\d+)<1>:d -?\d+:d", a)
+        assert not (moved and " sel " in b and f"{moved[1]}<0;1,0>" in b), (a, b)
+
+
+def test_a_hoisted_slm_address_vector_is_the_header_its_stores_read():
+    """resnet50_3x3 stores its staged A pixels to SLM with per-lane addresses hoisted out of the loop:
+    the scattered stores read the hoisted vector's register itself, which nothing in the loop writes (no
+    copy into a header register per step)."""
+    kernel, body, target = final("resnet50_3x3.kernel.toml")
+    loop = _main_loop_text(generate_asm(kernel, body, target, check=False)).splitlines()
+    headers = {m[1] for ln in loop for m in [re.search(r"store\.slm\.d32x4\.a32 \(8\|M0\) \[(r\d+):1\]", ln)] if m}
+    written = {m[1] for ln in loop for m in [re.match(r"\(W[^)]*\) \w+ \(\d+\|M0\) (?:\([a-z]+\)f\d\.\d )?(r\d+)\.", ln)]
+               if m}
+    assert headers and not headers & written
