@@ -182,7 +182,8 @@ def test_the_folder_map_names_every_package_and_module_that_exists():
 
 
 # The folders whose IR walks go through the toolkit of core/ir/visitor.py (docs/architecture.md).
-TOOLKIT_FOLDERS = ("core/ir", "core/passes", "core/interp", "core/builder", "core/layout", "core/config", "core/engine")
+TOOLKIT_FOLDERS = ("core/ir", "core/passes", "core/interp", "core/builder", "core/layout", "core/config", "core/engine",
+                   "core/codegen", "core/xesim", "core/ptxsim")
 HAND_WALK = re.compile(r"^\s*while stack\s*:", re.M)
 
 

@@ -15,9 +15,10 @@ from __future__ import annotations
 import struct
 from dataclasses import dataclass
 
-from kdd.core.ir.expr import (Binary, BoolImm, Broadcast, Cast, Expr, FloatImm, IntImm, Load, Op, Ramp, Ternary,
+from kdd.core.ir.expr import (Binary, BoolImm, Broadcast, Cast, FloatImm, IntImm, Load, Op, Ramp, Ternary,
                               Unary, Var, wrap_int)
 from kdd.core.ir.types import Type, s16, s32, u16, u32, u64
+from kdd.core.ir.visitor import distinct_nodes
 
 from ..errors import CodegenUnsupported
 from .operand import Imm, Reg
@@ -544,14 +545,12 @@ def remember_flag(cg, cond, lanes: int, flag: str) -> str:
 
 def _reusable(cond) -> set[str] | None:
     """The variables ``cond`` reads, or None when it reads memory (a buffer may change in between)."""
-    names, stack = set(), [cond]
-    while stack:
-        e = stack.pop()
+    names = set()
+    for e in distinct_nodes(cond):
         if isinstance(e, Load):
             return None
         if isinstance(e, Var):
             names.add(e.name)
-        stack.extend(k for k in e.children() if isinstance(k, Expr))
     return names
 
 
