@@ -1,5 +1,6 @@
-"""The builder's index arithmetic: the IR's folding constructors (``kdd.core.ir.operators``: ``add``,
-``mul``, ``fold``...) and what the builder knows beyond them.
+"""The builder's index arithmetic beyond the IR's folding constructors (``kdd.core.ir.operators``:
+``add``, ``mul``, ``fold``...): division and remainder by what the builder knows of an operand's range,
+digits, ramps, conjunctions, alignment.
 
 The skeleton IR is printed and interpreted before any simplification pass
 runs, so ``x * 1``, ``x + 0``, ``x / 1`` are never emitted, and neither is
@@ -13,7 +14,7 @@ from typing import Iterable
 
 from kdd.core.ir import operators
 from kdd.core.ir.expr import Binary, Expr, IntImm, Op, Ramp, Unary, Var, as_expr, land
-from kdd.core.ir.operators import Index, add, fold, is_const, mul, value_of  # noqa: F401 - the builder's names
+from kdd.core.ir.operators import Index, is_const
 from kdd.core.ir.types import s32
 from kdd.core.ir.visitor import free_vars
 

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 from typing import Callable
 
+from kdd.core.ir import operators
 from kdd.core.ir.expr import Expr, var
 from kdd.core.ir.funcs import Reduce, SendOp
 from kdd.core.ir.names import Names
@@ -79,7 +80,7 @@ class BiasGradient:
         self.access = TileAccess(view, var(NAME, u64), "global", (b.roles[0], MatrixDim(), b.roles[2]),
                                  {d.name: b.starts[d.name] for d in view.dims}, b.bounded, b.facts)
         # The first M tile owns the bias: its thread starts at 0 along every M dim.
-        self.owner = arith.conj(s.eq(0) for s in m_starts if not arith.is_const(s, 0))
+        self.owner = arith.conj(s.eq(0) for s in m_starts if not operators.is_const(s, 0))
         self.arg = KernelArg(NAME, var(NAME, u64), op.dt, view.layout, view.tensor_dims, "output",
                              zero_init=atomic)
 

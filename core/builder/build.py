@@ -26,6 +26,7 @@ from kdd.core.config.defaults import resolve_config
 from kdd.core.config.kernel_config import KernelConfig
 from kdd.core.config.operands import operands
 from kdd.core.config.tiling import derive_tiling, mad_over_batch
+from kdd.core.ir import operators
 from kdd.core.ir.expr import Expr, Var, var
 from kdd.core.ir.funcs import Barrier, Reorder, SendKind, SendOp
 from kdd.core.ir.names import Names
@@ -306,7 +307,7 @@ class _Builder:
                               origin=Origin(step, "iter"))
         for b in reversed(self.nest.bindings):
             body = Let.make(b.var, b.value, body, origin=b.origin)
-        return Group.make("kernel", arith.fold(body), origin=Origin("build"))
+        return Group.make("kernel", operators.fold(body), origin=Origin("build"))
 
     # -- pieces ----------------------------------------------------------------------------------
     def _staged(self, which: str) -> bool:
@@ -366,7 +367,7 @@ class _Builder:
         def source(s: Expr) -> TileAccess:
             base = [0, 0, 0]
             if part:
-                base[split_dim] = arith.mul(s, part)
+                base[split_dim] = operators.mul(s, part)
             if staged is None:
                 acc = self._access(op, self.nest.thread_start, tuple(base))
                 return acc if through is None else through(acc)
@@ -378,7 +379,7 @@ class _Builder:
         # subtile s: the tile's s-th chunk, read with block messages; a chunk that is no whole number of
         # dwords (a u8 subtile of 2 bytes) would read past it, so it takes the general path below
         if staged is not None and staged.tile_offset is not None and reg.bytes % SLM_BLOCK_GRAIN == 0:
-            return lambda s: read_tile(staged, reg, rules, names, origin, arith.mul(s, reg.bytes))
+            return lambda s: read_tile(staged, reg, rules, names, origin, operators.mul(s, reg.bytes))
         probe = source(arith.const(0))
         if reg.dtype != probe.view.layout.dtype:  # fma_type: moved in its memory type, converted by a reorder
             order = inner_last(contiguous_role(probe.view, probe.roles))

@@ -9,13 +9,13 @@ from __future__ import annotations
 
 from typing import Callable
 
+from kdd.core.ir import operators
 from kdd.core.ir.expr import Broadcast, Expr, FloatImm, IntImm, Load
 from kdd.core.ir.funcs import Reorder
 from kdd.core.ir.names import Names
 from kdd.core.ir.stmt import FuncCall, Stmt, Store
 from kdd.core.ir.types import Type
 
-from . import arith
 from .loops import nest
 from .origin import Origin
 from .tile import RegTensor
@@ -27,7 +27,7 @@ def chunk(elems: int, simd: int) -> int:
 
 
 def _at(reg: RegTensor, i: Expr, n: int) -> Expr:
-    return arith.add(reg.offset, arith.mul(i, n * reg.dtype.size))
+    return operators.add(reg.offset, operators.mul(i, n * reg.dtype.size))
 
 
 def fill(reg: RegTensor, value: float | int, names: Names, simd: int, origin: Origin) -> Stmt:

@@ -23,6 +23,7 @@ from functools import partial
 from math import prod
 
 from kdd.core.config.buildable import dpas_rcount, unbuilt_reason
+from kdd.core.ir import operators
 from kdd.core.ir.funcs import Dp4a, Dpas, Mad, Mma
 from kdd.core.ir.names import Names
 from kdd.core.ir.stmt import FuncCall, Stmt
@@ -247,12 +248,12 @@ class DpasKind(FmaKind):
         func = Dpas(self.depth, r, s, self.acc, self.b, self.a)
 
         def within(t: RegTensor, ir):
-            return arith.mul(ir, t.step_bytes(X, r)) if g > 1 else arith.const(0)
+            return operators.mul(ir, t.step_bytes(X, r)) if g > 1 else arith.const(0)
 
         def call(ib, ig, ir, jn, ik):
             # rows ig * rows + ir * r: row group ig, then the ir-th instruction's rows within it
-            c_off = arith.add(c.offset_of((ib, ig, jn), (1, rows, s)), within(c, ir))
-            a_off = arith.add(a.offset_of((ib, ig, ik), (1, rows, kd)), within(a, ir))
+            c_off = operators.add(c.offset_of((ib, ig, jn), (1, rows, s)), within(c, ir))
+            a_off = operators.add(a.offset_of((ib, ig, ik), (1, rows, kd)), within(a, ir))
             return FuncCall.make(func, [c.buf, c_off, c.buf, c_off, b.buf, b.offset_of((ib, ik, jn), (1, kd, s)),
                                         a.buf, a_off], origin=origin)
         return nest(names, [("b", bt), ("mb", m // rows), ("mr", g), ("nb", nb), ("kb", kb)], call, origin)

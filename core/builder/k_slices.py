@@ -18,6 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from math import prod
 
+from kdd.core.ir import operators
 from kdd.core.ir.expr import BoolImm, Expr, Var, var
 from kdd.core.ir.funcs import Send, SendKind, SendOp
 from kdd.core.ir.names import Names
@@ -58,29 +59,29 @@ def k_slices(c: RegTensor, tiling, names: Names, simd: int, max_message_bytes: i
     pieces = c.elems // piece
     tid = [var(n, s32) for n in THREAD_IDS]
     slice_ = tid[2]
-    mn_thread = arith.add(tid[0] if x > 1 else 0, arith.mul(tid[1], x) if y > 1 else 0)
+    mn_thread = operators.add(tid[0] if x > 1 else 0, operators.mul(tid[1], x) if y > 1 else 0)
     slm = names.fresh("c_slices", u64)
     part = RegTensor(names.fresh("c_part", u64), row_major(c.dtype, (1, 1, piece)), 0, c.roles)
 
     def slot(k: Expr) -> Expr:  # byte offset of slice k's tile (k >= 1)
-        return arith.mul(arith.add(arith.mul(arith.add(k, -1), x * y), mn_thread), c.bytes)
+        return operators.mul(operators.add(operators.mul(operators.add(k, -1), x * y), mn_thread), c.bytes)
 
     def send(op: SendOp, k: Expr, j: Expr, reg: Var, reg_off: Expr) -> Stmt:
         return FuncCall.make(Send(op, SendKind.BLOCK, "slm", c.dtype, piece),
-                             [slm, arith.add(slot(k), arith.mul(j, piece * size)), reg, reg_off,
+                             [slm, operators.add(slot(k), operators.mul(j, piece * size)), reg, reg_off,
                               BoolImm.make(True)], origin=ORIGIN)
 
     store = nest(names, [("c_piece", pieces)],
-                 lambda j: send(SendOp.STORE, slice_, j, c.buf, arith.add(c.offset, arith.mul(j, piece * size))),
+                 lambda j: send(SendOp.STORE, slice_, j, c.buf, operators.add(c.offset, operators.mul(j, piece * size))),
                  ORIGIN)
 
     def add_piece(k: Expr, j: Expr) -> Stmt:
-        dst = RegTensor(c.buf, row_major(c.dtype, (1, 1, piece)), arith.add(c.offset, arith.mul(j, piece * size)),
+        dst = RegTensor(c.buf, row_major(c.dtype, (1, 1, piece)), operators.add(c.offset, operators.mul(j, piece * size)),
                         c.roles)
         return seq(send(SendOp.LOAD, k, j, part.buf, arith.const(0)),
                    elementwise(dst, [dst, part], lambda a, b: a + b, names, simd, ORIGIN))
     gather = nest(names, [("c_slice", count - 1), ("c_piece", pieces)],
-                  lambda k, j: add_piece(arith.add(k, 1), j), ORIGIN)
+                  lambda k, j: add_piece(operators.add(k, 1), j), ORIGIN)
     first = slice_.eq(0)
     reduce = seq(If.make(slice_.gt(0), store, origin=ORIGIN), slm_barrier(ORIGIN),
                  If.make(first, gather, origin=ORIGIN))

@@ -39,6 +39,7 @@ import math
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
+from kdd.core.ir import operators
 from kdd.core.ir.expr import Broadcast, BoolImm, Expr, Ramp, Var
 from kdd.core.ir.funcs import Send, Send2D, SendKind, SendOp, always_enabled
 from kdd.core.ir.names import Names
@@ -225,7 +226,7 @@ def vector_gather(access: TileAccess, rows: RegTensor, reg: RegTensor, rules: Me
     memory order (``memory_ordered``), and the messages' register order of its run (lane ``l`` a row,
     vector element ``v`` its ``v``-th dword) is ``reg``'s layout, as for dpas's VNNI B from rows of K:
     no staging buffer, no reorder. None where no such messages exist."""
-    if not arith.is_const(reg.offset, 0) or not arith.is_const(rows.offset, 0):
+    if not operators.is_const(reg.offset, 0) or not operators.is_const(rows.offset, 0):
         return None
     plan = plan_messages(access, rows, rules)
     order = inner_last(contiguous_role(access.view, access.roles))
@@ -279,7 +280,7 @@ def contiguous_run(access: TileAccess, reg: RegTensor) -> int:
         return 1
     run = math.gcd(blk.size, extent)
     # A subtile starts inside the tile; the run must stay aligned to it.
-    run = math.gcd(run, arith.alignment(arith.add(access.base[blk.dim]), access.facts))
+    run = math.gcd(run, arith.alignment(operators.add(access.base[blk.dim]), access.facts))
     blocks = [b for b in view.layout.blocks if b.dim == t and b.size > 1]
     if len(blocks) > 1:  # the run must not cross the innermost block of a blocked dim
         run = math.gcd(run, blocks[0].size)
@@ -310,7 +311,7 @@ def _continued_run(access: TileAccess, reg: RegTensor, run: int) -> int:
         step = walked.get(blk.dim, 1)
         span = step * blk.size
         t = _direct_dim(view, name)
-        if t is None or extent % span or arith.alignment(arith.add(access.base[blk.dim]), access.facts) % span \
+        if t is None or extent % span or arith.alignment(operators.add(access.base[blk.dim]), access.facts) % span \
                 or arith.alignment(access.starts[name], access.facts) % span:
             break
         if sum(b.dim == t and b.size > 1 for b in view.layout.blocks) < 2 \
@@ -400,12 +401,12 @@ def transfer(op: SendOp, access: TileAccess, reg: RegTensor, rules: MessageRules
     j = names.fresh(f"{label}_msg")
     el = _elements(j, access, reg, plan, how, rounds, threads)
     bxy = el.lane_index or reg.decode(el.e, bound=reg.elems)
-    bxy = tuple(arith.add(base, x) for base, x in zip(access.base, bxy))
+    bxy = tuple(operators.add(base, x) for base, x in zip(access.base, bxy))
     lets, bound_idx = _view_indices(access, reg, bxy, names, label)
     mask = _message_mask(access, bound_idx, bxy, reg.layout.dims, el.lanes)
     # The element size multiplies every term: a vector offset's scalar part is then one sum of bytes
     # (strength reduction carries it whole; the simplifier regroups only scalar sums).
-    offset = arith.fold(offset_expr(view.layout, view.tensor_index(bound_idx), reg.dtype.size))
+    offset = operators.fold(offset_expr(view.layout, view.tensor_index(bound_idx), reg.dtype.size))
     if el.lanes > 1 and offset.type.lanes == 1:
         offset = Broadcast.make(offset, el.lanes)
     func, target, reg_off = _send(op, access, reg, plan, how, el)
@@ -432,8 +433,8 @@ def _elements(j: Var, access: TileAccess, reg: RegTensor, plan: MessagePlan, how
     split, vectors = how.split, how.vectors
     if vectors is None:
         j_expr = j if rounds > 1 else arith.const(0)
-        r = arith.add(arith.mul(split[0], rounds), j_expr) if split is not None else j_expr
-        e0 = arith.mul(r, plan.elems)
+        r = operators.add(operators.mul(split[0], rounds), j_expr) if split is not None else j_expr
+        e0 = operators.mul(r, plan.elems)
         lanes = plan.elems if plan.kind is SendKind.SCATTERED else 1
         return _Elements(rounds, j_expr, e0, arith.ramp(e0, lanes), lanes, None, r)
     if how.staging is None or rounds * threads != plan.count:
@@ -441,16 +442,16 @@ def _elements(j: Var, access: TileAccess, reg: RegTensor, plan: MessagePlan, how
     piece, lanes = vectors.vec * 4 // reg.dtype.size, vectors.lanes  # elements a lane moves
     msgs = vectors.count
     j_expr = j if msgs > 1 else arith.const(0)
-    first = arith.mul(split[0], rounds * plan.elems) if split is not None else arith.const(0)
+    first = operators.mul(split[0], rounds * plan.elems) if split is not None else arith.const(0)
     if vectors.rows:  # message j: piece j // blocks of rows (j % blocks) * lanes + l
         blocks = vectors.rows // lanes
-        e0 = arith.add(first, arith.mul(arith.mod(j_expr, blocks, msgs), lanes * plan.elems),
-                       arith.mul(arith.div(j_expr, blocks, msgs), piece))
+        e0 = operators.add(first, operators.mul(arith.mod(j_expr, blocks, msgs), lanes * plan.elems),
+                       operators.mul(arith.div(j_expr, blocks, msgs), piece))
         stride = plan.elems
     else:
-        e0 = arith.add(first, arith.mul(j_expr, lanes * piece))
+        e0 = operators.add(first, operators.mul(j_expr, lanes * piece))
         stride = piece
-    e = arith.fold(Ramp.make(e0, stride, lanes))
+    e = operators.fold(Ramp.make(e0, stride, lanes))
     lane_index = reg.decode_ramp(e0, stride, lanes, arith.alignment(e0, access.facts), bound=reg.elems)
     return _Elements(msgs, j_expr, e0, e, lanes, lane_index, None)
 
@@ -460,14 +461,14 @@ def _view_indices(access: TileAccess, reg: RegTensor, bxy: tuple, names: Names,
     """The view index of every dim at the tile elements ``bxy``, those that vary inside the tile bound once
     by a let (the mapping and the masks both read them): ``(lets, index by dim name)``."""
     view = access.view
-    vidx = access.view_index(bxy, tuple(p if arith.is_const(base, 0) else None
+    vidx = access.view_index(bxy, tuple(p if operators.is_const(base, 0) else None
                                         for p, base in zip(reg.layout.dims, access.base)))
     lets: list[tuple[Var, Expr]] = []
     bound_idx = {}
     in_tile = {n for role in access.roles for n, ext in role.dims if ext > 1}
     for d in view.dims:
-        value = arith.fold(vidx[d.name])
-        if d.name in in_tile and not (arith.is_const(value) or isinstance(value, Var)):
+        value = operators.fold(vidx[d.name])
+        if d.name in in_tile and not (operators.is_const(value) or isinstance(value, Var)):
             x = names.fresh(f"{label}_{d.name}", value.type)
             lets.append((x, value))
             bound_idx[d.name] = x
@@ -483,13 +484,13 @@ def _message_mask(access: TileAccess, bound_idx: dict, bxy: tuple, padded: tuple
     conds: list[Expr | None] = [view.mask(bound_idx)]
     conds += tail_masks(view, bound_idx, access.bounded)
     for idx, real, pad, base in zip(bxy, access.real, padded, access.base):
-        if real >= pad and arith.is_const(base, 0):
+        if real >= pad and operators.is_const(base, 0):
             continue
-        if not arith.is_const(idx):
+        if not operators.is_const(idx):
             conds.append(idx.lt(real))
-        elif arith.value_of(idx) >= real:
+        elif operators.value_of(idx) >= real:
             conds.append(BoolImm.make(False))
-    mask = arith.conj(arith.fold(c) for c in conds if c is not None)
+    mask = arith.conj(operators.fold(c) for c in conds if c is not None)
     if mask is None:
         return BoolImm.make(True) if lanes == 1 else Broadcast.make(BoolImm.make(True), lanes)
     if lanes > 1 and mask.type.lanes == 1:
@@ -506,11 +507,11 @@ def _send(op: SendOp, access: TileAccess, reg: RegTensor, plan: MessagePlan, how
         vectors = how.vectors
         word = reg.dtype if size == 4 else u32  # narrower data moves as dwords
         func = Send(op, SendKind.SCATTERED, access.space, word, el.lanes * vectors.vec, vectors.vec)
-        return func, how.staging, arith.mul(el.j_expr, el.lanes * vectors.vec * 4)
+        return func, how.staging, operators.mul(el.j_expr, el.lanes * vectors.vec * 4)
     func = Send(op, plan.kind, access.space, reg.dtype, plan.elems)
     if how.staging is not None:
-        return func, how.staging, arith.mul(el.j_expr, plan.elems * size)
-    return func, reg.buf, arith.add(reg.offset, arith.mul(el.e0, size))
+        return func, how.staging, operators.mul(el.j_expr, plan.elems * size)
+    return func, reg.buf, operators.add(reg.offset, operators.mul(el.e0, size))
 
 
 @dataclass(frozen=True)
@@ -649,9 +650,9 @@ def plan_block2d(access: TileAccess, reg: RegTensor, limits: Block2D | None, reg
         return None
     surface = {d.name: (0 if d.name in (row_dim, col_dim) else access.starts[d.name]) for d in view.dims}
     base = offset_expr(view.layout, view.tensor_index(surface), size)
-    if arith.alignment(arith.fold(base), access.facts) % limits.base_align:
+    if arith.alignment(operators.fold(base), access.facts) % limits.base_align:
         return None  # the surface starts off the hardware's alignment (kernel buffers are aligned)
-    col_start = arith.add(access.starts[col_dim], access.base[cols])
+    col_start = operators.add(access.starts[col_dim], access.base[cols])
     if arith.alignment(col_start, access.facts) * size % 4:
         return None  # a block starts on a dword
     pos = _matrix_positions(reg.layout)
@@ -676,19 +677,19 @@ def load_block2d(access: TileAccess, reg: RegTensor, plan: Block2DPlan, names: N
     view, size = access.view, reg.dtype.size
     j = names.fresh(f"{reg.buf.name}_msg")
     j_expr = j if plan.count > 1 else arith.const(0)
-    e0 = arith.mul(j_expr, plan.elems)
-    bxy = tuple(arith.add(base, x) for base, x in zip(access.base, reg.decode(e0, bound=reg.elems)))
-    vidx = access.view_index(bxy, tuple(p if arith.is_const(base, 0) else None
+    e0 = operators.mul(j_expr, plan.elems)
+    bxy = tuple(operators.add(base, x) for base, x in zip(access.base, reg.decode(e0, bound=reg.elems)))
+    vidx = access.view_index(bxy, tuple(p if operators.is_const(base, 0) else None
                                         for p, base in zip(reg.layout.dims, access.base)))
     surface = {d.name: (arith.const(0) if d.name in (plan.row_dim, plan.col_dim) else vidx[d.name])
                for d in view.dims}
-    base = arith.fold(offset_expr(view.layout, view.tensor_index(surface), size))
+    base = operators.fold(offset_expr(view.layout, view.tensor_index(surface), size))
     layout = view.layout
     pitch = next(b for b in layout.blocks if b.dim == plan.tensor_rows and b.size > 1).stride * size
     func = Send2D(reg.dtype, plan.width, plan.height, plan.array)
     args = [access.mem, base, arith.const(layout.dims[plan.tensor_cols] * size),
             arith.const(layout.dims[plan.tensor_rows]), arith.const(pitch),
-            arith.fold(vidx[plan.col_dim]), arith.fold(vidx[plan.row_dim]),
-            reg.buf, arith.add(reg.offset, arith.mul(e0, size))]
+            operators.fold(vidx[plan.col_dim]), operators.fold(vidx[plan.row_dim]),
+            reg.buf, operators.add(reg.offset, operators.mul(e0, size))]
     body: Stmt = FuncCall.make(func, args, origin=origin)
     return For.make(j, 0, plan.count, body, origin=origin) if plan.count > 1 else body

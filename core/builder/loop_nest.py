@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from kdd.core.ir import operators
 from kdd.core.ir.expr import Expr, Var, var
 from kdd.core.ir.names import Names
 from kdd.core.ir.types import s32
@@ -95,12 +96,12 @@ def build_loop_nest(tiling, names: Names, unroll) -> LoopNest:
     for d in dims:
         if d.role == "k":
             continue
-        group = arith.mul(grp[d.name], d.block)
-        local = arith.mul(thr[d.name], d.iter)
+        group = operators.mul(grp[d.name], d.block)
+        local = operators.mul(thr[d.name], d.iter)
         group_start[d.name] = group
         local_start[d.name] = local
-        start = arith.add(group, local)
-        if arith.is_const(start) or isinstance(start, Var):
+        start = operators.add(group, local)
+        if operators.is_const(start) or isinstance(start, Var):
             thread_start[d.name] = start
             continue
         v = names.fresh(f"{d.name}0")
@@ -111,8 +112,8 @@ def build_loop_nest(tiling, names: Names, unroll) -> LoopNest:
                                                                         facts))
     x, y, _ = tiling.tg_grid
     tid = [var(n, s32) for n in THREAD_IDS]
-    linear = arith.add(tid[0] if x > 1 else 0, arith.mul(tid[1], x) if y > 1 else 0,
-                       arith.mul(tid[2], x * y) if tiling.tg_grid[2] > 1 else 0)
+    linear = operators.add(tid[0] if x > 1 else 0, operators.mul(tid[1], x) if y > 1 else 0,
+                       operators.mul(tid[2], x * y) if tiling.tg_grid[2] > 1 else 0)
     return LoopNest(tuple(bindings), tuple(k_loops), tuple(k_bindings), thread_start, group_start,
                     local_start, facts, linear)
 
@@ -146,7 +147,7 @@ def _reduction_origins(tiling, names: Names, unroll, grp: dict, thr: dict, start
     k_bindings: list[Binding] = []
 
     def k_origin(name: str, value: Expr, multiple: int) -> Expr:
-        if not (arith.is_const(value) or isinstance(value, Var)):
+        if not (operators.is_const(value) or isinstance(value, Var)):
             v = names.fresh(name)
             k_bindings.append(Binding(v, value, Origin("loop_nest.reduction", "loop")))
             value = v
@@ -161,11 +162,11 @@ def _reduction_origins(tiling, names: Names, unroll, grp: dict, thr: dict, start
             k_loops.append((lv, d.loop, unroll.get(d.name) if unroll is not None else 1))
             loop_idx = lv
         # An iteration of the group covers iter x tg of a K dim: one K slice of iter per thread along it.
-        group = k_origin(f"{d.name}0", arith.add(arith.mul(grp[d.name], d.block),
-                                                 arith.mul(loop_idx, d.iter * d.tg)), d.iter * d.tg)
-        local = arith.mul(thr[d.name], d.iter)
+        group = k_origin(f"{d.name}0", operators.add(operators.mul(grp[d.name], d.block),
+                                                 operators.mul(loop_idx, d.iter * d.tg)), d.iter * d.tg)
+        local = operators.mul(thr[d.name], d.iter)
         group_start[d.name] = group
         local_start[d.name] = local
-        thread_start[d.name] = group if arith.is_const(local, 0) else k_origin(
-            f"{d.name}0_slice", arith.add(group, local), d.iter)
+        thread_start[d.name] = group if operators.is_const(local, 0) else k_origin(
+            f"{d.name}0_slice", operators.add(group, local), d.iter)
     return k_loops, k_bindings

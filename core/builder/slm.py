@@ -39,6 +39,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from kdd.core.ir import operators
 from kdd.core.ir.expr import Broadcast, BoolImm, Expr, Op, Ramp, Unary, Var
 from kdd.core.ir.funcs import Barrier, Fence, Reorder, Send, SendKind, SendOp
 from kdd.core.ir.names import Names
@@ -137,14 +138,14 @@ def stage(name: str, group: TileAccess, thread_roles: tuple[MatrixDim, MatrixDim
         offset = None
         if fma_layout is not None and _contiguous_thread_tile(group, thread_roles, order, fma_layout, tile.layout):
             index = [starts[d.name] for d in slm_view.dims]
-            offset = arith.fold(arith.mul(offset_expr(slm_view.layout, index), dtype.size))
+            offset = operators.fold(operators.mul(offset_expr(slm_view.layout, index), dtype.size))
         return SlmStage(tile.buf, tile.bytes, staging, rounds * plan.elems * dtype.size, loaded, store,
                         access, offset, zeros=zeros)
     split, layout = ready
     index = [arith.const(0)] * 3
     if split is not None:
         index[split] = starts[group.roles[split].innermost()[0]]
-    tile_offset = arith.fold(arith.mul(offset_expr(layout, index), dtype.size))
+    tile_offset = operators.fold(operators.mul(offset_expr(layout, index), dtype.size))
     direct = _direct_copy(group, RegTensor(tile.buf, layout), plan, rules, names, knob, thread, threads, staging)
     if direct is not None:
         return SlmStage(tile.buf, tile.bytes, staging, direct[0], direct[1], direct[2], access, tile_offset)
@@ -339,7 +340,7 @@ def _pack_stores(tile: RegTensor, piece: RegTensor, src: Layout, staging: Var, p
     move = FuncCall.make(Reorder(src, dst), [staging, arith.const(0), pack, arith.const(0)], origin=origin) \
         if moved else None
     func = Send(SendOp.STORE, SendKind.BLOCK, "slm", tile.dtype, step // size)
-    stores = [FuncCall.make(func, [tile.buf, arith.add(piece.offset, k * step), pack if moved else staging,
+    stores = [FuncCall.make(func, [tile.buf, operators.add(piece.offset, k * step), pack if moved else staging,
                                    arith.const(k * step), BoolImm.make(True)], origin=origin)
               for k in range(nbytes // step)]
     return seq(move, *stores), moved
@@ -421,7 +422,7 @@ def _thread_piece(tile: RegTensor, layout: Layout, shape: tuple, thread: Expr, t
         piece = piece_of(thread)
         # The layout's blocks need not nest chunk-major, so check that the threads' pieces tile the SLM
         # tile, each byte stored once (a piece is dense: it starts at its offset).
-        starts = sorted(arith.value_of(piece_of(t).offset) for t in range(threads))
+        starts = sorted(operators.value_of(piece_of(t).offset) for t in range(threads))
     except ValueError:
         return None
     if not _dense(piece.layout.blocks, n) or starts != [t * n * tile.dtype.size for t in range(threads)]:
@@ -453,15 +454,15 @@ def _scatter(tile: RegTensor, layout: Layout, staging: Var, elems: int, count: i
     j_expr = j if rounds > 1 else arith.const(0)
     parts = elems // (lanes * unit)
     h_expr = h if parts > 1 else arith.const(0)
-    r = arith.add(arith.mul(thread, rounds), j_expr)
-    e0 = arith.add(arith.mul(r, elems), arith.mul(h_expr, lanes * unit))
-    base = arith.fold(arith.mul(_coarse_offset(layout, dim, unit * lanes, tile.decode(e0, bound=tile.elems)), size))
+    r = operators.add(operators.mul(thread, rounds), j_expr)
+    e0 = operators.add(operators.mul(r, elems), operators.mul(h_expr, lanes * unit))
+    base = operators.fold(operators.mul(_coarse_offset(layout, dim, unit * lanes, tile.decode(e0, bound=tile.elems)), size))
     block = shape.block
     scalar = block or lanes == 1  # one address (a one-lane scattered store takes a scalar one, as loads do)
     offset = base if scalar else Ramp.make(base, step, lanes)
     func = Send(SendOp.STORE, SendKind.BLOCK if block else SendKind.SCATTERED, "slm", dtype, lanes)
     mask = BoolImm.make(True) if scalar else Broadcast.make(BoolImm.make(True), lanes)
-    reg_off = arith.add(arith.mul(j_expr, elems * size), arith.mul(h_expr, lanes * unit * size))
+    reg_off = operators.add(operators.mul(j_expr, elems * size), operators.mul(h_expr, lanes * unit * size))
     body: Stmt = FuncCall.make(func, [tile.buf, offset, staging, reg_off, mask], origin=origin)
     if parts > 1:
         body = For.make(h, 0, parts, body, origin=origin)
@@ -487,8 +488,8 @@ def _coarse_offset(layout: Layout, dim: int, run: int, index) -> Expr:
     dims = list(layout.dims)
     dims[dim] = -(-dims[dim] // run)
     coarse = list(index)
-    coarse[dim] = arith.fold(coarse[dim] / run) if not arith.is_const(coarse[dim]) else \
-        arith.const(arith.value_of(coarse[dim]) // run)
+    coarse[dim] = operators.fold(coarse[dim] / run) if not operators.is_const(coarse[dim]) else \
+        arith.const(operators.value_of(coarse[dim]) // run)
     return offset_expr(Layout(layout.dtype, tuple(dims), tuple(blocks), layout.offset), coarse)
 
 
@@ -507,9 +508,9 @@ def read_tile(stage_: SlmStage, reg: RegTensor, rules: MessageRules, names: Name
     j = names.fresh(f"{reg.buf.name}_blk")
     j_expr = j if nbytes > step else arith.const(0)
     func = Send(SendOp.LOAD, SendKind.BLOCK, "slm", reg.dtype, step // size)
-    base = stage_.tile_offset if start is None else arith.add(stage_.tile_offset, start)
-    body: Stmt = FuncCall.make(func, [stage_.slm, arith.add(base, arith.mul(j_expr, step)),
-                                      reg.buf, arith.add(reg.offset, arith.mul(j_expr, step)),
+    base = stage_.tile_offset if start is None else operators.add(stage_.tile_offset, start)
+    body: Stmt = FuncCall.make(func, [stage_.slm, operators.add(base, operators.mul(j_expr, step)),
+                                      reg.buf, operators.add(reg.offset, operators.mul(j_expr, step)),
                                       BoolImm.make(True)], origin=origin)
     return For.make(j, 0, nbytes // step, body, origin=origin) if nbytes > step else body
 
@@ -557,15 +558,15 @@ def _vector_store(tile: RegTensor, staging: Var, vectors: VectorPlan, n: int, th
     lanes, piece = vectors.lanes, vectors.vec * 4
     j = names.fresh(f"{tile.buf.name}_st")
     j_expr = j if vectors.count > 1 else arith.const(0)
-    base = arith.add(arith.mul(thread, n * size), arith.mul(j_expr, lanes * piece))
+    base = operators.add(operators.mul(thread, n * size), operators.mul(j_expr, lanes * piece))
     func = Send(SendOp.STORE, SendKind.SCATTERED, "slm", word, lanes * vectors.vec, vectors.vec)
     address = Ramp.make(base, piece, lanes)
     if zeros is None:
-        body: Stmt = FuncCall.make(func, [tile.buf, address, staging, arith.mul(j_expr, lanes * piece),
+        body: Stmt = FuncCall.make(func, [tile.buf, address, staging, operators.mul(j_expr, lanes * piece),
                                           Broadcast.make(BoolImm.make(True), lanes)], origin=origin)
     else:
         lets, mask = zeros.mask.at(j_expr, names)
-        body = seq(FuncCall.make(func, [tile.buf, address, staging, arith.mul(j_expr, lanes * piece), mask],
+        body = seq(FuncCall.make(func, [tile.buf, address, staging, operators.mul(j_expr, lanes * piece), mask],
                                  origin=origin),
                    FuncCall.make(func, [tile.buf, address, zeros.buf, arith.const(0), Unary.make(Op.NOT, mask)],
                                  origin=origin))
@@ -589,10 +590,10 @@ def _store(tile: RegTensor, staging: Var, elems: int, count: int, rounds: int, t
             count, threads = rounds * threads, 1
     j = names.fresh(f"{tile.buf.name}_st")
     j_expr = j if rounds > 1 else arith.const(0)
-    r = arith.add(arith.mul(thread, rounds), j_expr)
+    r = operators.add(operators.mul(thread, rounds), j_expr)
     func = Send(SendOp.STORE, SendKind.BLOCK, "slm", tile.dtype, elems)
-    body: Stmt = FuncCall.make(func, [tile.buf, arith.mul(r, elems * size), staging,
-                                      arith.mul(j_expr, elems * size), BoolImm.make(True)], origin=origin)
+    body: Stmt = FuncCall.make(func, [tile.buf, operators.mul(r, elems * size), staging,
+                                      operators.mul(j_expr, elems * size), BoolImm.make(True)], origin=origin)
     if rounds * threads > count:
         body = If.make(r.lt(count), body, origin=origin)
     if rounds > 1:

@@ -34,6 +34,7 @@ from __future__ import annotations
 
 from math import prod
 
+from kdd.core.ir import operators
 from kdd.core.ir.expr import BoolImm, Expr, Load, var
 from kdd.core.ir.funcs import Fence, Send, SendKind, SendOp
 from kdd.core.ir.names import Names
@@ -76,9 +77,9 @@ class SplitFinish:
         threads = tiling.threads_per_group
         # K dims are the fastest of grid axis Z (loop_nest packs B dims before K dims).
         z = arith.div(var(GROUP_IDS[2], s32), self.parts)
-        group = arith.add(var(GROUP_IDS[0], s32),
-                          arith.mul(arith.add(var(GROUP_IDS[1], s32), arith.mul(z, gy)), gx))
-        self.tile = arith.add(arith.mul(group, threads), thread_linear)
+        group = operators.add(var(GROUP_IDS[0], s32),
+                          operators.mul(operators.add(var(GROUP_IDS[1], s32), operators.mul(z, gy)), gx))
+        self.tile = operators.add(operators.mul(group, threads), thread_linear)
         tiles = gx * gy * (gz // self.parts) * threads
         counters = names.fresh(COUNTERS, u64)
         self.counters = KernelArg(counters.name, counters, u32, vector_layout(tiles, u32),
@@ -120,5 +121,5 @@ class SplitFinish:
     def _counter(self, op: SendOp) -> Stmt:
         """``op`` between this thread's arrival counter and the one-element register ``arrived``."""
         return FuncCall.make(Send(op, SendKind.BLOCK, "global", u32, 1),
-                             [self.counters.var, arith.mul(self.tile, u32.size), self.arrived.buf,
+                             [self.counters.var, operators.mul(self.tile, u32.size), self.arrived.buf,
                               arith.const(0), BoolImm.make(True)], origin=ORIGIN)

@@ -15,6 +15,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Mapping
 
+from kdd.core.ir import operators
 from kdd.core.ir.expr import Expr, Ramp, Var
 from kdd.core.ir.types import Type
 from kdd.core.layout.layout import Block, Layout
@@ -81,10 +82,10 @@ class RegTensor:
         """
         terms = [self.offset]
         for dim, (idx, u) in enumerate(zip(index, unit)):
-            if arith.is_const(idx, 0):
+            if operators.is_const(idx, 0):
                 continue
-            terms.append(arith.mul(idx, self.step_bytes(dim, u)))
-        return arith.add(*terms)
+            terms.append(operators.mul(idx, self.step_bytes(dim, u)))
+        return operators.add(*terms)
 
     def step_bytes(self, dim: int, unit: int) -> int:
         """The bytes between the tiles of ``unit`` elements along matrix dim ``dim`` (one layout block holds
@@ -141,8 +142,8 @@ class RegTensor:
             if blk.size == 1:
                 continue
             d = arith.digit(e, blk.stride, blk.size, bound)
-            idx[blk.dim].append(arith.mul(d, weight[k]))
-        return tuple(arith.add(*parts) for parts in idx)
+            idx[blk.dim].append(operators.mul(d, weight[k]))
+        return tuple(operators.add(*parts) for parts in idx)
 
     def decode_ramp(self, base: Expr, stride: int, lanes: int, align: int,
                     bound: int | None = None) -> tuple[Expr, Expr, Expr] | None:
@@ -157,7 +158,7 @@ class RegTensor:
         for blk in self.layout.blocks:
             if blk.stride == stride and blk.size > 1 and blk.size % lanes == 0:
                 idx = list(self.decode(base, bound))
-                idx[blk.dim] = arith.add(idx[blk.dim], Ramp.make(arith.const(0), seen[blk.dim], lanes))
+                idx[blk.dim] = operators.add(idx[blk.dim], Ramp.make(arith.const(0), seen[blk.dim], lanes))
                 return tuple(idx)
             seen[blk.dim] *= blk.size
         return None
@@ -217,5 +218,5 @@ class TileAccess:
         out = {}
         for d in self.view.dims:
             start = self.starts[d.name]
-            out[d.name] = arith.add(start, local[d.name]) if d.name in local else start
+            out[d.name] = operators.add(start, local[d.name]) if d.name in local else start
         return out
