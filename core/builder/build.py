@@ -199,7 +199,8 @@ class _Builder:
         args = self._args(epi.args, atomic_out) + ((grad.arg,) if grad else ()) + \
             (tuple(finish.args) if finish else ())
         return Kernel(body, args, t.kernel_grid, t.tg_grid, cfg.simd, self.target.name, self.reg_bytes,
-                      sum(s.slm_bytes for s in stages.values()) + (slices.slm_bytes if slices else 0), p, cfg)
+                      sum(s.slm_bytes for s in stages.values()) + (slices.slm_bytes if slices else 0), p, cfg,
+                      cfg.regs, cfg.fma)
 
     def _tiles(self, operand: dict) -> _Tiles:
         """The FMA and the register tiles of C, A and B it multiplies (the thread tile padded to its unit),

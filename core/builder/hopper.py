@@ -254,7 +254,7 @@ class _TmaGemm:
             wg, tid // WARPGROUP, Let.make(rank, tid % WARPGROUP, self.allocate(body)))))
         return Kernel(Group.make("kernel", body), self.args, (self.N // self.bn, self.tiles_m, 1),
                       (WARPGROUP * self.bm // 64, 1, 1), 32, self.target.name, self.target.registers.reg_bytes,
-                      self.smem, self.problem, self.config)
+                      self.smem, self.problem, self.config, self.config.regs, self.config.fma)
 
     def ws_kernel(self) -> Kernel:
         """``KernelTmaWarpSpecializedCooperative`` with a persistent tile scheduler: warpgroup 0 produces
@@ -312,7 +312,7 @@ class _TmaGemm:
                 wg, tid // WARPGROUP - 1, Let.make(rank, tid % WARPGROUP, consume))))))
         return Kernel(Group.make("kernel", self.allocate(body)), self.args, (groups, 1, 1),
                       (WARPGROUP * (consumers + 1), 1, 1), 32, self.target.name, self.target.registers.reg_bytes,
-                      self.smem, self.problem, self.config)
+                      self.smem, self.problem, self.config, self.config.regs, self.config.fma)
 
 
 def _copy(box, mem, slm, slm_offset, bars, bar):

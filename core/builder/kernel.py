@@ -55,7 +55,10 @@ class Kernel:
     (``thread_id0`` fastest), ``simd`` lanes per SIMD thread, ``reg_bytes``
     bytes of one register row. ``slm_bytes`` is the shared local memory one
     group allocates. ``problem`` and ``config`` are what the kernel was built
-    from (the check computes its reference from ``problem``).
+    from (the check computes its reference from ``problem``); ``regs`` (the
+    registers a thread may take: Xe's GRF mode, sm_90's ``.maxnreg``; None, the
+    target's default) and ``fma`` (the multiply instruction) are what code
+    generation needs of the config, so it reads no config.
     """
 
     body: Stmt
@@ -68,6 +71,8 @@ class Kernel:
     slm_bytes: int = 0
     problem: Any = None
     config: Any = None
+    regs: int | None = None
+    fma: str | None = None
 
     def arg(self, name: str) -> KernelArg:
         for a in self.args:

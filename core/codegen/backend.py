@@ -37,7 +37,7 @@ class Backend:
         from kdd.core.passes.registers import estimate_registers
 
         # A kernel built without a config (tests' hand-written kernels) has no budget.
-        return estimate_registers(body, self.register_model(kernel), getattr(kernel.config, "regs", None)).regs
+        return estimate_registers(body, self.register_model(kernel), kernel.regs).regs
 
     def generate(self, kernel, body, check: bool = True, disassemble: bool = True):
         """The listing of ``body`` (the final IR of ``kernel``); ``check`` runs the target's assembler on it;

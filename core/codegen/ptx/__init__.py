@@ -127,7 +127,7 @@ def _mix(lines) -> dict:
 def _module(kernel, cg: PtxLowering, name: str) -> tuple[list[str], list, list[int]]:
     """The PTX text lines, the IR node of each, and for each emitted line its index in the text."""
     tg = tuple(kernel.tg)
-    regs = getattr(kernel.config, "regs", None)     # the config's register cap (.maxnreg)
+    regs = kernel.regs     # the register cap the kernel was built for (.maxnreg)
     params = ", ".join([f".param .u64 p_{a.var.name}" for a in kernel.args]
                        + [f".param .align 64 .b8 {m['param']}[128]" for m in cg.tensor_maps])
     # wgmma and setmaxnreg need the architecture-specific target; swizzled tensor tiles a 1024-byte base
@@ -229,7 +229,7 @@ def generate_ptx(kernel, body, target, check: bool = True, disassemble: bool = T
     allocations = [dict(a, first_line=where[a["first_line"]] if a["first_line"] < len(where) else last,
                         last_line=where[a["last_line"]] if a["last_line"] < len(where) else last)
                    for a in cg.allocations]
-    budget = getattr(kernel.config, "regs", None) or target.registers.max_regs
+    budget = kernel.regs or target.registers.max_regs
     launch = {"entry": name, "grid": list(kernel.grid), "block": [32 * kernel.tg[0], kernel.tg[1], kernel.tg[2]],
               "shared_bytes": cg.slm_bytes, "params": [a.name for a in kernel.args]}
     if cg.tensor_maps:      # encoded at launch (cuTensorMapEncodeTiled), passed after the pointers

@@ -28,8 +28,7 @@ from .stats import instruction_mix, roofline
 
 
 def _budget(kernel, target) -> int:
-    regs = getattr(kernel.config, "regs", None)
-    return regs or target.registers.modes[0]
+    return kernel.regs or target.registers.modes[0]
 
 
 def ir_model_registers(kernel, body, target) -> int:

@@ -125,7 +125,7 @@ def roofline(kernel, target, lines) -> dict:
     threads = prod(kernel.grid) * prod(kernel.tg)
     nbytes = global_bytes(lines, threads)
     flops = problem.flops() if problem is not None else 0
-    fma = getattr(kernel.config, "fma", None) or "mad"
+    fma = kernel.fma or "mad"
     engine = "matrix" if fma in ("dpas", "dpasw") else "vector"
     dtype = str(problem.types.src) if problem is not None else "f32"
     if engine == "vector" and dtype not in ("f16", "f64"):

@@ -63,7 +63,7 @@ def test_lines_map_to_ir_nodes_and_knobs():
 def test_a_smaller_budget_gives_an_out_of_registers_diagnostic():
     kernel, body, target = final("resnet50_3x3_tuned.kernel.toml")
     from dataclasses import replace
-    small = replace(kernel, config=replace(kernel.config, regs=128))
+    small = replace(kernel, regs=128)
     with pytest.raises(OutOfRegisters) as info:
         generate_asm(small, body, target, check=False)
     d = info.value.to_dict()
