@@ -518,9 +518,9 @@ class _Im2colRows:
     in 64 columns, K = 147 in 3 blocks of 64). B's row ``oc`` holds the weights in the same order. A run
     is one masked 32-lane gather (lane ``e`` its element) and one ``st.shared`` into the 128-byte
     swizzle ``wgmma`` reads (16-byte chunk ``c`` of row ``l`` at chunk ``c ^ l % 8``); elements outside
-    the input (the padding) are stored as zeros. Stage ``s`` always holds K block ``s % blocks``
-    (``stages`` a multiple of the blocks), so columns no run covers (past the runs, rows ``kh >= KH``)
-    are zeroed once, before the first stage is filled, and never written again."""
+    the input (the padding) and of rows ``kh >= KH`` are stored as zeros. Stage ``s`` always holds K
+    block ``s % blocks`` (``stages`` a multiple of the blocks), so the columns past the runs are zeroed
+    once, before the first stage is filled, and never written again."""
 
     def __init__(self, problem, bk: int, stages: int, wei_strides: dict):
         s = problem.shape
@@ -569,12 +569,11 @@ class _Im2colRows:
         iw = Broadcast.make(iw0, 32) + lane                             # in elements of the input row
         in_row = land(iw.ge(Broadcast.make(const(0), 32)), iw.lt(Broadcast.make(const(s.iw * s.ic), 32)))
         runs = []
-        for r in range(self.per):
+        for r in range(self.per):   # no branch between the runs: the unrolled rows' loads are in flight together
             ih = ih0 + r
-            inside = Broadcast.make(land(m.lt(M), ih.ge(0), ih.lt(s.ih)), 32)
+            inside = Broadcast.make(land(m.lt(M), (j * self.per + r).lt(s.kh), ih.ge(0), ih.lt(s.ih)), 32)
             gaddr = (Broadcast.make((n * s.ih + ih) * (s.iw * s.ic) + iw0, 32) + lane) * size
-            run = self._run(src, slm, offset + row * ROW, row, r, gaddr, land(in_row, inside), f"g_a{r}")
-            runs.append(run if r == 0 else If.make((j * self.per + r).lt(s.kh), run))
+            runs.append(self._run(src, slm, offset + row * ROW, row, r, gaddr, land(in_row, inside), f"g_a{r}"))
         body = Let.make(ih0, oh * s.sh - s.ph + j * self.per, Let.make(iw0, (ow * s.sw - s.pw) * s.ic, seq(*runs)))
         return For.make(i, 0, bm // WARPGROUP, Let.make(m, mt * bm + row, body), unroll=4)
 
