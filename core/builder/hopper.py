@@ -30,6 +30,8 @@ MMAs are done).
 A convolution's A rows are its NHWC pixels: a 1x1 stride-1 one's M tile is a run of them, as a GEMM's;
 any other's (a stride-1 kernel of any size and padding, a strided 1x1) is a box of output pixels, and K
 block ``j`` one tap's channels, copied as a 4D box of the input shifted by the tap (:class:`_PixelTiles`).
+Pixels that are no 16-byte TMA row (conv1's 3 channels) are gathered by the producer warps with plain loads
+and stores instead (:class:`_Im2colRows`).
 """
 from __future__ import annotations
 
@@ -50,8 +52,8 @@ WARPGROUP = 4       # warps of a warpgroup
 DEFAULT_TILE = {"m": 128, "n": 256}
 INPUTS = (Scalar.F16, Scalar.BF16)
 # setmaxnreg of the warp-specialized schedule: the producer keeps what issuing copies needs, the consumers
-# take the rest of an SM's 65536 registers, at most 232 each (CUTLASS's figure for two consumer warpgroups:
-# 128 x 40 + 256 x 232 = 64512)
+# take the rest of the registers the launch holds, at most 232 each (CUTLASS's figure for two consumer
+# warpgroups: 128 x 40 + 256 x 232 = 64512 = 384 threads x 168)
 PRODUCER_REGS, CONSUMER_REGS, SM_REGISTERS = 40, 232, 65536
 GATHER_REGS = 96    # a gathering producer's (its loads' addresses and masks in flight)
 TMA_SCHEDULES = ("tma", "tma_ws_cooperative")
