@@ -30,14 +30,16 @@ MMAs are done).
 A convolution's A rows are its NHWC pixels: a 1x1 stride-1 one's M tile is a run of them, as a GEMM's;
 any other's (a stride-1 kernel of any size and padding, a strided 1x1) is a box of output pixels, and K
 block ``j`` one tap's channels, copied as a 4D box of the input shifted by the tap (:class:`_PixelTiles`).
+Pixels that are no 16-byte TMA row (conv1's 3 channels) are gathered by the producer warps with plain loads
+and stores instead (:class:`_Im2colRows`).
 """
 from __future__ import annotations
 
 from kdd.core.ir.expr import Broadcast, Cast, Load, Ramp, const, land, var
-from kdd.core.ir.funcs import (TENSOR_RANK, Barrier, Eltwise, MbarrierExpectTx, MbarrierInit, MbarrierWait, Send,
+from kdd.core.ir.funcs import (TENSOR_RANK, Barrier, Eltwise, Fence, MbarrierExpectTx, MbarrierInit, MbarrierWait, Send,
                                SendKind, SendOp, SetMaxNreg, TensorLoad, Wgmma, WgmmaWait)
 from kdd.core.ir.stmt import Alloc, For, FuncCall, Group, If, Let, MemKind, Store, seq
-from kdd.core.ir.types import Scalar, f32, u32, u64
+from kdd.core.ir.types import Scalar, f32, u16, u32, u64
 from kdd.core.problem.post_ops import Eltwise as EltwisePostOp
 
 from .errors import BuildError
@@ -50,9 +52,10 @@ WARPGROUP = 4       # warps of a warpgroup
 DEFAULT_TILE = {"m": 128, "n": 256}
 INPUTS = (Scalar.F16, Scalar.BF16)
 # setmaxnreg of the warp-specialized schedule: the producer keeps what issuing copies needs, the consumers
-# take the rest of an SM's 65536 registers, at most 232 each (CUTLASS's figure for two consumer warpgroups:
-# 128 x 40 + 256 x 232 = 64512)
+# take the rest of the registers the launch holds, at most 232 each (CUTLASS's figure for two consumer
+# warpgroups: 128 x 40 + 256 x 232 = 64512 = 384 threads x 168)
 PRODUCER_REGS, CONSUMER_REGS, SM_REGISTERS = 40, 232, 65536
+GATHER_REGS = 96    # a gathering producer's (its loads' addresses and masks in flight)
 TMA_SCHEDULES = ("tma", "tma_ws_cooperative")
 
 
@@ -83,7 +86,8 @@ def tma_check_shape(problem, config):
     """The check shape of a ``schedule=tma*`` kernel (a :class:`~kdd.core.problem.reduced.Reduction`): one
     tile of C over two K blocks, so that the check runs about ``REDUCED_MACS`` multiply-adds with the
     config's tile and stages; a 1x1 stride-1 convolution keeps up to 8 x 8 pixels per image and as many
-    images as fill M's tile (a 7 x 7 image leaves a tail, as the full shape does); another keeps its
+    images as fill M's tile (a 7 x 7 image leaves a tail, as the full shape does); a gathered one
+    (:class:`_Im2colRows`) up to 12 x 12 pixels of one image (two M tiles of 128, the second a tail); another keeps its
     kernel, strides and padding, one box of output pixels (:class:`_PixelTiles`) with the tails the full
     shape has, and one K block of channels per tap (two for a 1x1 kernel).
     Sizes already smaller stay."""
@@ -95,6 +99,10 @@ def tma_check_shape(problem, config):
     s = problem.shape
     if problem.op == "gemm":
         sizes = {"m": min(s.m, bm), "n": min(s.n, bn), "k": min(s.k, 2 * bk)}
+    elif _gathered(problem):        # its kernel, strides, padding, channels; one image of about two M tiles
+        o = min(s.oh, 12)
+        sizes = {"mb": 1, "oh": o, "ow": o, "ih": s.ih - (s.oh - o) * s.sh, "iw": s.iw - (s.ow - o) * s.sw,
+                 "oc": min(s.oc, bn)}
     elif _dense_rows(problem):      # up to 8 x 8 pixels of as many images as fill M's tile
         h, w = min(s.oh, 8), min(s.ow, 8)
         sizes = {"mb": -(-bm // (h * w)), "oh": h, "ow": w, "ih": h, "iw": w, "oc": min(s.oc, bn),
@@ -139,21 +147,32 @@ class _TmaGemm:
                                     "output" if name == "dst" else "input") for name in ("src", "wei", "dst"))
         wei_strides = _strides(self.args[1])
         kw_outer = wei_strides.get("kw", 0) > wei_strides.get("kh", 0)     # OWHI weights (axcb), not OHWI
-        (self.M, self.N, self.K), strides, self.b_major = _gemm_view(problem, config.schedule, kw_outer)
-        N, K = self.N, self.K
         self.bm, self.bn, self.bk = bm, bn, bk = tma_tile(problem, config)
-        self.pixels = _PixelTiles(problem, bm, kw_outer) if problem.op == "conv" and not _dense_rows(problem) else None
+        self.gather = _Im2colRows(problem, bk, config.stages, wei_strides) if _gathered(problem) else None
+        if self.gather:
+            if config.schedule != "tma_ws_cooperative":
+                raise BuildError(f"a convolution of {problem.shape.ic}-channel pixels (not whole 16-byte TMA "
+                                 "boxes) is gathered by a producer warpgroup: schedule=tma_ws_cooperative",
+                                 knob="schedule")
+            (self.M, self.N, self.K), strides, self.b_major = self.gather.view(problem)
+        else:
+            (self.M, self.N, self.K), strides, self.b_major = _gemm_view(problem, config.schedule, kw_outer)
+        N, K = self.N, self.K
+        conv_pixels = problem.op == "conv" and not _dense_rows(problem) and not self.gather
+        self.pixels = _PixelTiles(problem, bm, kw_outer) if conv_pixels else None
         self.stages = stages = config.stages
         if bm % 64 or not 64 <= bm <= 256 or bn % 64 or not 64 <= bn <= 256:
             raise BuildError(f"tile m{bm}n{bn}: M a multiple of 64 up to 256 (a warpgroup per 64 rows), N a "
                              "multiple of 64 up to 256", knob="tile")
         channels = problem.shape.ic if self.pixels else K     # each K block one tap's channels
-        if N % bn or channels % bk:
+        if N % bn or (channels % bk and not self.gather):
             raise BuildError(f"tile n{bn}k{bk} must divide the problem's n{N} and {'ic' if self.pixels else 'k'}"
                              f"{channels} (no tails in N and K yet; M may have one)", knob="tile")
         self.esize = types.src.size
         self.a_stage, self.b_stage = bm * ROW, (bn // 64) * bk * ROW if self.b_major == "n" else bn * ROW
-        self.smem = stages * (self.a_stage + self.b_stage) + 2 * stages * 8
+        # gathered: B (all of K, small) stays in shared memory, staged once; stages hold A only
+        self.b_size = K // bk * self.b_stage if self.gather else stages * self.b_stage
+        self.smem = stages * self.a_stage + self.b_size + 2 * stages * 8
         if self.smem > target.slm.per_group:
             raise BuildError(f"{stages} stages of m{bm}n{bn}k{bk} need {self.smem} bytes of shared memory, "
                              f"{target.name} has {target.slm.per_group}", knob="stages")
@@ -166,6 +185,7 @@ class _TmaGemm:
         self.a_s, self.b_s, self.bars, self.acc = (var(n, u64) for n in ("a_s", "b_s", "bars", "acc"))
         self.k_iters = K // bk
         self.tiles_m = self.pixels.tiles if self.pixels else -(-self.M // bm)
+        self.full_count = WARPGROUP if self.gather else 1    # gathered: each producer warp arrives
         self.acc_rows = bn // 2         # f32 accumulator registers per lane: 16 rows x BN / 32 lanes
 
     def full(self, stage):
@@ -181,6 +201,9 @@ class _TmaGemm:
         barrier."""
         t, bk, bar, esize = self.types, self.bk, self.full(stage), self.esize
         M, N, K = self.M, self.N, self.K
+        if self.gather:             # this warp's rows of the stage, then its arrival
+            return seq(self.gather.fill_a(self.src, self.a_s, stage * self.a_stage, j, mt, self.bm, self.M),
+                       _call(Fence("async"), []), _call(MbarrierExpectTx(0), [self.bars, bar]))
         if self.pixels:             # the tap's pixels: a box of the input, shifted by the tap
             a_box = self.pixels.load(t.src, j, mt)
         else:
@@ -196,14 +219,16 @@ class _TmaGemm:
                       for b in range(self.bn // 64)]
         return seq(*calls)
 
-    def mma(self, stage, wg):
-        """Warpgroup ``wg``'s MMAs over the K block in stage ``stage``: back to back behind one fence."""
+    def mma(self, stage, wg, kt=None):
+        """Warpgroup ``wg``'s MMAs over the K block in stage ``stage`` (K block ``kt`` of B when B is
+        staged once): back to back behind one fence."""
         kk, bk = var("kk"), self.bk
         b_step = kk * 16 * (self.esize if self.b_major == "k" else ROW)
+        b_block = kt if self.gather else stage
         return For.make(kk, 0, bk // 16, _call(
             Wgmma(self.bn, self.types.src, self.types.wei, f32, bk * ROW, self.b_major),
             [self.acc, 0, self.a_s, stage * self.a_stage + wg * 64 * ROW + kk * 16 * self.esize, self.b_s,
-             stage * self.b_stage + b_step]), unroll=bk // 16)
+             b_block * self.b_stage + b_step]), unroll=bk // 16)
 
     def epilogue(self, mt, n0, wg, rank):
         """The post-ops on the accumulators, then C stored (:func:`_epilogue`)."""
@@ -220,15 +245,21 @@ class _TmaGemm:
         """Warp 0 initializes the full barriers (one arrival: the expect-tx) and, with ``empty_count``, the
         empty ones; then every thread waits for that (a barrier)."""
         i = var("bar")
-        inits = [_call(MbarrierInit(1), [self.bars, self.full(i)])]
+        inits = [_call(MbarrierInit(self.full_count), [self.bars, self.full(i)])]
         if empty_count:
             inits.append(_call(MbarrierInit(empty_count), [self.bars, self.empty(i)]))
+        weights = []
+        if self.gather:             # every warp stages some of B's rows, for the async proxy to read
+            warps = WARPGROUP * (self.bm // 64 + 1)
+            weights = [self.gather.zero(self.a_s, self.stages * self.a_stage, warps),
+                       self.gather.zero(self.b_s, self.b_size, warps),
+                       self.gather.fill_b(self.wei, self.b_s, self.N, warps), _call(Fence("async"), [])]
         return seq(If.make(var("thread_id0").eq(0), For.make(i, 0, self.stages, seq(*inits))),
-                   _call(Barrier(), []))
+                   *weights, _call(Barrier(), []))
 
     def allocate(self, body):
         body = Alloc.make(self.acc, self.acc_rows * ROW, MemKind.GRF, body)
-        for buf, size in ((self.bars, 2 * self.stages * 8), (self.b_s, self.stages * self.b_stage),
+        for buf, size in ((self.bars, 2 * self.stages * 8), (self.b_s, self.b_size),
                           (self.a_s, self.stages * self.a_stage)):
             body = Alloc.make(buf, size, MemKind.SLM, body)
         return body
@@ -298,17 +329,23 @@ class _TmaGemm:
         def release(block):      # the MMAs of K block ``block`` are done: its stage may be refilled
             return _call(MbarrierExpectTx(0), [self.bars, self.empty(block % stages)])
         consume = per_tile(c, seq(self.zero_acc(), k_block(c, seq(
-            _call(MbarrierWait(), [self.bars, self.full(s), (g // stages) % 2]), self.mma(s, wg),
+            _call(MbarrierWait(), [self.bars, self.full(s), (g // stages) % 2]), self.mma(s, wg, kt),
             _call(WgmmaWait(1), []),
             If.make(kt.ge(1), release(g + (stages - 1))))),
             _call(WgmmaWait(0), []),
             Let.make(last, it * k_iters + (k_iters - 1), release(last)),
             self.epilogue(mt, n0, wg, rank)))
+        producer_regs = GATHER_REGS if self.gather else PRODUCER_REGS
+        # setmaxnreg.inc takes only what the CTA's warps gave back: the registers of the launch (its cap per
+        # thread at entry, PtxLowering's), not the SM's, bound what the consumers may take
+        threads = 128 * (consumers + 1)
+        launched = (min(255, SM_REGISTERS // threads) & ~7) * threads
+        consumer_regs = min(CONSUMER_REGS, (launched - 128 * producer_regs) // (128 * consumers) & ~7)
         body = seq(Group.make("init", self.init_barriers(WARPGROUP * consumers)), If.make(
             tid.lt(WARPGROUP),
-            seq(_call(SetMaxNreg(PRODUCER_REGS), []), Group.make("producer", If.make(tid.eq(0), produce))),
-            seq(_call(SetMaxNreg(min(CONSUMER_REGS, (SM_REGISTERS - 128 * PRODUCER_REGS) // (128 * consumers)
-                                             & ~7)), []), Group.make("consumer", Let.make(
+            seq(_call(SetMaxNreg(producer_regs), []),
+                Group.make("producer", produce if self.gather else If.make(tid.eq(0), produce))),
+            seq(_call(SetMaxNreg(consumer_regs), []), Group.make("consumer", Let.make(
                 wg, tid // WARPGROUP - 1, Let.make(rank, tid % WARPGROUP, consume))))))
         return Kernel(Group.make("kernel", self.allocate(body)), self.args, (groups, 1, 1),
                       (WARPGROUP * (consumers + 1), 1, 1), 32, self.target.name, self.target.registers.reg_bytes,
@@ -467,6 +504,108 @@ def _gemm_view(problem, schedule: str, kw_outer: bool = False):
                        "kw": s.kh * s.ic if kw_outer else s.ic, "ic": 1},
                "dst": {"mb": s.oh * s.ow * s.oc, "oh": s.ow * s.oc, "ow": s.oc, "oc": 1}}
     return (s.mb * s.oh * s.ow, s.oc, s.kh * s.kw * s.ic), _sized(problem, strides), "k"
+
+
+def _gathered(problem) -> bool:
+    """Whether a convolution's pixels are no whole 16-byte TMA box row (conv1's 3 f16 channels): its A
+    is then gathered by the producer warps (:class:`_Im2colRows`)."""
+    s = problem.shape
+    return problem.op == "conv" and s.ic * problem.types.src.size % 16 != 0
+
+
+class _Im2colRows:
+    """A convolution's implicit GEMM gathered by generic loads: A's row ``m`` is output pixel ``m`` (NHWC
+    order) and K block ``j`` holds kernel rows ``kh = j * per + r`` (``r < per = BK / (kw ic)``), each
+    the ``kw x ic`` contiguous elements of one input row at column ``r * kw * ic`` (conv1: 3 runs of 21
+    in 64 columns, K = 147 in 3 blocks of 64). B's row ``oc`` holds the weights in the same order. A run
+    is one masked 32-lane gather (lane ``e`` its element) and one ``st.shared`` into the 128-byte
+    swizzle ``wgmma`` reads (16-byte chunk ``c`` of row ``l`` at chunk ``c ^ l % 8``); elements outside
+    the input (the padding) and of rows ``kh >= KH`` are stored as zeros. Stage ``s`` always holds K
+    block ``s % blocks`` (``stages`` a multiple of the blocks), so the columns past the runs are zeroed
+    once, before the first stage is filled, and never written again."""
+
+    def __init__(self, problem, bk: int, stages: int, wei_strides: dict):
+        s = problem.shape
+        if problem.prop != "fwd" or s.g != 1 or (s.id, s.od, s.kd) != (1, 1, 1) or (s.dh, s.dw) != (0, 0):
+            raise BuildError("a gathered convolution is forward 2D, without groups or dilation", knob="schedule")
+        self.s, self.bk, self.size = s, bk, problem.types.src.size
+        self.run = s.kw * s.ic
+        if self.run > 32:
+            raise BuildError(f"a kernel row of kw{s.kw} x ic{s.ic} elements must fit one gather of 32 lanes",
+                             knob="schedule")
+        self.per = bk // self.run
+        self.blocks = -(-s.kh // self.per)
+        if stages % self.blocks:
+            raise BuildError(f"stages={stages} must be a multiple of the {self.blocks} K blocks of a gathered "
+                             "convolution (each stage keeps one block's zero columns)", knob="stages")
+        self.wei_strides = {d: wei_strides.get(d, 0) for d in ("oc", "kh", "kw", "ic")}
+
+    def view(self, problem):
+        """``(M, N, K)``, the dense strides of the tensors, B's rows (``"k"``: N rows of K)."""
+        s = self.s
+        strides = {"src": {"mb": s.ih * s.iw * s.ic, "ih": s.iw * s.ic, "iw": s.ic, "ic": 1},
+                   "wei": self.wei_strides,
+                   "dst": {"mb": s.oh * s.ow * s.oc, "oh": s.ow * s.oc, "ow": s.oc, "oc": 1}}
+        return (s.mb * s.oh * s.ow, s.oc, self.blocks * self.bk), _sized(problem, strides), "k"
+
+    def _run(self, mem, slm, at, line, r, gaddr, valid, name):
+        """Run ``r`` of the SLM row at byte ``at`` (line ``line`` of a 1024-byte-aligned buffer): lane
+        ``e < run`` loads global byte ``gaddr`` (a vector) where ``valid`` and stores it, or zero."""
+        reg, size = var(name, u64), self.size
+        lane = Ramp.make(const(0), 1, 32)
+        in_run = lane.lt(Broadcast.make(const(self.run), 32))
+        col = (lane + Broadcast.make(const(r * self.run), 32)) * size
+        slm_at = Broadcast.make(at, 32) + (col ^ Broadcast.make((line % 8) * 16, 32))
+        return Alloc.make(reg, 32 * size, MemKind.GRF, seq(
+            Store.make(reg, 0, Broadcast.make(const(0, u16), 32)),
+            _call(Send(SendOp.LOAD, SendKind.SCATTERED, "global", u16, 32), [mem, gaddr, reg, 0, land(in_run, valid)]),
+            _call(Send(SendOp.STORE, SendKind.SCATTERED, "slm", u16, 32), [slm, slm_at, reg, 0, in_run])))
+
+    def fill_a(self, src, slm, offset, j, mt, bm: int, M: int):
+        """This producer warp's rows (``warp``, ``+ 4``, ...) of K block ``j`` of M tile ``mt``."""
+        s, size = self.s, self.size
+        i, m, ih0, iw0 = var("g_row"), var("g_pixel"), var("g_ih"), var("g_iw")
+        row = i * WARPGROUP + var("thread_id0")
+        ow, oh, n = m % s.ow, (m // s.ow) % s.oh, m // (s.ow * s.oh)
+        lane = Ramp.make(const(0), 1, 32)
+        iw = Broadcast.make(iw0, 32) + lane                             # in elements of the input row
+        in_row = land(iw.ge(Broadcast.make(const(0), 32)), iw.lt(Broadcast.make(const(s.iw * s.ic), 32)))
+        runs = []
+        for r in range(self.per):   # no branch between the runs: the unrolled rows' loads are in flight together
+            ih = ih0 + r
+            inside = Broadcast.make(land(m.lt(M), (j * self.per + r).lt(s.kh), ih.ge(0), ih.lt(s.ih)), 32)
+            gaddr = (Broadcast.make((n * s.ih + ih) * (s.iw * s.ic) + iw0, 32) + lane) * size
+            runs.append(self._run(src, slm, offset + row * ROW, row, r, gaddr, land(in_row, inside), f"g_a{r}"))
+        body = Let.make(ih0, oh * s.sh - s.ph + j * self.per, Let.make(iw0, (ow * s.sw - s.pw) * s.ic, seq(*runs)))
+        return For.make(i, 0, bm // WARPGROUP, Let.make(m, mt * bm + row, body), unroll=4)
+
+    def fill_b(self, wei, slm, N: int, warps: int):
+        """B's rows (each K block's ``oc``), ``warps`` warps each taking every ``warps``-th row."""
+        s, st, size = self.s, self.wei_strides, self.size
+        i, rows, o, j = var("w_row"), self.blocks * N, var("w_oc"), var("w_block")
+        row = i * warps + var("thread_id0")
+        e = Ramp.make(const(0), 1, 32)
+        runs = []
+        for r in range(self.per):
+            kh = j * self.per + r
+            gaddr = (Broadcast.make(o * st["oc"] + kh * st["kh"], 32) + (e // s.ic) * st["kw"]
+                     + (e % s.ic) * st["ic"]) * size
+            runs.append(If.make(kh.lt(s.kh), self._run(wei, slm, row * ROW, row, r, gaddr,
+                                                       Broadcast.make(const(True), 32), f"g_b{r}")))
+        return For.make(i, 0, -(-rows // warps), If.make(row.lt(rows), Let.make(j, row // N, Let.make(
+            o, row % N, seq(*runs)))))
+
+    def zero(self, slm, size: int, warps: int):
+        """Every word of ``slm``'s ``size`` bytes zero, ``warps`` warps each taking every ``warps``-th line."""
+        i, lane = var(f"z_{slm.name}"), Ramp.make(const(0), 1, 32)
+        at = (i * warps + var("thread_id0")) * ROW
+        reg = var(f"z_{slm.name}_reg", u64)
+        lines = size // ROW
+        return Alloc.make(reg, ROW, MemKind.GRF, seq(
+            Store.make(reg, 0, Broadcast.make(const(0, u32), 32)),
+            For.make(i, 0, -(-lines // warps), If.make((i * warps + var("thread_id0")).lt(lines), _call(
+                Send(SendOp.STORE, SendKind.SCATTERED, "slm", u32, 32),
+                [slm, Broadcast.make(at, 32) + lane * 4, reg, 0, Broadcast.make(const(True), 32)])))))
 
 
 def _dense_rows(problem) -> bool:

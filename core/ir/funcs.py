@@ -71,7 +71,8 @@ class BarrierWait(Func):
 
 @dataclass(frozen=True)
 class Fence(Func):
-    """Memory fence over ``scope`` (``"slm"`` or ``"global"``)."""
+    """Memory fence over ``scope`` (``"slm"`` or ``"global"``; ``"async"``: this warp's shared-memory
+    stores made visible to the async proxy, sm_90's ``wgmma`` and tensor copies)."""
 
     scope: str = "slm"
 

@@ -220,7 +220,7 @@ class Warp(HopperWarp):
             return None
         if op == "bar.sync":
             return "bar"
-        if op == "fence.acq_rel.gpu":       # one block at a time: memory is already ordered
+        if op in ("fence.acq_rel.gpu", "bar.warp.sync"):    # one block at a time, a warp's lanes together
             return None
         if base in ("mov", "cvta"):
             self._move(name, args)
@@ -408,7 +408,7 @@ HOPPER_OPS = {"fence.mbarrier_init.release.cluster", "fence.proxy.async.shared::
               "mbarrier.arrive.expect_tx.shared::cta.b64", "mbarrier.try_wait.parity.shared::cta.b64",
               "mbarrier.arrive.shared::cta.b64", "setmaxnreg.inc.sync.aligned.u32", "setmaxnreg.dec.sync.aligned.u32",
               "wgmma.fence.sync.aligned", "wgmma.commit_group.sync.aligned", "wgmma.wait_group.sync.aligned"}
-_FIXED = {"ret", "bra.uni", "bar.sync", "fence.acq_rel.gpu", "ld.param.u64", "shfl.sync.idx.b32",
+_FIXED = {"ret", "bra.uni", "bar.sync", "bar.warp.sync", "fence.acq_rel.gpu", "ld.param.u64", "shfl.sync.idx.b32",
           "cp.async.ca.shared.global", "cp.async.cg.shared.global", "cp.async.commit_group",
           "cp.async.wait_group", "cp.async.wait_all"}
 

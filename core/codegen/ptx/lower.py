@@ -371,6 +371,10 @@ class PtxLowering(LaneWords, ExprLowering, MemoryLowering, HopperLowering):
         elif isinstance(f, Fence) and f.scope == "global":
             self.flush()
             self.em.op("fence.acq_rel.gpu")   # a split reduction's adds before its count, its count before the loads
+        elif isinstance(f, Fence) and f.scope == "async":
+            self.flush()            # this warp's st.shared before the async proxy (wgmma) reads them,
+            self.em.op("fence.proxy.async.shared::cta")     # then ordered before lane 0's arrival
+            self.em.op("bar.warp.sync -1")
         elif isinstance(f, Fence) and f.scope == "slm" and not self.branches:
             self.commit()           # a stage's copies end at its fence: one group per stage
         elif isinstance(f, (BarrierSignal, Fence)):

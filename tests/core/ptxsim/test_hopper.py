@@ -248,3 +248,32 @@ def test_other_convolutions_are_refused_with_the_knob(shape, tags):
     with pytest.raises(BuildError) as exc:
         build_kernel(problem, parse_line("schedule=tma tile=m128n64k64"), SM90)
     assert exc.value.knob in ("schedule", "src_layout")
+
+
+@pytest.mark.parametrize("shape, tags, stages", [
+    ("mb1ic3ih24oc64oh12kh7sh2ph3", NHWC, 3),                   # conv1's kernel: 3 K blocks, an M tail
+    ("mb2ic5ih6iw7oc64oh6ow7kh3kw3ph1pw1", {**NHWC, "wei": "acdb"}, 2)])    # OHWI, one K block, 2 tiles
+def test_a_convolution_of_narrow_pixels_is_gathered(shape, tags, stages):
+    """Pixels that are no 16-byte TMA row (3 or 5 f16 channels) are gathered by the producer warps: each
+    kernel row's contiguous ``kw x ic`` run a masked 32-lane load (zeros outside the input) and a
+    swizzled ``st.shared``, made visible to wgmma by ``fence.proxy.async`` before each warp arrives; the
+    weights staged once. The registers the consumers take are those the producer gives back."""
+    problem = problem_from_text(shape, op="conv", types="f16:f16:f16", tags=tags, post_ops="relu")
+    kernel = build_kernel(problem, parse_line(f"schedule=tma_ws_cooperative tile=m128n64k64 stages={stages}"), SM90)
+    asm = _listing(kernel)["asm"]
+    assert "cp.async.bulk.tensor" not in asm and "fence.proxy.async.shared::cta" in asm
+    assert "mbarrier.init.shared::cta.b64" in asm and re.search(r"ld\.global\.u16", asm)
+    dec, inc = (int(re.search(rf"setmaxnreg\.{d}\.sync\.aligned\.u32 (\d+)", asm).group(1)) for d in ("dec", "inc"))
+    assert 128 * dec + 256 * inc <= 384 * 168          # 3 warpgroups launched at 168 registers each
+    result = check_ptx(kernel, _listing(kernel))
+    assert result["ok"], result
+
+
+@pytest.mark.parametrize("line, knob", [("schedule=tma tile=m128n64k64 stages=3", "schedule"),
+                                        ("schedule=tma_ws_cooperative tile=m128n64k64 stages=4", "stages")])
+def test_a_gathered_convolution_names_the_knob_it_cannot_honour(line, knob):
+    """Only the warp-specialized schedule has producer warps to gather; each stage keeps one K block."""
+    problem = problem_from_text("mb1ic3ih24oc64oh12kh7sh2ph3", op="conv", types="f16:f16:f16", tags=NHWC)
+    with pytest.raises(BuildError) as exc:
+        build_kernel(problem, parse_line(line), SM90)
+    assert exc.value.knob == knob
