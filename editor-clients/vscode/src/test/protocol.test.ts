@@ -203,9 +203,9 @@ test("the preview bridge over the real server: IR line map, assembly or the serv
   });
 
 test("a kernel the code generator cannot lower: the preview gets the server's reason as the error", { timeout: 300_000 }, async () => {
-  // sm_90 has no PTX rule for gelu_erf yet: kdd/assembly answers RequestFailed with the reason.
+  // The classic sm_90 schedule has no PTX rule for gelu_erf yet: kdd/assembly answers RequestFailed with the reason.
   const file = path.join(dir, "sm90.kernel.toml");
-  const text = fs.readFileSync(path.join(ROOT, "examples", "sm90_conv.kernel.toml"), "utf8")
+  const text = fs.readFileSync(path.join(ROOT, "tests", "data", "sm90_conv_classic.kernel.toml"), "utf8")
     .replace('post_ops = ["relu"]', 'post_ops = ["gelu_erf"]');
   fs.writeFileSync(file, text);
   const sm90 = `file://${file}`;
