@@ -13,7 +13,7 @@ import subprocess
 import tempfile
 import threading
 from dataclasses import dataclass, field, replace
-from functools import lru_cache
+from functools import lru_cache, partial
 from typing import Callable, Generic, TypeVar
 
 from kdd.core.toolchain import find_tool
@@ -64,15 +64,19 @@ def _messages(run: subprocess.CompletedProcess) -> list[str]:
 
 
 def assemble(text: str, command: tuple[str, ...], platform_flag: str, round_trip: bool = True,
-             timeout: float = 120.0) -> AssemblerReport:
+             timeout: float = 120.0, versioned: bool = True) -> AssemblerReport:
     """Assemble ``text`` with ``command`` (the target's assembler command line; the input and
-    ``-o`` output are appended). ``platform_flag`` (``-p=12p71``) is reused to disassemble."""
+    ``-o`` output are appended). ``platform_flag`` (``-p=12p71``) is reused to disassemble.
+    ``versioned=False`` spares the process that asks the tool its version (the report's ``version``
+    is then None) where no one reads the report."""
     tool = command[0]
     path = find_tool(tool)
     if path is None:
         return AssemblerReport(tool, None, False, [f"{tool} is not installed ({INSTALL_HINT.get(tool, '')})"])
-    report, version = beside_version(lambda: tool_version(tool),
-                                     lambda: _assemble(path, tool, text, command, platform_flag, round_trip, timeout))
+    run = partial(_assemble, path, tool, text, command, platform_flag, round_trip, timeout)
+    if not versioned:
+        return run()
+    report, version = beside_version(lambda: tool_version(tool), run)
     return replace(report, version=version)
 
 

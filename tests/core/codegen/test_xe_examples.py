@@ -139,3 +139,4 @@ def test_figures_alone_assemble_without_the_round_trip_the_shown_listing_reports
     # the same binary either way; only the listing a user reads says whether it round-trips
     assert figures["ok"] and figures["binary_bytes"] == shown["binary_bytes"] > 0, (figures, shown)
     assert figures["round_trip"] is None and shown["round_trip"] is True
+    assert figures["version"] is None and shown["version"]  # nor asked the tool its version
