@@ -28,7 +28,7 @@ from ..ir.expr import Var
 from ..ir.stmt import Alloc, For, Let, MemKind, Stmt
 from ..ir.types import Type
 from ..ir.visitor import IRVisitor
-from .tree import distinct_nodes, own_exprs
+from .tree import own_exprs
 
 
 @dataclass(frozen=True)
@@ -125,10 +125,17 @@ class _Intervals(IRVisitor):
         t = self.counter
         self.counter += 1
         loops = tuple(self.loops)
-        for e in own_exprs(s):
-            for v in distinct_nodes(e):
-                if isinstance(v, Var):
-                    self.uses.append((v.name, t, loops))
+        # The variables the statement reads, each name once (a use more of a name at the same number
+        # changes no interval): a walk of its own, the hottest of the sweep, without a generator's resumes.
+        names, seen, stack = set(), set(), list(own_exprs(s))
+        while stack:
+            node = stack.pop()
+            if id(node) not in seen:
+                seen.add(id(node))
+                if isinstance(node, Var):
+                    names.add(node.name)
+                stack += node._children_of(node)
+        self.uses += [(name, t, loops) for name in names]
         depth = len(loops)
         if isinstance(s, Let):
             self.defs[s.var.name] = _Def(t, t, depth, self.model.value_bytes(s.var.type), False)
