@@ -24,11 +24,10 @@ from dataclasses import dataclass, field
 from math import ceil
 from typing import Callable
 
-from ..ir.expr import Var
 from ..ir.stmt import Alloc, For, Let, MemKind, Stmt
 from ..ir.types import Type
 from ..ir.visitor import IRVisitor
-from .tree import own_exprs
+from .tree import read_names
 
 
 @dataclass(frozen=True)
@@ -125,17 +124,8 @@ class _Intervals(IRVisitor):
         t = self.counter
         self.counter += 1
         loops = tuple(self.loops)
-        # The variables the statement reads, each name once (a use more of a name at the same number
-        # changes no interval): a walk of its own, the hottest of the sweep, without a generator's resumes.
-        names, seen, stack = set(), set(), list(own_exprs(s))
-        while stack:
-            node = stack.pop()
-            if id(node) not in seen:
-                seen.add(id(node))
-                if isinstance(node, Var):
-                    names.add(node.name)
-                stack += node._children_of(node)
-        self.uses += [(name, t, loops) for name in names]
+        # each name once: a use more of a name at the same number changes no interval
+        self.uses += [(name, t, loops) for name in read_names(s)]
         depth = len(loops)
         if isinstance(s, Let):
             self.defs[s.var.name] = _Def(t, t, depth, self.model.value_bytes(s.var.type), False)
