@@ -36,7 +36,7 @@ def own_exprs(s: Stmt) -> tuple[Expr, ...]:
         return (s.init, s.bound)
     if isinstance(s, Alloc):
         return ()
-    return tuple(k for k in s.children() if isinstance(k, Expr))
+    return tuple([k for k in s._children_of(s) if isinstance(k, Expr)])  # a list first: no generator to resume
 
 
 def child_stmts(s: Stmt) -> tuple[Stmt, ...]:
