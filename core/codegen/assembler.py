@@ -11,10 +11,10 @@ from __future__ import annotations
 import os
 import subprocess
 import tempfile
-from concurrent.futures import ThreadPoolExecutor
+import threading
 from dataclasses import dataclass, field, replace
-from functools import lru_cache
-from typing import Callable, TypeVar
+from functools import lru_cache, partial
+from typing import Callable, Generic, TypeVar
 
 from kdd.core.toolchain import find_tool
 
@@ -64,24 +64,55 @@ def _messages(run: subprocess.CompletedProcess) -> list[str]:
 
 
 def assemble(text: str, command: tuple[str, ...], platform_flag: str, round_trip: bool = True,
-             timeout: float = 120.0) -> AssemblerReport:
+             timeout: float = 120.0, versioned: bool = True) -> AssemblerReport:
     """Assemble ``text`` with ``command`` (the target's assembler command line; the input and
-    ``-o`` output are appended). ``platform_flag`` (``-p=12p71``) is reused to disassemble."""
+    ``-o`` output are appended). ``platform_flag`` (``-p=12p71``) is reused to disassemble.
+    ``versioned=False`` spares the process that asks the tool its version (the report's ``version``
+    is then None) where no one reads the report."""
     tool = command[0]
     path = find_tool(tool)
     if path is None:
         return AssemblerReport(tool, None, False, [f"{tool} is not installed ({INSTALL_HINT.get(tool, '')})"])
-    report, version = beside_version(lambda: tool_version(tool),
-                                     lambda: _assemble(path, tool, text, command, platform_flag, round_trip, timeout))
+    run = partial(_assemble, path, tool, text, command, platform_flag, round_trip, timeout)
+    if not versioned:
+        return run()
+    report, version = beside_version(lambda: tool_version(tool), run)
     return replace(report, version=version)
+
+
+class Background(Generic[R]):
+    """``fn(*args)`` started in a thread of its own while the caller goes on (an external tool waited for
+    beside Python work); :meth:`result` waits for it and returns its value or raises its exception.
+
+    It stands in for a one-worker :class:`concurrent.futures.ThreadPoolExecutor`, whose import (with
+    :mod:`logging`) cost a fresh ``kdd compile`` process about 7 ms of CPU.
+    """
+
+    def __init__(self, fn: Callable[..., R], *args: object):
+        self._value: R | None = None
+        self._error: BaseException | None = None
+        self._thread = threading.Thread(target=self._run, args=(fn, args), name="kdd-background")
+        self._thread.start()
+
+    def _run(self, fn: Callable[..., R], args: tuple) -> None:
+        try:
+            self._value = fn(*args)
+        except BaseException as exc:  # noqa: BLE001 - handed to the caller of result(), as a future does
+            self._error = exc
+
+    def result(self) -> R:
+        """The call's value once it returned (re-raising what it raised)."""
+        self._thread.join()
+        if self._error is not None:
+            raise self._error
+        return self._value  # type: ignore[return-value]
 
 
 def beside_version(version: Callable[[], str | None], run: Callable[[], R]) -> tuple[R, str | None]:
     """``run()`` and the tool's ``version()`` at once: asking a tool its version is a process of its own
     (once per kdd process, then remembered), which a compile need not wait for before running the tool."""
-    with ThreadPoolExecutor(1) as pool:
-        asked = pool.submit(version)
-        return run(), asked.result()
+    asked = Background(version)
+    return run(), asked.result()
 
 
 def _assemble(path: str, tool: str, text: str, command: tuple[str, ...], platform_flag: str, round_trip: bool,

@@ -42,7 +42,8 @@ class Backend:
     def generate(self, kernel, body, check: bool = True, disassemble: bool = True):
         """The listing of ``body`` (the final IR of ``kernel``); ``check`` runs the target's assembler on it;
         ``disassemble=False`` leaves out what only a shown listing or the stats read: sm_90's disassembly
-        (live registers per line), the lines' IR nodes and the IR register model's figure."""
+        (live registers per line), the lines' IR nodes, the IR register model's figure and Xe's round trip
+        through iga64's disassembler."""
         raise CodegenUnsupported(f"kdd has no assembly generator for {self.target.name}")
 
 

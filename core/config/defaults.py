@@ -74,6 +74,7 @@ user knobs. The rules, in order:
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from functools import lru_cache
 from math import ceil, gcd, prod
 
 from kdd.core.targets import FmaShape, Target
@@ -223,6 +224,14 @@ def spread(total: int, dims: tuple[tuple[str, int], ...]) -> dict[str, int]:
     split over the dims so that it pads least (``kh3kw3`` and 16: ``kh4kw4``, 56 % of it useful, not
     ``kw16``, 19 %; later dims take more where that pads alike), and an odd rest goes to the dim with the
     most left to cover."""
+    return dict(_spread(total, dims))
+
+
+@lru_cache(maxsize=4096)
+def _spread(total: int, dims: tuple[tuple[str, int], ...]) -> tuple[tuple[str, int], ...]:
+    """:func:`spread`'s split as items, remembered: the candidate tiles of the defaults ask it again for each
+    of their combinations (and again for the ``[check]`` shape), and a padded split tries every way to
+    share the padding."""
     out = {name: 1 for name, _ in dims}
     left = dict(dims)
     remaining = total
@@ -244,7 +253,7 @@ def spread(total: int, dims: tuple[tuple[str, int], ...]) -> dict[str, int]:
     elif remaining > 1 and dims:
         _, _, name = max((left[name], i, name) for i, (name, _) in enumerate(dims))
         out[name] *= remaining
-    return out
+    return tuple(out.items())
 
 
 def _exponent_splits(total: int, parts: int):

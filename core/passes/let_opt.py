@@ -21,7 +21,7 @@ from ..ir.node import Node
 from ..ir.stmt import Let, Stmt
 from ..ir.visitor import IRMutator, substitute
 from .opcount import is_trivial
-from .tree import distinct_nodes, has_load, own_exprs
+from .tree import distinct_nodes, has_load, read_names
 
 
 class _Drop(IRMutator):
@@ -41,7 +41,7 @@ def remove_unused_lets(ir: Node, options: Mapping[str, Any] | None = None) -> No
             continue
         if isinstance(s, Let):
             lets.setdefault(s.var.name, []).append(s)
-        for name in _reads(s):
+        for name in read_names(s):
             reads[name] = reads.get(name, 0) + 1
     work = [name for name in lets if not reads.get(name)]
     dead: set[str] = set()
@@ -51,15 +51,11 @@ def remove_unused_lets(ir: Node, options: Mapping[str, Any] | None = None) -> No
             continue
         dead.add(name)
         for let in lets[name]:
-            for used in _reads(let):
+            for used in read_names(let):
                 reads[used] -= 1
                 if not reads[used] and used in lets:
                     work.append(used)
     return _Drop(dead).mutate(ir) if dead else ir
-
-
-def _reads(s: Stmt) -> set[str]:
-    return {n.name for e in own_exprs(s) for n in distinct_nodes(e) if isinstance(n, Var)}
 
 
 def inline_lets(ir: Node, options: Mapping[str, Any] | None = None) -> Node:

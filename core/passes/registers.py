@@ -24,11 +24,10 @@ from dataclasses import dataclass, field
 from math import ceil
 from typing import Callable
 
-from ..ir.expr import Var
 from ..ir.stmt import Alloc, For, Let, MemKind, Stmt
 from ..ir.types import Type
 from ..ir.visitor import IRVisitor
-from .tree import distinct_nodes, own_exprs
+from .tree import read_names
 
 
 @dataclass(frozen=True)
@@ -125,10 +124,8 @@ class _Intervals(IRVisitor):
         t = self.counter
         self.counter += 1
         loops = tuple(self.loops)
-        for e in own_exprs(s):
-            for v in distinct_nodes(e):
-                if isinstance(v, Var):
-                    self.uses.append((v.name, t, loops))
+        # each name once: a use more of a name at the same number changes no interval
+        self.uses += [(name, t, loops) for name in read_names(s)]
         depth = len(loops)
         if isinstance(s, Let):
             self.defs[s.var.name] = _Def(t, t, depth, self.model.value_bytes(s.var.type), False)

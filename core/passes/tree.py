@@ -36,7 +36,7 @@ def own_exprs(s: Stmt) -> tuple[Expr, ...]:
         return (s.init, s.bound)
     if isinstance(s, Alloc):
         return ()
-    return tuple(k for k in s.children() if isinstance(k, Expr))
+    return tuple([k for k in s._children_of(s) if isinstance(k, Expr)])  # a list first: no generator to resume
 
 
 def child_stmts(s: Stmt) -> tuple[Stmt, ...]:
@@ -51,6 +51,25 @@ def has_load(e: Expr) -> bool:
 def expr_vars(e: Expr) -> set[Var]:
     """Variables ``e`` reads (buffers of loads included)."""
     return {n for n in distinct_nodes(e) if isinstance(n, Var)}
+
+
+def read_names(s: Stmt) -> set[str]:
+    """Names of the variables statement ``s``'s own expressions read (buffers of loads included).
+
+    One walk with a stack of its own: the interval sweep and the unused-let removal ask it of every
+    statement after unrolling, where resuming :func:`distinct_nodes`' generator per node cost more
+    than the walk."""
+    names: set[str] = set()
+    seen: set[int] = set()
+    stack = list(own_exprs(s))
+    while stack:
+        node = stack.pop()
+        if id(node) not in seen:
+            seen.add(id(node))
+            if isinstance(node, Var):
+                names.add(node.name)
+            stack += node._children_of(node)
+    return names
 
 
 def unshare_statements(root: Stmt) -> Stmt:

@@ -25,7 +25,6 @@ message).
 """
 from __future__ import annotations
 
-import json
 import sys
 
 from . import engine_call, render
@@ -40,6 +39,8 @@ def run(args) -> int:
     result = engine_call.call(args, "kdd/compile", params)
     unsound = 3 if not result.get("verify", {"ok": True})["ok"] else 0
     if args.json:
+        import json  # only --json prints it: a plain compile spares the import
+
         print(json.dumps(result, indent=1))
         return unsound if result["ok"] else (3 if result["failure"]["internal"] else 2)
     items = [e.strip() for e in emit.split(",") if e.strip()]

@@ -14,12 +14,11 @@ verifier used by tests).
 """
 from __future__ import annotations
 
-from concurrent.futures import ThreadPoolExecutor
 
 from kdd.core.ir.printer import print_ir
 from kdd.core.toolchain import find_tool
 
-from ..assembler import assemble
+from ..assembler import Background, assemble
 from ..errors import AssemblerRejected
 from ..listing import AsmLine, Listing
 from .allocation import with_remat
@@ -108,17 +107,19 @@ def _listing(kernel, body, target, cg: XeLowering, ir_map: bool = True) -> Listi
 
 def assembled(kernel, body, target, check: bool = True, ir_map: bool = True) -> Listing:
     """:func:`lower_kernel`'s listing with (``check``) the assembler's report; a listing the installed
-    assembler rejects raises :class:`AssemblerRejected` (a generator bug)."""
+    assembler rejects raises :class:`AssemblerRejected` (a generator bug). Without ``ir_map`` (figures
+    only: no listing or stats shows this report) the binary is not disassembled and assembled again:
+    the report's ``round_trip`` (not tried) and ``version`` are None, and iga64 runs once, not four times."""
     cg = _lowered(kernel, body, target)
     if not check:
         return _listing(kernel, body, target, cg, ir_map)
-    with ThreadPoolExecutor(1) as pool:
-        # iga64 (three runs: assemble, disassemble, assemble again) waits on processes while this thread
-        # maps IR lines, walks the IR register model and counts the mix: a compile waits for the longer
-        asm = "\n".join(ln.text for ln in cg.em.lines) + "\n"  # the listing's asm
-        running = pool.submit(assemble, asm, target.assembler, f"-p={target.xe.iga_platform}")
-        listing = _listing(kernel, body, target, cg, ir_map)
-        report = running.result()
+    # iga64 (three runs: assemble, disassemble, assemble again) waits on processes while this thread
+    # maps IR lines, walks the IR register model and counts the mix: a compile waits for the longer
+    asm = "\n".join(ln.text for ln in cg.em.lines) + "\n"  # the listing's asm
+    running = Background(lambda: assemble(asm, target.assembler, f"-p={target.xe.iga_platform}", round_trip=ir_map,
+                                          versioned=ir_map))
+    listing = _listing(kernel, body, target, cg, ir_map)
+    report = running.result()
     if report.binary_bytes is None and find_tool(target.assembler[0]) is not None:
         raise AssemblerRejected(report.tool, report.messages)
     listing.assembler = report.to_dict()

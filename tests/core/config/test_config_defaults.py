@@ -132,3 +132,10 @@ def test_unsupported_simd_still_resolves_and_is_reported():
     cfg = resolve_config(problem, target, KernelConfig(simd=864))
     assert cfg.simd == 864 and cfg.is_complete
     assert any(i.knob == "simd" for i in validate_config(problem, cfg, target))
+
+
+def test_spread_remembered_hands_each_caller_its_own_split():
+    dims = (("ic", 3), ("kh", 7), ("kw", 7))
+    first = spread(16, dims)
+    first["kw"] = 99  # a caller changing its split changes no later answer
+    assert spread(16, dims) == {"ic": 1, "kh": 2, "kw": 8}

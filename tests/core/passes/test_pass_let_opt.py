@@ -69,3 +69,19 @@ def test_deep_let_chain_is_handled_without_recursion():
 def test_optimized_program_has_the_same_effects(p, x, y):
     env = {"x": x, "y": y}
     assert effects(optimize_lets(p), env=env) == effects(p, env=env)
+
+
+def test_read_names_are_the_statements_own_reads():
+    from kdd.core.ir import For
+    from kdd.core.passes.tree import expr_vars, own_exprs, read_names
+
+    buf, a, i = var("buf", s32), var("a"), var("i")
+    shared = X * 8 + Y  # one object read twice: walked once
+    body = Store.make(OUT, Load.make(s32, buf, a) + shared, shared * i)
+    let = Let.make(a, shared + 1, body)
+    loop = For.make(i, 0, Y + 2, let)
+    assert read_names(body) == {"buf", "a", "x", "y", "i", OUT.name}
+    assert read_names(let) == {"x", "y"}  # its value; neither its variable nor its body's reads
+    assert read_names(loop) == {"y"}      # its bounds
+    for s in (body, let, loop):  # the names of the variables the expressions hold, as expr_vars finds them
+        assert read_names(s) == {v.name for e in own_exprs(s) for v in expr_vars(e)}
