@@ -340,6 +340,19 @@ def distinct_nodes(root: Node) -> Iterator[Node]:
                 push(k)
 
 
-def var_names(root: Node) -> set[str]:
-    """Names of every variable (bound or free, buffers included) under ``root``."""
-    return {n.name for n in distinct_nodes(root) if isinstance(n, Var)}
+def var_names(*roots: Node) -> set[str]:
+    """Names of every variable (bound or free, buffers included) under ``roots``.
+
+    One walk with a stack of its own: passes ask it of every statement after unrolling, where resuming
+    :func:`distinct_nodes`' generator per node cost more than the walk."""
+    names: set[str] = set()
+    seen: set[int] = set()
+    stack = list(roots)
+    while stack:
+        node = stack.pop()
+        if id(node) not in seen:
+            seen.add(id(node))
+            if isinstance(node, Var):
+                names.add(node.name)
+            stack += node._children_of(node)
+    return names

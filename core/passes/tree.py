@@ -54,22 +54,8 @@ def expr_vars(e: Expr) -> set[Var]:
 
 
 def read_names(s: Stmt) -> set[str]:
-    """Names of the variables statement ``s``'s own expressions read (buffers of loads included).
-
-    One walk with a stack of its own: the interval sweep and the unused-let removal ask it of every
-    statement after unrolling, where resuming :func:`distinct_nodes`' generator per node cost more
-    than the walk."""
-    names: set[str] = set()
-    seen: set[int] = set()
-    stack = list(own_exprs(s))
-    while stack:
-        node = stack.pop()
-        if id(node) not in seen:
-            seen.add(id(node))
-            if isinstance(node, Var):
-                names.add(node.name)
-            stack += node._children_of(node)
-    return names
+    """Names of the variables statement ``s``'s own expressions read (buffers of loads included)."""
+    return var_names(*own_exprs(s))
 
 
 def unshare_statements(root: Stmt) -> Stmt:
