@@ -53,9 +53,9 @@ float64 reference).
 """
 from __future__ import annotations
 
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
+from ..assembler import Background
 from ..listing import AsmLine, Listing, assembler_line
 from ..xe import _ir_nodes, ir_model_registers
 from .asyncs import plan_waits
@@ -191,13 +191,12 @@ def generate_ptx(kernel, body, target, check: bool = True, disassemble: bool = T
     cg = _lower(kernel, body)
     name = "kdd_kernel"
     text, nodes, where = _module(kernel, cg, name)
-    with ThreadPoolExecutor(1) as pool:
-        # ptxas and nvdisasm run while this thread maps IR nodes and runs the register model.
-        tools = pool.submit(_assemble, "\n".join(text) + "\n", disassemble) if check else None
-        ir = _ir_nodes(body) if disassemble else {}
-        model = ir_model_registers(kernel, body, target) if disassemble else None
-        mix = _mix(cg.em.lines)
-        result, found, why = tools.result() if tools is not None else (None, [], None)
+    # ptxas and nvdisasm run while this thread maps IR nodes and runs the register model.
+    tools = Background(_assemble, "\n".join(text) + "\n", disassemble) if check else None
+    ir = _ir_nodes(body) if disassemble else {}
+    model = ir_model_registers(kernel, body, target) if disassemble else None
+    mix = _mix(cg.em.lines)
+    result, found, why = tools.result() if tools is not None else (None, [], None)
     live = [0] * len(text)
     sass_lines: list[dict] = []
     report: dict = {}
