@@ -13,6 +13,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from kdd.core.ir.printer import print_ir
+
 
 @dataclass
 class AsmLine:
@@ -131,3 +133,28 @@ def assembler_line(a: dict) -> str:
     state = "FAILED" if a.get("binary_bytes") is None else "ok" if a.get("ok") else "ok with warnings"
     msg = "" if a.get("ok") else ": " + "; ".join(a.get("messages", [])[:3])
     return f"// assembler {a.get('tool')} ({a.get('version')}): {state}, {a.get('binary_bytes')} bytes{msg}"
+
+
+def ir_model_registers(kernel, body, target) -> int:
+    """The IR register model's figure for ``body`` (the final IR of ``kernel``), in the config's budget:
+    the figure ``kdd compile --emit stats`` reports as ``ir``, shown beside the allocation it models."""
+    from .backend import backend_for
+
+    return backend_for(target).ir_registers(kernel, body)
+
+
+def ir_nodes(body) -> dict[int, dict]:
+    """Each printed node of ``body`` (by identity) with its line in the printed IR, its kind and, where a
+    config knob made it, the builder step and knob: what a listing line's ``ir_node`` says."""
+    printed = print_ir(body)
+    out: dict[int, dict] = {}
+    for i, node in enumerate(printed.nodes):
+        if id(node) in out:
+            continue
+        entry = {"line": i, "kind": type(node).__name__}
+        origin = node.origin
+        if origin is not None and hasattr(origin, "step"):
+            entry["step"] = origin.step
+            entry["knob"] = origin.knob
+        out[id(node)] = entry
+    return out

@@ -56,8 +56,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from ..assembler import Background
-from ..listing import AsmLine, Listing, assembler_line
-from ..xe import _ir_nodes, ir_model_registers
+from ..listing import AsmLine, Listing, assembler_line, ir_model_registers, ir_nodes
 from .asyncs import plan_waits
 from .hopper import SWIZZLE_ALIGN
 from .lower import PtxLowering, Redo
@@ -193,7 +192,7 @@ def generate_ptx(kernel, body, target, check: bool = True, disassemble: bool = T
     text, nodes, where = _module(kernel, cg, name)
     # ptxas and nvdisasm run while this thread maps IR nodes and runs the register model.
     tools = Background(_assemble, "\n".join(text) + "\n", disassemble) if check else None
-    ir = _ir_nodes(body) if disassemble else {}
+    ir = ir_nodes(body) if disassemble else {}
     model = ir_model_registers(kernel, body, target) if disassemble else None
     mix = _mix(cg.em.lines)
     result, found, why = tools.result() if tools is not None else (None, [], None)

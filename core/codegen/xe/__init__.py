@@ -14,13 +14,11 @@ verifier used by tests).
 """
 from __future__ import annotations
 
-
-from kdd.core.ir.printer import print_ir
 from kdd.core.toolchain import find_tool
 
 from ..assembler import Background, assemble
 from ..errors import AssemblerRejected
-from ..listing import AsmLine, Listing
+from ..listing import AsmLine, Listing, ir_model_registers, ir_nodes
 from .allocation import with_remat
 from .lower import XeLowering
 from .stats import instruction_mix, roofline
@@ -28,29 +26,6 @@ from .stats import instruction_mix, roofline
 
 def _budget(kernel, target) -> int:
     return kernel.regs or target.registers.modes[0]
-
-
-def ir_model_registers(kernel, body, target) -> int:
-    """The IR register model's figure for ``body`` (the final IR of ``kernel``), in the config's budget:
-    the figure ``kdd compile --emit stats`` reports as ``ir``, shown beside the allocation it models."""
-    from ..backend import backend_for
-
-    return backend_for(target).ir_registers(kernel, body)
-
-
-def _ir_nodes(body) -> dict[int, dict]:
-    printed = print_ir(body)
-    out: dict[int, dict] = {}
-    for i, node in enumerate(printed.nodes):
-        if id(node) in out:
-            continue
-        entry = {"line": i, "kind": type(node).__name__}
-        origin = node.origin
-        if origin is not None and hasattr(origin, "step"):
-            entry["step"] = origin.step
-            entry["knob"] = origin.knob
-        out[id(node)] = entry
-    return out
 
 
 def _lower(kernel, body, target, budget: int) -> XeLowering:
@@ -81,7 +56,7 @@ def _lowered(kernel, body, target) -> XeLowering:
 def _listing(kernel, body, target, cg: XeLowering, ir_map: bool = True) -> Listing:
     """The listing of a finished lowering: lines (with their IR nodes), peak, allocations, mix and roofline
     (and with ``ir_map`` the IR register model's figure)."""
-    nodes = _ir_nodes(body) if ir_map else {}
+    nodes = ir_nodes(body) if ir_map else {}
     lines = [AsmLine(ln.text, ln.busy, None, nodes.get(id(ln.node)) if ln.node is not None else None)
              for ln in cg.em.lines]
     peak, peak_line = -1, 0
