@@ -304,13 +304,13 @@ KNOBS: tuple[Knob, ...] = (
          "tile=m128n256k64",
          "The thread group's tile of C and K block, as CUTLASS's `TileShape` (`schedule=tma`): one consumer "
          "warpgroup per 64 rows of M. Empty (the default): m128n256, k the 128 bytes of a swizzled row "
-         "(64 f16). " + _TILE_DIMS, TileCodec()),
+         "(64 f16); `schedule=classic` does not read it (a warning says so). " + _TILE_DIMS, TileCodec()),
     Knob("stages", "stages", "int", ">= 1", "stages=4",
          "Shared-memory stages of the `schedule=tma` main loop (CUTLASS's `PipelineStages`): the tensor "
-         "copies run this many K blocks ahead of the MMAs. Default 4.", IntCodec(1)),
+         "copies run this many K blocks ahead of the MMAs. Default 4; `schedule=classic` does not read it.", IntCodec(1)),
     Knob("cluster", "cluster", "tile", "m1n1 (larger clusters are not generated yet)", "cluster=m1n1",
          "Thread-block cluster shape (CUTLASS's `ClusterShape`, `schedule=tma`). Empty (the default): one "
-         "group per cluster.", TileCodec()),
+         "group per cluster; `schedule=classic` does not read it.", TileCodec()),
     *(Knob(f"{t}_layout", t, "layout", "a layout tag, or compute.user", f"{t}={example}",
            f"The {what} layout oneDNN's line names (its compute layout, then `.user` when that differs). It "
            f"must agree with `[problem] {t}` when that is set; with `{t} = \"any\"` kdd uses its own choice "

@@ -140,3 +140,15 @@ def test_issue_rejects_unknown_severity():
     with pytest.raises(ValueError, match="severity"):
         ConfigIssue("fma", "x", "fatal")
     assert str(ConfigIssue("tg", "too big")) == "error: tg: too big"
+
+
+@pytest.mark.parametrize("line,target,knob", [
+    ("tile=m128n128k64", "xehpg", "tile"), ("cluster=m2n1", "sm_90", "cluster"), ("stages=6", "xehpc", "stages")])
+def test_schedule_knobs_under_the_classic_schedule_warn_that_nothing_reads_them(line, target, knob):
+    issue = _find(_issues(line, target), knob, "has no effect with schedule=classic", "warning")
+    assert issue.message.startswith(f"{knob}=")
+    assert not [i for i in _issues("stages=4", target) if i.knob == "stages"]  # the default says nothing
+    p = problem_from_text("m256n256k256", types="f16:f16:f32")
+    t = TARGETS["sm_90"]
+    read = validate_config(p, resolve_config(p, t, parse_config_line(f"schedule=tma {line}")), t)
+    assert not [i for i in read if "no effect" in i.message]
