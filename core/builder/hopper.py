@@ -87,7 +87,7 @@ def tma_check_shape(problem, config):
     tile of C over two K blocks, so that the check runs about ``REDUCED_MACS`` multiply-adds with the
     config's tile and stages; a 1x1 stride-1 convolution keeps up to 8 x 8 pixels per image and as many
     images as fill M's tile (a 7 x 7 image leaves a tail, as the full shape does); a gathered one
-    (:class:`_Im2colRows`) up to 12 x 12 pixels of one image (two M tiles of 128, the second a tail); another keeps its
+    (:class:`_Im2colRows`) up to 12 x 12 pixels of one image (144 rows: an M tail); another keeps its
     kernel, strides and padding, one box of output pixels (:class:`_PixelTiles`) with the tails the full
     shape has, and one K block of channels per tap (two for a 1x1 kernel).
     Sizes already smaller stay."""
@@ -566,7 +566,9 @@ class _Im2colRows:
             h = None if r is None else col - self.starts[r] + self.parity
             halves.append(None if h is None else (r * self.words + h // 2, h % 2))
         (lo, hi) = halves
-        w = lambda k: Load.make(u32.with_lanes(32), words, k * ROW)         # noqa: E731
+
+        def w(k):
+            return Load.make(u32.with_lanes(32), words, k * ROW)
         if lo is not None and hi is not None and lo == (hi[0], 0) and hi[1] == 1:
             return w(lo[0])             # the word as it lies
         parts = []
@@ -588,8 +590,9 @@ class _Im2colRows:
         lane = Ramp.make(const(0), 1, 32)
         row = Broadcast.make(i * threads + var("thread_id0") * 32, 32) + lane
         m = Broadcast.make(mt * bm, 32) + row
-        ints = s32.with_lanes(32)
-        kept = lambda k: Load.make(ints, lane_vals, k * ROW)               # noqa: E731
+
+        def kept(k):                # register row k of the lane's values
+            return Load.make(s32.with_lanes(32), lane_vals, k * ROW)
         ow, oh, n = kept(0), kept(1), kept(2)
         row_bytes = s.iw * s.ic * size
         far = 1 << 30               # a first word's byte no word of the row has
