@@ -10,16 +10,17 @@ from hypothesis import strategies as st
 
 from kdd.core.builder import build_kernel
 from kdd.core.builder.errors import BuildError
+from kdd.core.codegen.errors import CodegenUnsupported
 from kdd.core.codegen.ptx import generate_ptx
 from kdd.core.config.kernel_config import KernelConfig
 from kdd.core.config.line import parse_config_line as parse_line
 from kdd.core.config.tiles import Tile
 from kdd.core.interp.check import check_kernel
 from kdd.core.interp.errors import InterpError
-from kdd.core.ir.expr import var
-from kdd.core.ir.funcs import MbarrierInit, MbarrierWait, TensorLoad
-from kdd.core.ir.stmt import Alloc, FuncCall, MemKind, seq
-from kdd.core.ir.types import f16, u64
+from kdd.core.ir.expr import Broadcast, Ramp, const, var
+from kdd.core.ir.funcs import MbarrierInit, MbarrierWait, Send, SendKind, SendOp, TensorLoad
+from kdd.core.ir.stmt import Alloc, FuncCall, MemKind, Store, seq
+from kdd.core.ir.types import f16, u16, u32, u64
 from kdd.core.passes.kernel_pipeline import run_pipeline, with_body
 from kdd.core.passes.verify import verify_kernel
 from kdd.core.problem import problem_from_text
@@ -130,6 +131,31 @@ def test_the_verifier_refuses_strides_off_16_bytes_and_coordinates_past_the_rank
     assert ("send", True, False) in rules((64, 8, 8), (64, 8, 8), (136, 1088), (0, 0, 0, 0, 0))
     assert ("types", False, True) in rules((64, 64), (64, 64), (128,), (0, 0, 1, 0, 0))
     assert not rules((64, 8, 8), (64, 8, 8), (128, 1024), (0, -1, -1, 0, 0))     # negative corners: padding
+
+
+def test_a_vector_store_is_one_st_v4_per_lane_and_the_verifier_bounds_it():
+    """``send.store.scattered.slm.u32x128.vec4``: lane ``l``'s 4 words are its words of 4 consecutive
+    register rows, one ``st.shared.v4.b32``; sm_90 takes vectors of 2 or 4 words, and the PTX lowering
+    refuses a vector load rather than guess."""
+    kernel = _kernel()
+    slm, reg = var("a_s", u64), var("quad", u64)
+    lane = Ramp.make(const(0), 1, 32)
+
+    def body(op, vec, t=u32):
+        fill = [Store.make(reg, v * 128, Broadcast.make(const(v + 1, u32), 32)) for v in range(4)]
+        send = FuncCall.make(Send(op, SendKind.SCATTERED, "slm", t, 32 * vec, vec=vec),
+                             [slm, lane * (vec * t.size), reg, 0, Broadcast.make(const(True), 32)])
+        regs = Alloc.make(reg, 512, MemKind.GRF, seq(*fill, send))
+        return with_body(kernel, Alloc.make(slm, 4096, MemKind.SLM, regs))
+    store = body(SendOp.STORE, 4)
+    assert not verify_kernel(store)
+    assert re.search(r"st\.shared\.v4\.b32 \[%r\d+(\+0)?\], \{(%g0_\d, ){3}%g0_\d\}",
+                     generate_ptx(store, store.body, SM90, check=False).to_dict()["asm"])
+    assert "vector size 3" in verify_kernel(body(SendOp.STORE, 3))[0].message
+    assert "2-byte elements" in verify_kernel(body(SendOp.STORE, 4, u16))[0].message
+    load = body(SendOp.LOAD, 4)
+    with pytest.raises(CodegenUnsupported, match="stores 2 or 4 words"):
+        generate_ptx(load, load.body, SM90, check=False)
 
 
 @pytest.mark.parametrize("line, knob", [("schedule=tma cluster=m2n1", "cluster"),
