@@ -35,11 +35,11 @@ and stores instead (:class:`_Im2colRows`).
 """
 from __future__ import annotations
 
-from kdd.core.ir.expr import Broadcast, Cast, Load, Ramp, const, land, var
+from kdd.core.ir.expr import Broadcast, Cast, Load, Ramp, as_expr, const, iif, land, var
 from kdd.core.ir.funcs import (TENSOR_RANK, Barrier, Eltwise, Fence, MbarrierExpectTx, MbarrierInit, MbarrierWait, Send,
                                SendKind, SendOp, SetMaxNreg, TensorLoad, Wgmma, WgmmaWait)
 from kdd.core.ir.stmt import Alloc, For, FuncCall, Group, If, Let, MemKind, Store, seq
-from kdd.core.ir.types import Scalar, f32, u16, u32, u64
+from kdd.core.ir.types import Scalar, f32, s32, u16, u32, u64
 from kdd.core.problem.post_ops import Eltwise as EltwisePostOp
 
 from .errors import BuildError
@@ -87,7 +87,7 @@ def tma_check_shape(problem, config):
     tile of C over two K blocks, so that the check runs about ``REDUCED_MACS`` multiply-adds with the
     config's tile and stages; a 1x1 stride-1 convolution keeps up to 8 x 8 pixels per image and as many
     images as fill M's tile (a 7 x 7 image leaves a tail, as the full shape does); a gathered one
-    (:class:`_Im2colRows`) up to 12 x 12 pixels of one image (two M tiles of 128, the second a tail); another keeps its
+    (:class:`_Im2colRows`) up to 12 x 12 pixels of one image (144 rows: an M tail); another keeps its
     kernel, strides and padding, one box of output pixels (:class:`_PixelTiles`) with the tails the full
     shape has, and one K block of channels per tap (two for a 1x1 kernel).
     Sizes already smaller stay."""
@@ -148,7 +148,7 @@ class _TmaGemm:
         wei_strides = _strides(self.args[1])
         kw_outer = wei_strides.get("kw", 0) > wei_strides.get("kh", 0)     # OWHI weights (axcb), not OHWI
         self.bm, self.bn, self.bk = bm, bn, bk = tma_tile(problem, config)
-        self.gather = _Im2colRows(problem, bk, config.stages, wei_strides) if _gathered(problem) else None
+        self.gather = _Im2colRows(problem, bk, wei_strides) if _gathered(problem) else None
         if self.gather:
             if config.schedule != "tma_ws_cooperative":
                 raise BuildError(f"a convolution of {problem.shape.ic}-channel pixels (not whole 16-byte TMA "
@@ -251,8 +251,7 @@ class _TmaGemm:
         weights = []
         if self.gather:             # every warp stages some of B's rows, for the async proxy to read
             warps = WARPGROUP * (self.bm // 64 + 1)
-            weights = [self.gather.zero(self.a_s, self.stages * self.a_stage, warps),
-                       self.gather.zero(self.b_s, self.b_size, warps),
+            weights = [self.gather.zero(self.b_s, self.b_size, warps),
                        self.gather.fill_b(self.wei, self.b_s, self.N, warps), _call(Fence("async"), [])]
         return seq(If.make(var("thread_id0").eq(0), For.make(i, 0, self.stages, seq(*inits))),
                    *weights, _call(Barrier(), []))
@@ -515,16 +514,21 @@ def _gathered(problem) -> bool:
 
 class _Im2colRows:
     """A convolution's implicit GEMM gathered by generic loads: A's row ``m`` is output pixel ``m`` (NHWC
-    order) and K block ``j`` holds kernel rows ``kh = j * per + r`` (``r < per = BK / (kw ic)``), each
-    the ``kw x ic`` contiguous elements of one input row at column ``r * kw * ic`` (conv1: 3 runs of 21
-    in 64 columns, K = 147 in 3 blocks of 64). B's row ``oc`` holds the weights in the same order. A run
-    is one masked 32-lane gather (lane ``e`` its element) and one ``st.shared`` into the 128-byte
-    swizzle ``wgmma`` reads (16-byte chunk ``c`` of row ``l`` at chunk ``c ^ l % 8``); elements outside
-    the input (the padding) and of rows ``kh >= KH`` are stored as zeros. Stage ``s`` always holds K
-    block ``s % blocks`` (``stages`` a multiple of the blocks), so the columns past the runs are zeroed
-    once, before the first stage is filled, and never written again."""
+    order) and K block ``j`` holds kernel rows ``kh = j * per + r`` (``r < per``), each the ``kw x ic``
+    contiguous 16-bit elements (a *run*) of one input row, at column ``starts[r]`` (conv1: runs of 21 at
+    columns 1, 22, 43 of 64, K = 147 in 3 blocks of 64). B's row ``oc`` holds the weights in the same
+    order; the columns no run covers are zero in both.
 
-    def __init__(self, problem, bk: int, stages: int, wei_strides: dict):
+    Each producer thread fills whole rows of a stage (lane ``l`` of warp ``w``: row ``32 w + l``, then
+    ``+ 128``): per run, the aligned 32-bit words that hold it (from the even element at or before its
+    first), each one load masked to the input row (zeros outside: the padding, and for kernel rows past
+    ``KH`` or pixels past ``M``); then the row's 128 bytes assembled from those words in registers (a
+    word as it is, or two halves of neighbours shifted together) and stored as eight 16-byte chunks into
+    the 128-byte swizzle ``wgmma`` reads (chunk ``c`` of row ``l`` at chunk ``c ^ l % 8``). Runs start
+    at columns of their first element's parity (the same for every pixel: ``ic * iw`` and ``ic * sw``
+    even), so that most words need no shift."""
+
+    def __init__(self, problem, bk: int, wei_strides: dict):
         s = problem.shape
         if problem.prop != "fwd" or s.g != 1 or (s.id, s.od, s.kd) != (1, 1, 1) or (s.dh, s.dw) != (0, 0):
             raise BuildError("a gathered convolution is forward 2D, without groups or dilation", knob="schedule")
@@ -533,11 +537,16 @@ class _Im2colRows:
         if self.run > 32:
             raise BuildError(f"a kernel row of kw{s.kw} x ic{s.ic} elements must fit one gather of 32 lanes",
                              knob="schedule")
-        self.per = bk // self.run
+        # the parity of a run's first element in the input, one for every pixel when the steps between pixels
+        # (ic * sw elements) and rows (ic * iw) are even: input rows are then whole 32-bit words
+        if (s.ic * s.sw) % 2 or (s.ic * s.iw) % 2:
+            raise BuildError(f"a gathered convolution reads input rows as 32-bit words: ic{s.ic} x iw{s.iw} and "
+                             f"ic{s.ic} x sw{s.sw} must be even", knob="schedule")
+        self.parity = first = (-s.pw * s.ic) % 2
+        self.per = (bk - first) // self.run
+        self.starts = [first + r * self.run for r in range(self.per)]
+        self.words = self.run // 2 + 1        # 32-bit words over a run, from the even element before it
         self.blocks = -(-s.kh // self.per)
-        if stages % self.blocks:
-            raise BuildError(f"stages={stages} must be a multiple of the {self.blocks} K blocks of a gathered "
-                             "convolution (each stage keeps one block's zero columns)", knob="stages")
         self.wei_strides = {d: wei_strides.get(d, 0) for d in ("oc", "kh", "kw", "ic")}
 
     def view(self, problem):
@@ -548,50 +557,95 @@ class _Im2colRows:
                    "dst": {"mb": s.oh * s.ow * s.oc, "oh": s.ow * s.oc, "ow": s.oc, "oc": 1}}
         return (s.mb * s.oh * s.ow, s.oc, self.blocks * self.bk), _sized(problem, strides), "k"
 
-    def _run(self, mem, slm, at, line, r, gaddr, valid, name):
-        """Run ``r`` of the SLM row at byte ``at`` (line ``line`` of a 1024-byte-aligned buffer): lane
-        ``e < run`` loads global byte ``gaddr`` (a vector) where ``valid`` and stores it, or zero."""
-        reg, size = var(name, u64), self.size
-        lane = Ramp.make(const(0), 1, 32)
-        in_run = lane.lt(Broadcast.make(const(self.run), 32))
-        col = (lane + Broadcast.make(const(r * self.run), 32)) * size
-        slm_at = Broadcast.make(at, 32) + (col ^ Broadcast.make((line % 8) * 16, 32))
-        return Alloc.make(reg, 32 * size, MemKind.GRF, seq(
-            Store.make(reg, 0, Broadcast.make(const(0, u16), 32)),
-            _call(Send(SendOp.LOAD, SendKind.SCATTERED, "global", u16, 32), [mem, gaddr, reg, 0, land(in_run, valid)]),
-            _call(Send(SendOp.STORE, SendKind.SCATTERED, "slm", u16, 32), [slm, slm_at, reg, 0, in_run])))
+    def _word(self, words, q: int):
+        """Word ``q`` of an A row (columns ``2q``, ``2q + 1``) from the loaded words of its runs: element
+        ``e`` of run ``r`` is half ``(e + parity) % 2`` of word ``(e + parity) / 2`` of that run."""
+        halves = []
+        for col in (2 * q, 2 * q + 1):
+            r = next((r for r, c in enumerate(self.starts) if c <= col < c + self.run), None)
+            h = None if r is None else col - self.starts[r] + self.parity
+            halves.append(None if h is None else (r * self.words + h // 2, h % 2))
+        (lo, hi) = halves
+
+        def w(k):
+            return Load.make(u32.with_lanes(32), words, k * ROW)
+        if lo is not None and hi is not None and lo == (hi[0], 0) and hi[1] == 1:
+            return w(lo[0])             # the word as it lies
+        parts = []
+        if lo is not None:
+            parts.append(w(lo[0]) >> 16 if lo[1] else w(lo[0]) & 0xFFFF)
+        if hi is not None:
+            parts.append(w(hi[0]) << 16 if hi[1] == 0 else w(hi[0]) & 0xFFFF0000)
+        if not parts:
+            return Broadcast.make(const(0, u32), 32)
+        return parts[0] | parts[1] if len(parts) == 2 else parts[0]
 
     def fill_a(self, src, slm, offset, j, mt, bm: int, M: int):
-        """This producer warp's rows (``warp``, ``+ 4``, ...) of K block ``j`` of M tile ``mt``."""
-        s, size = self.s, self.size
-        i, m, ih0, iw0 = var("g_row"), var("g_pixel"), var("g_ih"), var("g_iw")
-        row = i * WARPGROUP + var("thread_id0")
-        ow, oh, n = m % s.ow, (m // s.ow) % s.oh, m // (s.ow * s.oh)
+        """This producer thread's rows of K block ``j`` of M tile ``mt`` (its lane's, every 128th). The
+        lane's values are kept in register rows (``g_lane``: its pixel, then per run its first word's byte
+        in the input and in the input row, past the row where the run is all zeros), so that each word's
+        load is an immediate offset from one address and one unsigned compare."""
+        s, size, threads = self.s, self.size, 32 * WARPGROUP
+        i, words, chunk, lane_vals = var("g_pass"), var("g_words", u64), var("g_chunk", u64), var("g_lane", u64)
         lane = Ramp.make(const(0), 1, 32)
-        iw = Broadcast.make(iw0, 32) + lane                             # in elements of the input row
-        in_row = land(iw.ge(Broadcast.make(const(0), 32)), iw.lt(Broadcast.make(const(s.iw * s.ic), 32)))
-        runs = []
-        for r in range(self.per):   # no branch between the runs: the unrolled rows' loads are in flight together
-            ih = ih0 + r
-            inside = Broadcast.make(land(m.lt(M), (j * self.per + r).lt(s.kh), ih.ge(0), ih.lt(s.ih)), 32)
-            gaddr = (Broadcast.make((n * s.ih + ih) * (s.iw * s.ic) + iw0, 32) + lane) * size
-            runs.append(self._run(src, slm, offset + row * ROW, row, r, gaddr, land(in_row, inside), f"g_a{r}"))
-        body = Let.make(ih0, oh * s.sh - s.ph + j * self.per, Let.make(iw0, (ow * s.sw - s.pw) * s.ic, seq(*runs)))
-        return For.make(i, 0, bm // WARPGROUP, Let.make(m, mt * bm + row, body), unroll=4)
+        row = Broadcast.make(i * threads + var("thread_id0") * 32, 32) + lane
+        m = Broadcast.make(mt * bm, 32) + row
+
+        def kept(k):                # register row k of the lane's values
+            return Load.make(s32.with_lanes(32), lane_vals, k * ROW)
+        ow, oh, n = kept(0), kept(1), kept(2)
+        row_bytes = s.iw * s.ic * size
+        far = 1 << 30               # a first word's byte no word of the row has
+        # the first word's byte in its input row: the run's first element less the parity (an even element)
+        at = ((ow * s.sw - s.pw) * s.ic - self.parity) * size
+        lets = [Store.make(lane_vals, 0, m % s.ow), Store.make(lane_vals, ROW, (m // s.ow) % s.oh),
+                Store.make(lane_vals, 2 * ROW, m // (s.ow * s.oh))]
+        loads = []
+        for r in range(self.per):
+            kh = j * self.per + r
+            ih = oh * s.sh + Broadcast.make(kh - s.ph, 32)
+            inside = land(m.lt(M), ih.ge(0), ih.lt(s.ih), Broadcast.make(kh.lt(s.kh), 32),
+                          *([row.lt(bm)] if bm % threads else []))
+            lets += [Store.make(lane_vals, (3 + 2 * r) * ROW, (n * s.ih + ih) * row_bytes + at),
+                     Store.make(lane_vals, (4 + 2 * r) * ROW, iif(inside, at, Broadcast.make(const(far), 32)))]
+            for k in range(self.words):
+                reg = (r * self.words + k) * ROW
+                mask = Cast.make(u32.with_lanes(32), kept(4 + 2 * r) + 4 * k).lt(row_bytes)
+                loads += [Store.make(words, reg, Broadcast.make(const(0, u32), 32)),
+                          _call(Send(SendOp.LOAD, SendKind.SCATTERED, "global", u32, 32),
+                                [src, kept(3 + 2 * r) + 4 * k, words, reg, mask])]
+        stores = []
+        slm_row = Broadcast.make(as_expr(offset), 32) + row * ROW
+        for c in range(ROW // 16):
+            stores += [Store.make(chunk, v * ROW, self._word(words, 4 * c + v)) for v in range(4)]
+            stores.append(_call(Send(SendOp.STORE, SendKind.SCATTERED, "slm", u32, 128, vec=4),
+                                [slm, slm_row + ((lane % 8) ^ c) * 16, chunk, 0,
+                                 row.lt(bm) if bm % threads else Broadcast.make(const(True), 32)]))
+        body = seq(*lets, *loads, *stores)
+        for buf, rows in ((chunk, 4), (words, self.per * self.words), (lane_vals, 3 + 2 * self.per)):
+            body = Alloc.make(buf, rows * ROW, MemKind.GRF, body)
+        passes = -(-bm // threads)
+        return For.make(i, 0, passes, body, unroll=passes)
 
     def fill_b(self, wei, slm, N: int, warps: int):
-        """B's rows (each K block's ``oc``), ``warps`` warps each taking every ``warps``-th row."""
+        """B's rows (each K block's ``oc``), ``warps`` warps each taking every ``warps``-th row: per kernel
+        row one masked 32-lane gather of its run (lane ``e`` its element) and one ``st.shared`` of it."""
         s, st, size = self.s, self.wei_strides, self.size
         i, rows, o, j = var("w_row"), self.blocks * N, var("w_oc"), var("w_block")
         row = i * warps + var("thread_id0")
         e = Ramp.make(const(0), 1, 32)
+        in_run = e.lt(self.run)
         runs = []
         for r in range(self.per):
             kh = j * self.per + r
             gaddr = (Broadcast.make(o * st["oc"] + kh * st["kh"], 32) + (e // s.ic) * st["kw"]
                      + (e % s.ic) * st["ic"]) * size
-            runs.append(If.make(kh.lt(s.kh), self._run(wei, slm, row * ROW, row, r, gaddr,
-                                                       Broadcast.make(const(True), 32), f"g_b{r}")))
+            slm_at = Broadcast.make(row * ROW, 32) + (((e + self.starts[r]) * size) ^ ((row % 8) * 16))
+            reg = var(f"g_b{r}", u64)
+            runs.append(If.make(kh.lt(s.kh), Alloc.make(reg, 32 * size, MemKind.GRF, seq(
+                Store.make(reg, 0, Broadcast.make(const(0, u16), 32)),
+                _call(Send(SendOp.LOAD, SendKind.SCATTERED, "global", u16, 32), [wei, gaddr, reg, 0, in_run]),
+                _call(Send(SendOp.STORE, SendKind.SCATTERED, "slm", u16, 32), [slm, slm_at, reg, 0, in_run])))))
         return For.make(i, 0, -(-rows // warps), If.make(row.lt(rows), Let.make(j, row // N, Let.make(
             o, row % N, seq(*runs)))))
 

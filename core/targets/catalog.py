@@ -349,7 +349,7 @@ SM90 = Target(
     max_group_items=1024,
     large_grf_halves_group=False,
     messages=MessageLimits(block=32 * 16, scattered_lanes=32, global_address_bits=64, shared_address_bits=32,
-                           prefetch=False, source="PTX: ld/st.v4.b32 per lane, 16 B x 32 lanes per warp; 64-bit generic/global "
+                           prefetch=False, vectors=(1, 2, 4), vector_bytes=(4,), source="PTX: ld/st.v4.b32 per lane, 16 B x 32 lanes per warp; 64-bit generic/global "
                                   "and 32-bit shared-window addresses; kdd stages through shared memory "
                                   "(cp.async) instead of prefetching"),
     lanes=Lanes(fixed=32, alu=32, source="a warp is 32 lanes; one instruction covers the warp"),

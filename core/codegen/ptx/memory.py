@@ -463,6 +463,9 @@ class MemoryLowering:
         scattered = f.kind.value == "scattered"
         if off is None and not scattered:
             off = self.ev(mem_off)
+        if scattered and f.vec > 1:
+            self._send_vector(f, buf, base, mem.name, mem_off, pm, None if scalar_mask else mask)
+            return
         words = (not scattered and op != "atomic_add" and scalar_mask and size <= 4 and base % 4 == 0
                  and (f.elems * size) % 4 == 0 and min(self.multiple(mem_off), self.align.get(mem.name, 1)) >= 4)
         if words:
@@ -476,6 +479,22 @@ class MemoryLowering:
             moff, extra, mult = self.ev_split(mem_off, ctx) if scattered else (off, 0, 1)
             m = pm if scalar_mask else self.guard(self.ev(mask, ctx))
             self._send_slot(f, buf, mem.name, slot, moff, size, 0 if scattered else size, m, ctx, extra, mult)
+
+    def _send_vector(self, f: Send, buf: GrfBuf, base: int, mem: str, mem_off, pm: str | None, lane_mask) -> None:
+        """A scattered store of ``vec`` 32-bit words per lane (``st.vN.b32``): lane ``l``'s word
+        ``v`` is its word of register row ``base / 128 + v`` (:class:`~kdd.core.ir.funcs.Send`'s order,
+        one row per vector element), so the message is one instruction on ``vec`` consecutive rows. ``pm``:
+        a scalar mask's predicate; ``lane_mask``: a vector mask (None for a scalar one)."""
+        first = base // ROW
+        if f.type.size != 4 or f.lanes != LANES or base % ROW or f.vec not in (2, 4) or f.op.value != "store":
+            raise CodegenUnsupported(f"{f}: a PTX vector send here stores 2 or 4 words in each of the 32 lanes, "
+                                     "from whole register rows")
+        ctx = Ctx(slots(np.arange(LANES) * 4)[0], self.lane_value)
+        off, extra, _ = self.ev_split(mem_off, ctx)
+        space, addr = self.address(mem, off, extra)
+        pred = pm if lane_mask is None else self.guard(self.ev(lane_mask, ctx))
+        regs = ", ".join(buf.row(first + v) for v in range(f.vec))
+        self.em.op(f"st.{space}.v{f.vec}.b32 [{addr}], {{{regs}}}", pred)
 
     def _send_slot(self, f: Send, buf: GrfBuf, mem: str, slot: Slot, off: Value, size: int, step: int,
                    mask: str | None, ctx, extra: int = 0, multiple: int = 1) -> None:

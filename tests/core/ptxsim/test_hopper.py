@@ -10,16 +10,17 @@ from hypothesis import strategies as st
 
 from kdd.core.builder import build_kernel
 from kdd.core.builder.errors import BuildError
+from kdd.core.codegen.errors import CodegenUnsupported
 from kdd.core.codegen.ptx import generate_ptx
 from kdd.core.config.kernel_config import KernelConfig
 from kdd.core.config.line import parse_config_line as parse_line
 from kdd.core.config.tiles import Tile
 from kdd.core.interp.check import check_kernel
 from kdd.core.interp.errors import InterpError
-from kdd.core.ir.expr import var
-from kdd.core.ir.funcs import MbarrierInit, MbarrierWait, TensorLoad
-from kdd.core.ir.stmt import Alloc, FuncCall, MemKind, seq
-from kdd.core.ir.types import f16, u64
+from kdd.core.ir.expr import Broadcast, Ramp, const, var
+from kdd.core.ir.funcs import MbarrierInit, MbarrierWait, Send, SendKind, SendOp, TensorLoad
+from kdd.core.ir.stmt import Alloc, FuncCall, MemKind, Store, seq
+from kdd.core.ir.types import f16, u16, u32, u64
 from kdd.core.passes.kernel_pipeline import run_pipeline, with_body
 from kdd.core.passes.verify import verify_kernel
 from kdd.core.problem import problem_from_text
@@ -130,6 +131,31 @@ def test_the_verifier_refuses_strides_off_16_bytes_and_coordinates_past_the_rank
     assert ("send", True, False) in rules((64, 8, 8), (64, 8, 8), (136, 1088), (0, 0, 0, 0, 0))
     assert ("types", False, True) in rules((64, 64), (64, 64), (128,), (0, 0, 1, 0, 0))
     assert not rules((64, 8, 8), (64, 8, 8), (128, 1024), (0, -1, -1, 0, 0))     # negative corners: padding
+
+
+def test_a_vector_store_is_one_st_v4_per_lane_and_the_verifier_bounds_it():
+    """``send.store.scattered.slm.u32x128.vec4``: lane ``l``'s 4 words are its words of 4 consecutive
+    register rows, one ``st.shared.v4.b32``; sm_90 takes vectors of 2 or 4 words, and the PTX lowering
+    refuses a vector load rather than guess."""
+    kernel = _kernel()
+    slm, reg = var("a_s", u64), var("quad", u64)
+    lane = Ramp.make(const(0), 1, 32)
+
+    def body(op, vec, t=u32):
+        fill = [Store.make(reg, v * 128, Broadcast.make(const(v + 1, u32), 32)) for v in range(4)]
+        send = FuncCall.make(Send(op, SendKind.SCATTERED, "slm", t, 32 * vec, vec=vec),
+                             [slm, lane * (vec * t.size), reg, 0, Broadcast.make(const(True), 32)])
+        regs = Alloc.make(reg, 512, MemKind.GRF, seq(*fill, send))
+        return with_body(kernel, Alloc.make(slm, 4096, MemKind.SLM, regs))
+    store = body(SendOp.STORE, 4)
+    assert not verify_kernel(store)
+    assert re.search(r"st\.shared\.v4\.b32 \[%r\d+(\+0)?\], \{(%g0_\d, ){3}%g0_\d\}",
+                     generate_ptx(store, store.body, SM90, check=False).to_dict()["asm"])
+    assert "vector size 3" in verify_kernel(body(SendOp.STORE, 3))[0].message
+    assert "2-byte elements" in verify_kernel(body(SendOp.STORE, 4, u16))[0].message
+    load = body(SendOp.LOAD, 4)
+    with pytest.raises(CodegenUnsupported, match="stores 2 or 4 words"):
+        generate_ptx(load, load.body, SM90, check=False)
 
 
 @pytest.mark.parametrize("line, knob", [("schedule=tma cluster=m2n1", "cluster"),
@@ -250,30 +276,37 @@ def test_other_convolutions_are_refused_with_the_knob(shape, tags):
     assert exc.value.knob in ("schedule", "src_layout")
 
 
-@pytest.mark.parametrize("shape, tags, stages", [
-    ("mb1ic3ih24oc64oh12kh7sh2ph3", NHWC, 3),                   # conv1's kernel: 3 K blocks, an M tail
-    ("mb2ic5ih6iw7oc64oh6ow7kh3kw3ph1pw1", {**NHWC, "wei": "acdb"}, 2)])    # OHWI, one K block, 2 tiles
-def test_a_convolution_of_narrow_pixels_is_gathered(shape, tags, stages):
-    """Pixels that are no 16-byte TMA row (3 or 5 f16 channels) are gathered by the producer warps: each
-    kernel row's contiguous ``kw x ic`` run a masked 32-lane load (zeros outside the input) and a
-    swizzled ``st.shared``, made visible to wgmma by ``fence.proxy.async`` before each warp arrives; the
-    weights staged once. The registers the consumers take are those the producer gives back."""
+@pytest.mark.parametrize("shape, tags, tile", [
+    ("mb1ic3ih24oc64oh12kh7sh2ph3", NHWC, "m128"),               # conv1's kernel: 3 K blocks, an M tail
+    ("mb1ic3ih24oc64oh12kh7sh2ph3", NHWC, "m64"),                # half the producer threads' rows
+    ("mb2ic5ih9iw10oc64oh5ow5kh3kw3sh2sw2ph1pw1", {**NHWC, "wei": "acdb"}, "m128"),  # OHWI; runs of 15, 4 a block
+    ("mb2ic6ih6iw7oc64oh6ow7kh3kw3ph1pw1", NHWC, "m128")])       # runs starting on even elements
+def test_a_convolution_of_narrow_pixels_is_gathered(shape, tags, tile):
+    """Pixels that are no 16-byte TMA row (3, 5 or 6 f16 channels) are gathered by the producer warps:
+    each thread loads the 32-bit words of its A row's kernel rows (masked: zeros outside the input),
+    shifts them into place in registers and stores the row as 16-byte chunks (``st.shared.v4``) into
+    the swizzle, made visible to wgmma by ``fence.proxy.async`` before each warp arrives; the weights
+    staged once. The registers the consumers take are those the producer gives back."""
     problem = problem_from_text(shape, op="conv", types="f16:f16:f16", tags=tags, post_ops="relu")
-    kernel = build_kernel(problem, parse_line(f"schedule=tma_ws_cooperative tile=m128n64k64 stages={stages}"), SM90)
+    kernel = build_kernel(problem, parse_line(f"schedule=tma_ws_cooperative tile={tile}n64k64 stages=2"), SM90)
     asm = _listing(kernel)["asm"]
     assert "cp.async.bulk.tensor" not in asm and "fence.proxy.async.shared::cta" in asm
-    assert "mbarrier.init.shared::cta.b64" in asm and re.search(r"ld\.global\.u16", asm)
-    dec, inc = (int(re.search(rf"setmaxnreg\.{d}\.sync\.aligned\.u32 (\d+)", asm).group(1)) for d in ("dec", "inc"))
-    assert 128 * dec + 256 * inc <= 384 * 168          # 3 warpgroups launched at 168 registers each
+    assert "mbarrier.init.shared::cta.b64" in asm and "ld.global.b32" in asm
+    assert asm.count("st.shared.v4.b32") == 8           # a row's 8 chunks, once in the fill loop
+    producer, consumer = (int(n) for n in re.findall(r"setmaxnreg\.(?:inc|dec)\.sync\.aligned\.u32 (\d+)", asm))
+    threads = 128 * (1 + int(tile[1:]) // 64)
+    assert 128 * producer + (threads - 128) * consumer <= threads * (min(255, 65536 // threads) & ~7)
     result = check_ptx(kernel, _listing(kernel))
     assert result["ok"], result
 
 
-@pytest.mark.parametrize("line, knob", [("schedule=tma tile=m128n64k64 stages=3", "schedule"),
-                                        ("schedule=tma_ws_cooperative tile=m128n64k64 stages=4", "stages")])
-def test_a_gathered_convolution_names_the_knob_it_cannot_honour(line, knob):
-    """Only the warp-specialized schedule has producer warps to gather; each stage keeps one K block."""
-    problem = problem_from_text("mb1ic3ih24oc64oh12kh7sh2ph3", op="conv", types="f16:f16:f16", tags=NHWC)
+@pytest.mark.parametrize("shape, line", [
+    ("mb1ic3ih24oc64oh12kh7sh2ph3", "schedule=tma tile=m128n64k64 stages=3"),
+    ("mb2ic5ih6iw7oc64oh6ow7kh3kw3ph1pw1", "schedule=tma_ws_cooperative tile=m128n64k64 stages=2")])
+def test_a_gathered_convolution_names_the_knob_it_cannot_honour(shape, line):
+    """Only the warp-specialized schedule has producer warps to gather, and they read input rows as
+    32-bit words: pixels of an odd count of 16-bit elements one step apart (ic5, sw1) are refused."""
+    problem = problem_from_text(shape, op="conv", types="f16:f16:f16", tags=NHWC)
     with pytest.raises(BuildError) as exc:
         build_kernel(problem, parse_line(line), SM90)
-    assert exc.value.knob == knob
+    assert exc.value.knob == "schedule"
