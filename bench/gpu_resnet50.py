@@ -29,7 +29,7 @@ Two steps, so the GPU machine needs neither ptxas nor kdd's parser:
    CUDA, cuDNN, torch, Triton versions and clocks. ``--reps N`` alternates
    N timings of each side; ratios are of the medians.
 
-    .venv/bin/python bench/gpu_resnet50.py prepare [--limit N] [--only REGEX] [--tuned] [--bundle DIR]
+    .venv/bin/python bench/gpu_resnet50.py prepare [--limit N] [--only REGEX] [--tuned] [--bundle DIR] [--variant NAME=LINE]
     python bench/gpu_resnet50.py run [--only REGEX] [--reps N] [--json $OUT/gpu_resnet50.json]   # on the GPU machine
     python bench/gpu_resnet50.py compare BEFORE.json AFTER.json     # same card only
 
@@ -103,6 +103,12 @@ def _f16_out(text: str) -> str:
     return re.sub(r'^types = "f16:f16:f32"', 'types = "f16:f16:f16"', text, count=1, flags=re.M)
 
 
+def _with_line(text: str, line: str) -> str:
+    """``text`` with its ``[config]`` table replaced by the config line ``line``."""
+    head = re.sub(r"^\[config\][^\[]*", "", text, flags=re.M).rstrip()
+    return f'{head}\n\n[config]\nline = "{line}"\n'
+
+
 def prepare(args) -> int:
     from kdd.core.builder import build_kernel
     from kdd.core.codegen.ptx import generate_ptx
@@ -120,6 +126,10 @@ def prepare(args) -> int:
     jobs += [(f"resnet50:{name}", _layer_text(conv, name, shape, args.tuned), False, "resnet50")
              for name, shape in _resnet_shapes(args.mb)]
     jobs += [(f"gemm:{shape}", _f16_out(_layer_text(gemm, shape, shape, args.tuned)), False, "gemm") for shape in GEMMS]
+    for variant in args.variant:            # NAME=LINE: the GEMMs again under another config line
+        label, _, line = variant.partition("=")
+        jobs += [(f"gemm:{shape}@{label}", _with_line(_f16_out(_layer_text(gemm, shape, shape, args.tuned)), line),
+                  False, "gemm") for shape in GEMMS]
     if args.limit:
         jobs = jobs[: args.limit]
     index = []
@@ -472,6 +482,9 @@ def main() -> int:
                    "--bundle, keeping the rows of the others")
     p.add_argument("--tuned", action="store_true",
                    help="layers with a file in examples/sm90_tuned/ take its config instead of the default tiles")
+    p.add_argument("--variant", action="append", default=[], metavar="NAME=LINE",
+                   help="also build the GEMMs under config line LINE, as rows gemm:SHAPE@NAME (repeatable): "
+                        "variants timed in one run against the same peers")
     r = sub.add_parser("run")
     r.add_argument("--bundle", default=str(BUNDLE))
     r.add_argument("--runs", type=int, default=30)

@@ -37,7 +37,7 @@ from __future__ import annotations
 
 from kdd.core.ir.expr import Broadcast, Cast, Load, Ramp, const, land, var
 from kdd.core.ir.funcs import (TENSOR_RANK, Barrier, Eltwise, Fence, MbarrierExpectTx, MbarrierInit, MbarrierWait, Send,
-                               SendKind, SendOp, SetMaxNreg, TensorLoad, Wgmma, WgmmaWait)
+                               SendKind, SendOp, SetMaxNreg, TensorLoad, TensorStore, TensorStoreWait, Wgmma, WgmmaWait)
 from kdd.core.ir.stmt import Alloc, For, FuncCall, Group, If, Let, MemKind, Store, seq
 from kdd.core.ir.types import Scalar, f32, u16, u32, u64
 from kdd.core.problem.post_ops import Eltwise as EltwisePostOp
@@ -57,6 +57,9 @@ INPUTS = (Scalar.F16, Scalar.BF16)
 PRODUCER_REGS, CONSUMER_REGS, SM_REGISTERS = 40, 232, 65536
 GATHER_REGS = 96    # a gathering producer's (its loads' addresses and masks in flight)
 TMA_SCHEDULES = ("tma", "tma_ws_cooperative")
+# epilogue=tma: each consumer warp's SLM buffers of 16 rows x 128 bytes of C, stored by TMA; with two, a warp
+# fills one while the store of the other drains
+EPILOGUE_BUFS, EPILOGUE_ROWS = 2, 16
 
 
 # The builder step and knob behind each call (the editor's IR-node links, kdd compile's line map)
@@ -64,7 +67,8 @@ _ORIGINS = {TensorLoad: Origin("hopper.copies", "stages"), MbarrierExpectTx: Ori
             MbarrierInit: Origin("hopper.barriers", "stages"), MbarrierWait: Origin("hopper.pipeline", "stages"),
             Barrier: Origin("hopper.barriers", "stages"), Wgmma: Origin("hopper.wgmma", "tile"),
             WgmmaWait: Origin("hopper.pipeline", "stages"), SetMaxNreg: Origin("hopper.roles", "schedule"),
-            Send: Origin("hopper.epilogue", "tile"), Eltwise: Origin("epilogue.post_ops", "post_ops")}
+            Send: Origin("hopper.epilogue", "tile"), Eltwise: Origin("epilogue.post_ops", "post_ops"),
+            TensorStore: Origin("hopper.epilogue", "epilogue"), TensorStoreWait: Origin("hopper.epilogue", "epilogue")}
 
 
 def _call(func, args):
@@ -172,17 +176,27 @@ class _TmaGemm:
         self.a_stage, self.b_stage = bm * ROW, (bn // 64) * bk * ROW if self.b_major == "n" else bn * ROW
         # gathered: B (all of K, small) stays in shared memory, staged once; stages hold A only
         self.b_size = K // bk * self.b_stage if self.gather else stages * self.b_stage
-        self.smem = stages * self.a_stage + self.b_size + 2 * stages * 8
+        self.tma_store = (config.epilogue or "direct") == "tma"
+        if self.tma_store and self.pixels:
+            raise BuildError("epilogue=tma stores runs of C's rows: a GEMM, or a convolution whose M tile is a run "
+                             "of pixels (1x1 stride 1, or gathered); this one's tiles are boxes of pixels",
+                             knob="epilogue")
+        # a chunk's buffer is its index % e_bufs, the same in every tile: so e_bufs divides the chunks of a tile
+        chunks = bn * types.dst.size // ROW
+        self.e_bufs = EPILOGUE_BUFS if chunks % EPILOGUE_BUFS == 0 else 1
+        self.e_size = WARPGROUP * (bm // 64) * self.e_bufs * EPILOGUE_ROWS * ROW if self.tma_store else 0
+        self.smem = stages * self.a_stage + self.b_size + self.e_size + 2 * stages * 8
         if self.smem > target.slm.per_group:
-            raise BuildError(f"{stages} stages of m{bm}n{bn}k{bk} need {self.smem} bytes of shared memory, "
-                             f"{target.name} has {target.slm.per_group}", knob="stages")
+            raise BuildError(f"{stages} stages of m{bm}n{bn}k{bk}{' and the TMA epilogue' if self.e_size else ''} "
+                             f"need {self.smem} bytes of shared memory, {target.name} has {target.slm.per_group}",
+                             knob="stages")
         for arg in self.args:
             if arg.layout.size_bytes() != arg.dtype.size * _count(arg.dims) or _strides(arg) != strides[arg.name]:
                 raise BuildError(f"schedule={config.schedule} reads dense {_LAYOUTS[problem.op][arg.name]} tensors; "
                                  f"{arg.name} is {arg.layout.blocks_str([n for n, _ in arg.dims])}",
                                  knob=f"{arg.name}_layout")
         self.src, self.wei, self.dst = (a.var for a in self.args)
-        self.a_s, self.b_s, self.bars, self.acc = (var(n, u64) for n in ("a_s", "b_s", "bars", "acc"))
+        self.a_s, self.b_s, self.e_s, self.bars, self.acc = (var(n, u64) for n in ("a_s", "b_s", "e_s", "bars", "acc"))
         self.k_iters = K // bk
         self.tiles_m = self.pixels.tiles if self.pixels else -(-self.M // bm)
         self.full_count = WARPGROUP if self.gather else 1    # gathered: each producer warp arrives
@@ -234,8 +248,54 @@ class _TmaGemm:
         """The post-ops on the accumulators, then C stored (:func:`_epilogue`)."""
         ops = [_call(Eltwise(p.alg, self.acc_rows * 32, p.alpha, p.beta), [self.acc, 0])
                for p in self.problem.post_ops]
+        if self.tma_store:
+            return seq(*ops, self.tma_epilogue(mt, n0, wg, rank))
         rows = self.pixels.rows(mt) if self.pixels else _GemmRows(self.M, self.bm, mt)
         return seq(*ops, _epilogue(self.dst, self.types.dst, self.acc, self.acc_rows, self.N, rows, n0, wg, rank))
+
+    def tma_epilogue(self, mt, n0, wg, rank):
+        """CUTLASS's TMA epilogue, per warp: its 16 rows of C, 128 bytes of columns (a chunk) at a time,
+        written into one of its ``e_bufs`` SLM buffers (:data:`EPILOGUE_BUFS`, or 1 for an odd number of chunks) through the 128-byte swizzle (conflict-free:
+        a lane's row ``l / 4`` picks the 16-byte chunk), then stored by a ``tensor_store`` of C as an ``N x M``
+        tensor, which writes nothing past M. Before a buffer is written again, the store that read it is
+        waited for (:class:`TensorStoreWait`): the stores drain while the warp goes on, into the next tile's
+        main loop. Accumulator register ``16 c + q`` (f32 C) or pair ``16 c + q`` (16-bit C, converted side by
+        side into one word) is the word of chunk ``c`` that lane ``l`` writes at row ``l / 4 + 8 h``, column
+        ``8 j + 2 (l % 4) + e``."""
+        t, size = self.types.dst, self.types.dst.size
+        cw = ROW // size                                # C's columns of a chunk
+        lane = Ramp.make(const(0), 1, 32)
+        c, q, word = var("e_chunk"), var("e_word"), var("e_packed", u64)
+        warp_buf = (wg * WARPGROUP + rank) * (self.e_bufs * EPILOGUE_ROWS * ROW)
+        buf = warp_buf + (c % self.e_bufs) * (EPILOGUE_ROWS * ROW)
+        if size == 2:       # q = 2 j + h: the pair of columns 8 j + 2 (l % 4) + {0, 1}
+            j, h, e = q // 2, q % 2, 0
+        else:               # q = 4 j + 2 h + e: one column
+            j, h, e = q // 4, (q // 2) % 2, q % 2
+        col_byte = (Broadcast.make(j * 8 + e, 32) + (lane % 4) * 2) * size
+        # the 128-byte swizzle: 16-byte chunk ^ row % 8, the row being l / 4 (+ 8 h)
+        at = (Broadcast.make(buf + h * (8 * ROW), 32) + (lane // 4) * ROW
+              + ((col_byte // 16) ^ (lane // 4)) * 16 + col_byte % 16)
+
+        def store(src, offset):
+            return _call(Send(SendOp.STORE, SendKind.SCATTERED, "slm", u32, 32),
+                         [self.e_s, at, src, offset, Broadcast.make(const(True), 32)])
+        if size == 2:
+            fill = Alloc.make(word, ROW, MemKind.GRF, seq(*(Store.make(word, half * size, Cast.make(
+                t.with_lanes(32), Load.make(f32.with_lanes(32), self.acc, ((c * 16 + q) * 2 + half) * ROW)), stride=4)
+                for half in (0, 1)), store(word, 0)))
+        else:
+            fill = store(self.acc, (c * 16 + q) * ROW)
+        fill = For.make(q, 0, 16, fill)
+        box = TensorStore(t, (cw, EPILOGUE_ROWS), (self.N, self.M), (self.N * size,))
+        row0 = mt * self.bm + wg * 64 + rank * EPILOGUE_ROWS
+        return For.make(c, 0, self.bn // cw, seq(
+            _call(TensorStoreWait(self.e_bufs - 1), []), fill, _call(Fence("async"), []),
+            _call(box, [self.dst, n0 + c * cw, row0, 0, 0, 0, self.e_s, buf])))
+
+    def epilogue_drained(self):
+        """The end of a thread that issued TMA stores: none may still read its SLM."""
+        return [_call(TensorStoreWait(0), [])] if self.tma_store else []
 
     def zero_acc(self):
         row = var("acc_row")
@@ -259,9 +319,10 @@ class _TmaGemm:
 
     def allocate(self, body):
         body = Alloc.make(self.acc, self.acc_rows * ROW, MemKind.GRF, body)
-        for buf, size in ((self.bars, 2 * self.stages * 8), (self.b_s, self.b_size),
+        for buf, size in ((self.bars, 2 * self.stages * 8), (self.e_s, self.e_size), (self.b_s, self.b_size),
                           (self.a_s, self.stages * self.a_stage)):
-            body = Alloc.make(buf, size, MemKind.SLM, body)
+            if size:
+                body = Alloc.make(buf, size, MemKind.SLM, body)
         return body
 
     def kernel(self) -> Kernel:
@@ -280,7 +341,7 @@ class _TmaGemm:
             _call(WgmmaWait(1), []), _call(Barrier(), []), refill))
         body = seq(Group.make("init", seq(self.zero_acc(), self.init_barriers(None))),
                    Group.make("prologue", prologue), Group.make("k_loop", main), _call(WgmmaWait(0), []),
-                   Group.make("epilogue", self.epilogue(mt, n0, wg, rank)))
+                   Group.make("epilogue", seq(self.epilogue(mt, n0, wg, rank), *self.epilogue_drained())))
         body = Let.make(n0, var("group_id0") * self.bn, Let.make(mt, var("group_id1"), Let.make(
             wg, tid // WARPGROUP, Let.make(rank, tid % WARPGROUP, self.allocate(body)))))
         return Kernel(Group.make("kernel", body), self.args, (self.N // self.bn, self.tiles_m, 1),
@@ -297,7 +358,9 @@ class _TmaGemm:
         tiles_m, tiles_n = self.tiles_m, self.N // self.bn
         tiles = tiles_m * tiles_n
         groups = min(tiles, self.target.device.cores)
-        band = next(b for b in (8, 4, 2, 1) if tiles_m % b == 0)
+        band = self.config.swizzle or next(b for b in (8, 4, 2, 1) if tiles_m % b == 0)
+        if tiles_m % band:
+            raise BuildError(f"swizzle={band} must divide the {tiles_m} M tiles", knob="swizzle")
         consumers = self.bm // 64
         stages, k_iters = self.stages, self.k_iters
         def role(name):
@@ -346,7 +409,7 @@ class _TmaGemm:
             seq(_call(SetMaxNreg(producer_regs), []),
                 Group.make("producer", produce if self.gather else If.make(tid.eq(0), produce))),
             seq(_call(SetMaxNreg(consumer_regs), []), Group.make("consumer", Let.make(
-                wg, tid // WARPGROUP - 1, Let.make(rank, tid % WARPGROUP, consume))))))
+                wg, tid // WARPGROUP - 1, Let.make(rank, tid % WARPGROUP, seq(consume, *self.epilogue_drained())))))))
         return Kernel(Group.make("kernel", self.allocate(body)), self.args, (groups, 1, 1),
                       (WARPGROUP * (consumers + 1), 1, 1), 32, self.target.name, self.target.registers.reg_bytes,
                       self.smem, self.problem, self.config, self.config.regs, self.config.fma)

@@ -211,6 +211,7 @@ class Knob:
 
 
 SCHEDULES = ("classic", "tma", "tma_ws_cooperative")
+EPILOGUES = ("direct", "tma")
 FMA_TYPES = ("f16", "bf16")
 BWD_D_OPTIMIZE = ("none", "skip_out_of_bound_w", "skip_strided_dh", "skip_strided_dhw")
 _TILE_DIMS = ("Dimension names come from the problem: conv `g mb ic oc id ih iw od oh ow kd kh kw`, "
@@ -311,6 +312,19 @@ KNOBS: tuple[Knob, ...] = (
     Knob("cluster", "cluster", "tile", "m1n1 (larger clusters are not generated yet)", "cluster=m1n1",
          "Thread-block cluster shape (CUTLASS's `ClusterShape`, `schedule=tma`). Empty (the default): one "
          "group per cluster.", TileCodec()),
+    Knob("epilogue", "epilogue", "choice", " | ".join(EPILOGUES), "epilogue=tma",
+         "How a `schedule=tma*` kernel stores C (CUTLASS's epilogue schedules): `direct` (the default) stores "
+         "each warp's accumulators from registers; `tma` (a GEMM, or a convolution whose M tile is a run of "
+         "pixels) writes each warp's 16 rows 128 bytes of columns at a time into a swizzled shared-memory "
+         "buffer (two per warp) and stores it with a TMA tensor store (`cp.async.bulk.tensor`, nothing "
+         "written past M), asynchronously: the next tile's main loop runs while the stores drain. Optional: "
+         "unset is `direct`.", ChoiceCodec(EPILOGUES), optional=True),
+    Knob("swizzle", "swizzle", "int", ">= 1", "swizzle=16",
+         "The band of M tiles a `schedule=tma_ws_cooperative` persistent group walks before the next N tile "
+         "(CUTLASS's `max_swizzle_size` of its tile scheduler): tile `t` is M tile `t / (band x tiles_n) x "
+         "band + t % band`, so the groups running together read `band` M tiles of A and `132 / band` N tiles "
+         "of B, sharing both in L2. It must divide the M tiles. Optional: unset is the largest of 8, 4, 2, 1 "
+         "that divides them.", IntCodec(1), optional=True),
     *(Knob(f"{t}_layout", t, "layout", "a layout tag, or compute.user", f"{t}={example}",
            f"The {what} layout oneDNN's line names (its compute layout, then `.user` when that differs). It "
            f"must agree with `[problem] {t}` when that is set; with `{t} = \"any\"` kdd uses its own choice "

@@ -49,6 +49,12 @@ def validate_config(problem, config: KernelConfig, target: Target, reduced: bool
                         f"schedule={config.schedule}'s wgmma reads shared memory as copied")]
             if config.fma_type is not None else [])
     issues: list[ConfigIssue] = []
+    if config.epilogue not in (None, "direct"):
+        issues.append(ConfigIssue("epilogue", f"epilogue={config.epilogue} shapes a schedule=tma* kernel; "
+                                              "schedule=classic stores from registers", "warning"))
+    if config.swizzle is not None:
+        issues.append(ConfigIssue("swizzle", f"swizzle={config.swizzle} orders the tiles of "
+                                             "schedule=tma_ws_cooperative; schedule=classic walks its grid", "warning"))
     shape = _check_fma(problem, config, target, issues)
     if not target.registers.allows(config.regs):
         r = target.registers
