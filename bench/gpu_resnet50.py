@@ -104,7 +104,14 @@ def _f16_out(text: str) -> str:
 
 
 def _with_line(text: str, line: str) -> str:
-    """``text`` with its ``[config]`` table replaced by the config line ``line``."""
+    """``text`` with its ``[config]`` table replaced by the config line ``line``, or with ``+KNOBS`` its
+    config line (``line = "..."``) with ``KNOBS`` added."""
+    if line.startswith("+"):
+        out, n = re.subn(r'^line = "([^"]*)"', lambda m: f'line = "{m.group(1)} {line[1:]}"', text, count=1,
+                         flags=re.M)
+        if not n:
+            raise ValueError(f"--variant ...={line}: the spec has no config line to add to")
+        return out
     head = re.sub(r"^\[config\][^\[]*", "", text, flags=re.M).rstrip()
     return f'{head}\n\n[config]\nline = "{line}"\n'
 
@@ -126,10 +133,12 @@ def prepare(args) -> int:
     jobs += [(f"resnet50:{name}", _layer_text(conv, name, shape, args.tuned), False, "resnet50")
              for name, shape in _resnet_shapes(args.mb)]
     jobs += [(f"gemm:{shape}", _f16_out(_layer_text(gemm, shape, shape, args.tuned)), False, "gemm") for shape in GEMMS]
-    for variant in args.variant:            # NAME=LINE: the GEMMs again under another config line
+    variants = []
+    for variant in args.variant:            # NAME=LINE: the layers and GEMMs again under another config line
         label, _, line = variant.partition("=")
-        jobs += [(f"gemm:{shape}@{label}", _with_line(_f16_out(_layer_text(gemm, shape, shape, args.tuned)), line),
-                  False, "gemm") for shape in GEMMS]
+        variants += [(f"{name}@{label}", _with_line(text, line), check, group)
+                     for name, text, check, group in jobs if group != "example" or not line.startswith("+")]
+    jobs += variants
     if args.limit:
         jobs = jobs[: args.limit]
     index = []
@@ -483,8 +492,9 @@ def main() -> int:
     p.add_argument("--tuned", action="store_true",
                    help="layers with a file in examples/sm90_tuned/ take its config instead of the default tiles")
     p.add_argument("--variant", action="append", default=[], metavar="NAME=LINE",
-                   help="also build the GEMMs under config line LINE, as rows gemm:SHAPE@NAME (repeatable): "
-                        "variants timed in one run against the same peers")
+                   help="also build the layers and GEMMs under config line LINE (+KNOBS: their own line with "
+                        "KNOBS added), as rows NAME@VARIANT (repeatable; --only selects them too): variants "
+                        "timed in one run against the same peers")
     r = sub.add_parser("run")
     r.add_argument("--bundle", default=str(BUNDLE))
     r.add_argument("--runs", type=int, default=30)

@@ -35,7 +35,7 @@ and stores instead (:class:`_Im2colRows`).
 """
 from __future__ import annotations
 
-from kdd.core.ir.expr import Broadcast, Cast, Load, Ramp, const, land, var
+from kdd.core.ir.expr import BoolImm, Broadcast, Cast, Load, Ramp, const, land, var
 from kdd.core.ir.funcs import (TENSOR_RANK, Barrier, Eltwise, Fence, MbarrierExpectTx, MbarrierInit, MbarrierWait, Send,
                                SendKind, SendOp, SetMaxNreg, TensorLoad, TensorStore, TensorStoreWait, Wgmma, WgmmaWait)
 from kdd.core.ir.stmt import Alloc, For, FuncCall, Group, If, Let, MemKind, Store, seq
@@ -44,7 +44,7 @@ from kdd.core.problem.post_ops import Eltwise as EltwisePostOp
 
 from .errors import BuildError
 from .kernel import Kernel, KernelArg
-from .layouts import tensor_layout
+from .layouts import tensor_layout, vector_layout
 from .origin import Origin
 
 ROW = 128           # bytes of one swizzled SLM row, one register row of a warp
@@ -93,16 +93,18 @@ def tma_check_shape(problem, config):
     images as fill M's tile (a 7 x 7 image leaves a tail, as the full shape does); a gathered one
     (:class:`_Im2colRows`) up to 12 x 12 pixels of one image (two M tiles of 128, the second a tail); another keeps its
     kernel, strides and padding, one box of output pixels (:class:`_PixelTiles`) with the tails the full
-    shape has, and one K block of channels per tap (two for a 1x1 kernel).
-    Sizes already smaller stay."""
+    shape has, and one K block of channels per tap (two for a 1x1 kernel). With split K (``splits``) the K
+    blocks (per tap) are as many as its parts, so that every part has one. Sizes already smaller stay."""
     from dataclasses import replace
 
     from kdd.core.problem.reduced import Reduction
 
     bm, bn, bk = tma_tile(problem, config)
     s = problem.shape
+    parts = config.splits or 1
+    blocks = 2 if parts == 1 else parts       # K blocks (per tap: a multiple of split K's parts)
     if problem.op == "gemm":
-        sizes = {"m": min(s.m, bm), "n": min(s.n, bn), "k": min(s.k, 2 * bk)}
+        sizes = {"m": min(s.m, bm), "n": min(s.n, bn), "k": min(s.k, blocks * bk)}
     elif _gathered(problem):        # its kernel, strides, padding, channels; one image of about two M tiles
         o = min(s.oh, 12)
         sizes = {"mb": 1, "oh": o, "ow": o, "ih": s.ih - (s.oh - o) * s.sh, "iw": s.iw - (s.ow - o) * s.sw,
@@ -110,14 +112,14 @@ def tma_check_shape(problem, config):
     elif _dense_rows(problem):      # up to 8 x 8 pixels of as many images as fill M's tile
         h, w = min(s.oh, 8), min(s.ow, 8)
         sizes = {"mb": -(-bm // (h * w)), "oh": h, "ow": w, "ih": h, "iw": w, "oc": min(s.oc, bn),
-                 "ic": min(s.ic, 2 * bk)}
+                 "ic": min(s.ic, blocks * bk)}
         sizes = {d: min(v, getattr(s, d)) for d, v in sizes.items()}
     else:                           # one box of output pixels (with its tails), the input sizes to match
         bw, bh, images = _PixelTiles(problem, bm).box
         ow, oh = (min(o, b + o % b) for o, b in ((s.ow, bw), (s.oh, bh)))
         sizes = {"mb": min(s.mb, images), "oh": oh, "ow": ow, "ih": s.ih - (s.oh - oh) * s.sh,
                  "iw": s.iw - (s.ow - ow) * s.sw, "oc": min(s.oc, bn),
-                 "ic": min(s.ic, (2 if s.kh * s.kw == 1 else 1) * bk)}      # two K blocks at least
+                 "ic": min(s.ic, (blocks if s.kh * s.kw == 1 else parts) * bk)}      # two K blocks at least
     changes = tuple(f"{d} {getattr(s, d)} -> {v}" for d, v in sizes.items() if getattr(s, d) != v)
     return Reduction(replace(s, **sizes), changes)
 
@@ -199,6 +201,19 @@ class _TmaGemm:
         self.a_s, self.b_s, self.e_s, self.bars, self.acc = (var(n, u64) for n in ("a_s", "b_s", "e_s", "bars", "acc"))
         self.k_iters = K // bk
         self.tiles_m = self.pixels.tiles if self.pixels else -(-self.M // bm)
+        self.splits = config.splits or 1
+        if self.splits > 1:
+            if config.schedule != "tma_ws_cooperative" or self.gather or self.k_iters % self.splits:
+                raise BuildError(f"splits={self.splits}: split K runs on schedule=tma_ws_cooperative (not gathered), "
+                                 f"the parts dividing the {self.k_iters} K blocks", knob="splits")
+            dst = self.args[2]
+            self.scratch = KernelArg("dst_partial", var("dst_partial", u64), f32,
+                                     type(dst.layout)(f32, dst.layout.dims, dst.layout.blocks), dst.dims, "scratch",
+                                     zero_init=True)
+            slabs = self.tiles_m * (N // bn) * WARPGROUP * (bm // 64)
+            self.counters = KernelArg("arrivals", var("arrivals", u64), u32, vector_layout(slabs, u32),
+                                      (("slab", slabs),), "scratch", zero_init=True)
+            self.args += (self.scratch, self.counters)
         self.full_count = WARPGROUP if self.gather else 1    # gathered: each producer warp arrives
         self.acc_rows = bn // 2         # f32 accumulator registers per lane: 16 rows x BN / 32 lanes
 
@@ -293,12 +308,36 @@ class _TmaGemm:
             _call(TensorStoreWait(self.e_bufs - 1), []), fill, _call(Fence("async"), []),
             _call(box, [self.dst, n0 + c * cw, row0, 0, 0, 0, self.e_s, buf])))
 
+    def split_epilogue(self, tile, mt, n0, wg, rank):
+        """Split K's finish, per warp (its 16 rows of a tile are a slab no other warp of its part touches):
+        add the partial accumulators into the f32 scratch, count the part on the slab's counter, and the
+        last part to arrive loads the sum, runs the epilogue and leaves its slab of the scratch and its
+        counter zero for the next launch (self-resetting, as ``split_k.py``'s finish)."""
+        rows = self.pixels.rows(mt) if self.pixels else _GemmRows(self.M, self.bm, mt)
+
+        def partial(op):
+            return _epilogue(self.scratch.var, f32, self.acc, self.acc_rows, self.N, rows, n0, wg, rank, op,
+                             f"acc_{op.value}")
+        arrived = var("arrived", u64)
+        slab = (tile * (self.bm // 64) + wg) * WARPGROUP + rank
+
+        def counter(op):
+            return _call(Send(op, SendKind.BLOCK, "global", u32, 1),
+                         [self.counters.var, slab * 4, arrived, 0, BoolImm.make(True)])
+        fence = _call(Fence("global"), [])
+        finish = seq(fence, partial(SendOp.LOAD), self.epilogue(mt, n0, wg, rank), self.zero_acc("acc_reset"),
+                     partial(SendOp.STORE), Store.make(arrived, 0, const(0, u32)), counter(SendOp.STORE))
+        return Alloc.make(arrived, ROW, MemKind.GRF, seq(
+            partial(SendOp.ATOMIC_ADD), fence, Store.make(arrived, 0, const(1, u32)),
+            counter(SendOp.ATOMIC_FETCH_ADD),
+            If.make(Load.make(u32, arrived, 0).eq(self.splits - 1), finish)))
+
     def epilogue_drained(self):
         """The end of a thread that issued TMA stores: none may still read its SLM."""
         return [_call(TensorStoreWait(0), [])] if self.tma_store else []
 
-    def zero_acc(self):
-        row = var("acc_row")
+    def zero_acc(self, name: str = "acc_row"):
+        row = var(name)
         return For.make(row, 0, self.acc_rows, Store.make(self.acc, row * ROW, Broadcast.make(const(0.0, f32), 32)))
 
     def init_barriers(self, empty_count: int | None):
@@ -356,48 +395,54 @@ class _TmaGemm:
         bands of ``band`` M tiles, so that groups running together share A and B in L2."""
         tid, gid = var("thread_id0"), var("group_id0")
         tiles_m, tiles_n = self.tiles_m, self.N // self.bn
-        tiles = tiles_m * tiles_n
-        groups = min(tiles, self.target.device.cores)
+        tiles, splits = tiles_m * tiles_n, self.splits
+        units = tiles * splits          # a tile's parts of K are adjacent units: they run at the same time
+        groups = min(units, self.target.device.cores)
         band = self.config.swizzle or next(b for b in (8, 4, 2, 1) if tiles_m % b == 0)
         if tiles_m % band:
             raise BuildError(f"swizzle={band} must divide the {tiles_m} M tiles", knob="swizzle")
         consumers = self.bm // 64
-        stages, k_iters = self.stages, self.k_iters
+        stages, k_iters = self.stages, self.k_iters // splits      # K blocks of a unit
         def role(name):
             """The loop variables of one role (each branch binds its own: no variable is bound twice)."""
-            return (var(f"{name}_{n}") for n in ("it", "tile", "mt", "n0", "kt", "g", "s"))
+            return (var(f"{name}_{n}") for n in ("it", "tile", "mt", "n0", "kt", "g", "s", "unit", "part", "j"))
 
         def per_tile(names, body):
-            """``body`` for each of this group's tiles, ``mt`` its M tile, ``n0`` its first column, ``it``
-            its index here."""
-            it, tile, mt, n0 = names[:4]
+            """``body`` for each of this group's units (a tile and a part of its K), ``mt`` its M tile,
+            ``n0`` its first column, ``it`` its index here."""
+            it, tile, mt, n0, unit, part = *names[:4], names[7], names[8]
             within = tile % (band * tiles_n)
             m_tile = (tile // (band * tiles_n)) * band + within % band
-            return For.make(it, 0, -(-tiles // groups), Let.make(tile, it * groups + gid, If.make(
-                tile.lt(tiles), Let.make(mt, m_tile, Let.make(n0, (within // band) * self.bn, body)))))
+            return For.make(it, 0, -(-units // groups), Let.make(unit, it * groups + gid, If.make(
+                unit.lt(units), Let.make(tile, unit // splits, Let.make(part, unit % splits, Let.make(
+                    mt, m_tile, Let.make(n0, (within // band) * self.bn, body))))))) if splits > 1 else \
+                For.make(it, 0, -(-tiles // groups), Let.make(tile, it * groups + gid, If.make(
+                    tile.lt(tiles), Let.make(mt, m_tile, Let.make(n0, (within // band) * self.bn, body)))))
 
         def k_block(names, body):
-            """``body`` for each K block, ``g`` its index over the group's tiles, ``s`` its stage."""
-            it, kt, g, s = names[0], *names[4:]
+            """``body`` for each K block of the unit, ``g`` its index over the group's units, ``s`` its stage,
+            ``j`` the K block."""
+            it, kt, g, s, part, j = names[0], *names[4:7], names[8], names[9]
+            body = Let.make(j, part * k_iters + kt, body) if splits > 1 else body
             return For.make(kt, 0, k_iters, Let.make(g, it * k_iters + kt, Let.make(s, g % stages, body)))
 
         p = tuple(role("p"))
         produce = per_tile(p, k_block(p, seq(
             _call(MbarrierWait(), [self.bars, self.empty(p[6]), (p[5] // stages + 1) % 2]),
-            self.load(p[6], p[4], p[2], p[3]))))
+            self.load(p[6], p[9] if splits > 1 else p[4], p[2], p[3]))))
         c = tuple(role("c"))
-        it, mt, n0, kt, g, s = c[0], c[2], c[3], c[4], c[5], c[6]
+        it, tile, mt, n0, kt, g, s = c[:7]
         wg, rank, last = var("wg"), var("rank"), var("c_last")
 
         def release(block):      # the MMAs of K block ``block`` are done: its stage may be refilled
             return _call(MbarrierExpectTx(0), [self.bars, self.empty(block % stages)])
         consume = per_tile(c, seq(self.zero_acc(), k_block(c, seq(
-            _call(MbarrierWait(), [self.bars, self.full(s), (g // stages) % 2]), self.mma(s, wg, kt),
-            _call(WgmmaWait(1), []),
+            _call(MbarrierWait(), [self.bars, self.full(s), (g // stages) % 2]),
+            self.mma(s, wg, c[9] if splits > 1 else kt), _call(WgmmaWait(1), []),
             If.make(kt.ge(1), release(g + (stages - 1))))),
             _call(WgmmaWait(0), []),
             Let.make(last, it * k_iters + (k_iters - 1), release(last)),
-            self.epilogue(mt, n0, wg, rank)))
+            self.split_epilogue(tile, mt, n0, wg, rank) if splits > 1 else self.epilogue(mt, n0, wg, rank)))
         producer_regs = GATHER_REGS if self.gather else PRODUCER_REGS
         # setmaxnreg.inc takes only what the CTA's warps gave back: the registers of the launch (its cap per
         # thread at entry, PtxLowering's), not the SM's, bound what the consumers may take
@@ -503,13 +548,15 @@ class _PixelRows:
         return (n * s.oh + oh) * s.ow + ow, (land(*checks) if len(checks) > 1 else checks[0]) if checks else None
 
 
-def _epilogue(dst, out_type, acc, acc_rows: int, N: int, rows, n0, wg, rank):
+def _epilogue(dst, out_type, acc, acc_rows: int, N: int, rows, n0, wg, rank, op: SendOp = SendOp.STORE,
+              name: str = "acc_pair"):
     """Each warp's 16 rows of C: register pair ``(i, i + 1)`` (``i = 2 p``) holds, in lane ``l``, tile row
     ``l / 4 + 8 * (p % 2)`` and columns ``8 * (p / 2) + 2 * (l % 4)`` and the next one. An f32 C is
     stored a register at a time; a 16-bit C converts the pair side by side into one word per lane
     (``packed``) and stores that. ``rows`` (:class:`_GemmRows`, :class:`_PixelRows`) says which row of C
-    each tile row is and which are stored."""
-    pair = var("acc_pair")
+    each tile row is and which are stored. An f32 ``dst`` may take another ``op`` (split K's scratch:
+    added into, loaded back; ``name`` its loop's variable, each loop its own)."""
+    pair = var(name)
     lane = Ramp.make(const(0), 1, 32)
     size = out_type.size
     row, inside = rows.at(wg * 64 + rank * 16 + (pair % 2) * 8)
@@ -519,7 +566,7 @@ def _epilogue(dst, out_type, acc, acc_rows: int, N: int, rows, n0, wg, rank):
     def at(half):
         return Broadcast.make((row * N + n0 + (pair // 2) * 8 + half) * size, 32) + pattern
     if size == 4:
-        stores = seq(*(_call(Send(SendOp.STORE, SendKind.SCATTERED, "global", f32, 32),
+        stores = seq(*(_call(Send(op, SendKind.SCATTERED, "global", f32, 32),
                                      [dst, at(half), acc, (pair * 2 + half) * ROW, mask]) for half in (0, 1)))
     else:
         packed = var("packed", u64)

@@ -42,6 +42,7 @@ class KernelConfig:
     cluster: Tile | None = None
     epilogue: str | None = None
     swizzle: int | None = None
+    splits: int | None = None
     src_layout: str | None = None
     wei_layout: str | None = None
     dst_layout: str | None = None

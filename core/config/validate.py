@@ -55,6 +55,9 @@ def validate_config(problem, config: KernelConfig, target: Target, reduced: bool
     if config.swizzle is not None:
         issues.append(ConfigIssue("swizzle", f"swizzle={config.swizzle} orders the tiles of "
                                              "schedule=tma_ws_cooperative; schedule=classic walks its grid", "warning"))
+    if config.splits is not None:
+        issues.append(ConfigIssue("splits", f"splits={config.splits} splits K on schedule=tma_ws_cooperative; "
+                                            "schedule=classic splits it with loop", "warning"))
     shape = _check_fma(problem, config, target, issues)
     if not target.registers.allows(config.regs):
         r = target.registers
@@ -84,7 +87,8 @@ def validate_config(problem, config: KernelConfig, target: Target, reduced: bool
 
 
 def _check_schedule(config: KernelConfig, target: Target) -> list[ConfigIssue]:
-    """A CUTLASS-style schedule (``schedule=tma*``) is built from ``tile``, ``stages`` and ``cluster`` alone
+    """A CUTLASS-style schedule (``schedule=tma*``) is built from ``tile``, ``stages``, ``cluster``, ``epilogue``,
+    ``swizzle`` and ``splits`` alone
     (the builder refuses, naming the knob, what it cannot generate); the tiling knobs are not read."""
     if target.isa != "ptx":
         return [ConfigIssue("schedule", f"schedule={config.schedule} is an sm_90 schedule; {target.name} runs "

@@ -320,8 +320,15 @@ class Warp(HopperWarp):
         where = self.addr(args[1] if base == "atom" else args[0])
         value = self.val(args[2] if base == "atom" else args[1])
         size = bits_of(t) // 8
+        lanes = np.flatnonzero(active)
+        if np.unique(where[lanes]).size == lanes.size:     # distinct addresses: no lane sees another's add
+            old = self.m.load(where, size, shared, active)
+            self.m.store(where, alu(f"add.{t}", [old, value]), size, shared, active)
+            if base == "atom":
+                self.set(args[0], np.where(active, old, np.uint64(0)))
+            return
         old = np.zeros(LANES, dtype=np.uint64)
-        for lane in np.flatnonzero(active):        # lanes in order: an atomic's result is some order's
+        for lane in lanes:        # lanes in order: an atomic's result is some order's
             one = np.zeros(LANES, dtype=bool)
             one[lane] = True
             cur = self.m.load(where, size, shared, one)

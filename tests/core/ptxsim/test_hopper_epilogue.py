@@ -95,3 +95,41 @@ def test_a_swizzle_that_does_not_divide_the_m_tiles_names_the_knob():
     with pytest.raises(BuildError) as exc:      # 4 M tiles of 64
         build_kernel(problem, parse_line("schedule=tma_ws_cooperative tile=m64n64k64 stages=2 swizzle=3"), SM90)
     assert exc.value.knob == "swizzle"
+
+
+@pytest.mark.parametrize("problem_text, line", [
+    ("m72n64k128", "tile=m64n64k64 stages=2 splits=2 epilogue=tma"),       # an M tail; 4 units on 2 SMs
+    ("m64n64k192", "tile=m64n64k64 stages=2 splits=3"),                    # direct stores; f32 out
+])
+def test_split_k_units_finish_and_reset_themselves(problem_text, line):
+    """Split K's parts are units of the persistent walk: the last part of each warp's slab adds up the
+    f32 scratch, runs the epilogue (relu) and leaves scratch and counters zero, so a second launch on
+    the same buffers, unreset, computes the same C."""
+    import numpy as np
+
+    from kdd.core.interp.check import check_buffers
+    from kdd.core.ptxsim.run import run_ptx
+
+    types = "f16:f16:f32" if "splits=3" in line else "f16:f16:f16"
+    problem = problem_from_text(problem_text, types=types, post_ops="relu")
+    kernel = build_kernel(problem, parse_line(f"schedule=tma_ws_cooperative {line}"), TWO_SMS)
+    assert [a.name for a in kernel.args if a.role == "scratch"] == ["dst_partial", "arrivals"]
+    listing = _listing(kernel, TWO_SMS)
+    result = check_ptx(kernel, listing)
+    assert result["ok"], result
+    buffers, _ = check_buffers(kernel, 0)
+    args = [buffers[a.name] for a in kernel.args]
+    results = []
+    for _ in range(2):
+        buffers["dst"][:] = 0xFF
+        run_ptx(listing["asm"], listing["launch"], args)
+        assert not buffers["dst_partial"].any() and not buffers["arrivals"].any()
+        results.append(buffers["dst"].copy())
+    assert np.array_equal(*results)
+
+
+def test_split_k_that_does_not_divide_the_k_blocks_names_the_knob():
+    problem = problem_from_text("m128n64k192", types="f16:f16:f16")
+    with pytest.raises(BuildError) as exc:
+        build_kernel(problem, parse_line("schedule=tma_ws_cooperative tile=m128n64k64 stages=2 splits=2"), SM90)
+    assert exc.value.knob == "splits"
