@@ -25,7 +25,12 @@ MMAs are done).
         last stage, [relu], store
 
 ``load(s, j)``: ``mbarrier.arrive.expect_tx(full[s], bytes)`` and the ``tensor_load`` boxes of K block
-``j``. The loops stay loops: the PTX has one copy of the K loop's body, whatever K is.
+``j``. The loops stay loops: the PTX has one copy of the K loop's body, whatever K is. The persistent walk
+takes tiles in bands of ``swizzle`` M tiles; with ``splits`` its units are a tile's parts of K, each warp's
+partial rows summed in an f32 scratch and finished by the last part (:meth:`_TmaGemm.split_epilogue`).
+
+"store" is ``epilogue``'s: ``direct`` from registers (:func:`_epilogue`), or ``tma`` through swizzled SLM
+buffers and tensor stores that drain during the next tile (:meth:`_TmaGemm.tma_epilogue`).
 
 A convolution's A rows are its NHWC pixels: a 1x1 stride-1 one's M tile is a run of them, as a GEMM's;
 any other's (a stride-1 kernel of any size and padding, a strided 1x1) is a box of output pixels, and K
@@ -40,6 +45,7 @@ from kdd.core.ir.funcs import (TENSOR_RANK, Barrier, Eltwise, Fence, MbarrierExp
                                SendKind, SendOp, SetMaxNreg, TensorLoad, TensorStore, TensorStoreWait, Wgmma, WgmmaWait)
 from kdd.core.ir.stmt import Alloc, For, FuncCall, Group, If, Let, MemKind, Store, seq
 from kdd.core.ir.types import Scalar, f32, u16, u32, u64
+from kdd.core.layout.layout import Layout
 from kdd.core.problem.post_ops import Eltwise as EltwisePostOp
 
 from .errors import BuildError
@@ -208,8 +214,8 @@ class _TmaGemm:
                                  f"the parts dividing the {self.k_iters} K blocks", knob="splits")
             dst = self.args[2]
             self.scratch = KernelArg("dst_partial", var("dst_partial", u64), f32,
-                                     type(dst.layout)(f32, dst.layout.dims, dst.layout.blocks), dst.dims, "scratch",
-                                     zero_init=True)
+                                     Layout(f32, dst.layout.dims, dst.layout.blocks), dst.dims, "scratch",
+                                     zero_init=True)       # C's layout with f32 elements
             slabs = self.tiles_m * (N // bn) * WARPGROUP * (bm // 64)
             self.counters = KernelArg("arrivals", var("arrivals", u64), u32, vector_layout(slabs, u32),
                                       (("slab", slabs),), "scratch", zero_init=True)
@@ -270,9 +276,9 @@ class _TmaGemm:
 
     def tma_epilogue(self, mt, n0, wg, rank):
         """CUTLASS's TMA epilogue, per warp: its 16 rows of C, 128 bytes of columns (a chunk) at a time,
-        written into one of its ``e_bufs`` SLM buffers (:data:`EPILOGUE_BUFS`, or 1 for an odd number of chunks) through the 128-byte swizzle (conflict-free:
-        a lane's row ``l / 4`` picks the 16-byte chunk), then stored by a ``tensor_store`` of C as an ``N x M``
-        tensor, which writes nothing past M. Before a buffer is written again, the store that read it is
+        written into one of its ``e_bufs`` SLM buffers (:data:`EPILOGUE_BUFS`, or 1 for an odd number of
+        chunks) through the 128-byte swizzle (conflict-free: a lane's row ``l / 4`` picks the 16-byte chunk),
+        then stored by a ``tensor_store`` of C as an ``N x M`` tensor, which writes nothing past M. Before a buffer is written again, the store that read it is
         waited for (:class:`TensorStoreWait`): the stores drain while the warp goes on, into the next tile's
         main loop. Accumulator register ``16 c + q`` (f32 C) or pair ``16 c + q`` (16-bit C, converted side by
         side into one word) is the word of chunk ``c`` that lane ``l`` writes at row ``l / 4 + 8 h``, column
@@ -287,10 +293,11 @@ class _TmaGemm:
             j, h, e = q // 2, q % 2, 0
         else:               # q = 4 j + 2 h + e: one column
             j, h, e = q // 4, (q // 2) % 2, q % 2
-        col_byte = (Broadcast.make(j * 8 + e, 32) + (lane % 4) * 2) * size
-        # the 128-byte swizzle: 16-byte chunk ^ row % 8, the row being l / 4 (+ 8 h)
-        at = (Broadcast.make(buf + h * (8 * ROW), 32) + (lane // 4) * ROW
-              + ((col_byte // 16) ^ (lane // 4)) * 16 + col_byte % 16)
+        # The word's byte in its row is (8 j + e) size + (l % 4) 2 size, two parts of disjoint bits 2-6, and
+        # the 128-byte swizzle XORs the row's l / 4 into bits 4-6 (its row, l / 4 x 128, lies above): so
+        # the lane's part, swizzle and row included, is one value per lane, and a word XORs its constant in
+        lane_at = (lane // 4) * ROW + (((lane % 4) * (2 * size)) ^ ((lane // 4) * 16))
+        at = Broadcast.make(buf + h * (8 * ROW), 32) + (Broadcast.make((j * 8 + e) * size, 32) ^ lane_at)
 
         def store(src, offset):
             return _call(Send(SendOp.STORE, SendKind.SCATTERED, "slm", u32, 32),

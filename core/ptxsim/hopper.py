@@ -73,6 +73,14 @@ class Barriers:
         return (self._get(addr)[3] % 2) != parity % 2
 
 
+def _retire(groups: list[list], keep: int, complete) -> None:
+    """Completes the oldest of the committed ``groups`` (oldest first) until ``keep`` are left, calling
+    ``complete`` on each of their entries in order."""
+    while len(groups) > keep:
+        for entry in groups.pop(0):
+            complete(entry)
+
+
 class HopperWarp:
     """Mixed into :class:`.machine.Warp`: the sm_90a instructions."""
 
@@ -90,10 +98,7 @@ class HopperWarp:
             self.bulk_open = []
             return None
         if op == "cp.async.bulk.wait_group.read":
-            keep = int(args[0])
-            while len(self.bulk_groups) > keep:
-                for store in self.bulk_groups.pop(0):
-                    store()
+            _retire(self.bulk_groups, int(args[0]), lambda store: store())
             return None
         if base == "cp":
             self._tensor_copy(op, args, active)
@@ -105,10 +110,7 @@ class HopperWarp:
             self.wgmma_open = []
             return None
         if op == "wgmma.wait_group.sync.aligned":
-            keep = int(args[0])
-            while len(self.wgmma_groups) > keep:
-                for reg, value in self.wgmma_groups.pop(0):
-                    self.regs[reg] = value
+            _retire(self.wgmma_groups, int(args[0]), lambda write: self.regs.__setitem__(*write))
             return None
         if base == "wgmma" and name[1] == "mma_async":
             self._wgmma(name, args)
