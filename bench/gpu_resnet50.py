@@ -105,10 +105,14 @@ def _f16_out(text: str) -> str:
 
 def _with_line(text: str, line: str) -> str:
     """``text`` with its ``[config]`` table replaced by the config line ``line``, or with ``+KNOBS`` its
-    config line (``line = "..."``) with ``KNOBS`` added."""
+    config line (``line = "..."``) with ``KNOBS`` set (in place of the same keys written there)."""
     if line.startswith("+"):
-        out, n = re.subn(r'^line = "([^"]*)"', lambda m: f'line = "{m.group(1)} {line[1:]}"', text, count=1,
-                         flags=re.M)
+        keys = {kv.split("=")[0] for kv in line[1:].split()}
+
+        def added(m):
+            kept = [kv for kv in m.group(1).split() if kv.split("=")[0] not in keys]
+            return f'line = "{" ".join(kept + line[1:].split())}"'
+        out, n = re.subn(r'^line = "([^"]*)"', added, text, count=1, flags=re.M)
         if not n:
             raise ValueError(f"--variant ...={line}: the spec has no config line to add to")
         return out

@@ -185,10 +185,6 @@ class _TmaGemm:
         # gathered: B (all of K, small) stays in shared memory, staged once; stages hold A only
         self.b_size = K // bk * self.b_stage if self.gather else stages * self.b_stage
         self.tma_store = (config.epilogue or "direct") == "tma"
-        if self.tma_store and self.pixels:
-            raise BuildError("epilogue=tma stores runs of C's rows: a GEMM, or a convolution whose M tile is a run "
-                             "of pixels (1x1 stride 1, or gathered); this one's tiles are boxes of pixels",
-                             knob="epilogue")
         # a chunk's buffer is its index % e_bufs, the same in every tile: so e_bufs divides the chunks of a tile
         chunks = bn * types.dst.size // ROW
         self.e_bufs = EPILOGUE_BUFS if chunks % EPILOGUE_BUFS == 0 else 1
@@ -278,7 +274,8 @@ class _TmaGemm:
         """CUTLASS's TMA epilogue, per warp: its 16 rows of C, 128 bytes of columns (a chunk) at a time,
         written into one of its ``e_bufs`` SLM buffers (:data:`EPILOGUE_BUFS`, or 1 for an odd number of
         chunks) through the 128-byte swizzle (conflict-free: a lane's row ``l / 4`` picks the 16-byte chunk),
-        then stored by a ``tensor_store`` of C as an ``N x M`` tensor, which writes nothing past M. Before a buffer is written again, the store that read it is
+        then stored by a ``tensor_store`` of C as an ``N x M`` tensor, which writes nothing past M (a
+        convolution's box of pixels: of the output as ``oc x ow x oh x mb``, nothing outside it written). Before a buffer is written again, the store that read it is
         waited for (:class:`TensorStoreWait`): the stores drain while the warp goes on, into the next tile's
         main loop. Accumulator register ``16 c + q`` (f32 C) or pair ``16 c + q`` (16-bit C, converted side by
         side into one word) is the word of chunk ``c`` that lane ``l`` writes at row ``l / 4 + 8 h``, column
@@ -309,11 +306,16 @@ class _TmaGemm:
         else:
             fill = store(self.acc, (c * 16 + q) * ROW)
         fill = For.make(q, 0, 16, fill)
-        box = TensorStore(t, (cw, EPILOGUE_ROWS), (self.N, self.M), (self.N * size,))
-        row0 = mt * self.bm + wg * 64 + rank * EPILOGUE_ROWS
+        base = wg * 64 + rank * EPILOGUE_ROWS           # the warp's first row of the tile
+        if self.pixels:     # its 16 rows: a box of the output's pixels, whose SLM rows run as the tile's
+            box, corner = self.pixels.store(t, self.N, mt, base, EPILOGUE_ROWS)
+        else:               # C as an N x M tensor: rows past M are not written
+            box, corner = TensorStore(t, (cw, EPILOGUE_ROWS), (self.N, self.M), (self.N * size,)), \
+                [mt * self.bm + wg * 64 + rank * EPILOGUE_ROWS]
+        corner = [n0 + c * cw, *corner]
         return For.make(c, 0, self.bn // cw, seq(
             _call(TensorStoreWait(self.e_bufs - 1), []), fill, _call(Fence("async"), []),
-            _call(box, [self.dst, n0 + c * cw, row0, 0, 0, 0, self.e_s, buf])))
+            _call(box, [self.dst, *corner, *[0] * (TENSOR_RANK - len(corner)), self.e_s, buf])))
 
     def split_epilogue(self, tile, mt, n0, wg, rank):
         """Split K's finish, per warp (its 16 rows of a tile are a slab no other warp of its part touches):
@@ -531,6 +533,20 @@ class _PixelTiles:
 
     def rows(self, mt):
         return _PixelRows(self, mt)
+
+    def store(self, t, N: int, mt, base, rows: int):
+        """The ``tensor_store`` of tile ``mt``'s rows ``base .. base + rows`` (``rows`` a power of two, ``base``
+        a multiple) into the ``N``-channel NHWC output, and its corner past the channel: those rows are a
+        box of pixels (a line's ``min(bw, rows)``, then lines, then images) in the tile's row order, and the
+        tensor store leaves the pixels outside the output unwritten."""
+        s, (bw, bh, images) = self.s, self.box
+        w = min(bw, rows)
+        h = min(bh, rows // w)
+        ow0, oh0, n0 = self.corner(mt)
+        size = t.size
+        box = TensorStore(t, (ROW // size, w, h, rows // (w * h)), (N, s.ow, s.oh, s.mb),
+                          (N * size, s.ow * N * size, s.oh * s.ow * N * size))
+        return box, [ow0 + base % bw, oh0 + (base // bw) % bh, n0 + base // (bw * bh)]
 
 
 class _PixelRows:

@@ -315,11 +315,11 @@ KNOBS: tuple[Knob, ...] = (
          "group per cluster.", TileCodec()),
     Knob("epilogue", "epilogue", "choice", " | ".join(EPILOGUES), "epilogue=tma",
          "How a `schedule=tma*` kernel stores C (CUTLASS's epilogue schedules): `direct` (the default) stores "
-         "each warp's accumulators from registers; `tma` (a GEMM, or a convolution whose M tile is a run of "
-         "pixels) writes each warp's 16 rows 128 bytes of columns at a time into a swizzled shared-memory "
-         "buffer (two per warp) and stores it with a TMA tensor store (`cp.async.bulk.tensor`, nothing "
-         "written past M), asynchronously: the next tile's main loop runs while the stores drain. Optional: "
-         "unset is `direct`.", ChoiceCodec(EPILOGUES), optional=True),
+         "each warp's accumulators from registers; `tma` writes each warp's 16 rows 128 bytes of columns at "
+         "a time into a swizzled shared-memory buffer (two per warp) and stores it with a TMA tensor store "
+         "(`cp.async.bulk.tensor`; nothing written past M, or outside the output for a convolution's box of "
+         "pixels), asynchronously: the next tile's main loop runs while the stores drain. Optional: unset is "
+         "`direct`.", ChoiceCodec(EPILOGUES), optional=True),
     Knob("swizzle", "swizzle", "int", ">= 1", "swizzle=16",
          "The band of M tiles a `schedule=tma_ws_cooperative` persistent group walks before the next N tile "
          "(CUTLASS's `max_swizzle_size` of its tile scheduler): tile `t` is M tile `t / (band x tiles_n) x "

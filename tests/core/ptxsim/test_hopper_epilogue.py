@@ -76,12 +76,23 @@ def test_a_convolution_of_pixel_runs_stores_by_tma():
     assert result["ok"], result
 
 
-def test_boxes_of_pixels_name_the_knob():
-    problem = problem_from_text("mb2ic64ih8oc64oh8kh3ph1", op="conv", types="f16:f16:f16",
-                                tags={"src": "axb", "wei": "axcb", "dst": "axb"})
-    with pytest.raises(BuildError) as exc:
-        build_kernel(problem, parse_line("schedule=tma tile=m128n64k64 stages=2 epilogue=tma"), SM90)
-    assert exc.value.knob == "epilogue"
+@pytest.mark.parametrize("schedule, shape, tile", [
+    ("tma", "mb3ic64ih7oc64oh7kh3ph1", "m128n64k64"),          # 8 x 8 x 2 boxes: a warp's 16 rows, 2 lines
+    ("tma_ws_cooperative", "mb16ic64ih1iw7oc64oh1ow7kh3kw3ph1pw1", "m128n64k64"),  # 8 x 1 x 16: 2 images
+    ("tma_ws_cooperative", "mb2ic64ih12oc64oh12kh3ph1", "m128n64k64"),  # 16 x 4 x 2 boxes: 1 line; tails
+    ("tma_ws_cooperative", "mb2ic128ih14oc128oh7kh1sh2ph0", "m128n128k64")])   # stride 2
+def test_boxes_of_pixels_store_by_tma(schedule, shape, tile):
+    """A warp's 16 rows of a box of output pixels are a box of the output tensor (a line, lines, or
+    images, in the tile's row order); the tensor store writes none of the pixels outside the output."""
+    problem = problem_from_text(shape, op="conv", types="f16:f16:f16",
+                                tags={"src": "axb", "wei": "axcb", "dst": "axb"}, post_ops="relu")
+    kernel = build_kernel(problem, parse_line(f"schedule={schedule} tile={tile} stages=2 epilogue=tma"), SM90)
+    if schedule == "tma":
+        assert check_kernel(kernel).ok
+    listing = _listing(kernel)
+    assert "cp.async.bulk.tensor.4d.global.shared::cta" in listing["asm"]
+    result = check_ptx(kernel, listing)
+    assert result["ok"], result
 
 
 def test_the_knob_round_trips_and_is_optional():
