@@ -125,7 +125,7 @@ def tma_check_shape(problem, config):
         ow, oh = (min(o, b + o % b) for o, b in ((s.ow, bw), (s.oh, bh)))
         sizes = {"mb": min(s.mb, images), "oh": oh, "ow": ow, "ih": s.ih - (s.oh - oh) * s.sh,
                  "iw": s.iw - (s.ow - ow) * s.sw, "oc": min(s.oc, bn),
-                 "ic": min(s.ic, (blocks if s.kh * s.kw == 1 else parts) * bk)}      # two K blocks at least
+                 "ic": min(s.ic, (blocks if s.kh * s.kw == 1 else parts) * bk)}     # 1x1: two K blocks at least
     changes = tuple(f"{d} {getattr(s, d)} -> {v}" for d, v in sizes.items() if getattr(s, d) != v)
     return Reduction(replace(s, **sizes), changes)
 
@@ -275,9 +275,9 @@ class _TmaGemm:
         written into one of its ``e_bufs`` SLM buffers (:data:`EPILOGUE_BUFS`, or 1 for an odd number of
         chunks) through the 128-byte swizzle (conflict-free: a lane's row ``l / 4`` picks the 16-byte chunk),
         then stored by a ``tensor_store`` of C as an ``N x M`` tensor, which writes nothing past M (a
-        convolution's box of pixels: of the output as ``oc x ow x oh x mb``, nothing outside it written). Before a buffer is written again, the store that read it is
-        waited for (:class:`TensorStoreWait`): the stores drain while the warp goes on, into the next tile's
-        main loop. Accumulator register ``16 c + q`` (f32 C) or pair ``16 c + q`` (16-bit C, converted side by
+        convolution's box of pixels: of the output as ``oc x ow x oh x mb``, nothing outside it written).
+        Before a buffer is written again, the store that read it is waited for (:class:`TensorStoreWait`):
+        the stores drain while the warp goes on, into the next tile's main loop. Accumulator register ``16 c + q`` (f32 C) or pair ``16 c + q`` (16-bit C, converted side by
         side into one word) is the word of chunk ``c`` that lane ``l`` writes at row ``l / 4 + 8 h``, column
         ``8 j + 2 (l % 4) + e``."""
         t, size = self.types.dst, self.types.dst.size
@@ -422,11 +422,13 @@ class _TmaGemm:
             it, tile, mt, n0, unit, part = *names[:4], names[7], names[8]
             within = tile % (band * tiles_n)
             m_tile = (tile // (band * tiles_n)) * band + within % band
+            body = Let.make(mt, m_tile, Let.make(n0, (within // band) * self.bn, body))
+            if splits > 1:
+                body = Let.make(tile, unit // splits, Let.make(part, unit % splits, body))
+            else:
+                unit = tile
             return For.make(it, 0, -(-units // groups), Let.make(unit, it * groups + gid, If.make(
-                unit.lt(units), Let.make(tile, unit // splits, Let.make(part, unit % splits, Let.make(
-                    mt, m_tile, Let.make(n0, (within // band) * self.bn, body))))))) if splits > 1 else \
-                For.make(it, 0, -(-tiles // groups), Let.make(tile, it * groups + gid, If.make(
-                    tile.lt(tiles), Let.make(mt, m_tile, Let.make(n0, (within // band) * self.bn, body)))))
+                unit.lt(units), body)))
 
         def k_block(names, body):
             """``body`` for each K block of the unit, ``g`` its index over the group's units, ``s`` its stage,
