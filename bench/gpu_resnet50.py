@@ -29,7 +29,7 @@ Two steps, so the GPU machine needs neither ptxas nor kdd's parser:
    CUDA, cuDNN, torch, Triton versions and clocks. ``--reps N`` alternates
    N timings of each side; ratios are of the medians.
 
-    .venv/bin/python bench/gpu_resnet50.py prepare [--limit N] [--only REGEX] [--tuned] [--bundle DIR]
+    .venv/bin/python bench/gpu_resnet50.py prepare [--limit N] [--only REGEX] [--tuned] [--bundle DIR] [--variant NAME=LINE]
     python bench/gpu_resnet50.py run [--only REGEX] [--reps N] [--json $OUT/gpu_resnet50.json]   # on the GPU machine
     python bench/gpu_resnet50.py compare BEFORE.json AFTER.json     # same card only
 
@@ -103,6 +103,23 @@ def _f16_out(text: str) -> str:
     return re.sub(r'^types = "f16:f16:f32"', 'types = "f16:f16:f16"', text, count=1, flags=re.M)
 
 
+def _with_line(text: str, line: str) -> str:
+    """``text`` with its ``[config]`` table replaced by the config line ``line``, or with ``+KNOBS`` its
+    config line (``line = "..."``) with ``KNOBS`` set (in place of the same keys written there)."""
+    if line.startswith("+"):
+        keys = {kv.split("=")[0] for kv in line[1:].split()}
+
+        def added(m):
+            kept = [kv for kv in m.group(1).split() if kv.split("=")[0] not in keys]
+            return f'line = "{" ".join(kept + line[1:].split())}"'
+        out, n = re.subn(r'^line = "([^"]*)"', added, text, count=1, flags=re.M)
+        if not n:
+            raise ValueError(f"--variant ...={line}: the spec has no config line to add to")
+        return out
+    head = re.sub(r"^\[config\][^\[]*", "", text, flags=re.M).rstrip()
+    return f'{head}\n\n[config]\nline = "{line}"\n'
+
+
 def prepare(args) -> int:
     from kdd.core.builder import build_kernel
     from kdd.core.codegen.ptx import generate_ptx
@@ -120,6 +137,12 @@ def prepare(args) -> int:
     jobs += [(f"resnet50:{name}", _layer_text(conv, name, shape, args.tuned), False, "resnet50")
              for name, shape in _resnet_shapes(args.mb)]
     jobs += [(f"gemm:{shape}", _f16_out(_layer_text(gemm, shape, shape, args.tuned)), False, "gemm") for shape in GEMMS]
+    variants = []
+    for variant in args.variant:            # NAME=LINE: the layers and GEMMs again under another config line
+        label, _, line = variant.partition("=")
+        variants += [(f"{name}@{label}", _with_line(text, line), check, group)
+                     for name, text, check, group in jobs if group != "example" or not line.startswith("+")]
+    jobs += variants
     if args.limit:
         jobs = jobs[: args.limit]
     index = []
@@ -472,6 +495,10 @@ def main() -> int:
                    "--bundle, keeping the rows of the others")
     p.add_argument("--tuned", action="store_true",
                    help="layers with a file in examples/sm90_tuned/ take its config instead of the default tiles")
+    p.add_argument("--variant", action="append", default=[], metavar="NAME=LINE",
+                   help="also build the layers and GEMMs under config line LINE (+KNOBS: their own line with "
+                        "KNOBS added), as rows NAME@VARIANT (repeatable; --only selects them too): variants "
+                        "timed in one run against the same peers")
     r = sub.add_parser("run")
     r.add_argument("--bundle", default=str(BUNDLE))
     r.add_argument("--runs", type=int, default=30)

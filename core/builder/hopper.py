@@ -25,7 +25,12 @@ MMAs are done).
         last stage, [relu], store
 
 ``load(s, j)``: ``mbarrier.arrive.expect_tx(full[s], bytes)`` and the ``tensor_load`` boxes of K block
-``j``. The loops stay loops: the PTX has one copy of the K loop's body, whatever K is.
+``j``. The loops stay loops: the PTX has one copy of the K loop's body, whatever K is. The persistent walk
+takes tiles in bands of ``swizzle`` M tiles; with ``splits`` its units are a tile's parts of K, each warp's
+partial rows summed in an f32 scratch and finished by the last part (:meth:`_TmaGemm.split_epilogue`).
+
+"store" is ``epilogue``'s: ``direct`` from registers (:func:`_epilogue`), or ``tma`` through swizzled SLM
+buffers and tensor stores that drain during the next tile (:meth:`_TmaGemm.tma_epilogue`).
 
 A convolution's A rows are its NHWC pixels: a 1x1 stride-1 one's M tile is a run of them, as a GEMM's;
 any other's (a stride-1 kernel of any size and padding, a strided 1x1) is a box of output pixels, and K
@@ -35,16 +40,17 @@ and stores instead (:class:`_Im2colRows`).
 """
 from __future__ import annotations
 
-from kdd.core.ir.expr import Broadcast, Cast, Load, Ramp, as_expr, const, iif, land, var
+from kdd.core.ir.expr import BoolImm, Broadcast, Cast, Load, Ramp, as_expr, const, iif, land, var
 from kdd.core.ir.funcs import (TENSOR_RANK, Barrier, Eltwise, Fence, MbarrierExpectTx, MbarrierInit, MbarrierWait, Send,
-                               SendKind, SendOp, SetMaxNreg, TensorLoad, Wgmma, WgmmaWait)
+                               SendKind, SendOp, SetMaxNreg, TensorLoad, TensorStore, TensorStoreWait, Wgmma, WgmmaWait)
 from kdd.core.ir.stmt import Alloc, For, FuncCall, Group, If, Let, MemKind, Store, seq
 from kdd.core.ir.types import Scalar, f32, s32, u16, u32, u64
+from kdd.core.layout.layout import Layout
 from kdd.core.problem.post_ops import Eltwise as EltwisePostOp
 
 from .errors import BuildError
 from .kernel import Kernel, KernelArg
-from .layouts import tensor_layout
+from .layouts import tensor_layout, vector_layout
 from .origin import Origin
 
 ROW = 128           # bytes of one swizzled SLM row, one register row of a warp
@@ -57,6 +63,9 @@ INPUTS = (Scalar.F16, Scalar.BF16)
 PRODUCER_REGS, CONSUMER_REGS, SM_REGISTERS = 40, 232, 65536
 GATHER_REGS = 96    # a gathering producer's (its loads' addresses and masks in flight)
 TMA_SCHEDULES = ("tma", "tma_ws_cooperative")
+# epilogue=tma: each consumer warp's SLM buffers of 16 rows x 128 bytes of C, stored by TMA; with two, a warp
+# fills one while the store of the other drains
+EPILOGUE_BUFS, EPILOGUE_ROWS = 2, 16
 
 
 # The builder step and knob behind each call (the editor's IR-node links, kdd compile's line map)
@@ -64,7 +73,8 @@ _ORIGINS = {TensorLoad: Origin("hopper.copies", "stages"), MbarrierExpectTx: Ori
             MbarrierInit: Origin("hopper.barriers", "stages"), MbarrierWait: Origin("hopper.pipeline", "stages"),
             Barrier: Origin("hopper.barriers", "stages"), Wgmma: Origin("hopper.wgmma", "tile"),
             WgmmaWait: Origin("hopper.pipeline", "stages"), SetMaxNreg: Origin("hopper.roles", "schedule"),
-            Send: Origin("hopper.epilogue", "tile"), Eltwise: Origin("epilogue.post_ops", "post_ops")}
+            Send: Origin("hopper.epilogue", "tile"), Eltwise: Origin("epilogue.post_ops", "post_ops"),
+            TensorStore: Origin("hopper.epilogue", "epilogue"), TensorStoreWait: Origin("hopper.epilogue", "epilogue")}
 
 
 def _call(func, args):
@@ -89,16 +99,18 @@ def tma_check_shape(problem, config):
     images as fill M's tile (a 7 x 7 image leaves a tail, as the full shape does); a gathered one
     (:class:`_Im2colRows`) up to 12 x 12 pixels of one image (144 rows: an M tail); another keeps its
     kernel, strides and padding, one box of output pixels (:class:`_PixelTiles`) with the tails the full
-    shape has, and one K block of channels per tap (two for a 1x1 kernel).
-    Sizes already smaller stay."""
+    shape has, and one K block of channels per tap (two for a 1x1 kernel). With split K (``splits``) the K
+    blocks (per tap) are as many as its parts, so that every part has one. Sizes already smaller stay."""
     from dataclasses import replace
 
     from kdd.core.problem.reduced import Reduction
 
     bm, bn, bk = tma_tile(problem, config)
     s = problem.shape
+    parts = config.splits or 1
+    blocks = 2 if parts == 1 else parts       # K blocks (per tap: a multiple of split K's parts)
     if problem.op == "gemm":
-        sizes = {"m": min(s.m, bm), "n": min(s.n, bn), "k": min(s.k, 2 * bk)}
+        sizes = {"m": min(s.m, bm), "n": min(s.n, bn), "k": min(s.k, blocks * bk)}
     elif _gathered(problem):        # its kernel, strides, padding, channels; one image of about two M tiles
         o = min(s.oh, 12)
         sizes = {"mb": 1, "oh": o, "ow": o, "ih": s.ih - (s.oh - o) * s.sh, "iw": s.iw - (s.ow - o) * s.sw,
@@ -106,14 +118,14 @@ def tma_check_shape(problem, config):
     elif _dense_rows(problem):      # up to 8 x 8 pixels of as many images as fill M's tile
         h, w = min(s.oh, 8), min(s.ow, 8)
         sizes = {"mb": -(-bm // (h * w)), "oh": h, "ow": w, "ih": h, "iw": w, "oc": min(s.oc, bn),
-                 "ic": min(s.ic, 2 * bk)}
+                 "ic": min(s.ic, blocks * bk)}
         sizes = {d: min(v, getattr(s, d)) for d, v in sizes.items()}
     else:                           # one box of output pixels (with its tails), the input sizes to match
         bw, bh, images = _PixelTiles(problem, bm).box
         ow, oh = (min(o, b + o % b) for o, b in ((s.ow, bw), (s.oh, bh)))
         sizes = {"mb": min(s.mb, images), "oh": oh, "ow": ow, "ih": s.ih - (s.oh - oh) * s.sh,
                  "iw": s.iw - (s.ow - ow) * s.sw, "oc": min(s.oc, bn),
-                 "ic": min(s.ic, (2 if s.kh * s.kw == 1 else 1) * bk)}      # two K blocks at least
+                 "ic": min(s.ic, (blocks if s.kh * s.kw == 1 else parts) * bk)}     # 1x1: two K blocks at least
     changes = tuple(f"{d} {getattr(s, d)} -> {v}" for d, v in sizes.items() if getattr(s, d) != v)
     return Reduction(replace(s, **sizes), changes)
 
@@ -172,19 +184,38 @@ class _TmaGemm:
         self.a_stage, self.b_stage = bm * ROW, (bn // 64) * bk * ROW if self.b_major == "n" else bn * ROW
         # gathered: B (all of K, small) stays in shared memory, staged once; stages hold A only
         self.b_size = K // bk * self.b_stage if self.gather else stages * self.b_stage
-        self.smem = stages * self.a_stage + self.b_size + 2 * stages * 8
+        self.tma_store = (config.epilogue or "direct") == "tma"
+        # a chunk's buffer is its index % e_bufs, the same in every tile: so e_bufs divides the chunks of a tile
+        chunks = bn * types.dst.size // ROW
+        self.e_bufs = EPILOGUE_BUFS if chunks % EPILOGUE_BUFS == 0 else 1
+        self.e_size = WARPGROUP * (bm // 64) * self.e_bufs * EPILOGUE_ROWS * ROW if self.tma_store else 0
+        self.smem = stages * self.a_stage + self.b_size + self.e_size + 2 * stages * 8
         if self.smem > target.slm.per_group:
-            raise BuildError(f"{stages} stages of m{bm}n{bn}k{bk} need {self.smem} bytes of shared memory, "
-                             f"{target.name} has {target.slm.per_group}", knob="stages")
+            raise BuildError(f"{stages} stages of m{bm}n{bn}k{bk}{' and the TMA epilogue' if self.e_size else ''} "
+                             f"need {self.smem} bytes of shared memory, {target.name} has {target.slm.per_group}",
+                             knob="stages")
         for arg in self.args:
             if arg.layout.size_bytes() != arg.dtype.size * _count(arg.dims) or _strides(arg) != strides[arg.name]:
                 raise BuildError(f"schedule={config.schedule} reads dense {_LAYOUTS[problem.op][arg.name]} tensors; "
                                  f"{arg.name} is {arg.layout.blocks_str([n for n, _ in arg.dims])}",
                                  knob=f"{arg.name}_layout")
         self.src, self.wei, self.dst = (a.var for a in self.args)
-        self.a_s, self.b_s, self.bars, self.acc = (var(n, u64) for n in ("a_s", "b_s", "bars", "acc"))
+        self.a_s, self.b_s, self.e_s, self.bars, self.acc = (var(n, u64) for n in ("a_s", "b_s", "e_s", "bars", "acc"))
         self.k_iters = K // bk
         self.tiles_m = self.pixels.tiles if self.pixels else -(-self.M // bm)
+        self.splits = config.splits or 1
+        if self.splits > 1:
+            if config.schedule != "tma_ws_cooperative" or self.gather or self.k_iters % self.splits:
+                raise BuildError(f"splits={self.splits}: split K runs on schedule=tma_ws_cooperative (not gathered), "
+                                 f"the parts dividing the {self.k_iters} K blocks", knob="splits")
+            dst = self.args[2]
+            self.scratch = KernelArg("dst_partial", var("dst_partial", u64), f32,
+                                     Layout(f32, dst.layout.dims, dst.layout.blocks), dst.dims, "scratch",
+                                     zero_init=True)       # C's layout with f32 elements
+            slabs = self.tiles_m * (N // bn) * WARPGROUP * (bm // 64)
+            self.counters = KernelArg("arrivals", var("arrivals", u64), u32, vector_layout(slabs, u32),
+                                      (("slab", slabs),), "scratch", zero_init=True)
+            self.args += (self.scratch, self.counters)
         self.full_count = WARPGROUP if self.gather else 1    # gathered: each producer warp arrives
         self.acc_rows = bn // 2         # f32 accumulator registers per lane: 16 rows x BN / 32 lanes
 
@@ -234,11 +265,88 @@ class _TmaGemm:
         """The post-ops on the accumulators, then C stored (:func:`_epilogue`)."""
         ops = [_call(Eltwise(p.alg, self.acc_rows * 32, p.alpha, p.beta), [self.acc, 0])
                for p in self.problem.post_ops]
+        if self.tma_store:
+            return seq(*ops, self.tma_epilogue(mt, n0, wg, rank))
         rows = self.pixels.rows(mt) if self.pixels else _GemmRows(self.M, self.bm, mt)
         return seq(*ops, _epilogue(self.dst, self.types.dst, self.acc, self.acc_rows, self.N, rows, n0, wg, rank))
 
-    def zero_acc(self):
-        row = var("acc_row")
+    def tma_epilogue(self, mt, n0, wg, rank):
+        """CUTLASS's TMA epilogue, per warp: its 16 rows of C, 128 bytes of columns (a chunk) at a time,
+        written into one of its ``e_bufs`` SLM buffers (:data:`EPILOGUE_BUFS`, or 1 for an odd number of
+        chunks) through the 128-byte swizzle (conflict-free: a lane's row ``l / 4`` picks the 16-byte chunk),
+        then stored by a ``tensor_store`` of C as an ``N x M`` tensor, which writes nothing past M (a
+        convolution's box of pixels: of the output as ``oc x ow x oh x mb``, nothing outside it written).
+        Before a buffer is written again, the store that read it is waited for (:class:`TensorStoreWait`):
+        the stores drain while the warp goes on, into the next tile's main loop. Accumulator register ``16 c + q`` (f32 C) or pair ``16 c + q`` (16-bit C, converted side by
+        side into one word) is the word of chunk ``c`` that lane ``l`` writes at row ``l / 4 + 8 h``, column
+        ``8 j + 2 (l % 4) + e``."""
+        t, size = self.types.dst, self.types.dst.size
+        cw = ROW // size                                # C's columns of a chunk
+        lane = Ramp.make(const(0), 1, 32)
+        c, q, word = var("e_chunk"), var("e_word"), var("e_packed", u64)
+        warp_buf = (wg * WARPGROUP + rank) * (self.e_bufs * EPILOGUE_ROWS * ROW)
+        buf = warp_buf + (c % self.e_bufs) * (EPILOGUE_ROWS * ROW)
+        if size == 2:       # q = 2 j + h: the pair of columns 8 j + 2 (l % 4) + {0, 1}
+            j, h, e = q // 2, q % 2, 0
+        else:               # q = 4 j + 2 h + e: one column
+            j, h, e = q // 4, (q // 2) % 2, q % 2
+        # The word's byte in its row is (8 j + e) size + (l % 4) 2 size, two parts of disjoint bits 2-6, and
+        # the 128-byte swizzle XORs the row's l / 4 into bits 4-6 (its row, l / 4 x 128, lies above): so
+        # the lane's part, swizzle and row included, is one value per lane, and a word XORs its constant in
+        lane_at = (lane // 4) * ROW + (((lane % 4) * (2 * size)) ^ ((lane // 4) * 16))
+        at = Broadcast.make(buf + h * (8 * ROW), 32) + (Broadcast.make((j * 8 + e) * size, 32) ^ lane_at)
+
+        def store(src, offset):
+            return _call(Send(SendOp.STORE, SendKind.SCATTERED, "slm", u32, 32),
+                         [self.e_s, at, src, offset, Broadcast.make(const(True), 32)])
+        if size == 2:
+            fill = Alloc.make(word, ROW, MemKind.GRF, seq(*(Store.make(word, half * size, Cast.make(
+                t.with_lanes(32), Load.make(f32.with_lanes(32), self.acc, ((c * 16 + q) * 2 + half) * ROW)), stride=4)
+                for half in (0, 1)), store(word, 0)))
+        else:
+            fill = store(self.acc, (c * 16 + q) * ROW)
+        fill = For.make(q, 0, 16, fill)
+        base = wg * 64 + rank * EPILOGUE_ROWS           # the warp's first row of the tile
+        if self.pixels:     # its 16 rows: a box of the output's pixels, whose SLM rows run as the tile's
+            box, corner = self.pixels.store(t, self.N, mt, base, EPILOGUE_ROWS)
+        else:               # C as an N x M tensor: rows past M are not written
+            box, corner = TensorStore(t, (cw, EPILOGUE_ROWS), (self.N, self.M), (self.N * size,)), \
+                [mt * self.bm + wg * 64 + rank * EPILOGUE_ROWS]
+        corner = [n0 + c * cw, *corner]
+        return For.make(c, 0, self.bn // cw, seq(
+            _call(TensorStoreWait(self.e_bufs - 1), []), fill, _call(Fence("async"), []),
+            _call(box, [self.dst, *corner, *[0] * (TENSOR_RANK - len(corner)), self.e_s, buf])))
+
+    def split_epilogue(self, tile, mt, n0, wg, rank):
+        """Split K's finish, per warp (its 16 rows of a tile are a slab no other warp of its part touches):
+        add the partial accumulators into the f32 scratch, count the part on the slab's counter, and the
+        last part to arrive loads the sum, runs the epilogue and leaves its slab of the scratch and its
+        counter zero for the next launch (self-resetting, as ``split_k.py``'s finish)."""
+        rows = self.pixels.rows(mt) if self.pixels else _GemmRows(self.M, self.bm, mt)
+
+        def partial(op):
+            return _epilogue(self.scratch.var, f32, self.acc, self.acc_rows, self.N, rows, n0, wg, rank, op,
+                             f"acc_{op.value}")
+        arrived = var("arrived", u64)
+        slab = (tile * (self.bm // 64) + wg) * WARPGROUP + rank
+
+        def counter(op):
+            return _call(Send(op, SendKind.BLOCK, "global", u32, 1),
+                         [self.counters.var, slab * 4, arrived, 0, BoolImm.make(True)])
+        fence = _call(Fence("global"), [])
+        finish = seq(fence, partial(SendOp.LOAD), self.epilogue(mt, n0, wg, rank), self.zero_acc("acc_reset"),
+                     partial(SendOp.STORE), Store.make(arrived, 0, const(0, u32)), counter(SendOp.STORE))
+        return Alloc.make(arrived, ROW, MemKind.GRF, seq(
+            partial(SendOp.ATOMIC_ADD), fence, Store.make(arrived, 0, const(1, u32)),
+            counter(SendOp.ATOMIC_FETCH_ADD),
+            If.make(Load.make(u32, arrived, 0).eq(self.splits - 1), finish)))
+
+    def epilogue_drained(self):
+        """The end of a thread that issued TMA stores: none may still read its SLM."""
+        return [_call(TensorStoreWait(0), [])] if self.tma_store else []
+
+    def zero_acc(self, name: str = "acc_row"):
+        row = var(name)
         return For.make(row, 0, self.acc_rows, Store.make(self.acc, row * ROW, Broadcast.make(const(0.0, f32), 32)))
 
     def init_barriers(self, empty_count: int | None):
@@ -258,9 +366,10 @@ class _TmaGemm:
 
     def allocate(self, body):
         body = Alloc.make(self.acc, self.acc_rows * ROW, MemKind.GRF, body)
-        for buf, size in ((self.bars, 2 * self.stages * 8), (self.b_s, self.b_size),
+        for buf, size in ((self.bars, 2 * self.stages * 8), (self.e_s, self.e_size), (self.b_s, self.b_size),
                           (self.a_s, self.stages * self.a_stage)):
-            body = Alloc.make(buf, size, MemKind.SLM, body)
+            if size:
+                body = Alloc.make(buf, size, MemKind.SLM, body)
         return body
 
     def kernel(self) -> Kernel:
@@ -279,7 +388,7 @@ class _TmaGemm:
             _call(WgmmaWait(1), []), _call(Barrier(), []), refill))
         body = seq(Group.make("init", seq(self.zero_acc(), self.init_barriers(None))),
                    Group.make("prologue", prologue), Group.make("k_loop", main), _call(WgmmaWait(0), []),
-                   Group.make("epilogue", self.epilogue(mt, n0, wg, rank)))
+                   Group.make("epilogue", seq(self.epilogue(mt, n0, wg, rank), *self.epilogue_drained())))
         body = Let.make(n0, var("group_id0") * self.bn, Let.make(mt, var("group_id1"), Let.make(
             wg, tid // WARPGROUP, Let.make(rank, tid % WARPGROUP, self.allocate(body)))))
         return Kernel(Group.make("kernel", body), self.args, (self.N // self.bn, self.tiles_m, 1),
@@ -294,46 +403,56 @@ class _TmaGemm:
         bands of ``band`` M tiles, so that groups running together share A and B in L2."""
         tid, gid = var("thread_id0"), var("group_id0")
         tiles_m, tiles_n = self.tiles_m, self.N // self.bn
-        tiles = tiles_m * tiles_n
-        groups = min(tiles, self.target.device.cores)
-        band = next(b for b in (8, 4, 2, 1) if tiles_m % b == 0)
+        tiles, splits = tiles_m * tiles_n, self.splits
+        units = tiles * splits          # a tile's parts of K are adjacent units: they run at the same time
+        groups = min(units, self.target.device.cores)
+        band = self.config.swizzle or next(b for b in (8, 4, 2, 1) if tiles_m % b == 0)
+        if tiles_m % band:
+            raise BuildError(f"swizzle={band} must divide the {tiles_m} M tiles", knob="swizzle")
         consumers = self.bm // 64
-        stages, k_iters = self.stages, self.k_iters
+        stages, k_iters = self.stages, self.k_iters // splits      # K blocks of a unit
         def role(name):
             """The loop variables of one role (each branch binds its own: no variable is bound twice)."""
-            return (var(f"{name}_{n}") for n in ("it", "tile", "mt", "n0", "kt", "g", "s"))
+            return (var(f"{name}_{n}") for n in ("it", "tile", "mt", "n0", "kt", "g", "s", "unit", "part", "j"))
 
         def per_tile(names, body):
-            """``body`` for each of this group's tiles, ``mt`` its M tile, ``n0`` its first column, ``it``
-            its index here."""
-            it, tile, mt, n0 = names[:4]
+            """``body`` for each of this group's units (a tile and a part of its K), ``mt`` its M tile,
+            ``n0`` its first column, ``it`` its index here."""
+            it, tile, mt, n0, unit, part = *names[:4], names[7], names[8]
             within = tile % (band * tiles_n)
             m_tile = (tile // (band * tiles_n)) * band + within % band
-            return For.make(it, 0, -(-tiles // groups), Let.make(tile, it * groups + gid, If.make(
-                tile.lt(tiles), Let.make(mt, m_tile, Let.make(n0, (within // band) * self.bn, body)))))
+            body = Let.make(mt, m_tile, Let.make(n0, (within // band) * self.bn, body))
+            if splits > 1:
+                body = Let.make(tile, unit // splits, Let.make(part, unit % splits, body))
+            else:
+                unit = tile
+            return For.make(it, 0, -(-units // groups), Let.make(unit, it * groups + gid, If.make(
+                unit.lt(units), body)))
 
         def k_block(names, body):
-            """``body`` for each K block, ``g`` its index over the group's tiles, ``s`` its stage."""
-            it, kt, g, s = names[0], *names[4:]
+            """``body`` for each K block of the unit, ``g`` its index over the group's units, ``s`` its stage,
+            ``j`` the K block."""
+            it, kt, g, s, part, j = names[0], *names[4:7], names[8], names[9]
+            body = Let.make(j, part * k_iters + kt, body) if splits > 1 else body
             return For.make(kt, 0, k_iters, Let.make(g, it * k_iters + kt, Let.make(s, g % stages, body)))
 
         p = tuple(role("p"))
         produce = per_tile(p, k_block(p, seq(
             _call(MbarrierWait(), [self.bars, self.empty(p[6]), (p[5] // stages + 1) % 2]),
-            self.load(p[6], p[4], p[2], p[3]))))
+            self.load(p[6], p[9] if splits > 1 else p[4], p[2], p[3]))))
         c = tuple(role("c"))
-        it, mt, n0, kt, g, s = c[0], c[2], c[3], c[4], c[5], c[6]
+        it, tile, mt, n0, kt, g, s = c[:7]
         wg, rank, last = var("wg"), var("rank"), var("c_last")
 
         def release(block):      # the MMAs of K block ``block`` are done: its stage may be refilled
             return _call(MbarrierExpectTx(0), [self.bars, self.empty(block % stages)])
         consume = per_tile(c, seq(self.zero_acc(), k_block(c, seq(
-            _call(MbarrierWait(), [self.bars, self.full(s), (g // stages) % 2]), self.mma(s, wg, kt),
-            _call(WgmmaWait(1), []),
+            _call(MbarrierWait(), [self.bars, self.full(s), (g // stages) % 2]),
+            self.mma(s, wg, c[9] if splits > 1 else kt), _call(WgmmaWait(1), []),
             If.make(kt.ge(1), release(g + (stages - 1))))),
             _call(WgmmaWait(0), []),
             Let.make(last, it * k_iters + (k_iters - 1), release(last)),
-            self.epilogue(mt, n0, wg, rank)))
+            self.split_epilogue(tile, mt, n0, wg, rank) if splits > 1 else self.epilogue(mt, n0, wg, rank)))
         producer_regs = GATHER_REGS if self.gather else PRODUCER_REGS
         # setmaxnreg.inc takes only what the CTA's warps gave back: the registers of the launch (its cap per
         # thread at entry, PtxLowering's), not the SM's, bound what the consumers may take
@@ -345,7 +464,7 @@ class _TmaGemm:
             seq(_call(SetMaxNreg(producer_regs), []),
                 Group.make("producer", produce if self.gather else If.make(tid.eq(0), produce))),
             seq(_call(SetMaxNreg(consumer_regs), []), Group.make("consumer", Let.make(
-                wg, tid // WARPGROUP - 1, Let.make(rank, tid % WARPGROUP, consume))))))
+                wg, tid // WARPGROUP - 1, Let.make(rank, tid % WARPGROUP, seq(consume, *self.epilogue_drained())))))))
         return Kernel(Group.make("kernel", self.allocate(body)), self.args, (groups, 1, 1),
                       (WARPGROUP * (consumers + 1), 1, 1), 32, self.target.name, self.target.registers.reg_bytes,
                       self.smem, self.problem, self.config, self.config.regs, self.config.fma)
@@ -416,6 +535,20 @@ class _PixelTiles:
     def rows(self, mt):
         return _PixelRows(self, mt)
 
+    def store(self, t, N: int, mt, base, rows: int):
+        """The ``tensor_store`` of tile ``mt``'s rows ``base .. base + rows`` (``rows`` a power of two, ``base``
+        a multiple) into the ``N``-channel NHWC output, and its corner past the channel: those rows are a
+        box of pixels (a line's ``min(bw, rows)``, then lines, then images) in the tile's row order, and the
+        tensor store leaves the pixels outside the output unwritten."""
+        s, (bw, bh, images) = self.s, self.box
+        w = min(bw, rows)
+        h = min(bh, rows // w)
+        ow0, oh0, n0 = self.corner(mt)
+        size = t.size
+        box = TensorStore(t, (ROW // size, w, h, rows // (w * h)), (N, s.ow, s.oh, s.mb),
+                          (N * size, s.ow * N * size, s.oh * s.ow * N * size))
+        return box, [ow0 + base % bw, oh0 + (base // bw) % bh, n0 + base // (bw * bh)]
+
 
 class _PixelRows:
     """C's rows of a tile of :class:`_PixelTiles`: the NHWC pixel of each tile row, stored where it is
@@ -439,13 +572,15 @@ class _PixelRows:
         return (n * s.oh + oh) * s.ow + ow, (land(*checks) if len(checks) > 1 else checks[0]) if checks else None
 
 
-def _epilogue(dst, out_type, acc, acc_rows: int, N: int, rows, n0, wg, rank):
+def _epilogue(dst, out_type, acc, acc_rows: int, N: int, rows, n0, wg, rank, op: SendOp = SendOp.STORE,
+              name: str = "acc_pair"):
     """Each warp's 16 rows of C: register pair ``(i, i + 1)`` (``i = 2 p``) holds, in lane ``l``, tile row
     ``l / 4 + 8 * (p % 2)`` and columns ``8 * (p / 2) + 2 * (l % 4)`` and the next one. An f32 C is
     stored a register at a time; a 16-bit C converts the pair side by side into one word per lane
     (``packed``) and stores that. ``rows`` (:class:`_GemmRows`, :class:`_PixelRows`) says which row of C
-    each tile row is and which are stored."""
-    pair = var("acc_pair")
+    each tile row is and which are stored. An f32 ``dst`` may take another ``op`` (split K's scratch:
+    added into, loaded back; ``name`` its loop's variable, each loop its own)."""
+    pair = var(name)
     lane = Ramp.make(const(0), 1, 32)
     size = out_type.size
     row, inside = rows.at(wg * 64 + rank * 16 + (pair % 2) * 8)
@@ -455,7 +590,7 @@ def _epilogue(dst, out_type, acc, acc_rows: int, N: int, rows, n0, wg, rank):
     def at(half):
         return Broadcast.make((row * N + n0 + (pair // 2) * 8 + half) * size, 32) + pattern
     if size == 4:
-        stores = seq(*(_call(Send(SendOp.STORE, SendKind.SCATTERED, "global", f32, 32),
+        stores = seq(*(_call(Send(op, SendKind.SCATTERED, "global", f32, 32),
                                      [dst, at(half), acc, (pair * 2 + half) * ROW, mask]) for half in (0, 1)))
     else:
         packed = var("packed", u64)

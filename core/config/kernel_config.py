@@ -40,6 +40,9 @@ class KernelConfig:
     tile: Tile | None = None
     stages: int | None = None
     cluster: Tile | None = None
+    epilogue: str | None = None
+    swizzle: int | None = None
+    splits: int | None = None
     src_layout: str | None = None
     wei_layout: str | None = None
     dst_layout: str | None = None

@@ -211,6 +211,7 @@ class Knob:
 
 
 SCHEDULES = ("classic", "tma", "tma_ws_cooperative")
+EPILOGUES = ("direct", "tma")
 FMA_TYPES = ("f16", "bf16")
 BWD_D_OPTIMIZE = ("none", "skip_out_of_bound_w", "skip_strided_dh", "skip_strided_dhw")
 _TILE_DIMS = ("Dimension names come from the problem: conv `g mb ic oc id ih iw od oh ow kd kh kw`, "
@@ -292,7 +293,8 @@ KNOBS: tuple[Knob, ...] = (
          "GEMM, convolution): CUTLASS's `KernelTma`: A and B tiles copied by the tensor memory accelerator "
          "(`cp.async.bulk.tensor`, 128-byte swizzle) into `stages` shared-memory stages that complete on "
          "transaction barriers (`mbarrier` with expect-tx), multiplied by warpgroup MMAs (`wgmma`, sm_90a) "
-         "from shared memory; `tile`, `stages` and `cluster` shape it and the tiling knobs above are unused. "
+         "from shared memory; `tile`, `stages`, `cluster` and `epilogue` shape it (`swizzle` and `splits` too, "
+         "warp-specialized) and the tiling knobs above are unused. "
          "`tma_ws_cooperative` (sm_90, GEMM): CUTLASS's `KernelTmaWarpSpecializedCooperative` with a persistent "
          "tile scheduler: a producer warpgroup issues the copies, the consumer warpgroups multiply and store, "
          "stages handed back through empty barriers, `setmaxnreg` moving registers to the consumers, one group "
@@ -311,6 +313,26 @@ KNOBS: tuple[Knob, ...] = (
     Knob("cluster", "cluster", "tile", "m1n1 (larger clusters are not generated yet)", "cluster=m1n1",
          "Thread-block cluster shape (CUTLASS's `ClusterShape`, `schedule=tma`). Empty (the default): one "
          "group per cluster; `schedule=classic` does not read it.", TileCodec()),
+    Knob("epilogue", "epilogue", "choice", " | ".join(EPILOGUES), "epilogue=tma",
+         "How a `schedule=tma*` kernel stores C (CUTLASS's epilogue schedules): `direct` (the default) stores "
+         "each warp's accumulators from registers; `tma` writes each warp's 16 rows 128 bytes of columns at "
+         "a time into a swizzled shared-memory buffer (two per warp) and stores it with a TMA tensor store "
+         "(`cp.async.bulk.tensor`; nothing written past M, or outside the output for a convolution's box of "
+         "pixels), asynchronously: the next tile's main loop runs while the stores drain. Optional: unset is "
+         "`direct`.", ChoiceCodec(EPILOGUES), optional=True),
+    Knob("swizzle", "swizzle", "int", ">= 1", "swizzle=16",
+         "The band of M tiles a `schedule=tma_ws_cooperative` persistent group walks before the next N tile "
+         "(CUTLASS's `max_swizzle_size` of its tile scheduler): tile `t` is M tile `t / (band x tiles_n) x "
+         "band + t % band`, so the groups running together read `band` M tiles of A and `132 / band` N tiles "
+         "of B, sharing both in L2. It must divide the M tiles. Optional: unset is the largest of 8, 4, 2, 1 "
+         "that divides them.", IntCodec(1), optional=True),
+    Knob("splits", "splits", "int", ">= 1", "splits=2",
+         "Split K of `schedule=tma_ws_cooperative` (CUTLASS's split-K `splits`), for problems with fewer "
+         "tiles than SMs: each tile's K blocks in this many parts (it must divide them), the parts "
+         "persistent work units of their own. Each consumer warp adds its partial rows into a zeroed f32 "
+         "scratch copy of C with atomics and counts on its slab's counter; the last part to arrive loads "
+         "the sum, runs the epilogue and zeroes its slab and counter again for the next launch. Optional: "
+         "unset is 1.", IntCodec(1), optional=True),
     *(Knob(f"{t}_layout", t, "layout", "a layout tag, or compute.user", f"{t}={example}",
            f"The {what} layout oneDNN's line names (its compute layout, then `.user` when that differs). It "
            f"must agree with `[problem] {t}` when that is set; with `{t} = \"any\"` kdd uses its own choice "

@@ -79,7 +79,8 @@ def validate_config(problem, config: KernelConfig, target: Target, reduced: bool
 
 
 def _check_schedule(config: KernelConfig, target: Target) -> list[ConfigIssue]:
-    """A CUTLASS-style schedule (``schedule=tma*``) is built from ``tile``, ``stages`` and ``cluster`` alone
+    """A CUTLASS-style schedule (``schedule=tma*``) is built from ``tile``, ``stages``, ``cluster``, ``epilogue``,
+    ``swizzle`` and ``splits`` alone
     (the builder refuses, naming the knob, what it cannot generate); the tiling knobs are not read."""
     if target.isa != "ptx":
         return [ConfigIssue("schedule", f"schedule={config.schedule} is an sm_90 schedule; {target.name} runs "
@@ -88,13 +89,26 @@ def _check_schedule(config: KernelConfig, target: Target) -> list[ConfigIssue]:
 
 
 def _unread_schedule_knobs(config: KernelConfig) -> list[ConfigIssue]:
-    """``tile``, ``cluster`` and ``stages`` shape only the sm_90 TMA schedules; under ``schedule=classic`` a
-    value written for them would silently do nothing, so each one set says so (``stages`` when it is not
-    the default, which is all a complete config can tell)."""
+    """The knobs that shape only the sm_90 TMA schedules, set under ``schedule=classic``, where a value written
+    for them would silently do nothing: each one set says so (``stages`` when it is not the default, which is
+    all a complete config can tell)."""
     unread = [knob for knob in ("tile", "cluster", "stages") if getattr(config, knob) != getattr(SCHEDULE, knob)]
-    return [ConfigIssue(knob, f"{knob}={getattr(config, knob)} has no effect with schedule=classic: it shapes the "
-                              f"sm_90 schedules tma and tma_ws_cooperative; the tiling knobs (iter, tg, loop) "
-                              f"shape this kernel", "warning") for knob in unread]
+    issues = [ConfigIssue(knob, f"{knob}={getattr(config, knob)} has no effect with schedule=classic: it shapes "
+                                f"the sm_90 schedules tma and tma_ws_cooperative; the tiling knobs (iter, tg, "
+                                f"loop) shape this kernel", "warning") for knob in unread]
+    if config.epilogue not in (None, "direct"):
+        issues.append(ConfigIssue("epilogue", f"epilogue={config.epilogue} has no effect with schedule=classic: it "
+                                              "shapes a schedule=tma* kernel; schedule=classic stores from registers",
+                                  "warning"))
+    if config.swizzle is not None:
+        issues.append(ConfigIssue("swizzle", f"swizzle={config.swizzle} has no effect with schedule=classic: it "
+                                             "orders the tiles of schedule=tma_ws_cooperative; schedule=classic "
+                                             "walks its grid", "warning"))
+    if config.splits is not None:
+        issues.append(ConfigIssue("splits", f"splits={config.splits} has no effect with schedule=classic: it splits "
+                                            "K on schedule=tma_ws_cooperative; schedule=classic splits it with loop",
+                                  "warning"))
+    return issues
 
 
 def _check_onednn_only(problem, config: KernelConfig, tiling: Tiling, issues: list[ConfigIssue]) -> None:

@@ -10,6 +10,8 @@
 - ``mbarrier.wait`` of a phase that has not completed is a hang: threads run in lockstep, so nothing
   that comes later in program order can complete it (a warp-specialized kernel, whose producer runs in
   another branch, is beyond this interpreter; the PTX simulator runs warps apart);
+- ``tensor_store`` writes its box's elements inside the tensor when issued (the latest legal read of its
+  SLM is the PTX simulator's to check); ``tensor_store.wait`` has nothing left to wait for;
 - ``wgmma`` computes its rows when issued, reading A and B through the 128-byte swizzle; ``wgmma.wait``
   has nothing left to wait for.
 """
@@ -19,7 +21,7 @@ import numpy as np
 
 from kdd.core.ir.expr import const
 from kdd.core.ir.funcs import (HOPPER_FUNCS, MbarrierExpectTx, MbarrierInit, MbarrierWait, SetMaxNreg, TensorLoad,
-                               Wgmma, WgmmaWait, swizzle128)
+                               TensorStore, TensorStoreWait, Wgmma, WgmmaWait, swizzle128)
 from kdd.core.ir.stmt import FuncCall, MemKind
 
 from .errors import InterpError
@@ -63,10 +65,12 @@ def _settle(b: list[int]) -> None:
 
 def compile_hopper(ctx, call: FuncCall):
     grid, f, ops = ctx.grid, call.func, call.ops
-    if isinstance(f, (WgmmaWait, SetMaxNreg)):     # MMAs write when issued; no register file to share out
-        return lambda env: None
+    if isinstance(f, (WgmmaWait, SetMaxNreg, TensorStoreWait)):     # MMAs and stores write when issued; no
+        return lambda env: None                                         # register file to share out
     if isinstance(f, Wgmma):
         return _wgmma(ctx, call)
+    if isinstance(f, TensorStore):
+        return _tensor_copy(ctx, call, None)
     bar = ctx.operand(ops.bar, ops.bar_offset, f"{f} barrier")
     bar_name = ops.bar.name
 
@@ -104,15 +108,16 @@ def compile_hopper(ctx, call: FuncCall):
                                       f"arrivals and {b[2]} bytes): the kernel would hang")
         return wait
     if isinstance(f, TensorLoad):
-        return _tensor_load(ctx, call, keys)
+        return _tensor_copy(ctx, call, keys)
     raise InterpError(f"no interpreter for function {f}")
 
 
-def _tensor_load(ctx, call: FuncCall, keys):
-    f: TensorLoad = call.func
+def _tensor_copy(ctx, call: FuncCall, keys):
+    """A ``tensor_load`` (``keys``: its barrier's, per thread) or, with ``keys`` None, a ``tensor_store``."""
+    f = call.func
     ops, grid = call.ops, ctx.grid
-    mem = ctx.operand(ops.mem, const(0), "tensor_load tensor")
-    slm = ctx.operand(ops.slm, ops.slm_offset, "tensor_load SLM")
+    mem = ctx.operand(ops.mem, const(0), f"{f.NAME} tensor")
+    slm = ctx.operand(ops.slm, ops.slm_offset, f"{f.NAME} SLM")
     corner = [ctx.expr(e) for e in (ops.x0, ops.x1, ops.x2, ops.x3, ops.x4)[:f.rank]]
     size = f.type.size
     # box element (c, i1, ..) as a grid, i1 fastest among the rows: index [i_{r-1}, .., i1, c]
@@ -120,12 +125,12 @@ def _tensor_load(ctx, call: FuncCall, keys):
     pitch = (size, *f.strides)
     box_bytes = swizzle128(np.arange(f.rows * ROW, dtype=np.int64))   # where byte i of the box lands
 
-    def load(env):
+    def copy(env):
         g = mem.memory(env, MemKind.GLOBAL)
         s = slm.memory(env, MemKind.SLM)
         at = [_per_thread(fn, env, grid) for fn in corner]
         dst = _per_thread(slm.off, env, grid)
-        for t, key in keys(env):
+        for t, key in keys(env) if keys else ((t, None) for t in _each(env, grid)):
             inside = np.ones(index[0].shape, dtype=bool)
             start = np.zeros(index[0].shape, dtype=np.int64)
             for d, i in enumerate(index):
@@ -134,16 +139,20 @@ def _tensor_load(ctx, call: FuncCall, keys):
                 start += pos * pitch[d]
             start = np.where(inside, start, 0)
             idx = (start[..., None] + np.arange(size)).reshape(1, -1)
-            data = np.where(np.repeat(inside.reshape(-1), size), g.read(idx).reshape(-1), 0).astype(np.uint8)
             where = dst[t] + box_bytes
             if dst[t] % 1024 or where.max() >= s.size:
-                raise InterpError(f"{grid.describe(t)}: tensor_load to {ops.slm.name}+{dst[t]} (a box must start "
+                raise InterpError(f"{grid.describe(t)}: {f.NAME} at {ops.slm.name}+{dst[t]} (a box must start "
                                   f"1024-byte aligned and fit the buffer's {s.size} bytes)")
+            if key is None:         # a store: the elements inside the tensor
+                keep = np.repeat(inside.reshape(-1), size)
+                g.write(idx[:, keep], s.data[grid.group[t], where][keep][None])
+                continue
+            data = np.where(np.repeat(inside.reshape(-1), size), g.read(idx).reshape(-1), 0).astype(np.uint8)
             s.data[grid.group[t], where] = data
             b = _barrier(env, ctx, key, t)
             b[2] -= f.bytes
             _settle(b)
-    return load
+    return copy
 
 
 def _wgmma(ctx, call: FuncCall):

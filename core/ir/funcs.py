@@ -375,20 +375,17 @@ TENSOR_RANK = 5     # the most dims a tensor map has
 
 
 @dataclass(frozen=True)
-class TensorLoad(Func):
-    """An asynchronous tensor copy (TMA, ``cp.async.bulk.tensor.Nd``, tile mode): a box of ``box``
-    elements of ``type`` (innermost dim first) from a tensor of ``dims`` elements in global memory into
-    SLM, completing on a barrier.
+class TensorBox(Func):
+    """What a tensor copy (TMA, ``cp.async.bulk.tensor.Nd``, tile mode) moves: a box of ``box`` elements of
+    ``type`` (innermost dim first) of a tensor of ``dims`` elements in global memory, through SLM.
 
     The tensor (constants: its map is encoded at launch) starts at byte 0 of ``mem``; dim 0 is dense and
     dim ``d >= 1`` is ``strides[d - 1]`` bytes apart (a multiple of 16; strides larger than the dims below
-    make a strided view, e.g. every second pixel). Operands (printed by name): ``(mem, x0, .., x4, slm,
-    slm_offset, bar, bar_offset)``: ``x0 ..`` the box's corner in the tensor, one per dim (negative or
-    past-the-end corners allowed), those past the rank 0. Box element ``(c, i1, .., i_{r-1})`` is the
-    tensor's element ``(x0 + c, x1 + i1, ..)``, zero where any coordinate falls outside ``[0, dims[d])``;
-    it lands at SLM byte ``slm_offset + swizzle128(row * 128 + c * size)`` (:func:`swizzle128`), where
-    ``row`` numbers the box's rows ``(i1, .., i_{r-1})`` with ``i1`` fastest (``box[0] * size == 128``).
-    Its ``rows * 128`` bytes count as transaction bytes of the barrier's current phase."""
+    make a strided view, e.g. every second pixel). ``x0 ..`` (operands) is the box's corner in the tensor,
+    one per dim (negative or past-the-end corners allowed), those past the rank 0. Box element ``(c, i1,
+    .., i_{r-1})`` is the tensor's element ``(x0 + c, x1 + i1, ..)``; in SLM it is at byte ``slm_offset +
+    swizzle128(row * 128 + c * size)`` (:func:`swizzle128`), where ``row`` numbers the box's rows ``(i1,
+    .., i_{r-1})`` with ``i1`` fastest (``box[0] * size == 128``)."""
 
     type: Type
     box: tuple[int, ...]
@@ -396,7 +393,7 @@ class TensorLoad(Func):
     strides: tuple[int, ...]
     swizzle: int = SWIZZLE_128B
     NAMED = True
-    OPERANDS = ("mem", "x0", "x1", "x2", "x3", "x4", "slm", "slm_offset", "bar", "bar_offset")
+    NAME = "tensor_box"
 
     def __post_init__(self):
         rank = len(self.box)
@@ -431,8 +428,42 @@ class TensorLoad(Func):
     def __str__(self) -> str:
         def x(t):
             return "x".join(map(str, t))
-        return (f"tensor_load.{self.type}.{x(self.box)}.sw{self.swizzle}[{x(self.dims)}"
+        return (f"{self.NAME}.{self.type}.{x(self.box)}.sw{self.swizzle}[{x(self.dims)}"
                 f"{''.join(f'/{s}' for s in self.strides)}]")
+
+
+@dataclass(frozen=True)
+class TensorLoad(TensorBox):
+    """An asynchronous tensor copy of a :class:`TensorBox` from global memory into SLM, completing on a
+    barrier. Operands (printed by name): ``(mem, x0, .., x4, slm, slm_offset, bar, bar_offset)``. Box
+    elements where any coordinate falls outside ``[0, dims[d])`` are zero; the box's ``rows * 128`` bytes
+    count as transaction bytes of the barrier's current phase."""
+
+    NAME = "tensor_load"
+    OPERANDS = ("mem", "x0", "x1", "x2", "x3", "x4", "slm", "slm_offset", "bar", "bar_offset")
+
+
+@dataclass(frozen=True)
+class TensorStore(TensorBox):
+    """An asynchronous tensor copy of a :class:`TensorBox` from SLM into global memory (TMA store, CUTLASS's
+    epilogue): box elements where any coordinate falls outside ``[0, dims[d])`` are not written. Each
+    store is a group of its own; it may read its SLM bytes at any time until a :class:`TensorStoreWait`
+    of the same thread leaves it no longer pending, so the SLM may be written again only after that.
+    Operands (printed by name): ``(mem, x0, .., x4, slm, slm_offset)``."""
+
+    NAME = "tensor_store"
+    OPERANDS = ("mem", "x0", "x1", "x2", "x3", "x4", "slm", "slm_offset")
+
+
+@dataclass(frozen=True)
+class TensorStoreWait(Func):
+    """Waits until at most ``pending`` of the calling thread's :class:`TensorStore` copies may still read
+    their SLM (the newest ones); the SLM of every older one may be written again."""
+
+    pending: int = 0
+
+    def __str__(self) -> str:
+        return f"tensor_store.wait[{self.pending}]"
 
 
 @dataclass(frozen=True)
@@ -495,4 +526,5 @@ class SetMaxNreg(Func):
         return f"setmaxnreg[{self.regs}]"
 
 
-HOPPER_FUNCS = (MbarrierInit, MbarrierExpectTx, MbarrierWait, TensorLoad, Wgmma, WgmmaWait, SetMaxNreg)
+HOPPER_FUNCS = (MbarrierInit, MbarrierExpectTx, MbarrierWait, TensorLoad, TensorStore, TensorStoreWait, Wgmma, WgmmaWait,
+                SetMaxNreg)

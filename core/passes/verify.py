@@ -38,7 +38,7 @@ from typing import Iterable, Mapping
 
 from ..ir.expr import Binary, BoolImm, Broadcast, Cast, Expr, IntImm, Load, Op, Ternary, Unary, Var
 from ..ir.funcs import (HOPPER_FUNCS, Dp4a, Dpas, Eltwise, Mad, Mma, MbarrierExpectTx, MbarrierInit, MbarrierWait,
-                        Reduce, Reorder, Send, Send2D, SendKind, SendOp, TensorLoad, Wgmma)
+                        Reduce, Reorder, Send, Send2D, SendKind, SendOp, TensorBox, TensorLoad, Wgmma)
 from ..ir.node import Node
 from ..ir.printer import print_ir
 from ..ir.simplify import alignment_of
@@ -138,6 +138,8 @@ def _operands(call: FuncCall) -> list[tuple[str, str, int]]:
         return [("bar", "bar_offset", 8)]
     if isinstance(f, TensorLoad):       # the swizzle permutes bytes inside the box's rows
         return [("slm", "slm_offset", f.bytes), ("bar", "bar_offset", 8)]
+    if isinstance(f, TensorBox):
+        return [("slm", "slm_offset", f.bytes)]
     if isinstance(f, Wgmma):            # ... and inside 1024-byte blocks, so the spans hold
         return [("d", "d_offset", f.n * 64), ("a", "a_offset", 63 * 128 + 16 * f.a_type.size),
                 ("b", "b_offset", (f.n // 64 - 1) * f.b_block + 15 * 128 + 64 * f.b_type.size if f.b_major == "n"
@@ -292,7 +294,7 @@ class _Verifier(IRVisitor):
             self.fail("target", f"{f} is an sm_90 operation, not one of {self.target.name}")
         if hasattr(ops, "bar_offset") and _misaligned(ops.bar_offset, 8):
             self.fail("align", f"{f}: a barrier at an offset not a multiple of 8")
-        if isinstance(f, TensorLoad):
+        if isinstance(f, TensorBox):
             if any(s % 16 for s in f.strides):
                 self.fail("send", f"{f}: the tensor's strides must be multiples of 16 bytes")
             if any(not (isinstance(e, IntImm) and e.value == 0) for e in (ops.x0, ops.x1, ops.x2, ops.x3,

@@ -8,6 +8,10 @@
   memory through the map's swizzle, completing its bytes on the barrier (one legal order of the
   asynchronous copy). The tensor map is the launch's description (what the host encoded), found by the
   parameter whose address the operand holds.
+- ``cp.async.bulk.tensor.Nd.global.shared::cta`` (a tensor store) reads its box from shared memory as late as
+  the PTX allows: at the ``cp.async.bulk.wait_group.read`` that retires its bulk group, so a kernel that
+  writes the shared memory before that stores the new bytes (the race shows as a wrong result). It then
+  writes the box's elements inside the tensor. A warp that ends with a group not retired is a fault.
 - ``wgmma.mma_async`` reads A and B from shared memory through their matrix descriptors (start address,
   leading and stride byte offsets, 128-byte swizzle) and keeps its accumulators aside until the
   ``wgmma.wait_group`` that retires its group: a read of the registers before then sees the old values.
@@ -69,6 +73,14 @@ class Barriers:
         return (self._get(addr)[3] % 2) != parity % 2
 
 
+def _retire(groups: list[list], keep: int, complete) -> None:
+    """Completes the oldest of the committed ``groups`` (oldest first) until ``keep`` are left, calling
+    ``complete`` on each of their entries in order."""
+    while len(groups) > keep:
+        for entry in groups.pop(0):
+            complete(entry)
+
+
 class HopperWarp:
     """Mixed into :class:`.machine.Warp`: the sm_90a instructions."""
 
@@ -81,6 +93,13 @@ class HopperWarp:
             # register file to share out
         if base == "mbarrier":
             return self._mbarrier(name, args, active)
+        if op == "cp.async.bulk.commit_group":
+            self.bulk_groups.append(self.bulk_open)
+            self.bulk_open = []
+            return None
+        if op == "cp.async.bulk.wait_group.read":
+            _retire(self.bulk_groups, int(args[0]), lambda store: store())
+            return None
         if base == "cp":
             self._tensor_copy(op, args, active)
             return None
@@ -91,10 +110,7 @@ class HopperWarp:
             self.wgmma_open = []
             return None
         if op == "wgmma.wait_group.sync.aligned":
-            keep = int(args[0])
-            while len(self.wgmma_groups) > keep:
-                for reg, value in self.wgmma_groups.pop(0):
-                    self.regs[reg] = value
+            _retire(self.wgmma_groups, int(args[0]), lambda write: self.regs.__setitem__(*write))
             return None
         if base == "wgmma" and name[1] == "mma_async":
             self._wgmma(name, args)
@@ -129,32 +145,39 @@ class HopperWarp:
 
     def _tensor_copy(self, op: str, args, active) -> None:
         name = op.split(".")
-        if (len(name) < 5 or name[:3] != ["cp", "async", "bulk"] or name[3] != "tensor" or not name[4].endswith("d")
-                or not op.startswith(f"cp.async.bulk.tensor.{name[4]}.shared::cluster.global.tile")
-                or "complete_tx::bytes" not in op):
+        load = (op.startswith(f"cp.async.bulk.tensor.{name[4] if len(name) > 4 else ''}.shared::cluster.global.tile")
+                and "complete_tx::bytes" in op)
+        store = op == f"cp.async.bulk.tensor.{name[4] if len(name) > 4 else ''}.global.shared::cta.tile.bulk_group"
+        if (len(name) < 5 or name[:4] != ["cp", "async", "bulk", "tensor"] or not name[4].endswith("d")
+                or not (load or store)):
             raise SimulatorGap(None, "", op)
-        dst, bar = self.addr(args[0]), self.addr(args[2])
-        inner = args[1].strip("[]")
+        inner = args[0 if store else 1].strip("[]")
         tmap_reg, coords = inner.split(",", 1)
         corner = [read(self.val(c.strip()), "s32") for c in coords.strip().strip("{}").split(",")]
         tmap_addr = self.val(tmap_reg.strip())
+        slm = self.addr(args[1 if store else 0])
         for lane in self._lanes_of(active):
             m = self.m.tensor_map(int(tmap_addr[lane]))
             if len(corner) != len(m["dims"]) or name[4] != f"{len(m['dims'])}d":
                 raise Fault(None, "", f"{op} with {len(corner)} coordinates over a tensor map of "
                                       f"{len(m['dims'])} dims")
-            nbytes = self._copy_box(m, [int(c[lane]) for c in corner], int(dst[lane]))
-            self.barriers.complete_tx(int(bar[lane]), nbytes)
+            at = [int(c[lane]) for c in corner]
+            if store:       # read when its group retires (the latest the PTX allows)
+                self.bulk_open.append(lambda m=m, at=at, src=int(slm[lane]): self._copy_box(m, at, src, True))
+            else:
+                self.barriers.complete_tx(int(self.addr(args[2])[lane]), self._copy_box(m, at, int(slm[lane])))
 
-    def _copy_box(self, m: dict, corner: list[int], dst: int) -> int:
-        """The box at ``corner`` of map ``m`` into shared memory at ``dst``; its bytes. Elements outside the
-        tensor read as zeros (the map's out-of-bounds fill)."""
+    def _copy_box(self, m: dict, corner: list[int], at: int, store: bool = False) -> int:
+        """The box at ``corner`` of map ``m`` into shared memory at ``at`` (``store``: from shared memory at
+        ``at`` into the tensor); its bytes. Elements outside the tensor read as zeros (the map's
+        out-of-bounds fill) and are not stored."""
         size = _SIZES[m["dtype"]]
         box, dims = m["box"], m["dims"]
-        if m["swizzle"] != 128 or box[0] * size != 128 or dst % 1024:
-            raise SimulatorGap(None, "", f"a tensor copy of box {box} with swizzle {m['swizzle']} to shared "
-                                         f"address {dst} (kdd simulates 128-byte rows, 128-byte swizzle, 1024-aligned)")
-        src = self.m.buffers[self.m.p.params.index("p_" + m["buffer"])]
+        if m["swizzle"] != 128 or box[0] * size != 128 or at % 1024:
+            raise SimulatorGap(None, "", f"a tensor copy of box {box} with swizzle {m['swizzle']} at shared "
+                                         f"address {at} (kdd simulates 128-byte rows, 128-byte swizzle, 1024-aligned)")
+        param = self.m.p.params.index("p_" + m["buffer"])
+        tensor = self.m.buffers[param]
         # element (c, i1, ..) at index [.., i1, c]: rows numbered with i1 fastest
         index = np.meshgrid(*(np.arange(b) for b in reversed(box)), indexing="ij")[::-1]
         inside = np.ones(index[0].shape, dtype=bool)
@@ -165,12 +188,18 @@ class HopperWarp:
             start += pos * pitch
         rows = inside.size // box[0]
         inside, start = inside.reshape(rows, box[0]), np.where(inside, start, 0).reshape(rows, box[0])
-        data = np.zeros((rows, box[0] * size), dtype=np.uint8)
-        for b in range(size):
-            data[:, b::size] = np.where(inside, src[start + b], 0)
-        offs = swizzle128(dst + np.arange(rows * 128, dtype=np.int64))
+        offs = swizzle128(at + np.arange(rows * 128, dtype=np.int64))
         if offs.max() >= self.shared.size:
             raise Fault(None, "", f"a tensor copy past the end of shared memory ({offs.max()} >= {self.shared.size})")
+        if store:
+            data = self.shared[offs].reshape(rows, box[0] * size)
+            for b in range(size):
+                tensor[(start + b)[inside]] = data[:, b::size][inside]
+                self.m.written[param][(start + b)[inside]] = True
+            return rows * 128
+        data = np.zeros((rows, box[0] * size), dtype=np.uint8)
+        for b in range(size):
+            data[:, b::size] = np.where(inside, tensor[start + b], 0)
         self.shared[offs] = data.reshape(-1)
         return rows * 128
 

@@ -132,6 +132,8 @@ class Warp(HopperWarp):
         self.warp_rank = w                          # the warp's index in its block
         self.wgmma_open: list = []                  # (register, value) of MMAs since the last commit
         self.wgmma_groups: list[list] = []          # committed MMA groups, oldest first
+        self.bulk_open: list = []                   # tensor stores since the last bulk commit (callables)
+        self.bulk_groups: list[list] = []           # committed tensor-store groups, oldest first
         tid_x = (w % (block[0] // LANES)) * LANES + np.arange(LANES)
         rest = w // (block[0] // LANES)
         special = {"%tid.x": tid_x, "%tid.y": np.full(LANES, rest % block[1]),
@@ -197,6 +199,9 @@ class Warp(HopperWarp):
                     raise
                 raise type(exc)(ins.line, ins.text, exc.reason) from None
             if jump == "ret":
+                if self.bulk_open or self.bulk_groups:
+                    raise Fault(ins.line, ins.text, "the warp ends with tensor stores that may still read shared "
+                                                    "memory (no cp.async.bulk.wait_group.read 0 after them)")
                 return
             if jump == "bar":
                 yield "barrier"
@@ -315,8 +320,15 @@ class Warp(HopperWarp):
         where = self.addr(args[1] if base == "atom" else args[0])
         value = self.val(args[2] if base == "atom" else args[1])
         size = bits_of(t) // 8
+        lanes = np.flatnonzero(active)
+        if np.unique(where[lanes]).size == lanes.size:     # distinct addresses: no lane sees another's add
+            old = self.m.load(where, size, shared, active)
+            self.m.store(where, alu(f"add.{t}", [old, value]), size, shared, active)
+            if base == "atom":
+                self.set(args[0], np.where(active, old, np.uint64(0)))
+            return
         old = np.zeros(LANES, dtype=np.uint64)
-        for lane in np.flatnonzero(active):        # lanes in order: an atomic's result is some order's
+        for lane in lanes:        # lanes in order: an atomic's result is some order's
             one = np.zeros(LANES, dtype=bool)
             one[lane] = True
             cur = self.m.load(where, size, shared, one)
@@ -407,7 +419,8 @@ class Warp(HopperWarp):
 HOPPER_OPS = {"fence.mbarrier_init.release.cluster", "fence.proxy.async.shared::cta", "mbarrier.init.shared::cta.b64",
               "mbarrier.arrive.expect_tx.shared::cta.b64", "mbarrier.try_wait.parity.shared::cta.b64",
               "mbarrier.arrive.shared::cta.b64", "setmaxnreg.inc.sync.aligned.u32", "setmaxnreg.dec.sync.aligned.u32",
-              "wgmma.fence.sync.aligned", "wgmma.commit_group.sync.aligned", "wgmma.wait_group.sync.aligned"}
+              "wgmma.fence.sync.aligned", "wgmma.commit_group.sync.aligned", "wgmma.wait_group.sync.aligned",
+              "cp.async.bulk.commit_group", "cp.async.bulk.wait_group.read"}
 _FIXED = {"ret", "bra.uni", "bar.sync", "bar.warp.sync", "fence.acq_rel.gpu", "ld.param.u64", "shfl.sync.idx.b32",
           "cp.async.ca.shared.global", "cp.async.cg.shared.global", "cp.async.commit_group",
           "cp.async.wait_group", "cp.async.wait_all"}

@@ -136,8 +136,12 @@ _PTX = {
                  "commit_group / wait_group / wait_all order them", "[shared], [global], bytes", "lsu (LDGSTS)"),
     "cp.async.bulk": ("Hopper's tensor memory accelerator: .tensor.Nd (N = 2..5) copies a box of a tensor (its "
                       "tensor map, a kernel parameter encoded at launch) into shared memory through the map's "
-                      "swizzle, zeros where the box leaves the tensor; the bytes complete on an mbarrier",
-                      "[shared], [tensor map, {x0, .., xN-1}], [mbarrier]", "tma (UTMALDG)"),
+                      "swizzle, zeros where the box leaves the tensor; the bytes complete on an mbarrier. "
+                      ".tensor.Nd.global.shared::cta stores a box back (nothing written outside the tensor) as "
+                      "a bulk group: .commit_group ends one, .wait_group.read N waits until at most N still "
+                      "read shared memory",
+                      "[shared], [tensor map, {x0, .., xN-1}], [mbarrier] | [tensor map, {..}], [shared]",
+                      "tma (UTMALDG, UTMASTG)"),
     "mbarrier.init": ("initialize a transaction barrier in shared memory for N arrivals per phase", "[bar], N",
                       "lsu (SYNCS)"),
     "mbarrier.arrive": ("arrive at a transaction barrier; .expect_tx also adds the bytes the phase waits for",

@@ -3,6 +3,9 @@
 - ``tensor_load`` is ``cp.async.bulk.tensor.Nd`` (tile mode) issued by lane 0, its tensor map a kernel parameter
   (``.param .align 64 .b8 tmap_N[128]``, ``__grid_constant__`` in CUDA's words) that the launcher encodes
   with the driver's ``cuTensorMapEncodeTiled`` from :attr:`HopperLowering.tensor_maps`;
+- ``tensor_store`` is the store form (``.global.shared::cta.bulk_group``) and a ``cp.async.bulk.commit_group``,
+  both lane 0's (bulk groups are per thread); ``tensor_store.wait`` is lane 0's ``cp.async.bulk.wait_group.read``
+  and a ``bar.warp.sync``, so that no lane writes the SLM before lane 0 knows the store read it;
 - ``mbarrier.init`` / ``arrive.expect_tx`` run on lane 0; ``mbarrier.wait`` is a ``try_wait.parity`` loop
   that every lane runs;
 - ``wgmma`` is ``wgmma.mma_async`` with shared-memory matrix descriptors (128-byte swizzle; A K-major,
@@ -14,8 +17,8 @@ SLM buffers that tensor copies write or MMAs read are 1024-byte aligned (the swi
 from __future__ import annotations
 
 from kdd.core.ir.expr import IntImm
-from kdd.core.ir.funcs import (HOPPER_FUNCS, MbarrierExpectTx, MbarrierInit, MbarrierWait, SetMaxNreg, TensorLoad,
-                               Wgmma, WgmmaWait)
+from kdd.core.ir.funcs import (HOPPER_FUNCS, MbarrierExpectTx, MbarrierInit, MbarrierWait, SetMaxNreg, TensorBox,
+                               TensorLoad, TensorStore, TensorStoreWait, Wgmma, WgmmaWait)
 from kdd.core.ir.stmt import FuncCall
 from kdd.core.ir.types import s32, u32
 from kdd.core.ir.visitor import walk
@@ -32,14 +35,14 @@ TMA_DTYPES = {"f16": "FLOAT16", "bf16": "BFLOAT16", "f32": "FLOAT32"}
 
 
 def hopper_buffers(body) -> tuple[set[str], bool]:
-    """The SLM buffers that tensor copies write or warpgroup MMAs read, and whether ``body`` calls any
-    Hopper function."""
+    """The SLM buffers that tensor copies write or read or warpgroup MMAs read, and whether ``body`` calls
+    any Hopper function."""
     names, any_call = set(), False
     for s in walk(body):
         if isinstance(s, FuncCall) and isinstance(s.func, HOPPER_FUNCS):
             any_call = True
             ops = s.ops
-            if isinstance(s.func, TensorLoad):
+            if isinstance(s.func, TensorBox):
                 names.add(ops.slm.name)
             elif isinstance(s.func, Wgmma):
                 names.update((ops.a.name, ops.b.name))
@@ -86,6 +89,11 @@ class HopperLowering:
             self._wait(call)
         elif isinstance(f, TensorLoad):
             self._tensor_load(call)
+        elif isinstance(f, TensorStore):
+            self._tensor_store(call)
+        elif isinstance(f, TensorStoreWait):
+            self.em.op(f"cp.async.bulk.wait_group.read {f.pending}", self.lane0)
+            self.em.op("bar.warp.sync -1")
         elif isinstance(f, Wgmma):
             self._wgmma(call)
         elif isinstance(f, WgmmaWait):
@@ -115,7 +123,7 @@ class HopperLowering:
         em.op(f"mbarrier.try_wait.parity.shared::cta.b64 {done}, [{bar}], {parity}")
         em.op(f"bra.uni {top}", f"!{done}")
 
-    def _tensor_map(self, f: TensorLoad, ops) -> str:
+    def _tensor_map(self, f: TensorBox, ops) -> str:
         """The parameter of the tensor map of ``f``'s tensor and box (one per distinct map)."""
         entry = {"buffer": ops.mem.name, "dtype": TMA_DTYPES[f.type.scalar.short], "dims": list(f.dims),
                  "strides": list(f.strides), "box": list(f.box), "swizzle": f.swizzle}
@@ -126,19 +134,30 @@ class HopperLowering:
         self.tensor_maps.append(entry)
         return entry["param"]
 
-    def _tensor_load(self, call: FuncCall) -> None:
-        f: TensorLoad = call.func
+    def _box(self, call: FuncCall) -> tuple[str, str, str]:
+        """The tensor map's generic address, the box's SLM address and its corner's registers."""
+        f: TensorBox = call.func
         ops = call.ops
         if ops.mem.name not in self.globals:
-            raise CodegenUnsupported(f"tensor_load reads {ops.mem.name}, not a kernel argument")
+            raise CodegenUnsupported(f"{f.NAME} copies {ops.mem.name}, not a kernel argument")
         param = self.em.calc("rd", f"mov.u64 {{}}, {self._tensor_map(f, ops)}")
         tmap = self.em.calc("rd", f"cvta.param.u64 {{}}, {param}")     # the map's generic address
-        dst = self._shared_address(ops.slm, ops.slm_offset)
-        bar = self._shared_address(ops.bar, ops.bar_offset)
+        slm = self._shared_address(ops.slm, ops.slm_offset)
         corner = ", ".join(self.reg(self.convert(self.ev(e), s32))
                            for e in (ops.x0, ops.x1, ops.x2, ops.x3, ops.x4)[:f.rank])
-        self.em.op(f"cp.async.bulk.tensor.{f.rank}d.shared::cluster.global.tile.mbarrier::complete_tx::bytes "
+        return tmap, slm, corner
+
+    def _tensor_load(self, call: FuncCall) -> None:
+        tmap, dst, corner = self._box(call)
+        bar = self._shared_address(call.ops.bar, call.ops.bar_offset)
+        self.em.op(f"cp.async.bulk.tensor.{call.func.rank}d.shared::cluster.global.tile.mbarrier::complete_tx::bytes "
                    f"[{dst}], [{tmap}, {{{corner}}}], [{bar}]", self.lane0)
+
+    def _tensor_store(self, call: FuncCall) -> None:
+        tmap, src, corner = self._box(call)
+        self.em.op(f"cp.async.bulk.tensor.{call.func.rank}d.global.shared::cta.tile.bulk_group "
+                   f"[{tmap}, {{{corner}}}], [{src}]", self.lane0)
+        self.em.op("cp.async.bulk.commit_group", self.lane0)
 
     def _descriptor(self, buf, off, lead: int) -> str:
         """A 64-bit shared-memory matrix descriptor of the tile at byte ``off`` of ``buf``."""

@@ -180,7 +180,9 @@ def test_sm90_example_assembles_with_register_figures_per_line(name):
         assert ".target sm_90a" in d["asm"] and "cp.async.bulk.tensor.2d" in d["asm"]
         assert "mbarrier.try_wait.parity" in d["asm"] and "wgmma.mma_async.sync.aligned.m64n" in d["asm"]
         assert any(s["text"].startswith("HGMMA.64x") for s in sass)
-        assert {m["buffer"] for m in d["launch"]["tensor_maps"]} == {"src", "wei"}
+        stored = "cp.async.bulk.tensor.2d.global.shared::cta" in d["asm"]     # epilogue=tma: C by TMA stores
+        assert stored == (kernel.config.epilogue == "tma")
+        assert {m["buffer"] for m in d["launch"]["tensor_maps"]} == {"src", "wei", *(["dst"] if stored else [])}
     else:
         assert "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32" in d["asm"]
         # fragments from shared memory by ldmatrix (B transposed), global -> shared copies 16 bytes per lane
@@ -286,7 +288,7 @@ def test_an_f16_epilogue_computes_its_row_address_once():
 
 
 # Shapes for the simulator: the [check] shapes (the conv's taps and padding as shifted boxes with tails), a
-# longer K for the GEMM (its TMA stages refilled, both barrier phases waited on; C stores are st.global.v2).
+# longer K for the GEMM (its TMA stages refilled, both barrier phases waited on; C stored by TMA, epilogue=tma).
 # The classic schedule's conv runs in the simulator in test_ptx_eltwise.py.
 SIM_SHAPES = [("sm90_conv.kernel.toml", None), ("sm90_gemm.kernel.toml", None),
               ("sm90_gemm.kernel.toml", "m128n256k640")]   # 10 K blocks over 4 stages
@@ -313,8 +315,10 @@ def test_sm90_example_computes_the_reference_in_a_ptx_simulator(name, shape):
         problem = replace(problem, shape=parse_shape(shape, problem.op))
     kernel = build_kernel(problem, spec.config, spec.target)
     listing = generate_ptx(kernel, run_pipeline(kernel).final, spec.target, check=False)
-    # f32 C pairs are 8 bytes per lane (the conv writes f16 pairs: 4)
-    assert ("st.global.v2.b32" in listing.asm) == (shape in VECTOR_STORES or problem.op == "gemm")
+    # the GEMM stores C by TMA from shared memory; the conv's f16 pairs are 4 bytes per lane
+    tma_store = "cp.async.bulk.tensor.2d.global.shared::cta" in listing.asm
+    assert tma_store == (problem.op == "gemm") and ("st.global" in listing.asm) != tma_store
+    assert ("st.global.v2.b32" in listing.asm) == (shape in VECTOR_STORES)
     host, inputs = device_buffers(kernel, seed=3)
     run = run_ptx(listing.asm, listing.launch, [host[a.name] for a in kernel.args])
     refs = reference(problem, inputs)

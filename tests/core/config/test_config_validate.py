@@ -143,7 +143,8 @@ def test_issue_rejects_unknown_severity():
 
 
 @pytest.mark.parametrize("line,target,knob", [
-    ("tile=m128n128k64", "xehpg", "tile"), ("cluster=m2n1", "sm_90", "cluster"), ("stages=6", "xehpc", "stages")])
+    ("tile=m128n128k64", "xehpg", "tile"), ("cluster=m2n1", "sm_90", "cluster"), ("stages=6", "xehpc", "stages"),
+    ("epilogue=tma", "sm_90", "epilogue"), ("swizzle=4", "xehpg", "swizzle"), ("splits=2", "sm_90", "splits")])
 def test_schedule_knobs_under_the_classic_schedule_warn_that_nothing_reads_them(line, target, knob):
     issue = _find(_issues(line, target), knob, "has no effect with schedule=classic", "warning")
     assert issue.message.startswith(f"{knob}=")
