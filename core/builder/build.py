@@ -24,6 +24,7 @@ from kdd.core.config.budget import estimate_budget
 from kdd.core.config.decompress import Decompress
 from kdd.core.config.defaults import resolve_config
 from kdd.core.config.kernel_config import KernelConfig
+from kdd.core.config.knobs import TMA_SCHEDULES
 from kdd.core.config.operands import operands
 from kdd.core.config.tiling import derive_tiling, mad_over_batch
 from kdd.core.ir import operators
@@ -46,7 +47,6 @@ from .elementwise import fill
 from .epilogue import Epilogue, EpilogueContext, PostOpArg
 from .errors import BuildError
 from .fma import make_fma
-from .hopper import TMA_SCHEDULES
 from .k_slices import ORIGIN as K_SLICES_ORIGIN
 from .k_slices import k_slices
 from .kernel import Kernel, KernelArg

@@ -35,6 +35,7 @@ and stores instead (:class:`_Im2colRows`).
 """
 from __future__ import annotations
 
+from kdd.core.config.knobs import TMA_SCHEDULES
 from kdd.core.ir.expr import Broadcast, Cast, Load, Ramp, const, land, var
 from kdd.core.ir.funcs import (TENSOR_RANK, Barrier, Eltwise, Fence, MbarrierExpectTx, MbarrierInit, MbarrierWait, Send,
                                SendKind, SendOp, SetMaxNreg, TensorLoad, Wgmma, WgmmaWait)
@@ -56,7 +57,6 @@ INPUTS = (Scalar.F16, Scalar.BF16)
 # warpgroups: 128 x 40 + 256 x 232 = 64512 = 384 threads x 168)
 PRODUCER_REGS, CONSUMER_REGS, SM_REGISTERS = 40, 232, 65536
 GATHER_REGS = 96    # a gathering producer's (its loads' addresses and masks in flight)
-TMA_SCHEDULES = ("tma", "tma_ws_cooperative")
 
 
 # The builder step and knob behind each call (the editor's IR-node links, kdd compile's line map)

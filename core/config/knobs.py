@@ -211,6 +211,7 @@ class Knob:
 
 
 SCHEDULES = ("classic", "tma", "tma_ws_cooperative")
+TMA_SCHEDULES = SCHEDULES[1:]  # built by builder.hopper
 FMA_TYPES = ("f16", "bf16")
 BWD_D_OPTIMIZE = ("none", "skip_out_of_bound_w", "skip_strided_dh", "skip_strided_dhw")
 _TILE_DIMS = ("Dimension names come from the problem: conv `g mb ic oc id ih iw od oh ow kd kh kw`, "

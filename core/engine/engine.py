@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Any, Callable
 
 from kdd.core.builder import BuildError, build_kernel
 from kdd.core.config.defaults import resolve_config
+from kdd.core.config.knobs import TMA_SCHEDULES
 from kdd.core.config.repairs import knob_repairs
 from kdd.core.ir.gc_pause import gc_paused
 from kdd.core.ir.printer import print_ir, to_text
@@ -245,9 +246,9 @@ class Engine:
 
         if exact:
             return full
-        from kdd.core.builder.hopper import TMA_SCHEDULES, tma_check_shape
-
         if full.config.schedule in TMA_SCHEDULES:      # its tile, its K loop: no tiling knob shapes it
+            from kdd.core.builder.hopper import tma_check_shape
+
             reduction = tma_check_shape(full.problem, full.config)
             return Resolved(replace(full.problem, shape=reduction.shape), full.config, full.target,
                             reduction) if reduction.reduced else full
