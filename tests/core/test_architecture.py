@@ -21,7 +21,7 @@ ALLOWED = {
     "core.ir": {"core.generated_code"},
     "core.toolchain": set(),
     "core.lazy_exports": set(),
-    "core.layout": {"core.ir"},
+    "core.layout": {"core.ir", "core.lazy_exports"},
     "core.problem": {"core.ir", "core.lazy_exports"},
     "core.targets": {"core.ir"},
     "core.config": {"core.ir", "core.layout", "core.problem", "core.targets", "core.lazy_exports"},
