@@ -74,7 +74,7 @@ user knobs. The rules, in order:
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from functools import lru_cache
+from functools import cached_property, lru_cache
 from math import ceil, gcd, prod
 
 from kdd.core.targets import FmaShape, Target
@@ -95,6 +95,7 @@ ONEDNN_ONLY = KernelConfig(global_reduction=True, walk_order=WalkOrder(), pad_sl
                            src_layout="any", wei_layout="any", dst_layout="any", bia_layout="any")
 # The schedule knobs' defaults: oneDNN's generator, and what schedule=tma takes when they are unset.
 SCHEDULE = KernelConfig(schedule="classic", tile=Tile(), stages=4, cluster=Tile())
+_BASE = ONEDNN_ONLY.over(SCHEDULE)
 K_BYTES = (16, 64)
 # FMA instructions per reduction iteration worth a larger register mode (rule 3).
 MIN_FMAS_PER_ITER = 8
@@ -365,6 +366,12 @@ class _Plan:
                 + r.regs_for(b * k * n * self.ops.b.size) + r.reserved)
         return need <= self.regs
 
+    @cached_property
+    def user_base(self) -> KernelConfig:
+        """The user's knobs over oneDNN's own knobs and the classic schedule: what :meth:`complete` fills
+        in for every candidate tile (made once per plan)."""
+        return self.user.over(_BASE)
+
     def complete(self, iter_tile: Tile) -> KernelConfig:
         """Rules 5-7 around ``iter_tile``, keeping every knob the user set."""
         user = self.user
@@ -383,7 +390,7 @@ class _Plan:
         vec = user.vec if user.vec is not None else self.simd  # oneDNN's default vector: one SIMD
         decompress = user.decompress if user.decompress is not None or self.problem.decompression is None \
             else Decompress("cvt")  # the exact-most of seed 002's decompressions
-        return replace(user.over(ONEDNN_ONLY.over(SCHEDULE)), slm=slm, pipeline=pipeline, vec=vec, decompress=decompress, **{
+        return replace(self.user_base, slm=slm, pipeline=pipeline, vec=vec, decompress=decompress, **{
             k: getattr(cfg, k) for k in ("fma", "simd", "regs", "loop", "tg", "iter", "unroll", "prefetch",
                                          "subtiles")})
 
