@@ -605,11 +605,12 @@ class Engine:
                                            internal=True).to_dict()}
             return {**listing.to_dict(), "listing": listing.render() if disassembled else None}
         check = tools or r.target.isa != "ptx"
-        key = r.key("asm", check, stamps() if check else ())
+        tools_now = stamps() if check else ()  # each stamp looks for its tool: once for both keys
+        key = r.key("asm", check, tools_now)
         asm = None
         if check and not disassemble:
             asm = self._stored("asm", key) or self._artifact(
-                "asm", r.key("asm", "figures", stamps()), lambda: lower(False))
+                "asm", r.key("asm", "figures", tools_now), lambda: lower(False))
         asm = asm or self._artifact("asm", key, lambda: lower(True))
         if "failure" in asm:
             f = asm["failure"]
