@@ -170,7 +170,7 @@ def ranked_tiles(plan: _Plan, problem, target: Target,
             continue
         t = budget.tiling
         eff = t.efficiency
-        use = lane_use(problem, cfg, target)
+        use = lane_use(problem, cfg, target, t)
         score = (use is None or use.fraction >= MIN_USEFUL, min(t.groups, target.device.cores // 2),
                  t.m_group * t.n_group * eff, t.m_thread * t.n_thread * eff, t.k_iter * eff)
         scored.append((score, cfg, tile))
