@@ -18,12 +18,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from math import inf, prod
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 from kdd.core.config.budget import estimate_budget
 from kdd.core.config.decompress import Decompress
 from kdd.core.config.defaults import resolve_config
 from kdd.core.config.kernel_config import KernelConfig
+from kdd.core.config.knobs import TMA_SCHEDULES
 from kdd.core.config.operands import operands
 from kdd.core.config.tiling import derive_tiling, mad_over_batch
 from kdd.core.ir import operators
@@ -40,13 +41,10 @@ from kdd.core.problem.post_ops import Bias, Sum, post_op_arg_name
 from kdd.core.targets import Target, get_target
 
 from . import arith
-from .bias_grad import BiasGradient
-from .decompress import Decompressor
 from .elementwise import fill
 from .epilogue import Epilogue, EpilogueContext, PostOpArg
 from .errors import BuildError
 from .fma import make_fma
-from .hopper import TMA_SCHEDULES
 from .k_slices import ORIGIN as K_SLICES_ORIGIN
 from .k_slices import k_slices
 from .kernel import Kernel, KernelArg
@@ -61,6 +59,10 @@ from .slm import SLM_BLOCK_GRAIN, SlmStage, read_tile, slm_barrier, stage, subti
 from .split_k import ORIGIN as ORIGIN_SPLIT_K
 from .split_k import SplitFinish, needs_finish
 from .tile import MatrixDim, RegTensor, TileAccess, row_major
+
+if TYPE_CHECKING:  # loaded by the problems that have them: bwd_w's bias gradient, weight decompression
+    from .bias_grad import BiasGradient
+    from .decompress import Decompressor
 
 # Matrix dims of each operand, by GEMM role of the view dims flattened into them.
 ROLES = {"A": ("b", "m", "k"), "B": ("b", "k", "n"), "C": ("b", "m", "n")}
@@ -432,6 +434,8 @@ class _Builder:
         if "B" in stages or sub_b > 1:
             raise BuildError("decompressed weights are loaded from global memory into whole B tiles: no SLM "
                              "staging of B (slm .a) and no B subtiles", knob="slm" if "B" in stages else "subtiles")
+        from .decompress import Decompressor
+
         choice = self.config.decompress or Decompress("cvt")
         dec = Decompressor(d, choice, b_reg, self._access(b, self.nest.thread_start), k_tile, self.types["wei"],
                            self.rules, self.names)
@@ -457,6 +461,8 @@ class _Builder:
         if len(biases) > 1:
             raise BuildError(f"post_ops lists {len(biases)} biases; a bwd_w kernel computes one bias gradient",
                              knob="post_ops")
+        from .bias_grad import BiasGradient
+
         m_starts = [self.nest.thread_start[d.name] for d in self.tiling.role("m")]
         return BiasGradient(biases[0], self._access(b, self.nest.thread_start), b_reg, n_tile, m_starts,
                             self.ops.acc, self.names, self.config.simd, self.rules, atomic)

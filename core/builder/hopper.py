@@ -40,6 +40,7 @@ and stores instead (:class:`_Im2colRows`).
 """
 from __future__ import annotations
 
+from kdd.core.config.knobs import TMA_SCHEDULES
 from kdd.core.ir.expr import BoolImm, Broadcast, Cast, Load, Ramp, as_expr, const, iif, land, var
 from kdd.core.ir.funcs import (TENSOR_RANK, Barrier, Eltwise, Fence, MbarrierExpectTx, MbarrierInit, MbarrierWait, Send,
                                SendKind, SendOp, SetMaxNreg, TensorLoad, TensorStore, TensorStoreWait, Wgmma, WgmmaWait)
@@ -62,7 +63,6 @@ INPUTS = (Scalar.F16, Scalar.BF16)
 # warpgroups: 128 x 40 + 256 x 232 = 64512 = 384 threads x 168)
 PRODUCER_REGS, CONSUMER_REGS, SM_REGISTERS = 40, 232, 65536
 GATHER_REGS = 96    # a gathering producer's (its loads' addresses and masks in flight)
-TMA_SCHEDULES = ("tma", "tma_ws_cooperative")
 # epilogue=tma: each consumer warp's SLM buffers of 16 rows x 128 bytes of C, stored by TMA; with two, a warp
 # fills one while the store of the other drains
 EPILOGUE_BUFS, EPILOGUE_ROWS = 2, 16

@@ -74,7 +74,7 @@ user knobs. The rules, in order:
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from functools import lru_cache
+from functools import cached_property, lru_cache
 from math import ceil, gcd, prod
 
 from kdd.core.targets import FmaShape, Target
@@ -86,7 +86,7 @@ from .lanes import MIN_USEFUL, lane_bound, lane_use
 from .kernel_config import KernelConfig
 from .operands import Operands, operands
 from .tiles import Tile
-from .tiling import derive_tiling
+from .tiling import tiling_of
 from .values import MAX_BUFS, Buffering, Pipeline, Subtiles, WalkOrder
 
 MAX_THREAD_TILE = 128
@@ -95,6 +95,7 @@ ONEDNN_ONLY = KernelConfig(global_reduction=True, walk_order=WalkOrder(), pad_sl
                            src_layout="any", wei_layout="any", dst_layout="any", bia_layout="any")
 # The schedule knobs' defaults: oneDNN's generator, and what schedule=tma takes when they are unset.
 SCHEDULE = KernelConfig(schedule="classic", tile=Tile(), stages=4, cluster=Tile())
+_BASE = ONEDNN_ONLY.over(SCHEDULE)
 K_BYTES = (16, 64)
 # FMA instructions per reduction iteration worth a larger register mode (rule 3).
 MIN_FMAS_PER_ITER = 8
@@ -169,7 +170,7 @@ def ranked_tiles(plan: _Plan, problem, target: Target,
             continue
         t = budget.tiling
         eff = t.efficiency
-        use = lane_use(problem, cfg, target)
+        use = lane_use(problem, cfg, target, t)
         score = (use is None or use.fraction >= MIN_USEFUL, min(t.groups, target.device.cores // 2),
                  t.m_group * t.n_group * eff, t.m_thread * t.n_thread * eff, t.k_iter * eff)
         scored.append((score, cfg, tile))
@@ -365,6 +366,12 @@ class _Plan:
                 + r.regs_for(b * k * n * self.ops.b.size) + r.reserved)
         return need <= self.regs
 
+    @cached_property
+    def user_base(self) -> KernelConfig:
+        """The user's knobs over oneDNN's own knobs and the classic schedule: what :meth:`complete` fills
+        in for every candidate tile (made once per plan)."""
+        return self.user.over(_BASE)
+
     def complete(self, iter_tile: Tile) -> KernelConfig:
         """Rules 5-7 around ``iter_tile``, keeping every knob the user set."""
         user = self.user
@@ -373,19 +380,17 @@ class _Plan:
         loop = user.loop if user.loop is not None else _tile(
             {name: ceil(size / (iter_tile.get(name) * slices.get(name))) for name, size in gemm.k})
         tg = user.tg if user.tg is not None else self._group(iter_tile, loop)
-        cfg = KernelConfig(fma=self.fma, simd=self.simd, regs=self.regs, loop=loop, tg=tg, iter=iter_tile,
-                           unroll=user.unroll if user.unroll is not None else Tile(),
-                           prefetch=user.prefetch if user.prefetch is not None else Buffering(0),
-                           subtiles=user.subtiles if user.subtiles is not None else Subtiles())
-        slm = user.slm if user.slm is not None else self._slm(cfg)
-        unroll = slm.bufs > 1 or cfg.prefetch.enabled
+        prefetch = user.prefetch if user.prefetch is not None else Buffering(0)
+        slm = user.slm if user.slm is not None else self._slm(iter_tile, tg, loop)
+        unroll = slm.bufs > 1 or prefetch.enabled
         pipeline = user.pipeline if user.pipeline is not None else Pipeline(unroll, not unroll)
         vec = user.vec if user.vec is not None else self.simd  # oneDNN's default vector: one SIMD
         decompress = user.decompress if user.decompress is not None or self.problem.decompression is None \
             else Decompress("cvt")  # the exact-most of seed 002's decompressions
-        return replace(user.over(ONEDNN_ONLY.over(SCHEDULE)), slm=slm, pipeline=pipeline, vec=vec, decompress=decompress, **{
-            k: getattr(cfg, k) for k in ("fma", "simd", "regs", "loop", "tg", "iter", "unroll", "prefetch",
-                                         "subtiles")})
+        return replace(self.user_base, fma=self.fma, simd=self.simd, regs=self.regs, loop=loop, tg=tg,
+                       iter=iter_tile, unroll=user.unroll if user.unroll is not None else Tile(), prefetch=prefetch,
+                       subtiles=user.subtiles if user.subtiles is not None else Subtiles(), slm=slm,
+                       pipeline=pipeline, vec=vec, decompress=decompress)
 
     def _group(self, iter_tile: Tile, loop: Tile, shape: tuple[int, int] | None = None) -> Tile:
         """Rule 5 (``shape``: threads along N and M to start from instead of the target's default)."""
@@ -403,7 +408,7 @@ class _Plan:
             return _tile(spread(y, rest_m), spread(x, rest_n))
 
         def groups(x: int, y: int) -> int:
-            return derive_tiling(self.problem, KernelConfig(iter=iter_tile, tg=tile(x, y), loop=loop)).groups
+            return tiling_of(self.problem, iter_tile, tile(x, y), loop).groups
 
         limit = self.target.max_group_threads(self.regs, self.simd)
         while x * y > 1 and (x * y > limit or groups(x, y) < self.target.device.cores // 2
@@ -423,11 +428,11 @@ class _Plan:
                                                   schedule="classic"), self.target)
         return use is not None and use.fraction < MIN_USEFUL
 
-    def _slm(self, cfg: KernelConfig) -> Buffering:
+    def _slm(self, iter_tile: Tile, tg: Tile, loop: Tile) -> Buffering:
         """Rule 7."""
         if self.over_batch:  # a depthwise B is a few bytes per channel: each thread reads its own, cached
             return Buffering(0)
-        t = derive_tiling(self.problem, cfg)
+        t = tiling_of(self.problem, iter_tile, tg, loop)
         x, y, _ = t.tg_grid
         share_a, share_b = x > 1, y > 1 and not self.ops.decompressed  # decompressed B: bytes from global
         if not (share_a or share_b):

@@ -211,6 +211,7 @@ class Knob:
 
 
 SCHEDULES = ("classic", "tma", "tma_ws_cooperative")
+TMA_SCHEDULES = SCHEDULES[1:]  # built by builder.hopper
 EPILOGUES = ("direct", "tma")
 FMA_TYPES = ("f16", "bf16")
 BWD_D_OPTIMIZE = ("none", "skip_out_of_bound_w", "skip_strided_dh", "skip_strided_dhw")

@@ -134,13 +134,13 @@ def lane_bound(problem, shape: FmaShape, target: Target, over_batch: bool = Fals
     return prod(ext[r] / _up(ext[r], unit[r]) for r in "bmnk")
 
 
-def lane_use(problem, config: KernelConfig, target: Target) -> LaneUse | None:
-    """Useful multiply lanes of a complete classic-schedule ``config``, or None where its instruction is
-    not one the target has (validation reports that)."""
+def lane_use(problem, config: KernelConfig, target: Target, tiling: Tiling | None = None) -> LaneUse | None:
+    """Useful multiply lanes of a complete classic-schedule ``config`` (``tiling``: its tiling, where the
+    caller has it), or None where its instruction is not one the target has (validation reports that)."""
     shape = instruction_shape(problem, config, target)
     if shape is None or config.schedule != "classic":
         return None
-    t = derive_tiling(problem, config)
+    t = tiling or derive_tiling(problem, config)
     unit = role_units(config, shape, t, target)
     thread = {r: prod(d.iter for d in t.role(r)) for r in "bmnk"}
     issued = prod(d.grid * d.tg * d.loop for d in t.dims) * prod(_up(thread[r], unit[r]) for r in "bmnk")

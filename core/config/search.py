@@ -44,7 +44,7 @@ def search_space(problem, target: Target, tiles: int = 3) -> list[KernelConfig]:
     for rank, (_, base, tile) in enumerate(ranked[:tiles]):
         for shape in ((x, y), (2 * x, y), (x, 2 * y)):
             tg = plan._group(tile, base.loop, shape)
-            cfg = replace(base, tg=tg, slm=plan._slm(replace(base, tg=tg)))
+            cfg = replace(base, tg=tg, slm=plan._slm(base.iter, tg, base.loop))
             add(cfg)
             if rank == 0 and shape == (x, y) and cfg.slm.bufs > 2:
                 add(replace(cfg, slm=Buffering(cfg.slm.bufs - 1, cfg.slm.a, cfg.slm.b, cfg.slm.gmem)))

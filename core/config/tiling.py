@@ -146,9 +146,15 @@ def derive_tiling(problem, config: KernelConfig) -> Tiling:
     Tile entries naming dims the problem does not have are ignored here
     (validation reports them).
     """
+    return tiling_of(problem, config.iter, config.tg, config.loop)
+
+
+def tiling_of(problem, iter_: Tile | None, tg: Tile | None, loop: Tile | None) -> Tiling:
+    """:func:`derive_tiling` of the ``iter``, ``tg`` and ``loop`` tiles alone: the defaults heuristic weighs
+    several groups and buffers for each of its candidate tiles, without a config for each."""
     gemm = problem.gemm_dims()
     empty = Tile()
-    iter_, tg, loop = (config.iter or empty), (config.tg or empty), (config.loop or empty)
+    iter_, tg, loop = (iter_ or empty), (tg or empty), (loop or empty)
     return Tiling(tuple(
         DimTiling(name, role, size, iter_.get(name), tg.get(name), loop.get(name))
         for role in ROLES for name, size in getattr(gemm, role)

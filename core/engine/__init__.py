@@ -5,7 +5,7 @@
 * :mod:`.failure` — ``Failure``: a failed stage as data (stage, code, knob, range)
 * :mod:`.emit` — what a compile may emit, validated
 * :mod:`.artifacts` — results as JSON-ready data (ranges, diagnostics, line maps)
-* :mod:`.keys` / :mod:`.versions` — content keys including the generator version
+* :mod:`.keys` / :mod:`.versions` — stage keys (in memory) and content keys including the generator version (on disk)
 * :mod:`.memo` / :mod:`.disk_cache` — the in-memory memo and the on-disk msgpack cache
 
 Adapters (the CLI, the language server, the JSON-RPC server) call an

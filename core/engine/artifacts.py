@@ -18,7 +18,6 @@ from kdd.core.passes.loop_stats import loop_stats
 from kdd.core.passes.metrics import kernel_metrics, reduction_iterations
 from kdd.core.passes.registers import estimate_registers
 from kdd.core.passes.trace_view import BUILD, text_diff, trace_to_json
-from kdd.core.passes.verify import verify_trace
 from kdd.core.spec import Diagnostic, Range
 
 # The ``source`` of a diagnostic says which stage found it, as editors show it.
@@ -219,6 +218,8 @@ def spill_diagnostic(codegen: dict, sources: dict[str, Range], where: Range) -> 
 def verify_artifact(kernel, trace) -> dict:
     """The IR verifier's verdict on the builder's IR and the IR after every pass: ``ok``, the number of
     stages verified and each problem with its stage."""
+    from kdd.core.passes.verify import verify_trace  # --verify only: a compile loads it when asked
+
     stages = verify_trace(kernel, trace)
     problems = [{"stage": stage, **p.to_dict()} for stage, ps in stages for p in ps]
     return {"ok": not problems, "stages": len(stages), "problems": problems}

@@ -22,22 +22,21 @@ read.
 """
 from __future__ import annotations
 
-import hashlib
 import time
 from math import prod
 from dataclasses import dataclass, field, replace
 from functools import cached_property, partial
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 from kdd.core.builder import BuildError, build_kernel
 from kdd.core.config.defaults import resolve_config
+from kdd.core.config.knobs import TMA_SCHEDULES
 from kdd.core.config.repairs import knob_repairs
 from kdd.core.ir.gc_pause import gc_paused
 from kdd.core.ir.printer import print_ir, to_text
 from kdd.core.passes import PassError
 from kdd.core.passes.kernel_pipeline import KERNEL_PIPELINE, run_pipeline, with_body
 from kdd.core.passes.options import kernel_options
-from kdd.core.passes.pass_bisect import bisect
 from kdd.core.passes.pipeline import PassCache
 from kdd.core.passes.trace_view import BUILD, UnknownPassError, ir_after, ir_before, text_diff
 from kdd.core.problem import ProblemError, parse_shape
@@ -48,14 +47,16 @@ from kdd.core.targets import TARGETS
 from kdd.core.toolchain import find_tool, stamps
 
 from . import artifacts
-from .disk_cache import DiskCache
 from .emit import SHOWS_LISTING, needs_trace, parse_emit
 from .failure import Failure, StageFailed
 from .fit import fitted_config
-from .interpreter_check import InterpreterCheck
-from .keys import content_key
+from .keys import content_key, stage_key
 from .memo import Memo, StageCounter, memoized
 from .verdict import NOT_CHECKABLE, NotCheckable, is_gap, not_checkable, verdict_of
+
+if TYPE_CHECKING:  # a compile without a disk cache or a check loads neither
+    from .disk_cache import DiskCache
+    from .interpreter_check import InterpreterCheck
 
 STAGES = ("parse", "build", "passes", "codegen", "check")
 FINAL = "final"
@@ -123,10 +124,17 @@ class Resolved:
     reduction: Any = field(default=None, compare=False)   # the check's Reduction of the full problem, if any
 
     def key(self, stage: str, *extra: object) -> str:
-        return content_key(stage, self.problem, self.config, self.target.name, *extra)
+        return stage_key(stage, self.problem, self.config, self.target.name, *extra)
+
+
+def _disk_key(kind: str, key: str) -> str:
+    """An artifact's key on disk: its kind, and the digest of its in-process key with the generator version."""
+    return f"{kind}-{content_key(kind, key)}"
 
 
 def _digest(text: str) -> str:
+    import hashlib  # here: a compile of a config without parents digests nothing
+
     return hashlib.sha256(text.encode()).hexdigest()
 
 
@@ -238,9 +246,9 @@ class Engine:
 
         if exact:
             return full
-        from kdd.core.builder.hopper import TMA_SCHEDULES, tma_check_shape
-
         if full.config.schedule in TMA_SCHEDULES:      # its tile, its K loop: no tiling knob shapes it
+            from kdd.core.builder.hopper import tma_check_shape
+
             reduction = tma_check_shape(full.problem, full.config)
             return Resolved(replace(full.problem, shape=reduction.shape), full.config, full.target,
                             reduction) if reduction.reduced else full
@@ -315,7 +323,7 @@ class Engine:
         if hit is None:
             hit = compute()
             if self.disk is not None:
-                self.disk.put(f"{kind}-{key}", hit)
+                self.disk.put(_disk_key(kind, key), hit)
             self._artifacts.put((kind, key), hit)
         return hit
 
@@ -324,7 +332,7 @@ class Engine:
         """A plain-data result already at hand: from memory, else from disk when ``trusted(hit)``; else None."""
         hit = self._artifacts.get((kind, key))
         if hit is None and self.disk is not None:
-            hit = self.disk.get(f"{kind}-{key}")
+            hit = self.disk.get(_disk_key(kind, key))
             if hit is not None and not trusted(hit):
                 hit = None
         if hit is not None:
@@ -451,6 +459,10 @@ class Engine:
                 return _digest(to_text(stage_body(self.kernel(r, sources))))
 
             def run() -> dict:
+                from kdd.core.passes.pass_bisect import bisect  # a check's modules: a compile loads neither
+
+                from .interpreter_check import InterpreterCheck
+
                 check = InterpreterCheck(r.problem, spec.check_seed, spec.check_tol, unbounded)
                 try:
                     check.within_bound()
@@ -482,6 +494,8 @@ class Engine:
     def _code_check(self, r: Resolved, sources: dict[str, Range], kernel, check: InterpreterCheck,
                     bisect_passes: bool) -> dict:
         """The code's check (see :meth:`check`): the simulator's verdict, or the bisection ending in it."""
+        from kdd.core.passes.pass_bisect import bisect
+
         listing = self.assembly(r, sources, tools=False)
         final = self.trace(kernel).final
         simulated = self._simulate(r, listing, kernel, final, check)
@@ -591,11 +605,12 @@ class Engine:
                                            internal=True).to_dict()}
             return {**listing.to_dict(), "listing": listing.render() if disassembled else None}
         check = tools or r.target.isa != "ptx"
-        key = r.key("asm", check, stamps() if check else ())
+        tools_now = stamps() if check else ()  # each stamp looks for its tool: once for both keys
+        key = r.key("asm", check, tools_now)
         asm = None
         if check and not disassemble:
             asm = self._stored("asm", key) or self._artifact(
-                "asm", r.key("asm", "figures", stamps()), lambda: lower(False))
+                "asm", r.key("asm", "figures", tools_now), lambda: lower(False))
         asm = asm or self._artifact("asm", key, lambda: lower(True))
         if "failure" in asm:
             f = asm["failure"]

@@ -9,15 +9,18 @@
   mapping expressions to tensor dims and access masks;
   :func:`conv_views` and :func:`gemm_views` build the A/B/C views of a problem.
 * :mod:`kdd.core.layout.render` — text pictures of layouts for hovers.
-"""
-from kdd.core.layout.layout import Block, Layout, parse_layout
-from kdd.core.layout.nested import NestedLayout
-from kdd.core.layout.render import cute, describe, lane_grid, outer_grids, slice_table
-from kdd.core.layout.tags import LayoutTagError
-from kdd.core.layout.view import DimKind, View, ViewDim
-from kdd.core.layout.view_conv import conv_views
-from kdd.core.layout.view_gemm import gemm_views
 
+The names load their module on first use (:mod:`kdd.core.lazy_exports`): importing one module of the
+package (``kdd.core.layout.layout``, say) does not load the others (the hovers' pictures).
+"""
+from kdd.core.lazy_exports import lazy_exports
+
+_WHERE = {
+    "Block": "layout", "Layout": "layout", "parse_layout": "layout", "NestedLayout": "nested",
+    "cute": "render", "describe": "render", "lane_grid": "render", "outer_grids": "render", "slice_table": "render",
+    "LayoutTagError": "tags", "DimKind": "view", "View": "view", "ViewDim": "view", "conv_views": "view_conv",
+    "gemm_views": "view_gemm",
+}
 __all__ = [
     "Block",
     "DimKind",
@@ -35,3 +38,5 @@ __all__ = [
     "parse_layout",
     "slice_table",
 ]
+
+__getattr__ = lazy_exports(__name__, _WHERE)

@@ -22,6 +22,7 @@ report with what was named and what was skipped, and why.
 from __future__ import annotations
 
 from bisect import bisect_right
+from collections import Counter
 from dataclasses import dataclass
 from typing import Any, Mapping
 
@@ -29,14 +30,14 @@ from ..ir.expr import Binary, Expr, Op, Var
 from ..ir.node import Node
 from ..ir.printer import expr_to_text
 from ..ir.stmt import Let, Seq, Stmt, Store, seq
-from ..ir.visitor import IRMutator, IRVisitor, Substitute, post_order
+from ..ir.visitor import IRMutator, IRVisitor, Substitute, post_order, statements
 from .forms import Forms
 from ..ir.names import Names
 from .opcount import is_int_op
 from .options import target_of
 from .registers import RegisterModel, estimate_registers
 from .send_headers import header_of
-from .tree import child_stmts, own_exprs, unshare_statements
+from .tree import binder, child_stmts, own_exprs, unshare_statements
 
 
 # Rounds of naming at most, while a round leaves lets that copy a name (each merges one level more).
@@ -271,7 +272,9 @@ class _Apply(IRMutator):
 class _InlineAliases(IRMutator):
     """Lets whose whole value became a new name read that name instead: equal values held by lets
     of different names (an unrolled load's mask and its SLM store's) then read one name, and the next
-    CSE finds the expressions over them equal."""
+    CSE finds the expressions over them equal. :class:`_Apply` already read the name for every variable
+    no other statement binds (its let is left binding the name to itself), so only the others cost a
+    walk of their let's body."""
 
     def __init__(self, names: set[str]):
         self.names = names
@@ -280,7 +283,7 @@ class _InlineAliases(IRMutator):
     def mutate_Let(self, old: Let, new: Let):
         if isinstance(new.value, Var) and new.value.name in self.names:
             self.inlined += 1
-            return Substitute({new.var: new.value}).mutate(new.body)
+            return new.body if new.var == new.value else Substitute({new.var: new.value}).mutate(new.body)
         return new
 
 
@@ -320,19 +323,26 @@ def eliminate(ir: Node, options: Mapping[str, Any], rounds: int = _ROUNDS) -> tu
         return ir, CseReport((), tuple(skipped), budget)
     names = Names.of(ir)
     mapping = {c.expr: names.fresh("cse", c.expr.type) for c in chosen}
+    # A let whose whole value is named (an alias, _InlineAliases) and whose variable no other statement
+    # binds: the walk that names the expressions reads the name for the variable too, instead of one walk
+    # of the let's body per alias.
+    stmts = statements(tree)
+    bound = Counter(v for v in map(binder, stmts) if v is not None)
+    replaced = {**mapping, **{s.var: mapping[s.value] for s in stmts
+                              if isinstance(s, Let) and s.value in mapping and bound[s.var] == 1}}
     # Smaller expressions are bound outside larger ones that use them.
     order = {c.expr: rank for rank, c in enumerate(reversed(chosen))}
     wraps: dict[int, list] = {}
     spans: dict[int, list] = {}
     for c in reversed(chosen):
-        value = c.expr.with_children([Substitute(mapping).mutate(k) for k in c.expr.children()])
+        value = c.expr.with_children([Substitute(replaced).mutate(k) for k in c.expr.children()])
         let = (order[c.expr], mapping[c.expr], value)
         if c.span is None:
             wraps.setdefault(id(c.where), []).append(let)
         else:
             spans.setdefault(id(c.where), []).append((c.span, let))
     spans = {k: _merge_spans(v) for k, v in spans.items()}
-    out = _Apply(mapping, wraps, spans).mutate(tree)
+    out = _Apply(replaced, wraps, spans).mutate(tree)
     aliases = _InlineAliases({v.name for v in mapping.values()})
     out = aliases.mutate(out)
     named = tuple(Named(mapping[c.expr].name, expr_to_text(c.expr), c.uses, c.bytes) for c in chosen)

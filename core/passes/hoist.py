@@ -463,8 +463,9 @@ class _Hoist(IRMutator):
         self.reg_bytes = reg_bytes
         # The send headers' allocations (name -> bytes) whose every read is the send right after
         # the header's store (as send lowering writes them): such a store can move with its send.
-        headers = _header_names(ir) - _unpaired_headers(ir)
-        self.header_bytes = {n.buf.name: n.size for n in distinct_nodes(ir)
+        stmts = statements(ir)  # sends, their headers' stores and allocations are statements: no expression walked
+        headers = _header_names(stmts) - _unpaired_headers(stmts)
+        self.header_bytes = {n.buf.name: n.size for n in stmts
                              if isinstance(n, Alloc) and n.kind is MemKind.GRF and n.buf.name in headers}
         self.detached: set[str] = set()
 
@@ -563,11 +564,12 @@ def hoist_invariants(ir: Node, options: Mapping[str, Any] | None = None) -> Node
     return _DropAllocs(ctx.detached).mutate(out) if ctx.detached else out
 
 
-def _unpaired_headers(ir: Node) -> set[str]:
-    """Names of the headers some send reads without the header's store right before it (checked at
-    every place a send occurs: one object may sit in several)."""
+def _unpaired_headers(stmts: list[Stmt]) -> set[str]:
+    """Names of the headers some send reads without the header's store right before it, among the children
+    of ``stmts`` (every statement object of a kernel once: checked at every place a send occurs, as one
+    object may sit in several)."""
     out: set[str] = set()
-    for n in distinct_nodes(ir):
+    for n in stmts:
         kids = child_stmts(n)
         for i, k in enumerate(kids):
             h = header_of(k)
@@ -582,6 +584,6 @@ def _unpaired_headers(ir: Node) -> set[str]:
     return out
 
 
-def _header_names(ir: Node) -> set[str]:
-    """Names of the buffers sends read their addresses from (``addr=header``)."""
-    return {h for h in map(header_of, distinct_nodes(ir)) if h is not None}
+def _header_names(stmts: list[Stmt]) -> set[str]:
+    """Names of the buffers the sends among ``stmts`` read their addresses from (``addr=header``)."""
+    return {h for h in map(header_of, stmts) if h is not None}

@@ -10,8 +10,11 @@ The public API, one concept per module:
 * :mod:`.problem` — ``Problem`` and text helpers
 * :mod:`.batch_file` — ``read_batch_file``: benchdnn batch files
 * :mod:`.errors` — ``ProblemError``: every parse error, with a span
+
+:mod:`.batch_file`'s names load it on first use (:mod:`kdd.core.lazy_exports`): a compile reads no batch file.
 """
-from .batch_file import BatchEntry, BatchFileError, parse_batch, problem_from_options, read_batch_file
+from kdd.core.lazy_exports import lazy_exports
+
 from .conv_shape import KEYS as CONV_KEYS
 from .conv_shape import Axis, ConvShape, compute_out, compute_pad, parse_conv_shape, right_pad
 from .data_types import DataTypes, parse_data_types, parse_element_type
@@ -31,3 +34,6 @@ __all__ = [
     "parse_gemm_shape", "parse_post_op", "parse_post_ops", "parse_shape", "problem_from_options",
     "problem_from_text", "read_batch_file", "right_pad",
 ]
+
+__getattr__ = lazy_exports(__name__, dict.fromkeys(
+    ("BatchEntry", "BatchFileError", "parse_batch", "problem_from_options", "read_batch_file"), "batch_file"))

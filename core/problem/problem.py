@@ -4,6 +4,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 
 from .conv_shape import ConvShape, parse_conv_shape
 from .data_types import DataTypes, parse_data_types
@@ -92,6 +93,12 @@ class Problem:
 
     def gemm_dims(self) -> GemmDims:
         """The named B/M/N/K dims of this problem (see :mod:`.gemm_dims`)."""
+        return self._gemm_dims
+
+    @cached_property
+    def _gemm_dims(self) -> GemmDims:
+        # Made once per problem: the defaults heuristic asks for them of every candidate tile it weighs
+        # (~800 times in a compile). Not a field: equality, hashing and repr see the problem alone.
         if self.op == "conv":
             return conv_gemm_dims(self.shape, self.prop)
         return gemm_gemm_dims(self.shape)

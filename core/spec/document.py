@@ -15,12 +15,15 @@ their integer index.
 """
 from __future__ import annotations
 
+import sys
 import threading
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any, Iterator
 
-import tree_sitter_toml
+from importlib.machinery import PathFinder
+from importlib.util import find_spec, module_from_spec
+
 from tree_sitter import Language, Node, Parser
 
 from .limits import MAX_DOCUMENT_CHARS, MAX_NESTING, too_large_message
@@ -37,7 +40,30 @@ DATETIME_TYPES = frozenset({"offset_date_time", "local_date_time", "local_date",
 VALUE_TYPES = frozenset({"string", "integer", "float", "boolean", "array", "inline_table"}) | DATETIME_TYPES
 TABLE_TYPES = frozenset({"table", "table_array_element"})
 
-_LANGUAGE = Language(tree_sitter_toml.language())
+
+
+def _toml_grammar():
+    """tree-sitter-toml's compiled grammar (the ``language()`` capsule of its ``_binding`` extension).
+
+    The package's ``__init__`` imports :mod:`importlib.resources` (and with it ``tempfile``, ``random``
+    and ``shutil``'s compressors: ~6 ms of every compile) for a highlight query kdd never reads, so the
+    extension is loaded from the package's folder without running that ``__init__``, and registered under
+    its name so that a later ``import tree_sitter_toml`` finds it; where the package is laid out otherwise,
+    it is imported as usual."""
+    name = "tree_sitter_toml._binding"
+    package = find_spec("tree_sitter_toml")
+    spec = PathFinder.find_spec(name, package.submodule_search_locations) if package is not None else None
+    if spec is None or name in sys.modules:
+        import tree_sitter_toml
+
+        return tree_sitter_toml.language()
+    binding = module_from_spec(spec)
+    spec.loader.exec_module(binding)
+    sys.modules[name] = binding
+    return binding.language()
+
+
+_LANGUAGE = Language(_toml_grammar())
 # A tree-sitter parser is not safe to share between threads; the daemon parses from several.
 _PARSERS = threading.local()
 
