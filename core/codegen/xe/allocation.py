@@ -132,8 +132,12 @@ class AllocationWalk:
     def alloc_buffer(self, key, x, p) -> None:
         name = key[1]
         size, category, bank, knob = self.buffer_request(name)
+        small = self.live.extent.get(name)
         try:
-            a = self.regs.alloc_regs(size, name, category, knob, bank, avoid=self.cooling_regs())
+            if small is not None and small <= self.rb // 2:   # a counter's register: only its first bytes are used
+                a = self.regs.alloc_sub(small, name, category, knob, avoid=self.cooling_regs())
+            else:
+                a = self.regs.alloc_regs(size, name, category, knob, bank, avoid=self.cooling_regs())
         except NoRoom:
             a = self.take_over(name, size, category, knob, x, p)
             if a is None:
@@ -147,9 +151,23 @@ class AllocationWalk:
         if x.var.name in self.remat or isinstance(x.value, (IntImm, FloatImm)) or (id(x), p) in self.live.aliases:
             return None
         t = x.var.type
-        a = self.alloc(elem_size(t) * t.lanes, x.var.name, "scalars" if t.lanes == 1 else "vectors")
-        self.keys[self.live.var_keys[id(x), p]] = a
+        key = self.live.var_keys[id(x), p]
+        base, kind = self.live.heads.get(key, (0, None))
+        if kind == "head":   # a SIMD1 header's address (``liveness._header_lets``): at dword 0 of a register
+            a = self.alloc_head(x.var.name)
+        else:
+            a = self.alloc(elem_size(t) * t.lanes, x.var.name, "scalars" if t.lanes == 1 else "vectors")
+        if kind == "twin":
+            self.keys["twin", p] = self.alloc_head(f"{x.var.name} + {base}")
+        self.keys[key] = a
         return a
+
+    def alloc_head(self, label: str) -> Allocation:
+        """A dword at the start of a register, for a value SIMD1 messages read as their header."""
+        try:
+            return self.regs.alloc_head(4, label, "scalars", avoid=self.cooling_regs())
+        except NoRoom:
+            raise self.no_room(4, label) from None
 
     def alloc_loop(self, x, p) -> Allocation:
         """The register of loop ``x``'s variable (its init is evaluated into it before the bound)."""
@@ -184,7 +202,7 @@ class AllocationWalk:
         at the point allocated before it is yielded and the values dead after it released on resuming."""
         for p, (kind, x) in enumerate(events(self.body)):
             for key in self.live.starts.get(p, ()):
-                if key[0] == "buf":
+                if key[0] == "buf" and key[1] not in self.live.bare:
                     self.alloc_buffer(key, x, p)
             yield p, kind, x
             for key in self.live.ends.get(p, ()):

@@ -222,8 +222,7 @@ class XeLowering(AllocationWalk):
 
     def ev_alloc(self, x, p):
         if x.kind is MemKind.SLM:
-            used = max((b + s for b, s in self.slm_base.values()), default=0)
-            self.slm_base[x.buf.name] = (-(-used // 64) * 64, x.size)
+            self.slm_base[x.buf.name] = self.live.slm[x.buf.name]
 
     def ev_end_alloc(self, x, p):
         pass
@@ -242,7 +241,10 @@ class XeLowering(AllocationWalk):
             return
         t = x.var.type
         dst = Reg(a.start, t.base, 1)
-        isa.evaluate(self, v, dst)
+        if self.live.var_keys[id(x), p] in self.live.heads:
+            sends.evaluate_head(self, x, p, dst)
+        else:
+            isa.evaluate(self, v, dst)
         self.bind(x.var.name, dst if t.lanes > 1 else dst.scalar())
         hit = self.flag_reuse.get((v, t.lanes))
         if hit is not None and hit.holds(self):   # a condition on the variable reads the value's flag
@@ -311,12 +313,12 @@ class XeLowering(AllocationWalk):
 
     def ev_store(self, x, p):
         name = x.buf.name
+        if name in self.live.headers and (p in self.live.held or name in self.bufs):
+            sends.store_header(self, x, p)
+            return
         if name not in self.bufs:
             raise CodegenUnsupported(f"store to {name}: only register buffers are stored to directly "
                                      "(memory is written by send messages)")
-        if name in self.live.headers:
-            sends.store_header(self, x)
-            return
         vt = x.value.type
         dst = self.grf_ref(x.buf, x.offset, vt, x.stride)
         dst = Reg(dst.byte, dst.type, x.stride // dst.size if vt.lanes > 1 else 1)

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from kdd.core.ir.expr import BoolImm, Broadcast, IntImm, Load, Ramp, Var
+from kdd.core.ir.expr import Binary, BoolImm, Broadcast, IntImm, Load, Op, Ramp, Var
 from kdd.core.ir.funcs import SendKind, SendOp
 from kdd.core.ir.types import s32, u8, u16, u32, u64
 
@@ -36,8 +36,13 @@ VECTOR_DATA = {4: "d32", 8: "d64"}  # vectors of 8- and 16-bit data are not mess
 NARROW = {2: u16, 1: u8}
 
 
-def store_header(cg, x) -> None:
-    """A store into a header buffer: the address the header's sends need."""
+def store_header(cg, x, p: int) -> None:
+    """A store into a header buffer at point ``p``: the address the header's sends need (none where the
+    sends read the stored let's own register, ``liveness._header_lets``)."""
+    held = cg.live.held.get(p)
+    if held is not None:
+        cg.header_in[x.buf.name] = Reg(cg.keys[held].start, u32, 1)
+        return
     space, mem, kind = cg.live.headers[x.buf.name]
     if space == "mixed":
         raise CodegenUnsupported(f"header {x.buf.name} addresses both global memory and SLM")
@@ -72,6 +77,25 @@ def store_header(cg, x) -> None:
     # and the high dword takes only the carry. A prefetch is not bounds-checked: its offset keeps its sign.
     signed = "prefetch header" in cg.live.roles.get(x.buf.name, ())
     isa.add64(cg, Reg(hdr.start, u32, 2), arg, off, lanes, signed=signed)
+
+
+def evaluate_head(cg, x, p: int, dst: Reg) -> None:
+    """Let ``x`` (defined at ``p``) that holds an SLM message's address (``liveness._header_lets``) into
+    ``dst``: a biased let's value plus its buffer's SLM base, unless it adds a constant to a let that
+    holds the base already; a ``twin`` gets value + base in its own register after the value."""
+    live = cg.live
+    key = live.var_keys[id(x), p]
+    base, kind = live.heads[key]
+    v = x.value
+    if kind != "twin" and base:
+        src = live.offsets.get(key)
+        if src is None or live.heads.get(src[0]) not in ((base, "head"), (base, "carry")):
+            far = isinstance(v, Binary) and v.op is Op.ADD and isinstance(v.b, IntImm)
+            v = Binary.make(Op.ADD, v.a, IntImm.make(s32, v.b.value + base)) if far else \
+                Binary.make(Op.ADD, v, IntImm.make(s32, base))   # the base folds into the last immediate add
+    isa.evaluate(cg, v, dst)
+    if kind == "twin":
+        isa.alu(cg, "add", 1, Reg(cg.keys["twin", p].start, s32, 1), [dst.scalar(), Imm(base, s32)])
 
 
 def _held_payload(cg, x, hdr) -> Reg | None:
