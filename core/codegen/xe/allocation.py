@@ -14,11 +14,11 @@ reserve, less only the temporaries an instruction takes for itself.
 """
 from __future__ import annotations
 
-from collections import deque
+from collections import Counter, deque
 from typing import Iterator
 
-from kdd.core.ir.expr import FloatImm, IntImm, Load
-from kdd.core.ir.stmt import Let
+from kdd.core.ir.expr import Binary, FloatImm, IntImm, Load, Op, Var
+from kdd.core.ir.stmt import For, Let
 from kdd.core.ir.visitor import walk as walk_nodes
 
 from ..errors import OutOfRegisters
@@ -48,7 +48,7 @@ class AllocationWalk:
         self.rb = target.registers.reg_bytes
         self.simd = simd
         self.regs = RegisterFile(nregs, self.rb, self.xe.grf_banks)
-        self.remat = remat
+        self.remat = remat = remat | absorbed(body)
         self.arg_names = tuple(arg_names)
         self.payload = payload(list(self.arg_names), simd, self.rb)
         self.live = analyze(body, set(self.arg_names), remat)
@@ -221,6 +221,34 @@ def recomputable(body) -> dict[str, object]:
         if isinstance(node, Let) and not any(isinstance(n, Load) for n in walk_nodes(node.value)):
             out[node.var.name] = node.value
     return out
+
+
+def absorbed(body) -> frozenset[str]:
+    """Scalar lets ``t = v + c`` (``c`` a 16-bit constant) every read of which is an operand of a 32-bit
+    integer add whose other operand is not a constant: each such add becomes one ``add3`` of that operand,
+    ``v`` and ``c`` (``isa``), so ``t`` is recomputed there (``remat``) and needs neither a register nor an
+    instruction of its own (``cse = k + 32`` read by two address adds: the ``add`` of the constant goes)."""
+    candidates: dict[str, str] = {}   # let -> the variable its value adds a constant to
+    bound: Counter = Counter()      # names bound by a let or a loop (each binding's var is walked once)
+    reads: Counter = Counter()
+    adds: Counter = Counter()
+    for node in walk_nodes(body):
+        t = type(node)
+        if t is Var:
+            reads[node.name] += 1
+        elif t is Let or t is For:
+            bound[node.var.name] += 1
+            v = node.value if t is Let else None
+            if type(v) is Binary and v.op is Op.ADD and v.type.lanes == 1 and v.type.is_int and \
+                    v.type.scalar.bits == 32 and type(v.a) is Var and type(v.b) is IntImm and \
+                    -32768 <= v.b.value < 32768:
+                candidates[node.var.name] = v.a.name
+        elif t is Binary and node.op is Op.ADD and node.type.is_int and node.type.scalar.bits == 32:
+            for x, other in ((node.a, node.b), (node.b, node.a)):
+                if type(x) is Var and type(other) is not IntImm:
+                    adds[x.name] += 1
+    # bound once, as is the variable read where it is recomputed (no other binding of the name there)
+    return frozenset(n for n, v in candidates.items() if bound[n] == 1 and bound[v] <= 1 and reads[n] - 1 == adds[n] > 0)
 
 
 MAX_REMAT_ROUNDS = 8

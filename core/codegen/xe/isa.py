@@ -379,6 +379,11 @@ def _binary(cg, e, dst):
         for pick, other in ((e.a, e.b), (e.b, e.a)):
             if _select_of_constants(pick):
                 return _add_select(cg, other, pick, dst, e)
+    if op is Op.ADD and e.type.is_int and e.type.scalar.bits == 32:
+        for x, other in ((e.b, e.a), (e.a, e.b)):
+            inner = _added_constant(cg, x)
+            if inner is not None and type(other) is not IntImm:   # a + (v + c): one add3
+                return evaluate(cg, Ternary.make(Op.ADD3, other, inner.a, inner.b), dst)
     a = _widened_source(cg, e.a) if op in _EXTENDING else evaluate(cg, e.a, None)
     b = evaluate(cg, e.b, None)
     if e.type.is_int and e.type.scalar.bits == 64 and not cg.xe.native_int64:
@@ -424,6 +429,18 @@ def _widened_source(cg, e):
         if isinstance(a, Reg):
             return a
     return evaluate(cg, e, None)
+
+
+def _added_constant(cg, e):
+    """The value ``v + c`` (``c`` a 16-bit immediate) of a recomputed let ``e``, else None."""
+    if type(e) is not Var:
+        return None
+    op = cg.lookup(e.name)
+    v = op.value if type(op) is Remat else None
+    if type(v) is Binary and v.op is Op.ADD and type(v.b) is IntImm and -32768 <= v.b.value < 32768 \
+            and v.a.type.scalar.bits == 32:
+        return v
+    return None
 
 
 def _select_of_constants(e) -> bool:

@@ -168,3 +168,14 @@ def test_simd1_slm_messages_read_their_addresses_from_lets_kept_at_dword_0():
                if m}
     assert len(headers) >= 15 and not headers & written
     assert listing.to_dict()["registers"]["ir"] == listing.to_dict()["registers"]["peak"]
+
+
+def test_a_constant_added_to_a_counter_folds_into_the_address_adds_that_read_it():
+    """resnet50_1x1's later steps address global memory at the counter plus a constant (``cse = k + 32``,
+    read by the A and B address adds only): each address is one ``add3`` of the lanes' offsets, the
+    counter and the constant; no scalar ``add`` of the constant into a register of its own."""
+    kernel, body, target = final("resnet50_1x1.kernel.toml")
+    loop = _main_loop_text(generate_asm(kernel, body, target, check=False)).splitlines()
+    addresses = [ln for ln in loop if re.match(r"\(W\) add3 \(8\|M0\) r\d+\.0<1>:d r\d+\.0<1;0>:d r\d+\.\d<0;0>:d \d+:w", ln)]
+    assert len(addresses) == 4      # A and B in the second and third step
+    assert not [ln for ln in loop if re.match(r"\(W\) add \(1\|M0\) r\d+\.\d<1>:d r\d+\.\d<0;1,0>:d (32|64):d", ln)]
