@@ -58,6 +58,7 @@ class AllocationWalk:
         self.cooling: deque[Allocation] = deque(maxlen=rotation)  # the headers released last
         self.roomy = rotation > 0     # the first allocation with_remat tries (see there)
         self.barrier_header: Allocation | None = None   # the barrier message's header, for the whole kernel
+        self.block2d_headers: list[Allocation] = []     # the 2D block loads' headers, for the whole kernel
 
     # -- hooks the code generator overrides --------------------------------------------------
     def no_room(self, nbytes: int, label: str) -> Exception:
@@ -89,8 +90,8 @@ class AllocationWalk:
 
     def reserve_payload(self) -> list[Allocation]:
         """Reserves r0, the local ids, the kernel arguments and, in a kernel that signals a barrier, the
-        barrier's header; returns the local ids' registers, read once (into the thread ids,
-        :meth:`alloc_thread_ids`) and then released (:meth:`release`)."""
+        barrier's header (in one with 2D block loads, theirs); returns the local ids' registers, read once
+        (into the thread ids, :meth:`alloc_thread_ids`) and then released (:meth:`release`)."""
         r = self.regs
         local_ids = []
         for f in self.payload:
@@ -105,6 +106,11 @@ class AllocationWalk:
             # built once, read by every barrier (oneDNN's signal header); in the roomy allocation only
             # (with_remat), else built at each barrier in a temporary
             self.barrier_header = r.alloc_regs(self.rb, "barrier header", "reserved")
+        if self.live.block2d and self.roomy:
+            # two registers the 2D block loads take in turn, only the fields that change rewritten
+            # (sends.lower_send2d); in turn, so that a message's address is not rewritten while the one
+            # before it may still be reading it (HEADER_ROTATION)
+            self.block2d_headers = [r.alloc_regs(self.rb, "2D block headers", "reserved") for _ in range(2)]
         return local_ids
 
     def alloc_thread_ids(self) -> Iterator[tuple[int, str, Allocation]]:

@@ -520,19 +520,36 @@ def _compare_flag(cg, e, lanes: int, dst: Reg | None = None) -> str:
 
 
 @dataclass(frozen=True)
-class ReusableFlag:
-    """A flag computed for a condition, and what it depended on: the control flow (no label or jump
-    since), the flag register (not handed out or changed since) and the condition's variables (each
-    still bound to the same operand)."""
+class Known:
+    """What a register holding an expression's value relies on: the control flow (no label or jump since)
+    and the expression's variables (each still bound to the same operand)."""
 
-    flag: str
     flow: int
-    written: int
     bindings: tuple
 
+    @staticmethod
+    def now(cg, e) -> "Known | None":
+        """The current state for ``e``; None where ``e`` reads memory (a buffer may change in between)."""
+        names = _reusable(e)
+        if names is None:
+            return None
+        return Known(cg.em.flow, tuple((n, _bound(cg, n)) for n in sorted(names)))
+
     def holds(self, cg) -> bool:
-        return (cg.em.flow == self.flow and cg.flags.written(self.flag) == self.written
-                and all(_bound(cg, name) is op for name, op in self.bindings))
+        return cg.em.flow == self.flow and all(_bound(cg, name) is op for name, op in self.bindings)
+
+
+@dataclass(frozen=True)
+class ReusableFlag:
+    """A flag computed for a condition, and what it depended on: the flag register (not handed out or
+    changed since) and the condition's :class:`Known` state."""
+
+    flag: str
+    written: int
+    known: Known
+
+    def holds(self, cg) -> bool:
+        return cg.flags.written(self.flag) == self.written and self.known.holds(cg)
 
 
 def _bound(cg, name: str):
@@ -553,10 +570,9 @@ def flag_of(cg, cond, lanes: int) -> str:
 
 def remember_flag(cg, cond, lanes: int, flag: str) -> str:
     """Records that ``flag`` now holds ``cond`` over ``lanes`` (for :func:`flag_of`); returns it."""
-    names = _reusable(cond)
-    if names is not None:
-        cg.flag_reuse[(cond, lanes)] = ReusableFlag(flag, cg.em.flow, cg.flags.written(flag),
-                                                    tuple((n, _bound(cg, n)) for n in sorted(names)))
+    known = Known.now(cg, cond)
+    if known is not None:
+        cg.flag_reuse[(cond, lanes)] = ReusableFlag(flag, cg.flags.written(flag), known)
     return flag
 
 

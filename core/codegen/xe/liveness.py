@@ -143,6 +143,7 @@ class Liveness:
     allocs: dict            # grf buffer name -> its Alloc statement
     free: set               # names read without a binding (thread and group ids, arguments)
     signals: bool = False   # the kernel signals a barrier (its message header is built once)
+    block2d: frozenset = frozenset()   # the surfaces and blocks of the 2D block loads (sends.block2d_constants)
     aliases: frozenset = frozenset()   # (id(Let), point) of the lets that read their buffer's registers
     slm: dict = field(default_factory=dict)     # SLM buffer name -> (base byte, size), in allocation order
     heads: dict = field(default_factory=dict)   # let key -> (SLM base, kind) of a SIMD1 header's address
@@ -169,6 +170,7 @@ def analyze(root, global_names: set[str], remat: frozenset = frozenset()) -> Liv
     extended: set = set()
     if_depth = [0]
     signals = False
+    block2d: set = set()
     copies: dict[int, tuple] = {}        # point -> (let, buffer) of a let copying a register buffer
     stores: dict[int, Store] = {}        # point -> store into a register buffer
     call_written: set[str] = set()       # register buffers some call writes
@@ -307,6 +309,8 @@ def analyze(root, global_names: set[str], remat: frozenset = frozenset()) -> Liv
                         call_written.add(name)
             _record_roles(x, roles, headers, grf)
             signals = signals or isinstance(x.func, (Barrier, BarrierSignal))
+            if isinstance(x.func, Send2D):
+                block2d.add(_block2d_shape(x))
     aliases = _aliases(copies, stores, call_written, accesses, last, extended, allocs)
     for name, acc in accesses.items():
         key = ("buf", name)
@@ -326,8 +330,16 @@ def analyze(root, global_names: set[str], remat: frozenset = frozenset()) -> Liv
         starts.setdefault(v, []).append(k)
     for k, v in last.items():
         ends.setdefault(v, []).append(k)
-    return Liveness(first, last, starts, ends, roles, headers, var_keys, p + 1, allocs, free, signals, aliases,
-                    slm, heads, held, bare, extent, offsets)
+    return Liveness(first, last, starts, ends, roles, headers, var_keys, p + 1, allocs, free, signals, frozenset(block2d),
+                    aliases, slm, heads, held, bare, extent, offsets)
+
+
+def _block2d_shape(call: FuncCall) -> tuple:
+    """A 2D block load's surface (width, height, pitch: constants or expressions) and block (width,
+    height, array): the fields of its header that do not move with the block."""
+    f, a = call.func, call.ops
+    sizes = tuple(_const(e) if _const(e) is not None else e for e in (a.surface_width, a.surface_height, a.pitch))
+    return sizes + (f.width, f.height, f.array)
 
 
 def _offset_of(value, scope) -> tuple | None:

@@ -91,6 +91,8 @@ class XeLowering(AllocationWalk):
         self.arg_regs: dict[str, Reg] = {}
         self.in_place: dict[str, object] = {}    # reorder destination -> the source it took over
         self.header_in: dict[str, Reg] = {}   # header -> the registers its sends read instead (sends._held_payload)
+        self.block2d_fields: list[dict] = []  # per 2D block header: byte -> what it holds (sends.lower_send2d)
+        self.block2d_turn = 0                 # the 2D block header the last 2D load took
 
     # -- allocation -------------------------------------------------------------------------
     def no_room(self, nbytes: int, label: str) -> Exception:
@@ -189,6 +191,7 @@ class XeLowering(AllocationWalk):
         local_ids = self.reserve_payload()
         if self.barrier_header is not None:
             self._barrier_header(self.barrier_header.start // self.rb)
+        sends.block2d_prologue(self)
         for g, dword in GROUP_ID_DWORD.items():
             self.bind(g, Reg(4 * dword, s32, 0))
         lid = {f.name: f for f in self.payload}

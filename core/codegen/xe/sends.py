@@ -390,8 +390,36 @@ def _prefetch(cg, f, mem_off) -> None:
 BLOCK2D_DATA = {1: "d8", 2: "d16", 4: "d32", 8: "d64"}
 
 
+def block2d_constants(cg, shape: tuple) -> list[tuple[int, Imm]]:
+    """``(byte, value)`` of the header fields a 2D block load of ``shape`` (``liveness._block2d_shape``:
+    constant surface sizes and the block) writes as immediates: the surface's width, height and pitch less
+    one (width and height as one qword where 64-bit integers are native) and the block's shape
+    (``width - 1 | height - 1 << 8 | array - 1 << 16``)."""
+    width, height, pitch, bw, bh, array = shape
+    shaped = (7 * 4, Imm((bw - 1) | (bh - 1) << 8 | (array - 1) << 16, u32))
+    if cg.xe.native_int64:
+        return [(8, Imm(width - 1 | (height - 1) << 32, u64)), (16, Imm(pitch - 1, u32)), shaped]
+    return [(8, Imm(width - 1, u32)), (12, Imm(height - 1, u32)), (16, Imm(pitch - 1, u32)), shaped]
+
+
+def block2d_prologue(cg) -> None:
+    """The kernel's 2D block headers (``allocation``: where it has them), their fields that never change
+    written once at the start where every 2D load of the kernel shares them (one surface and block shape)."""
+    cg.block2d_fields = [{} for _ in cg.block2d_headers]
+    shapes = cg.live.block2d
+    if len(shapes) != 1 or not all(isinstance(v, int) for v in next(iter(shapes))):
+        return
+    for a, known in zip(cg.block2d_headers, cg.block2d_fields):
+        for at, imm in block2d_constants(cg, next(iter(shapes))):
+            isa.move(cg, Reg(a.start + at, imm.type, 1), imm, 1)
+            known[at] = (imm, None)
+
+
 def lower_send2d(cg, x) -> None:
-    """``load_block2d``: header in a temporary register, then one message into the destination registers."""
+    """``load_block2d``: its header, then one message into the destination registers. The header is one of
+    the kernel's two 2D block header registers where it has them (the roomy allocation), in turn: a field
+    is written only where it does not hold the value already (oneDNN rewrites only a 2D header's block x
+    and y between loads); else a temporary built whole."""
     f = x.func
     a = x.ops
     rb = cg.rb
@@ -406,18 +434,27 @@ def lower_send2d(cg, x) -> None:
     sizes = (a.surface_width, a.surface_height, a.pitch)
     if not all(isinstance(e, IntImm) for e in sizes):
         raise CodegenUnsupported(f"{f}: a surface of non-constant size")
-    width, height, pitch = (e.value for e in sizes)
-    hdr = cg.temp(u32, rb // 4, whole=True, header=True)
-    isa.add64(cg, Reg(hdr.byte, u32, 1), arg, isa.value(cg, a.base), 1)
-    fields = [(2, width - 1), (3, height - 1), (4, pitch - 1),
-              (7, (f.width - 1) | (f.height - 1) << 8 | (f.array - 1) << 16)]
-    if cg.xe.native_int64:  # surface width and height as one qword immediate
-        isa.move(cg, Reg(hdr.byte + 8, u64, 1), Imm(fields[0][1] | fields[1][1] << 32, u64), 1)
-        fields = fields[2:]
-    for i, v in fields:
-        isa.move(cg, Reg(hdr.byte + 4 * i, u32, 1), Imm(v, u32), 1)
-    isa.evaluate(cg, a.x, Reg(hdr.byte + 20, s32, 1))
-    isa.evaluate(cg, a.y, Reg(hdr.byte + 24, s32, 1))
+    if cg.block2d_headers:
+        turn = cg.block2d_turn = (cg.block2d_turn + 1) % len(cg.block2d_headers)
+        hdr, known = Reg(cg.block2d_headers[turn].start, u32, 1), cg.block2d_fields[turn]
+    else:   # no registers of their own (a tight allocation): built in a temporary
+        hdr, known = cg.temp(u32, rb // 4, whole=True, header=True), {}
+
+    def field(at: int, key, write, expr=None) -> None:
+        """Field ``at`` (a byte of the header) := ``key``'s value, unless the register holds it already
+        (for an IR expression ``expr``: straight-line code since, its variables bound as then)."""
+        now = known.get(at)
+        if now is not None and now[0] == key and (expr is None or now[1] is not None and now[1].holds(cg)):
+            return
+        write()
+        known[at] = (key, None if expr is None else isa.Known.now(cg, expr))
+    field(0, (a.mem.name, a.base), lambda: isa.add64(cg, Reg(hdr.byte, u32, 1), arg, isa.value(cg, a.base), 1),
+          a.base)
+    shape = tuple(e.value for e in sizes) + (f.width, f.height, f.array)
+    for at, imm in block2d_constants(cg, shape):
+        field(at, imm, lambda at=at, imm=imm: isa.move(cg, Reg(hdr.byte + at, imm.type, 1), imm, 1))
+    field(20, a.x, lambda: isa.evaluate(cg, a.x, Reg(hdr.byte + 20, s32, 1)), a.x)
+    field(24, a.y, lambda: isa.evaluate(cg, a.y, Reg(hdr.byte + 24, s32, 1)), a.y)
     nregs = -(-f.elems * f.type.size // rb)
     cg.em.raw(f"(W) load_block2d.ugm.{BLOCK2D_DATA[f.type.size]}.a64 (1|M0) r{data // rb}:{nregs} "
               f"[r{hdr.byte // rb}:1]", "send")
