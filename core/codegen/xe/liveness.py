@@ -429,7 +429,8 @@ def _header_lets(head_stores, headers, slm, lets, reads, offsets, aliases, acces
             seg = next(k for k in segments[name] if first[k] <= p <= last[k])
             last[reg] = max(last[reg], last[seg])   # the register holds the header until its last send
     bare = frozenset(name for name, acc in accesses.items()
-                     if name in headers and all(a[0] in held for a in acc if a[1] == "w"))
+                     if name in headers and all(a[0] in held for a in acc if a[1] == "w") and held.keys() &
+                     {a[0] for a in acc})
     return heads, held, bare
 
 
