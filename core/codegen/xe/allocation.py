@@ -40,10 +40,12 @@ HEADER_ROTATION = 2
 class AllocationWalk:
     """Register allocation of ``body`` over ``nregs`` GRFs of ``target`` for a kernel with arguments
     ``arg_names`` (ABI order) at SIMD width ``simd``; lets named in ``remat`` get no register; the
-    registers of the last ``rotation`` headers released are taken last."""
+    registers of the last ``rotation`` headers released are taken last; ``compact``: the lets SIMD1 SLM
+    messages read as their headers at dword 0 of a register (``liveness._header_lets``), the counters'
+    buffers in sub-registers (``liveness`` ``extent``)."""
 
     def __init__(self, body, target, arg_names, simd: int, nregs: int, remat: frozenset = frozenset(),
-                 rotation: int = HEADER_ROTATION):
+                 rotation: int = HEADER_ROTATION, compact: bool = False):
         self.body, self.target, self.xe = body, target, target.xe
         self.rb = target.registers.reg_bytes
         self.simd = simd
@@ -51,7 +53,7 @@ class AllocationWalk:
         self.remat = remat = remat | absorbed(body)
         self.arg_names = tuple(arg_names)
         self.payload = payload(list(self.arg_names), simd, self.rb)
-        self.live = analyze(body, set(self.arg_names), remat)
+        self.live = analyze(body, set(self.arg_names), remat, compact)
         self.keys: dict = {}                  # liveness key -> Allocation
         self.bufs: dict[str, Allocation] = {}  # grf buffer name -> its live Allocation
         self.bounds: list[Allocation | None] = []  # the registers of the open loops' bounds
@@ -66,6 +68,7 @@ class AllocationWalk:
         registers there (each with a ``label`` and a ``category``), as ``OutOfRegisters`` does."""
         exc = NoRoom(f"{nbytes} bytes for {label}")
         exc.live = list(self.regs.live.values())
+        exc.compacted = bool(self.live.heads or self.live.extent)
         return exc
 
     def take_over(self, name, size, category, knob, x, p) -> Allocation | None:
@@ -261,24 +264,28 @@ MAX_REMAT_ROUNDS = 8
 
 
 def with_remat(attempt, body):
-    """``attempt(remat, rotation)`` (an allocation of ``body`` that raises ``NoRoom`` or ``OutOfRegisters``
-    with the values ``live`` where it ran out) with the allocator's answers to running out: first the roomy
-    allocation gives way (``rotation`` 0: headers stop rotating, since a header taking registers apart from
+    """``attempt(remat, rotation, compact)`` (an allocation of ``body`` that raises ``NoRoom`` or
+    ``OutOfRegisters`` with the values ``live`` where it ran out) with the allocator's answers to running
+    out: first the compact layout gives way (``compact``: the SIMD1 headers' lets each hold a register's
+    first dword, ``AllocationWalk``; the later attempts allocate as before it, since rematerialization's
+    choices follow where values are), then the roomy allocation (``rotation`` 0: headers stop rotating, since a header taking registers apart from
     the last ones can split the free range a large buffer needs, and the barrier's header is built at each
     barrier instead of holding a register), then rematerialization: the values live at the failing point that can be recomputed
     (vector lets first, then scalars) are recomputed at each use instead of held, and the attempt restarts;
     after a few rounds every recomputable vector is. The last failure is raised when nothing is left to
     recompute."""
-    try:
-        return attempt(frozenset(), HEADER_ROTATION)
-    except (NoRoom, OutOfRegisters):
-        pass
+    for compact in (True, False):
+        try:
+            return attempt(frozenset(), HEADER_ROTATION, compact)
+        except (NoRoom, OutOfRegisters) as exc:
+            if not getattr(exc, "compacted", True):   # nothing compacted: without it the attempt is the same
+                break
     remat: frozenset = frozenset()
     candidates = None
     last = None
     for round_ in range(MAX_REMAT_ROUNDS):
         try:
-            return attempt(remat, 0)
+            return attempt(remat, 0, False)
         except (NoRoom, OutOfRegisters) as exc:
             last = exc
         if candidates is None:
@@ -294,8 +301,9 @@ def with_remat(attempt, body):
     raise last
 
 
-def _walk_peak(body, target, arg_names, simd: int, nregs: int, remat: frozenset, rotation: int) -> int:
-    walk = AllocationWalk(body, target, arg_names, simd, nregs, remat, rotation)
+def _walk_peak(body, target, arg_names, simd: int, nregs: int, remat: frozenset, rotation: int,
+               compact: bool = False) -> int:
+    walk = AllocationWalk(body, target, arg_names, simd, nregs, remat, rotation, compact)
     local_ids = walk.reserve_payload()
     for _ in walk.alloc_thread_ids():
         pass
@@ -318,11 +326,11 @@ def allocation_peak(body, target, arg_names, simd: int, budget: int | None = Non
     without code: reserve, buffers, lets, loop variables and bounds). In ``budget`` registers it
     rematerializes as the allocator does (:func:`with_remat`); where that does not fit either, or without a
     budget, the walk runs in a register file as large as it needs, every recomputable vector recomputed
-    when there is a budget."""
+    when there is a budget (without one, in the compact layout the first attempt takes)."""
     if budget is not None:
         try:
-            return with_remat(lambda remat, rotation: _walk_peak(body, target, arg_names, simd, budget, remat,
-                                                                 rotation), body)
+            return with_remat(lambda remat, rotation, compact: _walk_peak(body, target, arg_names, simd, budget,
+                                                                          remat, rotation, compact), body)
         except NoRoom:
             pass
     remat = frozenset() if budget is None else frozenset(
@@ -330,6 +338,6 @@ def allocation_peak(body, target, arg_names, simd: int, budget: int | None = Non
     nregs = 256
     while True:
         try:
-            return _walk_peak(body, target, arg_names, simd, nregs, remat, 0)
+            return _walk_peak(body, target, arg_names, simd, nregs, remat, 0, compact=budget is None)
         except NoRoom:
             nregs *= 2

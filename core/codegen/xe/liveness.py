@@ -153,9 +153,12 @@ class Liveness:
     offsets: dict = field(default_factory=dict)  # let key -> (let key, c): the let is that one plus c
 
 
-def analyze(root, global_names: set[str], remat: frozenset = frozenset()) -> Liveness:
+def analyze(root, global_names: set[str], remat: frozenset = frozenset(), compact: bool = False) -> Liveness:
     """Live ranges of ``root``'s register values. Lets named in ``remat`` get no register:
-    their value is recomputed at every use, so its operands are read there instead."""
+    their value is recomputed at every use, so its operands are read there instead. ``compact`` (the
+    roomy allocation's first attempt, ``allocation.with_remat``) finds the lets SIMD1 SLM messages read as
+    their headers (``_header_lets``) and the buffers whose scalar accesses reach only their first bytes
+    (``extent``)."""
     first: dict = {}
     last: dict = {}
     roles: dict[str, set] = {}
@@ -322,8 +325,12 @@ def analyze(root, global_names: set[str], remat: frozenset = frozenset()) -> Liv
         del first[key], last[key]
     for name in headers:    # a message reads its header's whole registers
         extent[name] = None
-    heads, held, bare = _header_lets(head_stores, headers, slm, lets, reads, offsets, aliases, accesses, first,
-                                     last)
+    heads, held, bare = {}, {}, frozenset()
+    if not compact:
+        extent.clear()
+    else:
+        heads, held, bare = _header_lets(head_stores, headers, slm, lets, reads, offsets, aliases, accesses, first,
+                                         last)
     starts: dict[int, list] = {}
     ends: dict[int, list] = {}
     for k, v in first.items():

@@ -75,8 +75,9 @@ class XeLowering(AllocationWalk):
     """One kernel's lowering: the allocation walk plus the instructions. ``run()`` fills ``self.em.lines``."""
 
     def __init__(self, kernel, body, target, budget: int, remat: frozenset = frozenset(),
-                 rotation: int = HEADER_ROTATION):
-        super().__init__(body, target, [a.var.name for a in kernel.args], kernel.simd, budget, remat, rotation)
+                 rotation: int = HEADER_ROTATION, compact: bool = False):
+        super().__init__(body, target, [a.var.name for a in kernel.args], kernel.simd, budget, remat, rotation,
+                         compact)
         self.kernel = kernel
         self.em = Emitter(self.regs)
         self.flags = FlagPool(self.xe.flags)
@@ -96,7 +97,9 @@ class XeLowering(AllocationWalk):
 
     # -- allocation -------------------------------------------------------------------------
     def no_room(self, nbytes: int, label: str) -> Exception:
-        return self._out_of_registers(nbytes, label)
+        exc = self._out_of_registers(nbytes, label)
+        exc.compacted = bool(self.live.heads or self.live.extent)   # with_remat: whether compacting may be why
+        return exc
 
     def temp(self, t: Type, lanes: int = 1, whole: bool = False, header: bool = False) -> Reg:
         """A temporary for the current statement (freed at its end); a ``header`` is a message's."""
