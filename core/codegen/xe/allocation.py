@@ -257,7 +257,8 @@ def absorbed(body) -> frozenset[str]:
                 if type(x) is Var and type(other) is not IntImm:
                     adds[x.name] += 1
     # bound once, as is the variable read where it is recomputed (no other binding of the name there)
-    return frozenset(n for n, v in candidates.items() if bound[n] == 1 and bound[v] <= 1 and reads[n] - 1 == adds[n] > 0)
+    return frozenset(n for n, v in candidates.items()
+                     if bound[n] == 1 and bound[v] <= 1 and reads[n] - 1 == adds[n] > 0)
 
 
 MAX_REMAT_ROUNDS = 8
@@ -267,13 +268,14 @@ def with_remat(attempt, body):
     """``attempt(remat, rotation, compact)`` (an allocation of ``body`` that raises ``NoRoom`` or
     ``OutOfRegisters`` with the values ``live`` where it ran out) with the allocator's answers to running
     out: first the compact layout gives way (``compact``: the SIMD1 headers' lets each hold a register's
-    first dword, ``AllocationWalk``; the later attempts allocate as before it, since rematerialization's
-    choices follow where values are), then the roomy allocation (``rotation`` 0: headers stop rotating, since a header taking registers apart from
-    the last ones can split the free range a large buffer needs, and the barrier's header is built at each
-    barrier instead of holding a register), then rematerialization: the values live at the failing point that can be recomputed
-    (vector lets first, then scalars) are recomputed at each use instead of held, and the attempt restarts;
-    after a few rounds every recomputable vector is. The last failure is raised when nothing is left to
-    recompute."""
+    first dword, counters' buffers take sub-registers, ``AllocationWalk``; the later attempts allocate as
+    before it, since what rematerialization picks follows where values are), then the roomy allocation
+    (``rotation`` 0: headers stop rotating, since a header taking registers apart from the last ones can
+    split the free range a large buffer needs, and the barrier's and 2D loads' headers are built at each
+    message instead of holding registers), then rematerialization: the values live at the failing point
+    that can be recomputed (vector lets first, then scalars) are recomputed at each use instead of held,
+    and the attempt restarts; after a few rounds every recomputable vector is. The last failure is raised
+    when nothing is left to recompute."""
     for compact in (True, False):
         try:
             return attempt(frozenset(), HEADER_ROTATION, compact)

@@ -337,8 +337,8 @@ def analyze(root, global_names: set[str], remat: frozenset = frozenset(), compac
         starts.setdefault(v, []).append(k)
     for k, v in last.items():
         ends.setdefault(v, []).append(k)
-    return Liveness(first, last, starts, ends, roles, headers, var_keys, p + 1, allocs, free, signals, frozenset(block2d),
-                    aliases, slm, heads, held, bare, extent, offsets)
+    return Liveness(first, last, starts, ends, roles, headers, var_keys, p + 1, allocs, free, signals,
+                    frozenset(block2d), aliases, slm, heads, held, bare, extent, offsets)
 
 
 def _block2d_shape(call: FuncCall) -> tuple:
@@ -365,7 +365,7 @@ def _header_lets(head_stores, headers, slm, lets, reads, offsets, aliases, acces
     """The scalar lets whose registers SIMD1 SLM messages read as their header (oneDNN keeps such
     address payloads live instead of rebuilding them per message): a transposed message reads its address
     from dword 0 of its header register only, so a let placed at dword 0 of a register (the other dwords
-    stay free for other scalars) is the header, and the store ``hdr[0] = v` costs nothing.
+    stay free for other scalars) is the header, and the store ``hdr[0] = v`` costs nothing.
 
     The SLM base of the message's buffer is part of the address, so such a let holds its value plus the
     base (*biased*) where every read of it is such a header store or another biased let of the same
@@ -374,10 +374,11 @@ def _header_lets(head_stores, headers, slm, lets, reads, offsets, aliases, acces
     at dword 0 holding value + base, computed once where the let is, where a header store reads it in a
     loop the let is defined outside of (else the add stays where the header is stored).
 
-    Returns ``(heads, held, bare)``: let key -> ``(base, kind)``: ``head`` (a biased let or one of base 0
-    that headers read: at dword 0 of a register), ``carry`` (a biased let only biased lets read), ``twin``; store point -> the key of the register (the let's, or ``('twin', let
-    point)``) its sends read, held live to the header's last read; the header buffers all of whose stores
-    are held, which need no registers of their own."""
+    Returns ``(heads, held, bare)``: let key -> ``(base, kind)``, ``kind`` one of ``head`` (a biased let,
+    or one of base 0, that headers read: at dword 0 of a register), ``carry`` (a biased let only biased
+    lets read) and ``twin``; store point -> the key of the register (the let's, or ``('twin', let
+    point)``) its sends read, held live to the header's last read; the header buffers all of whose
+    stores are held, which need no registers of their own."""
     uses: dict = {}
     for p, name, key, loop in head_stores:
         hdr = headers.get(name)
@@ -435,10 +436,12 @@ def _header_lets(head_stores, headers, slm, lets, reads, offsets, aliases, acces
             held[p] = reg
             seg = next(k for k in segments[name] if first[k] <= p <= last[k])
             last[reg] = max(last[reg], last[seg])   # the register holds the header until its last send
-    bare = frozenset(name for name, acc in accesses.items()
-                     if name in headers and all(a[0] in held for a in acc if a[1] == "w") and held.keys() &
-                     {a[0] for a in acc})
-    return heads, held, bare
+    bare = set()
+    for name, acc in accesses.items():
+        writes = [a[0] for a in acc if a[1] == "w"]
+        if name in headers and writes and all(p in held for p in writes):
+            bare.add(name)
+    return heads, held, frozenset(bare)
 
 
 # Operators whose lowering is one instruction (per register piece) reading every operand before it
