@@ -412,7 +412,7 @@ def block2d_prologue(cg) -> None:
     for a, known in zip(cg.block2d_headers, cg.block2d_fields):
         for at, imm in block2d_constants(cg, next(iter(shapes))):
             isa.move(cg, Reg(a.start + at, imm.type, 1), imm, 1)
-            known[at] = (imm, None)
+            known[at] = (imm, None)   # before any branch: holds for the whole kernel
 
 
 def lower_send2d(cg, x) -> None:
@@ -441,13 +441,19 @@ def lower_send2d(cg, x) -> None:
         hdr, known = cg.temp(u32, rb // 4, whole=True, header=True), {}
 
     def field(at: int, key, write, expr=None) -> None:
-        """Field ``at`` (a byte of the header) := ``key``'s value, unless the register holds it already
-        (for an IR expression ``expr``: straight-line code since, its variables bound as then)."""
+        """Field ``at`` (a byte of the header) := ``key``'s value (that of the IR expression ``expr``, else a
+        constant), unless the register holds it already: written at the kernel's start, or in straight-line
+        code since (a loop that may not run, a branch not taken, writes nothing), ``expr``'s variables
+        bound as they were."""
         now = known.get(at)
-        if now is not None and now[0] == key and (expr is None or now[1] is not None and now[1].holds(cg)):
+        if now is not None and now[0] == key and (now[1] is None or now[1].holds(cg)):
             return
         write()
-        known[at] = (key, None if expr is None else isa.Known.now(cg, expr))
+        since = isa.Known.now(cg, expr) if expr is not None else isa.Known(cg.em.flow, ())
+        if since is None:   # the expression reads memory: its value is not known to hold later
+            known.pop(at, None)
+        else:
+            known[at] = (key, since)
     field(0, (a.mem.name, a.base), lambda: isa.add64(cg, Reg(hdr.byte, u32, 1), arg, isa.value(cg, a.base), 1),
           a.base)
     shape = tuple(e.value for e in sizes) + (f.width, f.height, f.array)
