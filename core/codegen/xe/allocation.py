@@ -14,11 +14,11 @@ reserve, less only the temporaries an instruction takes for itself.
 """
 from __future__ import annotations
 
-from collections import deque
+from collections import Counter, deque
 from typing import Iterator
 
-from kdd.core.ir.expr import FloatImm, IntImm, Load
-from kdd.core.ir.stmt import Let
+from kdd.core.ir.expr import Binary, FloatImm, IntImm, Load, Op, Var
+from kdd.core.ir.stmt import For, Let
 from kdd.core.ir.visitor import walk as walk_nodes
 
 from ..errors import OutOfRegisters
@@ -40,24 +40,27 @@ HEADER_ROTATION = 2
 class AllocationWalk:
     """Register allocation of ``body`` over ``nregs`` GRFs of ``target`` for a kernel with arguments
     ``arg_names`` (ABI order) at SIMD width ``simd``; lets named in ``remat`` get no register; the
-    registers of the last ``rotation`` headers released are taken last."""
+    registers of the last ``rotation`` headers released are taken last; ``compact``: the lets SIMD1 SLM
+    messages read as their headers at dword 0 of a register (``liveness._header_lets``), the counters'
+    buffers in sub-registers (``liveness`` ``extent``)."""
 
     def __init__(self, body, target, arg_names, simd: int, nregs: int, remat: frozenset = frozenset(),
-                 rotation: int = HEADER_ROTATION):
+                 rotation: int = HEADER_ROTATION, compact: bool = False):
         self.body, self.target, self.xe = body, target, target.xe
         self.rb = target.registers.reg_bytes
         self.simd = simd
         self.regs = RegisterFile(nregs, self.rb, self.xe.grf_banks)
-        self.remat = remat
+        self.remat = remat = remat | absorbed(body)
         self.arg_names = tuple(arg_names)
         self.payload = payload(list(self.arg_names), simd, self.rb)
-        self.live = analyze(body, set(self.arg_names), remat)
+        self.live = analyze(body, set(self.arg_names), remat, compact)
         self.keys: dict = {}                  # liveness key -> Allocation
         self.bufs: dict[str, Allocation] = {}  # grf buffer name -> its live Allocation
         self.bounds: list[Allocation | None] = []  # the registers of the open loops' bounds
         self.cooling: deque[Allocation] = deque(maxlen=rotation)  # the headers released last
         self.roomy = rotation > 0     # the first allocation with_remat tries (see there)
         self.barrier_header: Allocation | None = None   # the barrier message's header, for the whole kernel
+        self.block2d_headers: list[Allocation] = []     # the 2D block loads' headers, for the whole kernel
 
     # -- hooks the code generator overrides --------------------------------------------------
     def no_room(self, nbytes: int, label: str) -> Exception:
@@ -65,6 +68,7 @@ class AllocationWalk:
         registers there (each with a ``label`` and a ``category``), as ``OutOfRegisters`` does."""
         exc = NoRoom(f"{nbytes} bytes for {label}")
         exc.live = list(self.regs.live.values())
+        exc.compacted = bool(self.live.heads or self.live.extent)
         return exc
 
     def take_over(self, name, size, category, knob, x, p) -> Allocation | None:
@@ -89,8 +93,8 @@ class AllocationWalk:
 
     def reserve_payload(self) -> list[Allocation]:
         """Reserves r0, the local ids, the kernel arguments and, in a kernel that signals a barrier, the
-        barrier's header; returns the local ids' registers, read once (into the thread ids,
-        :meth:`alloc_thread_ids`) and then released (:meth:`release`)."""
+        barrier's header (in one with 2D block loads, theirs); returns the local ids' registers, read once
+        (into the thread ids, :meth:`alloc_thread_ids`) and then released (:meth:`release`)."""
         r = self.regs
         local_ids = []
         for f in self.payload:
@@ -105,6 +109,11 @@ class AllocationWalk:
             # built once, read by every barrier (oneDNN's signal header); in the roomy allocation only
             # (with_remat), else built at each barrier in a temporary
             self.barrier_header = r.alloc_regs(self.rb, "barrier header", "reserved")
+        if self.live.block2d and self.roomy:
+            # two registers the 2D block loads take in turn, only the fields that change rewritten
+            # (sends.lower_send2d); in turn, so that a message's address is not rewritten while the one
+            # before it may still be reading it (HEADER_ROTATION)
+            self.block2d_headers = [r.alloc_regs(self.rb, "2D block headers", "reserved") for _ in range(2)]
         return local_ids
 
     def alloc_thread_ids(self) -> Iterator[tuple[int, str, Allocation]]:
@@ -132,8 +141,12 @@ class AllocationWalk:
     def alloc_buffer(self, key, x, p) -> None:
         name = key[1]
         size, category, bank, knob = self.buffer_request(name)
+        small = self.live.extent.get(name)
         try:
-            a = self.regs.alloc_regs(size, name, category, knob, bank, avoid=self.cooling_regs())
+            if small is not None and small <= self.rb // 2:   # a counter's register: only its first bytes are used
+                a = self.regs.alloc_sub(small, name, category, knob, avoid=self.cooling_regs())
+            else:
+                a = self.regs.alloc_regs(size, name, category, knob, bank, avoid=self.cooling_regs())
         except NoRoom:
             a = self.take_over(name, size, category, knob, x, p)
             if a is None:
@@ -147,9 +160,23 @@ class AllocationWalk:
         if x.var.name in self.remat or isinstance(x.value, (IntImm, FloatImm)) or (id(x), p) in self.live.aliases:
             return None
         t = x.var.type
-        a = self.alloc(elem_size(t) * t.lanes, x.var.name, "scalars" if t.lanes == 1 else "vectors")
-        self.keys[self.live.var_keys[id(x), p]] = a
+        key = self.live.var_keys[id(x), p]
+        base, kind = self.live.heads.get(key, (0, None))
+        if kind == "head":   # a SIMD1 header's address (``liveness._header_lets``): at dword 0 of a register
+            a = self.alloc_head(x.var.name)
+        else:
+            a = self.alloc(elem_size(t) * t.lanes, x.var.name, "scalars" if t.lanes == 1 else "vectors")
+        if kind == "twin":
+            self.keys["twin", p] = self.alloc_head(f"{x.var.name} + {base}")
+        self.keys[key] = a
         return a
+
+    def alloc_head(self, label: str) -> Allocation:
+        """A dword at the start of a register, for a value SIMD1 messages read as their header."""
+        try:
+            return self.regs.alloc_head(4, label, "scalars", avoid=self.cooling_regs())
+        except NoRoom:
+            raise self.no_room(4, label) from None
 
     def alloc_loop(self, x, p) -> Allocation:
         """The register of loop ``x``'s variable (its init is evaluated into it before the bound)."""
@@ -184,7 +211,7 @@ class AllocationWalk:
         at the point allocated before it is yielded and the values dead after it released on resuming."""
         for p, (kind, x) in enumerate(events(self.body)):
             for key in self.live.starts.get(p, ()):
-                if key[0] == "buf":
+                if key[0] == "buf" and key[1] not in self.live.bare:
                     self.alloc_buffer(key, x, p)
             yield p, kind, x
             for key in self.live.ends.get(p, ()):
@@ -205,28 +232,62 @@ def recomputable(body) -> dict[str, object]:
     return out
 
 
+def absorbed(body) -> frozenset[str]:
+    """Scalar lets ``t = v + c`` (``c`` a 16-bit constant) every read of which is an operand of a 32-bit
+    integer add whose other operand is not a constant: each such add becomes one ``add3`` of that operand,
+    ``v`` and ``c`` (``isa``), so ``t`` is recomputed there (``remat``) and needs neither a register nor an
+    instruction of its own (``cse = k + 32`` read by two address adds: the ``add`` of the constant goes)."""
+    candidates: dict[str, str] = {}   # let -> the variable its value adds a constant to
+    bound: Counter = Counter()      # names bound by a let or a loop (each binding's var is walked once)
+    reads: Counter = Counter()
+    adds: Counter = Counter()
+    for node in walk_nodes(body):
+        t = type(node)
+        if t is Var:
+            reads[node.name] += 1
+        elif t is Let or t is For:
+            bound[node.var.name] += 1
+            v = node.value if t is Let else None
+            if type(v) is Binary and v.op is Op.ADD and v.type.lanes == 1 and v.type.is_int and \
+                    v.type.scalar.bits == 32 and type(v.a) is Var and type(v.b) is IntImm and \
+                    -32768 <= v.b.value < 32768:
+                candidates[node.var.name] = v.a.name
+        elif t is Binary and node.op is Op.ADD and node.type.is_int and node.type.scalar.bits == 32:
+            for x, other in ((node.a, node.b), (node.b, node.a)):
+                if type(x) is Var and type(other) is not IntImm:
+                    adds[x.name] += 1
+    # bound once, as is the variable read where it is recomputed (no other binding of the name there)
+    return frozenset(n for n, v in candidates.items()
+                     if bound[n] == 1 and bound[v] <= 1 and reads[n] - 1 == adds[n] > 0)
+
+
 MAX_REMAT_ROUNDS = 8
 
 
 def with_remat(attempt, body):
-    """``attempt(remat, rotation)`` (an allocation of ``body`` that raises ``NoRoom`` or ``OutOfRegisters``
-    with the values ``live`` where it ran out) with the allocator's answers to running out: first the roomy
-    allocation gives way (``rotation`` 0: headers stop rotating, since a header taking registers apart from
-    the last ones can split the free range a large buffer needs, and the barrier's header is built at each
-    barrier instead of holding a register), then rematerialization: the values live at the failing point that can be recomputed
-    (vector lets first, then scalars) are recomputed at each use instead of held, and the attempt restarts;
-    after a few rounds every recomputable vector is. The last failure is raised when nothing is left to
-    recompute."""
-    try:
-        return attempt(frozenset(), HEADER_ROTATION)
-    except (NoRoom, OutOfRegisters):
-        pass
+    """``attempt(remat, rotation, compact)`` (an allocation of ``body`` that raises ``NoRoom`` or
+    ``OutOfRegisters`` with the values ``live`` where it ran out) with the allocator's answers to running
+    out: first the compact layout gives way (``compact``: the SIMD1 headers' lets each hold a register's
+    first dword, counters' buffers take sub-registers, ``AllocationWalk``; the later attempts allocate as
+    before it, since what rematerialization picks follows where values are), then the roomy allocation
+    (``rotation`` 0: headers stop rotating, since a header taking registers apart from the last ones can
+    split the free range a large buffer needs, and the barrier's and 2D loads' headers are built at each
+    message instead of holding registers), then rematerialization: the values live at the failing point
+    that can be recomputed (vector lets first, then scalars) are recomputed at each use instead of held,
+    and the attempt restarts; after a few rounds every recomputable vector is. The last failure is raised
+    when nothing is left to recompute."""
+    for compact in (True, False):
+        try:
+            return attempt(frozenset(), HEADER_ROTATION, compact)
+        except (NoRoom, OutOfRegisters) as exc:
+            if not getattr(exc, "compacted", True):   # nothing compacted: without it the attempt is the same
+                break
     remat: frozenset = frozenset()
     candidates = None
     last = None
     for round_ in range(MAX_REMAT_ROUNDS):
         try:
-            return attempt(remat, 0)
+            return attempt(remat, 0, False)
         except (NoRoom, OutOfRegisters) as exc:
             last = exc
         if candidates is None:
@@ -242,8 +303,9 @@ def with_remat(attempt, body):
     raise last
 
 
-def _walk_peak(body, target, arg_names, simd: int, nregs: int, remat: frozenset, rotation: int) -> int:
-    walk = AllocationWalk(body, target, arg_names, simd, nregs, remat, rotation)
+def _walk_peak(body, target, arg_names, simd: int, nregs: int, remat: frozenset, rotation: int,
+               compact: bool = False) -> int:
+    walk = AllocationWalk(body, target, arg_names, simd, nregs, remat, rotation, compact)
     local_ids = walk.reserve_payload()
     for _ in walk.alloc_thread_ids():
         pass
@@ -266,11 +328,11 @@ def allocation_peak(body, target, arg_names, simd: int, budget: int | None = Non
     without code: reserve, buffers, lets, loop variables and bounds). In ``budget`` registers it
     rematerializes as the allocator does (:func:`with_remat`); where that does not fit either, or without a
     budget, the walk runs in a register file as large as it needs, every recomputable vector recomputed
-    when there is a budget."""
+    when there is a budget (without one, in the compact layout the first attempt takes)."""
     if budget is not None:
         try:
-            return with_remat(lambda remat, rotation: _walk_peak(body, target, arg_names, simd, budget, remat,
-                                                                 rotation), body)
+            return with_remat(lambda remat, rotation, compact: _walk_peak(body, target, arg_names, simd, budget,
+                                                                          remat, rotation, compact), body)
         except NoRoom:
             pass
     remat = frozenset() if budget is None else frozenset(
@@ -278,6 +340,6 @@ def allocation_peak(body, target, arg_names, simd: int, budget: int | None = Non
     nregs = 256
     while True:
         try:
-            return _walk_peak(body, target, arg_names, simd, nregs, remat, 0)
+            return _walk_peak(body, target, arg_names, simd, nregs, remat, 0, compact=budget is None)
         except NoRoom:
             nregs *= 2

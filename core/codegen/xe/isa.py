@@ -379,6 +379,11 @@ def _binary(cg, e, dst):
         for pick, other in ((e.a, e.b), (e.b, e.a)):
             if _select_of_constants(pick):
                 return _add_select(cg, other, pick, dst, e)
+    if op is Op.ADD and e.type.is_int and e.type.scalar.bits == 32:
+        for x, other in ((e.b, e.a), (e.a, e.b)):
+            inner = _added_constant(cg, x)
+            if inner is not None and type(other) is not IntImm:   # a + (v + c): one add3
+                return evaluate(cg, Ternary.make(Op.ADD3, other, inner.a, inner.b), dst)
     a = _widened_source(cg, e.a) if op in _EXTENDING else evaluate(cg, e.a, None)
     b = evaluate(cg, e.b, None)
     if e.type.is_int and e.type.scalar.bits == 64 and not cg.xe.native_int64:
@@ -424,6 +429,18 @@ def _widened_source(cg, e):
         if isinstance(a, Reg):
             return a
     return evaluate(cg, e, None)
+
+
+def _added_constant(cg, e):
+    """The value ``v + c`` (``c`` a 16-bit immediate) of a recomputed let ``e``, else None."""
+    if type(e) is not Var:
+        return None
+    op = cg.lookup(e.name)
+    v = op.value if type(op) is Remat else None
+    if type(v) is Binary and v.op is Op.ADD and type(v.b) is IntImm and -32768 <= v.b.value < 32768 \
+            and v.a.type.scalar.bits == 32:
+        return v
+    return None
 
 
 def _select_of_constants(e) -> bool:
@@ -503,19 +520,36 @@ def _compare_flag(cg, e, lanes: int, dst: Reg | None = None) -> str:
 
 
 @dataclass(frozen=True)
-class ReusableFlag:
-    """A flag computed for a condition, and what it depended on: the control flow (no label or jump
-    since), the flag register (not handed out or changed since) and the condition's variables (each
-    still bound to the same operand)."""
+class Known:
+    """What a register holding an expression's value relies on: the control flow (no label or jump since)
+    and the expression's variables (each still bound to the same operand)."""
 
-    flag: str
     flow: int
-    written: int
     bindings: tuple
 
+    @staticmethod
+    def now(cg, e) -> "Known | None":
+        """The current state for ``e``; None where ``e`` reads memory (a buffer may change in between)."""
+        names = _reusable(e)
+        if names is None:
+            return None
+        return Known(cg.em.flow, tuple((n, _bound(cg, n)) for n in sorted(names)))
+
     def holds(self, cg) -> bool:
-        return (cg.em.flow == self.flow and cg.flags.written(self.flag) == self.written
-                and all(_bound(cg, name) is op for name, op in self.bindings))
+        return cg.em.flow == self.flow and all(_bound(cg, name) is op for name, op in self.bindings)
+
+
+@dataclass(frozen=True)
+class ReusableFlag:
+    """A flag computed for a condition, and what it depended on: the flag register (not handed out or
+    changed since) and the condition's :class:`Known` state."""
+
+    flag: str
+    written: int
+    known: Known
+
+    def holds(self, cg) -> bool:
+        return cg.flags.written(self.flag) == self.written and self.known.holds(cg)
 
 
 def _bound(cg, name: str):
@@ -536,10 +570,9 @@ def flag_of(cg, cond, lanes: int) -> str:
 
 def remember_flag(cg, cond, lanes: int, flag: str) -> str:
     """Records that ``flag`` now holds ``cond`` over ``lanes`` (for :func:`flag_of`); returns it."""
-    names = _reusable(cond)
-    if names is not None:
-        cg.flag_reuse[(cond, lanes)] = ReusableFlag(flag, cg.em.flow, cg.flags.written(flag),
-                                                    tuple((n, _bound(cg, n)) for n in sorted(names)))
+    known = Known.now(cg, cond)
+    if known is not None:
+        cg.flag_reuse[(cond, lanes)] = ReusableFlag(flag, cg.flags.written(flag), known)
     return flag
 
 

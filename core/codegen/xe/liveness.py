@@ -143,12 +143,22 @@ class Liveness:
     allocs: dict            # grf buffer name -> its Alloc statement
     free: set               # names read without a binding (thread and group ids, arguments)
     signals: bool = False   # the kernel signals a barrier (its message header is built once)
+    block2d: frozenset = frozenset()   # the surfaces and blocks of the 2D block loads (sends.block2d_constants)
     aliases: frozenset = frozenset()   # (id(Let), point) of the lets that read their buffer's registers
+    slm: dict = field(default_factory=dict)     # SLM buffer name -> (base byte, size), in allocation order
+    heads: dict = field(default_factory=dict)   # let key -> (SLM base, kind) of a SIMD1 header's address
+    held: dict = field(default_factory=dict)    # store point -> key of the register its header's sends read
+    bare: frozenset = frozenset()   # header buffers every store of which is held: no registers of their own
+    extent: dict = field(default_factory=dict)  # grf buffer -> bytes its scalar loads and stores reach, or None
+    offsets: dict = field(default_factory=dict)  # let key -> (let key, c): the let is that one plus c
 
 
-def analyze(root, global_names: set[str], remat: frozenset = frozenset()) -> Liveness:
+def analyze(root, global_names: set[str], remat: frozenset = frozenset(), compact: bool = False) -> Liveness:
     """Live ranges of ``root``'s register values. Lets named in ``remat`` get no register:
-    their value is recomputed at every use, so its operands are read there instead."""
+    their value is recomputed at every use, so its operands are read there instead. ``compact`` (the
+    roomy allocation's first attempt, ``allocation.with_remat``) finds the lets SIMD1 SLM messages read as
+    their headers (``_header_lets``) and the buffers whose scalar accesses reach only their first bytes
+    (``extent``)."""
     first: dict = {}
     last: dict = {}
     roles: dict[str, set] = {}
@@ -163,9 +173,22 @@ def analyze(root, global_names: set[str], remat: frozenset = frozenset()) -> Liv
     extended: set = set()
     if_depth = [0]
     signals = False
+    block2d: set = set()
     copies: dict[int, tuple] = {}        # point -> (let, buffer) of a let copying a register buffer
     stores: dict[int, Store] = {}        # point -> store into a register buffer
     call_written: set[str] = set()       # register buffers some call writes
+    slm: dict[str, tuple] = {}
+    lets: dict = {}                      # let key -> its Let
+    reads: dict = {}                     # let key -> reads of the variable
+    offsets: dict = {}                   # let key -> (let key, c) of a let that is another plus a constant
+    head_stores: list = []               # (point, buffer, let key, innermost loop's start) of `hdr[0] = v`
+    extent: dict = {}                    # grf buffer -> the bytes its accesses reach (None: calls, run-time offsets)
+
+    def reach(name, end):
+        if name in extent:
+            extent[name] = None if end is None or extent[name] is None else max(extent[name], end)
+        else:
+            extent[name] = end
 
     def touch_buf(name, p, mode, rng=None):
         touch(("buf", name), p, mode)
@@ -194,9 +217,12 @@ def analyze(root, global_names: set[str], remat: frozenset = frozenset()) -> Liv
                         stack.append(keys[-1][1])
                     else:
                         touch(keys[-1], p, "r")
+                        reads[keys[-1]] = reads.get(keys[-1], 0) + 1
                 continue
             if t is Load and x.buf.name in grf:
                 touch_buf(x.buf.name, p, "r")
+                scalar = type(x.offset) is IntImm and x.type.lanes == 1 and not x.type.is_bool
+                reach(x.buf.name, x.offset.value + x.type.scalar.size if scalar else None)
                 stack.append(x.offset)
                 continue
             stack.extend(x.children())
@@ -214,7 +240,11 @@ def analyze(root, global_names: set[str], remat: frozenset = frozenset()) -> Liv
                 scope.setdefault(x.var.name, []).append(("remat", x.value))
                 continue
             read_expr(x.value, p)
+            off = _offset_of(x.value, scope)
             define(x, x.var.name, p)
+            lets[("var", p)] = x
+            if off is not None:
+                offsets["var", p] = off
             v = x.value
             if type(v) is Load and v.buf.name in grf and isinstance(v.offset, IntImm) and not v.type.is_bool:
                 copies[p] = (x, v.buf.name)
@@ -250,6 +280,9 @@ def analyze(root, global_names: set[str], remat: frozenset = frozenset()) -> Liv
             if x.kind is MemKind.GRF:
                 grf.add(x.buf.name)
                 allocs[x.buf.name] = x
+            elif x.kind is MemKind.SLM:   # each buffer after the last, on 64 bytes
+                used = max((b + n for b, n in slm.values()), default=0)
+                slm[x.buf.name] = (-(-used // 64) * 64, x.size)
         elif kind == "store":
             read_expr(x.offset, p)
             read_expr(x.value, p)
@@ -261,7 +294,12 @@ def analyze(root, global_names: set[str], remat: frozenset = frozenset()) -> Liv
                     lanes = x.value.type.lanes
                     rng = (x.offset.value, x.offset.value + (lanes - 1) * x.stride + x.value.type.scalar.size)
                 touch_buf(x.buf.name, p, "w", rng)
+                reach(x.buf.name, None if rng is None or x.value.type.is_bool else rng[1])
                 stores[p] = x
+                v = x.value
+                if type(v) is Var and x.mask is None and rng == (0, 4) and scope.get(v.name) \
+                        and scope[v.name][-1][0] == "var":
+                    head_stores.append((p, x.buf.name, scope[v.name][-1], loops[-1].start if loops else None))
         elif kind == "call":
             bufs, exprs = call_buffers(x)
             for e in exprs:
@@ -269,10 +307,13 @@ def analyze(root, global_names: set[str], remat: frozenset = frozenset()) -> Liv
             for name, mode, rng in bufs:
                 if name in grf:
                     touch_buf(name, p, mode, rng)
+                    reach(name, None)
                     if mode == "w":
                         call_written.add(name)
             _record_roles(x, roles, headers, grf)
             signals = signals or isinstance(x.func, (Barrier, BarrierSignal))
+            if isinstance(x.func, Send2D):
+                block2d.add(_block2d_shape(x))
     aliases = _aliases(copies, stores, call_written, accesses, last, extended, allocs)
     for name, acc in accesses.items():
         key = ("buf", name)
@@ -282,13 +323,125 @@ def analyze(root, global_names: set[str], remat: frozenset = frozenset()) -> Liv
             first[key + (i,)] = lo
             last[key + (i,)] = hi
         del first[key], last[key]
+    for name in headers:    # a message reads its header's whole registers
+        extent[name] = None
+    heads, held, bare = {}, {}, frozenset()
+    if not compact:
+        extent.clear()
+    else:
+        heads, held, bare = _header_lets(head_stores, headers, slm, lets, reads, offsets, aliases, accesses, first,
+                                         last)
     starts: dict[int, list] = {}
     ends: dict[int, list] = {}
     for k, v in first.items():
         starts.setdefault(v, []).append(k)
     for k, v in last.items():
         ends.setdefault(v, []).append(k)
-    return Liveness(first, last, starts, ends, roles, headers, var_keys, p + 1, allocs, free, signals, aliases)
+    return Liveness(first, last, starts, ends, roles, headers, var_keys, p + 1, allocs, free, signals,
+                    frozenset(block2d), aliases, slm, heads, held, bare, extent, offsets)
+
+
+def _block2d_shape(call: FuncCall) -> tuple:
+    """A 2D block load's surface (width, height, pitch: constants or expressions) and block (width,
+    height, array): the fields of its header that do not move with the block."""
+    f, a = call.func, call.ops
+    sizes = tuple(_const(e) if _const(e) is not None else e for e in (a.surface_width, a.surface_height, a.pitch))
+    return sizes + (f.width, f.height, f.array)
+
+
+def _offset_of(value, scope) -> tuple | None:
+    """``(key, c)`` where ``value`` is a let variable plus a constant (``v``, ``v + c``, ``c + v``)."""
+    var, c = value, 0
+    if type(value) is Binary and value.op is Op.ADD:
+        if type(value.b) is IntImm and type(value.a) is Var:
+            var, c = value.a, value.b.value
+        elif type(value.a) is IntImm and type(value.b) is Var:
+            var, c = value.b, value.a.value
+    keys = scope.get(var.name) if type(var) is Var else None
+    return (keys[-1], c) if keys and keys[-1][0] == "var" else None
+
+
+def _header_lets(head_stores, headers, slm, lets, reads, offsets, aliases, accesses, first, last):
+    """The scalar lets whose registers SIMD1 SLM messages read as their header (oneDNN keeps such
+    address payloads live instead of rebuilding them per message): a transposed message reads its address
+    from dword 0 of its header register only, so a let placed at dword 0 of a register (the other dwords
+    stay free for other scalars) is the header, and the store ``hdr[0] = v`` costs nothing.
+
+    The SLM base of the message's buffer is part of the address, so such a let holds its value plus the
+    base (*biased*) where every read of it is such a header store or another biased let of the same
+    base that adds a constant to it (``u = v + 256``: ``u``'s register is then ``v``'s plus 256, the base
+    carried along; the first of a chain adds the base once). A let read elsewhere too gets a *twin*
+    at dword 0 holding value + base, computed once where the let is, where a header store reads it in a
+    loop the let is defined outside of (else the add stays where the header is stored).
+
+    Returns ``(heads, held, bare)``: let key -> ``(base, kind)``, ``kind`` one of ``head`` (a biased let,
+    or one of base 0, that headers read: at dword 0 of a register), ``carry`` (a biased let only biased
+    lets read) and ``twin``; store point -> the key of the register (the let's, or ``('twin', let
+    point)``) its sends read, held live to the header's last read; the header buffers all of whose
+    stores are held, which need no registers of their own."""
+    uses: dict = {}
+    for p, name, key, loop in head_stores:
+        hdr = headers.get(name)
+        let = lets.get(key)
+        if hdr is None or hdr[0] != "slm" or hdr[2] != "block" or let is None or (id(let), key[1]) in aliases:
+            continue
+        t = let.var.type
+        if t.lanes != 1 or t.is_bool or t.is_float or t.scalar.bits != 32 or isinstance(let.value, IntImm):
+            continue
+        uses.setdefault(key, []).append((p, name, slm[hdr[1]][0], loop))
+    readers: dict = {}     # let key -> the lets that add a constant to it
+    for key, (src, _) in offsets.items():
+        readers.setdefault(src, []).append(key)
+    # the largest set of lets whose reads are all its members' add-a-constant lets and header stores of
+    # one base: start from every candidate and drop those that break it until none does
+    biased = {k for k in set(uses) | set(readers) if k in lets and not lets[k].var.type.is_bool
+              and lets[k].var.type.lanes == 1 and (id(lets[k]), k[1]) not in aliases}
+    base_of: dict = {}
+    changed = True
+    while changed:
+        changed = False
+        for k in sorted(biased):
+            inner = [r for r in readers.get(k, ()) if r in biased]
+            bases = {u[2] for u in uses.get(k, ())} | {base_of[r] for r in inner if r in base_of}
+            if reads.get(k, 0) != len(uses.get(k, ())) + len(inner) or len(bases) > 1 or not bases \
+                    and not inner:
+                biased.discard(k)
+                base_of.pop(k, None)
+                changed = True
+            elif bases and base_of.get(k) != min(bases):
+                base_of[k] = min(bases)
+                changed = True
+    heads, held = {}, {}
+    for k in biased:
+        if k in base_of:
+            heads[k] = (base_of[k], "head" if k in uses else "carry")
+    for key, kuses in uses.items():
+        bases = {u[2] for u in kuses}
+        if key in heads or len(bases) != 1:
+            continue
+        if bases == {0}:
+            heads[key] = (0, "head")
+        elif any(loop is not None and loop > key[1] for *_, loop in kuses):
+            heads[key] = (bases.pop(), "twin")
+            first["twin", key[1]], last["twin", key[1]] = key[1], last[key]
+    segments: dict = {}     # header buffer -> its live segments' keys
+    for k in first:
+        if k[0] == "buf" and k[1] in headers:
+            segments.setdefault(k[1], []).append(k)
+    for key, kuses in uses.items():
+        if key not in heads:
+            continue
+        reg = ("twin", key[1]) if heads[key][1] == "twin" else key
+        for p, name, *_ in kuses:
+            held[p] = reg
+            seg = next(k for k in segments[name] if first[k] <= p <= last[k])
+            last[reg] = max(last[reg], last[seg])   # the register holds the header until its last send
+    bare = set()
+    for name, acc in accesses.items():
+        writes = [a[0] for a in acc if a[1] == "w"]
+        if name in headers and writes and all(p in held for p in writes):
+            bare.add(name)
+    return heads, held, frozenset(bare)
 
 
 # Operators whose lowering is one instruction (per register piece) reading every operand before it

@@ -75,8 +75,9 @@ class XeLowering(AllocationWalk):
     """One kernel's lowering: the allocation walk plus the instructions. ``run()`` fills ``self.em.lines``."""
 
     def __init__(self, kernel, body, target, budget: int, remat: frozenset = frozenset(),
-                 rotation: int = HEADER_ROTATION):
-        super().__init__(body, target, [a.var.name for a in kernel.args], kernel.simd, budget, remat, rotation)
+                 rotation: int = HEADER_ROTATION, compact: bool = False):
+        super().__init__(body, target, [a.var.name for a in kernel.args], kernel.simd, budget, remat, rotation,
+                         compact)
         self.kernel = kernel
         self.em = Emitter(self.regs)
         self.flags = FlagPool(self.xe.flags)
@@ -91,10 +92,14 @@ class XeLowering(AllocationWalk):
         self.arg_regs: dict[str, Reg] = {}
         self.in_place: dict[str, object] = {}    # reorder destination -> the source it took over
         self.header_in: dict[str, Reg] = {}   # header -> the registers its sends read instead (sends._held_payload)
+        self.block2d_fields: list[dict] = []  # per 2D block header: byte -> what it holds (sends.lower_send2d)
+        self.block2d_turn = 0                 # the 2D block header the last 2D load took
 
     # -- allocation -------------------------------------------------------------------------
     def no_room(self, nbytes: int, label: str) -> Exception:
-        return self._out_of_registers(nbytes, label)
+        exc = self._out_of_registers(nbytes, label)
+        exc.compacted = bool(self.live.heads or self.live.extent)   # with_remat: whether compacting may be why
+        return exc
 
     def temp(self, t: Type, lanes: int = 1, whole: bool = False, header: bool = False) -> Reg:
         """A temporary for the current statement (freed at its end); a ``header`` is a message's."""
@@ -189,6 +194,7 @@ class XeLowering(AllocationWalk):
         local_ids = self.reserve_payload()
         if self.barrier_header is not None:
             self._barrier_header(self.barrier_header.start // self.rb)
+        sends.block2d_prologue(self)
         for g, dword in GROUP_ID_DWORD.items():
             self.bind(g, Reg(4 * dword, s32, 0))
         lid = {f.name: f for f in self.payload}
@@ -222,8 +228,7 @@ class XeLowering(AllocationWalk):
 
     def ev_alloc(self, x, p):
         if x.kind is MemKind.SLM:
-            used = max((b + s for b, s in self.slm_base.values()), default=0)
-            self.slm_base[x.buf.name] = (-(-used // 64) * 64, x.size)
+            self.slm_base[x.buf.name] = self.live.slm[x.buf.name]
 
     def ev_end_alloc(self, x, p):
         pass
@@ -242,7 +247,10 @@ class XeLowering(AllocationWalk):
             return
         t = x.var.type
         dst = Reg(a.start, t.base, 1)
-        isa.evaluate(self, v, dst)
+        if self.live.var_keys[id(x), p] in self.live.heads:
+            sends.evaluate_head(self, x, p, dst)
+        else:
+            isa.evaluate(self, v, dst)
         self.bind(x.var.name, dst if t.lanes > 1 else dst.scalar())
         hit = self.flag_reuse.get((v, t.lanes))
         if hit is not None and hit.holds(self):   # a condition on the variable reads the value's flag
@@ -311,12 +319,12 @@ class XeLowering(AllocationWalk):
 
     def ev_store(self, x, p):
         name = x.buf.name
+        if name in self.live.headers and (p in self.live.held or name in self.bufs):
+            sends.store_header(self, x, p)
+            return
         if name not in self.bufs:
             raise CodegenUnsupported(f"store to {name}: only register buffers are stored to directly "
                                      "(memory is written by send messages)")
-        if name in self.live.headers:
-            sends.store_header(self, x)
-            return
         vt = x.value.type
         dst = self.grf_ref(x.buf, x.offset, vt, x.stride)
         dst = Reg(dst.byte, dst.type, x.stride // dst.size if vt.lanes > 1 else 1)

@@ -152,5 +152,25 @@ class RegisterFile:
             raise NoRoom(f"{nbytes} bytes for {label}")
         return self._take(Allocation(label, category, empty * rb, nbytes, knob))
 
+    def alloc_head(self, nbytes: int, label: str, category: str, knob: str | None = None,
+                   avoid: frozenset[int] = frozenset()) -> Allocation:
+        """``nbytes`` at the start of a register (a SIMD1 message's address, read from dword 0 of its
+        header register): one whose first bytes are free while others hold values first, else an empty
+        one outside ``avoid`` if there is one; the rest of the register stays free for other scalars."""
+        bits = (1 << nbytes) - 1
+        full = (1 << self.reg_bytes) - 1
+        empty = None
+        for r in range(self.nregs):
+            fm = self.free_mask[r]
+            if fm & bits != bits:
+                continue
+            if fm != full:
+                return self._take(Allocation(label, category, r * self.reg_bytes, nbytes, knob))
+            if empty is None or (empty in avoid and r not in avoid):
+                empty = r
+        if empty is None:
+            raise NoRoom(f"{nbytes} bytes at a register's start for {label}")
+        return self._take(Allocation(label, category, empty * self.reg_bytes, nbytes, knob))
+
     def free_regs(self) -> int:
         return self.nregs - self.busy

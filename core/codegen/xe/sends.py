@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from kdd.core.ir.expr import BoolImm, Broadcast, IntImm, Load, Ramp, Var
+from kdd.core.ir.expr import Binary, BoolImm, Broadcast, IntImm, Load, Op, Ramp, Var
 from kdd.core.ir.funcs import SendKind, SendOp
 from kdd.core.ir.types import s32, u8, u16, u32, u64
 
@@ -36,8 +36,13 @@ VECTOR_DATA = {4: "d32", 8: "d64"}  # vectors of 8- and 16-bit data are not mess
 NARROW = {2: u16, 1: u8}
 
 
-def store_header(cg, x) -> None:
-    """A store into a header buffer: the address the header's sends need."""
+def store_header(cg, x, p: int) -> None:
+    """A store into a header buffer at point ``p``: the address the header's sends need (none where the
+    sends read the stored let's own register, ``liveness._header_lets``)."""
+    held = cg.live.held.get(p)
+    if held is not None:
+        cg.header_in[x.buf.name] = Reg(cg.keys[held].start, u32, 1)
+        return
     space, mem, kind = cg.live.headers[x.buf.name]
     if space == "mixed":
         raise CodegenUnsupported(f"header {x.buf.name} addresses both global memory and SLM")
@@ -72,6 +77,25 @@ def store_header(cg, x) -> None:
     # and the high dword takes only the carry. A prefetch is not bounds-checked: its offset keeps its sign.
     signed = "prefetch header" in cg.live.roles.get(x.buf.name, ())
     isa.add64(cg, Reg(hdr.start, u32, 2), arg, off, lanes, signed=signed)
+
+
+def evaluate_head(cg, x, p: int, dst: Reg) -> None:
+    """Let ``x`` (defined at ``p``) that holds an SLM message's address (``liveness._header_lets``) into
+    ``dst``: a biased let's value plus its buffer's SLM base, unless it adds a constant to a let that
+    holds the base already; a ``twin`` gets value + base in its own register after the value."""
+    live = cg.live
+    key = live.var_keys[id(x), p]
+    base, kind = live.heads[key]
+    v = x.value
+    if kind != "twin" and base:
+        src = live.offsets.get(key)
+        if src is None or live.heads.get(src[0]) not in ((base, "head"), (base, "carry")):
+            far = isinstance(v, Binary) and v.op is Op.ADD and isinstance(v.b, IntImm)
+            v = Binary.make(Op.ADD, v.a, IntImm.make(s32, v.b.value + base)) if far else \
+                Binary.make(Op.ADD, v, IntImm.make(s32, base))   # the base folds into the last immediate add
+    isa.evaluate(cg, v, dst)
+    if kind == "twin":
+        isa.alu(cg, "add", 1, Reg(cg.keys["twin", p].start, s32, 1), [dst.scalar(), Imm(base, s32)])
 
 
 def _held_payload(cg, x, hdr) -> Reg | None:
@@ -366,8 +390,36 @@ def _prefetch(cg, f, mem_off) -> None:
 BLOCK2D_DATA = {1: "d8", 2: "d16", 4: "d32", 8: "d64"}
 
 
+def block2d_constants(cg, shape: tuple) -> list[tuple[int, Imm]]:
+    """``(byte, value)`` of the header fields a 2D block load of ``shape`` (``liveness._block2d_shape``:
+    constant surface sizes and the block) writes as immediates: the surface's width, height and pitch less
+    one (width and height as one qword where 64-bit integers are native) and the block's shape
+    (``width - 1 | height - 1 << 8 | array - 1 << 16``)."""
+    width, height, pitch, bw, bh, array = shape
+    shaped = (7 * 4, Imm((bw - 1) | (bh - 1) << 8 | (array - 1) << 16, u32))
+    if cg.xe.native_int64:
+        return [(8, Imm(width - 1 | (height - 1) << 32, u64)), (16, Imm(pitch - 1, u32)), shaped]
+    return [(8, Imm(width - 1, u32)), (12, Imm(height - 1, u32)), (16, Imm(pitch - 1, u32)), shaped]
+
+
+def block2d_prologue(cg) -> None:
+    """The kernel's 2D block headers (``allocation``: where it has them), their fields that never change
+    written once at the start where every 2D load of the kernel shares them (one surface and block shape)."""
+    cg.block2d_fields = [{} for _ in cg.block2d_headers]
+    shapes = cg.live.block2d
+    if len(shapes) != 1 or not all(isinstance(v, int) for v in next(iter(shapes))):
+        return
+    for a, known in zip(cg.block2d_headers, cg.block2d_fields):
+        for at, imm in block2d_constants(cg, next(iter(shapes))):
+            isa.move(cg, Reg(a.start + at, imm.type, 1), imm, 1)
+            known[at] = (imm, None)   # before any branch: holds for the whole kernel
+
+
 def lower_send2d(cg, x) -> None:
-    """``load_block2d``: header in a temporary register, then one message into the destination registers."""
+    """``load_block2d``: its header, then one message into the destination registers. The header is one of
+    the kernel's two 2D block header registers where it has them (the roomy allocation), in turn: a field
+    is written only where it does not hold the value already (oneDNN rewrites only a 2D header's block x
+    and y between loads); else a temporary built whole."""
     f = x.func
     a = x.ops
     rb = cg.rb
@@ -382,18 +434,33 @@ def lower_send2d(cg, x) -> None:
     sizes = (a.surface_width, a.surface_height, a.pitch)
     if not all(isinstance(e, IntImm) for e in sizes):
         raise CodegenUnsupported(f"{f}: a surface of non-constant size")
-    width, height, pitch = (e.value for e in sizes)
-    hdr = cg.temp(u32, rb // 4, whole=True, header=True)
-    isa.add64(cg, Reg(hdr.byte, u32, 1), arg, isa.value(cg, a.base), 1)
-    fields = [(2, width - 1), (3, height - 1), (4, pitch - 1),
-              (7, (f.width - 1) | (f.height - 1) << 8 | (f.array - 1) << 16)]
-    if cg.xe.native_int64:  # surface width and height as one qword immediate
-        isa.move(cg, Reg(hdr.byte + 8, u64, 1), Imm(fields[0][1] | fields[1][1] << 32, u64), 1)
-        fields = fields[2:]
-    for i, v in fields:
-        isa.move(cg, Reg(hdr.byte + 4 * i, u32, 1), Imm(v, u32), 1)
-    isa.evaluate(cg, a.x, Reg(hdr.byte + 20, s32, 1))
-    isa.evaluate(cg, a.y, Reg(hdr.byte + 24, s32, 1))
+    if cg.block2d_headers:
+        turn = cg.block2d_turn = (cg.block2d_turn + 1) % len(cg.block2d_headers)
+        hdr, known = Reg(cg.block2d_headers[turn].start, u32, 1), cg.block2d_fields[turn]
+    else:   # no registers of their own (a tight allocation): built in a temporary
+        hdr, known = cg.temp(u32, rb // 4, whole=True, header=True), {}
+
+    def field(at: int, key, write, expr=None) -> None:
+        """Field ``at`` (a byte of the header) := ``key``'s value (that of the IR expression ``expr``, else a
+        constant), unless the register holds it already: written at the kernel's start, or in straight-line
+        code since (a loop that may not run, a branch not taken, writes nothing), ``expr``'s variables
+        bound as they were."""
+        now = known.get(at)
+        if now is not None and now[0] == key and (now[1] is None or now[1].holds(cg)):
+            return
+        write()
+        since = isa.Known.now(cg, expr) if expr is not None else isa.Known(cg.em.flow, ())
+        if since is None:   # the expression reads memory: its value is not known to hold later
+            known.pop(at, None)
+        else:
+            known[at] = (key, since)
+    field(0, (a.mem.name, a.base), lambda: isa.add64(cg, Reg(hdr.byte, u32, 1), arg, isa.value(cg, a.base), 1),
+          a.base)
+    shape = tuple(e.value for e in sizes) + (f.width, f.height, f.array)
+    for at, imm in block2d_constants(cg, shape):
+        field(at, imm, lambda at=at, imm=imm: isa.move(cg, Reg(hdr.byte + at, imm.type, 1), imm, 1))
+    field(20, a.x, lambda: isa.evaluate(cg, a.x, Reg(hdr.byte + 20, s32, 1)), a.x)
+    field(24, a.y, lambda: isa.evaluate(cg, a.y, Reg(hdr.byte + 24, s32, 1)), a.y)
     nregs = -(-f.elems * f.type.size // rb)
     cg.em.raw(f"(W) load_block2d.ugm.{BLOCK2D_DATA[f.type.size]}.a64 (1|M0) r{data // rb}:{nregs} "
               f"[r{hdr.byte // rb}:1]", "send")

@@ -88,25 +88,49 @@ def test_the_walk_holds_r0_and_every_value_live_at_once_packed_as_the_allocator_
 
 def test_a_loop_keeps_its_variable_and_a_buffer_it_accumulates_into_beside_r0_and_the_arguments():
     k, acc, mem = var("k"), var("acc", s32), var("mem", s32)
-    body = Alloc.make(acc, 4 * RB, MemKind.GRF, seq(For.make(k, 0, 4, Store.make(acc, 0, k)), Store.make(mem, 0, k)))
+    body = Alloc.make(acc, 4 * RB, MemKind.GRF, seq(For.make(k, 0, 4, Store.make(acc, 3 * RB, k)),
+                                                    Store.make(mem, 0, k)))
     # r0, one register of arguments (two 64-bit addresses), acc's 4 registers, k in a sub-register.
     assert allocation_peak(body, XEHPG, ("src", "dst"), 16) == 1 + 1 + 4 + 1
 
 
+def test_a_register_buffer_whose_scalar_accesses_reach_its_first_bytes_only_takes_a_sub_register():
+    # A strength-reduced counter is a register-sized buffer the passes read and write at [0] only: the
+    # allocator packs those bytes beside the loop variable instead of holding the whole register. Beside
+    # them a 4-register buffer the loop writes at its last register (so the peak is inside the loop).
+    k, ctr, acc, mem = var("k"), var("ctr", s32), var("acc", s32), var("mem", s32)
+
+    def kernel(first):
+        step = seq(Store.make(ctr, 0, Load.make(s32, ctr, 0) + k), Store.make(acc, 3 * RB, k))
+        return Alloc.make(acc, 4 * RB, MemKind.GRF, Alloc.make(ctr, RB, MemKind.GRF, seq(
+            Store.make(ctr, 0, first), For.make(k, 0, 4, step), Store.make(mem, 0, Load.make(s32, ctr, 0)),
+            Store.make(mem, 4, Load.make(s32, acc, 3 * RB)))))
+    # r0, the arguments, acc, then k and the counter's 4 bytes in one register
+    assert allocation_peak(kernel(IntImm.make(s32, 0)), XEHPG, ("src", "dst"), 16) == 1 + 1 + 4 + 1
+    # a vector store reaches the whole register: the counter holds it
+    assert allocation_peak(kernel(Broadcast.make(IntImm.make(s32, 0), 8)), XEHPG, ("src", "dst"), 16) == 1 + 1 + 4 + 2
+
+
 def test_headers_stop_rotating_before_any_value_is_recomputed():
-    # An allocation that runs out only while headers rotate is retried without rotation, nothing recomputed.
+    # An allocation that runs out only while headers rotate is retried without rotation, nothing recomputed;
+    # first the compact layout (SIMD1 headers' lets at dword 0, counters in sub-registers) gives way, where
+    # the failing attempt compacted anything.
     from kdd.core.codegen.xe.allocation import HEADER_ROTATION, with_remat
 
-    tries = []
+    for placed in (True, False):
+        tries = []
 
-    def attempt(remat, rotation):
-        tries.append((remat, rotation))
-        if rotation:
-            raise NoRoom("a large buffer's free range was split")
-        return "fits"
+        def attempt(remat, rotation, compact):
+            tries.append((remat, rotation, compact))
+            if rotation:
+                exc = NoRoom("a large buffer's free range was split")
+                exc.compacted = compact and placed
+                raise exc
+            return "fits"
 
-    assert with_remat(attempt, seq()) == "fits"
-    assert tries == [(frozenset(), HEADER_ROTATION), (frozenset(), 0)]
+        assert with_remat(attempt, seq()) == "fits"
+        roomy = [(frozenset(), HEADER_ROTATION, True)] + [(frozenset(), HEADER_ROTATION, False)] * placed
+        assert tries == roomy + [(frozenset(), 0, False)]
 
 
 def _copy_lets(body):

@@ -1,6 +1,7 @@
 """2D block loads in Xe assembly: the header the code generator writes and iga64's acceptance on Xe-HPC."""
 from __future__ import annotations
 
+import re
 import shutil
 
 import pytest
@@ -18,15 +19,26 @@ def _listing(check: bool) -> dict:
 
 
 def test_gemm_bert_loads_a_with_2d_blocks_and_their_headers():
+    """A's four 2D block loads take the kernel's two 2D header registers in turn (no message's address
+    rewritten while the one before it reads its own); the surface's and the block's fields, the same for
+    every load, are written once at the start, and between loads only the address and the block's x and y
+    (dwords 0-1, 5 and 6) are."""
     listing = _listing(check=False)
     texts = [ln["text"].split("//")[0].strip() for ln in listing["lines"]]
     loads = [i for i, t in enumerate(texts) if "load_block2d" in t]
     assert len(loads) == 4 and all(texts[i].startswith("(W) load_block2d.ugm.d16.a64 (1|M0) r")
                                    and ":16 [r" in texts[i] for i in loads)  # 2 blocks of 16 rows x 32 B: 16 GRFs
+    headers = [re.search(r"\[(r\d+):1\]", texts[i])[1] for i in loads]
+    assert len(set(headers)) == 2 and all(a != b for a, b in zip(headers, headers[1:]))
     shape = 15 | 15 << 8 | 1 << 16  # width 16, height 16, array 2, each less one
-    header = texts[loads[0] - 7: loads[0]]
-    assert any(f":ud {shape}:ud" in t for t in header)
-    assert any(":ud 127:ud" in t for t in header)  # surface width, height, pitch (128 B, 128 rows, 128 B) less one
+    fixed = [t for t in texts if f":ud {shape}:ud" in t or ":ud 127:ud" in t]  # pitch 128 B less one
+    assert len(fixed) == 4 and all(texts.index(t) < texts.index("LOOP_1:") for t in fixed)  # before the loop
+    assert {t.split()[3].split(".")[0] for t in fixed} == set(headers)
+    for a, b in zip(loads, loads[1:]):
+        for t in texts[a + 1:b]:
+            dst = re.match(r"\(W\) \w+ \(1\|M0\) (r\d+)\.(\d+)<1>:(\w+)", t)
+            if dst and dst[1] in headers:
+                assert (dst[2], dst[3]) in {("0", "uq"), ("5", "d"), ("6", "d")}, t
 
 
 @pytest.mark.skipif(not HAVE_IGA, reason="iga64 (Debian libigc-tools) is not installed")
