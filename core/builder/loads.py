@@ -298,14 +298,16 @@ def _continued_run(access: TileAccess, reg: RegTensor, run: int) -> int:
     memory right after the elements inside it: the block's matrix dim steps its innermost view dim,
     which indexes a blocked tensor dim directly, by an index step that the memory layout strides by
     ``run`` elements (weights blocked as the FMA's B read into that B: a thread's whole tile is one
-    run). Only blocked dims continue a run: tiles of plain layouts keep their row-long messages
+    run; a tail of such a dim continues it where the problem's size is a multiple of the span walked, so
+    the run is all in or all out and one mask serves it). Only blocked dims continue a run: tiles of
+    plain layouts keep their row-long messages
     (sm_90's shared-memory reads among them, whose longer runs are not checked on a GPU yet)."""
     view = access.view
     blocks = sorted((b for b in reg.layout.blocks if b.size > 1), key=lambda b: b.stride)
     walked = {blocks[0].dim: run}  # matrix dim -> index span of its innermost view dim walked so far
     for blk in blocks[1:]:
         inner = access.roles[blk.dim].innermost()
-        if blk.stride != run or inner is None or inner[0] in access.bounded:
+        if blk.stride != run or inner is None:
             break
         name, extent = inner
         step = walked.get(blk.dim, 1)
@@ -314,6 +316,8 @@ def _continued_run(access: TileAccess, reg: RegTensor, run: int) -> int:
         if t is None or extent % span or arith.alignment(operators.add(access.base[blk.dim]), access.facts) % span \
                 or arith.alignment(access.starts[name], access.facts) % span:
             break
+        if name in access.bounded and view.dim(name).size % span:
+            break  # a tail inside the run: its elements would not share the message's mask
         if sum(b.dim == t and b.size > 1 for b in view.layout.blocks) < 2 \
                 or _index_stride(view.layout, t, step, blk.size) != run:
             break
@@ -358,6 +362,9 @@ class TransferPlan:
     (rows shorter than the smallest block message, which only vector messages move).
     ``masks`` (a load): the masked-off lanes are the caller's to supply (``zero_stores``), so no
     zero fill precedes the messages; the message mask is appended to it when not always true.
+    ``unread`` (a load): view dims whose masked-off elements no stored result reads (an FMA operand's
+    M, N and batch dims: a tail or padding row of A reaches only rows of C that are never stored), so a
+    mask testing none but them needs neither a zero fill nor the caller's zeros.
     """
 
     split: tuple[Expr, int] | None = None
@@ -365,6 +372,7 @@ class TransferPlan:
     vectors: VectorPlan | None = None
     plan: MessagePlan | None = None
     masks: list[MessageMask] | None = field(default=None, compare=False)
+    unread: frozenset[str] = frozenset()
 
 
 class _Elements(NamedTuple):
@@ -417,9 +425,11 @@ def transfer(op: SendOp, access: TileAccess, reg: RegTensor, rules: MessageRules
         body = If.make(el.r.lt(plan.count), body, origin=origin)
     if el.msgs > 1:
         body = For.make(j, 0, el.msgs, body, origin=origin)
-    if op is SendOp.LOAD and not always_enabled(mask) and how.masks is not None:
+    zeros = op is SendOp.LOAD and not always_enabled(mask) and not masks_only_unread(access, reg.layout.dims,
+                                                                                      how.unread)
+    if zeros and how.masks is not None:
         how.masks.append(MessageMask(j if el.msgs > 1 else None, tuple(lets), mask))
-    elif op is SendOp.LOAD and not always_enabled(mask):
+    elif zeros:
         staging = how.staging
         dst = reg if staging is None else RegTensor(staging, row_major(reg.dtype, (1, 1, rounds * plan.elems)))
         lanes = rules.fill_lanes if rules.fill_lanes and (dst.bytes // 4) % rules.fill_lanes == 0 else rules.simd
@@ -475,6 +485,27 @@ def _view_indices(access: TileAccess, reg: RegTensor, bxy: tuple, names: Names,
         else:
             bound_idx[d.name] = value
     return lets, bound_idx
+
+
+def unread_dims(roles, labels: tuple[str, str, str]) -> frozenset[str]:
+    """The view dims of an FMA operand's matrix dims other than the reduction (``labels``: the operand's
+    ``("b", "m", "k")``-style roles), whose masked-off elements reach no stored result
+    (``TransferPlan.unread``)."""
+    return frozenset(n for role, label in zip(roles, labels) if label != "k" for n, _ in role.dims)
+
+
+def masks_only_unread(access: TileAccess, padded: tuple, unread: frozenset[str]) -> bool:
+    """Whether every lane a message mask of ``access`` (:func:`_message_mask`) can turn off is one no stored
+    result reads: its tails and the matrix dims padded past the problem (or read at an offset into the
+    tile) are all ``unread`` dims, and the view has no masks (a view mask's lanes are zeros of real
+    elements, such as the rows bwd_d's strides skip, whatever dims it reads)."""
+    if not unread or any(m is not None for m in access.view.masks):
+        return False
+    if any(n not in unread for n in access.bounded if n in access.view.dim_names):
+        return False
+    return all(all(n in unread for n, _ in role.dims)
+               for role, real, pad, base in zip(access.roles, access.real, padded, access.base)
+               if real < pad or not operators.is_const(base, 0))
 
 
 def _message_mask(access: TileAccess, bound_idx: dict, bxy: tuple, padded: tuple, lanes: int) -> Expr:

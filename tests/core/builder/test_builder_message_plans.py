@@ -1,0 +1,48 @@
+"""The tile-to-message plan on oneDNN's kind of tiles: blocked weights with a channel tail move in block
+messages, and loads masked only on rows or columns no stored result reads take no zero fill."""
+import pytest
+
+from builder_cases import problem
+from kdd.core.builder import build_kernel
+from kdd.core.config.line import parse_config_line
+from kdd.core.interp.check import check_kernel
+from kdd.core.ir import FuncCall, walk
+from kdd.core.ir.funcs import Send, SendKind, SendOp
+from kdd.core.ir.stmt import Store
+from kdd.core.problem import parse_shape
+
+
+def _kernel(shape: str, line: str, prop: str = "fwd"):
+    p = problem(parse_shape(shape), prop, "f16")
+    dims = [n for r in "bmnk" for n, _ in getattr(p.gemm_dims(), r)]
+    return build_kernel(p, parse_config_line(line, dims), "xehpg")
+
+
+def _sends(kernel, mem: str) -> list:
+    return [n for n in walk(kernel.body) if isinstance(n, FuncCall) and isinstance(n.func, Send)
+            and n.ops.mem.name == mem]
+
+
+def _stored_buffers(kernel) -> set[str]:
+    return {n.buf.name for n in walk(kernel.body) if isinstance(n, Store)}
+
+
+@pytest.mark.parametrize("line", ["fma=dpas simd=8 l=ic2kh3kw3 T=oc2 i=ic16oc32ow8",       # each thread its B
+                                  "fma=dpas simd=8 l=ic2kh3kw3 T=oc2ow2 i=ic16oc32ow8"])   # B copied through SLM
+def test_blocked_weights_with_a_channel_tail_load_in_blocks_without_zero_fill(line):
+    """oc 80 under tiles of 32 (a thread) and 64 (a group): the tail falls on a whole block of the weights'
+    8 channels, so a message of the blocked layout is all in or all out and takes the tail as one mask;
+    the channels past 80 reach only columns of C that are never stored, so their registers need no zeros
+    (fresh registers are NaN in the interpreter: a stray read would show)."""
+    kernel = _kernel("mb1ic32ih4iw8oc80oh4ow8kh3kw3ph1pw1", line)
+    loads = _sends(kernel, "wei")
+    assert loads and all(s.func.kind is SendKind.BLOCK and s.func.op is SendOp.LOAD for s in loads)
+    assert not any(name.startswith("b") for name in _stored_buffers(kernel))  # no fill of b or b_g2s
+    assert check_kernel(kernel).ok
+
+
+def test_loads_masked_by_a_view_mask_keep_their_zeros():
+    """bwd_d with strides: the rows the stride skips are real rows of diff_src whose sums are zero, so a
+    load masked by that view mask (even one reading only M dims) keeps its zero fill."""
+    kernel = _kernel("ic16ih9iw6oc16oh3ow3kh1kw1sh4sw2ph0pw0", "fma=dpas simd=8 i=ic16iw8oc16", "bwd_d")
+    assert check_kernel(kernel).ok
