@@ -23,11 +23,14 @@ instead (``masks``) and writes zeros from SLM stores of its own
 (``slm.ZeroSource``): no fill in every iteration.
 
 On targets with 2D block loads (``plan_block2d``), a global tile whose rows and
-columns are each one view dim indexing one tensor dim directly (the columns
-unit-stride, the rows one pitch apart) is loaded by ``load_block2d`` messages
-instead, each as many rows (and side-by-side column blocks) as the register
-layout holds in the message's order: the matrix is the message's surface,
-so its edges read as zeros without masks or fills.
+columns are each one view dim walking one tensor dim with unit steps (the
+columns unit-stride, the rows one pitch apart) is loaded by ``load_block2d``
+messages instead, each as many rows (and side-by-side column blocks) as the
+register layout holds in the message's order: the tensor's two dims are the
+message's surface, so its edges (a convolution's padding along the row, a
+channel tail along the columns) read as zeros without masks or fills, and a
+mask of the other dims (the kernel tap's input row) holds for a whole message,
+which then starts above the surface.
 
 Byte offsets carry the element size in every term (``offset_expr``'s
 ``scale``), so the scalar part of a per-lane address is one sum of bytes.
@@ -40,7 +43,7 @@ from dataclasses import dataclass, field
 from typing import NamedTuple
 
 from kdd.core.ir import operators
-from kdd.core.ir.expr import Broadcast, BoolImm, Expr, Ramp, Var
+from kdd.core.ir.expr import Broadcast, BoolImm, Expr, Op, Ramp, Ternary, Var, land
 from kdd.core.ir.funcs import Send, Send2D, SendKind, SendOp, always_enabled
 from kdd.core.ir.names import Names
 from kdd.core.ir.stmt import For, FuncCall, If, Let, Stmt, seq
@@ -614,6 +617,30 @@ def _direct_dim(view: View, name: str) -> int | None:
     return t
 
 
+def _surface_dim(view: View, name: str, bounded) -> int | None:
+    """The tensor dim that view dim ``name`` walks with unit steps as a 2D block's rows or columns, if any:
+    ``t = name + (terms without name)``, no other tensor dim reading ``name``, and a mask on ``t`` that is
+    none or exactly ``0 <= t < size`` (a convolution's padding: the surface's edge reads the zeros).
+    A tail of ``name`` (``bounded``) is the surface's edge only where ``t`` is ``name`` itself over the
+    same size (view dims of size 1 read as 0: a one-group convolution's ``g * C + c``)."""
+    deps = view.depends_on(name)
+    if len(deps) != 1:
+        return None
+    t = deps[0]
+    v, m, size = view.dim(name).var, view.mapping[t], view.layout.dims[t]
+    if arith.linear_coeff(m, v) != 1:
+        return None
+    mask = view.masks[t]
+    if mask is not None and not mask.is_equal(land(m.ge(0), m.lt(size))):
+        return None
+    if name in bounded:
+        ones = {d.var: arith.const(0) for d in view.dims if d.size == 1}
+        if not operators.is_const(operators.fold(substitute(m, {**ones, v: arith.const(0)})), 0) \
+                or view.dim(name).size != size:
+            return None
+    return t
+
+
 def _matrix_positions(layout: Layout) -> list[tuple[int, int, int]]:
     """The matrix index ``(b, x, y)`` held at every register element of a dense layout (padded positions,
     which hold no index, read as ``(-1, -1, -1)``). Plain integers: a tile has a few thousand elements at
@@ -665,26 +692,26 @@ def plan_block2d(access: TileAccess, reg: RegTensor, limits: Block2D | None, reg
     row_dim, col_dim = _one_dim(access.roles[rows]), _one_dim(access.roles[cols])
     if row_dim is None or col_dim is None:
         return None
-    t_rows, t_cols = _direct_dim(view, row_dim), _direct_dim(view, col_dim)
-    if t_rows is None or t_cols is None or unit_stride_dim(view, col_dim) != t_cols:
+    t_rows, t_cols = _surface_dim(view, row_dim, access.bounded), _surface_dim(view, col_dim, access.bounded)
+    if t_rows is None or t_cols is None or t_rows == t_cols:
         return None
-    if any(n not in (row_dim, col_dim) for n in access.bounded if n in view.dim_names):
-        return None  # a tail of another dim needs a mask
+    if any(m is not None and {view.dim(row_dim).var, view.dim(col_dim).var} & free_vars(m)
+           for t, m in enumerate(view.masks) if t not in (t_rows, t_cols)):
+        return None  # a mask varying inside the block (the other masks and tails hold for a whole message)
     if any(real < pad for real, pad in zip(access.real, reg.layout.dims)):
         return None  # matrix padding past the problem's matrix needs zeros the surface does not give
     row_blocks = [b for b in view.layout.blocks if b.dim == t_rows and b.size > 1]
     col_blocks = [b for b in view.layout.blocks if b.dim == t_cols and b.size > 1]
-    if len(row_blocks) != 1 or len(col_blocks) != 1:
+    if len(row_blocks) != 1 or len(col_blocks) != 1 or col_blocks[0].stride != 1:
         return None
     width, height, pitch = view.layout.dims[t_cols] * size, view.layout.dims[t_rows], row_blocks[0].stride * size
     if limits.surface_problem(width, height, pitch) is not None:
         return None
-    surface = {d.name: (0 if d.name in (row_dim, col_dim) else access.starts[d.name]) for d in view.dims}
-    base = offset_expr(view.layout, view.tensor_index(surface), size)
-    if arith.alignment(operators.fold(base), access.facts) % limits.base_align:
+    base = _surface_base(view, access.starts, t_rows, t_cols, size)
+    if arith.alignment(base, access.facts) % limits.base_align:
         return None  # the surface starts off the hardware's alignment (kernel buffers are aligned)
-    col_start = operators.add(access.starts[col_dim], access.base[cols])
-    if arith.alignment(col_start, access.facts) * size % 4:
+    col_start = operators.add(view.tensor_index(access.starts)[t_cols], access.base[cols])
+    if arith.alignment(operators.fold(col_start), access.facts) * size % 4:
         return None  # a block starts on a dword
     pos = _matrix_positions(reg.layout)
     along = list(zip(*pos))
@@ -703,6 +730,14 @@ def plan_block2d(access: TileAccess, reg: RegTensor, limits: Block2D | None, reg
     return best
 
 
+def _surface_base(view: View, index: dict, t_rows: int, t_cols: int, size: int) -> Expr:
+    """The byte offset of a 2D surface's first element: the tensor index at view ``index`` with its row and
+    column dims at 0."""
+    tensor = list(view.tensor_index(index))
+    tensor[t_rows] = tensor[t_cols] = arith.const(0)
+    return operators.fold(offset_expr(view.layout, tensor, size))
+
+
 def load_block2d(access: TileAccess, reg: RegTensor, plan: Block2DPlan, names: Names, origin: Origin) -> Stmt:
     """The ``load_block2d`` messages of ``plan`` filling ``reg`` from the tile ``access``."""
     view, size = access.view, reg.dtype.size
@@ -712,15 +747,21 @@ def load_block2d(access: TileAccess, reg: RegTensor, plan: Block2DPlan, names: N
     bxy = tuple(operators.add(base, x) for base, x in zip(access.base, reg.decode(e0, bound=reg.elems)))
     vidx = access.view_index(bxy, tuple(p if operators.is_const(base, 0) else None
                                         for p, base in zip(reg.layout.dims, access.base)))
-    surface = {d.name: (arith.const(0) if d.name in (plan.row_dim, plan.col_dim) else vidx[d.name])
-               for d in view.dims}
-    base = operators.fold(offset_expr(view.layout, view.tensor_index(surface), size))
+    base = _surface_base(view, vidx, plan.tensor_rows, plan.tensor_cols, size)
     layout = view.layout
     pitch = next(b for b in layout.blocks if b.dim == plan.tensor_rows and b.size > 1).stride * size
     func = Send2D(reg.dtype, plan.width, plan.height, plan.array)
+    index = view.tensor_index(vidx)
+    x, y = operators.fold(index[plan.tensor_cols]), operators.fold(index[plan.tensor_rows])
+    # The masks of the other tensor dims and the tails of the other view dims hold for the whole message
+    # (plan_block2d): where they fail, the block's rows start above the surface and read as zeros.
+    others = [m for t, m in enumerate(view.masks) if m is not None and t not in (plan.tensor_rows, plan.tensor_cols)]
+    mask = arith.conj([operators.fold(substitute(m, {d.var: vidx[d.name] for d in view.dims})) for m in others]
+                      + tail_masks(view, vidx, access.bounded - {plan.row_dim, plan.col_dim}))
+    if mask is not None:
+        y = Ternary.make(Op.IIF, mask, y, arith.const(-plan.height))
     args = [access.mem, base, arith.const(layout.dims[plan.tensor_cols] * size),
-            arith.const(layout.dims[plan.tensor_rows]), arith.const(pitch),
-            operators.fold(vidx[plan.col_dim]), operators.fold(vidx[plan.row_dim]),
+            arith.const(layout.dims[plan.tensor_rows]), arith.const(pitch), x, y,
             reg.buf, operators.add(reg.offset, operators.mul(e0, size))]
     body: Stmt = FuncCall.make(func, args, origin=origin)
     return For.make(j, 0, plan.count, body, origin=origin) if plan.count > 1 else body

@@ -7,7 +7,7 @@ from kdd.core.builder import build_kernel
 from kdd.core.config.line import parse_config_line
 from kdd.core.interp.check import check_kernel
 from kdd.core.ir import FuncCall, walk
-from kdd.core.ir.funcs import Send, SendKind, SendOp
+from kdd.core.ir.funcs import Send, Send2D, SendKind, SendOp
 from kdd.core.ir.stmt import Store
 from kdd.core.problem import parse_shape
 
@@ -45,4 +45,18 @@ def test_loads_masked_by_a_view_mask_keep_their_zeros():
     """bwd_d with strides: the rows the stride skips are real rows of diff_src whose sums are zero, so a
     load masked by that view mask (even one reading only M dims) keeps its zero fill."""
     kernel = _kernel("ic16ih9iw6oc16oh3ow3kh1kw1sh4sw2ph0pw0", "fma=dpas simd=8 i=ic16iw8oc16", "bwd_d")
+    assert check_kernel(kernel).ok
+
+
+def test_a_padded_convolution_source_loads_in_2d_blocks_whose_surface_gives_the_zeros():
+    """Xe-HPC, A straight from global memory: the input row ``iw = ow + kw - 1`` is the surface's row and
+    ``ic`` (tail 48 under 64) its column, so the surface's edges read the padding and the channel tail
+    as zeros; the row of the kernel tap ``ih = oh + kh - 1`` holds for the whole message, and where it
+    is padding the block starts above the surface. One message of 16 rows x 2 K halves per step."""
+    p = problem(parse_shape("mb1ic48ih4iw16oc32oh4ow16kh3kw3ph1pw1"), "fwd", "f16")
+    dims = [n for r in "bmnk" for n, _ in getattr(p.gemm_dims(), r)]
+    kernel = build_kernel(p, parse_config_line("fma=dpas simd=16 l=ic2kh3kw3 i=ic32oc32ow16 bufs=0", dims), "xehpc")
+    loads = [n for n in walk(kernel.body) if isinstance(n, FuncCall) and isinstance(n.func, Send2D)]
+    assert [s.ops.mem.name for s in loads] == ["src"] and loads[0].func.height == 16
+    assert _sends(kernel, "src") == []
     assert check_kernel(kernel).ok
