@@ -290,9 +290,8 @@ def contiguous_run(access: TileAccess, reg: RegTensor) -> int:
         start_t = substitute(view.mapping[t], {d.var: access.starts[d.name] for d in view.dims})
         if arith.alignment(start_t, access.facts) % run:
             return 1
-    if name in access.bounded:  # nor a tail
-        if view.dim(name).size % run or arith.alignment(access.starts[name], access.facts) % run:
-            return 1
+    if name in access.bounded:  # nor a tail: runs as long as the size and the start are multiples of
+        run = math.gcd(run, view.dim(name).size, arith.alignment(access.starts[name], access.facts))
     return _continued_run(access, reg, run) if run == blk.size else run
 
 

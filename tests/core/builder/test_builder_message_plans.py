@@ -60,3 +60,15 @@ def test_a_padded_convolution_source_loads_in_2d_blocks_whose_surface_gives_the_
     assert [s.ops.mem.name for s in loads] == ["src"] and loads[0].func.height == 16
     assert _sends(kernel, "src") == []
     assert check_kernel(kernel).ok
+
+
+def test_a_tail_that_the_tile_does_not_divide_shortens_the_block_messages():
+    """oc 80 under a group tile of 64 channels, weights `hwio` (oc contiguous): the tail (16 channels into
+    the second tile) falls on a multiple of 16, so the copy's rows move in block messages of 16 channels,
+    each all in or all out, not one element per lane."""
+    p = problem(parse_shape("mb1ic16ih4iw8oc80oh4ow8kh3kw3ph1pw1"), "fwd", "f16", tags={"wei": "hwio"})
+    dims = [n for r in "bmnk" for n, _ in getattr(p.gemm_dims(), r)]
+    kernel = build_kernel(p, parse_config_line("fma=dpas simd=8 l=kh3kw3 T=oc2ow2 i=ic16oc32ow8", dims), "xehpg")
+    loads = _sends(kernel, "wei")
+    assert loads and all(s.func.kind is SendKind.BLOCK for s in loads)
+    assert check_kernel(kernel).ok
