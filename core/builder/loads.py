@@ -165,13 +165,22 @@ def plan_messages(access: TileAccess, reg: RegTensor, rules: MessageRules) -> Me
     total = reg.elems
     size = reg.dtype.size
     run = contiguous_run(access, reg)
-    if run * size >= rules.min_block_bytes:
+    # A run as long as one scattered message's elements takes a block message too (one address instead of
+    # one per lane: a depthwise tile's 8 channels of 16 bits), where every address is a whole dword.
+    if run * size >= rules.min_block_bytes or (run * size >= rules.simd * size and run * size % 4 == 0
+                                                and _dword_strides(access.view)):
         n = max(d for d in _divisors(run) if d * size <= rules.max_block_bytes)
         return MessagePlan(SendKind.BLOCK, n, total // n)
     if total == 1:
         return MessagePlan(SendKind.BLOCK, 1, 1)
     n = max(d for d in _divisors(total) if d <= rules.simd)
     return MessagePlan(SendKind.SCATTERED, n, total // n)
+
+
+def _dword_strides(view: View) -> bool:
+    """Whether every memory stride of the view's layout (but the unit one) is a whole number of dwords."""
+    size = view.layout.dtype.size
+    return all(b.stride == 1 or b.stride * size % 4 == 0 for b in view.layout.blocks if b.size > 1)
 
 
 def _divisors(n: int) -> list[int]:

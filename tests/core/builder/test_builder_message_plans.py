@@ -72,3 +72,16 @@ def test_a_tail_that_the_tile_does_not_divide_shortens_the_block_messages():
     loads = _sends(kernel, "wei")
     assert loads and all(s.func.kind is SendKind.BLOCK for s in loads)
     assert check_kernel(kernel).ok
+
+
+def test_a_depthwise_row_of_eight_channels_is_one_block_message():
+    """Depthwise f16 with the channels in 8 lanes: a pixel's 8 channels are 16 contiguous bytes, as many
+    elements as a scattered message moves, so one block message (one address) loads them, not an
+    8-lane gather with an address per lane. With 17 channels the pixels lie 34 bytes apart, off a
+    dword, and the gathers stay."""
+    kernel = _kernel("mb2g40ic40ih6oc40oh6kh3ph1", "fma=mad simd=8 l=kh3 i=g8mb2kw3 s=x0")
+    loads = _sends(kernel, "src")
+    assert loads and all(s.func.kind is SendKind.BLOCK and s.func.elems == 8 for s in loads)
+    assert check_kernel(kernel).ok
+    odd = _sends(_kernel("mb2g17ic17ih6oc17oh6kh3ph1", "fma=mad simd=8 l=kh3 i=g8mb2kw3 s=x0"), "src")
+    assert odd and all(s.func.kind is SendKind.SCATTERED for s in odd)
