@@ -53,7 +53,7 @@ from .kernel import Kernel, KernelArg
 from .lanes import flat_lanes, lanes_attrs
 from .layouts import fma_blocking, tensor_layout, vector_layout
 from .loads import (MessageRules, TransferPlan, contiguous_role, inner_last, load_block2d, memory_ordered,
-                    plan_block2d, plan_messages, transfer, unread_dims, vector_gather)
+                    plan_block2d, plan_messages, transfer, unit_stride_dim, unread_dims, vector_gather)
 from .loop_nest import GROUP_IDS, THREAD_IDS, LoopNest, build_loop_nest
 from .loops import nest
 from .origin import Origin
@@ -124,7 +124,8 @@ class _Builder:
                                   vectors=target.messages.vectors,
                                   vector_lanes=0 if self.per_lane else self.reg_bytes // 4,
                                   vector_max_lanes=min(target.messages.scattered_lanes,
-                                                       max(config.simd, target.lanes.alu)))
+                                                       max(config.simd, target.lanes.alu)),
+                                  merged_runs=not self.per_lane)
         self.types = {name: getattr(problem.types, name) for name in ("src", "wei", "dst")}
         # Sub-tiles of B are read from a dense SLM tile in chunks (no vector gather): blocked weights would
         # order that tile K-innermost and cost each read a reorder, so sub-tiled B keeps the plain layout.
@@ -135,10 +136,21 @@ class _Builder:
         self.allocs: list[tuple[RegTensor, Origin]] = []
 
     # -- helpers ---------------------------------------------------------------------------------
-    def _roles(self, which: str, group: bool) -> tuple[MatrixDim, MatrixDim, MatrixDim]:
+    def _roles(self, which: str, group: bool, a_view) -> tuple[MatrixDim, MatrixDim, MatrixDim]:
         def extent(d):
             return d.iter * d.tg if group else d.iter
-        return tuple(MatrixDim(tuple((d.name, extent(d)) for d in self.tiling.role(r))) for r in ROLES[which])
+        return tuple(MatrixDim(tuple((d.name, extent(d)) for d in self._role_dims(r, a_view))) for r in ROLES[which])
+
+    def _role_dims(self, role: str, a_view):
+        """The tiling's dims of GEMM role ``role``, inner last. K's order is the kernel's own (A and B
+        flatten it alike): the dim A's memory walks with unit stride goes innermost where the thread tile
+        holds several K dims (``ic8kw4``: a pixel's 8 channels, one run of 16 bytes, rather than 4 taps
+        of one channel 512 bytes apart)."""
+        dims = self.tiling.role(role)
+        if role != "k" or sum(d.iter > 1 for d in dims) < 2:
+            return dims
+        unit = [d for d in dims if d.iter > 1 and unit_stride_dim(a_view, d.name) is not None]
+        return dims if not unit else tuple(d for d in dims if d is not unit[0]) + (unit[0],)
 
     def _grf(self, nbytes: int) -> int:
         return max(self.reg_bytes, -(-nbytes // self.reg_bytes) * self.reg_bytes)
@@ -155,7 +167,7 @@ class _Builder:
         p, cfg, t, names = self.problem, self.config, self.tiling, self.names
         views = conv_views(p, self.layouts) if p.op == "conv" else gemm_views(p, self.layouts)
         self.nest = build_loop_nest(t, names, cfg.unroll)
-        operand = {w: _Operand(v, var(v.tensor, u64), self._roles(w, False), self._roles(w, True))
+        operand = {w: _Operand(v, var(v.tensor, u64), self._roles(w, False, views[0]), self._roles(w, True, views[0]))
                    for w, v in zip("ABC", views)}
 
         tiles = self._tiles(operand)

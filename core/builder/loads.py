@@ -63,7 +63,9 @@ from .tile import RegTensor, TileAccess, row_major
 class MessageRules:
     """Target limits on messages: scattered lanes, largest block, smallest block worth using; the
     vector sizes of scattered messages, the lanes one register holds a dword of (0: no vectors) and
-    the most lanes a vector message takes (the ALU's width within the target's scattered lanes)."""
+    the most lanes a vector message takes (the ALU's width within the target's scattered lanes);
+    whether a run goes on across view dims (Xe's messages fill registers in order; sm_90's per-lane
+    loads keep their rows, which its mma fragments read with no reorder)."""
 
     simd: int
     max_block_bytes: int
@@ -72,6 +74,7 @@ class MessageRules:
     vectors: tuple[int, ...] = (1,)
     vector_lanes: int = 0
     vector_max_lanes: int = 0  # most lanes of a vector message (0: simd)
+    merged_runs: bool = True  # runs go on across a matrix dim's view dims (``_merged_run``)
 
 
 @dataclass(frozen=True)
@@ -164,11 +167,11 @@ def plan_messages(access: TileAccess, reg: RegTensor, rules: MessageRules) -> Me
     """Block messages when the contiguity conditions of the module doc hold, else scattered ones."""
     total = reg.elems
     size = reg.dtype.size
-    run = contiguous_run(access, reg)
+    run = contiguous_run(access, reg, rules.merged_runs)
     # A run as long as one scattered message's elements takes a block message too (one address instead of
     # one per lane: a depthwise tile's 8 channels of 16 bits), where every address is a whole dword.
     if run * size >= rules.min_block_bytes or (run * size >= rules.simd * size and run * size % 4 == 0
-                                                and _dword_strides(access.view)):
+                                                and dword_strides(access.view)):
         n = max(d for d in _divisors(run) if d * size <= rules.max_block_bytes)
         return MessagePlan(SendKind.BLOCK, n, total // n)
     if total == 1:
@@ -177,7 +180,7 @@ def plan_messages(access: TileAccess, reg: RegTensor, rules: MessageRules) -> Me
     return MessagePlan(SendKind.SCATTERED, n, total // n)
 
 
-def _dword_strides(view: View) -> bool:
+def dword_strides(view: View) -> bool:
     """Whether every memory stride of the view's layout (but the unit one) is a whole number of dwords."""
     size = view.layout.dtype.size
     return all(b.stride == 1 or b.stride * size % 4 == 0 for b in view.layout.blocks if b.size > 1)
@@ -277,8 +280,9 @@ def _per_dim(layout: Layout) -> list[list[tuple[int, int]]]:
     return out
 
 
-def contiguous_run(access: TileAccess, reg: RegTensor) -> int:
-    """Length of the runs of register elements that are contiguous in memory (1: none)."""
+def contiguous_run(access: TileAccess, reg: RegTensor, merged: bool = True) -> int:
+    """Length of the runs of register elements that are contiguous in memory (1: none); ``merged``: across
+    view dims too (``MessageRules.merged_runs``)."""
     blk = reg.inner_block()
     if blk is None:
         return 1
@@ -301,7 +305,37 @@ def contiguous_run(access: TileAccess, reg: RegTensor) -> int:
             return 1
     if name in access.bounded:  # nor a tail: runs as long as the size and the start are multiples of
         run = math.gcd(run, view.dim(name).size, arith.alignment(access.starts[name], access.facts))
+    elif merged and run == extent < blk.size and len(blocks) == 1:
+        run = _merged_run(access, blk, run)
     return _continued_run(access, reg, run) if run == blk.size else run
+
+
+def _merged_run(access: TileAccess, blk: Block, run: int) -> int:
+    """``run`` (the matrix dim's innermost view dim, walked whole) continued through the matrix dim's next
+    view dims, as far as ``reg``'s innermost block ``blk`` goes, while memory goes on right after it: the
+    next view dim walks a plain tensor dim whose stride is the elements inside (the group tile of
+    ``ic8 kw4`` in SLM: a tap's 8 channels, then the next tap's)."""
+    view = access.view
+    dims = [(n, e) for n, e in access.roles[blk.dim].dims if e > 1]
+    base = arith.alignment(operators.add(access.base[blk.dim]), access.facts)
+    for name, extent in reversed(dims[:-1]):
+        most, size = math.gcd(extent, blk.size // run), view.layout.dtype.size
+        # a power of two of bytes: one message of the merged run, not two (48 B: d32x8 + d32x4)
+        take = max((d for d in _divisors(most) if not run * d * size & (run * d * size - 1)), default=1)
+        deps = view.depends_on(name)
+        if take == 1 or len(deps) != 1 or name in access.bounded or base % (run * take):
+            break
+        t, v = deps[0], view.dim(name).var
+        if arith.linear_coeff(view.mapping[t], v) != 1 or (view.masks[t] is not None
+                                                           and v in free_vars(view.masks[t])):
+            break
+        blocks = [b for b in view.layout.blocks if b.dim == t and b.size > 1]
+        if len(blocks) != 1 or blocks[0].stride != run:
+            break
+        run *= take
+        if take < extent:
+            break
+    return run
 
 
 def _continued_run(access: TileAccess, reg: RegTensor, run: int) -> int:

@@ -49,8 +49,8 @@ from kdd.core.layout.layout import Block, Layout
 from kdd.core.layout.view import View, ViewDim, offset_expr
 
 from . import arith
-from .loads import (MessageMask, MessagePlan, MessageRules, TransferPlan, VectorPlan, contiguous_run, inner_last,
-                    plan_messages, plan_vectors, same_placement, transfer, zero_fill)
+from .loads import (MessageMask, MessagePlan, MessageRules, TransferPlan, VectorPlan, contiguous_run, dword_strides,
+                    inner_last, plan_messages, plan_vectors, same_placement, transfer, zero_fill)
 from .origin import Origin
 from .tile import MatrixDim, RegTensor, TileAccess, row_major
 
@@ -118,20 +118,24 @@ def stage(name: str, group: TileAccess, thread_roles: tuple[MatrixDim, MatrixDim
     whole = rounds * threads == plan.count  # every thread has all its rounds
     vectors = plan_vectors(plan, rounds, dtype.size, rules) if whole else None
 
-    def load(vectors, masks=None):
+    def load(vectors, masks=None, rows=None):
         return transfer(SendOp.LOAD, group, tile, rules, names, knob,
-                        TransferPlan(split=(thread, threads), staging=staging, vectors=vectors, masks=masks,
-                                     unread=unread))
+                        TransferPlan(split=(thread, threads), staging=staging, vectors=vectors, plan=rows,
+                                     masks=masks, unread=unread))
 
     starts = {d.name: local_start.get(d.name, arith.const(0)) for d in view.dims}
     access = TileAccess(slm_view, tile.buf, "slm", thread_roles, starts, frozenset(), group.facts)
     ready = _fma_ready(group, thread_roles, fma_layout, tile.layout)
     if ready is None:
-        zeros = None
+        zeros, rows = None, None
+        short = _short_rows(group, tile, plan, threads, rules) if vectors is None else None
+        if short is not None:
+            rows, vectors = short
+            plan, rounds = rows, rows.count // threads
         if vectors is not None:
             masks: list[MessageMask] = []
             # Without room for the zeros' registers the loads keep their zero fills.
-            loaded = load(vectors, masks if vectors.lanes * vectors.vec * 4 <= spare_bytes else None)
+            loaded = load(vectors, masks if vectors.lanes * vectors.vec * 4 <= spare_bytes else None, rows)
             if masks:
                 zeros = ZeroSource(names.fresh(f"{name}_zero", u64), vectors.lanes * vectors.vec * 4, masks[0])
             store = _vector_store(tile, staging, vectors, rounds * plan.elems, thread, names, knob, zeros)
@@ -169,6 +173,24 @@ def stage(name: str, group: TileAccess, thread_roles: tuple[MatrixDim, MatrixDim
         store = _scatter(tile, layout, staging, plan.elems, plan.count, rounds, thread, threads, names, knob)
     return SlmStage(tile.buf, tile.bytes, staging, rounds * plan.elems * dtype.size, load(vectors), store, access,
                     tile_offset, pack)
+
+
+def _short_rows(group: TileAccess, tile: RegTensor, plan: MessagePlan, threads: int,
+                rules: MessageRules) -> tuple[MessagePlan, VectorPlan] | None:
+    """Where ``plan`` scatters the tile an element a lane, its runs as rows shorter than any block message
+    (a grouped convolution's 4 channels of a pixel: 8 bytes) and the vector messages that gather them, a
+    run of dwords a lane: None where the runs are no whole dwords, the threads' shares differ or the
+    vectors take no fewer messages."""
+    size = tile.dtype.size
+    run = contiguous_run(group, tile, rules.merged_runs)
+    if plan.kind is not SendKind.SCATTERED or run < 2 or run * size % 4 or not dword_strides(group.view):
+        return None
+    rows = MessagePlan(SendKind.BLOCK, run, tile.elems // run)
+    rounds = rows.count // threads
+    vectors = plan_vectors(rows, rounds, size, rules) if rounds * threads == rows.count else None
+    if vectors is None or vectors.count >= -(-plan.count // threads):
+        return None
+    return rows, vectors
 
 
 def _direct_copy(group: TileAccess, ready: RegTensor, dense: MessagePlan, rules: MessageRules, names: Names,

@@ -85,3 +85,31 @@ def test_a_depthwise_row_of_eight_channels_is_one_block_message():
     assert check_kernel(kernel).ok
     odd = _sends(_kernel("mb2g17ic17ih6oc17oh6kh3ph1", "fma=mad simd=8 l=kh3 i=g8mb2kw3 s=x0"), "src")
     assert odd and all(s.func.kind is SendKind.SCATTERED for s in odd)
+
+
+def test_k_takes_the_source_channels_innermost_and_slm_rows_run_across_taps():
+    """oneDNN's grouped line ``i=ic8kw4mb12oc8`` (8 channels a group): with the taps innermost in K, A's
+    copy moved one 16-bit element a lane (the taps of a channel lie a pixel apart). K's order is the
+    kernel's own, so the channels go innermost: a pixel's 8 channels (16 bytes) are a run, gathered 4
+    dwords a lane; in SLM a tap's channels are followed by the next tap's, so each dpas row of 16 K is
+    one 32-byte block read."""
+    p = problem(parse_shape("g2mb16ic16ih8iw16oc16oh8ow16kh3kw3ph1pw1"), "fwd", "f16")
+    dims = [n for r in "bmnk" for n, _ in getattr(p.gemm_dims(), r)]
+    kernel = build_kernel(p, parse_config_line("fma=dpas simd=8 l=kh3 T=ow8 i=ic8kw4mb12oc8 bufs=2", dims), "xehpg")
+    loads = _sends(kernel, "src")
+    assert loads and all(s.func.vec == 4 for s in loads)
+    reads = [s for s in _sends(kernel, "a_slm") if s.func.op is SendOp.LOAD]
+    assert reads and all(s.func.kind is SendKind.BLOCK and s.func.elems == 16 for s in reads)
+    assert check_kernel(kernel).ok
+
+
+def test_runs_shorter_than_a_block_message_are_gathered_a_run_a_lane():
+    """oneDNN's grouped line ``i=ic4kw4mb32oc8`` (4 channels a group): a pixel's channels are 8 bytes,
+    under any block message, and the copy moved them one 16-bit element a lane; as rows they are what
+    vector messages gather (2 dwords a lane), mirrored by the SLM stores."""
+    p = problem(parse_shape("g2mb32ic8ih16oc8oh16kh3ph1"), "fwd", "f16")
+    dims = [n for r in "bmnk" for n, _ in getattr(p.gemm_dims(), r)]
+    kernel = build_kernel(p, parse_config_line("fma=dpas simd=8 l=kh3 T=ow8 i=ic4kw4mb32oc8 bufs=2", dims), "xehpg")
+    loads = _sends(kernel, "src")
+    assert loads and all(s.func.vec == 2 for s in loads)
+    assert check_kernel(kernel).ok
