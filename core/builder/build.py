@@ -145,11 +145,12 @@ class _Builder:
         """The tiling's dims of GEMM role ``role``, inner last. K's order is the kernel's own (A and B
         flatten it alike): the dim A's memory walks with unit stride goes innermost where the thread tile
         holds several K dims (``ic8kw4``: a pixel's 8 channels, one run of 16 bytes, rather than 4 taps
-        of one channel 512 bytes apart)."""
+        of one channel 512 bytes apart), and that dim has no padding (``ic3`` padded to 4 masks its
+        channels one by one either way)."""
         dims = self.tiling.role(role)
         if role != "k" or sum(d.iter > 1 for d in dims) < 2:
             return dims
-        unit = [d for d in dims if d.iter > 1 and unit_stride_dim(a_view, d.name) is not None]
+        unit = [d for d in dims if d.iter > 1 and d.padded == d.size and unit_stride_dim(a_view, d.name) is not None]
         return dims if not unit else tuple(d for d in dims if d is not unit[0]) + (unit[0],)
 
     def _grf(self, nbytes: int) -> int:
