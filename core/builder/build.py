@@ -51,7 +51,7 @@ from .kernel import Kernel, KernelArg
 from .lanes import flat_lanes, lanes_attrs
 from .layouts import fma_blocking, tensor_layout, vector_layout
 from .loads import (MessageRules, TransferPlan, contiguous_role, inner_last, load_block2d, memory_ordered,
-                    plan_block2d, plan_messages, transfer, vector_gather)
+                    plan_block2d, plan_messages, transfer, unit_stride_dim, unread_dims, vector_gather)
 from .loop_nest import GROUP_IDS, THREAD_IDS, LoopNest, build_loop_nest
 from .loops import nest
 from .origin import Origin
@@ -126,7 +126,8 @@ class _Builder:
                                   vectors=target.messages.vectors,
                                   vector_lanes=0 if self.per_lane else self.reg_bytes // 4,
                                   vector_max_lanes=min(target.messages.scattered_lanes,
-                                                       max(config.simd, target.lanes.alu)))
+                                                       max(config.simd, target.lanes.alu)),
+                                  merged_runs=not self.per_lane)
         self.types = {name: getattr(problem.types, name) for name in ("src", "wei", "dst")}
         # Sub-tiles of B are read from a dense SLM tile in chunks (no vector gather): blocked weights would
         # order that tile K-innermost and cost each read a reorder, so sub-tiled B keeps the plain layout.
@@ -137,10 +138,22 @@ class _Builder:
         self.allocs: list[tuple[RegTensor, Origin]] = []
 
     # -- helpers ---------------------------------------------------------------------------------
-    def _roles(self, which: str, group: bool) -> tuple[MatrixDim, MatrixDim, MatrixDim]:
+    def _roles(self, which: str, group: bool, a_view) -> tuple[MatrixDim, MatrixDim, MatrixDim]:
         def extent(d):
             return d.iter * d.tg if group else d.iter
-        return tuple(MatrixDim(tuple((d.name, extent(d)) for d in self.tiling.role(r))) for r in ROLES[which])
+        return tuple(MatrixDim(tuple((d.name, extent(d)) for d in self._role_dims(r, a_view))) for r in ROLES[which])
+
+    def _role_dims(self, role: str, a_view):
+        """The tiling's dims of GEMM role ``role``, inner last. K's order is the kernel's own (A and B
+        flatten it alike): the dim A's memory walks with unit stride goes innermost where the thread tile
+        holds several K dims (``ic8kw4``: a pixel's 8 channels, one run of 16 bytes, rather than 4 taps
+        of one channel 512 bytes apart), and that dim has no padding (``ic3`` padded to 4 masks its
+        channels one by one either way)."""
+        dims = self.tiling.role(role)
+        if role != "k" or sum(d.iter > 1 for d in dims) < 2:
+            return dims
+        unit = [d for d in dims if d.iter > 1 and d.padded == d.size and unit_stride_dim(a_view, d.name) is not None]
+        return dims if not unit else tuple(d for d in dims if d is not unit[0]) + (unit[0],)
 
     def _grf(self, nbytes: int) -> int:
         return max(self.reg_bytes, -(-nbytes // self.reg_bytes) * self.reg_bytes)
@@ -157,7 +170,7 @@ class _Builder:
         p, cfg, t, names = self.problem, self.config, self.tiling, self.names
         views = conv_views(p, self.layouts) if p.op == "conv" else gemm_views(p, self.layouts)
         self.nest = build_loop_nest(t, names, cfg.unroll)
-        operand = {w: _Operand(v, var(v.tensor, u64), self._roles(w, False), self._roles(w, True))
+        operand = {w: _Operand(v, var(v.tensor, u64), self._roles(w, False, views[0]), self._roles(w, True, views[0]))
                    for w, v in zip("ABC", views)}
 
         tiles = self._tiles(operand)
@@ -349,7 +362,7 @@ class _Builder:
             out[which] = stage(which.lower(), group, op.roles, self.nest.local_start,
                                contiguous_role(op.view, op.group_roles), self.rules, self.names,
                                self.nest.thread_linear, self.tiling.threads_per_group, fma_layouts.get(which),
-                               spare)
+                               spare, unread_dims(op.group_roles, ROLES[which]))
             if out[which].zeros is not None:
                 spare -= self._grf(out[which].zeros.bytes)
         return out
@@ -379,6 +392,8 @@ class _Builder:
                               tuple(base))
 
         origin = Origin(f"loads.{which}", "iter")
+        # masked-off rows of M or columns of N reach no stored result: no zero fill for them
+        unread = unread_dims(op.roles, reg.roles) if through is None and "k" in reg.roles else frozenset()
         # subtile s: the tile's s-th chunk, read with block messages; a chunk that is no whole number of
         # dwords (a u8 subtile of 2 bytes) would read past it, so it takes the general path below
         if staged is not None and staged.tile_offset is not None and reg.bytes % SLM_BLOCK_GRAIN == 0:
@@ -389,7 +404,7 @@ class _Builder:
             converting = RegTensor(names.fresh(f"{which}_ld", u64),
                                    row_major(probe.view.layout.dtype, reg.layout.dims, order), 0, reg.roles)
             self.allocs.append((converting, Origin(f"loads.{which}_convert", "fma_type")))
-            return lambda s: self._reordered(source(s), converting, reg, origin, rules)
+            return lambda s: self._reordered(source(s), converting, reg, origin, rules, unread)
         # 2D block messages land the rows where reg's layout holds them: taken where they are fewer
         # than the 1D messages (and their staging reorder) of the other paths.
         block2d = plan_block2d(probe, reg, self.target.messages.block2d, self.reg_bytes)
@@ -406,21 +421,22 @@ class _Builder:
                 return lambda s: load_block2d(source(s), reg, block2d, names, origin)
             if gather is not None:  # vector messages land in reg's layout: no staging, no reorder
                 return lambda s: transfer(SendOp.LOAD, source(s), staging, rules, names, origin,
-                                          TransferPlan(staging=reg.buf, vectors=gather))
+                                          TransferPlan(staging=reg.buf, vectors=gather, unread=unread))
             if staging is not None:
                 self.allocs.append((staging, Origin(f"loads.{which}_reorder", "fma")))
 
         if staging is None:
-            return lambda s: transfer(SendOp.LOAD, source(s), reg, rules, names, origin)
-        return lambda s: self._reordered(source(s), staging, reg, origin, rules)
+            return lambda s: transfer(SendOp.LOAD, source(s), reg, rules, names, origin, TransferPlan(unread=unread))
+        return lambda s: self._reordered(source(s), staging, reg, origin, rules, unread)
 
     def _reordered(self, source: TileAccess, staging: RegTensor, reg: RegTensor, origin: Origin,
-                   rules: MessageRules) -> Stmt:
+                   rules: MessageRules, unread: frozenset[str]) -> Stmt:
         """Loads ``source`` into ``staging`` with ``rules`` and reorders it into ``reg`` (converting to its type)."""
         knob = "fma" if staging.dtype == reg.dtype else "fma_type"
         move = FuncCall.make(Reorder(staging.layout, reg.layout), [staging.buf, 0, reg.buf, 0],
                              origin=Origin(f"reorder.{reg.buf.name}", knob))
-        return seq(transfer(SendOp.LOAD, source, staging, rules, self.names, origin), move)
+        return seq(transfer(SendOp.LOAD, source, staging, rules, self.names, origin, TransferPlan(unread=unread)),
+                   move)
 
     def _decompressor(self, b: _Operand, b_reg: RegTensor, k_tile: int, sub_b: int, stages: dict
                       ) -> Decompressor | None:

@@ -23,11 +23,14 @@ instead (``masks``) and writes zeros from SLM stores of its own
 (``slm.ZeroSource``): no fill in every iteration.
 
 On targets with 2D block loads (``plan_block2d``), a global tile whose rows and
-columns are each one view dim indexing one tensor dim directly (the columns
-unit-stride, the rows one pitch apart) is loaded by ``load_block2d`` messages
-instead, each as many rows (and side-by-side column blocks) as the register
-layout holds in the message's order: the matrix is the message's surface,
-so its edges read as zeros without masks or fills.
+columns are each one view dim walking one tensor dim with unit steps (the
+columns unit-stride, the rows one pitch apart) is loaded by ``load_block2d``
+messages instead, each as many rows (and side-by-side column blocks) as the
+register layout holds in the message's order: the tensor's two dims are the
+message's surface, so its edges (a convolution's padding along the row, a
+channel tail along the columns) read as zeros without masks or fills, and a
+mask of the other dims (the kernel tap's input row) holds for a whole message,
+which then starts above the surface.
 
 Byte offsets carry the element size in every term (``offset_expr``'s
 ``scale``), so the scalar part of a per-lane address is one sum of bytes.
@@ -40,7 +43,7 @@ from dataclasses import dataclass, field
 from typing import NamedTuple
 
 from kdd.core.ir import operators
-from kdd.core.ir.expr import Broadcast, BoolImm, Expr, Ramp, Var
+from kdd.core.ir.expr import Broadcast, BoolImm, Expr, Op, Ramp, Ternary, Var, land
 from kdd.core.ir.funcs import Send, Send2D, SendKind, SendOp, always_enabled
 from kdd.core.ir.names import Names
 from kdd.core.ir.stmt import For, FuncCall, If, Let, Stmt, seq
@@ -60,7 +63,9 @@ from .tile import RegTensor, TileAccess, row_major
 class MessageRules:
     """Target limits on messages: scattered lanes, largest block, smallest block worth using; the
     vector sizes of scattered messages, the lanes one register holds a dword of (0: no vectors) and
-    the most lanes a vector message takes (the ALU's width within the target's scattered lanes)."""
+    the most lanes a vector message takes (the ALU's width within the target's scattered lanes);
+    whether a run goes on across view dims (Xe's messages fill registers in order; sm_90's per-lane
+    loads keep their rows, which its mma fragments read with no reorder)."""
 
     simd: int
     max_block_bytes: int
@@ -69,6 +74,7 @@ class MessageRules:
     vectors: tuple[int, ...] = (1,)
     vector_lanes: int = 0
     vector_max_lanes: int = 0  # most lanes of a vector message (0: simd)
+    merged_runs: bool = True  # runs go on across a matrix dim's view dims (``_merged_run``)
 
 
 @dataclass(frozen=True)
@@ -161,14 +167,23 @@ def plan_messages(access: TileAccess, reg: RegTensor, rules: MessageRules) -> Me
     """Block messages when the contiguity conditions of the module doc hold, else scattered ones."""
     total = reg.elems
     size = reg.dtype.size
-    run = contiguous_run(access, reg)
-    if run * size >= rules.min_block_bytes:
+    run = contiguous_run(access, reg, rules.merged_runs)
+    # A run as long as one scattered message's elements takes a block message too (one address instead of
+    # one per lane: a depthwise tile's 8 channels of 16 bits), where every address is a whole dword.
+    if run * size >= rules.min_block_bytes or (run * size >= rules.simd * size and run * size % 4 == 0
+                                                and dword_strides(access.view)):
         n = max(d for d in _divisors(run) if d * size <= rules.max_block_bytes)
         return MessagePlan(SendKind.BLOCK, n, total // n)
     if total == 1:
         return MessagePlan(SendKind.BLOCK, 1, 1)
     n = max(d for d in _divisors(total) if d <= rules.simd)
     return MessagePlan(SendKind.SCATTERED, n, total // n)
+
+
+def dword_strides(view: View) -> bool:
+    """Whether every memory stride of the view's layout (but the unit one) is a whole number of dwords."""
+    size = view.layout.dtype.size
+    return all(b.stride == 1 or b.stride * size % 4 == 0 for b in view.layout.blocks if b.size > 1)
 
 
 def _divisors(n: int) -> list[int]:
@@ -265,8 +280,9 @@ def _per_dim(layout: Layout) -> list[list[tuple[int, int]]]:
     return out
 
 
-def contiguous_run(access: TileAccess, reg: RegTensor) -> int:
-    """Length of the runs of register elements that are contiguous in memory (1: none)."""
+def contiguous_run(access: TileAccess, reg: RegTensor, merged: bool = True) -> int:
+    """Length of the runs of register elements that are contiguous in memory (1: none); ``merged``: across
+    view dims too (``MessageRules.merged_runs``)."""
     blk = reg.inner_block()
     if blk is None:
         return 1
@@ -287,10 +303,39 @@ def contiguous_run(access: TileAccess, reg: RegTensor) -> int:
         start_t = substitute(view.mapping[t], {d.var: access.starts[d.name] for d in view.dims})
         if arith.alignment(start_t, access.facts) % run:
             return 1
-    if name in access.bounded:  # nor a tail
-        if view.dim(name).size % run or arith.alignment(access.starts[name], access.facts) % run:
-            return 1
+    if name in access.bounded:  # nor a tail: runs as long as the size and the start are multiples of
+        run = math.gcd(run, view.dim(name).size, arith.alignment(access.starts[name], access.facts))
+    elif merged and run == extent < blk.size and len(blocks) == 1:
+        run = _merged_run(access, blk, run)
     return _continued_run(access, reg, run) if run == blk.size else run
+
+
+def _merged_run(access: TileAccess, blk: Block, run: int) -> int:
+    """``run`` (the matrix dim's innermost view dim, walked whole) continued through the matrix dim's next
+    view dims, as far as ``reg``'s innermost block ``blk`` goes, while memory goes on right after it: the
+    next view dim walks a plain tensor dim whose stride is the elements inside (the group tile of
+    ``ic8 kw4`` in SLM: a tap's 8 channels, then the next tap's)."""
+    view = access.view
+    dims = [(n, e) for n, e in access.roles[blk.dim].dims if e > 1]
+    base = arith.alignment(operators.add(access.base[blk.dim]), access.facts)
+    for name, extent in reversed(dims[:-1]):
+        most, size = math.gcd(extent, blk.size // run), view.layout.dtype.size
+        # a power of two of bytes: one message of the merged run, not two (48 B: d32x8 + d32x4)
+        take = max((d for d in _divisors(most) if not run * d * size & (run * d * size - 1)), default=1)
+        deps = view.depends_on(name)
+        if take == 1 or len(deps) != 1 or name in access.bounded or base % (run * take):
+            break
+        t, v = deps[0], view.dim(name).var
+        if arith.linear_coeff(view.mapping[t], v) != 1 or (view.masks[t] is not None
+                                                           and v in free_vars(view.masks[t])):
+            break
+        blocks = [b for b in view.layout.blocks if b.dim == t and b.size > 1]
+        if len(blocks) != 1 or blocks[0].stride != run:
+            break
+        run *= take
+        if take < extent:
+            break
+    return run
 
 
 def _continued_run(access: TileAccess, reg: RegTensor, run: int) -> int:
@@ -298,14 +343,16 @@ def _continued_run(access: TileAccess, reg: RegTensor, run: int) -> int:
     memory right after the elements inside it: the block's matrix dim steps its innermost view dim,
     which indexes a blocked tensor dim directly, by an index step that the memory layout strides by
     ``run`` elements (weights blocked as the FMA's B read into that B: a thread's whole tile is one
-    run). Only blocked dims continue a run: tiles of plain layouts keep their row-long messages
+    run; a tail of such a dim continues it where the problem's size is a multiple of the span walked, so
+    the run is all in or all out and one mask serves it). Only blocked dims continue a run: tiles of
+    plain layouts keep their row-long messages
     (sm_90's shared-memory reads among them, whose longer runs are not checked on a GPU yet)."""
     view = access.view
     blocks = sorted((b for b in reg.layout.blocks if b.size > 1), key=lambda b: b.stride)
     walked = {blocks[0].dim: run}  # matrix dim -> index span of its innermost view dim walked so far
     for blk in blocks[1:]:
         inner = access.roles[blk.dim].innermost()
-        if blk.stride != run or inner is None or inner[0] in access.bounded:
+        if blk.stride != run or inner is None:
             break
         name, extent = inner
         step = walked.get(blk.dim, 1)
@@ -314,6 +361,8 @@ def _continued_run(access: TileAccess, reg: RegTensor, run: int) -> int:
         if t is None or extent % span or arith.alignment(operators.add(access.base[blk.dim]), access.facts) % span \
                 or arith.alignment(access.starts[name], access.facts) % span:
             break
+        if name in access.bounded and view.dim(name).size % span:
+            break  # a tail inside the run: its elements would not share the message's mask
         if sum(b.dim == t and b.size > 1 for b in view.layout.blocks) < 2 \
                 or _index_stride(view.layout, t, step, blk.size) != run:
             break
@@ -358,6 +407,9 @@ class TransferPlan:
     (rows shorter than the smallest block message, which only vector messages move).
     ``masks`` (a load): the masked-off lanes are the caller's to supply (``zero_stores``), so no
     zero fill precedes the messages; the message mask is appended to it when not always true.
+    ``unread`` (a load): view dims whose masked-off elements no stored result reads (an FMA operand's
+    M, N and batch dims: a tail or padding row of A reaches only rows of C that are never stored), so a
+    mask testing none but them needs neither a zero fill nor the caller's zeros.
     """
 
     split: tuple[Expr, int] | None = None
@@ -365,6 +417,7 @@ class TransferPlan:
     vectors: VectorPlan | None = None
     plan: MessagePlan | None = None
     masks: list[MessageMask] | None = field(default=None, compare=False)
+    unread: frozenset[str] = frozenset()
 
 
 class _Elements(NamedTuple):
@@ -417,9 +470,11 @@ def transfer(op: SendOp, access: TileAccess, reg: RegTensor, rules: MessageRules
         body = If.make(el.r.lt(plan.count), body, origin=origin)
     if el.msgs > 1:
         body = For.make(j, 0, el.msgs, body, origin=origin)
-    if op is SendOp.LOAD and not always_enabled(mask) and how.masks is not None:
+    zeros = op is SendOp.LOAD and not always_enabled(mask) and not masks_only_unread(access, reg.layout.dims,
+                                                                                      how.unread)
+    if zeros and how.masks is not None:
         how.masks.append(MessageMask(j if el.msgs > 1 else None, tuple(lets), mask))
-    elif op is SendOp.LOAD and not always_enabled(mask):
+    elif zeros:
         staging = how.staging
         dst = reg if staging is None else RegTensor(staging, row_major(reg.dtype, (1, 1, rounds * plan.elems)))
         lanes = rules.fill_lanes if rules.fill_lanes and (dst.bytes // 4) % rules.fill_lanes == 0 else rules.simd
@@ -475,6 +530,27 @@ def _view_indices(access: TileAccess, reg: RegTensor, bxy: tuple, names: Names,
         else:
             bound_idx[d.name] = value
     return lets, bound_idx
+
+
+def unread_dims(roles, labels: tuple[str, str, str]) -> frozenset[str]:
+    """The view dims of an FMA operand's matrix dims other than the reduction (``labels``: the operand's
+    ``("b", "m", "k")``-style roles), whose masked-off elements reach no stored result
+    (``TransferPlan.unread``)."""
+    return frozenset(n for role, label in zip(roles, labels) if label != "k" for n, _ in role.dims)
+
+
+def masks_only_unread(access: TileAccess, padded: tuple, unread: frozenset[str]) -> bool:
+    """Whether every lane a message mask of ``access`` (:func:`_message_mask`) can turn off is one no stored
+    result reads: its tails and the matrix dims padded past the problem (or read at an offset into the
+    tile) are all ``unread`` dims, and the view has no masks (a view mask's lanes are zeros of real
+    elements, such as the rows bwd_d's strides skip, whatever dims it reads)."""
+    if not unread or any(m is not None for m in access.view.masks):
+        return False
+    if any(n not in unread for n in access.bounded if n in access.view.dim_names):
+        return False
+    return all(all(n in unread for n, _ in role.dims)
+               for role, real, pad, base in zip(access.roles, access.real, padded, access.base)
+               if real < pad or not operators.is_const(base, 0))
 
 
 def _message_mask(access: TileAccess, bound_idx: dict, bxy: tuple, padded: tuple, lanes: int) -> Expr:
@@ -583,6 +659,30 @@ def _direct_dim(view: View, name: str) -> int | None:
     return t
 
 
+def _surface_dim(view: View, name: str, bounded) -> int | None:
+    """The tensor dim that view dim ``name`` walks with unit steps as a 2D block's rows or columns, if any:
+    ``t = name + (terms without name)``, no other tensor dim reading ``name``, and a mask on ``t`` that is
+    none or exactly ``0 <= t < size`` (a convolution's padding: the surface's edge reads the zeros).
+    A tail of ``name`` (``bounded``) is the surface's edge only where ``t`` is ``name`` itself over the
+    same size (view dims of size 1 read as 0: a one-group convolution's ``g * C + c``)."""
+    deps = view.depends_on(name)
+    if len(deps) != 1:
+        return None
+    t = deps[0]
+    v, m, size = view.dim(name).var, view.mapping[t], view.layout.dims[t]
+    if arith.linear_coeff(m, v) != 1:
+        return None
+    mask = view.masks[t]
+    if mask is not None and not mask.is_equal(land(m.ge(0), m.lt(size))):
+        return None
+    if name in bounded:
+        ones = {d.var: arith.const(0) for d in view.dims if d.size == 1}
+        if not operators.is_const(operators.fold(substitute(m, {**ones, v: arith.const(0)})), 0) \
+                or view.dim(name).size != size:
+            return None
+    return t
+
+
 def _matrix_positions(layout: Layout) -> list[tuple[int, int, int]]:
     """The matrix index ``(b, x, y)`` held at every register element of a dense layout (padded positions,
     which hold no index, read as ``(-1, -1, -1)``). Plain integers: a tile has a few thousand elements at
@@ -634,26 +734,26 @@ def plan_block2d(access: TileAccess, reg: RegTensor, limits: Block2D | None, reg
     row_dim, col_dim = _one_dim(access.roles[rows]), _one_dim(access.roles[cols])
     if row_dim is None or col_dim is None:
         return None
-    t_rows, t_cols = _direct_dim(view, row_dim), _direct_dim(view, col_dim)
-    if t_rows is None or t_cols is None or unit_stride_dim(view, col_dim) != t_cols:
+    t_rows, t_cols = _surface_dim(view, row_dim, access.bounded), _surface_dim(view, col_dim, access.bounded)
+    if t_rows is None or t_cols is None or t_rows == t_cols:
         return None
-    if any(n not in (row_dim, col_dim) for n in access.bounded if n in view.dim_names):
-        return None  # a tail of another dim needs a mask
+    if any(m is not None and {view.dim(row_dim).var, view.dim(col_dim).var} & free_vars(m)
+           for t, m in enumerate(view.masks) if t not in (t_rows, t_cols)):
+        return None  # a mask varying inside the block (the other masks and tails hold for a whole message)
     if any(real < pad for real, pad in zip(access.real, reg.layout.dims)):
         return None  # matrix padding past the problem's matrix needs zeros the surface does not give
     row_blocks = [b for b in view.layout.blocks if b.dim == t_rows and b.size > 1]
     col_blocks = [b for b in view.layout.blocks if b.dim == t_cols and b.size > 1]
-    if len(row_blocks) != 1 or len(col_blocks) != 1:
+    if len(row_blocks) != 1 or len(col_blocks) != 1 or col_blocks[0].stride != 1:
         return None
     width, height, pitch = view.layout.dims[t_cols] * size, view.layout.dims[t_rows], row_blocks[0].stride * size
     if limits.surface_problem(width, height, pitch) is not None:
         return None
-    surface = {d.name: (0 if d.name in (row_dim, col_dim) else access.starts[d.name]) for d in view.dims}
-    base = offset_expr(view.layout, view.tensor_index(surface), size)
-    if arith.alignment(operators.fold(base), access.facts) % limits.base_align:
+    base = _surface_base(view, access.starts, t_rows, t_cols, size)
+    if arith.alignment(base, access.facts) % limits.base_align:
         return None  # the surface starts off the hardware's alignment (kernel buffers are aligned)
-    col_start = operators.add(access.starts[col_dim], access.base[cols])
-    if arith.alignment(col_start, access.facts) * size % 4:
+    col_start = operators.add(view.tensor_index(access.starts)[t_cols], access.base[cols])
+    if arith.alignment(operators.fold(col_start), access.facts) * size % 4:
         return None  # a block starts on a dword
     pos = _matrix_positions(reg.layout)
     along = list(zip(*pos))
@@ -672,6 +772,14 @@ def plan_block2d(access: TileAccess, reg: RegTensor, limits: Block2D | None, reg
     return best
 
 
+def _surface_base(view: View, index: dict, t_rows: int, t_cols: int, size: int) -> Expr:
+    """The byte offset of a 2D surface's first element: the tensor index at view ``index`` with its row and
+    column dims at 0."""
+    tensor = list(view.tensor_index(index))
+    tensor[t_rows] = tensor[t_cols] = arith.const(0)
+    return operators.fold(offset_expr(view.layout, tensor, size))
+
+
 def load_block2d(access: TileAccess, reg: RegTensor, plan: Block2DPlan, names: Names, origin: Origin) -> Stmt:
     """The ``load_block2d`` messages of ``plan`` filling ``reg`` from the tile ``access``."""
     view, size = access.view, reg.dtype.size
@@ -681,15 +789,21 @@ def load_block2d(access: TileAccess, reg: RegTensor, plan: Block2DPlan, names: N
     bxy = tuple(operators.add(base, x) for base, x in zip(access.base, reg.decode(e0, bound=reg.elems)))
     vidx = access.view_index(bxy, tuple(p if operators.is_const(base, 0) else None
                                         for p, base in zip(reg.layout.dims, access.base)))
-    surface = {d.name: (arith.const(0) if d.name in (plan.row_dim, plan.col_dim) else vidx[d.name])
-               for d in view.dims}
-    base = operators.fold(offset_expr(view.layout, view.tensor_index(surface), size))
+    base = _surface_base(view, vidx, plan.tensor_rows, plan.tensor_cols, size)
     layout = view.layout
     pitch = next(b for b in layout.blocks if b.dim == plan.tensor_rows and b.size > 1).stride * size
     func = Send2D(reg.dtype, plan.width, plan.height, plan.array)
+    index = view.tensor_index(vidx)
+    x, y = operators.fold(index[plan.tensor_cols]), operators.fold(index[plan.tensor_rows])
+    # The masks of the other tensor dims and the tails of the other view dims hold for the whole message
+    # (plan_block2d): where they fail, the block's rows start above the surface and read as zeros.
+    others = [m for t, m in enumerate(view.masks) if m is not None and t not in (plan.tensor_rows, plan.tensor_cols)]
+    mask = arith.conj([operators.fold(substitute(m, {d.var: vidx[d.name] for d in view.dims})) for m in others]
+                      + tail_masks(view, vidx, access.bounded - {plan.row_dim, plan.col_dim}))
+    if mask is not None:
+        y = Ternary.make(Op.IIF, mask, y, arith.const(-plan.height))
     args = [access.mem, base, arith.const(layout.dims[plan.tensor_cols] * size),
-            arith.const(layout.dims[plan.tensor_rows]), arith.const(pitch),
-            operators.fold(vidx[plan.col_dim]), operators.fold(vidx[plan.row_dim]),
+            arith.const(layout.dims[plan.tensor_rows]), arith.const(pitch), x, y,
             reg.buf, operators.add(reg.offset, operators.mul(e0, size))]
     body: Stmt = FuncCall.make(func, args, origin=origin)
     return For.make(j, 0, plan.count, body, origin=origin) if plan.count > 1 else body

@@ -49,8 +49,8 @@ from kdd.core.layout.layout import Block, Layout
 from kdd.core.layout.view import View, ViewDim, offset_expr
 
 from . import arith
-from .loads import (MessageMask, MessagePlan, MessageRules, TransferPlan, VectorPlan, contiguous_run, inner_last,
-                    plan_messages, plan_vectors, same_placement, transfer, zero_fill)
+from .loads import (MessageMask, MessagePlan, MessageRules, TransferPlan, VectorPlan, contiguous_run, dword_strides,
+                    inner_last, plan_messages, plan_vectors, same_placement, transfer, zero_fill)
 from .origin import Origin
 from .tile import MatrixDim, RegTensor, TileAccess, row_major
 
@@ -95,12 +95,14 @@ class ZeroSource:
 
 def stage(name: str, group: TileAccess, thread_roles: tuple[MatrixDim, MatrixDim, MatrixDim],
           local_start: dict, inner: int, rules: MessageRules, names: Names,
-          thread: Expr, threads: int, fma_layout: Layout | None = None, spare_bytes: int = 0) -> SlmStage:
+          thread: Expr, threads: int, fma_layout: Layout | None = None, spare_bytes: int = 0,
+          unread: frozenset[str] = frozenset()) -> SlmStage:
     """Stage ``group`` (the group's tile of an operand) in SLM; ``inner`` is the innermost matrix dim.
 
     ``fma_layout`` is the thread's register layout of the operand: given, the
     SLM takes the FMA-ready layout where the tiles allow it (module doc).
     ``spare_bytes``: registers the config's estimate leaves, which a ``ZeroSource`` may take.
+    ``unread``: view dims whose masked-off elements no stored result reads (``TransferPlan.unread``).
     """
     group = _threads_outer(group, thread_roles, inner)
     view = group.view
@@ -116,19 +118,24 @@ def stage(name: str, group: TileAccess, thread_roles: tuple[MatrixDim, MatrixDim
     whole = rounds * threads == plan.count  # every thread has all its rounds
     vectors = plan_vectors(plan, rounds, dtype.size, rules) if whole else None
 
-    def load(vectors, masks=None):
+    def load(vectors, masks=None, rows=None):
         return transfer(SendOp.LOAD, group, tile, rules, names, knob,
-                        TransferPlan(split=(thread, threads), staging=staging, vectors=vectors, masks=masks))
+                        TransferPlan(split=(thread, threads), staging=staging, vectors=vectors, plan=rows,
+                                     masks=masks, unread=unread))
 
     starts = {d.name: local_start.get(d.name, arith.const(0)) for d in view.dims}
     access = TileAccess(slm_view, tile.buf, "slm", thread_roles, starts, frozenset(), group.facts)
     ready = _fma_ready(group, thread_roles, fma_layout, tile.layout)
     if ready is None:
-        zeros = None
+        zeros, rows = None, None
+        short = _short_rows(group, tile, plan, threads, rules) if vectors is None else None
+        if short is not None:
+            rows, vectors = short
+            plan, rounds = rows, rows.count // threads
         if vectors is not None:
             masks: list[MessageMask] = []
             # Without room for the zeros' registers the loads keep their zero fills.
-            loaded = load(vectors, masks if vectors.lanes * vectors.vec * 4 <= spare_bytes else None)
+            loaded = load(vectors, masks if vectors.lanes * vectors.vec * 4 <= spare_bytes else None, rows)
             if masks:
                 zeros = ZeroSource(names.fresh(f"{name}_zero", u64), vectors.lanes * vectors.vec * 4, masks[0])
             store = _vector_store(tile, staging, vectors, rounds * plan.elems, thread, names, knob, zeros)
@@ -146,7 +153,8 @@ def stage(name: str, group: TileAccess, thread_roles: tuple[MatrixDim, MatrixDim
     if split is not None:
         index[split] = starts[group.roles[split].innermost()[0]]
     tile_offset = operators.fold(operators.mul(offset_expr(layout, index), dtype.size))
-    direct = _direct_copy(group, RegTensor(tile.buf, layout), plan, rules, names, knob, thread, threads, staging)
+    direct = _direct_copy(group, RegTensor(tile.buf, layout), plan, rules, names, knob, thread, threads, staging,
+                          unread)
     if direct is not None:
         return SlmStage(tile.buf, tile.bytes, staging, direct[0], direct[1], direct[2], access, tile_offset)
     store, pack = None, None
@@ -157,7 +165,8 @@ def stage(name: str, group: TileAccess, thread_roles: tuple[MatrixDim, MatrixDim
             store, moved = packed
             pack = pack if moved else None
     if store is None:
-        column = _column_copy(group, tile, layout, rules, names, knob, thread, threads, staging, f"{name}_pack")
+        column = _column_copy(group, tile, layout, rules, names, knob, thread, threads, staging, f"{name}_pack",
+                              unread)
         if column is not None:
             return SlmStage(tile.buf, tile.bytes, staging, *column[:3], access, tile_offset, column[3])
         pack, vectors = None, None
@@ -166,8 +175,27 @@ def stage(name: str, group: TileAccess, thread_roles: tuple[MatrixDim, MatrixDim
                     tile_offset, pack)
 
 
+def _short_rows(group: TileAccess, tile: RegTensor, plan: MessagePlan, threads: int,
+                rules: MessageRules) -> tuple[MessagePlan, VectorPlan] | None:
+    """Where ``plan`` scatters the tile an element a lane, its runs as rows shorter than any block message
+    (a grouped convolution's 4 channels of a pixel: 8 bytes) and the vector messages that gather them, a
+    run of dwords a lane: None where the runs are no whole dwords, the threads' shares differ or the
+    vectors take no fewer messages."""
+    size = tile.dtype.size
+    run = contiguous_run(group, tile, rules.merged_runs)
+    if plan.kind is not SendKind.SCATTERED or run < 2 or run * size % 4 or not dword_strides(group.view):
+        return None
+    rows = MessagePlan(SendKind.BLOCK, run, tile.elems // run)
+    rounds = rows.count // threads
+    vectors = plan_vectors(rows, rounds, size, rules) if rounds * threads == rows.count else None
+    if vectors is None or vectors.count >= -(-plan.count // threads):
+        return None
+    return rows, vectors
+
+
 def _direct_copy(group: TileAccess, ready: RegTensor, dense: MessagePlan, rules: MessageRules, names: Names,
-                 origin: Origin, thread: Expr, threads: int, staging: Var) -> tuple[int, Stmt, Stmt] | None:
+                 origin: Origin, thread: Expr, threads: int, staging: Var,
+                 unread: frozenset[str]) -> tuple[int, Stmt, Stmt] | None:
     """The cooperative copy in the FMA-ready order itself, where memory holds the group tile so (weights
     blocked as dpas's B, ``layouts``): block loads of a thread's run of the ``ready`` tile and block
     stores of it to the same place in SLM, no reorder. Returns the staging bytes, the load and the
@@ -177,7 +205,7 @@ def _direct_copy(group: TileAccess, ready: RegTensor, dense: MessagePlan, rules:
         return None
     rounds = -(-plan.count // threads)
     load = transfer(SendOp.LOAD, group, ready, rules, names, origin,
-                    TransferPlan(split=(thread, threads), staging=staging))
+                    TransferPlan(split=(thread, threads), staging=staging, unread=unread))
     store = _store(ready, staging, plan.elems, plan.count, rounds, thread, threads, rules, names, origin)
     return rounds * plan.elems * ready.dtype.size, load, store
 
@@ -348,7 +376,7 @@ def _pack_stores(tile: RegTensor, piece: RegTensor, src: Layout, staging: Var, p
 
 def _column_copy(group: TileAccess, tile: RegTensor, layout: Layout, rules: MessageRules, names: Names,
                  origin: Origin, thread: Expr, threads: int, staging: Var,
-                 pack_name: str) -> tuple[int, Stmt, Stmt, Var | None] | None:
+                 pack_name: str, unread: frozenset[str]) -> tuple[int, Stmt, Stmt, Var | None] | None:
     """The cooperative copy of a 2D group tile taken in columns, where the FMA-ready ``layout`` keeps
     rows of the other dim together (dpas's VNNI B pairs two K rows in a dword) so that a thread's rows
     of the memory-contiguous dim are no contiguous piece of it: messages are the layout's first
@@ -385,7 +413,8 @@ def _column_copy(group: TileAccess, tile: RegTensor, layout: Layout, rules: Mess
         return None
     store, moved = packed
     load = transfer(SendOp.LOAD, group, column, rules, names, origin,
-                    TransferPlan(split=(thread, threads), staging=staging, vectors=vectors, plan=plan))
+                    TransferPlan(split=(thread, threads), staging=staging, vectors=vectors, plan=plan,
+                                 unread=unread))
     return n * tile.dtype.size, load, store, pack if moved else None
 
 
