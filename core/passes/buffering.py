@@ -55,9 +55,15 @@ from ..ir.stmt import Alloc, For, FuncCall, Group, If, Let, MemKind, Seq, Stmt, 
 from ..ir.types import s32
 from ..ir.visitor import IRMutator
 from ..ir.names import Names
+from .cse import register_budget
 from .naming import rename_bound
 from .reduction_nest import ReductionNest, find_reduction_nest
 from .tree import distinct_nodes, replace_node
+
+# The most copies of the iteration an unrolled buffered loop holds for its digits' sake (a 3x3
+# conv's kh and kw: 9); a larger unroll only the config's own marks ask for.
+MAX_COPIES = 16
+
 
 @dataclass(frozen=True)
 class Stages:
@@ -168,11 +174,18 @@ def multi_buffer(ir: Node, options: Mapping[str, Any] | None = None) -> Node:
     g = 2 if int(options.get("gmem_bufs") or 0) >= 2 else 1
     names = Names.of(ir)
     pipe = _Pipeline(nest, stages, names, n, g, {b: sizes[b] for b in slm}, {b: sizes[b] for b in staging})
-    loop = pipe.loop(options.get("pipeline_unroll", False))
+    loop = pipe.loop(options.get("pipeline_unroll", False), lambda copies: _room(ir, options, copies))
     drain = FuncCall.make(BarrierWait(), origin=stages.origin)
     k_loop = Group.make(nest.group.label, seq(pipe.prologue(), loop, drain), origin=nest.group.origin)
     out = replace_node(ir, nest.group, k_loop)
     return Resize({**{b: n for b in slm}, **{b: g for b in staging}}).mutate(out)
+
+
+def _room(ir: Node, options: Mapping[str, Any], copies: int) -> bool:
+    """Whether the registers the built kernel leaves free (``cse.register_budget``) take two values per
+    copy of an unrolled iteration: what each copy hoists (its padding mask, its address offset)."""
+    model, free = register_budget(ir, options)
+    return free is None or free >= 2 * copies * model.reg_bytes
 
 
 class _Pipeline:
@@ -212,7 +225,7 @@ class _Pipeline:
         parts.append(FuncCall.make(BarrierSignal(), origin=self.stages.origin))
         return seq(*parts)
 
-    def loop(self, unroll_for_slots: bool) -> Stmt:
+    def loop(self, unroll_for_slots: bool, room: Callable[[int], bool]) -> Stmt:
         it, total, n, g = self.it, self.nest.total, self.n, self.g
         load_it = it + IntImm.make(s32, self.ahead)
         store_it = it + IntImm.make(s32, n - 1)
@@ -228,4 +241,8 @@ class _Pipeline:
         )
         # Register slots must be constants (register_loops): GRF buffering always unrolls by 2.
         unroll = lcm(self.nest.unroll_factor(), n if unroll_for_slots else 1, g)
+        if unroll > 1:  # unrolled for the ring: by its inner digits too, where the registers leave room
+            amortized = self.nest.amortized_unroll(unroll, MAX_COPIES)
+            if amortized > unroll and room(amortized):
+                unroll = amortized
         return For.make(it, 0, total, body, unroll=min(unroll, total), origin=self.nest.loops[0].origin)

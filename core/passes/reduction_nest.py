@@ -11,7 +11,7 @@ recovered as mixed-radix digits of ``it`` (the last loop fastest), and
 from __future__ import annotations
 
 from dataclasses import dataclass
-from math import prod
+from math import lcm, prod
 
 from ..ir.expr import Expr, IntImm, Var
 from ..ir.node import Node
@@ -69,6 +69,24 @@ class ReductionNest:
             if loop.unroll < trips:
                 break
         return factor
+
+
+    def amortized_unroll(self, unroll: int, limit: int) -> int:
+        """``unroll`` made a multiple of the innermost loops' trips where that stays within ``limit``
+        copies and leaves at least two unrolled iterations: every digit of those loops (a conv's
+        kh and kw) is then a constant in each copy, the digit above advances once per unrolled
+        iteration, with no wrap to test, and the ring's slots stay constants (``unroll``'s factors
+        are kept)."""
+        best = unroll
+        inner = 1
+        for trips in reversed(self.trips[1:]):
+            inner *= trips
+            u = lcm(unroll, inner)
+            if u > limit:
+                break
+            if self.total % u == 0 and self.total >= 2 * u:
+                best = u
+        return best
 
 
 def find_reduction_nest(ir: Node) -> ReductionNest | None:
