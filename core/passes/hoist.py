@@ -40,7 +40,10 @@ For each ``for`` loop, inner loops first:
    (and their own terms) instead of each recomputing the comparisons. A
    vector mask holds a register over the loop, so it is named only while
    the free registers allow. A bool let of conjuncts (a mask several sends
-   read: an SLM store and its store of zeros) is split alike;
+   read: an SLM store and its store of zeros) is split alike; a mask whose
+   invariant conjuncts are those of a hoisted ``&&`` let (in another order:
+   an unrolled copy's load mask and its SLM store's) reads that let, and a
+   negated variable stays as it is (the code generator negates the flag);
 5. a send's header whose value is invariant moves in front of the loop into
    a header register of its own (``_LiftHeaders``), with the sends right
    after it that read the same header.
@@ -489,7 +492,7 @@ class _Hoist(IRMutator):
         self.reg_bytes = reg_bytes
         # The send headers' allocations (name -> bytes) whose every read is the send right after
         # the header's store (as send lowering writes them): such a store can move with its send.
-        headers = _header_names(ir) - _unpaired_headers(ir)
+        headers = _header_names(ir) - unpaired_headers(ir)
         self.header_bytes = {n.buf.name: n.size for n in distinct_nodes(ir)
                              if isinstance(n, Alloc) and n.kind is MemKind.GRF and n.buf.name in headers}
         self.detached: set[str] = set()
@@ -589,7 +592,7 @@ def hoist_invariants(ir: Node, options: Mapping[str, Any] | None = None) -> Node
     return _DropAllocs(ctx.detached).mutate(out) if ctx.detached else out
 
 
-def _unpaired_headers(ir: Node) -> set[str]:
+def unpaired_headers(ir: Node) -> set[str]:
     """Names of the headers some send reads without the header's store right before it (checked at
     every place a send occurs: one object may sit in several)."""
     out: set[str] = set()

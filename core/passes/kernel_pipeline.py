@@ -34,6 +34,7 @@ from .overflow import widen_overflowing_offsets
 from .peephole import fuse_arith
 from .ping_pong import ping_pong
 from .pipeline import Pass, PassCache, Pipeline, Trace
+from .predicate import predicate_messages
 from .prefetch import prefetch_pipeline
 from .register_loops import mark_register_loops
 from .send_headers import lower_sends
@@ -85,6 +86,8 @@ KERNEL_PASSES: tuple[Pass, ...] = (
     Pass("unroll", unroll_loops, doc="loops unrolled as marked (config unroll knobs, register loops)"),
     Pass("simplify-unrolled", simplify_kernel, reads=("var_ranges",), version=3,
          doc="fold the constants unrolled copies expose"),
+    Pass("predicate", predicate_messages, reads=("target",),
+         doc="branches around messages become the messages' predicate (Xe)"),
     Pass("cse-unrolled", _cse_with_notes, reads=("target", "regs"), notes=True, version=2,
          doc="what the unrolled copies repeat, computed once"),
     Pass("hoist-unrolled", hoist_invariants, reads=("target", "regs"), version=5,
