@@ -7,11 +7,12 @@ Passes"):
 build -> buffering -> simplify -> send lowering -> CSE / hoisting ->
 strength reduction -> let optimization -> unrolling -> peephole -> barriers
 
-with six additions: ``register-loops`` marks the loops that must be
+with seven additions: ``register-loops`` marks the loops that must be
 unrolled for register operands to be constants (before anything decides
 what stays a loop), ``overflow`` widens 32-bit addresses that could wrap
 (before send lowering picks the address width), ``simplify-unrolled``
-folds the constants that unrolling exposes, ``cse-unrolled`` computes once
+folds the constants that unrolling exposes, ``predicate`` turns the
+branches left around messages into their predicate, ``cse-unrolled`` computes once
 what the folded copies repeat, ``hoist-unrolled`` moves out of the
 remaining loops what they left invariant, and ``cse-hoisted`` computes
 once what hoisting left equal (a load's mask and its SLM stores'). ``buffering`` (SLM) and
