@@ -55,15 +55,9 @@ from ..ir.stmt import Alloc, For, FuncCall, Group, If, Let, MemKind, Seq, Stmt, 
 from ..ir.types import s32
 from ..ir.visitor import IRMutator
 from ..ir.names import Names
-from .cse import register_budget
 from .naming import rename_bound
-from .reduction_nest import ReductionNest, find_reduction_nest
+from .reduction_nest import MAX_COPIES, ReductionNest, find_reduction_nest, room_for_copies
 from .tree import distinct_nodes, replace_node
-
-# The most copies of the iteration an unrolled buffered loop holds for its digits' sake (a 3x3
-# conv's kh and kw: 9); a larger unroll only the config's own marks ask for.
-MAX_COPIES = 16
-
 
 @dataclass(frozen=True)
 class Stages:
@@ -174,18 +168,11 @@ def multi_buffer(ir: Node, options: Mapping[str, Any] | None = None) -> Node:
     g = 2 if int(options.get("gmem_bufs") or 0) >= 2 else 1
     names = Names.of(ir)
     pipe = _Pipeline(nest, stages, names, n, g, {b: sizes[b] for b in slm}, {b: sizes[b] for b in staging})
-    loop = pipe.loop(options.get("pipeline_unroll", False), lambda copies: _room(ir, options, copies))
+    loop = pipe.loop(options.get("pipeline_unroll", False), lambda copies: room_for_copies(ir, options, copies, 2))
     drain = FuncCall.make(BarrierWait(), origin=stages.origin)
     k_loop = Group.make(nest.group.label, seq(pipe.prologue(), loop, drain), origin=nest.group.origin)
     out = replace_node(ir, nest.group, k_loop)
     return Resize({**{b: n for b in slm}, **{b: g for b in staging}}).mutate(out)
-
-
-def _room(ir: Node, options: Mapping[str, Any], copies: int) -> bool:
-    """Whether the registers the built kernel leaves free (``cse.register_budget``) take two values per
-    copy of an unrolled iteration: what each copy hoists (its padding mask, its address offset)."""
-    model, free = register_budget(ir, options)
-    return free is None or free >= 2 * copies * model.reg_bytes
 
 
 class _Pipeline:
@@ -241,7 +228,9 @@ class _Pipeline:
         )
         # Register slots must be constants (register_loops): GRF buffering always unrolls by 2.
         unroll = lcm(self.nest.unroll_factor(), n if unroll_for_slots else 1, g)
-        if unroll > 1:  # unrolled for the ring: by its inner digits too, where the registers leave room
+        # Unrolled for the ring: by its inner digits too, where the registers take two values per copy (its
+        # global load's address and padding mask)
+        if unroll > 1:
             amortized = self.nest.amortized_unroll(unroll, MAX_COPIES)
             if amortized > unroll and room(amortized):
                 unroll = amortized

@@ -7,7 +7,9 @@ Passes"):
 build -> buffering -> simplify -> send lowering -> CSE / hoisting ->
 strength reduction -> let optimization -> unrolling -> peephole -> barriers
 
-with seven additions: ``register-loops`` marks the loops that must be
+with eight additions: ``inner-loops`` marks the innermost loops of a
+reduction nest no pipeline flattened for complete unrolling (a conv's kh
+and kw), ``register-loops`` marks the loops that must be
 unrolled for register operands to be constants (before anything decides
 what stays a loop), ``overflow`` widens 32-bit addresses that could wrap
 (before send lowering picks the address width), ``simplify-unrolled``
@@ -37,6 +39,7 @@ from .ping_pong import ping_pong
 from .pipeline import Pass, PassCache, Pipeline, Trace
 from .predicate import predicate_messages
 from .prefetch import prefetch_pipeline
+from .reduction_nest import unroll_inner_loops
 from .register_loops import mark_register_loops
 from .send_headers import lower_sends
 from .simplify_pass import simplify_kernel
@@ -70,6 +73,8 @@ KERNEL_PASSES: tuple[Pass, ...] = (
              "raw weight tiles ping-pong"),
     Pass("prefetch", prefetch_pipeline, reads=("slm_bufs", "prefetch_bufs", "prefetch_buffers"),
          doc="without SLM: prefetch the tiles of later iterations into cache"),
+    Pass("inner-loops", unroll_inner_loops, reads=("target", "regs"),
+         doc="the innermost loops of a reduction nest no pipeline flattened marked for complete unrolling"),
     Pass("register-loops", mark_register_loops,
          doc="mark loops whose index selects registers for complete unrolling"),
     Pass("simplify", simplify_kernel, reads=("var_ranges",), version=3, doc="expression simplification"),

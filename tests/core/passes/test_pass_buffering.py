@@ -6,7 +6,7 @@ from kdd.core.ir.funcs import Barrier, BarrierSignal, BarrierWait, Send, SendOp
 from kdd.core.passes.buffering import multi_buffer, slm_bytes
 from kdd.core.passes.options import kernel_options
 from kdd.core.passes.prefetch import prefetch_pipeline
-from kdd.core.passes.reduction_nest import find_reduction_nest
+from kdd.core.passes.reduction_nest import find_reduction_nest, unroll_inner_loops
 
 
 def calls(ir, kind):
@@ -45,6 +45,19 @@ def test_unroll_by_the_inner_digits_only_where_it_fits_and_leaves_two_trips():
     assert nest.amortized_unroll(4, 36) == 12   # lcm(4, 9) = 36 would leave one trip, no steady state
     blocked = example_kernel("blocked", full_shape=True)  # 17 free registers: no room for nine copies
     assert k_loop(multi_buffer(blocked.body, kernel_options(blocked))).unroll == 3
+
+
+def test_an_unbuffered_nest_has_its_inner_loops_marked_for_complete_unrolling():
+    kernel = example_kernel("blocked", "s=x0")  # ic2 kh3 kw3, no pipeline flattens it
+    out = unroll_inner_loops(kernel.body, kernel_options(kernel))
+    nest = find_reduction_nest(out)
+    assert [loop.unroll for loop in nest.loops] == [1, 3, 3]  # kh and kw: 9 copies; ic stays a loop
+    assert outputs(kernel, out) == outputs(kernel)
+    assert unroll_inner_loops(out, kernel_options(kernel)) is out  # marked loops keep their marks
+    gather = example_kernel("resnet50_3x3", "s=x0")  # A's lanes gathered through per-lane index vectors
+    assert unroll_inner_loops(gather.body, kernel_options(gather)) is gather.body
+    flat = multi_buffer(example_kernel("resnet50_3x3").body, kernel_options(example_kernel("resnet50_3x3")))
+    assert unroll_inner_loops(flat, {}) is flat  # a pipelined nest is one loop already
 
 
 def test_double_buffering_without_unroll_rotates_buffers_with_arithmetic():
