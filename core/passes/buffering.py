@@ -56,7 +56,7 @@ from ..ir.types import s32
 from ..ir.visitor import IRMutator
 from ..ir.names import Names
 from .naming import rename_bound
-from .reduction_nest import ReductionNest, find_reduction_nest
+from .reduction_nest import MAX_COPIES, ReductionNest, find_reduction_nest, room_for_copies
 from .tree import distinct_nodes, replace_node
 
 @dataclass(frozen=True)
@@ -168,7 +168,7 @@ def multi_buffer(ir: Node, options: Mapping[str, Any] | None = None) -> Node:
     g = 2 if int(options.get("gmem_bufs") or 0) >= 2 else 1
     names = Names.of(ir)
     pipe = _Pipeline(nest, stages, names, n, g, {b: sizes[b] for b in slm}, {b: sizes[b] for b in staging})
-    loop = pipe.loop(options.get("pipeline_unroll", False))
+    loop = pipe.loop(options.get("pipeline_unroll", False), lambda copies: room_for_copies(ir, options, copies, 2))
     drain = FuncCall.make(BarrierWait(), origin=stages.origin)
     k_loop = Group.make(nest.group.label, seq(pipe.prologue(), loop, drain), origin=nest.group.origin)
     out = replace_node(ir, nest.group, k_loop)
@@ -212,7 +212,7 @@ class _Pipeline:
         parts.append(FuncCall.make(BarrierSignal(), origin=self.stages.origin))
         return seq(*parts)
 
-    def loop(self, unroll_for_slots: bool) -> Stmt:
+    def loop(self, unroll_for_slots: bool, room: Callable[[int], bool]) -> Stmt:
         it, total, n, g = self.it, self.nest.total, self.n, self.g
         load_it = it + IntImm.make(s32, self.ahead)
         store_it = it + IntImm.make(s32, n - 1)
@@ -228,4 +228,10 @@ class _Pipeline:
         )
         # Register slots must be constants (register_loops): GRF buffering always unrolls by 2.
         unroll = lcm(self.nest.unroll_factor(), n if unroll_for_slots else 1, g)
+        # Unrolled for the ring: by its inner digits too, where the registers take two values per copy (its
+        # global load's address and padding mask)
+        if unroll > 1:
+            amortized = self.nest.amortized_unroll(unroll, MAX_COPIES)
+            if amortized > unroll and room(amortized):
+                unroll = amortized
         return For.make(it, 0, total, body, unroll=min(unroll, total), origin=self.nest.loops[0].origin)

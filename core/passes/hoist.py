@@ -40,7 +40,10 @@ For each ``for`` loop, inner loops first:
    (and their own terms) instead of each recomputing the comparisons. A
    vector mask holds a register over the loop, so it is named only while
    the free registers allow. A bool let of conjuncts (a mask several sends
-   read: an SLM store and its store of zeros) is split alike;
+   read: an SLM store and its store of zeros) is split alike; a mask whose
+   invariant conjuncts are those of a hoisted ``&&`` let (in another order:
+   an unrolled copy's load mask and its SLM store's) reads that let, and a
+   negated variable stays as it is (the code generator negates the flag);
 5. a send's header whose value is invariant moves in front of the loop into
    a header register of its own (``_LiftHeaders``), with the sends right
    after it that read the same header.
@@ -287,10 +290,19 @@ class _NameMasks(IRMutator):
     vector mask (a scattered message's per-lane padding test) holds a register over the loop, so
     it is named only while the free registers allow."""
 
-    def __init__(self, inner: set[str], ctx: "_Hoist", prefix: str, conjunctions: Mapping[str, Expr]):
+    def __init__(self, inner: set[str], ctx: "_Hoist", prefix: str, conjunctions: Mapping[str, Expr],
+                 hoisted: list[Let] = ()):
         self.inner, self.names, self.prefix, self.ctx = inner, ctx.names, prefix, ctx
         self.conjunctions = conjunctions
         self.lifted: dict[Expr, Var] = {}
+        # The hoisted ``&&`` lets, by their conjuncts (through each other): a mask of the same
+        # conjuncts in another order (an unrolled copy's load mask, its SLM store's) reads that let.
+        self.ands = {s.var.name: s.value for s in hoisted if s.var.type.is_bool
+                     and isinstance(s.value, Binary) and s.value.op is Op.AND}
+        self.by_terms: dict[frozenset, Var] = {}
+        for s in hoisted:
+            if s.var.name in self.ands:
+                self.by_terms.setdefault(self._flat([s.value]), s.var)
         self.expanded: set[str] = set()  # conjunction lets whose one use now reads their terms
         self._seen: list[str] = []
 
@@ -324,12 +336,26 @@ class _NameMasks(IRMutator):
         value = land(*fixed)
         var = self.lifted.get(value)
         if var is None:
+            var = self.by_terms.get(self._flat(fixed))
+        if var is None:
             # A vector of bools lives in registers as one 32-bit mask per lane.
             if not self.ctx.take(s32.with_lanes(value.type.lanes)):
                 return None
             var = self.lifted[value] = self.names.fresh(self.prefix, value.type)
         self.expanded.update(self._seen)
         return land(var, *(t for t in terms if t not in fixed))
+
+    def _flat(self, terms: list[Expr]) -> frozenset:
+        """The conjuncts of ``terms``, seen through the hoisted ``&&`` lets."""
+        out, stack = set(), list(terms)
+        while stack:
+            for t in _conjuncts(stack.pop()):
+                value = self.ands.get(t.name) if isinstance(t, Var) else None
+                if value is None:
+                    out.add(t)
+                else:
+                    stack.append(value)
+        return frozenset(out)
 
     def _terms(self, mask: Expr) -> list[Expr]:
         """The conjuncts of ``mask``, seen through the ``&&`` lets that only it reads: their invariant
@@ -365,7 +391,10 @@ def _single_use_conjunctions(running: list[Stmt], roots: list[Expr]) -> dict[str
 
 
 def _named(e: Expr) -> bool:
-    """A constant or variable mask (or one broadcast): nothing to compute ahead."""
+    """A constant or variable mask (or one broadcast), or a variable's negation (the flag the code
+    generator sets for the variable, negated in the predicate): nothing to compute ahead."""
+    if isinstance(e, Unary) and e.op is Op.NOT:
+        e = e.a
     return isinstance(e.a if isinstance(e, Broadcast) else e, (BoolImm, Var))
 
 
@@ -464,7 +493,7 @@ class _Hoist(IRMutator):
         # The send headers' allocations (name -> bytes) whose every read is the send right after
         # the header's store (as send lowering writes them): such a store can move with its send.
         stmts = statements(ir)  # sends, their headers' stores and allocations are statements: no expression walked
-        headers = _header_names(stmts) - _unpaired_headers(stmts)
+        headers = _header_names(stmts) - unpaired_headers(stmts)
         self.header_bytes = {n.buf.name: n.size for n in stmts
                              if isinstance(n, Alloc) and n.kind is MemKind.GRF and n.buf.name in headers}
         self.detached: set[str] = set()
@@ -533,7 +562,7 @@ def hoist_loop(loop: For, ctx: _Hoist) -> Stmt:
     split = _SplitSums(maximal_sums(roots), maximal_sums(roots, _is_vector_linear), inner, ctx,
                        f"{loop.var.name}_inv", trip_count(loop), lets)
     body = split.mutate(body)
-    masks = _NameMasks(inner, ctx, f"{loop.var.name}_mask", _single_use_conjunctions(running, roots))
+    masks = _NameMasks(inner, ctx, f"{loop.var.name}_mask", _single_use_conjunctions(running, roots), hoisted)
     body = masks.mutate(body)
     headers = _LiftHeaders(inner, ctx)
     body = headers.mutate(body)
@@ -564,10 +593,10 @@ def hoist_invariants(ir: Node, options: Mapping[str, Any] | None = None) -> Node
     return _DropAllocs(ctx.detached).mutate(out) if ctx.detached else out
 
 
-def _unpaired_headers(stmts: list[Stmt]) -> set[str]:
+def unpaired_headers(stmts: list[Stmt]) -> set[str]:
     """Names of the headers some send reads without the header's store right before it, among the children
-    of ``stmts`` (every statement object of a kernel once: checked at every place a send occurs, as one
-    object may sit in several)."""
+    of ``stmts`` (every statement object of a kernel once, ``visitor.statements``: checked at every place a
+    send occurs, as one object may sit in several)."""
     out: set[str] = set()
     for n in stmts:
         kids = child_stmts(n)

@@ -7,11 +7,14 @@ Passes"):
 build -> buffering -> simplify -> send lowering -> CSE / hoisting ->
 strength reduction -> let optimization -> unrolling -> peephole -> barriers
 
-with six additions: ``register-loops`` marks the loops that must be
+with eight additions: ``inner-loops`` marks the innermost loops of a
+reduction nest no pipeline flattened for complete unrolling (a conv's kh
+and kw), ``register-loops`` marks the loops that must be
 unrolled for register operands to be constants (before anything decides
 what stays a loop), ``overflow`` widens 32-bit addresses that could wrap
 (before send lowering picks the address width), ``simplify-unrolled``
-folds the constants that unrolling exposes, ``cse-unrolled`` computes once
+folds the constants that unrolling exposes, ``predicate`` turns the
+branches left around messages into their predicate, ``cse-unrolled`` computes once
 what the folded copies repeat, ``hoist-unrolled`` moves out of the
 remaining loops what they left invariant, and ``cse-hoisted`` computes
 once what hoisting left equal (a load's mask and its SLM stores'). ``buffering`` (SLM) and
@@ -34,7 +37,9 @@ from .overflow import widen_overflowing_offsets
 from .peephole import fuse_arith
 from .ping_pong import ping_pong
 from .pipeline import Pass, PassCache, Pipeline, Trace
+from .predicate import predicate_messages
 from .prefetch import prefetch_pipeline
+from .reduction_nest import unroll_inner_loops
 from .register_loops import mark_register_loops
 from .send_headers import lower_sends
 from .simplify_pass import simplify_kernel
@@ -62,31 +67,36 @@ def _buffering(ir: Node, options: Mapping[str, Any]) -> Node:
 
 
 KERNEL_PASSES: tuple[Pass, ...] = (
-    Pass("buffering", _buffering, reads=("slm_bufs", "gmem_bufs", "pipeline_unroll", "raw_bufs"),
+    Pass("buffering", _buffering, reads=("slm_bufs", "gmem_bufs", "pipeline_unroll", "raw_bufs", "target", "regs"),
+         version=2,
          doc="single SLM buffering to double/triple buffering with a split barrier; GRF staging buffers; "
              "raw weight tiles ping-pong"),
     Pass("prefetch", prefetch_pipeline, reads=("slm_bufs", "prefetch_bufs", "prefetch_buffers"),
          doc="without SLM: prefetch the tiles of later iterations into cache"),
+    Pass("inner-loops", unroll_inner_loops, reads=("target", "regs"),
+         doc="the innermost loops of a reduction nest no pipeline flattened marked for complete unrolling"),
     Pass("register-loops", mark_register_loops,
          doc="mark loops whose index selects registers for complete unrolling"),
-    Pass("simplify", simplify_kernel, reads=("var_ranges",), version=2, doc="expression simplification"),
+    Pass("simplify", simplify_kernel, reads=("var_ranges",), version=3, doc="expression simplification"),
     Pass("overflow", widen_overflowing_offsets, reads=("var_ranges",),
          doc="32-bit address arithmetic that can wrap is redone in 64 bits"),
     Pass("send-lowering", lower_sends, reads=("target", "reg_bytes", "reuse_headers"), version=2,
          doc="byte offsets to message headers (Xe) or address registers (sm_90)"),
     Pass("cse", _cse_with_notes, reads=("target", "regs"), notes=True, version=2,
          doc="common subexpressions named once, within the free registers"),
-    Pass("hoist", hoist_invariants, reads=("target", "regs"), version=4,
+    Pass("hoist", hoist_invariants, reads=("target", "regs"), version=5,
          doc="loop-invariant lets and sums moved in front of their loop"),
-    Pass("strength-reduce", reduce_strength, reads=("target", "regs", "reg_bytes"), version=4,
+    Pass("strength-reduce", reduce_strength, reads=("target", "regs", "reg_bytes"), version=5,
          doc="loop-linear address sums become induction variables"),
     Pass("let-opt", optimize_lets, doc="trivial and redundant lets inlined, unused lets removed"),
     Pass("unroll", unroll_loops, doc="loops unrolled as marked (config unroll knobs, register loops)"),
-    Pass("simplify-unrolled", simplify_kernel, reads=("var_ranges",), version=2,
+    Pass("simplify-unrolled", simplify_kernel, reads=("var_ranges",), version=3,
          doc="fold the constants unrolled copies expose"),
+    Pass("predicate", predicate_messages, reads=("target",),
+         doc="branches around messages become the messages' predicate (Xe)"),
     Pass("cse-unrolled", _cse_with_notes, reads=("target", "regs"), notes=True, version=2,
          doc="what the unrolled copies repeat, computed once"),
-    Pass("hoist-unrolled", hoist_invariants, reads=("target", "regs"), version=4,
+    Pass("hoist-unrolled", hoist_invariants, reads=("target", "regs"), version=5,
          doc="hoist what the unrolled copies leave invariant in the loops that stay"),
     Pass("cse-hoisted", _cse_rounds_with_notes, reads=("target", "regs"), notes=True,
          doc="what hoisting left equal (a load's mask and its SLM store's), computed once"),

@@ -11,14 +11,20 @@ recovered as mixed-radix digits of ``it`` (the last loop fastest), and
 from __future__ import annotations
 
 from dataclasses import dataclass
-from math import prod
+from math import lcm, prod
+
+from typing import Any, Mapping
 
 from ..ir.expr import Expr, IntImm, Var
 from ..ir.node import Node
 from ..ir.stmt import For, Group, Let, Stmt
-from .tree import distinct_nodes, trip_count
+from .cse import register_budget
+from .tree import distinct_nodes, replace_node, trip_count
 
 K_LOOP = "k_loop"
+# The most copies of the iteration a loop is unrolled into for its digits' sake (a 3x3 conv's kh and
+# kw: 9); a larger unroll only the config's own marks ask for.
+MAX_COPIES = 16
 
 
 @dataclass(frozen=True)
@@ -71,6 +77,24 @@ class ReductionNest:
         return factor
 
 
+    def amortized_unroll(self, unroll: int, limit: int) -> int:
+        """``unroll`` made a multiple of the innermost loops' trips where that stays within ``limit``
+        copies and leaves at least two unrolled iterations: every digit of those loops (a conv's
+        kh and kw) is then a constant in each copy, the digit above advances once per unrolled
+        iteration, with no wrap to test, and the ring's slots stay constants (``unroll``'s factors
+        are kept)."""
+        best = unroll
+        inner = 1
+        for trips in reversed(self.trips[1:]):
+            inner *= trips
+            u = lcm(unroll, inner)
+            if u > limit:
+                break
+            if self.total % u == 0 and self.total >= 2 * u:
+                best = u
+        return best
+
+
 def find_reduction_nest(ir: Node) -> ReductionNest | None:
     """The ``k_loop`` group's nest when it is one chain of constant-bound loops, else None."""
     group = next((n for n in distinct_nodes(ir) if isinstance(n, Group) and n.label == K_LOOP), None)
@@ -84,3 +108,36 @@ def find_reduction_nest(ir: Node) -> ReductionNest | None:
         loops.append(s)
         s = s.body
     return ReductionNest(group, tuple(loops), s)
+
+
+def room_for_copies(ir: Node, options: Mapping[str, Any], copies: int, per_copy: int) -> bool:
+    """Whether the registers the built kernel leaves free (``cse.register_budget``) take ``per_copy``
+    values per copy of an unrolled iteration: what each copy hoists (a padding mask, an address offset)."""
+    model, free = register_budget(ir, options)
+    return free is None or free >= per_copy * copies * model.reg_bytes
+
+
+def unroll_inner_loops(ir: Node, options: Mapping[str, Any] | None = None) -> Node:
+    """``ir`` with the innermost loops of a reduction nest no pipeline flattened (``bufs=0``, no
+    prefetch) marked for complete unrolling, as many as fit ``MAX_COPIES`` copies and the free
+    registers, the outermost loop kept: a conv's kh and kw loops are then constants in each copy (their
+    padding masks invariant, their addresses immediates) and only the loop around them (ic) counts.
+    Loops the config marked keep their marks, and a nest computing per-lane index vectors (a gather)
+    stays as it is; the same object when nothing is marked."""
+    nest = find_reduction_nest(ir)
+    if nest is None or any(isinstance(n, Let) and n.var.type.lanes > 1 for n in distinct_nodes(nest.body)):
+        return ir  # per-lane index vectors (a gather's lanes): every copy would hold its own
+    copies, depth = 1, 0
+    for loop, trips in reversed(list(zip(nest.loops[1:], nest.trips[1:]))):
+        if loop.unroll > 1 or copies * trips > MAX_COPIES:
+            break
+        copies, depth = copies * trips, depth + 1
+    # One value per copy: its padding mask (its addresses are immediates on a base the copies share).
+    if depth == 0 or not room_for_copies(ir, options or {}, copies, 1):
+        return ir
+    body = nest.body
+    marked = len(nest.loops) - depth
+    for i, loop in reversed(list(enumerate(nest.loops))):
+        unroll = nest.trips[i] if i >= marked else loop.unroll
+        body = For.make(loop.var, loop.init, loop.bound, body, loop.step, unroll, origin=loop.origin)
+    return replace_node(ir, nest.group, Group.make(nest.group.label, body, origin=nest.group.origin))

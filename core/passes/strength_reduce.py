@@ -390,35 +390,56 @@ class _Reduce(IRMutator):
     def reduce_loop(self, loop: For) -> Stmt:
         k = loop.var
         inner = {k.name} | {v.name for v in (binder(n) for n in distinct_nodes(loop.body)) if v is not None}
-        chains, counters, body, level = self._place_counters(loop, LoopLevel(loop.body), inner)
-        inner |= {v.name for _, pairs in counters for v, _ in pairs}
+        level = LoopLevel(loop.body)
+        found = self.digit_counters(loop, level, inner)
+        chosen = _choose(level, found, k, self.forms, self.max_registers)
+        plan = self._plan(loop, level, inner, chosen)
+        if len(chosen) < len(found) and sum(c.registers for c in found) <= self.max_registers:
+            # A chain not worth its registers for its digits alone can be for the address sums it
+            # carries (a top digit ``x / 9`` read only by ``ic*32`` terms: its counter goes, the
+            # sums advance by one add per wrap).
+            every = self._plan(loop, level, inner, found)
+            if every.worth and every.saving - every.registers > plan.saving - plan.registers:
+                plan = every
+        if not plan.counters and not plan.ivs:
+            return loop
+        core = plan.core
+        if plan.counters:
+            core = _advance_counters(core, k, plan.counters, plan.digit_ivs)
+        if plan.ivs:
+            core = InductionBody(tuple((iv, buf, step) for buf, iv, _, step in plan.ivs), core).rebuild(core)
+        out: Stmt = For.make(k, loop.init, loop.bound, core, loop.step, loop.unroll, origin=loop.origin)
+        return self._started(loop, out, plan.ivs, plan.counters, plan.digit_ivs)
+
+    def _plan(self, loop: For, level: LoopLevel, inner: set[str], chains: list[_Counters]) -> "_Plan":
+        """The rewrite with the counters of ``chains``, the induction variables and digit sums worth
+        their registers beside them, and what it saves per iteration net of upkeep."""
+        k = loop.var
+        counters, body, level_c = self._place_counters(loop, level, chains)
+        inner = inner | {v.name for _, pairs in counters for v, _ in pairs}
         left = self.max_registers - sum(c.registers for c in chains)
-        chosen, ivs, core = self._place_inductions(loop, body, level, inner, left)
+        chosen, ivs, core = self._place_inductions(loop, body, level_c, inner, left)
         digit_ivs = []  # (candidate, value var, register buffer)
         if counters:
-            level = LoopLevel(core) if core is not body else level
+            level_c = LoopLevel(core) if core is not body else level_c
             inner |= {iv.name for _, iv, _, _ in ivs}
-            digit_ivs, core = self._place_digit_inductions(loop, core, level, inner, counters, chains,
+            digit_ivs, core = self._place_digit_inductions(loop, core, level_c, inner, counters, chains,
                                                            left - len(chosen))
-        if not counters and not ivs:
-            return loop
         # Lets nothing reads go now (a let is pure), so the pass's own figures show the saving.
         unread = LoopLevel(core).unread_lets()
         core = DropLets(lambda let: let.var.name in unread).mutate(core) if unread else core
         if digit_ivs:
             counters = _needed_counters(core, counters, digit_ivs)
-        if counters:
-            core = _advance_counters(core, k, counters, digit_ivs)
-        if ivs:
-            core = InductionBody(tuple((iv, buf, step) for buf, iv, _, step in ivs), core).rebuild(core)
-        out: Stmt = For.make(k, loop.init, loop.bound, core, loop.step, loop.unroll, origin=loop.origin)
-        return self._started(loop, out, ivs, counters, digit_ivs)
+        upkeep = len(ivs) + sum(len(pairs) / chain.bounds[0] for chain, pairs in counters) \
+            + sum((1 + 2 * g.wraps) / counters[g.chain][0].bounds[0] for g, _, _ in digit_ivs)
+        registers = len(ivs) + len(digit_ivs) + sum(len(pairs) for _, pairs in counters)
+        saving = level.cost() - LoopLevel(core).cost() - upkeep
+        return _Plan(counters, ivs, digit_ivs, core, saving, registers)
 
-    def _place_counters(self, loop: For, level: LoopLevel, inner: set[str]):
-        """The digit counters chosen within the register budget, each digit a fresh value and register
-        (``(chain, ((value var, register buffer), ...))``), the loop body reading them, and its level."""
+    def _place_counters(self, loop: For, level: LoopLevel, chains: list[_Counters]):
+        """Each digit of ``chains`` a fresh value and register (``(chain, ((value var, register buffer),
+        ...))``), the loop body reading them, and its level."""
         k = loop.var
-        chains = _choose(level, self.digit_counters(loop, level, inner), k, self.forms, self.max_registers)
         counters = []
         replace: dict[int, Expr] = {}
         for c in chains:
@@ -427,7 +448,7 @@ class _Reduce(IRMutator):
             counters.append((c.chain, pairs))
             replace.update(c.replacements(tuple(v for v, _ in pairs), self.forms))
         body = ReplaceNodes(replace).mutate(loop.body) if replace else loop.body
-        return chains, counters, body, LoopLevel(body) if replace else level
+        return counters, body, LoopLevel(body) if replace else level
 
     def _place_inductions(self, loop: For, body: Stmt, level: LoopLevel, inner: set[str], left: int):
         """The linear sums turned into induction variables in ``left`` registers (``(register buffer, value
@@ -478,6 +499,23 @@ class _Reduce(IRMutator):
         for buf, value in reversed(starts):
             out = Alloc.make(buf, max(self.reg_bytes, value.type.size), MemKind.GRF, out)
         return out
+
+
+@dataclass
+class _Plan:
+    """A loop's rewrite: counter chains, induction variables and digit sums, the body reading them
+    (not yet advancing them), and the operations it saves per iteration net of upkeep."""
+
+    counters: list
+    ivs: list
+    digit_ivs: list
+    core: Stmt
+    saving: float
+    registers: int
+
+    @property
+    def worth(self) -> bool:
+        return self.registers > 0 and self.saving >= self.registers
 
 
 def _needed_counters(core: Stmt, counters: list, digit_ivs: list) -> list:

@@ -120,6 +120,10 @@ def _div(a: Info, b: Info) -> tuple[int, int, int, int]:
     mod, rem = 1, 0
     if b.is_point and b.lo and a.mod and a.mod % b.lo == 0 and a.rem % b.lo == 0:
         mod, rem = a.mod // abs(b.lo), a.rem // b.lo
+    elif b.is_point and b.lo > 0 and a.lo >= 0 and a.mod and a.mod % b.lo == 0:
+        # a = mod*q + rem with a, q >= 0: a / k = (mod/k)*q + rem / k (a loop variable stepping by 9
+        # plus 2, over 3: (k + 2) / 3 == 3*(k / 9) + 0)
+        mod, rem = a.mod // b.lo, a.rem // b.lo
     return min(values), max(values), mod, rem
 
 

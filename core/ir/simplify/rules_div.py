@@ -34,6 +34,10 @@ dividend as ``g*Q + R`` (``Q`` the terms whose coefficients ``g`` divides, over
 (``(t*8 + j) / 32 -> t / 4`` for ``0 <= j < 8``: a thread's run of
 consecutive messages stays inside one block).
 
+Terms the analysis knows to be multiples of ``k`` split off the same way, with the
+dividend and the rest non-negative: ``(T + R) / k -> T / k + R / k`` and
+``(T + R) % k -> R % k`` (``(k_it + 2) / 9 -> k_it / 9`` in a loop stepping by 9).
+
 Results decided by bounds or alignment (``x / k`` with ``|x| < k``,
 ``(x*8) % 4``, ``(x*4 + 2) % 4`` for ``x >= 0``) come from the analysis: the
 engine replaces any expression whose bounds are a single value by it.
@@ -115,7 +119,10 @@ def _split(s, e: Expr, k: int) -> Expr | None:
         return None
     quotient = {term: c // k for term, c in lf.terms if c % k == 0}
     if not quotient and r0 == lf.const:
-        return _aligned_split(s, e, k) if ia.lo >= 0 else None
+        if ia.lo < 0:
+            return None
+        out = _aligned_split(s, e, k)
+        return _known_multiples(s, e, k) if out is None else out
     rest = s.make_form(t, {term: c for term, c in lf.terms if c % k}, r0)
     exact = s.fits(lf) and s.fits(rest)
     if not exact and not (e.op is Op.MOD and k & (k - 1) == 0):
@@ -153,3 +160,29 @@ def _aligned_split(s, e: Expr, k: int) -> Expr | None:
         low = s.binary(Op.MUL, s.binary(Op.MOD, s.form(q), IntImm.make(t, k // g)), IntImm.make(t, g))
         return s.binary(Op.ADD, low, s.form(rest))
     return None
+
+
+def _known_multiples(s, e: Expr, k: int) -> Expr | None:
+    """The split by what the analysis knows: with the dividend ``T + R`` non-negative, ``T`` the terms
+    known to be multiples of ``k`` (a loop variable stepping by 9, ``k = 3`` or ``9``) and
+    ``R >= 0`` the rest, ``(T + R) / k -> T / k + R / k`` and ``(T + R) % k -> R % k``
+    (``(k_it + 2) / 9 -> k_it / 9`` in a loop over ``k_it`` stepping by 9)."""
+    t = e.type
+    lf = s.lf(e.a)
+    multiples = {}
+    for term, c in lf.terms:
+        info = s.info(term)
+        if info is not None and info.mod and (c * info.mod) % k == 0 and (c * info.rem) % k == 0:
+            multiples[term] = c
+    if not multiples:
+        return None
+    whole = s.make_form(t, multiples, 0)
+    rest = s.make_form(t, {term: c for term, c in lf.terms if term not in multiples}, lf.const)
+    if not rest.terms and not rest.const or not (s.fits(lf) and s.fits(whole) and s.fits(rest)):
+        return None
+    if s.form_range(rest)[0] < 0:
+        return None
+    divisor = IntImm.make(t, k)
+    if e.op is Op.MOD:
+        return s.binary(Op.MOD, s.form(rest), divisor)
+    return s.binary(Op.ADD, s.binary(Op.DIV, s.form(whole), divisor), s.binary(Op.DIV, s.form(rest), divisor))

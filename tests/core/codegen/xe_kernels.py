@@ -21,9 +21,14 @@ def xe_examples() -> list[str]:
 
 
 @lru_cache(maxsize=None)
-def final(name: str):
-    """``(kernel, final IR, target)`` of one example."""
+def final(name: str, edit: tuple[str, str] | None = None):
+    """``(kernel, final IR, target)`` of one example (its text with ``edit``'s first string replaced by
+    its second)."""
     path = EXAMPLES / name
-    spec, _ = load_spec(path.read_text(), str(path))
+    text = path.read_text()
+    if edit is not None:
+        assert edit[0] in text
+        text = text.replace(*edit)
+    spec, _ = load_spec(text, str(path))
     kernel = build_kernel(spec.problem, spec.config, spec.target)
     return kernel, run_pipeline(kernel).final, spec.target

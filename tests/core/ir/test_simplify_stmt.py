@@ -69,6 +69,16 @@ def test_loop_variable_range_and_step_alignment():
     assert lines(s) == ["for (i.s32 = 0; i < 64; i += 4) {", "  buf.f32[i] = 1.0", "}"]
 
 
+def test_digits_of_a_loop_variable_stepping_by_their_radix():
+    # An unrolled flattened nest: i steps by 9, so (i + 2) / 9 is i / 9, ((i + 4) / 3) % 3 is 1 and
+    # (i + 7) % 9 is 7 (the kw, kh and ic digits of copies 2, 4 and 7).
+    s = For.make(i, 0, 72, store((i + 2) // 9 + ((i + 4) // 3) % 3 * 100 + (i + 7) % 9 * 1000), step=9)
+    assert lines(s) == ["for (i.s32 = 0; i < 72; i += 9) {", "  buf.f32[((i / 9) + 7100)] = 1.0", "}"]
+    # From a negative start, or with the dividend's rest able to go negative, nothing is split.
+    neg = For.make(i, -9, 72, store((i + 2) // 9), step=9)
+    assert lines(neg)[1] == "  buf.f32[((i + 2) / 9)] = 1.0"
+
+
 def test_loop_bound_from_outer_facts():
     s = If.make(n.lt(8).land(n.ge(0)), For.make(i, 0, n, If.make(i.lt(8), store(i))))
     assert lines(s) == [

@@ -22,6 +22,7 @@ import numpy as np
 from hypothesis import strategies as st
 
 from kdd.core.ir import (Alloc, For, FuncCall, Group, If, Let, MemKind, Seq, Store, evaluate, var)
+from kdd.core.ir.funcs import Send
 from kdd.core.ir.expr import IntImm, Op, Var, binary
 from kdd.core.ir.types import s32
 from kdd.core.passes.tree import distinct_nodes, own_exprs
@@ -105,6 +106,8 @@ def _exec(s, env, buffers, slm, run: Run, max_steps: int) -> None:
         else:
             run.events.append(("store", s.buf.name, offset, value, mask))
     elif isinstance(s, FuncCall):
+        if isinstance(s.func, Send) and not np.any(ev(s.ops.mask)):
+            return  # a message masked off in every lane touches nothing (docs/ir-semantics.md)
         # A buffer operand is named, not evaluated.
         args = tuple(a.name if isinstance(a, Var) and a.name not in env else ev(a) for a in s.args)
         run.events.append(("call", str(s.func), args))

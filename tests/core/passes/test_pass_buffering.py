@@ -6,6 +6,7 @@ from kdd.core.ir.funcs import Barrier, BarrierSignal, BarrierWait, Send, SendOp
 from kdd.core.passes.buffering import multi_buffer, slm_bytes
 from kdd.core.passes.options import kernel_options
 from kdd.core.passes.prefetch import prefetch_pipeline
+from kdd.core.passes.reduction_nest import find_reduction_nest, unroll_inner_loops
 
 
 def calls(ir, kind):
@@ -28,10 +29,35 @@ def test_triple_buffering_with_one_split_barrier_per_iteration():
     assert slm_bytes(out) == 3 * slm_bytes(kernel.body) == 3 * kernel.slm_bytes
     assert not calls(out, Barrier)
     loop = k_loop(out)
-    assert loop.bound.value == 36 and loop.unroll == 3  # P=u: a multiple of the buffer count
+    # P=u: a multiple of the buffer count, and of kh3 x kw3 (the nest's inner digits) since 9 copies fit
+    assert loop.bound.value == 36 and loop.unroll == 9
     assert len(calls(loop, BarrierWait)) == 1 and len(calls(loop, BarrierSignal)) == 1
     assert len(calls(out, BarrierSignal)) == 2 and len(calls(out, BarrierWait)) == 2  # prologue, loop, drain
     assert outputs(kernel, out) == outputs(kernel)
+
+
+def test_unroll_by_the_inner_digits_only_where_it_fits_and_leaves_two_trips():
+    nest = find_reduction_nest(example_kernel("resnet50_3x3").body)  # ic4 kh3 kw3, kw innermost
+    assert nest.trips == (4, 3, 3)
+    assert nest.amortized_unroll(3, 16) == 9    # kw3 and kh3 fold in every copy; 4 trips of 9
+    assert nest.amortized_unroll(2, 16) == 6    # kw folds; lcm(2, 9) = 18 is over the limit
+    assert nest.amortized_unroll(3, 8) == 3     # 9 copies over the limit
+    assert nest.amortized_unroll(4, 36) == 12   # lcm(4, 9) = 36 would leave one trip, no steady state
+    blocked = example_kernel("blocked", full_shape=True)  # 17 free registers: no room for nine copies
+    assert k_loop(multi_buffer(blocked.body, kernel_options(blocked))).unroll == 3
+
+
+def test_an_unbuffered_nest_has_its_inner_loops_marked_for_complete_unrolling():
+    kernel = example_kernel("blocked", "s=x0")  # ic2 kh3 kw3, no pipeline flattens it
+    out = unroll_inner_loops(kernel.body, kernel_options(kernel))
+    nest = find_reduction_nest(out)
+    assert [loop.unroll for loop in nest.loops] == [1, 3, 3]  # kh and kw: 9 copies; ic stays a loop
+    assert outputs(kernel, out) == outputs(kernel)
+    assert unroll_inner_loops(out, kernel_options(kernel)) is out  # marked loops keep their marks
+    gather = example_kernel("resnet50_3x3", "s=x0")  # A's lanes gathered through per-lane index vectors
+    assert unroll_inner_loops(gather.body, kernel_options(gather)) is gather.body
+    flat = multi_buffer(example_kernel("resnet50_3x3").body, kernel_options(example_kernel("resnet50_3x3")))
+    assert unroll_inner_loops(flat, {}) is flat  # a pipelined nest is one loop already
 
 
 def test_double_buffering_without_unroll_rotates_buffers_with_arithmetic():

@@ -183,6 +183,27 @@ def test_hoisting_vector_sums_keeps_the_effects(code, i, j):
     assert kernel_metrics(out, MODEL).loop_ops <= kernel_metrics(loop, MODEL).loop_ops
 
 
+def test_a_mask_reads_the_hoisted_let_of_its_conjuncts_and_a_negated_variable_stays():
+    """An unrolled copy's load mask ``(m && a) && b`` and its SLM store's let ``s = m && (a && b)`` are one
+    value: the load reads ``s`` (one flag for both), no new variable; the store of zeros' ``!s`` is the
+    flag negated, nothing to name before the loop."""
+    src, reg, slm = var("src", u64), var("a_g2s", u64), var("a_slm", u64)
+    load = Send(SendOp.LOAD, SendKind.BLOCK, "global", f16, 16)
+    store = Send(SendOp.STORE, SendKind.BLOCK, "slm", f16, 16)
+    m, a, b, st_mask = I.gt(0), I.lt(56), (I + 2).lt(56), var("s", BoolImm.make(True).type)
+    body = Let.make(st_mask, m.land(a.land(b)), seq(
+        FuncCall.make(load, [src, K * 512, reg, 0, m.land(a).land(b)]),
+        FuncCall.make(store, [slm, 0, reg, 0, st_mask]),
+        FuncCall.make(store, [slm, 0, reg, 0, st_mask.lnot()])))
+    loop = For.make(K, 0, 4, body)
+    out = hoist_invariants(loop)
+    assert [n.var.name for n in walk(out) if isinstance(n, Let)] == ["s"]
+    masks = [c.ops.mask for c in walk(out) if isinstance(c, FuncCall)]
+    assert masks == [st_mask, st_mask, st_mask.lnot()]
+    for i in (-1, 0, 53, 54, 56):
+        assert effects(out, env={"i": i}) == effects(loop, env={"i": i})
+
+
 def test_the_invariant_lanes_of_a_scattered_mask_are_computed_once():
     """A scattered load's mask: the lanes' column padding test is loop-invariant (named once, a vector),
     the row test of the iteration stays in the loop beside it."""

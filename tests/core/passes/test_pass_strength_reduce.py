@@ -181,6 +181,23 @@ def test_in_a_loop_unrolled_by_the_low_radix_counters_update_once_per_unrolled_i
         assert effects(stage, env={"i": 3}) == effects(loop, env={"i": 3})
 
 
+def test_a_top_digit_worth_its_register_only_for_the_sums_it_carries_is_kept():
+    # Unrolled by kh3 x kw3: both low digits fold per copy; the quotient x / 9 (ic) alone saves one
+    # division, less than its register, but the sum ic*1024 + i it carries becomes one register
+    # advanced once per unrolled iteration, and the counter itself goes.
+    xk = var("xk")
+    body = Let.make(xk, K + 2, Store.make(OUT, (xk % 3) * 4 + ((xk / 3) % 3) * 64 + (xk / 9) * 1024 + I, K))
+    loop = For.make(K, 0, 36, body, unroll=9)
+    out = reduce_strength(loop, OPTIONS)
+    assert _grf_allocs(out, "div") and not _grf_allocs(out, "digit_reg")
+    final = simplify_kernel(unroll_loops(out))
+    main = _loop(final)
+    assert main.step == 9 and not _divisions(main.body)
+    assert len([n for n in walk(main.body) if isinstance(n, Store) and "div" in n.buf.name]) == 1
+    for stage in (out, final):
+        assert effects(stage, env={"i": 3}) == effects(loop, env={"i": 3})
+
+
 def test_digits_of_a_counter_that_starts_negative_get_no_counter():
     loop = For.make(K, 0, 30, _digit_body(K - 1))  # x = -1 first: truncating division is no digit
     out = reduce_strength(loop, OPTIONS)
@@ -216,7 +233,7 @@ def digit_loops(draw):
     body = Let.make(t, K * draw(st.integers(-2, 40)) + X * draw(st.integers(-2, 2)) + draw(st.integers(-9, 9)),
                     Let.make(u, t * draw(st.integers(1, 3)) + Y, body))
     body = Let.make(xk, K + c, body)
-    return For.make(K, init, init + trips, body, unroll=draw(st.sampled_from((1, 1, 2, 3, 4, 6))))
+    return For.make(K, init, init + trips, body, unroll=draw(st.sampled_from((1, 1, 2, 3, 4, 6, 9))))
 
 
 @settings(max_examples=250, deadline=None)
