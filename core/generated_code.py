@@ -31,7 +31,7 @@ import os
 import sys
 from importlib.util import MAGIC_NUMBER, cache_from_source
 from pathlib import Path
-from types import CodeType
+from types import CodeType, ModuleType
 
 _LIMIT = 8192  # entries kept across processes; past it, only what the writing process used
 _table: dict[str, bytes] | None = None  # source text -> its marshalled code object
@@ -93,9 +93,43 @@ def _exec(source, globals=None, locals=None, /):
 
 def install() -> None:
     """Route the ``exec`` calls with which :mod:`dataclasses` makes methods through :func:`compiled`."""
-    import dataclasses
+    _dataclasses().exec = _exec
 
-    dataclasses.exec = _exec
+
+def _dataclasses():
+    """:mod:`dataclasses`, imported without :mod:`inspect` where neither is loaded yet.
+
+    ``dataclasses`` imports ``inspect`` (with ``ast``, ``dis`` and ``tokenize``: ~3.5 ms of a
+    compile's CPU) for one call, the signature it writes as the docstring of a dataclass that has
+    none; no kdd dataclass a compile makes lacks one. Its ``inspect`` is the real module's
+    stand-in (:class:`_InspectOnUse`) and ``sys.modules`` holds no stand-in afterwards, so every
+    other ``import inspect`` loads the real one."""
+    if "dataclasses" in sys.modules or "inspect" in sys.modules:
+        import dataclasses
+        return dataclasses
+    stand_in = ModuleType("inspect")
+    sys.modules["inspect"] = stand_in
+    try:
+        import dataclasses
+    finally:
+        if sys.modules.get("inspect") is stand_in:
+            del sys.modules["inspect"]
+    dataclasses.inspect = _InspectOnUse(dataclasses)
+    return dataclasses
+
+
+class _InspectOnUse:
+    """:mod:`dataclasses`' name for :mod:`inspect` until its first use, which imports the module and hands
+    it over."""
+
+    def __init__(self, user: ModuleType):
+        self._user = user
+
+    def __getattr__(self, name: str):
+        import inspect
+
+        self._user.inspect = inspect
+        return getattr(inspect, name)
 
 
 def _save() -> None:

@@ -101,6 +101,8 @@ class FmaKind(ABC):
 
 @dataclass(frozen=True)
 class MadKind(FmaKind):
+    """``mad``: one multiply-add per lane, SIMD lanes along N."""
+
     name = "mad"
 
     @property
@@ -165,6 +167,8 @@ class MadBatchKind(FmaKind):
 
 @dataclass(frozen=True)
 class Dp4aKind(FmaKind):
+    """``dp4a``: four-element dot products per lane, SIMD lanes along N."""
+
     name = "dp4a"
 
     @property

@@ -79,6 +79,8 @@ class MessageRules:
 
 @dataclass(frozen=True)
 class MessagePlan:
+    """``count`` messages of one kind, ``elems`` elements each."""
+
     kind: SendKind
     elems: int   # elements per message
     count: int   # messages

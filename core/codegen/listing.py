@@ -34,6 +34,8 @@ class AsmLine:
 
 @dataclass
 class Listing:
+    """The code generator's annotated assembly with its register figures."""
+
     target: str
     lines: list[AsmLine]
     peak: int

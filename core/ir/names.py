@@ -22,6 +22,9 @@ class Names:
     def __init__(self, reserved: Iterable[str] = ()):
         self._used: set[str] | None = set(reserved)
         self._ir: Node | None = None
+        # Per base, the K to try first: every name before it is taken (names are never given back), so
+        # unrolling's 64 copies of a let ask 64 times without counting up from ``base`` each time.
+        self._next: dict[str, int] = {}
 
     @classmethod
     def of(cls, ir: Node) -> "Names":
@@ -35,9 +38,11 @@ class Names:
         """A variable of ``type`` named ``base`` or ``base_K``, unused until now."""
         if self._used is None:
             self._used = var_names(self._ir)
-        name, k = base, 0
+        k = self._next.get(base, 0)
+        name = f"{base}_{k}" if k else base
         while name in self._used:
             k += 1
             name = f"{base}_{k}"
         self._used.add(name)
+        self._next[base] = k + 1
         return Var.make(type, name)

@@ -75,6 +75,8 @@ class LayoutTagError(ValueError):
 
 @dataclass(frozen=True)
 class _Token:
+    """A block size and letter of a layout tag, with its span in the tag's text."""
+
     size: int | None  # None for a letter of the outer part
     letter: str
     start: int

@@ -66,6 +66,8 @@ class Skipped:
 
 @dataclass(frozen=True)
 class CseReport:
+    """What CSE named and what it left unnamed, and the register budget it kept to."""
+
     named: tuple[Named, ...]
     skipped: tuple[Skipped, ...]
     budget_bytes: int | None  # None: no target, no register limit
@@ -133,6 +135,8 @@ def _weighted_nodes(root: Node) -> list[tuple[Node, int]]:
 
 @dataclass(frozen=True)
 class _Choice:
+    """A candidate expression, the statement it would be named at and what naming it costs."""
+
     expr: Expr
     where: Stmt
     span: tuple[int, int] | None  # child range when ``where`` is a sequence

@@ -31,6 +31,8 @@ from .tree import own_exprs, trip_count
 
 @dataclass(frozen=True)
 class Metrics:
+    """A kernel's size and loop figures, from its IR."""
+
     stmts: int
     inner_ops: float
     loop_ops: int

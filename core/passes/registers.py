@@ -71,6 +71,8 @@ class RegisterEstimate:
 
 @dataclass
 class _Def:
+    """A value's live range over the statement positions, its loop depth and its bytes."""
+
     start: int
     end: int
     depth: int

@@ -68,3 +68,17 @@ def test_dataclasses_made_through_the_table_behave_as_dataclasses():
     assert repr(p).endswith(".Point(x=1, y=2)")
     with pytest.raises(dataclasses.FrozenInstanceError):
         p.x = 3
+
+
+def test_dataclasses_load_inspect_only_for_a_class_without_a_docstring():
+    probe = ("import sys, kdd.core, dataclasses\n"
+             "print('inspect' in sys.modules)\n"
+             "@dataclasses.dataclass\n"
+             "class Point:\n"
+             "    x: int\n"
+             "    y: int = 0\n"
+             "import inspect\n"
+             "print(Point.__doc__, dataclasses.inspect is inspect, hasattr(inspect, 'signature'))")
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split("\n")[:2] == ["False", "Point(x: int, y: int = 0) True True"]

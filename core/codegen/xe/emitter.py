@@ -23,6 +23,8 @@ MNEMONICS = frozenset({"mov", "add", "addc", "add3", "mul", "mach", "mad", "and"
 
 @dataclass(slots=True)
 class Line:
+    """One emitted assembly line with its pipe, live registers and IR statement."""
+
     text: str
     pipe: str | None          # None: a label or a comment
     busy: int                 # registers holding a live byte

@@ -119,6 +119,8 @@ def call_buffers(call: FuncCall) -> tuple[list[tuple], list]:
 
 @dataclass
 class _Loop:
+    """A loop open during the liveness walk: where it starts and the keys it touches."""
+
     start: int
     first: dict = field(default_factory=dict)   # key -> 'r' | 'w' (first access inside the loop)
     keys: set = field(default_factory=set)

@@ -42,3 +42,15 @@ def test_a_copy_does_what_the_original_does_with_the_variable_replaced(p, x, y):
     old = {v.name for v in bound_vars(p)}
     new = [v.name for v in (binder(n) for n in walk(copy)) if v is not None]
     assert not old & set(new)  # every binder of the copy has a fresh name
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.sampled_from(["a", "b", "a_1", "a_2", "b_1_1"]), max_size=6),
+       st.lists(st.sampled_from(["a", "b", "a_1", "b_1"]), min_size=1, max_size=30))
+def test_fresh_names_are_the_first_unused_in_counting_order(reserved, asked):
+    names, taken = Names(reserved), set(reserved)
+    for base in asked:
+        # oracle: count up from the base itself against every name taken so far
+        expected = next(n for n in [base] + [f"{base}_{k}" for k in range(1, 100)] if n not in taken)
+        taken.add(expected)
+        assert names.fresh(base).name == expected
