@@ -119,6 +119,13 @@ def _masked(cg, mnemonic: str, lanes: int, dst, srcs, pred, cmod, sat, ternary) 
 def alu(cg, mnemonic: str, lanes: int, dst: Reg | None, srcs: list, *, pred: str | None = None,
         cmod: tuple | None = None, sat: bool = False, ternary: bool = False) -> None:
     """``dst = mnemonic(srcs)`` over ``lanes`` lanes, split into legal instructions."""
+    if mnemonic != "mov" and any(isinstance(s, Imm) and s.type.scalar.size == 8 for s in srcs):
+        # Xe takes a 64-bit immediate as a mov's source only (iga64 rejects `mul ... 0x..:df`)
+        mark = len(cg.temps)
+        srcs = [_as_reg(cg, s, s.type) if isinstance(s, Imm) and s.type.scalar.size == 8 else s for s in srcs]
+        alu(cg, mnemonic, lanes, dst, srcs, pred=pred, cmod=cmod, sat=sat, ternary=ternary)
+        cg.release_temps(mark)
+        return
     if mnemonic in _SIGNEDNESS:
         dst, srcs = _shift_signedness(mnemonic, dst, srcs)
     if lanes == 1:      # scalars: one instruction, every source a scalar region
