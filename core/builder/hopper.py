@@ -82,11 +82,14 @@ def _call(func, args):
 
 
 def tma_tile(problem, config) -> tuple[int, int, int]:
-    """``(BM, BN, BK)`` of the ``tile`` knob (``m128n256`` when empty; BK is 128 bytes of the input type,
-    which the 128-byte swizzle fixes)."""
+    """``(BM, BN, BK)`` of the ``tile`` knob (``m128n256`` when empty, N the largest of 256, 128, 64 that
+    divides the problem's; BK is 128 bytes of the input type, which the 128-byte swizzle fixes)."""
     t = config.tile
     bk = ROW // problem.types.src.size
-    bm, bn = (t.get(d) if d in t else DEFAULT_TILE[d] for d in ("m", "n"))
+    n = problem.shape.n if problem.op == "gemm" else problem.shape.oc
+    # unset N: the largest that divides the problem's (N has no tails), so m64n64k64 builds by default
+    default = {**DEFAULT_TILE, "n": next((b for b in (256, 128, 64) if n % b == 0), DEFAULT_TILE["n"])}
+    bm, bn = (t.get(d) if d in t else default[d] for d in ("m", "n"))
     if "k" in t and t.get("k") != bk:
         raise BuildError(f"tile k must be {bk} for {problem.types.src} (128-byte swizzled rows)", knob="tile")
     return bm, bn, bk

@@ -42,6 +42,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from math import ceil, prod
 
+from kdd.core.problem.data_types import post_op_type
+from kdd.core.problem.post_ops import Bias, Binary, Sum
 from kdd.core.targets import Target
 
 from .issues import ConfigIssue
@@ -105,6 +107,28 @@ def _decompression(d, choice, ops, k: int, n: int, unit: int) -> BudgetLine:
     if choice is not None and choice.mode == "denorm_sub" and d.zero_point is not None:
         parts.append((f"512 pairs 2*{n}*{ops.b.size}/{unit}", pairs))
     return _sum("decompress", "decompression buffers", parts)
+
+
+def _post_op_tiles(problem, ops, elems: int, unit: int, main_loop: int) -> BudgetLine | None:
+    """The registers the epilogue's post-ops hold beyond those the main loop's A, B and staging buffers
+    give back: C in the post-ops' type where the accumulator is another, and the largest right-hand side a
+    sum, bias or binary post-op loads (each a whole C tile in C's layout, one at a time). None without
+    such a tile. Without this line a defaults tile that fits the main loop ran out of registers in the
+    epilogue (a 64x32 f32 C with a per-tensor binary post-op on xehpc: 128 GRFs of C, 128 of its operand)."""
+    if problem.prop != "fwd":     # bwd_w's only post-op, the bias gradient, is a reduction of its own
+        return None
+    loads = [ops.c if isinstance(op, Sum) else op.dt for op in problem.post_ops if isinstance(op, (Sum, Bias, Binary))]
+    work = post_op_type(ops.acc)
+    tiles = ([("C", work)] if problem.post_ops and work != ops.acc else []) + \
+        ([("operand", max(loads, key=lambda t: t.size))] if loads else [])
+    if not tiles:
+        return None
+    parts = [(f"{name} {elems}*{t.size}/{unit}", ceil(elems * t.size / unit)) for name, t in tiles]
+    need = sum(v for _, v in parts)
+    amount = max(0, need - main_loop)
+    return BudgetLine("post_ops", "post-op tiles", amount,
+                      f"max(0, {' + '.join(text for text, _ in parts)} - {main_loop} of the main loop's "
+                      f"buffers) = {amount}")
 
 
 def _addressing(streams: list[tuple[str, int, bool]], target: Target, reuse_headers: bool) -> BudgetLine:
@@ -243,6 +267,10 @@ def estimate_budget(problem, config: KernelConfig, target: Target) -> Budget:
                               [unit]))
     else:
         regs.append(BudgetLine("temps", "temporaries", 0, f"C stored as {ops.acc}, no conversion = 0"))
+    post = _post_op_tiles(problem, ops, prod(batch + [m, n]), unit,
+                          sum(x.amount for x in regs if x.label in ("a", "b", "slm_load", "convert", "decompress")))
+    if post is not None:
+        regs.append(post)
     regs.append(BudgetLine("reserved", "reserved", target.registers.reserved, str(target.registers.reserved),
                            target.registers.reserved_source))
 

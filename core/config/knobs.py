@@ -306,7 +306,7 @@ KNOBS: tuple[Knob, ...] = (
     Knob("tile", "tile", "tile", "m (64..256, multiple of 64), n (64..256, multiple of 64), k (128 bytes)",
          "tile=m128n256k64",
          "The thread group's tile of C and K block, as CUTLASS's `TileShape` (`schedule=tma`): one consumer "
-         "warpgroup per 64 rows of M. Empty (the default): m128n256, k the 128 bytes of a swizzled row "
+         "warpgroup per 64 rows of M. Empty (the default): m128n256 (N the largest of 256, 128, 64 dividing the problem's), k the 128 bytes of a swizzled row "
          "(64 f16); `schedule=classic` does not read it (a warning says so). " + _TILE_DIMS, TileCodec()),
     Knob("stages", "stages", "int", ">= 1", "stages=4",
          "Shared-memory stages of the `schedule=tma` main loop (CUTLASS's `PipelineStages`): the tensor "

@@ -636,7 +636,8 @@ class Engine:
             r = self.resolve(parsed, shape, for_check=not bench)
             if r.target.isa != "ptx":
                 raise StageFailed(Failure("input", f"kernels run on a GPU for sm_90 only; {r.target.name} has "
-                                                   "no device here (kdd check runs it in the interpreter)",
+                                                   "no device here (kdd check without --device runs its "
+                                                   "assembly in kdd's Xe simulator)",
                                           "bad-target"))
             kernel = self.kernel(r, parsed.sources())
             listing = self._timed("codegen", lambda: generate_ptx(kernel, self.trace(kernel).final, r.target))

@@ -71,8 +71,10 @@ class _Headers(IRMutator):
 
 
 def _share_headers(body: Seq, lifted: list[tuple[Var, int]]) -> Seq:
-    """A send right after another one with the same address (an SLM store and its store of zeros)
-    reads the first one's header: no second header write, no second header register."""
+    """A send right after another one with the same address in the same memory (an SLM store and its
+    store of zeros) reads the first one's header: no second header write, no second header register. (A
+    global load and the SLM store of what it loaded may have equal offsets; Xe addresses the two spaces
+    from headers of their own.)"""
     stmts = Seq.make(body.stmts).stmts  # the lowered sends' own sequences flattened
     out: list[Stmt] = []
     dropped: set[str] = set()
@@ -82,7 +84,7 @@ def _share_headers(body: Seq, lifted: list[tuple[Var, int]]) -> Seq:
         call = stmts[i + 1] if i + 1 < len(stmts) else None
         if isinstance(k, Store) and call is not None and header_of(call) == k.buf.name and len(out) >= 2 \
                 and isinstance(out[-2], Store) and header_of(out[-1]) == out[-2].buf.name \
-                and k.value.is_equal(out[-2].value):
+                and k.value.is_equal(out[-2].value) and call.func.space == out[-1].func.space:
             dropped.add(k.buf.name)
             out.append(call.with_ops(mem_offset=out[-1].ops.mem_offset))
             i += 2

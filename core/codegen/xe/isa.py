@@ -119,6 +119,13 @@ def _masked(cg, mnemonic: str, lanes: int, dst, srcs, pred, cmod, sat, ternary) 
 def alu(cg, mnemonic: str, lanes: int, dst: Reg | None, srcs: list, *, pred: str | None = None,
         cmod: tuple | None = None, sat: bool = False, ternary: bool = False) -> None:
     """``dst = mnemonic(srcs)`` over ``lanes`` lanes, split into legal instructions."""
+    if mnemonic != "mov" and any(isinstance(s, Imm) and s.type.scalar.size == 8 for s in srcs):
+        # Xe takes a 64-bit immediate as a mov's source only (iga64 rejects `mul ... 0x..:df`)
+        mark = len(cg.temps)
+        srcs = [_as_reg(cg, s, s.type) if isinstance(s, Imm) and s.type.scalar.size == 8 else s for s in srcs]
+        alu(cg, mnemonic, lanes, dst, srcs, pred=pred, cmod=cmod, sat=sat, ternary=ternary)
+        cg.release_temps(mark)
+        return
     if mnemonic in _SIGNEDNESS:
         dst, srcs = _shift_signedness(mnemonic, dst, srcs)
     if lanes == 1:      # scalars: one instruction, every source a scalar region
@@ -373,6 +380,8 @@ def _binary(cg, e, dst):
     lanes = e.type.lanes
     if op in COMPARE:
         return _compare_value(cg, e, dst)
+    if op is Op.DIV and e.type.is_float:
+        return _float_div(cg, e, dst)
     if op in (Op.DIV, Op.MOD, Op.DIV_UP):
         return _divmod(cg, e, dst)
     if op is Op.ADD and lanes == 1 and e.type.is_int and e.type.scalar.bits == 32:
@@ -656,6 +665,19 @@ def _ternary_sources(cg, mn: str, t: Type, a, b, c) -> list:
             s = s.as16()
         srcs.append(s)
     return srcs
+
+
+def _float_div(cg, e, dst):
+    """``a / b`` on f32 as ``a * inv(b)``, as oneDNN's post-op injector divides: iga64 has no ``math.fdiv``
+    for xehpg or xehpc (GED_SetMathFC), and the reciprocal is within 2.5 ulp (the binary ``div`` post-op)."""
+    if e.type.scalar.name != "F32":
+        raise CodegenUnsupported(f"float division of {e.type} (Xe divides f32, as a * inv(b))")
+    lanes = e.type.lanes
+    inv = cg.temp(e.type, lanes)
+    alu(cg, "math.inv", lanes, inv, [_as_reg(cg, evaluate(cg, e.b, None), e.type, lanes)])
+    out = _dst(cg, e, dst)
+    alu(cg, "mul", lanes, out, [inv if lanes > 1 else inv.scalar(), evaluate(cg, e.a, None)])
+    return out
 
 
 # -- division by constants --------------------------------------------------------------------

@@ -163,8 +163,9 @@ def _move_runs(cg, pairs_dst, pairs_src, src_t: Type, dst_t: Type, op: str = "mo
         if wide is not None:
             pairs_dst, pairs_src, src_t = wide[0], wide[1], u32
             dst_t = u32
-    dt = _UINT[dst_t.scalar.size] if same and op == "mov" else dst_t
-    st = _UINT[src_t.scalar.size] if same and op == "mov" else src_t
+    # a same-type copy moves bits as unsigned integers; 8-byte ones (f64 on xehpc) keep their type
+    dt = _UINT.get(dst_t.scalar.size, dst_t) if same and op == "mov" else dst_t
+    st = _UINT.get(src_t.scalar.size, src_t) if same and op == "mov" else src_t
     for d, s, k, ds, ss in _runs(pairs_dst, pairs_src, dst_t.scalar.size, src_t.scalar.size, cg.xe.max_exec):
         dst = Reg(d, dt.base, ds)
         if ss < 0:
@@ -297,21 +298,24 @@ def reduce(cg, x) -> None:
 def eltwise(cg, x) -> None:
     f = x.func
     base = _place(cg, x.ops.buf, x.ops.offset, "eltwise buffer")
-    v = Reg(base, f32, 1)
+    dt = f.dtype
+    v = Reg(base, dt, 1)
     n = f.elems
-    if f.alg == "relu":
-        if f.alpha == 0:
-            isa.alu(cg, "sel", n, v, [v, Imm(0.0, f32)], cmod=("ge", cg.flags.take(min(n, cg.xe.max_exec))))
-            return
-    if f.alg == "linear":
-        isa.alu(cg, "mul", n, v, [v, Imm(float(f.alpha), f32)])
-        isa.alu(cg, "add", n, v, [v, Imm(float(f.beta), f32)])
+    if f.alg == "relu" and f.alpha == 0:
+        isa.alu(cg, "sel", n, v, [v, Imm(0.0, dt)], cmod=("ge", cg.flags.take(min(n, cg.xe.max_exec))))
         return
-    if f.alg == "abs":
-        _abs(cg, v, n)
+    if f.alg == "linear":
+        isa.alu(cg, "mul", n, v, [v, Imm(float(f.alpha), dt)])
+        isa.alu(cg, "add", n, v, [v, Imm(float(f.beta), dt)])
         return
     if f.alg == "square":
         isa.alu(cg, "mul", n, v, [v, v])
+        return
+    if dt != f32:    # the recipes below compute in f32 registers (and Xe's math unit has no f64 exp/inv)
+        raise CodegenUnsupported(f"eltwise {f.alg} on {dt} is not lowered for Xe (relu without alpha, linear and square are)",
+                                 "post_ops")
+    if f.alg == "abs":
+        _abs(cg, v, n)
         return
     if f.alg == "sqrt":
         isa.alu(cg, "math.sqt", n, v, [v])

@@ -103,3 +103,25 @@ def test_lines_follow_independent_arithmetic(problem, name):
     expect = slm.bufs * (slm.a * tg_m * k * ops.a.size + slm.b * k * tg_n * ops.b.size)
     assert b.slm_total == expect
     assert bool(b.issues()) == (b.reg_total > config.regs or b.slm_total > target.slm.per_group)
+
+
+def test_post_op_operand_tiles_count_beyond_the_main_loop_buffers():
+    # A binary post-op loads a whole C tile in C's layout: 128 f32 x 16 = 128 GRFs on xehpc beside C's 128,
+    # of which the main loop's A and B buffers give back only part.
+    p = problem_from_text("mb4096ic16ih3oc16oh3kh3ph1", types="f16", post_ops=["add:f32:per_tensor", "sum"])
+    b = estimate_budget(p, resolve_config(p, XEHPC, parse_config_line("fma=dpas simd=16 i=mb128oc16ic16")), XEHPC)
+    main = sum(b.line(x).amount for x in ("a", "b", "slm_load"))
+    assert b.line("post_ops").amount == 128 - main > 0, b
+    assert b.reg_total > b.reg_capacity      # so the defaults would not pick this tile
+    plain = problem_from_text("mb4096ic16ih3oc16oh3kh3ph1", types="f16", post_ops=["relu"])
+    with pytest.raises(KeyError):           # an eltwise chain loads nothing: no line
+        estimate_budget(plain, resolve_config(plain, XEHPC, parse_config_line("i=mb128oc16ic16")), XEHPC).line("post_ops")
+
+
+def test_defaults_with_binary_post_ops_fit_the_allocation():
+    from kdd.core.engine import Engine
+    from kdd.core.engine.engine import Source
+    text = ('[problem]\nop = "conv"\nshape = "mb4096ic16ih3oc16oh3kh3ph1"\ntypes = "f16"\n'
+            'post_ops = ["add:f32:per_tensor", "mul:f32:common", "max:f32:per_oc", "sum"]\n[target]\nhw = "xehpc"\n')
+    out = Engine().compile(Source(text), emit="stats")
+    assert not [d for d in out["diagnostics"] if d["severity"] == "error"], out["diagnostics"]

@@ -91,3 +91,16 @@ def test_a_send_right_after_one_of_the_same_address_shares_its_header():
     first, second, third = calls(out)
     assert first.ops.mem_offset == second.ops.mem_offset != third.ops.mem_offset
     assert lower_sends(out, {"target": "xehpg", "reg_bytes": 32}) is out
+
+
+def test_a_global_load_and_an_slm_store_of_the_same_offset_keep_their_own_headers():
+    """A copy's global load and its SLM store may have equal offsets (mobilenet conv2's bwd_d weights on
+    xehpg): a shared header would address both spaces, which Xe's messages cannot."""
+    load, store = BLOCK, Send(SendOp.STORE, SendKind.BLOCK, "slm", f16, 16)
+    slm, off = var("b_slm", u64), K * 32 + X
+    body = Group.make("kernel", For.make(K, 0, 4, seq(FuncCall.make(load, [SRC, off, REG, 0, True]),
+                                                      FuncCall.make(store, [slm, off, REG, 0, True]))))
+    out = lower_sends(body, {"target": "xehpg", "reg_bytes": 32})
+    first, second = calls(out)
+    assert first.ops.mem_offset != second.ops.mem_offset
+    assert [w.value for w in walk(out) if isinstance(w, Store)] == [off, off]

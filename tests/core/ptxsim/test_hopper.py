@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 
 from kdd.core.builder import build_kernel
 from kdd.core.builder.errors import BuildError
+from kdd.core.builder.hopper import tma_tile
 from kdd.core.codegen.errors import CodegenUnsupported
 from kdd.core.codegen.ptx import generate_ptx
 from kdd.core.config.kernel_config import KernelConfig
@@ -167,6 +168,18 @@ def test_the_builder_names_the_knob_it_cannot_honour(line, knob):
     with pytest.raises(BuildError) as exc:
         _kernel(config=config)
     assert exc.value.knob == knob
+
+
+@pytest.mark.parametrize("schedule", ["tma", "tma_ws_cooperative"])
+@pytest.mark.parametrize("shape, bn", [("m64n64k64", 64), ("m128n384k64", 128), ("m64n512k64", 256)])
+def test_an_unset_tile_takes_the_widest_n_that_divides_the_problem(schedule, shape, bn):
+    """N has no tails, so the default N (256) gives way to 128 or 64 where it does not divide N: the
+    default config of a 64-wide GEMM builds and checks instead of being refused on a knob nobody wrote."""
+    kernel = build_kernel(problem_from_text(shape, types="f16:f16:f32"), parse_line(f"schedule={schedule}"), SM90)
+    assert tma_tile(problem_from_text(shape, types="f16"), KernelConfig(schedule=schedule, tile=Tile()))[:2] == (128, bn)
+    if shape == "m64n64k64":
+        result = check_ptx(kernel, generate_ptx(kernel, run_pipeline(kernel).final, SM90, check=False).to_dict())
+        assert result["ok"], result
 
 
 def test_the_config_line_round_trips():
