@@ -218,10 +218,12 @@ class _Pipeline:
     def loop(self, unroll_for_slots: bool, room: Callable[[int, int], bool], held: int) -> Stmt:
         """The pipelined loop, unrolled for the ring's slots where ``unroll_for_slots`` (or GRF buffering
         asks), and for the inner digits where ``room(copies, held)`` (the free registers take the copies'
-        values and ``held`` more) says so: not where the ring's ``held`` SLM addresses
-        (``block_slm_messages``) fit the free registers alone but not beside the copies, since an address
-        held in a register saves an instruction at every message of every trip, more than a digit's
-        constant saves (the demo, ``resnet50_3x3``: 3.75 -> 3.25 ALU per ``dpas`` with 3 copies)."""
+        values and ``held`` more) says so. Where the ring's ``held`` SLM addresses (``block_slm_messages``)
+        fit the free registers alone but not beside all those copies, only the innermost digit is
+        folded: an address held in a register saves an instruction at every message of every trip,
+        more than an outer digit's constant saves (the demo, ``resnet50_3x3``: 3.75 -> 3.25 ALU per
+        ``dpas`` with 3 copies instead of 9), less than the innermost digit's (a wrap to test and
+        masks to recompute at every step: with ``bufs=2`` 2 copies would cost 10.75, 6 copies 3.17)."""
         it, total, n, g = self.it, self.nest.total, self.n, self.g
         load_it = it + IntImm.make(s32, self.ahead)
         store_it = it + IntImm.make(s32, n - 1)
@@ -242,7 +244,8 @@ class _Pipeline:
         if unroll > 1:
             amortized = self.nest.amortized_unroll(unroll, MAX_COPIES)
             held = held if unroll % n == 0 else 0     # the slots are constants in each copy
-            keeps_addresses = room(0, held) and not room(amortized, held)
-            if amortized > unroll and room(amortized, 0) and not keeps_addresses:
+            if amortized > unroll and room(amortized, 0):
+                if room(0, held) and not room(amortized, held):
+                    amortized = self.nest.amortized_unroll(unroll, MAX_COPIES, depth=1)
                 unroll = amortized
         return For.make(it, 0, total, body, unroll=min(unroll, total), origin=self.nest.loops[0].origin)

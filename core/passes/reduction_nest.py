@@ -78,15 +78,15 @@ class ReductionNest:
         return factor
 
 
-    def amortized_unroll(self, unroll: int, limit: int) -> int:
-        """``unroll`` made a multiple of the innermost loops' trips where that stays within ``limit``
-        copies and leaves at least two unrolled iterations: every digit of those loops (a conv's
-        kh and kw) is then a constant in each copy, the digit above advances once per unrolled
-        iteration, with no wrap to test, and the ring's slots stay constants (``unroll``'s factors
-        are kept)."""
+    def amortized_unroll(self, unroll: int, limit: int, depth: int | None = None) -> int:
+        """``unroll`` made a multiple of the innermost loops' trips (at most ``depth`` of them) where
+        that stays within ``limit`` copies and leaves at least two unrolled iterations: every digit of
+        those loops (a conv's kh and kw) is then a constant in each copy, the digit above advances once
+        per unrolled iteration, with no wrap to test, and the ring's slots stay constants
+        (``unroll``'s factors are kept)."""
         best = unroll
         inner = 1
-        for trips in reversed(self.trips[1:]):
+        for trips in list(reversed(self.trips[1:]))[:depth]:
             inner *= trips
             u = lcm(unroll, inner)
             if u > limit:

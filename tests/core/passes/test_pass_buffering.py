@@ -60,8 +60,10 @@ def test_the_rings_slm_addresses_are_priced_against_the_copies_beyond_the_ring()
     options = kernel_options(kernel)
     assert room_for_copies(kernel.body, options, 9, 2)            # nine copies fit alone (19.5 free)
     assert room_for_copies(kernel.body, options, 0, 2, 3 * 6)     # so do the ring's 18 addresses
-    assert not room_for_copies(kernel.body, options, 9, 2, 3 * 6)  # not both: the ring's unroll keeps them
+    assert not room_for_copies(kernel.body, options, 9, 2, 3 * 6)  # not both: only kw folds (ring 3: 3)
     assert k_loop(multi_buffer(kernel.body, options)).unroll == 3
+    ring2 = example_kernel("resnet50_3x3", "bufs=2", full_shape=True)  # the ring's 2 copies leave kw a digit
+    assert k_loop(multi_buffer(ring2.body, kernel_options(ring2))).unroll == 6
 
 
 def test_an_unbuffered_nest_has_its_inner_loops_marked_for_complete_unrolling():
