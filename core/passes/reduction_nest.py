@@ -17,9 +17,10 @@ from typing import Any, Mapping
 
 from ..ir.expr import Expr, IntImm, Var
 from ..ir.node import Node
-from ..ir.stmt import For, Group, Let, Stmt
+from ..ir.funcs import Send, SendKind
+from ..ir.stmt import For, FuncCall, Group, Let, Stmt
 from .cse import register_budget
-from .tree import distinct_nodes, replace_node, trip_count
+from .tree import child_stmts, distinct_nodes, replace_node, trip_count
 
 K_LOOP = "k_loop"
 # The most copies of the iteration a loop is unrolled into for its digits' sake (a 3x3 conv's kh and
@@ -77,15 +78,15 @@ class ReductionNest:
         return factor
 
 
-    def amortized_unroll(self, unroll: int, limit: int) -> int:
-        """``unroll`` made a multiple of the innermost loops' trips where that stays within ``limit``
-        copies and leaves at least two unrolled iterations: every digit of those loops (a conv's
-        kh and kw) is then a constant in each copy, the digit above advances once per unrolled
-        iteration, with no wrap to test, and the ring's slots stay constants (``unroll``'s factors
-        are kept)."""
+    def amortized_unroll(self, unroll: int, limit: int, depth: int | None = None) -> int:
+        """``unroll`` made a multiple of the innermost loops' trips (at most ``depth`` of them) where
+        that stays within ``limit`` copies and leaves at least two unrolled iterations: every digit of
+        those loops (a conv's kh and kw) is then a constant in each copy, the digit above advances once
+        per unrolled iteration, with no wrap to test, and the ring's slots stay constants
+        (``unroll``'s factors are kept)."""
         best = unroll
         inner = 1
-        for trips in reversed(self.trips[1:]):
+        for trips in list(reversed(self.trips[1:]))[:depth]:
             inner *= trips
             u = lcm(unroll, inner)
             if u > limit:
@@ -110,11 +111,25 @@ def find_reduction_nest(ir: Node) -> ReductionNest | None:
     return ReductionNest(group, tuple(loops), s)
 
 
-def room_for_copies(ir: Node, options: Mapping[str, Any], copies: int, per_copy: int) -> bool:
+def room_for_copies(ir: Node, options: Mapping[str, Any], copies: int, per_copy: int, held: int = 0) -> bool:
     """Whether the registers the built kernel leaves free (``cse.register_budget``) take ``per_copy``
-    values per copy of an unrolled iteration: what each copy hoists (a padding mask, an address offset)."""
+    values per copy of an unrolled iteration (what each copy hoists: a padding mask, an address offset)
+    besides ``held`` registers the unrolled loop keeps whatever its copies (:func:`block_slm_messages`)."""
     model, free = register_budget(ir, options)
-    return free is None or free >= per_copy * copies * model.reg_bytes
+    return free is None or free >= (per_copy * copies + held) * model.reg_bytes
+
+
+def block_slm_messages(s: Stmt) -> int:
+    """How many SLM block messages one execution of ``s`` sends (loops counted by their trips). In a ring
+    unrolled by its length each such message of a step reads a constant slot, so each is an address the
+    unrolled loop can hold across its trips: the Xe code generator keeps it at dword 0 of a register of
+    its own, where the message reads it, instead of writing a header per message (``liveness``), if the
+    kernel has those registers; copies of the step beyond the ring's add no slots, only their own values."""
+    if isinstance(s, FuncCall):
+        f = s.func
+        return int(isinstance(f, Send) and f.space == "slm" and f.kind is SendKind.BLOCK)
+    n = sum(block_slm_messages(c) for c in child_stmts(s))
+    return n * (trip_count(s) or 1) if isinstance(s, For) else n
 
 
 def unroll_inner_loops(ir: Node, options: Mapping[str, Any] | None = None) -> Node:

@@ -3,10 +3,11 @@ from passes_kernels import example_kernel, outputs
 
 from kdd.core.ir import Alloc, For, FuncCall, MemKind, walk
 from kdd.core.ir.funcs import Barrier, BarrierSignal, BarrierWait, Send, SendOp
-from kdd.core.passes.buffering import multi_buffer, slm_bytes
+from kdd.core.passes.buffering import multi_buffer, slm_bytes, split_stages
 from kdd.core.passes.options import kernel_options
 from kdd.core.passes.prefetch import prefetch_pipeline
-from kdd.core.passes.reduction_nest import find_reduction_nest, unroll_inner_loops
+from kdd.core.passes.reduction_nest import (block_slm_messages, find_reduction_nest, room_for_copies,
+                                            unroll_inner_loops)
 
 
 def calls(ir, kind):
@@ -29,8 +30,9 @@ def test_triple_buffering_with_one_split_barrier_per_iteration():
     assert slm_bytes(out) == 3 * slm_bytes(kernel.body) == 3 * kernel.slm_bytes
     assert not calls(out, Barrier)
     loop = k_loop(out)
-    # P=u: a multiple of the buffer count, and of kh3 x kw3 (the nest's inner digits) since 9 copies fit
-    assert loop.bound.value == 36 and loop.unroll == 9
+    # P=u: a multiple of the buffer count; not of kh3 x kw3 (the nest's inner digits): the ring's 18 SLM
+    # block addresses fit the free registers alone, not beside nine copies (the next test)
+    assert loop.bound.value == 36 and loop.unroll == 3
     assert len(calls(loop, BarrierWait)) == 1 and len(calls(loop, BarrierSignal)) == 1
     assert len(calls(out, BarrierSignal)) == 2 and len(calls(out, BarrierWait)) == 2  # prologue, loop, drain
     assert outputs(kernel, out) == outputs(kernel)
@@ -45,6 +47,23 @@ def test_unroll_by_the_inner_digits_only_where_it_fits_and_leaves_two_trips():
     assert nest.amortized_unroll(4, 36) == 12   # lcm(4, 9) = 36 would leave one trip, no steady state
     blocked = example_kernel("blocked", full_shape=True)  # 17 free registers: no room for nine copies
     assert k_loop(multi_buffer(blocked.body, kernel_options(blocked))).unroll == 3
+    tuned = example_kernel("resnet50_3x3_tuned", full_shape=True)  # 82 free: 9 copies and 21 addresses
+    assert k_loop(multi_buffer(tuned.body, kernel_options(tuned))).unroll == 9
+
+
+def test_the_rings_slm_addresses_are_priced_against_the_copies_beyond_the_ring():
+    kernel = example_kernel("resnet50_3x3", full_shape=True)
+    stages = split_stages(find_reduction_nest(kernel.body).body)
+    # a step's SIMD1 SLM messages: the A tile's and four B loads (a loop of 4), B's store; A's store
+    # is scattered (an address per lane), not one a register's dword 0 holds
+    assert block_slm_messages(stages.compute) == 5 and block_slm_messages(stages.stores) == 1
+    options = kernel_options(kernel)
+    assert room_for_copies(kernel.body, options, 9, 2)            # nine copies fit alone (19.5 free)
+    assert room_for_copies(kernel.body, options, 0, 2, 3 * 6)     # so do the ring's 18 addresses
+    assert not room_for_copies(kernel.body, options, 9, 2, 3 * 6)  # not both: only kw folds (ring 3: 3)
+    assert k_loop(multi_buffer(kernel.body, options)).unroll == 3
+    ring2 = example_kernel("resnet50_3x3", "bufs=2", full_shape=True)  # the ring's 2 copies leave kw a digit
+    assert k_loop(multi_buffer(ring2.body, kernel_options(ring2))).unroll == 6
 
 
 def test_an_unbuffered_nest_has_its_inner_loops_marked_for_complete_unrolling():
