@@ -138,7 +138,8 @@ def stage(name: str, group: TileAccess, thread_roles: tuple[MatrixDim, MatrixDim
             loaded = load(vectors, masks if vectors.lanes * vectors.vec * 4 <= spare_bytes else None, rows)
             if masks:
                 zeros = ZeroSource(names.fresh(f"{name}_zero", u64), vectors.lanes * vectors.vec * 4, masks[0])
-            store = _vector_store(tile, staging, vectors, rounds * plan.elems, thread, names, knob, zeros)
+            base = operators.mul(thread, rounds * plan.elems * dtype.size)
+            store = _vector_store(tile, staging, vectors, base, names, knob, zeros)
         else:
             loaded = load(vectors)
             store = _store(tile, staging, plan.elems, plan.count, rounds, thread, threads, rules, names, knob)
@@ -159,8 +160,18 @@ def stage(name: str, group: TileAccess, thread_roles: tuple[MatrixDim, MatrixDim
         return SlmStage(tile.buf, tile.bytes, staging, direct[0], direct[1], direct[2], access, tile_offset)
     store, pack = None, None
     if not _scatter_shape(tile, layout, plan.elems).block and whole:
+        n = rounds * plan.elems
+        piece = _packed_piece(tile, layout, order, thread, n)
+        if piece is not None and _mirrored(tile, piece, order, vectors):
+            masks = []
+            loaded = load(vectors, masks if vectors.lanes * vectors.vec * 4 <= spare_bytes else None)
+            zeros = ZeroSource(names.fresh(f"{name}_zero", u64), vectors.lanes * vectors.vec * 4, masks[0]) \
+                if masks else None
+            store = _vector_store(tile, staging, vectors, piece.offset, names, knob, zeros)
+            return SlmStage(tile.buf, tile.bytes, staging, n * dtype.size, loaded, store, access, tile_offset,
+                            zeros=zeros)
         pack = names.fresh(f"{name}_pack", u64)
-        packed = _pack(tile, layout, order, staging, pack, rounds * plan.elems, thread, rules, knob, vectors)
+        packed = _pack(tile, piece, order, staging, pack, n, rules, knob, vectors) if piece is not None else None
         if packed is not None:
             store, moved = packed
             pack = pack if moved else None
@@ -311,18 +322,11 @@ def _scatter_shape(tile: RegTensor, layout: Layout, elems: int) -> _ScatterShape
     return _ScatterShape(unit, dtype, math.gcd(elems // unit, first.size), first.stride * size, first)
 
 
-def _pack(tile: RegTensor, layout: Layout, order, staging: Var, pack: Var, n: int, thread: Expr,
-          rules: MessageRules, origin: Origin, vectors: VectorPlan | None = None) -> tuple[Stmt, bool] | None:
-    """The SLM stores of a thread's ``n`` staged elements as one register reorder into ``pack`` and the
-    largest block messages, where those elements (a run of the dense tile, the thread's messages) are
-    one box of the matrix whose place in ``layout`` is one contiguous piece; None where they are not
-    (then ``_scatter`` stores them element group by element group). The flag says whether ``pack`` is
-    used: vector messages (``vectors``) may have staged the box in ``layout``'s order already (a VNNI
-    gather: lane ``n`` a row of K, vector element ``v`` its ``v``-th pair), and then the stores read
-    the staging registers with no reorder.
-
-    This is the FMA-ready layout's reorder done once per tile on the global -> SLM path: dpas's VNNI B
-    from rows of K, 8 scattered stores -> one reorder and one 256-byte block store."""
+def _packed_piece(tile: RegTensor, layout: Layout, order, thread: Expr, n: int) -> RegTensor | None:
+    """The piece of ``layout`` (the FMA-ready SLM tile) a thread's ``n`` staged elements fill, where those
+    elements (a run of the dense tile, the thread's messages) are one box of the matrix whose place in
+    ``layout`` is one contiguous piece; None where they are not (then ``_scatter`` stores them element
+    group by element group)."""
     sizes = tile.layout.dims
     inner, p = 1, None
     for d in reversed(order):
@@ -341,8 +345,31 @@ def _pack(tile: RegTensor, layout: Layout, order, staging: Var, pack: Var, n: in
         piece = RegTensor(tile.buf, layout).rows(p, thread, n // inner)
     except ValueError:
         return None
-    if not _dense(piece.layout.blocks, n):
-        return None
+    return piece if _dense(piece.layout.blocks, n) else None
+
+
+def _mirrored(tile: RegTensor, piece: RegTensor, order, vectors: VectorPlan | None) -> bool:
+    """Whether the vector messages that stage a thread's run (lane ``l`` of message ``q``: piece
+    ``q * lanes + l`` of the run) can store it to ``piece`` mirrored, each lane its piece at the run's
+    start plus a constant ramp: where ``piece`` holds the run in the dense tile's row-major order. The
+    message then does the reorder a block store would need (the gather's dword-major registers into
+    rows): xehpc's 16-byte pixel rows of A, 14 ``mov`` per 256 bytes."""
+    if vectors is None or vectors.rows:
+        return False
+    box = piece.layout.dims
+    return same_placement(row_major(tile.dtype, box, order), Layout(tile.dtype, box, piece.layout.blocks))
+
+
+def _pack(tile: RegTensor, piece: RegTensor, order, staging: Var, pack: Var, n: int, rules: MessageRules,
+          origin: Origin, vectors: VectorPlan | None = None) -> tuple[Stmt, bool] | None:
+    """The SLM stores of a thread's ``n`` staged elements into ``piece`` (``_packed_piece``) as one
+    register reorder into ``pack`` and the largest block messages. The flag says whether ``pack`` is
+    used: vector messages (``vectors``) may have staged the box in ``piece``'s order already (a VNNI
+    gather: lane ``n`` a row of K, vector element ``v`` its ``v``-th pair), and then the stores read
+    the staging registers with no reorder.
+
+    This is the FMA-ready layout's reorder done once per tile on the global -> SLM path: dpas's VNNI B
+    from rows of K, 8 scattered stores -> one reorder and one 256-byte block store."""
     box = piece.layout.dims
     try:
         src = row_major(tile.dtype, box, order) if vectors is None else vectors.layout(tile.dtype, box, order)
@@ -407,11 +434,14 @@ def _column_copy(group: TileAccess, tile: RegTensor, layout: Layout, rules: Mess
         src = vectors.layout(tile.dtype, piece.layout.dims, order)
     except ValueError:
         return None
-    pack = names.fresh(pack_name, u64)
-    packed = _pack_stores(tile, piece, src, staging, pack, n, rules, origin)
-    if packed is None:
-        return None
-    store, moved = packed
+    if _mirrored(tile, piece, order, vectors):
+        store, pack, moved = _vector_store(tile, staging, vectors, piece.offset, names, origin), None, False
+    else:
+        pack = names.fresh(pack_name, u64)
+        packed = _pack_stores(tile, piece, src, staging, pack, n, rules, origin)
+        if packed is None:
+            return None
+        store, moved = packed
     load = transfer(SendOp.LOAD, group, column, rules, names, origin,
                     TransferPlan(split=(thread, threads), staging=staging, vectors=vectors, plan=plan,
                                  unread=unread))
@@ -576,18 +606,19 @@ def _slm_view(view: View, roles, order, dtype) -> View:
                 tuple(d.var for d in dims), (None,) * len(dims), layout)
 
 
-def _vector_store(tile: RegTensor, staging: Var, vectors: VectorPlan, n: int, thread: Expr, names: Names,
+def _vector_store(tile: RegTensor, staging: Var, vectors: VectorPlan, start: Expr, names: Names,
                   origin: Origin, zeros: ZeroSource | None = None) -> Stmt:
-    """SLM stores of a thread's ``n`` staged elements that vector messages loaded: the same messages
-    mirrored (lane ``l`` of message ``q`` stores its piece back in place in the thread's run of the
-    dense tile, whose addresses are one base plus a constant ramp), as many as a block store takes.
-    With ``zeros``, each store takes its load's mask and a store of zeros its negation."""
+    """SLM stores of a thread's staged elements that vector messages loaded: the same messages
+    mirrored (lane ``l`` of message ``q`` stores its piece back in place in the thread's run, which
+    starts at byte ``start`` of the SLM tile: addresses one base plus a constant ramp), as many as a
+    block store takes. With ``zeros``, each store takes its load's mask and a store of zeros its
+    negation."""
     size = tile.dtype.size
     word = tile.dtype if size == 4 else u32
     lanes, piece = vectors.lanes, vectors.vec * 4
     j = names.fresh(f"{tile.buf.name}_st")
     j_expr = j if vectors.count > 1 else arith.const(0)
-    base = operators.add(operators.mul(thread, n * size), operators.mul(j_expr, lanes * piece))
+    base = operators.add(start, operators.mul(j_expr, lanes * piece))
     func = Send(SendOp.STORE, SendKind.SCATTERED, "slm", word, lanes * vectors.vec, vectors.vec)
     address = Ramp.make(base, piece, lanes)
     if zeros is None:
