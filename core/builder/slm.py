@@ -39,6 +39,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+import numpy as np
+
 from kdd.core.ir import operators
 from kdd.core.ir.expr import Broadcast, BoolImm, Expr, Op, Ramp, Unary, Var
 from kdd.core.ir.funcs import Barrier, Fence, Reorder, Send, SendKind, SendOp
@@ -152,15 +154,31 @@ def stage(name: str, group: TileAccess, thread_roles: tuple[MatrixDim, MatrixDim
     split, layout = ready
     index = [arith.const(0)] * 3
     if split is not None:
-        index[split] = starts[group.roles[split].innermost()[0]]
+        # The thread's first row of the split matrix dim: its start in the one view dim the threads
+        # split, times the dims inside it, which a thread holds whole (``_fma_ready``).
+        wide = [(n, e) for n, e in group.roles[split].dims if e > 1]
+        index[split] = operators.mul(starts[wide[0][0]], math.prod(e for _, e in wide[1:]))
     tile_offset = operators.fold(operators.mul(offset_expr(layout, index), dtype.size))
     direct = _direct_copy(group, RegTensor(tile.buf, layout), plan, rules, names, knob, thread, threads, staging,
                           unread)
     if direct is not None:
         return SlmStage(tile.buf, tile.bytes, staging, direct[0], direct[1], direct[2], access, tile_offset)
     store, pack = None, None
+    n = rounds * plan.elems
+    # Where the threads split one of several wide view dims (``_threads_outer_m``), the dense copy's
+    # vector messages store each lane's piece to its place; a single wide dim keeps its block copies
+    # (per-lane addresses of a 2D tile cost vector divisions the loop may not hoist: seed002 try3_0).
+    wide = [] if split is None else [n for n, e in group.roles[split].dims if e > 1]
+    if whole and len(wide) > 1 and _placed_pieces(tile, layout, vectors):
+        masks = []
+        loaded = load(vectors, masks if vectors.lanes * vectors.vec * 4 <= spare_bytes else None)
+        zeros = ZeroSource(names.fresh(f"{name}_zero", u64), vectors.lanes * vectors.vec * 4, masks[0]) \
+            if masks else None
+        start = operators.mul(thread, n * dtype.size)
+        store = _vector_store(tile, staging, vectors, start, names, knob, zeros, layout)
+        return SlmStage(tile.buf, tile.bytes, staging, n * dtype.size, loaded, store, access, tile_offset,
+                        zeros=zeros)
     if not _scatter_shape(tile, layout, plan.elems).block and whole:
-        n = rounds * plan.elems
         piece = _packed_piece(tile, layout, order, thread, n)
         if piece is not None and _mirrored(tile, piece, order, vectors):
             masks = []
@@ -279,8 +297,13 @@ def _fma_ready(group: TileAccess, thread_roles, fma_layout: Layout | None,
     if len(split) != 1:
         return None
     d = split[0]
+    # The group's M (or N) index must be the thread's index outer, the thread's own inner: the one dim
+    # the threads split outermost, the others held whole, the thread's wide dims in the group's order.
     wide = [(n, e) for n, e in group.roles[d].dims if e > 1]
-    if len(wide) != 1 or [n for n, e in thread_roles[d].dims if e > 1] not in ([], [wide[0][0]]):
+    held = {n: e for n, e in thread_roles[d].dims}
+    mine = [n for n, e in thread_roles[d].dims if e > 1]
+    if not wide or any(held.get(n) != e for n, e in wide[1:]) \
+            or mine != [n for n, e in wide if held.get(n, 1) > 1]:
         return None
     count = group.real[d] // thread[d]
     blocks = tuple(fma_layout.blocks) + (Block(d, count, fma_layout.padded_elems()),)
@@ -358,6 +381,23 @@ def _mirrored(tile: RegTensor, piece: RegTensor, order, vectors: VectorPlan | No
         return False
     box = piece.layout.dims
     return same_placement(row_major(tile.dtype, box, order), Layout(tile.dtype, box, piece.layout.blocks))
+
+
+def _placed_pieces(tile: RegTensor, layout: Layout, vectors: VectorPlan | None) -> bool:
+    """Whether each piece a lane of the vector messages moves (``vectors.vec`` dwords of the dense tile's
+    run) is contiguous in the FMA-ready ``layout`` too, though the pieces are not in the dense order
+    there: then each lane stores its piece where it belongs (``_vector_store`` with the layout), and
+    the thread reads its tile with whole-register block messages (xehpc A of ``mb2 ow8`` under threads
+    along ``ow``: a lane a 32-byte K chunk of a pixel row, rows two to a register)."""
+    if vectors is None or vectors.rows or same_placement(tile.layout, layout):
+        return False
+    pe = vectors.vec * 4 // tile.dtype.size
+    index = np.indices(tile.layout.dims).reshape(3, -1).T
+    placed = layout.offsets_of(index)[np.argsort(tile.layout.offsets_of(index), kind="stable")]
+    if placed.size % pe:
+        return False
+    pieces = placed.reshape(-1, pe)
+    return bool((pieces == pieces[:, :1] + np.arange(pe)).all())
 
 
 def _pack(tile: RegTensor, piece: RegTensor, order, staging: Var, pack: Var, n: int, rules: MessageRules,
@@ -607,12 +647,13 @@ def _slm_view(view: View, roles, order, dtype) -> View:
 
 
 def _vector_store(tile: RegTensor, staging: Var, vectors: VectorPlan, start: Expr, names: Names,
-                  origin: Origin, zeros: ZeroSource | None = None) -> Stmt:
+                  origin: Origin, zeros: ZeroSource | None = None, layout: Layout | None = None) -> Stmt:
     """SLM stores of a thread's staged elements that vector messages loaded: the same messages
     mirrored (lane ``l`` of message ``q`` stores its piece back in place in the thread's run, which
     starts at byte ``start`` of the SLM tile: addresses one base plus a constant ramp), as many as a
     block store takes. With ``zeros``, each store takes its load's mask and a store of zeros its
-    negation."""
+    negation. With ``layout`` (``_placed_pieces``), the run is the dense tile's from ``start`` and each
+    lane's piece goes where ``layout`` places it."""
     size = tile.dtype.size
     word = tile.dtype if size == 4 else u32
     lanes, piece = vectors.lanes, vectors.vec * 4
@@ -621,6 +662,9 @@ def _vector_store(tile: RegTensor, staging: Var, vectors: VectorPlan, start: Exp
     base = operators.add(start, operators.mul(j_expr, lanes * piece))
     func = Send(SendOp.STORE, SendKind.SCATTERED, "slm", word, lanes * vectors.vec, vectors.vec)
     address = Ramp.make(base, piece, lanes)
+    if layout is not None:  # the dense run's elements, placed by ``layout``
+        first = Ramp.make(operators.fold(arith.div(base, size)), piece // size, lanes)
+        address = operators.fold(offset_expr(layout, tile.decode(first, bound=tile.elems), size))
     if zeros is None:
         body: Stmt = FuncCall.make(func, [tile.buf, address, staging, operators.mul(j_expr, lanes * piece),
                                           Broadcast.make(BoolImm.make(True), lanes)], origin=origin)

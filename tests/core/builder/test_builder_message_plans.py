@@ -130,3 +130,20 @@ def test_gathered_pixel_rows_store_to_slm_mirrored_without_a_reorder():
     assert not any(isinstance(n, FuncCall) and isinstance(n.func, Reorder) and n.args[0].name == staged
                    for n in walk(kernel.body))
     assert check_kernel(kernel).ok
+
+
+def test_a_thread_tile_over_two_pixel_dims_reads_slm_in_whole_registers():
+    """Xe-HPC, A staged in SLM with the thread's M over ``mb2 ow8`` and the group's 4 threads along
+    ``ow``: M takes ``ow`` outermost (the order the group tile has), so the thread tiles lie one after
+    another in the group's M and SLM holds them FMA-ready: each thread reads its 1 KiB in two 512-byte
+    block messages, not 32 rows of 32 bytes (two to a 64-byte register), and the cooperative copy's
+    lanes store their 32-byte pieces where that layout places them."""
+    p = problem(parse_shape("mb2ic64ih2iw32oc64oh2ow32kh3kw3ph1pw1"), "fwd", "f16")
+    dims = [n for r in "bmnk" for n, _ in getattr(p.gemm_dims(), r)]
+    kernel = build_kernel(p, parse_config_line("fma=dpas simd=16 l=ic2kh3kw3 T=ow4 i=ic32mb2oc32ow8 bufs=3", dims),
+                          "xehpc")
+    reads = [s for s in _sends(kernel, "a_slm") if s.func.op is SendOp.LOAD]
+    assert reads and all(s.func.kind is SendKind.BLOCK and s.func.elems * 2 == 512 for s in reads)
+    stores = [s for s in _sends(kernel, "a_slm") if s.func.op is SendOp.STORE]
+    assert stores and all(s.func.kind is SendKind.SCATTERED for s in stores)
+    assert check_kernel(kernel).ok
