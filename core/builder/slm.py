@@ -125,6 +125,15 @@ def stage(name: str, group: TileAccess, thread_roles: tuple[MatrixDim, MatrixDim
                         TransferPlan(split=(thread, threads), staging=staging, vectors=vectors, plan=rows,
                                      masks=masks, unread=unread))
 
+    def vector_copy(vectors, start, rows=None, placed=None):
+        """The vector messages' loads and their mirrored (or ``placed``) SLM stores from ``start``."""
+        masks: list[MessageMask] = []
+        # Without room for the zeros' registers the loads keep their zero fills.
+        loaded = load(vectors, masks if vectors.lanes * vectors.vec * 4 <= spare_bytes else None, rows)
+        zeros = ZeroSource(names.fresh(f"{name}_zero", u64), vectors.lanes * vectors.vec * 4, masks[0]) \
+            if masks else None
+        return loaded, _vector_store(tile, staging, vectors, start, names, knob, zeros, placed), zeros
+
     starts = {d.name: local_start.get(d.name, arith.const(0)) for d in view.dims}
     access = TileAccess(slm_view, tile.buf, "slm", thread_roles, starts, frozenset(), group.facts)
     ready = _fma_ready(group, thread_roles, fma_layout, tile.layout)
@@ -135,13 +144,7 @@ def stage(name: str, group: TileAccess, thread_roles: tuple[MatrixDim, MatrixDim
             rows, vectors = short
             plan, rounds = rows, rows.count // threads
         if vectors is not None:
-            masks: list[MessageMask] = []
-            # Without room for the zeros' registers the loads keep their zero fills.
-            loaded = load(vectors, masks if vectors.lanes * vectors.vec * 4 <= spare_bytes else None, rows)
-            if masks:
-                zeros = ZeroSource(names.fresh(f"{name}_zero", u64), vectors.lanes * vectors.vec * 4, masks[0])
-            base = operators.mul(thread, rounds * plan.elems * dtype.size)
-            store = _vector_store(tile, staging, vectors, base, names, knob, zeros)
+            loaded, store, zeros = vector_copy(vectors, operators.mul(thread, rounds * plan.elems * dtype.size), rows)
         else:
             loaded = load(vectors)
             store = _store(tile, staging, plan.elems, plan.count, rounds, thread, threads, rules, names, knob)
@@ -156,8 +159,8 @@ def stage(name: str, group: TileAccess, thread_roles: tuple[MatrixDim, MatrixDim
     if split is not None:
         # The thread's first row of the split matrix dim: its start in the one view dim the threads
         # split, times the dims inside it, which a thread holds whole (``_fma_ready``).
-        wide = [(n, e) for n, e in group.roles[split].dims if e > 1]
-        index[split] = operators.mul(starts[wide[0][0]], math.prod(e for _, e in wide[1:]))
+        extents = [(d, e) for d, e in group.roles[split].dims if e > 1]
+        index[split] = operators.mul(starts[extents[0][0]], math.prod(e for _, e in extents[1:]))
     tile_offset = operators.fold(operators.mul(offset_expr(layout, index), dtype.size))
     direct = _direct_copy(group, RegTensor(tile.buf, layout), plan, rules, names, knob, thread, threads, staging,
                           unread)
@@ -168,26 +171,13 @@ def stage(name: str, group: TileAccess, thread_roles: tuple[MatrixDim, MatrixDim
     # Where the threads split one of several wide view dims (``_threads_outer_m``), the dense copy's
     # vector messages store each lane's piece to its place; a single wide dim keeps its block copies
     # (per-lane addresses of a 2D tile cost vector divisions the loop may not hoist: seed002 try3_0).
-    wide = [] if split is None else [n for n, e in group.roles[split].dims if e > 1]
+    wide = [] if split is None else [d for d, e in group.roles[split].dims if e > 1]
     if whole and len(wide) > 1 and _placed_pieces(tile, layout, vectors):
-        masks = []
-        loaded = load(vectors, masks if vectors.lanes * vectors.vec * 4 <= spare_bytes else None)
-        zeros = ZeroSource(names.fresh(f"{name}_zero", u64), vectors.lanes * vectors.vec * 4, masks[0]) \
-            if masks else None
-        start = operators.mul(thread, n * dtype.size)
-        store = _vector_store(tile, staging, vectors, start, names, knob, zeros, layout)
+        loaded, store, zeros = vector_copy(vectors, operators.mul(thread, n * dtype.size), placed=layout)
         return SlmStage(tile.buf, tile.bytes, staging, n * dtype.size, loaded, store, access, tile_offset,
                         zeros=zeros)
     if not _scatter_shape(tile, layout, plan.elems).block and whole:
         piece = _packed_piece(tile, layout, order, thread, n)
-        if piece is not None and _mirrored(tile, piece, order, vectors):
-            masks = []
-            loaded = load(vectors, masks if vectors.lanes * vectors.vec * 4 <= spare_bytes else None)
-            zeros = ZeroSource(names.fresh(f"{name}_zero", u64), vectors.lanes * vectors.vec * 4, masks[0]) \
-                if masks else None
-            store = _vector_store(tile, staging, vectors, piece.offset, names, knob, zeros)
-            return SlmStage(tile.buf, tile.bytes, staging, n * dtype.size, loaded, store, access, tile_offset,
-                            zeros=zeros)
         pack = names.fresh(f"{name}_pack", u64)
         packed = _pack(tile, piece, order, staging, pack, n, rules, knob, vectors) if piece is not None else None
         if packed is not None:
@@ -647,13 +637,13 @@ def _slm_view(view: View, roles, order, dtype) -> View:
 
 
 def _vector_store(tile: RegTensor, staging: Var, vectors: VectorPlan, start: Expr, names: Names,
-                  origin: Origin, zeros: ZeroSource | None = None, layout: Layout | None = None) -> Stmt:
+                  origin: Origin, zeros: ZeroSource | None = None, placed: Layout | None = None) -> Stmt:
     """SLM stores of a thread's staged elements that vector messages loaded: the same messages
     mirrored (lane ``l`` of message ``q`` stores its piece back in place in the thread's run, which
     starts at byte ``start`` of the SLM tile: addresses one base plus a constant ramp), as many as a
     block store takes. With ``zeros``, each store takes its load's mask and a store of zeros its
-    negation. With ``layout`` (``_placed_pieces``), the run is the dense tile's from ``start`` and each
-    lane's piece goes where ``layout`` places it."""
+    negation. With ``placed`` (``_placed_pieces``), the run is the dense tile's from ``start`` and each
+    lane's piece goes where that layout places it."""
     size = tile.dtype.size
     word = tile.dtype if size == 4 else u32
     lanes, piece = vectors.lanes, vectors.vec * 4
@@ -662,9 +652,9 @@ def _vector_store(tile: RegTensor, staging: Var, vectors: VectorPlan, start: Exp
     base = operators.add(start, operators.mul(j_expr, lanes * piece))
     func = Send(SendOp.STORE, SendKind.SCATTERED, "slm", word, lanes * vectors.vec, vectors.vec)
     address = Ramp.make(base, piece, lanes)
-    if layout is not None:  # the dense run's elements, placed by ``layout``
+    if placed is not None:  # the dense run's elements where ``placed`` puts them
         first = Ramp.make(operators.fold(arith.div(base, size)), piece // size, lanes)
-        address = operators.fold(offset_expr(layout, tile.decode(first, bound=tile.elems), size))
+        address = operators.fold(offset_expr(placed, tile.decode(first, bound=tile.elems), size))
     if zeros is None:
         body: Stmt = FuncCall.make(func, [tile.buf, address, staging, operators.mul(j_expr, lanes * piece),
                                           Broadcast.make(BoolImm.make(True), lanes)], origin=origin)
