@@ -137,6 +137,18 @@ def stage(name: str, group: TileAccess, thread_roles: tuple[MatrixDim, MatrixDim
     starts = {d.name: local_start.get(d.name, arith.const(0)) for d in view.dims}
     access = TileAccess(slm_view, tile.buf, "slm", thread_roles, starts, frozenset(), group.facts)
     ready = _fma_ready(group, thread_roles, fma_layout, tile.layout)
+    # Where the threads split one of several wide view dims (``_threads_outer_m``), the FMA-ready tile is
+    # taken only where a thread's copy is one vector message whose lanes store their pieces where they
+    # belong. Its per-lane addresses are vector divisions and remainders, worth it only where the loop
+    # hoists them: two messages a thread (xehpc mb2 ic1920ih32 ... i=ic32mb2oc64ow16: 23.07 -> 25.01 ALU
+    # per dpas) or the block and column copies (mb32 ic32ih232 ... i=ic32mb32oc16: 16.6 -> 23.24) cost
+    # more than the dense tile's copy. A single wide dim keeps its block copies (seed002 try3_0: 3.31 ->
+    # 3.54 with placed pieces).
+    placed = ready is not None and ready[0] is not None \
+        and sum(e > 1 for _, e in group.roles[ready[0]].dims) > 1
+    if placed and not (whole and vectors is not None and vectors.count == 1
+                       and _placed_pieces(tile, ready[1], vectors)):
+        ready = None
     if ready is None:
         zeros, rows = None, None
         short = _short_rows(group, tile, plan, threads, rules) if vectors is None else None
@@ -168,11 +180,7 @@ def stage(name: str, group: TileAccess, thread_roles: tuple[MatrixDim, MatrixDim
         return SlmStage(tile.buf, tile.bytes, staging, direct[0], direct[1], direct[2], access, tile_offset)
     store, pack = None, None
     n = rounds * plan.elems
-    # Where the threads split one of several wide view dims (``_threads_outer_m``), the dense copy's
-    # vector messages store each lane's piece to its place; a single wide dim keeps its block copies
-    # (per-lane addresses of a 2D tile cost vector divisions the loop may not hoist: seed002 try3_0).
-    wide = [] if split is None else [d for d, e in group.roles[split].dims if e > 1]
-    if whole and len(wide) > 1 and _placed_pieces(tile, layout, vectors):
+    if placed:
         loaded, store, zeros = vector_copy(vectors, operators.mul(thread, n * dtype.size), placed=layout)
         return SlmStage(tile.buf, tile.bytes, staging, n * dtype.size, loaded, store, access, tile_offset,
                         zeros=zeros)
