@@ -150,10 +150,22 @@ class _Builder:
         of one channel 512 bytes apart), and that dim has no padding (``ic3`` padded to 4 masks its
         channels one by one either way)."""
         dims = self.tiling.role(role)
+        if role == "m" and self._staged("A"):
+            return self._threads_outer_m(dims, a_view)
         if role != "k" or sum(d.iter > 1 for d in dims) < 2:
             return dims
         unit = [d for d in dims if d.iter > 1 and d.padded == d.size and unit_stride_dim(a_view, d.name) is not None]
         return dims if not unit else tuple(d for d in dims if d is not unit[0]) + (unit[0],)
+
+    def _threads_outer_m(self, dims, a_view):
+        """M's dims with those the group's threads split outermost, where A is staged in SLM and no M dim
+        walks A's memory with unit stride: the order ``slm._threads_outer`` gives the group tile, so that
+        the thread tiles lie one after another in the group's M (``mb2 ow8`` under 4 threads along
+        ``ow``: ``ow`` then ``mb``) and SLM can hold them FMA-ready (``slm._fma_ready``), each read
+        with whole-register block messages."""
+        if any(unit_stride_dim(a_view, d.name) is not None for d in dims if d.iter * d.tg > 1):
+            return dims
+        return tuple(d for d in dims if d.tg > 1) + tuple(d for d in dims if d.tg == 1)
 
     def _grf(self, nbytes: int) -> int:
         return max(self.reg_bytes, -(-nbytes // self.reg_bytes) * self.reg_bytes)

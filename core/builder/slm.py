@@ -39,6 +39,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+import numpy as np
+
 from kdd.core.ir import operators
 from kdd.core.ir.expr import Broadcast, BoolImm, Expr, Op, Ramp, Unary, Var
 from kdd.core.ir.funcs import Barrier, Fence, Reorder, Send, SendKind, SendOp
@@ -123,9 +125,30 @@ def stage(name: str, group: TileAccess, thread_roles: tuple[MatrixDim, MatrixDim
                         TransferPlan(split=(thread, threads), staging=staging, vectors=vectors, plan=rows,
                                      masks=masks, unread=unread))
 
+    def vector_copy(vectors, start, rows=None, placed=None):
+        """The vector messages' loads and their mirrored (or ``placed``) SLM stores from ``start``."""
+        masks: list[MessageMask] = []
+        # Without room for the zeros' registers the loads keep their zero fills.
+        loaded = load(vectors, masks if vectors.lanes * vectors.vec * 4 <= spare_bytes else None, rows)
+        zeros = ZeroSource(names.fresh(f"{name}_zero", u64), vectors.lanes * vectors.vec * 4, masks[0]) \
+            if masks else None
+        return loaded, _vector_store(tile, staging, vectors, start, names, knob, zeros, placed), zeros
+
     starts = {d.name: local_start.get(d.name, arith.const(0)) for d in view.dims}
     access = TileAccess(slm_view, tile.buf, "slm", thread_roles, starts, frozenset(), group.facts)
     ready = _fma_ready(group, thread_roles, fma_layout, tile.layout)
+    # Where the threads split one of several wide view dims (``_threads_outer_m``), the FMA-ready tile is
+    # taken only where a thread's copy is one vector message whose lanes store their pieces where they
+    # belong. Its per-lane addresses are vector divisions and remainders, worth it only where the loop
+    # hoists them: two messages a thread (xehpc mb2 ic1920ih32 ... i=ic32mb2oc64ow16: 23.07 -> 25.01 ALU
+    # per dpas) or the block and column copies (mb32 ic32ih232 ... i=ic32mb32oc16: 16.6 -> 23.24) cost
+    # more than the dense tile's copy. A single wide dim keeps its block copies (seed002 try3_0: 3.31 ->
+    # 3.54 with placed pieces).
+    placed = ready is not None and ready[0] is not None \
+        and sum(e > 1 for _, e in group.roles[ready[0]].dims) > 1
+    if placed and not (whole and vectors is not None and vectors.count == 1
+                       and _placed_pieces(tile, ready[1], vectors)):
+        ready = None
     if ready is None:
         zeros, rows = None, None
         short = _short_rows(group, tile, plan, threads, rules) if vectors is None else None
@@ -133,12 +156,7 @@ def stage(name: str, group: TileAccess, thread_roles: tuple[MatrixDim, MatrixDim
             rows, vectors = short
             plan, rounds = rows, rows.count // threads
         if vectors is not None:
-            masks: list[MessageMask] = []
-            # Without room for the zeros' registers the loads keep their zero fills.
-            loaded = load(vectors, masks if vectors.lanes * vectors.vec * 4 <= spare_bytes else None, rows)
-            if masks:
-                zeros = ZeroSource(names.fresh(f"{name}_zero", u64), vectors.lanes * vectors.vec * 4, masks[0])
-            store = _vector_store(tile, staging, vectors, rounds * plan.elems, thread, names, knob, zeros)
+            loaded, store, zeros = vector_copy(vectors, operators.mul(thread, rounds * plan.elems * dtype.size), rows)
         else:
             loaded = load(vectors)
             store = _store(tile, staging, plan.elems, plan.count, rounds, thread, threads, rules, names, knob)
@@ -151,16 +169,25 @@ def stage(name: str, group: TileAccess, thread_roles: tuple[MatrixDim, MatrixDim
     split, layout = ready
     index = [arith.const(0)] * 3
     if split is not None:
-        index[split] = starts[group.roles[split].innermost()[0]]
+        # The thread's first row of the split matrix dim: its start in the one view dim the threads
+        # split, times the dims inside it, which a thread holds whole (``_fma_ready``).
+        extents = [(d, e) for d, e in group.roles[split].dims if e > 1]
+        index[split] = operators.mul(starts[extents[0][0]], math.prod(e for _, e in extents[1:]))
     tile_offset = operators.fold(operators.mul(offset_expr(layout, index), dtype.size))
     direct = _direct_copy(group, RegTensor(tile.buf, layout), plan, rules, names, knob, thread, threads, staging,
                           unread)
     if direct is not None:
         return SlmStage(tile.buf, tile.bytes, staging, direct[0], direct[1], direct[2], access, tile_offset)
     store, pack = None, None
+    n = rounds * plan.elems
+    if placed:
+        loaded, store, zeros = vector_copy(vectors, operators.mul(thread, n * dtype.size), placed=layout)
+        return SlmStage(tile.buf, tile.bytes, staging, n * dtype.size, loaded, store, access, tile_offset,
+                        zeros=zeros)
     if not _scatter_shape(tile, layout, plan.elems).block and whole:
+        piece = _packed_piece(tile, layout, order, thread, n)
         pack = names.fresh(f"{name}_pack", u64)
-        packed = _pack(tile, layout, order, staging, pack, rounds * plan.elems, thread, rules, knob, vectors)
+        packed = _pack(tile, piece, order, staging, pack, n, rules, knob, vectors) if piece is not None else None
         if packed is not None:
             store, moved = packed
             pack = pack if moved else None
@@ -268,8 +295,13 @@ def _fma_ready(group: TileAccess, thread_roles, fma_layout: Layout | None,
     if len(split) != 1:
         return None
     d = split[0]
+    # The group's M (or N) index must be the thread's index outer, the thread's own inner: the one dim
+    # the threads split outermost, the others held whole, the thread's wide dims in the group's order.
     wide = [(n, e) for n, e in group.roles[d].dims if e > 1]
-    if len(wide) != 1 or [n for n, e in thread_roles[d].dims if e > 1] not in ([], [wide[0][0]]):
+    held = {n: e for n, e in thread_roles[d].dims}
+    mine = [n for n, e in thread_roles[d].dims if e > 1]
+    if not wide or any(held.get(n) != e for n, e in wide[1:]) \
+            or mine != [n for n, e in wide if held.get(n, 1) > 1]:
         return None
     count = group.real[d] // thread[d]
     blocks = tuple(fma_layout.blocks) + (Block(d, count, fma_layout.padded_elems()),)
@@ -311,18 +343,11 @@ def _scatter_shape(tile: RegTensor, layout: Layout, elems: int) -> _ScatterShape
     return _ScatterShape(unit, dtype, math.gcd(elems // unit, first.size), first.stride * size, first)
 
 
-def _pack(tile: RegTensor, layout: Layout, order, staging: Var, pack: Var, n: int, thread: Expr,
-          rules: MessageRules, origin: Origin, vectors: VectorPlan | None = None) -> tuple[Stmt, bool] | None:
-    """The SLM stores of a thread's ``n`` staged elements as one register reorder into ``pack`` and the
-    largest block messages, where those elements (a run of the dense tile, the thread's messages) are
-    one box of the matrix whose place in ``layout`` is one contiguous piece; None where they are not
-    (then ``_scatter`` stores them element group by element group). The flag says whether ``pack`` is
-    used: vector messages (``vectors``) may have staged the box in ``layout``'s order already (a VNNI
-    gather: lane ``n`` a row of K, vector element ``v`` its ``v``-th pair), and then the stores read
-    the staging registers with no reorder.
-
-    This is the FMA-ready layout's reorder done once per tile on the global -> SLM path: dpas's VNNI B
-    from rows of K, 8 scattered stores -> one reorder and one 256-byte block store."""
+def _packed_piece(tile: RegTensor, layout: Layout, order, thread: Expr, n: int) -> RegTensor | None:
+    """The piece of ``layout`` (the FMA-ready SLM tile) a thread's ``n`` staged elements fill, where those
+    elements (a run of the dense tile, the thread's messages) are one box of the matrix whose place in
+    ``layout`` is one contiguous piece; None where they are not (then ``_scatter`` stores them element
+    group by element group)."""
     sizes = tile.layout.dims
     inner, p = 1, None
     for d in reversed(order):
@@ -341,8 +366,48 @@ def _pack(tile: RegTensor, layout: Layout, order, staging: Var, pack: Var, n: in
         piece = RegTensor(tile.buf, layout).rows(p, thread, n // inner)
     except ValueError:
         return None
-    if not _dense(piece.layout.blocks, n):
-        return None
+    return piece if _dense(piece.layout.blocks, n) else None
+
+
+def _mirrored(tile: RegTensor, piece: RegTensor, order, vectors: VectorPlan | None) -> bool:
+    """Whether the vector messages that stage a thread's run (lane ``l`` of message ``q``: piece
+    ``q * lanes + l`` of the run) can store it to ``piece`` mirrored, each lane its piece at the run's
+    start plus a constant ramp: where ``piece`` holds the run in the dense tile's row-major order. The
+    message then does the reorder a block store would need (the gather's dword-major registers into
+    rows): xehpc's 16-byte pixel rows of A, 14 ``mov`` per 256 bytes."""
+    if vectors is None or vectors.rows:
+        return False
+    box = piece.layout.dims
+    return same_placement(row_major(tile.dtype, box, order), Layout(tile.dtype, box, piece.layout.blocks))
+
+
+def _placed_pieces(tile: RegTensor, layout: Layout, vectors: VectorPlan | None) -> bool:
+    """Whether each piece a lane of the vector messages moves (``vectors.vec`` dwords of the dense tile's
+    run) is contiguous in the FMA-ready ``layout`` too, though the pieces are not in the dense order
+    there: then each lane stores its piece where it belongs (``_vector_store`` with the layout), and
+    the thread reads its tile with whole-register block messages (xehpc A of ``mb2 ow8`` under threads
+    along ``ow``: a lane a 32-byte K chunk of a pixel row, rows two to a register)."""
+    if vectors is None or vectors.rows or same_placement(tile.layout, layout):
+        return False
+    pe = vectors.vec * 4 // tile.dtype.size
+    index = np.indices(tile.layout.dims).reshape(3, -1).T
+    placed = layout.offsets_of(index)[np.argsort(tile.layout.offsets_of(index), kind="stable")]
+    if placed.size % pe:
+        return False
+    pieces = placed.reshape(-1, pe)
+    return bool((pieces == pieces[:, :1] + np.arange(pe)).all())
+
+
+def _pack(tile: RegTensor, piece: RegTensor, order, staging: Var, pack: Var, n: int, rules: MessageRules,
+          origin: Origin, vectors: VectorPlan | None = None) -> tuple[Stmt, bool] | None:
+    """The SLM stores of a thread's ``n`` staged elements into ``piece`` (``_packed_piece``) as one
+    register reorder into ``pack`` and the largest block messages. The flag says whether ``pack`` is
+    used: vector messages (``vectors``) may have staged the box in ``piece``'s order already (a VNNI
+    gather: lane ``n`` a row of K, vector element ``v`` its ``v``-th pair), and then the stores read
+    the staging registers with no reorder.
+
+    This is the FMA-ready layout's reorder done once per tile on the global -> SLM path: dpas's VNNI B
+    from rows of K, 8 scattered stores -> one reorder and one 256-byte block store."""
     box = piece.layout.dims
     try:
         src = row_major(tile.dtype, box, order) if vectors is None else vectors.layout(tile.dtype, box, order)
@@ -407,11 +472,14 @@ def _column_copy(group: TileAccess, tile: RegTensor, layout: Layout, rules: Mess
         src = vectors.layout(tile.dtype, piece.layout.dims, order)
     except ValueError:
         return None
-    pack = names.fresh(pack_name, u64)
-    packed = _pack_stores(tile, piece, src, staging, pack, n, rules, origin)
-    if packed is None:
-        return None
-    store, moved = packed
+    if _mirrored(tile, piece, order, vectors):
+        store, pack, moved = _vector_store(tile, staging, vectors, piece.offset, names, origin), None, False
+    else:
+        pack = names.fresh(pack_name, u64)
+        packed = _pack_stores(tile, piece, src, staging, pack, n, rules, origin)
+        if packed is None:
+            return None
+        store, moved = packed
     load = transfer(SendOp.LOAD, group, column, rules, names, origin,
                     TransferPlan(split=(thread, threads), staging=staging, vectors=vectors, plan=plan,
                                  unread=unread))
@@ -576,20 +644,25 @@ def _slm_view(view: View, roles, order, dtype) -> View:
                 tuple(d.var for d in dims), (None,) * len(dims), layout)
 
 
-def _vector_store(tile: RegTensor, staging: Var, vectors: VectorPlan, n: int, thread: Expr, names: Names,
-                  origin: Origin, zeros: ZeroSource | None = None) -> Stmt:
-    """SLM stores of a thread's ``n`` staged elements that vector messages loaded: the same messages
-    mirrored (lane ``l`` of message ``q`` stores its piece back in place in the thread's run of the
-    dense tile, whose addresses are one base plus a constant ramp), as many as a block store takes.
-    With ``zeros``, each store takes its load's mask and a store of zeros its negation."""
+def _vector_store(tile: RegTensor, staging: Var, vectors: VectorPlan, start: Expr, names: Names,
+                  origin: Origin, zeros: ZeroSource | None = None, placed: Layout | None = None) -> Stmt:
+    """SLM stores of a thread's staged elements that vector messages loaded: the same messages
+    mirrored (lane ``l`` of message ``q`` stores its piece back in place in the thread's run, which
+    starts at byte ``start`` of the SLM tile: addresses one base plus a constant ramp), as many as a
+    block store takes. With ``zeros``, each store takes its load's mask and a store of zeros its
+    negation. With ``placed`` (``_placed_pieces``), the run is the dense tile's from ``start`` and each
+    lane's piece goes where that layout places it."""
     size = tile.dtype.size
     word = tile.dtype if size == 4 else u32
     lanes, piece = vectors.lanes, vectors.vec * 4
     j = names.fresh(f"{tile.buf.name}_st")
     j_expr = j if vectors.count > 1 else arith.const(0)
-    base = operators.add(operators.mul(thread, n * size), operators.mul(j_expr, lanes * piece))
+    base = operators.add(start, operators.mul(j_expr, lanes * piece))
     func = Send(SendOp.STORE, SendKind.SCATTERED, "slm", word, lanes * vectors.vec, vectors.vec)
     address = Ramp.make(base, piece, lanes)
+    if placed is not None:  # the dense run's elements where ``placed`` puts them
+        first = Ramp.make(operators.fold(arith.div(base, size)), piece // size, lanes)
+        address = operators.fold(offset_expr(placed, tile.decode(first, bound=tile.elems), size))
     if zeros is None:
         body: Stmt = FuncCall.make(func, [tile.buf, address, staging, operators.mul(j_expr, lanes * piece),
                                           Broadcast.make(BoolImm.make(True), lanes)], origin=origin)

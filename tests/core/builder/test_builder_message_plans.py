@@ -7,7 +7,7 @@ from kdd.core.builder import build_kernel
 from kdd.core.config.line import parse_config_line
 from kdd.core.interp.check import check_kernel
 from kdd.core.ir import FuncCall, walk
-from kdd.core.ir.funcs import Send, Send2D, SendKind, SendOp
+from kdd.core.ir.funcs import Reorder, Send, Send2D, SendKind, SendOp
 from kdd.core.ir.stmt import Store
 from kdd.core.problem import parse_shape
 
@@ -112,4 +112,38 @@ def test_runs_shorter_than_a_block_message_are_gathered_a_run_a_lane():
     kernel = build_kernel(p, parse_config_line("fma=dpas simd=8 l=kh3 T=ow8 i=ic4kw4mb32oc8 bufs=2", dims), "xehpg")
     loads = _sends(kernel, "src")
     assert loads and all(s.func.vec == 2 for s in loads)
+    assert check_kernel(kernel).ok
+
+
+def test_gathered_pixel_rows_store_to_slm_mirrored_without_a_reorder():
+    """Xe-HPC, A copied through SLM in columns (stride 2: a pixel's 8 channels, 16 bytes, a lane of a
+    16-lane vector gather): the thread's piece of the FMA-ready SLM tile holds the gathered rows in their
+    row-major order, so the gather's registers (dword-major) go to SLM by the same message mirrored,
+    lane ``l`` at the piece's start + 16 l, instead of a reorder into rows and a block store."""
+    p = problem(parse_shape("mb1ic64ih4iw64oc64oh2ow32kh3kw3sh2sw2ph1pw1"), "fwd", "f16")
+    dims = [n for r in "bmnk" for n, _ in getattr(p.gemm_dims(), r)]
+    kernel = build_kernel(p, parse_config_line("fma=dpas simd=16 l=ic2kh3kw3 T=oc4ow2 i=ic32oc16ow16", dims),
+                          "xehpc")
+    stores = [s for s in _sends(kernel, "a_slm") if s.func.op is SendOp.STORE]
+    assert stores and all(s.func.kind is SendKind.SCATTERED and s.func.vec == 4 for s in stores)
+    staged = stores[0].args[2].name  # the gather's registers, stored as they are
+    assert not any(isinstance(n, FuncCall) and isinstance(n.func, Reorder) and n.args[0].name == staged
+                   for n in walk(kernel.body))
+    assert check_kernel(kernel).ok
+
+
+def test_a_thread_tile_over_two_pixel_dims_reads_slm_in_whole_registers():
+    """Xe-HPC, A staged in SLM with the thread's M over ``mb2 ow8`` and the group's 4 threads along
+    ``ow``: M takes ``ow`` outermost (the order the group tile has), so the thread tiles lie one after
+    another in the group's M and SLM holds them FMA-ready: each thread reads its 1 KiB in two 512-byte
+    block messages, not 32 rows of 32 bytes (two to a 64-byte register), and the cooperative copy's
+    lanes store their 32-byte pieces where that layout places them."""
+    p = problem(parse_shape("mb2ic64ih2iw32oc64oh2ow32kh3kw3ph1pw1"), "fwd", "f16")
+    dims = [n for r in "bmnk" for n, _ in getattr(p.gemm_dims(), r)]
+    kernel = build_kernel(p, parse_config_line("fma=dpas simd=16 l=ic2kh3kw3 T=ow4 i=ic32mb2oc32ow8 bufs=3", dims),
+                          "xehpc")
+    reads = [s for s in _sends(kernel, "a_slm") if s.func.op is SendOp.LOAD]
+    assert reads and all(s.func.kind is SendKind.BLOCK and s.func.elems * 2 == 512 for s in reads)
+    stores = [s for s in _sends(kernel, "a_slm") if s.func.op is SendOp.STORE]
+    assert stores and all(s.func.kind is SendKind.SCATTERED for s in stores)
     assert check_kernel(kernel).ok
