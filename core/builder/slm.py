@@ -39,8 +39,6 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-import numpy as np
-
 from kdd.core.ir import operators
 from kdd.core.ir.expr import Broadcast, BoolImm, Expr, Op, Ramp, Unary, Var
 from kdd.core.ir.funcs import Barrier, Fence, Reorder, Send, SendKind, SendOp
@@ -389,6 +387,8 @@ def _placed_pieces(tile: RegTensor, layout: Layout, vectors: VectorPlan | None) 
     along ``ow``: a lane a 32-byte K chunk of a pixel row, rows two to a register)."""
     if vectors is None or vectors.rows or same_placement(tile.layout, layout):
         return False
+    import numpy as np  # here: an Xe compile that never asks loads no numpy (~90 ms)
+
     pe = vectors.vec * 4 // tile.dtype.size
     index = np.indices(tile.layout.dims).reshape(3, -1).T
     placed = layout.offsets_of(index)[np.argsort(tile.layout.offsets_of(index), kind="stable")]
