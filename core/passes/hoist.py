@@ -493,7 +493,7 @@ class _Hoist(IRMutator):
         # The send headers' allocations (name -> bytes) whose every read is the send right after
         # the header's store (as send lowering writes them): such a store can move with its send.
         stmts = statements(ir)  # sends, their headers' stores and allocations are statements: no expression walked
-        headers = _header_names(stmts) - unpaired_headers(stmts)
+        headers = paired_headers(stmts)
         self.header_bytes = {n.buf.name: n.size for n in stmts
                              if isinstance(n, Alloc) and n.kind is MemKind.GRF and n.buf.name in headers}
         self.detached: set[str] = set()
@@ -593,7 +593,14 @@ def hoist_invariants(ir: Node, options: Mapping[str, Any] | None = None) -> Node
     return _DropAllocs(ctx.detached).mutate(out) if ctx.detached else out
 
 
-def unpaired_headers(stmts: list[Stmt]) -> set[str]:
+def paired_headers(stmts: list[Stmt]) -> set[str]:
+    """Names of the headers every send among ``stmts`` (every statement object of a kernel once,
+    ``visitor.statements``) reads right after the header's store, as send lowering writes them: such a
+    store can move, or be predicated, with its send."""
+    return {h for h in map(header_of, stmts) if h is not None} - _unpaired_headers(stmts)
+
+
+def _unpaired_headers(stmts: list[Stmt]) -> set[str]:
     """Names of the headers some send reads without the header's store right before it, among the children
     of ``stmts`` (every statement object of a kernel once, ``visitor.statements``: checked at every place a
     send occurs, as one object may sit in several)."""
@@ -612,7 +619,3 @@ def unpaired_headers(stmts: list[Stmt]) -> set[str]:
                 out.add(h)
     return out
 
-
-def _header_names(stmts: list[Stmt]) -> set[str]:
-    """Names of the buffers the sends among ``stmts`` read their addresses from (``addr=header``)."""
-    return {h for h in map(header_of, stmts) if h is not None}

@@ -26,7 +26,7 @@ from ..ir.funcs import Send
 from ..ir.node import Node
 from ..ir.stmt import FuncCall, If, Seq, Stmt, Store, seq
 from ..ir.visitor import IRMutator, statements
-from .hoist import unpaired_headers
+from .hoist import paired_headers
 from .options import target_of
 from .send_headers import header_of
 
@@ -75,6 +75,4 @@ def predicate_messages(ir: Node, options: Mapping[str, Any] | None = None) -> No
     target = target_of(options or {})
     if target is None or target.xe is None:
         return ir
-    stmts = statements(ir)  # headers are written and read by statements: no expression walked
-    headers = {h for h in map(header_of, stmts) if h is not None}
-    return _Convert(headers - unpaired_headers(stmts)).mutate(ir)
+    return _Convert(paired_headers(statements(ir))).mutate(ir)
