@@ -88,27 +88,28 @@ def _check_schedule(config: KernelConfig, target: Target) -> list[ConfigIssue]:
     return []
 
 
+# The knobs only the sm_90 TMA schedules read: what each does there, and what shapes a classic kernel instead
+_TMA_SHAPE = ("it shapes the sm_90 schedules tma and tma_ws_cooperative; the tiling knobs (iter, tg, loop) "
+              "shape this kernel")
+_TMA_ONLY_KNOBS = {
+    "tile": _TMA_SHAPE,
+    "cluster": _TMA_SHAPE,
+    "stages": _TMA_SHAPE,
+    "epilogue": "it shapes a schedule=tma* kernel; schedule=classic stores from registers",
+    "swizzle": "it orders the tiles of schedule=tma_ws_cooperative; schedule=classic walks its grid",
+    "splits": "it splits K on schedule=tma_ws_cooperative; schedule=classic splits it with loop",
+}
+
+
 def _unread_schedule_knobs(config: KernelConfig) -> list[ConfigIssue]:
     """The knobs that shape only the sm_90 TMA schedules, set under ``schedule=classic``, where a value written
-    for them would silently do nothing: each one set says so (``stages`` when it is not the default, which is
-    all a complete config can tell)."""
-    unread = [knob for knob in ("tile", "cluster", "stages") if getattr(config, knob) != getattr(SCHEDULE, knob)]
-    issues = [ConfigIssue(knob, f"{knob}={getattr(config, knob)} has no effect with schedule=classic: it shapes "
-                                f"the sm_90 schedules tma and tma_ws_cooperative; the tiling knobs (iter, tg, "
-                                f"loop) shape this kernel", "warning") for knob in unread]
-    if config.epilogue not in (None, "direct"):
-        issues.append(ConfigIssue("epilogue", f"epilogue={config.epilogue} has no effect with schedule=classic: it "
-                                              "shapes a schedule=tma* kernel; schedule=classic stores from registers",
-                                  "warning"))
-    if config.swizzle is not None:
-        issues.append(ConfigIssue("swizzle", f"swizzle={config.swizzle} has no effect with schedule=classic: it "
-                                             "orders the tiles of schedule=tma_ws_cooperative; schedule=classic "
-                                             "walks its grid", "warning"))
-    if config.splits is not None:
-        issues.append(ConfigIssue("splits", f"splits={config.splits} has no effect with schedule=classic: it splits "
-                                            "K on schedule=tma_ws_cooperative; schedule=classic splits it with loop",
-                                  "warning"))
-    return issues
+    for them would silently do nothing: each one set says so. Set means other than unset and other than the
+    classic default (``SCHEDULE``'s; for ``stages`` that is all a complete config can tell), and an explicit
+    ``epilogue=direct`` is the default's behaviour."""
+    unset = {knob: (None, getattr(SCHEDULE, knob)) for knob in _TMA_ONLY_KNOBS}
+    unset["epilogue"] += ("direct",)
+    return [ConfigIssue(knob, f"{knob}={getattr(config, knob)} has no effect with schedule=classic: {why}", "warning")
+            for knob, why in _TMA_ONLY_KNOBS.items() if getattr(config, knob) not in unset[knob]]
 
 
 def _check_onednn_only(problem, config: KernelConfig, tiling: Tiling, issues: list[ConfigIssue]) -> None:
