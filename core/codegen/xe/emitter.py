@@ -42,10 +42,13 @@ class Emitter:
         self.weight = 1
         self.loop = -1
         self._labels = 0
-        self.flow = 0      # control-flow lines and labels so far: values known at one hold up to the next
+        self.flow = 0      # jumps and labels so far: values known at one hold up to the next
 
-    def raw(self, text: str, pipe: str | None) -> None:
-        if pipe == "control":
+    def raw(self, text: str, pipe: str | None, *, jump: bool = True) -> None:
+        """One line as written. A control line is a jump unless ``jump`` is false (a barrier wait:
+        it stalls the thread but changes no register or flag and goes on to the next line, so what a
+        register or flag is known to hold before it still holds after it)."""
+        if pipe == "control" and jump:
             self.flow += 1
         self.lines.append(Line(text, pipe, self.regs.busy, self.node, self.weight, self.loop))
 

@@ -807,6 +807,25 @@ def add64(cg, dst: Reg, base: Reg, off, lanes: int, signed: bool = True) -> None
             alu(cg, "add", k, hi, [hi, Imm(0xFFFFFFFF, u32)])
 
 
+def advance64(cg, dst: Reg, base: Reg, delta: int, lanes: int) -> None:
+    """``dst = base + delta`` over ``lanes`` 64-bit lanes (``base`` a vector of them; on a target without
+    64-bit integer ALU ``delta`` is not negative): nothing where ``base`` is ``dst`` and ``delta`` 0."""
+    if delta == 0:
+        if base.byte != dst.byte:
+            alu(cg, "mov", 2 * lanes, Reg(dst.byte, u32, 1), [Reg(base.byte, u32, 1)])
+        return
+    if cg.xe.native_int64:
+        alu(cg, "add", lanes, Reg(dst.byte, u64, 1), [Reg(base.byte, u64, 1), Imm(delta, s32)])
+        return
+    for c, k in pieces(lanes, min(8, cg.xe.max_exec)):
+        stride = 2 if k > 1 else 1
+        alu(cg, "addc", k, Reg(dst.byte + 8 * c, u32, stride), [Reg(base.byte + 8 * c, u32, stride), Imm(delta, u32)])
+        acc = "acc0.0<0;1,0>:ud" if k == 1 else "acc0.0<1;1,0>:ud"
+        hi = Reg(dst.byte + 8 * c + 4, u32, stride)
+        src = Reg(base.byte + 8 * c + 4, u32, stride if k > 1 else 0)
+        cg.em.raw(f"(W) add ({k}|M0) {hi.dst(cg.rb)} {acc} {src.src(cg.rb)}", "int")
+
+
 def _int64(cg, e, a, b, out: Reg):
     if e.op is not Op.ADD:
         raise CodegenUnsupported(f"64-bit integer {e.op.name} on a target without 64-bit integer ALU")

@@ -21,6 +21,7 @@ from kdd.core.ir.types import Type, s32, u32
 from ..errors import CodegenUnsupported, LiveBuffer, OutOfRegisters
 from . import isa, sends, tensor
 from .abi import GROUP_ID_DWORD
+from .addresses import HeldAddresses
 from .allocation import CATEGORY, HEADER_ROTATION, AllocationWalk
 from .emitter import Emitter
 from .operand import Imm, Reg, elem_size
@@ -94,6 +95,7 @@ class XeLowering(AllocationWalk):
         self.header_in: dict[str, Reg] = {}   # header -> the registers its sends read instead (sends._held_payload)
         self.block2d_fields: list[dict] = []  # per 2D block header: byte -> what it holds (sends.lower_send2d)
         self.block2d_turn = 0                 # the 2D block header the last 2D load took
+        self.addresses = HeldAddresses(self.rb)   # 64-bit global addresses the headers hold (addresses)
 
     # -- allocation -------------------------------------------------------------------------
     def no_room(self, nbytes: int, label: str) -> Exception:
@@ -252,6 +254,8 @@ class XeLowering(AllocationWalk):
         else:
             isa.evaluate(self, v, dst)
         self.bind(x.var.name, dst if t.lanes > 1 else dst.scalar())
+        if t.is_int:
+            self.addresses.define(self, x.var.name, v, self.lookup(x.var.name))
         hit = self.flag_reuse.get((v, t.lanes))
         if hit is not None and hit.holds(self):   # a condition on the variable reads the value's flag
             isa.remember_flag(self, x.var, t.lanes, hit.flag)
@@ -369,7 +373,7 @@ class XeLowering(AllocationWalk):
         self.em.raw(f"(W) mov (2|M0) r{hb}.10<1>:ub r0.11<0;1,0>:ub", "int")
 
     def barrier_wait(self, x=None):
-        self.em.raw("(W) sync.bar null", "control")
+        self.em.raw("(W) sync.bar null", "control", jump=False)
 
     def barrier(self, x=None):
         # SLM writes are completed by the fence.slm the IR places before the barrier.

@@ -27,7 +27,7 @@ from kdd.core.ir.funcs import SendKind, SendOp
 from kdd.core.ir.types import s32, u8, u16, u32, u64
 
 from ..errors import CodegenUnsupported
-from . import isa
+from . import addresses, isa
 from .operand import Imm, Reg
 
 BLOCK_DWORDS = (1, 2, 3, 4, 8, 16, 32, 64)
@@ -69,14 +69,22 @@ def store_header(cg, x, p: int) -> None:
     arg = cg.arg_regs.get(mem)
     if arg is None:
         raise CodegenUnsupported(f"send to {mem}, which is not a kernel argument")
-    off = isa.value(cg, x.value)
     if x.value.type.scalar.bits == 64:
         raise CodegenUnsupported("64-bit message offsets are not lowered yet")
     # A lane that loads, stores or adds reads its buffer in bounds (docs/ir-semantics.md: only a
     # masked-off element goes unchecked, and its address is never used), so its offset is not negative
     # and the high dword takes only the carry. A prefetch is not bounds-checked: its offset keeps its sign.
     signed = "prefetch header" in cg.live.roles.get(x.buf.name, ())
-    isa.add64(cg, Reg(hdr.start, u32, 2), arg, off, lanes, signed=signed)
+    dst = Reg(hdr.start, u64, 1)
+    parts = addresses.terms(cg, x.value)
+    key = (mem, lanes, parts[0]) if parts else None
+    near = cg.addresses.near(cg, key, parts[1], dst, lanes) if parts else None
+    if near is None:
+        isa.add64(cg, Reg(hdr.start, u32, 2), arg, isa.value(cg, x.value), lanes, signed=signed)
+    else:
+        isa.advance64(cg, dst, *near, lanes)
+    if parts:
+        cg.addresses.record(cg, key, parts[1], dst, cg.xe.native_int64 or signed or (near is not None))
 
 
 def evaluate_head(cg, x, p: int, dst: Reg) -> None:
@@ -159,6 +167,8 @@ def lower_send(cg, x) -> None:
     pred = _pred(cg, mask, f.lanes)
     if pred == "never":
         return
+    if f.space == "global":
+        cg.addresses.sent(hdr, pred is None)
     if f.op in (SendOp.ATOMIC_ADD, SendOp.ATOMIC_FETCH_ADD):
         _atomic_add(cg, f, sfid, addr, hdr, data, pred, mask)
     elif f.kind is SendKind.BLOCK:

@@ -175,13 +175,17 @@ def test_simd1_slm_messages_read_their_addresses_from_lets_kept_at_dword_0():
     assert listing.to_dict()["registers"]["ir"] == listing.to_dict()["registers"]["peak"]
 
 
-def test_a_constant_added_to_a_counter_folds_into_the_address_adds_that_read_it():
+def test_a_constant_added_to_a_counter_advances_the_addresses_that_held_the_counter():
     """resnet50_1x1's later steps address global memory at the counter plus a constant (``cse = k + 32``,
-    read by the A and B address adds only): each address is one ``add3`` of the lanes' offsets, the
-    counter and the constant; no scalar ``add`` of the constant into a register of its own."""
+    read by the A and B address adds only): the first step's 64-bit addresses are still in their header
+    registers, so each later one is that address plus 32 (``addc`` of the low dwords, ``add`` of the
+    carry: Xe-HPG has no 64-bit add), with no 32-bit sum of the lanes' offsets and the counter, and no
+    scalar ``add`` of the constant into a register of its own."""
     kernel, body, target = final("resnet50_1x1.kernel.toml")
     loop = _main_loop_text(generate_asm(kernel, body, target, check=False)).splitlines()
-    add3 = r"\(W\) add3 \(8\|M0\) r\d+\.0<1>:d r\d+\.0<1;0>:d r\d+\.\d<0;0>:d \d+:w"
-    addresses = [ln for ln in loop if re.match(add3, ln)]
-    assert len(addresses) == 4      # A and B in the second and third step
+    advance = r"\(W\) addc \(8\|M0\) (r\d+)\.0<2>:ud (r\d+)\.0<2;1,0>:ud 32:ud"
+    advanced = [m for ln in loop for m in [re.match(advance, ln)] if m]
+    assert len(advanced) == 4 and all(m[1] == m[2] for m in advanced)     # A and B in the second and third step
+    offsets = r"\(W\) add3? \(8\|M0\) r\d+\.0<1>:d r\d+\.0<1;[01],?[0-9,]*>:d r\d+\.\d<0;"
+    assert len([ln for ln in loop if re.match(offsets, ln)]) == 2         # A and B in the first step only
     assert not [ln for ln in loop if re.match(r"\(W\) add \(1\|M0\) r\d+\.\d<1>:d r\d+\.\d<0;1,0>:d (32|64):d", ln)]

@@ -1,0 +1,166 @@
+"""Global message addresses advanced from one another instead of rebuilt from their offsets.
+
+A global message's header holds ``arg + offset`` in 64 bits per lane (``sends.store_header``). The
+headers of one loop step, and of consecutive steps, are mostly the same sum of registers plus
+different constants (``k + 409600``, then ``k + 614400``; a vector of pixel offsets plus the counter,
+then the same plus 640). oneDNN's generator keeps such address payloads live and advances them by the
+difference; here a header whose register still holds ``arg + terms + c`` (written since by no line,
+nor any of the terms' registers, with no jump or label between) gives the next one as ``held +
+(c' - c)``: one 64-bit add on Xe-HPC where the 32-bit offset and the 64-bit address were two (a
+vector's 32-bit sum and its constant were two more), ``addc`` + ``add`` on Xe-HPG where they were
+three.
+
+Why the difference is exact: the overflow pass rebuilds in 64 bits every address that may wrap, so a
+header's 32-bit offset is its true value in every lane, masked or not; a held address is exactly
+``arg`` plus it where the high dword took the offset's sign (native 64-bit adds sign-extend a ``:d``
+source; Xe-HPG's emulation adds only the carry, which is exact where the offset is not negative: a
+header every lane of which an unpredicated message read). Xe-HPG advances only by a difference that
+is not negative (a negative one costs the emulation a third instruction).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from kdd.core.ir.expr import Binary, Broadcast, IntImm, Op, Ternary, Var
+
+from .isa import Remat
+from .operand import Imm, Reg
+from .verify import access
+
+
+@dataclass
+class _Held:
+    """``byte``: where the 64-bit addresses are; ``const``: the constant of the sum they hold; ``line``:
+    the listing's length when they were written; ``flow``: the emitter's jumps and labels then;
+    ``exact``: whether the high dwords took the offsets' signs (see the module docstring)."""
+
+    byte: int
+    const: int
+    line: int
+    flow: int
+    exact: bool
+
+
+def terms(cg, e) -> tuple[tuple, int] | None:
+    """``(register operands, constant)`` of an offset that is a sum of variables and constants
+    (``a + b + c``, ``add3``, a broadcast scalar), the operands as sorted keys ``(first byte, end byte,
+    type, stride)``; a let that is such a sum itself stands for its terms while none of their registers
+    was written since it was defined (``HeldAddresses.define``). None for any other offset."""
+    regs: list = []
+    const = 0
+    stack = [e]
+    while stack:
+        x = stack.pop()
+        if isinstance(x, IntImm):
+            const += x.value
+        elif isinstance(x, Binary) and x.op is Op.ADD:
+            stack += [x.a, x.b]
+        elif isinstance(x, Ternary) and x.op is Op.ADD3:
+            stack += [x.a, x.b, x.c]
+        elif isinstance(x, Broadcast) and isinstance(x.a, Var):
+            stack.append(x.a)
+        elif isinstance(x, Var):
+            op = cg.lookup(x.name)
+            if isinstance(op, Imm):
+                const += int(op.value)
+            elif isinstance(op, Remat):
+                stack.append(op.value)
+            elif not isinstance(op, Reg) or op.neg:
+                return None
+            elif (sum_ := cg.addresses.sum_of(cg, x.name, op)) is not None:
+                regs += sum_[0]
+                const += sum_[1]
+            else:
+                regs.append((*op.span(x.type.lanes), op.type.scalar.short, op.stride))
+        else:
+            return None
+    return (tuple(sorted(regs)), const) if regs else None
+
+
+class HeldAddresses:
+    """The 64-bit global addresses the headers hold, by ``(memory, lanes, register terms)``."""
+
+    def __init__(self, rb: int):
+        self.rb = rb
+        self.held: dict[tuple, list[_Held]] = {}
+        self.scanned = 0                      # lines whose writes are in ``written``
+        self.written: dict[int, int] = {}     # dword of the register file -> the last line writing it
+        self.sums: dict[str, tuple] = {}      # let -> (its register, its terms, constant, line defined)
+
+    def define(self, cg, name: str, value, op: Reg) -> None:
+        """Let ``name``, now in ``op``, is ``value``: where that is a sum of registers and constants,
+        the let stands for them in later offsets (:func:`terms`)."""
+        got = terms(cg, value)
+        if got is not None:
+            self.sums[name] = (op, *got, len(cg.em.lines))
+
+    def sum_of(self, cg, name: str, op: Reg) -> tuple[tuple, int] | None:
+        """The terms and constant let ``name`` (bound to ``op``) stands for, where none of their
+        registers was written since it was defined."""
+        got = self.sums.get(name)
+        if got is None or got[0] != op:
+            return None
+        self._scan(cg.em.lines)
+        if any(not self._untouched(lo, hi, got[3]) for lo, hi, _, _ in got[1]):
+            return None
+        return got[1], got[2]
+
+    def _scan(self, lines) -> None:
+        for i in range(self.scanned, len(lines)):
+            writes = access(lines[i].text, self.rb)[1]
+            for b in writes:
+                self.written[b >> 2] = i
+        self.scanned = len(lines)
+
+    def _untouched(self, start: int, end: int, since: int) -> bool:
+        return all(self.written.get(d, -1) < since for d in range(start >> 2, (end + 3) >> 2))
+
+    def near(self, cg, key: tuple, const: int, dst: Reg, lanes: int) -> tuple[Reg, int] | None:
+        """A held address of ``key`` still valid, and the difference to add to it for ``const``; the
+        cheapest one (none to add, in place, else the smallest difference). None where there is none,
+        or where advancing it costs the emulation more than building the address."""
+        held = self.held.get(key)
+        if not held:
+            return None
+        self._scan(cg.em.lines)
+        native = cg.xe.native_int64
+        best = None
+        for h in held:
+            delta = const - h.const
+            if h.flow != cg.em.flow or not -2**31 <= delta < 2**31 or (not native and (delta < 0 or not h.exact)):
+                continue
+            if not self._untouched(h.byte, h.byte + 8 * lanes, h.line):
+                continue
+            if any(not self._untouched(lo, hi, h.line) for lo, hi, _, _ in key[2]):
+                continue
+            if not _owned(cg, h.byte, h.byte + 8 * lanes):
+                continue
+            rank = (h.byte != dst.byte, delta != 0, abs(delta))
+            if best is None or rank < best[0]:
+                best = (rank, h, delta)
+        return None if best is None else (Reg(best[1].byte, dst.type, 1), best[2])
+
+    def record(self, cg, key: tuple, const: int, dst: Reg, exact: bool) -> None:
+        """``dst`` now holds ``arg + terms + const`` (``key``); what it held before is gone."""
+        flow = cg.em.flow
+        kept = [h for h in self.held.get(key, ()) if h.flow == flow and h.byte != dst.byte]
+        self.held[key] = kept + [_Held(dst.byte, const, len(cg.em.lines), flow, exact)]
+
+    def sent(self, hdr: Reg, unpredicated: bool) -> None:
+        """A message read the addresses at ``hdr``: with no predicate, every lane's offset was in
+        bounds (not negative), so the carry-only high dwords are exact."""
+        if unpredicated:
+            for entries in self.held.values():
+                for h in entries:
+                    if h.byte == hdr.byte:
+                        h.exact = True
+
+
+def _owned(cg, start: int, end: int) -> bool:
+    """Every byte of ``[start, end)`` belongs to a live allocation (a read of them is a live value's)."""
+    rb = cg.rb
+    for r in range(start // rb, (end - 1) // rb + 1):
+        lo, hi = max(start, r * rb) - r * rb, min(end, (r + 1) * rb) - r * rb
+        if cg.regs.free_mask[r] & (((1 << (hi - lo)) - 1) << lo):
+            return False
+    return True
