@@ -31,8 +31,8 @@ def _budget(kernel, target) -> int:
 def _lower(kernel, body, target, budget: int) -> XeLowering:
     """Lowering with the allocator's answers to running out (``allocation.with_remat``: headers stop rotating,
     then values are recomputed); out of registers is raised when nothing is left to recompute."""
-    def attempt(remat, rotation, compact):
-        cg = XeLowering(kernel, body, target, budget, remat, rotation, compact)
+    def attempt(remat, rotation, compact, linger):
+        cg = XeLowering(kernel, body, target, budget, remat, rotation, compact, linger)
         cg.run()
         cg.rematerialized = sorted(remat)
         return cg

@@ -18,6 +18,7 @@ from collections import Counter, deque
 from typing import Iterator
 
 from kdd.core.ir.expr import Binary, FloatImm, IntImm, Load, Op, Var
+from kdd.core.ir.funcs import Send
 from kdd.core.ir.stmt import For, Let
 from kdd.core.ir.visitor import walk as walk_nodes
 
@@ -42,11 +43,13 @@ class AllocationWalk:
     ``arg_names`` (ABI order) at SIMD width ``simd``; lets named in ``remat`` get no register; the
     registers of the last ``rotation`` headers released are taken last; ``compact``: the lets SIMD1 SLM
     messages read as their headers at dword 0 of a register (``liveness._header_lets``), the counters'
-    buffers in sub-registers (``liveness`` ``extent``)."""
+    buffers in sub-registers (``liveness`` ``extent``); ``linger``: a global message's one-register header
+    is kept until the next header of its memory is written (:meth:`retire`)."""
 
     def __init__(self, body, target, arg_names, simd: int, nregs: int, remat: frozenset = frozenset(),
-                 rotation: int = HEADER_ROTATION, compact: bool = False):
+                 rotation: int = HEADER_ROTATION, compact: bool = False, linger: bool = False):
         self.body, self.target, self.xe = body, target, target.xe
+        self.linger = linger
         self.rb = target.registers.reg_bytes
         self.simd = simd
         self.regs = RegisterFile(nregs, self.rb, self.xe.grf_banks)
@@ -61,6 +64,9 @@ class AllocationWalk:
         self.roomy = rotation > 0     # the first allocation with_remat tries (see there)
         self.barrier_header: Allocation | None = None   # the barrier message's header, for the whole kernel
         self.block2d_headers: list[Allocation] = []     # the 2D block loads' headers, for the whole kernel
+        self.lingering: dict = {}     # memory -> the global header kept past its message (retire)
+        self.homes: dict[str, int] = {}   # global header buffer -> where its registers were (_home)
+        self.last_address: Allocation | None = None   # the header buffer the last message read
 
     # -- hooks the code generator overrides --------------------------------------------------
     def no_room(self, nbytes: int, label: str) -> Exception:
@@ -142,8 +148,11 @@ class AllocationWalk:
         name = key[1]
         size, category, bank, knob = self.buffer_request(name)
         small = self.live.extent.get(name)
+        home = self._home(name, size)
         try:
-            if small is not None and small <= self.rb // 2:   # a counter's register: only its first bytes are used
+            if home is not None:
+                a = self.regs.place(home, size, name, category, knob)
+            elif small is not None and small <= self.rb // 2:   # a counter's register: only its first bytes are used
                 a = self.regs.alloc_sub(small, name, category, knob, avoid=self.cooling_regs())
             else:
                 a = self.regs.alloc_regs(size, name, category, knob, bank, avoid=self.cooling_regs())
@@ -153,6 +162,22 @@ class AllocationWalk:
                 raise self.no_room(size, name) from None
         self.keys[key] = a
         self.bufs[name] = a
+        if self.linger and self.live.headers.get(name, ("",))[0] == "global":
+            self.homes[name] = a.start
+
+    def _home(self, name: str, size: int) -> int | None:
+        """Where a global message's header buffer written again goes: the registers it had, where they are
+        free (it may still hold the address the new one advances, ``addresses``), in the attempt that keeps
+        headers (``linger``)."""
+        start = self.homes.get(name)
+        if start is None:
+            return None
+        rb, full = self.rb, (1 << self.rb) - 1
+        regs = range(start // rb, (start + max(size, 1) - 1) // rb + 1)
+        last = self.last_address    # the last message's address: rewritten now, this one would wait for it
+        if last is not None and last.start < regs.stop * rb and regs.start * rb < last.end:
+            return None
+        return start if start % rb == 0 and all(self.regs.free_mask[r] == full for r in regs) else None
 
     def alloc_let(self, x, p) -> Allocation | None:
         """The register of let ``x`` at point ``p``; None for a constant, a recomputed value or a copy of a
@@ -200,11 +225,28 @@ class AllocationWalk:
         for a in allocations:
             self.regs.release(a)
 
-    def retire(self, a: Allocation) -> None:
-        """Releases ``a`` after its last reader; a header's registers are then taken last for a while."""
+    def retire(self, a: Allocation, name: str | None = None) -> None:
+        """Releases ``a`` after its last reader; a header's registers are then taken last for a while. The
+        one-register header of a global message (buffer ``name``) is kept until the next header of the
+        same memory is written (:meth:`_linger`): that one's 64-bit address may be this one's plus a
+        constant (``addresses``), read from these registers."""
+        space = self.live.headers.get(name, ("",))
+        if self.linger and space[0] == "global" and a.size <= self.rb:
+            self._linger(space[1], a)
+            return
         self.regs.release(a)
         if a.category == CATEGORY["header"]:
             self.cooling.append(a)
+
+    def _linger(self, mem: str | None, a: Allocation | None = None) -> None:
+        """The header kept for memory ``mem`` (every one where ``mem`` is None) released, and ``a`` kept
+        in its place. Kept headers go at any jump or label, past which no address is known to hold."""
+        for m in ([mem] if mem is not None else list(self.lingering)):
+            old = self.lingering.pop(m, None)
+            if old is not None and old is not a:
+                self.retire(old)
+        if a is not None:
+            self.lingering[mem] = a
 
     def points(self) -> Iterator[tuple[int, str, object]]:
         """``(point, event kind, node)`` of the body in order, with the buffers whose live segment starts
@@ -214,12 +256,25 @@ class AllocationWalk:
                 if key[0] == "buf" and key[1] not in self.live.bare:
                     self.alloc_buffer(key, x, p)
             yield p, kind, x
+            if kind == "call" and isinstance(x.func, Send) and isinstance(x.ops[1], Load):
+                self.last_address = self.bufs.get(x.ops[1].buf.name)
+            if kind == "store" and self.lingering:
+                space = self.live.headers.get(x.buf.name, ("",))
+                if space[0] == "global" and self.bufs.get(x.buf.name) is not self.lingering.get(space[1]):
+                    self._linger(space[1])
+            elif kind in _JUMPS and self.lingering:
+                self._linger(None)
             for key in self.live.ends.get(p, ()):
                 a = self.keys.pop(key, None)
                 if a is not None:
-                    self.retire(a)
+                    self.retire(a, key[1] if key[0] == "buf" else None)
                     if key[0] == "buf" and self.bufs.get(key[1]) is a:
                         del self.bufs[key[1]]
+        self._linger(None)
+
+
+# events after which the code generator places a label or a jump
+_JUMPS = frozenset({"for", "end_for", "if", "else", "end_if"})
 
 
 def recomputable(body) -> dict[str, object]:
@@ -265,9 +320,10 @@ MAX_REMAT_ROUNDS = 8
 
 
 def with_remat(attempt, body):
-    """``attempt(remat, rotation, compact)`` (an allocation of ``body`` that raises ``NoRoom`` or
+    """``attempt(remat, rotation, compact, linger)`` (an allocation of ``body`` that raises ``NoRoom`` or
     ``OutOfRegisters`` with the values ``live`` where it ran out) with the allocator's answers to running
-    out: first the compact layout gives way (``compact``: the SIMD1 headers' lets each hold a register's
+    out: first the global headers kept past their messages go (``linger``, ``AllocationWalk.retire``), then
+    the compact layout gives way (``compact``: the SIMD1 headers' lets each hold a register's
     first dword, counters' buffers take sub-registers, ``AllocationWalk``; the later attempts allocate as
     before it, since what rematerialization picks follows where values are), then the roomy allocation
     (``rotation`` 0: headers stop rotating, since a header taking registers apart from the last ones can
@@ -276,9 +332,13 @@ def with_remat(attempt, body):
     that can be recomputed (vector lets first, then scalars) are recomputed at each use instead of held,
     and the attempt restarts; after a few rounds every recomputable vector is. The last failure is raised
     when nothing is left to recompute."""
+    try:
+        return attempt(frozenset(), HEADER_ROTATION, True, True)
+    except (NoRoom, OutOfRegisters):
+        pass
     for compact in (True, False):
         try:
-            return attempt(frozenset(), HEADER_ROTATION, compact)
+            return attempt(frozenset(), HEADER_ROTATION, compact, False)
         except (NoRoom, OutOfRegisters) as exc:
             if not getattr(exc, "compacted", True):   # nothing compacted: without it the attempt is the same
                 break
@@ -287,7 +347,7 @@ def with_remat(attempt, body):
     last = None
     for round_ in range(MAX_REMAT_ROUNDS):
         try:
-            return attempt(remat, 0, False)
+            return attempt(remat, 0, False, False)
         except (NoRoom, OutOfRegisters) as exc:
             last = exc
         if candidates is None:
@@ -304,8 +364,8 @@ def with_remat(attempt, body):
 
 
 def _walk_peak(body, target, arg_names, simd: int, nregs: int, remat: frozenset, rotation: int,
-               compact: bool = False) -> int:
-    walk = AllocationWalk(body, target, arg_names, simd, nregs, remat, rotation, compact)
+               compact: bool = False, linger: bool = False) -> int:
+    walk = AllocationWalk(body, target, arg_names, simd, nregs, remat, rotation, compact, linger)
     local_ids = walk.reserve_payload()
     for _ in walk.alloc_thread_ids():
         pass
@@ -328,11 +388,12 @@ def allocation_peak(body, target, arg_names, simd: int, budget: int | None = Non
     without code: reserve, buffers, lets, loop variables and bounds). In ``budget`` registers it
     rematerializes as the allocator does (:func:`with_remat`); where that does not fit either, or without a
     budget, the walk runs in a register file as large as it needs, every recomputable vector recomputed
-    when there is a budget (without one, in the compact layout the first attempt takes)."""
+    when there is a budget (without one, in the compact layout the first attempt takes, headers kept as
+    there)."""
     if budget is not None:
         try:
-            return with_remat(lambda remat, rotation, compact: _walk_peak(body, target, arg_names, simd, budget,
-                                                                          remat, rotation, compact), body)
+            return with_remat(lambda remat, rotation, compact, linger: _walk_peak(
+                body, target, arg_names, simd, budget, remat, rotation, compact, linger), body)
         except NoRoom:
             pass
     remat = frozenset() if budget is None else frozenset(
@@ -340,6 +401,7 @@ def allocation_peak(body, target, arg_names, simd: int, budget: int | None = Non
     nregs = 256
     while True:
         try:
-            return _walk_peak(body, target, arg_names, simd, nregs, remat, 0, compact=budget is None)
+            return _walk_peak(body, target, arg_names, simd, nregs, remat, 0, compact=budget is None,
+                              linger=budget is None)
         except NoRoom:
             nregs *= 2

@@ -539,7 +539,7 @@ class Known:
     @staticmethod
     def now(cg, e) -> "Known | None":
         """The current state for ``e``; None where ``e`` reads memory (a buffer may change in between)."""
-        names = _reusable(e)
+        names = reads_only_variables(e)
         if names is None:
             return None
         return Known(cg.em.flow, tuple((n, _bound(cg, n)) for n in sorted(names)))
@@ -585,7 +585,7 @@ def remember_flag(cg, cond, lanes: int, flag: str) -> str:
     return flag
 
 
-def _reusable(cond) -> set[str] | None:
+def reads_only_variables(cond) -> set[str] | None:
     """The variables ``cond`` reads, or None when it reads memory (a buffer may change in between)."""
     names = set()
     for e in distinct_nodes(cond):

@@ -76,9 +76,9 @@ class XeLowering(AllocationWalk):
     """One kernel's lowering: the allocation walk plus the instructions. ``run()`` fills ``self.em.lines``."""
 
     def __init__(self, kernel, body, target, budget: int, remat: frozenset = frozenset(),
-                 rotation: int = HEADER_ROTATION, compact: bool = False):
+                 rotation: int = HEADER_ROTATION, compact: bool = False, linger: bool = False):
         super().__init__(body, target, [a.var.name for a in kernel.args], kernel.simd, budget, remat, rotation,
-                         compact)
+                         compact, linger)
         self.kernel = kernel
         self.em = Emitter(self.regs)
         self.flags = FlagPool(self.xe.flags)
@@ -276,6 +276,7 @@ class XeLowering(AllocationWalk):
         known = isinstance(x.init, IntImm) and isinstance(bound, IntImm)
         trips = max(0, -(-(bound.value - x.init.value) // x.step)) if known else None
         top, end = self.em.label("LOOP"), self.em.label("LOOP_END")
+        sends.block2d_loop_fields(self, x, top)
         if not (known and trips > 0):
             f = self.flags.take()
             self.em.op("cmp", 1, None, [var.scalar(), bop], cmod=("ge", f))
@@ -297,6 +298,7 @@ class XeLowering(AllocationWalk):
         self.em.raw(f"(W&{f}) jmpi {top}", "control")
         self.em.weight, self.em.loop = weight, loop
         self.em.place(end)
+        sends.block2d_loop_end(self, top)
         self.end_loop()
         self.unbind(x.var.name)
 

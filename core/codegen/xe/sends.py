@@ -23,11 +23,12 @@ from __future__ import annotations
 from dataclasses import replace
 
 from kdd.core.ir.expr import Binary, BoolImm, Broadcast, IntImm, Load, Op, Ramp, Var
-from kdd.core.ir.funcs import SendKind, SendOp
+from kdd.core.ir.funcs import Send2D, SendKind, SendOp
 from kdd.core.ir.types import s32, u8, u16, u32, u64
 
 from ..errors import CodegenUnsupported
 from . import addresses, isa
+from .liveness import events
 from .operand import Imm, Reg
 
 BLOCK_DWORDS = (1, 2, 3, 4, 8, 16, 32, 64)
@@ -425,11 +426,92 @@ def block2d_prologue(cg) -> None:
             known[at] = (imm, None)   # before any branch: holds for the whole kernel
 
 
+def _block2d_fields(cg, x, arg, hdr: Reg) -> list[tuple]:
+    """``(byte, key, write, expr)`` of each field of 2D block load ``x``'s header at ``hdr``: ``write()``
+    writes the value ``key`` names (the IR expression ``expr``'s, else a constant)."""
+    f, a = x.func, x.ops
+    sizes = (a.surface_width, a.surface_height, a.pitch)
+    shape = tuple(e.value for e in sizes) + (f.width, f.height, f.array)
+    out = [(0, (a.mem.name, a.base), lambda: isa.add64(cg, Reg(hdr.byte, u32, 1), arg, isa.value(cg, a.base), 1),
+            a.base)]
+    out += [(at, imm, lambda at=at, imm=imm: isa.move(cg, Reg(hdr.byte + at, imm.type, 1), imm, 1), None)
+            for at, imm in block2d_constants(cg, shape)]
+    out.append((20, a.x, lambda: isa.evaluate(cg, a.x, Reg(hdr.byte + 20, s32, 1)), a.x))
+    out.append((24, a.y, lambda: isa.evaluate(cg, a.y, Reg(hdr.byte + 24, s32, 1)), a.y))
+    return out
+
+
+class LoopHeld:
+    """A 2D header field written before loop ``top`` and by nothing in it: it holds while the loop is open."""
+
+    def __init__(self, top: str, expr):
+        self.top, self.expr = top, expr
+
+    def holds(self, cg) -> bool:
+        return any(entry[2] == self.top for entry in cg.loop_stack)
+
+
+def block2d_loop_fields(cg, loop, top: str) -> None:
+    """Before loop ``loop`` (label ``top``): each field of a 2D block header to which every 2D load of the
+    body that takes that header gives the same value, one that does not change in the loop (a constant,
+    or an expression of variables bound outside it), is written here where the header does not hold it
+    already, and held through the loop (oneDNN builds a 2D header once and moves only the block's x and y
+    in the loop)."""
+    if not cg.block2d_headers:
+        return
+    inside = {x.var.name for kind, x in events(loop.body) if kind in ("let", "for")}
+    loads = [x for kind, x in events(loop.body) if kind == "call" and isinstance(x.func, Send2D)]
+    n = len(cg.block2d_headers)
+    fields: list[dict] = [{} for _ in range(n)]    # header -> byte -> (key, write, expr), None if they differ
+    for i, x in enumerate(loads):
+        turn = (cg.block2d_turn + 1 + i) % n
+        arg = cg.arg_regs.get(x.ops.mem.name)
+        if arg is None or not all(isinstance(e, IntImm) for e in (x.ops.surface_width, x.ops.surface_height,
+                                                                   x.ops.pitch)):
+            return
+        hdr = Reg(cg.block2d_headers[turn].start, u32, 1)
+        for at, key, write, expr in _block2d_fields(cg, x, arg, hdr):
+            seen = fields[turn].get(at, (key, write, expr))
+            fields[turn][at] = seen if seen is not None and seen[0] == key and _outside(cg, expr, inside) else None
+    for turn, per in enumerate(fields):
+        known = cg.block2d_fields[turn]
+        for at, got in per.items():
+            if got is None:
+                continue
+            key, write, expr = got
+            now = known.get(at)
+            if not (now is not None and now[0] == key and (now[1] is None or now[1].holds(cg))):
+                write()
+            known[at] = (key, LoopHeld(top, expr))
+
+
+def block2d_loop_end(cg, top: str) -> None:
+    """After loop ``top``: its held fields hold on in straight-line code (written before the loop, not in it)."""
+    for known in cg.block2d_fields:
+        for at, (key, since) in list(known.items()):
+            if isinstance(since, LoopHeld) and since.top == top:
+                now = isa.Known.now(cg, since.expr) if since.expr is not None else isa.Known(cg.em.flow, ())
+                if now is None:
+                    del known[at]
+                else:
+                    known[at] = (key, now)
+
+
+def _outside(cg, expr, inside: set) -> bool:
+    """Whether ``expr`` keeps its value through a loop whose body binds ``inside``: a constant, or variables
+    bound now and not in the body, no memory read."""
+    if expr is None:
+        return True
+    names = isa.reads_only_variables(expr)
+    return names is not None and not names & inside and all(cg.env.get(n) for n in names)
+
+
 def lower_send2d(cg, x) -> None:
     """``load_block2d``: its header, then one message into the destination registers. The header is one of
     the kernel's two 2D block header registers where it has them (the roomy allocation), in turn: a field
     is written only where it does not hold the value already (oneDNN rewrites only a 2D header's block x
-    and y between loads); else a temporary built whole."""
+    and y between loads; a loop's fields that do not change in it are written before it,
+    :func:`block2d_loop_fields`); else a temporary built whole."""
     f = x.func
     a = x.ops
     rb = cg.rb
@@ -449,28 +531,19 @@ def lower_send2d(cg, x) -> None:
         hdr, known = Reg(cg.block2d_headers[turn].start, u32, 1), cg.block2d_fields[turn]
     else:   # no registers of their own (a tight allocation): built in a temporary
         hdr, known = cg.temp(u32, rb // 4, whole=True, header=True), {}
-
-    def field(at: int, key, write, expr=None) -> None:
-        """Field ``at`` (a byte of the header) := ``key``'s value (that of the IR expression ``expr``, else a
-        constant), unless the register holds it already: written at the kernel's start, or in straight-line
-        code since (a loop that may not run, a branch not taken, writes nothing), ``expr``'s variables
-        bound as they were."""
+    for at, key, write, expr in _block2d_fields(cg, x, arg, hdr):
+        # written unless the register holds it already: written at the kernel's start, before a loop that
+        # writes no other value into it, or in straight-line code since (a loop that may not run, a branch
+        # not taken, writes nothing), the expression's variables bound as they were
         now = known.get(at)
         if now is not None and now[0] == key and (now[1] is None or now[1].holds(cg)):
-            return
+            continue
         write()
         since = isa.Known.now(cg, expr) if expr is not None else isa.Known(cg.em.flow, ())
         if since is None:   # the expression reads memory: its value is not known to hold later
             known.pop(at, None)
         else:
             known[at] = (key, since)
-    field(0, (a.mem.name, a.base), lambda: isa.add64(cg, Reg(hdr.byte, u32, 1), arg, isa.value(cg, a.base), 1),
-          a.base)
-    shape = tuple(e.value for e in sizes) + (f.width, f.height, f.array)
-    for at, imm in block2d_constants(cg, shape):
-        field(at, imm, lambda at=at, imm=imm: isa.move(cg, Reg(hdr.byte + at, imm.type, 1), imm, 1))
-    field(20, a.x, lambda: isa.evaluate(cg, a.x, Reg(hdr.byte + 20, s32, 1)), a.x)
-    field(24, a.y, lambda: isa.evaluate(cg, a.y, Reg(hdr.byte + 24, s32, 1)), a.y)
     nregs = -(-f.elems * f.type.size // rb)
     cg.em.raw(f"(W) load_block2d.ugm.{BLOCK2D_DATA[f.type.size]}.a64 (1|M0) r{data // rb}:{nregs} "
               f"[r{hdr.byte // rb}:1]", "send")

@@ -113,15 +113,15 @@ def test_a_register_buffer_whose_scalar_accesses_reach_its_first_bytes_only_take
 
 def test_headers_stop_rotating_before_any_value_is_recomputed():
     # An allocation that runs out only while headers rotate is retried without rotation, nothing recomputed;
-    # first the compact layout (SIMD1 headers' lets at dword 0, counters in sub-registers) gives way, where
-    # the failing attempt compacted anything.
+    # first the global headers kept past their messages go, then the compact layout (SIMD1 headers' lets
+    # at dword 0, counters in sub-registers) gives way, where the failing attempt compacted anything.
     from kdd.core.codegen.xe.allocation import HEADER_ROTATION, with_remat
 
     for placed in (True, False):
         tries = []
 
-        def attempt(remat, rotation, compact):
-            tries.append((remat, rotation, compact))
+        def attempt(remat, rotation, compact, linger):
+            tries.append((remat, rotation, compact, linger))
             if rotation:
                 exc = NoRoom("a large buffer's free range was split")
                 exc.compacted = compact and placed
@@ -129,8 +129,9 @@ def test_headers_stop_rotating_before_any_value_is_recomputed():
             return "fits"
 
         assert with_remat(attempt, seq()) == "fits"
-        roomy = [(frozenset(), HEADER_ROTATION, True)] + [(frozenset(), HEADER_ROTATION, False)] * placed
-        assert tries == roomy + [(frozenset(), 0, False)]
+        roomy = [(frozenset(), HEADER_ROTATION, True, True), (frozenset(), HEADER_ROTATION, True, False)] + \
+            [(frozenset(), HEADER_ROTATION, False, False)] * placed
+        assert tries == roomy + [(frozenset(), 0, False, False)]
 
 
 def _copy_lets(body):

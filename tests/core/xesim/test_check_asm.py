@@ -55,9 +55,10 @@ def swap_dpas_operands(lines):
 
 
 def off_by_one_offset(lines):
-    """The first constant offset added to an address is one dword too far."""
+    """The first constant offset added to an address is one dword short (the addresses advanced from it
+    are too: one dword over would run the last of them past the buffer's end, a fault)."""
     return _first(lines, r"^\(W\) add \(1\|M0\) r\d+\.\d+<1>:d r\d+\.\d+<0;1,0>:d [1-9]\d*:d$",
-                  lambda line: re.sub(r"(\d+):d$", lambda m: f"{int(m.group(1)) + 4}:d", line))
+                  lambda line: re.sub(r"(\d+):d$", lambda m: f"{int(m.group(1)) - 4}:d", line))
 
 
 def wrong_region(lines):
