@@ -41,12 +41,14 @@ class _Held:
     exact: bool
 
 
-def terms(cg, e) -> tuple[tuple, int] | None:
-    """``(register operands, constant)`` of an offset that is a sum of variables and constants
-    (``a + b + c``, ``add3``, a broadcast scalar), the operands as sorted keys ``(first byte, end byte,
-    type, stride)``; a let that is such a sum itself stands for its terms while none of their registers
-    was written since it was defined (``HeldAddresses.define``). None for any other offset."""
+def terms(cg, e) -> tuple[tuple, int, Reg | None] | None:
+    """``(register operands, constant, the operand where there is one)`` of an offset that is a sum of
+    variables and constants (``a + b + c``, ``add3``, a broadcast scalar), the operands as sorted keys
+    ``(first byte, end byte, type, stride)``; a let that is such a sum itself stands for its terms while
+    none of their registers was written since it was defined (``HeldAddresses.define``), a recomputed
+    let for its value. None for any other offset."""
     regs: list = []
+    ops: list = []
     const = 0
     stack = [e]
     while stack:
@@ -70,11 +72,13 @@ def terms(cg, e) -> tuple[tuple, int] | None:
             elif (sum_ := cg.addresses.sum_of(cg, x.name, op)) is not None:
                 regs += sum_[0]
                 const += sum_[1]
+                ops.append(None)
             else:
                 regs.append((*op.span(x.type.lanes), op.type.scalar.short, op.stride))
+                ops.append(op)
         else:
             return None
-    return (tuple(sorted(regs)), const) if regs else None
+    return (tuple(sorted(regs)), const, ops[0] if len(regs) == len(ops) == 1 else None) if regs else None
 
 
 class HeldAddresses:
@@ -92,7 +96,7 @@ class HeldAddresses:
         the let stands for them in later offsets (:func:`terms`)."""
         got = terms(cg, value)
         if got is not None:
-            self.sums[name] = (op, *got, len(cg.em.lines))
+            self.sums[name] = (op, got[0], got[1], len(cg.em.lines))
 
     def sum_of(self, cg, name: str, op: Reg) -> tuple[tuple, int] | None:
         """The terms and constant let ``name`` (bound to ``op``) stands for, where none of their

@@ -17,9 +17,9 @@ from __future__ import annotations
 from collections import Counter, deque
 from typing import Iterator
 
-from kdd.core.ir.expr import Binary, FloatImm, IntImm, Load, Op, Var
+from kdd.core.ir.expr import Binary, FloatImm, IntImm, Load, Op, Ternary, Var
 from kdd.core.ir.funcs import Send
-from kdd.core.ir.stmt import For, Let
+from kdd.core.ir.stmt import For, FuncCall, Let, Store
 from kdd.core.ir.visitor import walk as walk_nodes
 
 from ..errors import OutOfRegisters
@@ -53,7 +53,7 @@ class AllocationWalk:
         self.rb = target.registers.reg_bytes
         self.simd = simd
         self.regs = RegisterFile(nregs, self.rb, self.xe.grf_banks)
-        self.remat = remat = remat | absorbed(body)
+        self.remat = remat = remat | absorbed(body) | (address_lets(body) if target.xe.native_int64 else frozenset())
         self.arg_names = tuple(arg_names)
         self.payload = payload(list(self.arg_names), simd, self.rb)
         self.live = analyze(body, set(self.arg_names), remat, compact)
@@ -314,6 +314,43 @@ def absorbed(body) -> frozenset[str]:
     # bound once, as is the variable read where it is recomputed (no other binding of the name there)
     return frozenset(n for n, v in candidates.items()
                      if bound[n] == 1 and bound[v] <= 1 and reads[n] - 1 == adds[n] > 0)
+
+
+def address_lets(body) -> frozenset[str]:
+    """Scalar lets that are sums of variables and constants (``b = k + 1638400``) and that only global
+    message headers read, each as a summand of the header's offset: on a target with 64-bit integer adds
+    every such header is its held predecessor plus a constant, or the let's terms' sum plus one
+    (``addresses``), so the let needs neither a register nor an instruction (``remat``)."""
+    headers = {x.ops[1].buf.name for x in walk_nodes(body)
+               if type(x) is FuncCall and isinstance(x.func, Send) and x.func.space == "global"
+               and isinstance(x.ops[1], Load)}
+    sums: dict[str, int] = {}        # candidate -> times it is bound
+    summands: Counter = Counter()    # let -> its reads as a summand of a global header's offset
+    reads: Counter = Counter()
+    for node in walk_nodes(body):
+        t = type(node)
+        if t is Var:
+            reads[node.name] += 1
+        elif t is Let or t is For:
+            sums[node.var.name] = sums.get(node.var.name, 0) + 1 if t is Let and _is_sum(node.value) and \
+                node.value.type.lanes == 1 and node.value.type.is_int else -1
+        elif t is Store and node.buf.name in headers:
+            stack = [node.value]
+            while stack:
+                e = stack.pop()
+                if type(e) is Binary and e.op is Op.ADD or type(e) is Ternary and e.op is Op.ADD3:
+                    stack += e.children()
+                elif type(e) is Var:
+                    summands[e.name] += 1
+    return frozenset(n for n, bound in sums.items() if bound == 1 and reads[n] - 1 == summands[n] > 0)
+
+
+def _is_sum(e) -> bool:
+    """Whether ``e`` is a sum of variables and constants."""
+    t = type(e)
+    if t is Binary and e.op is Op.ADD or t is Ternary and e.op is Op.ADD3:
+        return all(_is_sum(c) for c in e.children())
+    return t is Var or t is IntImm
 
 
 MAX_REMAT_ROUNDS = 8

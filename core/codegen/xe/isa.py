@@ -550,15 +550,16 @@ class Known:
 
 @dataclass(frozen=True)
 class ReusableFlag:
-    """A flag computed for a condition, and what it depended on: the flag register (not handed out or
-    changed since) and the condition's :class:`Known` state."""
+    """A flag computed for a condition, and what it depended on: the flag subregister (both of its
+    register's for a wide one) not handed out or changed since, and the condition's :class:`Known` state."""
 
     flag: str
-    written: int
+    wide: bool      # over more than 16 lanes: the whole flag register
+    written: tuple
     known: Known
 
     def holds(self, cg) -> bool:
-        return cg.flags.written(self.flag) == self.written and self.known.holds(cg)
+        return cg.flags.written(self.flag, self.wide) == self.written and self.known.holds(cg)
 
 
 def _bound(cg, name: str):
@@ -581,7 +582,7 @@ def remember_flag(cg, cond, lanes: int, flag: str) -> str:
     """Records that ``flag`` now holds ``cond`` over ``lanes`` (for :func:`flag_of`); returns it."""
     known = Known.now(cg, cond)
     if known is not None:
-        cg.flag_reuse[(cond, lanes)] = ReusableFlag(flag, cg.flags.written(flag), known)
+        cg.flag_reuse[(cond, lanes)] = ReusableFlag(flag, lanes > 16, cg.flags.written(flag, lanes > 16), known)
     return flag
 
 

@@ -42,17 +42,23 @@ class FlagPool:
         self.next = 0
         self.last, self.last_wide = "", False     # the flag handed out last, and whether it was whole
         self.clear_past: dict[str, int] = {}   # flag -> lanes: its bits past them are known clear
-        self.writes: dict[str, int] = {}      # flag register (``f0``) -> times it was handed out or changed
+        self.writes: dict[str, int] = {}      # flag subregister (``f0.1``) -> times it was handed out or changed
 
-    def written(self, flag: str) -> int:
-        """How often the register of ``flag`` was handed out or changed in place: a flag read again later
-        (:func:`isa.flag_of`'s reuse) holds what it held while this count is unchanged."""
-        return self.writes.get(flag.lstrip("~").split(".")[0], 0)
+    def written(self, flag: str, wide: bool = False) -> tuple[int, ...]:
+        """How often the subregister of ``flag`` (both of its register's, ``wide``) was handed out or
+        changed in place: a flag read again later (:func:`isa.flag_of`'s reuse) holds what it held while
+        these counts are unchanged."""
+        return tuple(self.writes.get(f, 0) for f in self._covered(flag, wide))
 
-    def touch(self, flag: str) -> None:
-        """``flag`` is changed in place."""
-        reg = flag.lstrip("~").split(".")[0]
-        self.writes[reg] = self.writes.get(reg, 0) + 1
+    def touch(self, flag: str, wide: bool = False) -> None:
+        """``flag`` (its whole register, ``wide``) is changed in place."""
+        for f in self._covered(flag, wide):
+            self.writes[f] = self.writes.get(f, 0) + 1
+
+    @staticmethod
+    def _covered(flag: str, wide: bool) -> tuple[str, ...]:
+        f = flag.lstrip("~")
+        return (f[:-1] + "0", f[:-1] + "1") if wide else (f,)
 
     def take(self, lanes: int = 1) -> str:
         """The next flag for an instruction over ``lanes`` channels. A flag subregister holds 16
@@ -68,7 +74,7 @@ class FlagPool:
                 break
         self.last, self.last_wide = f, wide
         self.clear_past.pop(f, None)
-        self.touch(f)
+        self.touch(f, wide)
         return f
 
 

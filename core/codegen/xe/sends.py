@@ -80,10 +80,15 @@ def store_header(cg, x, p: int) -> None:
     parts = addresses.terms(cg, x.value)
     key = (mem, lanes, parts[0]) if parts else None
     near = cg.addresses.near(cg, key, parts[1], dst, lanes) if parts else None
-    if near is None:
-        isa.add64(cg, Reg(hdr.start, u32, 2), arg, isa.value(cg, x.value), lanes, signed=signed)
-    else:
+    if near is not None:
         isa.advance64(cg, dst, *near, lanes)
+    elif parts and parts[2] is not None and cg.xe.native_int64 and -2**31 <= parts[1] < 2**31:
+        # one register plus a constant: the register's address, then the constant added in 64 bits (as
+        # many instructions as the 32-bit sum and its address; the sum may be a let kept as its value)
+        isa.add64(cg, Reg(hdr.start, u32, 2), arg, parts[2], lanes)
+        isa.advance64(cg, dst, dst, parts[1], lanes)
+    else:
+        isa.add64(cg, Reg(hdr.start, u32, 2), arg, isa.value(cg, x.value), lanes, signed=signed)
     if parts:
         cg.addresses.record(cg, key, parts[1], dst, cg.xe.native_int64 or signed or (near is not None))
 
