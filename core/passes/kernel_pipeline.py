@@ -73,8 +73,9 @@ KERNEL_PASSES: tuple[Pass, ...] = (
              "raw weight tiles ping-pong"),
     Pass("prefetch", prefetch_pipeline, reads=("slm_bufs", "prefetch_bufs", "prefetch_buffers"),
          doc="without SLM: prefetch the tiles of later iterations into cache"),
-    Pass("inner-loops", unroll_inner_loops, reads=("target", "regs"),
-         doc="the innermost loops of a reduction nest no pipeline flattened marked for complete unrolling"),
+    Pass("inner-loops", unroll_inner_loops, reads=("target", "regs", "slm_bufs", "gmem_bufs", "prefetch_bufs"),
+         doc="the innermost loops of a reduction nest no pipeline flattened marked for complete unrolling "
+             "(a loop of one step per trip: by two)"),
     Pass("register-loops", mark_register_loops,
          doc="mark loops whose index selects registers for complete unrolling"),
     Pass("simplify", simplify_kernel, reads=("var_ranges",), version=3, doc="expression simplification"),

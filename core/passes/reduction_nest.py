@@ -137,8 +137,9 @@ def unroll_inner_loops(ir: Node, options: Mapping[str, Any] | None = None) -> No
     prefetch) marked for complete unrolling, as many as fit ``MAX_COPIES`` copies and the free
     registers, the outermost loop kept: a conv's kh and kw loops are then constants in each copy (their
     padding masks invariant, their addresses immediates) and only the loop around them (ic) counts.
-    Loops the config marked keep their marks, and a nest computing per-lane index vectors (a gather)
-    stays as it is; the same object when nothing is marked."""
+    A nest with nothing to flatten has its loop unrolled by two instead (:func:`_two_steps`). Loops the
+    config marked keep their marks, and a nest computing per-lane index vectors (a gather) stays as it
+    is; the same object when nothing is marked."""
     nest = find_reduction_nest(ir)
     if nest is None or any(isinstance(n, Let) and n.var.type.lanes > 1 for n in distinct_nodes(nest.body)):
         return ir  # per-lane index vectors (a gather's lanes): every copy would hold its own
@@ -147,12 +148,30 @@ def unroll_inner_loops(ir: Node, options: Mapping[str, Any] | None = None) -> No
         if loop.unroll > 1 or copies * trips > MAX_COPIES:
             break
         copies, depth = copies * trips, depth + 1
+    if depth == 0:
+        return _two_steps(ir, nest, options or {})
     # One value per copy: its padding mask (its addresses are immediates on a base the copies share).
-    if depth == 0 or not room_for_copies(ir, options or {}, copies, 1):
+    if not room_for_copies(ir, options or {}, copies, 1):
         return ir
     body = nest.body
     marked = len(nest.loops) - depth
     for i, loop in reversed(list(enumerate(nest.loops))):
         unroll = nest.trips[i] if i >= marked else loop.unroll
         body = For.make(loop.var, loop.init, loop.bound, body, loop.step, unroll, origin=loop.origin)
+    return replace_node(ir, nest.group, Group.make(nest.group.label, body, origin=nest.group.origin))
+
+
+def _two_steps(ir: Node, nest: ReductionNest, options: Mapping[str, Any]) -> Node:
+    """A nest no pipeline flattened with nothing to flatten (one loop, or inner loops that do not fit),
+    whose innermost loop runs one reduction step per trip: that loop unrolled by two where its trips are
+    even and the free registers take a second copy's values, so its counters, its bound test and the
+    addresses it moves count once per two steps (oneDNN unrolls its compute loop so that the counters
+    amortize)."""
+    loop, trips = nest.loops[-1], nest.trips[-1]
+    pipelined = any(options.get(k) for k in ("slm_bufs", "gmem_bufs", "prefetch_bufs"))
+    if pipelined or loop.unroll > 1 or trips < 4 or trips % 2 or not room_for_copies(ir, options, 2, 1):
+        return ir
+    body: Stmt = For.make(loop.var, loop.init, loop.bound, nest.body, loop.step, 2, origin=loop.origin)
+    for outer in reversed(nest.loops[:-1]):
+        body = For.make(outer.var, outer.init, outer.bound, body, outer.step, outer.unroll, origin=outer.origin)
     return replace_node(ir, nest.group, Group.make(nest.group.label, body, origin=nest.group.origin))

@@ -41,14 +41,13 @@ class _Held:
     exact: bool
 
 
-def terms(cg, e) -> tuple[tuple, int, Reg | None] | None:
-    """``(register operands, constant, the operand where there is one)`` of an offset that is a sum of
-    variables and constants (``a + b + c``, ``add3``, a broadcast scalar), the operands as sorted keys
-    ``(first byte, end byte, type, stride)``; a let that is such a sum itself stands for its terms while
-    none of their registers was written since it was defined (``HeldAddresses.define``), a recomputed
-    let for its value. None for any other offset."""
-    regs: list = []
-    ops: list = []
+def terms(cg, e) -> tuple[tuple, int, Reg | None, tuple] | None:
+    """``(register operands, constant, the operand where there is one, (key, operand) pairs)`` of an
+    offset that is a sum of variables and constants (``a + b + c``, ``add3``, a broadcast scalar), the
+    operands as sorted keys ``(first byte, end byte, type, stride)``; a let that is such a sum itself
+    stands for its terms while none of their registers was written since it was defined
+    (``HeldAddresses.define``), a recomputed let for its value. None for any other offset."""
+    regs: list = []      # (key, register) per term
     const = 0
     stack = [e]
     while stack:
@@ -72,13 +71,13 @@ def terms(cg, e) -> tuple[tuple, int, Reg | None] | None:
             elif (sum_ := cg.addresses.sum_of(cg, x.name, op)) is not None:
                 regs += sum_[0]
                 const += sum_[1]
-                ops.append(None)
             else:
-                regs.append((*op.span(x.type.lanes), op.type.scalar.short, op.stride))
-                ops.append(op)
+                regs.append(((*op.span(x.type.lanes), op.type.scalar.short, op.stride), op))
         else:
             return None
-    return (tuple(sorted(regs)), const, ops[0] if len(regs) == len(ops) == 1 else None) if regs else None
+    if not regs:
+        return None
+    return tuple(sorted(k for k, _ in regs)), const, regs[0][1] if len(regs) == 1 else None, tuple(regs)
 
 
 class HeldAddresses:
@@ -89,23 +88,23 @@ class HeldAddresses:
         self.held: dict[tuple, list[_Held]] = {}
         self.scanned = 0                      # lines whose writes are in ``written``
         self.written: dict[int, int] = {}     # dword of the register file -> the last line writing it
-        self.sums: dict[str, tuple] = {}      # let -> (its register, its terms, constant, line defined)
+        self.sums: dict[str, tuple] = {}      # let -> (its register, (key, operand) terms, constant, line)
 
     def define(self, cg, name: str, value, op: Reg) -> None:
         """Let ``name``, now in ``op``, is ``value``: where that is a sum of registers and constants,
         the let stands for them in later offsets (:func:`terms`)."""
         got = terms(cg, value)
         if got is not None:
-            self.sums[name] = (op, got[0], got[1], len(cg.em.lines))
+            self.sums[name] = (op, got[3], got[1], len(cg.em.lines))
 
     def sum_of(self, cg, name: str, op: Reg) -> tuple[tuple, int] | None:
-        """The terms and constant let ``name`` (bound to ``op``) stands for, where none of their
-        registers was written since it was defined."""
+        """The ``(key, operand)`` terms and constant let ``name`` (bound to ``op``) stands for, where
+        none of their registers was written since it was defined."""
         got = self.sums.get(name)
         if got is None or got[0] != op:
             return None
         self._scan(cg.em.lines)
-        if any(not self._untouched(lo, hi, got[3]) for lo, hi, _, _ in got[1]):
+        if any(not self._untouched(key[0], key[1], got[3]) for key, _ in got[1]):
             return None
         return got[1], got[2]
 

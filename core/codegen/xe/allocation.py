@@ -65,7 +65,8 @@ class AllocationWalk:
         self.barrier_header: Allocation | None = None   # the barrier message's header, for the whole kernel
         self.block2d_headers: list[Allocation] = []     # the 2D block loads' headers, for the whole kernel
         self.lingering: dict = {}     # memory -> the global header kept past its message (retire)
-        self.homes: dict[str, int] = {}   # global header buffer -> where its registers were (_home)
+        self.homes: dict[str, tuple] = {}   # global header buffer -> the bytes it had (_home)
+        self.home_regs: frozenset[int] = frozenset()   # their registers
         self.last_address: Allocation | None = None   # the header buffer the last message read
 
     # -- hooks the code generator overrides --------------------------------------------------
@@ -93,9 +94,11 @@ class AllocationWalk:
             raise self.no_room(nbytes, label) from None
 
     def cooling_regs(self) -> frozenset[int]:
-        """The registers of the headers released last (``HEADER_ROTATION``), which sends may still be reading."""
+        """The registers of the headers released last (``HEADER_ROTATION``), which sends may still be
+        reading, and (``linger``) those global header buffers go back to (:meth:`_home`): taken last."""
         rb = self.rb
-        return frozenset(r for h in self.cooling for r in range(h.start // rb, (h.end - 1) // rb + 1))
+        out = frozenset(r for h in self.cooling for r in range(h.start // rb, (h.end - 1) // rb + 1))
+        return out | self.home_regs if self.linger else out
 
     def reserve_payload(self) -> list[Allocation]:
         """Reserves r0, the local ids, the kernel arguments and, in a kernel that signals a barrier, the
@@ -163,13 +166,15 @@ class AllocationWalk:
         self.keys[key] = a
         self.bufs[name] = a
         if self.linger and self.live.headers.get(name, ("",))[0] == "global":
-            self.homes[name] = a.start
+            self.homes[name] = (a.start, a.end)
+            rb = self.rb
+            self.home_regs = frozenset(r for lo, hi in self.homes.values() for r in range(lo // rb, (hi - 1) // rb + 1))
 
     def _home(self, name: str, size: int) -> int | None:
         """Where a global message's header buffer written again goes: the registers it had, where they are
         free (it may still hold the address the new one advances, ``addresses``), in the attempt that keeps
         headers (``linger``)."""
-        start = self.homes.get(name)
+        start = self.homes.get(name, (None,))[0]
         if start is None:
             return None
         rb, full = self.rb, (1 << self.rb) - 1
@@ -287,70 +292,78 @@ def recomputable(body) -> dict[str, object]:
     return out
 
 
-def absorbed(body) -> frozenset[str]:
-    """Scalar lets ``t = v + c`` (``c`` a 16-bit constant) every read of which is an operand of a 32-bit
-    integer add whose other operand is not a constant: each such add becomes one ``add3`` of that operand,
-    ``v`` and ``c`` (``isa``), so ``t`` is recomputed there (``remat``) and needs neither a register nor an
-    instruction of its own (``cse = k + 32`` read by two address adds: the ``add`` of the constant goes)."""
-    candidates: dict[str, str] = {}   # let -> the variable its value adds a constant to
+def _lets_read_only_as(body, candidate, counted) -> dict[str, object]:
+    """``{let: its value}`` of the lets bound once whose value ``candidate`` takes and every read of which
+    is one that ``counted(node)`` names (it yields the names a node reads so)."""
+    values: dict[str, object] = {}
     bound: Counter = Counter()      # names bound by a let or a loop (each binding's var is walked once)
     reads: Counter = Counter()
-    adds: Counter = Counter()
+    wanted: Counter = Counter()
     for node in walk_nodes(body):
         t = type(node)
         if t is Var:
             reads[node.name] += 1
         elif t is Let or t is For:
             bound[node.var.name] += 1
-            v = node.value if t is Let else None
-            if type(v) is Binary and v.op is Op.ADD and v.type.lanes == 1 and v.type.is_int and \
-                    v.type.scalar.bits == 32 and type(v.a) is Var and type(v.b) is IntImm and \
-                    -32768 <= v.b.value < 32768:
-                candidates[node.var.name] = v.a.name
-        elif t is Binary and node.op is Op.ADD and node.type.is_int and node.type.scalar.bits == 32:
-            for x, other in ((node.a, node.b), (node.b, node.a)):
-                if type(x) is Var and type(other) is not IntImm:
-                    adds[x.name] += 1
-    # bound once, as is the variable read where it is recomputed (no other binding of the name there)
-    return frozenset(n for n, v in candidates.items()
-                     if bound[n] == 1 and bound[v] <= 1 and reads[n] - 1 == adds[n] > 0)
+            if t is Let and candidate(node.value):
+                values[node.var.name] = node.value
+        for name in counted(node):
+            wanted[name] += 1
+    return {n: v for n, v in values.items() if bound[n] == 1 and reads[n] - 1 == wanted[n] > 0
+            and all(bound[x] <= 1 for x in _summed_vars(v) or ())}
+
+
+def absorbed(body) -> frozenset[str]:
+    """Scalar lets ``t = v + c`` (``c`` a 16-bit constant) every read of which is an operand of a 32-bit
+    integer add whose other operand is not a constant: each such add becomes one ``add3`` of that operand,
+    ``v`` and ``c`` (``isa``), so ``t`` is recomputed there (``remat``) and needs neither a register nor an
+    instruction of its own (``cse = k + 32`` read by two address adds: the ``add`` of the constant goes).
+    The variable read where ``t`` is recomputed is bound once too (no other binding of the name there)."""
+    def candidate(v) -> bool:
+        return type(v) is Binary and v.op is Op.ADD and v.type.lanes == 1 and v.type.is_int and \
+            v.type.scalar.bits == 32 and type(v.a) is Var and type(v.b) is IntImm and -32768 <= v.b.value < 32768
+
+    def counted(node):
+        if type(node) is Binary and node.op is Op.ADD and node.type.is_int and node.type.scalar.bits == 32:
+            return [x.name for x, other in ((node.a, node.b), (node.b, node.a))
+                    if type(x) is Var and type(other) is not IntImm]
+        return ()
+    return frozenset(_lets_read_only_as(body, candidate, counted))
 
 
 def address_lets(body) -> frozenset[str]:
-    """Scalar lets that are sums of variables and constants (``b = k + 1638400``) and that only global
-    message headers read, each as a summand of the header's offset: on a target with 64-bit integer adds
-    every such header is its held predecessor plus a constant, or the let's terms' sum plus one
-    (``addresses``), so the let needs neither a register nor an instruction (``remat``)."""
+    """Scalar lets of one variable plus constants (``b = k + 1638400``) that only scalar global message
+    headers read, each header's offset that let plus constants: on a target with 64-bit integer adds
+    every such header is its held predecessor plus a constant, or the variable's address plus one
+    (``addresses``, ``sends.store_header``), so the let needs neither a register nor an instruction
+    (``remat``)."""
     headers = {x.ops[1].buf.name for x in walk_nodes(body)
                if type(x) is FuncCall and isinstance(x.func, Send) and x.func.space == "global"
                and isinstance(x.ops[1], Load)}
-    sums: dict[str, int] = {}        # candidate -> times it is bound
-    summands: Counter = Counter()    # let -> its reads as a summand of a global header's offset
-    reads: Counter = Counter()
-    for node in walk_nodes(body):
-        t = type(node)
-        if t is Var:
-            reads[node.name] += 1
-        elif t is Let or t is For:
-            sums[node.var.name] = sums.get(node.var.name, 0) + 1 if t is Let and _is_sum(node.value) and \
-                node.value.type.lanes == 1 and node.value.type.is_int else -1
-        elif t is Store and node.buf.name in headers:
-            stack = [node.value]
-            while stack:
-                e = stack.pop()
-                if type(e) is Binary and e.op is Op.ADD or type(e) is Ternary and e.op is Op.ADD3:
-                    stack += e.children()
-                elif type(e) is Var:
-                    summands[e.name] += 1
-    return frozenset(n for n, bound in sums.items() if bound == 1 and reads[n] - 1 == summands[n] > 0)
+
+    def candidate(v) -> bool:
+        return v.type.lanes == 1 and v.type.is_int and len(_summed_vars(v) or ()) == 1
+
+    def counted(node):
+        if type(node) is Store and node.buf.name in headers and node.value.type.lanes == 1:
+            names = _summed_vars(node.value)
+            return names if names is not None and len(names) == 1 else ()
+        return ()
+    return frozenset(_lets_read_only_as(body, candidate, counted))
 
 
-def _is_sum(e) -> bool:
-    """Whether ``e`` is a sum of variables and constants."""
+def _summed_vars(e) -> list[str] | None:
+    """The variables a sum of variables and constants adds (None for any other expression)."""
     t = type(e)
     if t is Binary and e.op is Op.ADD or t is Ternary and e.op is Op.ADD3:
-        return all(_is_sum(c) for c in e.children())
-    return t is Var or t is IntImm
+        out: list[str] = []
+        for c in e.children():
+            got = _summed_vars(c)
+            if got is None:
+                return None
+            out += got
+        return out
+    return [e.name] if t is Var else [] if t is IntImm else None
 
 
 MAX_REMAT_ROUNDS = 8

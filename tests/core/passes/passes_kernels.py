@@ -8,6 +8,7 @@ means identical bytes.
 """
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -26,11 +27,14 @@ def example_names() -> list[str]:
     return sorted(p.name[: -len(".kernel.toml")] for p in EXAMPLES.glob("*.kernel.toml"))
 
 
-def example_kernel(name: str, line: str | None = None, full_shape: bool = False):
-    """The kernel of example ``name`` at its check shape (or its real shape), ``line`` overriding knobs."""
+def example_kernel(name: str, line: str | None = None, full_shape: bool = False, **sizes: int):
+    """The kernel of example ``name`` at its check shape (or its real shape), ``line`` overriding knobs,
+    ``sizes`` the shape's (``k=256``)."""
     path = EXAMPLES / f"{name}.kernel.toml"
     spec, _ = load_spec(path.read_text(), str(path))
     problem = spec.problem if full_shape else spec.check
+    if sizes:
+        problem = replace(problem, shape=replace(problem.shape, **sizes))
     user = parse_config_line(line).over(spec.user_config) if line else spec.user_config
     return build_kernel(problem, resolve_config(problem, spec.target, user), spec.target)
 
