@@ -252,6 +252,8 @@ class _Builder:
                 or (cfg.subtiles is not None and (cfg.subtiles.a, cfg.subtiles.b) != (1, 1)) \
                 or self.ops.converted or prod(d.iter for d in t.role("b")) > 1:
             return 0
+        if self._staged("B") and any(d.tg > 1 for d in t.role("k")):
+            return 0  # threads reading their K slices of a staged B: the transposed B's rows of K split
         m_thr, n_thr, k_thr = (prod(d.iter for d in t.role(r)) for r in "mnk")
         plain = make_fma(cfg.fma, self.target, cfg.simd, self.ops.a, self.ops.b, self.ops.acc, m_thr)
         flipped = make_fma(cfg.fma, self.target, cfg.simd, self.ops.a, self.ops.b, self.ops.acc, m_thr,

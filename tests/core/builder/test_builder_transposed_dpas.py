@@ -49,6 +49,10 @@ def test_a_from_global_in_short_rows_gathers_whole_vnni_operands(shape, line):
 def test_a_staged_in_slm_or_loaded_in_2d_blocks_keeps_the_plain_form():
     staged = _kernel("mb2ic32ih6oc32oh6kh3ph1", "fma=dpas simd=8 i=ow8oc16ic16 T=ow2 l=ic2kh3kw3 s=x1.a")
     assert all(c.ops.src2.name == "a" for c in _calls(staged, Dpas)) and _wei_tag(staged) == "hwIO8i8o2i"
+    # B staged with the group's threads splitting K: each thread reads its K slice of the transposed
+    # B's rows (32-byte pieces), more messages than the VNNI tile's blocks
+    split_k = _kernel("mb2ic32ih6oc32oh6kh3ph1", "fma=dpas simd=8 i=ow8oc16ic16 T=ic2 l=kh3kw3 s=x1.b")
+    assert all(c.ops.src2.name == "a" for c in _calls(split_k, Dpas))
     hpc = _kernel("mb1ic32ih4iw16oc32oh4ow16kh3kw3ph1pw1", "fma=dpas simd=16 l=ic2kh3kw3 i=ic16oc32ow16 bufs=0",
                   "xehpc")
     assert all(c.ops.src2.name == "a" for c in _calls(hpc, Dpas))
