@@ -9,7 +9,9 @@ need (``docs/ir-semantics.md`` gives the operand forms):
   With the lanes along the batch instead (depthwise), A, B and C are batch-innermost vectors.
 - ``dp4a``: as ``mad`` over K quads: B packs 4 consecutive K per lane (VNNI).
 - ``dpas.8xR``: C blocks of ``R x simd``, A blocks of ``R x K`` row-major,
-  B blocks of ``K x simd`` packed as 8 rows of ``simd`` dwords (VNNI).
+  B blocks of ``K x simd`` packed as 8 rows of ``simd`` dwords (VNNI); in the
+  transposed form (``C^T = B^T A^T``) A is the VNNI operand, B the rows and C
+  blocks of ``R`` columns of ``simd`` rows.
 - ``mma.m16n8k16`` / ``m16n8k32`` (sm_90): A, B and C in the PTX fragment
   layouts, fragment register ``r`` of lane ``l`` at byte ``r*128 + 4*l``.
 
