@@ -132,8 +132,8 @@ class _Builder:
         # Sub-tiles of B are read from a dense SLM tile in chunks (no vector gather): blocked weights would
         # order that tile K-innermost and cost each read a reorder, so sub-tiled B keeps the plain layout.
         split_b = config.subtiles is not None and config.subtiles.b > 1
-        self.blocking = None if split_b else fma_blocking(config.fma, target, problem)
-        self.layouts = {name: tensor_layout(problem, name, t, self.blocking) for name, t in self.types.items()}
+        blocking = None if split_b else fma_blocking(config.fma, target, problem)
+        self.layouts = {name: tensor_layout(problem, name, t, blocking) for name, t in self.types.items()}
         self.transposed_n = 0  # the thread tile's N where dpas takes its transposed form (``_transposed``)
         self.bounded = frozenset(d.name for d in self.tiling.dims if d.padded > d.size)
         self.allocs: list[tuple[RegTensor, Origin]] = []

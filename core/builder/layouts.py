@@ -10,10 +10,10 @@ blocks them so too): ``[g] spatial, K / (depth * pack), N / simd, depth K
 pairs, simd N, pack K`` with ``pack = 4 / element size`` K in a dword (K =
 ``ic`` for fwd, ``oc`` for bwd_d, ``k`` for GEMM): a thread's B tile is then
 one contiguous piece of memory already packed as dpas's VNNI B, so copies
-move it with block messages and no reorder (for the transposed dpas, whose B
-is rows of K: ``... K / (depth * pack), N / 8, 8 N, depth * pack K``). Where K or N does not divide by
-the blocks, or the builder gives no ``blocking`` (sub-tiled B, ``build``), the
-plain layout stays.
+move it with block messages and no reorder (the transposed dpas reads B as
+rows of K: ``... K / (depth * pack), N / 8, 8 N, depth * pack K``). Where K
+or N does not divide by the blocks, or the builder gives no ``blocking``
+(sub-tiled B, ``build``), the plain layout stays.
 """
 from __future__ import annotations
 

@@ -40,7 +40,7 @@ def test_a_from_global_in_short_rows_gathers_whole_vnni_operands(shape, line):
     dpas = _calls(kernel, Dpas)
     assert dpas and all(c.ops.src1.name == "a" and c.ops.src2.name == "b" for c in dpas)
     a_loads = [c for c in _calls(kernel, Send) if c.ops.mem.name == "src"]
-    assert a_loads and all(c.func.kind is SendKind.SCATTERED and c.func.vec == 8 and c.func.elems == 64 for c in a_loads)
+    assert a_loads and all((c.func.kind, c.func.vec, c.func.elems) == (SendKind.SCATTERED, 8, 64) for c in a_loads)
     # wei = any: 8 columns of 16 channels each, a dpas's src2 one 256-byte run
     assert _wei_tag(kernel) == "hwIO8o16i"
     assert check_kernel(kernel).ok
