@@ -69,6 +69,10 @@ def store_header(cg, x, p: int) -> None:
     arg = cg.arg_regs.get(mem)
     if arg is None:
         raise CodegenUnsupported(f"send to {mem}, which is not a kernel argument")
+    step = _step(x)
+    if step is not None:    # ``hdr = hdr + d`` (passes/header_steps.py): the address stepped in place
+        isa.step64(cg, Reg(hdr.start, u32, 2), step, lanes)
+        return
     off = isa.value(cg, x.value)
     if x.value.type.scalar.bits == 64:
         raise CodegenUnsupported("64-bit message offsets are not lowered yet")
@@ -77,6 +81,16 @@ def store_header(cg, x, p: int) -> None:
     # and the high dword takes only the carry. A prefetch is not bounds-checked: its offset keeps its sign.
     signed = "prefetch header" in cg.live.roles.get(x.buf.name, ())
     isa.add64(cg, Reg(hdr.start, u32, 2), arg, off, lanes, signed=signed)
+
+
+def _step(x) -> int | None:
+    """``d`` of a header store ``hdr[0] = hdr[0] + d`` (a constant ``d``), else None."""
+    v = x.value
+    if not (isinstance(v, Binary) and v.op is Op.ADD and isinstance(v.a, Load) and v.a.buf.name == x.buf.name
+            and isinstance(v.a.offset, IntImm) and v.a.offset.value == 0):
+        return None
+    d = v.b.a if isinstance(v.b, Broadcast) else v.b
+    return d.value if isinstance(d, IntImm) else None
 
 
 def evaluate_head(cg, x, p: int, dst: Reg) -> None:
