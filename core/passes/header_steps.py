@@ -24,7 +24,11 @@ the earlier value:
   offset, whatever the argument's low dword;
 - every message that reads the header is an unmasked load or store of global
   memory (a prefetch is not bounds-checked; a masked lane's address may be out
-  of bounds and must not be stepped from).
+  of bounds and must not be stepped from);
+- the last message before the store is not the header's own: back to back
+  (an epilogue's stores) a header written anew takes other registers
+  (``allocation``'s rotation), where a stepped one would wait for that
+  message to read its address first.
 
 The IR keeps its meaning (the header buffer holds the offset; the interpreter
 adds the step to it), so every stage before the code generator checks alike.
@@ -35,7 +39,7 @@ from collections import Counter
 from typing import Any, Mapping
 
 from ..ir.expr import Binary, Broadcast, BoolImm, Expr, IntImm, Load, Op, Ternary, Var
-from ..ir.funcs import Send, SendOp
+from ..ir.funcs import Barrier, BarrierSignal, Fence, Send, Send2D, SendOp
 from ..ir.node import Node
 from ..ir.stmt import For, FuncCall, If, Let, Stmt, Store
 from ..ir.visitor import IRMutator, distinct_nodes, walk
@@ -52,6 +56,11 @@ def step_headers(ir: Node, options: Mapping[str, Any]) -> Node:
     if not headers:
         return ir
     return _Steps(headers).mutate(ir)
+
+
+def _is_message(func) -> bool:
+    """Whether a call is a message (a send, a 2D block load, a fence or a barrier's signal)."""
+    return isinstance(func, (Send, Send2D, Fence, Barrier, BarrierSignal))
 
 
 def _unmasked(mask) -> bool:
@@ -87,6 +96,7 @@ class _Steps(IRMutator):
         self.canon: dict[str, tuple] = {}
         self.lets = 0
         self.branches = 0
+        self.previous: str | None = None     # the header the last message read (None: another message)
 
     def pre_Let(self, s: Let) -> None:
         self.lets += 1
@@ -129,9 +139,12 @@ class _Steps(IRMutator):
     def mutate_FuncCall(self, old: FuncCall, new: FuncCall) -> Stmt:
         self._call_writes(old)
         if isinstance(old.func, Send) and isinstance(old.ops.mem_offset, Load):
-            rec = self.last.get(old.ops.mem_offset.buf.name)
+            self.previous = old.ops.mem_offset.buf.name
+            rec = self.last.get(self.previous)
             if rec is not None:
                 rec[3] = True
+        elif _is_message(old.func):
+            self.previous = None
         return new
 
     def mutate_Store(self, old: Store, s: Store) -> Stmt:
@@ -145,8 +158,8 @@ class _Steps(IRMutator):
         if form is None:
             return s
         self.last[name] = [s.value.type, form[0], form[1], False]
-        if prev is None or not prev[3] or prev[0] != s.value.type or prev[1] != form[0]:
-            return s
+        if prev is None or not prev[3] or prev[0] != s.value.type or prev[1] != form[0] or self.previous == name:
+            return s    # (right after its own message: a header written anew rotates to other registers)
         step = form[1] - prev[2]
         if not 0 < step < 2 ** 31:
             return s

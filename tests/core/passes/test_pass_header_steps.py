@@ -26,7 +26,10 @@ def _load(mask=None, lanes=1):
 
 
 def _message(offset, mask=None):
-    return seq(Store.make(HDR, 0, offset), _load(mask, offset.type.lanes))
+    """The header's store, its message, then another message (the SLM traffic of a loop step)."""
+    slm = FuncCall.make(Send(SendOp.LOAD, SendKind.BLOCK, "slm", f16, 16),
+                        [SRC, IntImm.make(s32, 0), REG, 0, BoolImm.make(True)])
+    return seq(Store.make(HDR, 0, offset), _load(mask, offset.type.lanes), slm)
 
 
 def _stores(ir):
@@ -94,3 +97,17 @@ def test_only_xe_global_headers_are_stepped():
     also = FuncCall.make(prefetch, [SRC, Load.make(s32, HDR, 0), REG, 0, BoolImm.make(True)], attrs=ATTRS)
     with_prefetch = _kernel(seq(_message(BASE + 768), _message(BASE + 1152), also))
     assert step_headers(with_prefetch, XE) is with_prefetch
+
+
+def test_a_header_stored_right_after_its_own_message_is_built_anew():
+    """Back to back (an epilogue's stores) a header written anew rotates to other registers; stepped, it
+    would wait for the message before to read its address. Another message between lets it step."""
+    store = Send(SendOp.STORE, SendKind.BLOCK, "global", f16, 16)
+
+    def message(offset):
+        return seq(Store.make(HDR, 0, offset),
+                   FuncCall.make(store, [SRC, Load.make(s32, HDR, 0), REG, 0, BoolImm.make(True)], attrs=ATTRS))
+    back_to_back = _kernel(seq(message(BASE + 768), message(BASE + 1152)))
+    assert step_headers(back_to_back, XE) is back_to_back
+    between = _kernel(seq(_message(BASE + 768), message(BASE + 1152)))
+    assert _stepped(_stores(step_headers(between, XE))[1], 384)
