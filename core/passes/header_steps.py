@@ -25,10 +25,15 @@ the earlier value:
 - every message that reads the header is an unmasked load or store of global
   memory (a prefetch is not bounds-checked; a masked lane's address may be out
   of bounds and must not be stepped from);
-- the last message before the store is not the header's own: back to back
-  (an epilogue's stores) a header written anew takes other registers
-  (``allocation``'s rotation), where a stepped one would wait for that
-  message to read its address first.
+
+Back to back (the last message before the store is the header's own: an
+epilogue's stores, a loop's row messages) a header stepped in place would wait
+for that message to read its address (a header written anew rotates to other
+registers, ``allocation``). There the step goes into a twin header allocated
+beside it (``hdr_next = hdr + 1920``) and the messages up to the next store
+read the twin; the next back-to-back step goes back. Only for headers every
+message of which reads a store made before it in its own straight-line run,
+so that the twin never holds the value across a loop's or a branch's edge.
 
 The IR keeps its meaning (the header buffer holds the offset; the interpreter
 adds the step to it), so every stage before the code generator checks alike.
@@ -41,8 +46,9 @@ from typing import Any, Mapping
 from ..ir.expr import Binary, Broadcast, BoolImm, Expr, IntImm, Load, Op, Ternary, Var
 from ..ir.funcs import Barrier, BarrierSignal, Fence, Send, Send2D, SendOp
 from ..ir.node import Node
-from ..ir.stmt import For, FuncCall, If, Let, Stmt, Store
-from ..ir.visitor import IRMutator, distinct_nodes, walk
+from ..ir.names import Names
+from ..ir.stmt import Alloc, For, FuncCall, If, Let, Stmt, Store
+from ..ir.visitor import IRMutator, IRVisitor, distinct_nodes, walk
 from .options import target_of
 
 
@@ -55,7 +61,66 @@ def step_headers(ir: Node, options: Mapping[str, Any]) -> Node:
     headers = _steppable_headers(ir)
     if not headers:
         return ir
-    return _Steps(headers).mutate(ir)
+    steps = _Steps(headers, _covered(ir, headers), Names.of(ir))
+    out = steps.mutate(ir)
+    return _WithTwins(steps.twins).mutate(out) if steps.twins else out
+
+
+class _WithTwins(IRMutator):
+    """Each header's twin allocated beside it, in the same scope."""
+
+    def __init__(self, twins: dict[str, Var]):
+        self.twins = twins
+
+    def mutate_Alloc(self, old: Alloc, new: Alloc) -> Stmt:
+        twin = self.twins.get(new.buf.name)
+        if twin is None:
+            return new
+        return Alloc.make(new.buf, new.size, new.kind, Alloc.make(twin, new.size, new.kind, new.body),
+                          new.attrs, origin=new.origin)
+
+
+class _Covered(IRVisitor):
+    """The headers some message reads with no store of the header before it in its straight-line run
+    (a header stored before a loop, read in it; any message under a branch)."""
+
+    statements_only = True
+
+    def __init__(self, headers: frozenset[str]):
+        self.headers = headers
+        self.stored: set[str] = set()
+        self.bare: set[str] = set()
+        self.branches = 0
+
+    def visit_Store(self, s: Store):
+        self.stored.add(s.buf.name)
+
+    def visit_FuncCall(self, s: FuncCall):
+        if isinstance(s.func, Send) and isinstance(s.ops.mem_offset, Load):
+            name = s.ops.mem_offset.buf.name
+            if name in self.headers and (self.branches or name not in self.stored):
+                self.bare.add(name)
+
+    def visit_For(self, s: Stmt):
+        self.stored.clear()
+
+    def visit_If(self, s: If):
+        self.stored.clear()
+        self.branches += 1
+
+    def leave_If(self, s: If):
+        self.stored.clear()
+        self.branches -= 1
+
+    leave_For = visit_For
+
+
+def _covered(ir: Node, headers: frozenset[str]) -> frozenset[str]:
+    """The headers every message of which reads a store made before it in its own straight-line run: a
+    twin can hold their value up to their next store (see ``_Steps``)."""
+    walk = _Covered(headers)
+    walk.visit(ir)
+    return headers - walk.bare
 
 
 def _is_message(func) -> bool:
@@ -89,8 +154,10 @@ class _Steps(IRMutator):
 
     memoize = False
 
-    def __init__(self, headers: frozenset[str]):
-        self.headers = headers
+    def __init__(self, headers: frozenset[str], covered: frozenset[str], names: Names):
+        self.headers, self.covered, self.names = headers, covered, names
+        self.twins: dict[str, Var] = {}      # header -> the buffer a back-to-back step writes instead
+        self.holder: dict[str, Var] = {}     # header -> the buffer its messages read now (its twin or itself)
         self.last: dict[str, list] = {}
         self.epoch: Counter = Counter()
         self.canon: dict[str, tuple] = {}
@@ -139,10 +206,14 @@ class _Steps(IRMutator):
     def mutate_FuncCall(self, old: FuncCall, new: FuncCall) -> Stmt:
         self._call_writes(old)
         if isinstance(old.func, Send) and isinstance(old.ops.mem_offset, Load):
-            self.previous = old.ops.mem_offset.buf.name
+            off = old.ops.mem_offset
+            self.previous = off.buf.name
             rec = self.last.get(self.previous)
             if rec is not None:
                 rec[3] = True
+            holder = self.holder.get(off.buf.name)
+            if holder is not None and holder.name != off.buf.name:
+                return new.with_ops(mem_offset=Load.make(off.type, holder, off.offset))
         elif _is_message(old.func):
             self.previous = None
         return new
@@ -155,19 +226,31 @@ class _Steps(IRMutator):
         form = self.form(s.value) if isinstance(s.offset, IntImm) and s.offset.value == 0 and s.mask is None \
             and not self.branches else None
         prev = self.last.pop(name, None)
+        held = self.holder.pop(name, s.buf)
         if form is None:
             return s
         self.last[name] = [s.value.type, form[0], form[1], False]
-        if prev is None or not prev[3] or prev[0] != s.value.type or prev[1] != form[0] or self.previous == name:
-            return s    # (right after its own message: a header written anew rotates to other registers)
+        back_to_back = self.previous == name
+        if prev is None or not prev[3] or prev[0] != s.value.type or prev[1] != form[0] or \
+                (back_to_back and name not in self.covered):
+            return s
         step = form[1] - prev[2]
         if not 0 < step < 2 ** 31:
             return s
+        into = held
+        if back_to_back:    # the message before reads ``held``: step into the other buffer (no wait)
+            twin = self.twins.get(name)
+            if twin is None:
+                twin = self.twins[name] = self.names.fresh(f"{name}_next", s.buf.type)
+            into = s.buf if held.name != name else twin
+            self.holder[name] = into
+        elif held.name != name:
+            self.holder[name] = into
         t = s.value.type
         d = IntImm.make(t.base, step)
-        value = Binary.make(Op.ADD, Load.make(t, s.buf, IntImm.make(s.offset.type, 0)),
+        value = Binary.make(Op.ADD, Load.make(t, held, IntImm.make(s.offset.type, 0)),
                             d if t.lanes == 1 else Broadcast.make(d, t.lanes))
-        return Store.make(s.buf, s.offset, value, s.stride, origin=s.origin)
+        return Store.make(into, s.offset, value, s.stride, origin=s.origin)
 
     def form(self, e: Expr) -> tuple[frozenset, int] | None:
         """``e`` as (its terms other than constants, counted; the constants' sum), or None."""

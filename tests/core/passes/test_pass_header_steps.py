@@ -99,15 +99,28 @@ def test_only_xe_global_headers_are_stepped():
     assert step_headers(with_prefetch, XE) is with_prefetch
 
 
-def test_a_header_stored_right_after_its_own_message_is_built_anew():
-    """Back to back (an epilogue's stores) a header written anew rotates to other registers; stepped, it
-    would wait for the message before to read its address. Another message between lets it step."""
+def test_back_to_back_steps_alternate_with_a_twin_header():
+    """Back to back (an epilogue's stores, a loop's row messages) a header stepped in place would wait for
+    the message before to read its address: the step goes into a twin header instead, allocated beside
+    it, and the next message reads the twin; the next step goes back. A header some message reads with no
+    store before it in its run (stored before a loop, read in it) gets no twin."""
     store = Send(SendOp.STORE, SendKind.BLOCK, "global", f16, 16)
 
+    def send(hdr=HDR):
+        return FuncCall.make(store, [SRC, Load.make(s32, hdr, 0), REG, 0, BoolImm.make(True)], attrs=ATTRS)
+
     def message(offset):
-        return seq(Store.make(HDR, 0, offset),
-                   FuncCall.make(store, [SRC, Load.make(s32, HDR, 0), REG, 0, BoolImm.make(True)], attrs=ATTRS))
-    back_to_back = _kernel(seq(message(BASE + 768), message(BASE + 1152)))
-    assert step_headers(back_to_back, XE) is back_to_back
-    between = _kernel(seq(_message(BASE + 768), message(BASE + 1152)))
-    assert _stepped(_stores(step_headers(between, XE))[1], 384)
+        return seq(Store.make(HDR, 0, offset), send())
+    ir = _kernel(seq(message(BASE + 768), message(BASE + 1152), message(BASE + 1536)))
+    out = step_headers(ir, XE)
+    stores = [n for n in walk(out) if isinstance(n, Store)]
+    reads = [n.ops.mem_offset.buf.name for n in walk(out) if isinstance(n, FuncCall)]
+    twin = stores[1].buf.name
+    assert twin != HDR.name and [s.buf.name for s in stores] == [HDR.name, twin, HDR.name]
+    assert stores[1].value.a.buf.name == HDR.name and stores[2].value.a.buf.name == twin
+    assert reads == [HDR.name, twin, HDR.name]
+    assert any(isinstance(n, Alloc) and n.buf.name == twin for n in walk(out))
+    for base in (0, 4096):
+        assert effects(out, env={"base": base}) == effects(ir, env={"base": base})
+    bare = _kernel(seq(message(BASE + 768), message(BASE + 1152), For.make(K, 0, 2, send())))
+    assert step_headers(bare, XE) is bare
