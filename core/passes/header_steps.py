@@ -63,7 +63,11 @@ def step_headers(ir: Node, options: Mapping[str, Any]) -> Node:
         return ir
     steps = _Steps(headers, _covered(ir, headers), Names.of(ir))
     out = steps.mutate(ir)
-    return _WithTwins(steps.twins).mutate(out) if steps.twins else out
+    if not steps.twins:
+        return out
+    wrap = _WithTwins(steps.twins)
+    out = wrap.mutate(out)
+    return out if wrap.placed == set(steps.twins) else ir    # a header allocated elsewhere: left as it was
 
 
 class _WithTwins(IRMutator):
@@ -71,11 +75,13 @@ class _WithTwins(IRMutator):
 
     def __init__(self, twins: dict[str, Var]):
         self.twins = twins
+        self.placed: set[str] = set()
 
     def mutate_Alloc(self, old: Alloc, new: Alloc) -> Stmt:
         twin = self.twins.get(new.buf.name)
         if twin is None:
             return new
+        self.placed.add(new.buf.name)
         return Alloc.make(new.buf, new.size, new.kind, Alloc.make(twin, new.size, new.kind, new.body),
                           new.attrs, origin=new.origin)
 
