@@ -807,6 +807,22 @@ def add64(cg, dst: Reg, base: Reg, off, lanes: int, signed: bool = True) -> None
             alu(cg, "add", k, hi, [hi, Imm(0xFFFFFFFF, u32)])
 
 
+def step64(cg, dst: Reg, src: Reg, d: int, lanes: int) -> None:
+    """``dst = src + d``, both 64-bit per lane (the same registers: in place), ``d`` a constant in
+    ``[0, 2**31)`` (no sign to add): one ``add`` where 64-bit integers are native, else ``addc`` of the low
+    dwords and ``add`` of the carry."""
+    if cg.xe.native_int64:
+        alu(cg, "add", lanes, Reg(dst.byte, u64, 1), [Reg(src.byte, u64, 1), Imm(d, u32)])
+        return
+    for c, k in pieces(lanes, min(8, cg.xe.max_exec)):
+        stride = 2 if k > 1 else 1
+        lo, hi = Reg(dst.byte + 8 * c, u32, stride), Reg(dst.byte + 8 * c + 4, u32, stride)
+        slo, shi = Reg(src.byte + 8 * c, u32, stride), Reg(src.byte + 8 * c + 4, u32, stride if k > 1 else 0)
+        alu(cg, "addc", k, lo, [slo, Imm(d, u32)])
+        acc = "acc0.0<0;1,0>:ud" if k == 1 else "acc0.0<1;1,0>:ud"
+        cg.em.raw(f"(W) add ({k}|M0) {hi.dst(cg.rb)} {acc} {shi.src(cg.rb)}", "int")
+
+
 def _int64(cg, e, a, b, out: Reg):
     if e.op is not Op.ADD:
         raise CodegenUnsupported(f"64-bit integer {e.op.name} on a target without 64-bit integer ALU")

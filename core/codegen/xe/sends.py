@@ -69,6 +69,10 @@ def store_header(cg, x, p: int) -> None:
     arg = cg.arg_regs.get(mem)
     if arg is None:
         raise CodegenUnsupported(f"send to {mem}, which is not a kernel argument")
+    step = _step(cg, x, mem)
+    if step is not None:    # ``hdr = h + d`` (passes/header_steps.py): the address in ``h`` stepped
+        isa.step64(cg, Reg(hdr.start, u32, 2), Reg(cg.buf(step[0]).start, u32, 2), step[1], lanes)
+        return
     off = isa.value(cg, x.value)
     if x.value.type.scalar.bits == 64:
         raise CodegenUnsupported("64-bit message offsets are not lowered yet")
@@ -77,6 +81,20 @@ def store_header(cg, x, p: int) -> None:
     # and the high dword takes only the carry. A prefetch is not bounds-checked: its offset keeps its sign.
     signed = "prefetch header" in cg.live.roles.get(x.buf.name, ())
     isa.add64(cg, Reg(hdr.start, u32, 2), arg, off, lanes, signed=signed)
+
+
+def _step(cg, x, mem: str) -> tuple[str, int] | None:
+    """``(h, d)`` of a header store ``hdr[0] = h[0] + d``: ``h`` a header of the same memory (``hdr`` itself,
+    or the twin it alternates with) and ``d`` a constant; else None."""
+    v = x.value
+    if not (isinstance(v, Binary) and v.op is Op.ADD and isinstance(v.a, Load)
+            and isinstance(v.a.offset, IntImm) and v.a.offset.value == 0):
+        return None
+    src = cg.live.headers.get(v.a.buf.name)
+    d = v.b.a if isinstance(v.b, Broadcast) else v.b
+    if src is None or src[:2] != ("global", mem) or not isinstance(d, IntImm):
+        return None
+    return v.a.buf.name, d.value
 
 
 def evaluate_head(cg, x, p: int, dst: Reg) -> None:
