@@ -21,12 +21,19 @@ Prints the tables and writes the rows as JSON (default
 
     .venv/bin/python bench/loop_stats.py [--batch PATH] [--json PATH]
         [--onednn xehpg:fwd,xehpc:bwd_d,...] [--types f16] [--every N] [--no-examples] [--no-layers]
+    .venv/bin/python bench/loop_stats.py --sweep LINES.jsonl [--json PATH]
+
+``--sweep`` summarizes instead the rows of a ``kdd sweep onednn:...`` run (every line of the table, e.g. on
+a many-core host by ``tools/device_scale.sh``): per target, prop, type and multiply instruction, the
+median and worst assembly ALU per multiply, how many lines are at or under 1 and 2, and the sends over
+the fewest.
 """
 from __future__ import annotations
 
 import argparse
 import json
 import platform
+from collections import Counter
 from pathlib import Path
 from statistics import median
 
@@ -129,6 +136,47 @@ def summary(rows: list[dict]) -> dict:
             "sends_over_min": {"median": round(median(sends), 2), "max": round(max(sends), 2)}}
 
 
+def sweep_groups(path: Path) -> dict[str, dict]:
+    """The assembly's main-loop figures of a ``kdd sweep`` output (JSON lines of a compile, asm or check
+    stage: each row's ``stats.asm_loop`` is the full problem's), summarized per target, prop, type and
+    multiply instruction; how many lines are at or under 1 and 2 ALU per multiply, and those without
+    an assembly figure (their verdict)."""
+    groups: dict[str, dict] = {}
+    for text in path.read_text().splitlines():
+        r = json.loads(text)
+        task, loop = r["task"], (r.get("stats") or {}).get("asm_loop")
+        fma = (r.get("stats") or {}).get("loop", {}) or {}
+        key = f"{task['target']} {task['prop']} {task['type']} {fma.get('fma', '?')}"
+        g = groups.setdefault(key, {"alu": [], "sends": [], "none": []})
+        if loop and loop.get("dpas"):
+            g["alu"].append(loop["alu_per_dpas"])
+            if loop.get("min_sends"):
+                g["sends"].append(loop["sends"] / loop["min_sends"])
+        else:
+            verdict = r.get("verdict") or {}
+            g["none"].append(f"no loop figure, {verdict.get('class') or verdict.get('outcome')}")
+    out = {}
+    for key, g in sorted(groups.items()):
+        alu = g["alu"]
+        out[key] = {"lines": len(alu) + len(g["none"]), "measured": len(alu),
+                    "median": round(median(alu), 2) if alu else None, "at_most_1": sum(a <= 1 for a in alu),
+                    "at_most_2": sum(a <= 2 for a in alu), "worst": max(alu, default=None),
+                    "sends_over_min_median": round(median(g["sends"]), 2) if g["sends"] else None,
+                    "unmeasured": dict(Counter(g["none"]))}
+    return out
+
+
+def sweep_table(groups: dict[str, dict]) -> str:
+    lines = [f"{'target prop type fma':<32}{'lines':>6}{'median':>8}{'<=1':>6}{'<=2':>6}{'worst':>9}{'sends x':>9}"
+             "  without a figure"]
+    for key, g in groups.items():
+        num = lambda v, width: f"{v:>{width}.2f}" if v is not None else f"{'-':>{width}}"
+        lines.append(f"{key:<32}{g['lines']:>6}{num(g['median'], 8)}{g['at_most_1']:>6}{g['at_most_2']:>6}"
+                     f"{num(g['worst'], 9)}{num(g['sends_over_min_median'], 9)}  "
+                     f"{', '.join(f'{k}: {v}' for k, v in g['unmeasured'].items())}")
+    return "\n".join(lines)
+
+
 def _groups(text: str) -> list[tuple[str, str]]:
     out = []
     for item in text.split(","):
@@ -148,7 +196,17 @@ def main() -> None:
     parser.add_argument("--every", type=int, default=1, help="every N-th line of each group")
     parser.add_argument("--no-examples", action="store_true")
     parser.add_argument("--no-layers", action="store_true")
+    parser.add_argument("--sweep", type=Path, help="summarize a kdd sweep's JSON lines (every oneDNN line, e.g. "
+                                                  "from tools/device_scale.sh) instead of compiling")
     args = parser.parse_args()
+    if args.sweep:
+        groups = sweep_groups(args.sweep)
+        print(f"oneDNN lines of {args.sweep.name}: assembly ALU per multiply in the main loop, per group")
+        print(sweep_table(groups))
+        args.json.parent.mkdir(parents=True, exist_ok=True)
+        args.json.write_text(json.dumps({"sweep": str(args.sweep), "groups": groups}, indent=1) + "\n")
+        print(f"\nwrote {args.json}")
+        return
     engine = Engine()
     result: dict = {"machine": platform.node()}
     print("Main loop per reduction iteration (per SIMD thread), final IR and assembly; x = sends / min; "

@@ -23,10 +23,10 @@ chmod +x "$shim/bin/kdd"
 export PYTHONPATH="$shim:/tmp/site312${PYTHONPATH:+:$PYTHONPATH}" PYTHONUNBUFFERED=1 PATH="$shim/bin:$PATH"
 nproc; nvidia-smi --query-gpu=name --format=csv,noheader
 
-# Tuning on the GPUs: ResNet-50 layers of examples/sm90_tuned (TUNE_LAYERS; by default two, one with split K),
-# each trial checked on the device first; the best goes to $OUT as LAYER.tuned.kernel.toml.
+# Tuning on the GPUs: ResNet-50 layers of examples/sm90_tuned (TUNE_LAYERS; by default two, one with split K;
+# TUNE_LAYERS= runs none), each trial checked on the device first; the best goes to $OUT as LAYER.tuned.kernel.toml.
 mkdir -p /tmp/tune
-for layer in ${TUNE_LAYERS:-res2a_branch2a res4a_branch2a}; do
+for layer in ${TUNE_LAYERS-res2a_branch2a res4a_branch2a}; do
   cp "examples/sm90_tuned/$layer.kernel.toml" /tmp/tune/
   /usr/bin/time -f "tune $layer: %e s wall" kdd tune "/tmp/tune/$layer.kernel.toml" --space auto --sampler grid \
     --objective bench --budget "${TUNE_BUDGET:-6}" --runs 30 --history "$OUT/tune_$layer.jsonl" 2>&1 \
@@ -34,6 +34,8 @@ for layer in ${TUNE_LAYERS:-res2a_branch2a res4a_branch2a}; do
   cp "/tmp/tune/$layer.tuned.kernel.toml" "$OUT/" 2>/dev/null || true
 done
 
-# The check stage of every oneDNN lookup-table line x type, on all the host's cores.
+# A stage (SWEEP_STAGE, by default check: the assembly run in the simulator) of every oneDNN lookup-table
+# line x type, on all the host's cores.
+stage=${SWEEP_STAGE:-check}
 /usr/bin/time -f "sweep: %e s wall, %U s user, %S s sys" kdd sweep onednn:tests/data/onednn/conv_lookup_table.txt \
-  --stage check --workers "$(nproc)" --out "$OUT/lines_check.jsonl" 2>&1 | tail -40 | tee "$OUT/sweep.log" || true
+  --stage "$stage" --workers "$(nproc)" --out "$OUT/lines_$stage.jsonl" 2>&1 | tail -40 | tee "$OUT/sweep.log" || true

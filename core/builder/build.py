@@ -134,6 +134,7 @@ class _Builder:
         split_b = config.subtiles is not None and config.subtiles.b > 1
         blocking = None if split_b else fma_blocking(config.fma, target, problem)
         self.layouts = {name: tensor_layout(problem, name, t, blocking) for name, t in self.types.items()}
+        self.transposed_n = 0  # the thread tile's N where dpas takes its transposed form (``_transposed``)
         self.bounded = frozenset(d.name for d in self.tiling.dims if d.padded > d.size)
         self.allocs: list[tuple[RegTensor, Origin]] = []
 
@@ -180,10 +181,13 @@ class _Builder:
     # -- the kernel ----------------------------------------------------------------------------
     def build(self) -> Kernel:
         p, cfg, t, names = self.problem, self.config, self.tiling, self.names
-        views = conv_views(p, self.layouts) if p.op == "conv" else gemm_views(p, self.layouts)
         self.nest = build_loop_nest(t, names, cfg.unroll)
-        operand = {w: _Operand(v, var(v.tensor, u64), self._roles(w, False, views[0]), self._roles(w, True, views[0]))
-                   for w, v in zip("ABC", views)}
+        operand = self._operands()
+        self.transposed_n = self._transposed(operand)
+        if self.transposed_n:  # B's memory packed as the transposed form reads it, where B is ``any`` weights
+            blocking = fma_blocking(cfg.fma, self.target, p, transposed=True)
+            self.layouts = {name: tensor_layout(p, name, dt, blocking) for name, dt in self.types.items()}
+            operand = self._operands()
 
         tiles = self._tiles(operand)
         fma, bt, mp, np_, kp, ms, ns, sub_a, sub_b, a_inner, c_reg, a_reg, b_reg = tiles
@@ -229,13 +233,52 @@ class _Builder:
                       sum(s.slm_bytes for s in stages.values()) + (slices.slm_bytes if slices else 0), p, cfg,
                       cfg.regs, cfg.fma)
 
+    def _operands(self) -> dict[str, _Operand]:
+        p = self.problem
+        views = conv_views(p, self.layouts) if p.op == "conv" else gemm_views(p, self.layouts)
+        return {w: _Operand(v, var(v.tensor, u64), self._roles(w, False, views[0]), self._roles(w, True, views[0]))
+                for w, v in zip("ABC", views)}
+
+    def _transposed(self, operand: dict) -> int:
+        """The thread tile's N where ``dpas`` takes its transposed form (``fma.DpasKind.transposed``: M in
+        the lanes, A the VNNI operand), else 0. Taken where A comes straight from global memory (not
+        staged in SLM, no 2D block loads on the target) in block messages of short rows (an ``axb``
+        pixel's 16 channels: one 32-byte message a row and K block), and vector gathers whose lanes walk
+        those rows fill the transposed A in fewer messages: each moves ``simd`` rows, one address a
+        lane, instead of one message (and one header) a row (oneDNN's send plans gather rows so too)."""
+        cfg, t = self.config, self.tiling
+        if cfg.fma != "dpas" or self.per_lane or self.target.messages.block2d is not None \
+                or self._staged("A") or cfg.decompress is not None \
+                or (cfg.subtiles is not None and (cfg.subtiles.a, cfg.subtiles.b) != (1, 1)) \
+                or self.ops.converted or prod(d.iter for d in t.role("b")) > 1:
+            return 0
+        if self._staged("B") and any(d.tg > 1 for d in t.role("k")):
+            return 0  # threads reading their K slices of a staged B: the transposed B's rows of K split
+        m_thr, n_thr, k_thr = (prod(d.iter for d in t.role(r)) for r in "mnk")
+        plain = make_fma(cfg.fma, self.target, cfg.simd, self.ops.a, self.ops.b, self.ops.acc, m_thr)
+        flipped = make_fma(cfg.fma, self.target, cfg.simd, self.ops.a, self.ops.b, self.ops.acc, m_thr,
+                           transposed_n=n_thr)
+        padded = [(_up(m_thr, f.unit[0]), _up(n_thr, f.unit[1]), _up(k_thr, f.unit[2])) for f in (plain, flipped)]
+        if padded[0] != padded[1]:  # the same tile either way: the same registers, the same padding
+            return 0
+        mp, _, kp = padded[0]
+        probe = self._access(operand["A"], self.nest.thread_start)
+        a_reg = RegTensor(var("a", u64), plain.a_layout(1, mp, kp, True), 0, ROLES["A"])
+        plan = plan_messages(probe, a_reg, self.rules)
+        if plan.kind is not SendKind.BLOCK:
+            return 0
+        t_reg = RegTensor(var("a", u64), flipped.a_layout(1, mp, kp, True), 0, ROLES["A"])
+        staging = memory_ordered(probe, t_reg, self.rules, var("a_ld", u64))
+        gather = None if staging is None else vector_gather(probe, staging, t_reg, self.rules)
+        return n_thr if gather is not None and gather.count < plan.count else 0
+
     def _tiles(self, operand: dict) -> _Tiles:
         """The FMA and the register tiles of C, A and B it multiplies (the thread tile padded to its unit),
         with the sub-tiling of A or B (``subtiles``)."""
         cfg, t, names = self.config, self.tiling, self.names
         bt, m_thr, n_thr, k_thr = (prod(d.iter for d in t.role(r)) for r in "bmnk")
         fma = make_fma(cfg.fma, self.target, cfg.simd, self.ops.a, self.ops.b, self.ops.acc, m_thr,
-                       mad_over_batch(cfg.fma, cfg.simd, t))
+                       mad_over_batch(cfg.fma, cfg.simd, t), self.transposed_n)
         sub_a, sub_b = (cfg.subtiles.a, cfg.subtiles.b) if cfg.subtiles else (1, 1)
         if sub_a > 1 and sub_b > 1:
             raise BuildError("subtiles: split A or B, not both", knob="subtiles")

@@ -9,7 +9,9 @@ need (``docs/ir-semantics.md`` gives the operand forms):
   With the lanes along the batch instead (depthwise), A, B and C are batch-innermost vectors.
 - ``dp4a``: as ``mad`` over K quads: B packs 4 consecutive K per lane (VNNI).
 - ``dpas.8xR``: C blocks of ``R x simd``, A blocks of ``R x K`` row-major,
-  B blocks of ``K x simd`` packed as 8 rows of ``simd`` dwords (VNNI).
+  B blocks of ``K x simd`` packed as 8 rows of ``simd`` dwords (VNNI); in the
+  transposed form (``C^T = B^T A^T``) A is the VNNI operand, B the rows and C
+  blocks of ``R`` columns of ``simd`` rows.
 - ``mma.m16n8k16`` / ``m16n8k32`` (sm_90): A, B and C in the PTX fragment
   layouts, fragment register ``r`` of lane ``l`` at byte ``r*128 + 4*l``.
 
@@ -202,10 +204,17 @@ class Dp4aKind(FmaKind):
 @dataclass(frozen=True)
 class DpasKind(FmaKind):
     """``dpas.DxR``: systolic depth ``depth`` (the target's ``FmaShape.depth``), repeat count ``rcount``,
-    ``ops = 4 / sizeof(A)`` K elements per dword."""
+    ``ops = 4 / sizeof(A)`` K elements per dword.
+
+    ``transposed``: the instruction computes ``C^T = B^T A^T``, M in its ``simd`` lanes and N in its
+    ``rcount`` rows: A is the VNNI operand (``src1``: dword ``v`` of lane ``m`` is K pair ``v`` of row
+    ``m``), B the row operand (``src2``: a row of K per column of N), C a block of N rows of M lanes.
+    A gather whose lanes walk A's rows (one 32-byte pixel of channels a lane) then lands a whole
+    operand per message where the plain form takes one block message per row (``build``'s choice)."""
 
     rcount: int = 8
     depth: int = 8
+    transposed: bool = False
     name = "dpas"
 
     @property
@@ -214,15 +223,21 @@ class DpasKind(FmaKind):
 
     @property
     def unit(self):
+        if self.transposed:
+            return self.simd, self.rcount, self.depth * self.ops
         return self.rcount, self.simd, self.depth * self.ops
 
     def a_layout(self, bt, m, k, k_inner):
+        if self.transposed:
+            return _vnni(self.a, bt, k, m, self.depth, self.ops, self.simd, kdim=Y, lanes=X)
         return self._a_layout(bt, m, k, self.rcount)
 
     def a_layouts(self, bt, m, k, k_inner):
         """Each instruction reads ``rcount`` rows of ``K`` block as one piece; those pieces may lie in any
         order: here ``rows`` (a multiple of ``rcount`` dividing ``m``) consecutive rows of a K block lie
         together, so that a 2D block load of that many rows lands where the instructions read them."""
+        if self.transposed:
+            return (self.a_layout(bt, m, k, k_inner),)
         r = self.rcount
         return tuple(self._a_layout(bt, m, k, rows) for rows in range(r, m + 1, r) if m % rows == 0)
 
@@ -233,17 +248,23 @@ class DpasKind(FmaKind):
             [(Y, kd, 1), (X, rows, kd)], rows * kd, [(Y, k // kd), (X, m // rows)], bt)))
 
     def b_layout(self, bt, k, n):
-        kd, s, ops = self.depth * self.ops, self.simd, self.ops
-        return Layout(self.b, (bt, k, n), tuple(_tiled(
-            [(X, ops, 1), (Y, s, ops), (X, self.depth, ops * s)],
-            kd * s, [(Y, n // s), (X, k // kd)], bt)))
+        kd, r = self.depth * self.ops, self.rcount
+        if self.transposed:  # rcount columns of one K block, a column's K row-major, as A's rows
+            return Layout(self.b, (bt, k, n), tuple(_tiled(
+                [(X, kd, 1), (Y, r, kd)], r * kd, [(X, k // kd), (Y, n // r)], bt)))
+        return _vnni(self.b, bt, k, n, self.depth, self.ops, self.simd, kdim=X, lanes=Y)
 
     def c_layout(self, bt, m, n):
         r, s = self.rcount, self.simd
+        if self.transposed:
+            return Layout(self.acc, (bt, m, n), tuple(_tiled(
+                [(X, s, 1), (Y, r, s)], r * s, [(X, m // s), (Y, n // r)], bt)))
         return Layout(self.acc, (bt, m, n), tuple(_tiled(
             [(Y, s, 1), (X, r, s)], r * s, [(Y, n // s), (X, m // r)], bt)))
 
     def emit(self, a, b, c, names, origin):
+        if self.transposed:
+            return self._emit_transposed(a, b, c, names, origin)
         bt, m, n = c.layout.dims
         k = a.layout.dims[Y]
         r, s, kd = self.rcount, self.simd, self.depth * self.ops
@@ -261,6 +282,30 @@ class DpasKind(FmaKind):
             return FuncCall.make(func, [c.buf, c_off, c.buf, c_off, b.buf, b.offset_of((ib, ik, jn), (1, kd, s)),
                                         a.buf, a_off], origin=origin)
         return nest(names, [("b", bt), ("mb", m // rows), ("mr", g), ("nb", nb), ("kb", kb)], call, origin)
+
+    def _emit_transposed(self, a, b, c, names, origin):
+        bt, m, n = c.layout.dims
+        k = a.layout.dims[Y]
+        r, s, kd = self.rcount, self.simd, self.depth * self.ops
+        func = Dpas(self.depth, r, s, self.acc, self.a, self.b)
+
+        def call(ib, jn, im, ik):  # the B columns outermost: each src2 read by the M blocks in turn
+            c_off = c.offset_of((ib, im, jn), (1, s, r))
+            return FuncCall.make(func, [c.buf, c_off, c.buf, c_off, a.buf, a.offset_of((ib, im, ik), (1, s, kd)),
+                                        b.buf, b.offset_of((ib, ik, jn), (1, kd, r))], origin=origin)
+        return nest(names, [("b", bt), ("nb", n // r), ("mb", m // s), ("kb", k // kd)], call, origin)
+
+
+def _vnni(dtype: Type, bt: int, k: int, width: int, depth: int, ops: int, simd: int, kdim: int,
+          lanes: int) -> Layout:
+    """dpas's VNNI operand (``src1``) of ``k`` x ``width`` over matrix dims ``kdim`` (K) and ``lanes``
+    (the ``simd`` lanes): ``ops`` K elements a dword, ``simd`` lanes, ``depth`` dwords of K; then the
+    lane blocks, then the K blocks."""
+    kd = depth * ops
+    dims = (bt, k, width) if kdim == X else (bt, width, k)
+    return Layout(dtype, dims, tuple(_tiled(
+        [(kdim, ops, 1), (lanes, simd, ops), (kdim, depth, ops * simd)],
+        kd * simd, [(lanes, width // simd), (kdim, k // kd)], bt)))
 
 
 @dataclass(frozen=True)
@@ -314,9 +359,11 @@ class MmaKind(FmaKind):
         return nest(names, [("b", bt), ("mb", mb), ("nb", nb), ("kb", kb)], call, origin)
 
 
-def make_fma(fma: str, target, simd: int, a: Type, b: Type, acc: Type, m: int, over_batch: bool = False) -> FmaKind:
+def make_fma(fma: str, target, simd: int, a: Type, b: Type, acc: Type, m: int, over_batch: bool = False,
+             transposed_n: int = 0) -> FmaKind:
     """The instruction kind for config knob ``fma`` on ``target`` (``m``: rows of the thread tile;
-    ``over_batch``: a ``mad`` puts its lanes along the batch dims, see ``mad_over_batch``)."""
+    ``over_batch``: a ``mad`` puts its lanes along the batch dims, see ``mad_over_batch``;
+    ``transposed_n``: the thread tile's N where ``dpas`` takes the transposed form, its rows N)."""
     if fma in ("mad", "fma") and over_batch:
         return MadBatchKind(a, b, acc, simd)
     if fma in ("mad", "fma"):
@@ -336,7 +383,9 @@ def make_fma(fma: str, target, simd: int, a: Type, b: Type, acc: Type, m: int, o
         if simd != shapes[0].simd:
             raise _fma_error(f"fma={fma} on {target.name} needs simd={shapes[0].simd}, config has simd={simd}")
         shape = shapes[0]
-        return DpasKind(a, b, acc, simd, dpas_rcount(shape, m, target.registers.reg_bytes), shape.depth)
+        rows = transposed_n or m
+        return DpasKind(a, b, acc, simd, dpas_rcount(shape, rows, target.registers.reg_bytes), shape.depth,
+                        transposed=bool(transposed_n))
     if fma == "mma":
         if not target.shapes(fma="mma"):
             raise _fma_error(f"fma=mma is an sm_90 instruction; {target.name} has {', '.join(target.fma_kinds)}")

@@ -10,9 +10,10 @@ blocks them so too): ``[g] spatial, K / (depth * pack), N / simd, depth K
 pairs, simd N, pack K`` with ``pack = 4 / element size`` K in a dword (K =
 ``ic`` for fwd, ``oc`` for bwd_d, ``k`` for GEMM): a thread's B tile is then
 one contiguous piece of memory already packed as dpas's VNNI B, so copies
-move it with block messages and no reorder. Where K or N does not divide by
-the blocks, or the builder gives no ``blocking`` (sub-tiled B, ``build``), the
-plain layout stays.
+move it with block messages and no reorder (the transposed dpas reads B as
+rows of K: ``... K / (depth * pack), N / 8, 8 N, depth * pack K``). Where K
+or N does not divide by the blocks, or the builder gives no ``blocking``
+(sub-tiled B, ``build``), the plain layout stays.
 """
 from __future__ import annotations
 
@@ -31,23 +32,26 @@ ANY = "any"
 @dataclass(frozen=True)
 class FmaBlocking:
     """The B operand's packing of a matrix FMA: ``depth`` dwords of K per column, ``simd`` columns,
-    ``pack`` K elements per dword."""
+    ``pack`` K elements per dword. ``rows``: the transposed dpas (``fma.DpasKind.transposed``), whose B
+    is ``rows`` columns of ``depth`` dwords of K each, a column's K contiguous (0: the VNNI form)."""
 
     depth: int
     simd: int
     pack: int
+    rows: int = 0
 
 
-def fma_blocking(fma: str, target, problem) -> FmaBlocking | None:
+def fma_blocking(fma: str, target, problem, transposed: bool = False) -> FmaBlocking | None:
     """The B packing that config knob ``fma`` gives on ``target`` for ``problem``'s types (``dpas``: the
-    target's dpas form), None for FMAs that read B rows as they are (``mad``, sm_90's ``mma``)."""
+    target's dpas form, ``transposed``: its transposed form), None for FMAs that read B rows as they are
+    (``mad``, sm_90's ``mma``)."""
     if fma not in ("dpas", "dpasw"):
         return None
     ops = operands(problem)
     shapes = target.shapes(fma="dpas", a=ops.a, b=ops.b)
     if not shapes or ops.b.size > 4:
         return None
-    return FmaBlocking(shapes[0].depth, shapes[0].simd, 4 // ops.b.size)
+    return FmaBlocking(shapes[0].depth, shapes[0].simd, 4 // ops.b.size, shapes[0].m if transposed else 0)
 
 
 def tensor_layout(problem, tensor: str, dtype: Type, blocking: FmaBlocking | None = None) -> Layout:
@@ -87,13 +91,15 @@ def _blocked_order(problem, tensor: str, sizes: dict, b: FmaBlocking) -> list[tu
         k, n = "k", "n"
     else:
         k, n = ("oc", "ic") if problem.prop == "bwd_d" else ("ic", "oc")
-    kb = b.depth * b.pack
-    if sizes[k] % kb or sizes[n] % b.simd:
+    kb, nb = b.depth * b.pack, b.rows or b.simd
+    if sizes[k] % kb or sizes[n] % nb:
         return None
     outer = [(d, s) for d, s in sizes.items() if d not in (k, n)]
     if problem.op == "conv":  # groups, then the spatial taps, as the plain layout has them
         outer = [(d, s) for d, s in outer if d == "g"] + [(d, s) for d, s in outer if d != "g"]
-    return outer + [(k, sizes[k] // kb), (n, sizes[n] // b.simd), (k, b.depth), (n, b.simd), (k, b.pack)]
+    if b.rows:
+        return outer + [(k, sizes[k] // kb), (n, sizes[n] // nb), (n, nb), (k, kb)]
+    return outer + [(k, sizes[k] // kb), (n, sizes[n] // nb), (k, b.depth), (n, b.simd), (k, b.pack)]
 
 
 def vector_layout(size: int, dtype: Type) -> Layout:

@@ -214,7 +214,8 @@ class Engine:
             raise StageFailed(Failure("parse", f"{len(parsed.errors)} error(s) in {where}", "invalid-config"))
         if for_check and (shape is not None or _reduced_by_spec(spec)):
             full = self.resolve(parsed, shape, target)
-            return self._check_size(full, exact, lambda p: self._config_for(p, full.target, spec.user_config))
+            return self._check_size(full, exact, lambda p: self._config_for(p, full.target, spec.user_config,
+                                                                             full.config.subtiles))
         problem = spec.check if for_check else spec.problem
         if shape is not None:
             problem = _with_shape(problem, shape)
@@ -265,10 +266,11 @@ class Engine:
                 f"bound of {MAX_CHECK_MACS}: checked with the written knobs and defaults for the check shape")
         return Resolved(problem, own_config(problem), full.target, replace(reduction, config_note=note))
 
-    def _config_for(self, problem, target, user):
-        """The complete config of ``problem`` from the ``user`` knobs (defaults around them, sub-tiles fitted)."""
+    def _config_for(self, problem, target, user, prefer=None):
+        """The complete config of ``problem`` from the ``user`` knobs (defaults around them, sub-tiles fitted,
+        ``prefer``'s first where they fit)."""
         config = resolve_config(problem, target, user)
-        return fitted_config(problem, config, target, user, partial(self._allocated, problem, target))
+        return fitted_config(problem, config, target, user, partial(self._allocated, problem, target), prefer)
 
     def _allocated(self, problem, target, config) -> int | None:
         """The registers the code generator allocates for the kernel built from ``config`` (None when it

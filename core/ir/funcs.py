@@ -227,8 +227,9 @@ class Dpas(Func):
 
     Operands: ``(dst, dst_offset, src0, src0_offset, src1, src1_offset, src2, src2_offset)``.
     src1 is the B operand (K x N, packed K-pairs/quads per dword), src2 the A
-    operand (M x K), per the hardware's operand order. ``is_dpasw`` marks the
-    dpasw form that shares src2 between thread pairs.
+    operand (M x K), per the hardware's operand order (the builder's transposed
+    form passes the GEMM's A as src1 and its B as src2: ``C^T = B^T A^T``).
+    ``is_dpasw`` marks the dpasw form that shares src2 between thread pairs.
     """
 
     sdepth: int

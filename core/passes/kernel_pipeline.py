@@ -30,8 +30,9 @@ from ..ir.node import Node
 from .barrier_opt import remove_redundant_barriers
 from .buffering import multi_buffer, slm_bytes
 from .cse import eliminate
+from .header_steps import step_headers
 from .hoist import hoist_invariants
-from .let_opt import optimize_lets
+from .let_opt import merge_register_copies, optimize_lets
 from .options import kernel_options
 from .overflow import widen_overflowing_offsets
 from .peephole import fuse_arith
@@ -101,6 +102,10 @@ KERNEL_PASSES: tuple[Pass, ...] = (
          doc="hoist what the unrolled copies leave invariant in the loops that stay"),
     Pass("cse-hoisted", _cse_rounds_with_notes, reads=("target", "regs"), notes=True,
          doc="what hoisting left equal (a load's mask and its SLM store's), computed once"),
+    Pass("copies", merge_register_copies,
+         doc="an unrolled copy's reads of a loop-carried register no copy between stored: one value"),
+    Pass("header-steps", step_headers, reads=("target",),
+         doc="a global header stored again with a constant more: stepped from its last value (Xe)"),
     Pass("peephole", fuse_arith, reads=("target",), version=3, doc="add + add -> add3, mul + add -> mad"),
     Pass("barrier-opt", remove_redundant_barriers, doc="remove barriers that order no SLM access"),
 )

@@ -16,10 +16,10 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
-from ..ir.expr import Expr, Var
+from ..ir.expr import Expr, IntImm, Load, Var
 from ..ir.node import Node
-from ..ir.stmt import Let, Stmt
-from ..ir.visitor import IRMutator, substitute
+from ..ir.stmt import Alloc, FuncCall, Let, MemKind, Seq, Stmt, Store
+from ..ir.visitor import IRMutator, IRVisitor, substitute
 from .opcount import is_trivial
 from .tree import distinct_nodes, has_load, read_names
 
@@ -108,3 +108,118 @@ class _Inline(IRMutator):
 def optimize_lets(ir: Node, options: Mapping[str, Any] | None = None) -> Node:
     """Trivial and redundant lets inlined, then unused lets removed; the same object when none apply."""
     return remove_unused_lets(inline_lets(ir))
+
+
+def merge_register_copies(ir: Node, options: Mapping[str, Any] | None = None) -> Node:
+    """``ir`` with each let that copies register-buffer bytes an earlier let in scope copied with no write
+    to the buffer between (no store into it, no call naming it) reading the earlier let instead, and so each
+    let whose value (reading no memory) is then an earlier one's. An unrolled loop reads its loop-carried
+    registers again in each copy (``k_1 = k_reg[0]``, ``k_2 = k_reg[0]``); where no copy between stored
+    the register the two are one value, and so are the masks and addresses made of them. Scalars only: a
+    vector held from one copy to the next would take registers the copies between need. A let's scope is
+    first extended over the statements after it in its sequence (names are kernel-unique: nothing is
+    captured), so an earlier copy's let covers the later copies."""
+    if not isinstance(ir, Stmt):
+        return ir
+    grf = {n.buf.name for n in distinct_nodes(ir) if isinstance(n, Alloc) and n.kind is MemKind.GRF}
+    scoped = _Extend().mutate(ir)
+    walk = _Copies(grf)
+    walk.visit(scoped)
+    if not walk.renames:
+        return ir
+    return substitute(_Drop({v.name for v in walk.renames}).mutate(scoped), walk.renames)
+
+
+class _Extend(IRMutator):
+    """Each let that is an element of a sequence takes the elements after it into its innermost body."""
+
+    def mutate_Seq(self, old: Seq, new: Seq):
+        stmts = _absorb(new.stmts)
+        if len(stmts) == len(new.stmts):
+            return new
+        return stmts[0] if len(stmts) == 1 else Seq.make(stmts, origin=new.origin)
+
+
+def _absorb(stmts) -> list[Stmt]:
+    """``stmts`` with each let taking the statements after it into its innermost body."""
+    out = list(stmts)
+    for i in range(len(out) - 2, -1, -1):
+        if isinstance(out[i], Let):
+            out[i:] = [_append(out[i], out[i + 1:])]
+    return out
+
+
+def _append(s: Stmt, after: list[Stmt]) -> Stmt:
+    """``s`` (a let, its body maybe another) with ``after`` run at the end of its innermost let's body (and
+    taken into the scope of the lets that body's sequence holds)."""
+    lets = []
+    while isinstance(s, Let):
+        lets.append(s)
+        s = s.body
+    inner = _absorb([*(s.stmts if isinstance(s, Seq) else (s,)), *after])
+    body = inner[0] if len(inner) == 1 else Seq.make(inner)
+    for let in reversed(lets):
+        body = Let.make(let.var, let.value, body, origin=let.origin)
+    return body
+
+
+class _Copies(IRVisitor):
+    """Statements in program order: ``epoch[buffer]`` counts what may have written a register buffer;
+    ``scope[key]`` is the let in scope holding a value (key: the buffer bytes it copied at an epoch, or
+    its value); ``renames`` maps a later let to the earlier one."""
+
+    statements_only = True
+
+    def __init__(self, grf: set[str]):
+        self.grf = grf
+        self.renames: dict[Var, Var] = {}
+        self.epoch: dict[str, int] = {}
+        self.scope: dict = {}
+        self.opened: list[tuple] = []
+
+    def _bump(self, name: str) -> None:
+        self.epoch[name] = self.epoch.get(name, 0) + 1
+
+    def _writes(self, s: Stmt) -> None:
+        for n in distinct_nodes(s):
+            if isinstance(n, Store):
+                self._bump(n.buf.name)
+            elif isinstance(n, FuncCall):
+                for a in n.args:
+                    if isinstance(a, Var):
+                        self._bump(a.name)
+
+    def visit_Let(self, s: Let):
+        v = substitute(s.value, self.renames) if self.renames else s.value
+        if v.type.lanes > 1:    # a vector held over the copies between costs registers; a scalar a dword
+            key = None
+        elif isinstance(v, Load) and v.buf.name in self.grf and isinstance(v.offset, IntImm):
+            key = ("copy", v.buf.name, v.offset.value, v.type, self.epoch.get(v.buf.name, 0))
+        else:
+            key = None if has_load(v) else ("value", v)
+        have = self.scope.get(key) if key else None
+        if have is not None:
+            self.renames[s.var] = have
+            key = None
+        self.opened.append((key, None if key is None else self.scope.get(key)))
+        if key is not None:
+            self.scope[key] = s.var
+
+    def leave_Let(self, s: Let):
+        key, prev = self.opened.pop()
+        if key is not None:
+            if prev is None:
+                del self.scope[key]
+            else:
+                self.scope[key] = prev
+
+    def visit_Store(self, s: Store):
+        self._bump(s.buf.name)
+
+    def visit_FuncCall(self, s: FuncCall):
+        self._writes(s)
+
+    def visit_For(self, s: Stmt):     # a loop's or a branch's other edges: what it writes anywhere differs
+        self._writes(s)
+
+    visit_If = leave_For = leave_If = visit_For

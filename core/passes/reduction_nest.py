@@ -111,12 +111,26 @@ def find_reduction_nest(ir: Node) -> ReductionNest | None:
     return ReductionNest(group, tuple(loops), s)
 
 
-def room_for_copies(ir: Node, options: Mapping[str, Any], copies: int, per_copy: int, held: int = 0) -> bool:
+def room_for_copies(ir: Node, options: Mapping[str, Any], copies: int, per_copy: int, held: int = 0,
+                    per_copy_bytes: int = 0) -> bool:
     """Whether the registers the built kernel leaves free (``cse.register_budget``) take ``per_copy``
     values per copy of an unrolled iteration (what each copy hoists: a padding mask, an address offset)
-    besides ``held`` registers the unrolled loop keeps whatever its copies (:func:`block_slm_messages`)."""
+    and ``per_copy_bytes`` more per copy (its per-lane vectors, :func:`vector_bytes`) besides ``held``
+    registers the unrolled loop keeps whatever its copies (:func:`block_slm_messages`)."""
     model, free = register_budget(ir, options)
-    return free is None or free >= (per_copy * copies + held) * model.reg_bytes
+    if free is None:
+        return True
+    vectors = -(-per_copy_bytes // model.reg_bytes)
+    return free >= ((per_copy + vectors) * copies + held) * model.reg_bytes
+
+
+def vector_bytes(s: Stmt) -> int:
+    """The bytes of the per-lane values one execution of ``s`` binds (loops counted by their trips): a
+    gather's lane indices and offsets, which each copy of an unrolled iteration holds hoisted (its
+    digits constants, they no longer vary with the loop), one set per copy."""
+    own = s.var.type.size if isinstance(s, Let) and s.var.type.lanes > 1 else 0
+    n = own + sum(vector_bytes(c) for c in child_stmts(s))
+    return n * (trip_count(s) or 1) if isinstance(s, For) else n
 
 
 def block_slm_messages(s: Stmt) -> int:
@@ -138,11 +152,11 @@ def unroll_inner_loops(ir: Node, options: Mapping[str, Any] | None = None) -> No
     registers, the outermost loop kept: a conv's kh and kw loops are then constants in each copy (their
     padding masks invariant, their addresses immediates) and only the loop around them (ic) counts.
     A nest with nothing to flatten has its loop unrolled by two instead (:func:`_two_steps`). Loops the
-    config marked keep their marks, and a nest computing per-lane index vectors (a gather) stays as it
-    is; the same object when nothing is marked."""
+    config marked keep their marks; a nest computing per-lane index vectors (a gather) is unrolled only
+    where every copy's vectors fit too; the same object when nothing is marked."""
     nest = find_reduction_nest(ir)
-    if nest is None or any(isinstance(n, Let) and n.var.type.lanes > 1 for n in distinct_nodes(nest.body)):
-        return ir  # per-lane index vectors (a gather's lanes): every copy would hold its own
+    if nest is None:
+        return ir
     copies, depth = 1, 0
     for loop, trips in reversed(list(zip(nest.loops[1:], nest.trips[1:]))):
         if loop.unroll > 1 or copies * trips > MAX_COPIES:
@@ -150,8 +164,9 @@ def unroll_inner_loops(ir: Node, options: Mapping[str, Any] | None = None) -> No
         copies, depth = copies * trips, depth + 1
     if depth == 0:
         return _two_steps(ir, nest, options or {})
-    # One value per copy: its padding mask (its addresses are immediates on a base the copies share).
-    if not room_for_copies(ir, options or {}, copies, 1):
+    # One value per copy: its padding mask (its addresses are immediates on a base the copies share),
+    # and its gathers' per-lane vectors
+    if not room_for_copies(ir, options or {}, copies, 1, per_copy_bytes=vector_bytes(nest.body)):
         return ir
     body = nest.body
     marked = len(nest.loops) - depth
@@ -169,7 +184,8 @@ def _two_steps(ir: Node, nest: ReductionNest, options: Mapping[str, Any]) -> Nod
     amortize)."""
     loop, trips = nest.loops[-1], nest.trips[-1]
     pipelined = any(options.get(k) for k in ("slm_bufs", "gmem_bufs", "prefetch_bufs"))
-    if pipelined or loop.unroll > 1 or trips < 4 or trips % 2 or not room_for_copies(ir, options, 2, 1):
+    if pipelined or loop.unroll > 1 or trips < 4 or trips % 2 \
+            or not room_for_copies(ir, options, 2, 1, per_copy_bytes=vector_bytes(nest.body)):
         return ir
     body: Stmt = For.make(loop.var, loop.init, loop.bound, nest.body, loop.step, 2, origin=loop.origin)
     for outer in reversed(nest.loops[:-1]):

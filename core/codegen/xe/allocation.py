@@ -349,7 +349,18 @@ def address_lets(body) -> frozenset[str]:
             names = _summed_vars(node.value)
             return names if names is not None and len(names) == 1 else ()
         return ()
-    return frozenset(_lets_read_only_as(body, candidate, counted))
+    # read in the loop it is defined in (one hoisted out of the loop would be recomputed in it)
+    loops: list = [None]
+    where: dict[str, set] = {}      # let -> the loops it is defined and read in
+    for kind, x in events(body):
+        if kind == "for":
+            loops.append(id(x))
+        elif kind == "end_for":
+            loops.pop()
+        elif kind == "let" or kind == "store" and x.buf.name in headers:
+            for name in [x.var.name] if kind == "let" else counted(x):
+                where.setdefault(name, set()).add(loops[-1])
+    return frozenset(n for n in _lets_read_only_as(body, candidate, counted) if len(where.get(n, ())) == 1)
 
 
 def _summed_vars(e) -> list[str] | None:

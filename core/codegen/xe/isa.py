@@ -808,23 +808,25 @@ def add64(cg, dst: Reg, base: Reg, off, lanes: int, signed: bool = True) -> None
             alu(cg, "add", k, hi, [hi, Imm(0xFFFFFFFF, u32)])
 
 
-def advance64(cg, dst: Reg, base: Reg, delta: int, lanes: int) -> None:
-    """``dst = base + delta`` over ``lanes`` 64-bit lanes (``base`` a vector of them; on a target without
-    64-bit integer ALU ``delta`` is not negative): nothing where ``base`` is ``dst`` and ``delta`` 0."""
-    if delta == 0:
-        if base.byte != dst.byte:
-            alu(cg, "mov", 2 * lanes, Reg(dst.byte, u32, 1), [Reg(base.byte, u32, 1)])
+def step64(cg, dst: Reg, src: Reg, d: int, lanes: int) -> None:
+    """``dst = src + d`` over ``lanes`` 64-bit lanes (``src`` a vector of them; the same registers: in
+    place), ``d`` a constant (not negative on a target without 64-bit integer ALU: no sign to add): one
+    ``add`` where 64-bit integers are native, else ``addc`` of the low dwords and ``add`` of the carry;
+    nothing where ``src`` is ``dst`` and ``d`` is 0."""
+    if d == 0:
+        if src.byte != dst.byte:
+            alu(cg, "mov", 2 * lanes, Reg(dst.byte, u32, 1), [Reg(src.byte, u32, 1)])
         return
     if cg.xe.native_int64:
-        alu(cg, "add", lanes, Reg(dst.byte, u64, 1), [Reg(base.byte, u64, 1), Imm(delta, s32)])
+        alu(cg, "add", lanes, Reg(dst.byte, u64, 1), [Reg(src.byte, u64, 1), Imm(d, s32 if d < 0 else u32)])
         return
     for c, k in pieces(lanes, min(8, cg.xe.max_exec)):
         stride = 2 if k > 1 else 1
-        alu(cg, "addc", k, Reg(dst.byte + 8 * c, u32, stride), [Reg(base.byte + 8 * c, u32, stride), Imm(delta, u32)])
+        lo, hi = Reg(dst.byte + 8 * c, u32, stride), Reg(dst.byte + 8 * c + 4, u32, stride)
+        slo, shi = Reg(src.byte + 8 * c, u32, stride), Reg(src.byte + 8 * c + 4, u32, stride if k > 1 else 0)
+        alu(cg, "addc", k, lo, [slo, Imm(d, u32)])
         acc = "acc0.0<0;1,0>:ud" if k == 1 else "acc0.0<1;1,0>:ud"
-        hi = Reg(dst.byte + 8 * c + 4, u32, stride)
-        src = Reg(base.byte + 8 * c + 4, u32, stride if k > 1 else 0)
-        cg.em.raw(f"(W) add ({k}|M0) {hi.dst(cg.rb)} {acc} {src.src(cg.rb)}", "int")
+        cg.em.raw(f"(W) add ({k}|M0) {hi.dst(cg.rb)} {acc} {shi.src(cg.rb)}", "int")
 
 
 def _int64(cg, e, a, b, out: Reg):

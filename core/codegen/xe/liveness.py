@@ -153,6 +153,7 @@ class Liveness:
     bare: frozenset = frozenset()   # header buffers every store of which is held: no registers of their own
     extent: dict = field(default_factory=dict)  # grf buffer -> bytes its scalar loads and stores reach, or None
     offsets: dict = field(default_factory=dict)  # let key -> (let key, c): the let is that one plus c
+    unread: frozenset = frozenset()   # keys of the loop variables their bodies never read (counters only)
 
 
 def analyze(root, global_names: set[str], remat: frozenset = frozenset(), compact: bool = False) -> Liveness:
@@ -169,6 +170,7 @@ def analyze(root, global_names: set[str], remat: frozenset = frozenset(), compac
     scope: dict[str, list] = {}
     var_keys: dict = {}
     loops: list[_Loop] = []
+    counters: list = []                  # keys of the loop variables
     allocs: dict = {}
     free: set[str] = set()
     accesses: dict[str, list] = {}       # buffer -> [(point, mode, written range, if depth)]
@@ -258,6 +260,7 @@ def analyze(root, global_names: set[str], remat: frozenset = frozenset(), compac
             define(x, x.var.name, p)
             loops.append(_Loop(p))
             key = scope[x.var.name][-1]
+            counters.append(key)
             loops[-1].first[key] = "r"
         elif kind == "end_for":
             key = scope[x.var.name][-1]
@@ -339,8 +342,9 @@ def analyze(root, global_names: set[str], remat: frozenset = frozenset(), compac
         starts.setdefault(v, []).append(k)
     for k, v in last.items():
         ends.setdefault(v, []).append(k)
+    unread = frozenset(k for k in counters if not reads.get(k))
     return Liveness(first, last, starts, ends, roles, headers, var_keys, p + 1, allocs, free, signals,
-                    frozenset(block2d), aliases, slm, heads, held, bare, extent, offsets)
+                    frozenset(block2d), aliases, slm, heads, held, bare, extent, offsets, unread)
 
 
 def _block2d_shape(call: FuncCall) -> tuple:

@@ -271,16 +271,23 @@ class XeLowering(AllocationWalk):
 
     def ev_for(self, x, p):
         var = Reg(self.alloc_loop(x, p).start, x.var.type.base, 1)
-        isa.evaluate(self, x.init, var)
         bound = x.bound
-        ba = self.alloc_bound(x)
-        if ba is None:
-            bop = Imm(bound.value, bound.type)
-        else:
-            bop = Reg(ba.start, bound.type.base, 0)
-            isa.evaluate(self, bound, bop.retype(bound.type, 1))
         known = isinstance(x.init, IntImm) and isinstance(bound, IntImm)
         trips = max(0, -(-(bound.value - x.init.value) // x.step)) if known else None
+        if known and trips > 0 and self.live.var_keys[id(x), p] in self.live.unread:
+            # a counter the body never reads counts up from -trips * step to 0: the step's add sets the
+            # loop's flag itself (``add (lt)``), one instruction a trip instead of an add and a compare
+            isa.move(self, var, Imm(-trips * x.step, var.type), 1)
+            self.alloc_bound(x)     # a constant bound: no register, the walk's loop stack kept
+            bop = None
+        else:
+            isa.evaluate(self, x.init, var)
+            ba = self.alloc_bound(x)
+            if ba is None:
+                bop = Imm(bound.value, bound.type)
+            else:
+                bop = Reg(ba.start, bound.type.base, 0)
+                isa.evaluate(self, bound, bop.retype(bound.type, 1))
         top, end = self.em.label("LOOP"), self.em.label("LOOP_END")
         sends.block2d_loop_fields(self, x, top)
         if not (known and trips > 0):
@@ -298,9 +305,12 @@ class XeLowering(AllocationWalk):
 
     def ev_end_for(self, x, p):
         var, bop, top, end, weight, loop = self.loop_stack.pop()
-        self.em.op("add", 1, var, [var.scalar(), Imm(x.step, var.type)])
         f = self.flags.take()
-        self.em.op("cmp", 1, None, [var.scalar(), bop], cmod=("lt", f))
+        if bop is None:
+            self.em.op("add", 1, var, [var.scalar(), Imm(x.step, var.type)], cmod=("lt", f))
+        else:
+            self.em.op("add", 1, var, [var.scalar(), Imm(x.step, var.type)])
+            self.em.op("cmp", 1, None, [var.scalar(), bop], cmod=("lt", f))
         self.em.raw(f"(W&{f}) jmpi {top}", "control")
         self.em.weight, self.em.loop = weight, loop
         self.em.place(end)

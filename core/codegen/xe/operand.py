@@ -95,6 +95,25 @@ class Reg:
 
 
 @dataclass(frozen=True, slots=True)
+class Rows:
+    """A 2D source region ``<v;w,h>``: lane ``i`` reads element ``(i // w) * v + (i % w) * h`` from ``byte``
+    (rows of ``w`` elements ``h`` apart, row starts ``v`` apart; a reorder's interleave of rows)."""
+
+    byte: int
+    type: Type
+    v: int
+    w: int
+    h: int
+
+    @property
+    def size(self) -> int:
+        return _ELEM_SIZE[self.type.scalar.short]
+
+    def src(self, reg_bytes: int) -> str:
+        return f"{Reg(self.byte, self.type).name(reg_bytes)}<{self.v};{self.w},{self.h}>:{iga_type(self.type)}"
+
+
+@dataclass(frozen=True, slots=True)
 class Imm:
     """An immediate of type ``type`` (ints wrapped to the type; floats written by bit pattern)."""
 

@@ -70,6 +70,10 @@ def store_header(cg, x, p: int) -> None:
     arg = cg.arg_regs.get(mem)
     if arg is None:
         raise CodegenUnsupported(f"send to {mem}, which is not a kernel argument")
+    step = _step(cg, x, mem)
+    if step is not None:    # ``hdr = h + d`` (passes/header_steps.py): the address in ``h`` stepped
+        isa.step64(cg, Reg(hdr.start, u32, 2), Reg(cg.buf(step[0]).start, u32, 2), step[1], lanes)
+        return
     if x.value.type.scalar.bits == 64:
         raise CodegenUnsupported("64-bit message offsets are not lowered yet")
     # A lane that loads, stores or adds reads its buffer in bounds (docs/ir-semantics.md: only a
@@ -81,16 +85,30 @@ def store_header(cg, x, p: int) -> None:
     key = (mem, lanes, parts[0]) if parts else None
     near = cg.addresses.near(cg, key, parts[1], dst, lanes) if parts else None
     if near is not None:
-        isa.advance64(cg, dst, *near, lanes)
+        isa.step64(cg, dst, *near, lanes)
     elif parts and parts[2] is not None and cg.xe.native_int64 and -2**31 <= parts[1] < 2**31:
         # one register plus a constant: the register's address, then the constant added in 64 bits (as
         # many instructions as the 32-bit sum and its address; the sum may be a let kept as its value)
         isa.add64(cg, Reg(hdr.start, u32, 2), arg, parts[2], lanes)
-        isa.advance64(cg, dst, dst, parts[1], lanes)
+        isa.step64(cg, dst, dst, parts[1], lanes)
     else:
         isa.add64(cg, Reg(hdr.start, u32, 2), arg, isa.value(cg, x.value), lanes, signed=signed)
     if parts:
         cg.addresses.record(cg, key, parts[1], dst, cg.xe.native_int64 or signed or (near is not None))
+
+
+def _step(cg, x, mem: str) -> tuple[str, int] | None:
+    """``(h, d)`` of a header store ``hdr[0] = h[0] + d``: ``h`` a header of the same memory (``hdr`` itself,
+    or the twin it alternates with) and ``d`` a constant; else None."""
+    v = x.value
+    if not (isinstance(v, Binary) and v.op is Op.ADD and isinstance(v.a, Load)
+            and isinstance(v.a.offset, IntImm) and v.a.offset.value == 0):
+        return None
+    src = cg.live.headers.get(v.a.buf.name)
+    d = v.b.a if isinstance(v.b, Broadcast) else v.b
+    if src is None or src[:2] != ("global", mem) or not isinstance(d, IntImm):
+        return None
+    return v.a.buf.name, d.value
 
 
 def evaluate_head(cg, x, p: int, dst: Reg) -> None:

@@ -20,7 +20,7 @@ from kdd.core.ir.types import Type, f32, s32, u8, u16, u32
 
 from ..errors import CodegenUnsupported
 from . import isa
-from .operand import Imm, Reg, iga_type
+from .operand import Imm, Reg, Rows, iga_type
 
 DST_STRIDES = (1, 2, 4)
 SRC_STRIDES = (0, 1, 2, 4, 8, 16, 32)
@@ -166,7 +166,13 @@ def _move_runs(cg, pairs_dst, pairs_src, src_t: Type, dst_t: Type, op: str = "mo
     # a same-type copy moves bits as unsigned integers; 8-byte ones (f64 on xehpc) keep their type
     dt = _UINT.get(dst_t.scalar.size, dst_t) if same and op == "mov" else dst_t
     st = _UINT.get(src_t.scalar.size, src_t) if same and op == "mov" else src_t
-    for d, s, k, ds, ss in _runs(pairs_dst, pairs_src, dst_t.scalar.size, src_t.scalar.size, cg.xe.max_exec):
+    runs = _runs(pairs_dst, pairs_src, dst_t.scalar.size, src_t.scalar.size, cg.xe.max_exec)
+    if op == "mov" and not (st.is_float and dt.is_int):
+        runs = _rows(cg, runs, dt, st)
+    for d, s, k, ds, ss in runs:
+        if isinstance(ss, Rows):    # a 2D source region (:func:`_rows`), legal as it is
+            cg.em.op("mov", k, Reg(d, dt.base, ds), [ss])
+            continue
         dst = Reg(d, dt.base, ds)
         if ss < 0:
             isa.move(cg, dst, Imm(0, _UINT[dst_t.scalar.size]) if dt.is_int else Imm(0.0, dt), k)
@@ -178,6 +184,44 @@ def _move_runs(cg, pairs_dst, pairs_src, src_t: Type, dst_t: Type, op: str = "mo
             isa.alu(cg, "mov", k, dst, [src], sat=dst_t.is_int and not same)
         else:
             isa.alu(cg, op, k, dst, [Reg(d, dt.base, ds), src])
+
+
+def _rows(cg, runs: list, dt: Type, st: Type) -> list:
+    """``runs`` with consecutive runs of one length, strides and destination stride that continue each
+    other in the destination and step by one constant in the source merged into one ``mov`` whose source
+    is a 2D region ``<v;w,h>`` (rows of ``w`` elements ``h`` apart, row starts ``v`` apart): a VNNI
+    interleave of rows read 4 elements a ``mov`` instead of 2. Each merged ``mov`` reads and writes within
+    one register, its width and strides ones the region rules take."""
+    out, i, rb, top = [], 0, cg.rb, cg.xe.max_exec
+    dsz, ssz = dt.scalar.size, st.scalar.size
+    while i < len(runs):
+        d0, s0, w, ds, hs = runs[i]
+        j, vs = i + 1, None
+        if w > 1 and hs in _HSTRIDES:
+            while j < len(runs) and (j - i + 1) * w <= top:
+                d, s, k, dds, ss = runs[j]
+                step = s - runs[j - 1][1]
+                if (k, dds, ss) != (w, ds, hs) or d != runs[j - 1][0] + w * ds * dsz or step % ssz \
+                        or step // ssz not in _VSTRIDES or (vs is not None and step // ssz != vs):
+                    break
+                vs = step // ssz
+                j += 1
+        rows = j - i
+        while rows & (rows - 1):        # whole powers of two of rows: legal execution sizes
+            rows -= 1
+        n = rows * w
+        last_src = s0 + ((rows - 1) * (vs or 0) + (w - 1) * hs) * ssz
+        if rows > 1 and d0 // rb == (d0 + (n - 1) * ds * dsz) // rb and s0 // rb == last_src // rb:
+            out.append((d0, s0, n, ds, Rows(s0, st.base, vs, w, hs)))
+            i += rows
+        else:
+            out.append(runs[i])
+            i += 1
+    return out
+
+
+_HSTRIDES = (0, 1, 2, 4)
+_VSTRIDES = (0, 1, 2, 4, 8, 16, 32)
 
 
 def _round_to_int(cg, dst: Reg, src: Reg, k: int) -> None:

@@ -30,13 +30,12 @@ def _region_bytes(tok: str, lanes: int, rb: int, is_dst: bool) -> set[int] | Non
     reg, sub, t = r.reg, r.sub, r.type
     size = SIZES[t]
     parts = list(r.region)
-    stride = parts[0]                      # <h> (dst, src2), <v;w,h> and <v;h>: the first is the lane step
-    if len(parts) == 3 and parts[1] != 1:
-        stride = parts[2]
+    # <h> (dst, src2) and <v;h>: the first is the lane step; <v;w,h>: rows of w elements h apart, v apart
+    v, w, h = parts if len(parts) == 3 else (parts[0], 1, 0)
     start = reg * rb + sub * size
     out = set()
-    for i in range(lanes if (stride or is_dst) else 1):
-        b = start + i * stride * size
+    for i in range(lanes if (v or h or is_dst) else 1):
+        b = start + ((i // w) * v + (i % w) * h) * size
         out.update(range(b, b + size))
     return out
 

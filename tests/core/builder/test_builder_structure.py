@@ -124,7 +124,9 @@ def test_reorder_matches_memory_order_to_the_dpas_layout():
 
 def test_any_weights_are_blocked_as_dpas_b_and_loaded_with_no_reorder():
     # wei = any under dpas (f16: 8 dwords of K pairs x 8 columns): ic/16, oc/8, 8 ic pairs, 8 oc, 2 ic
-    k = build("mb2ic32ih6oc32oh6kh3ph1", types="f16", line="fma=dpas simd=8 i=ow8oc16ic16 l=ic2kh3kw3")
+    # (A staged in SLM: A straight from global memory takes the transposed dpas and its own blocking,
+    # test_builder_transposed_dpas.py)
+    k = build("mb2ic32ih6oc32oh6kh3ph1", types="f16", line="fma=dpas simd=8 i=ow8oc16ic16 l=ic2kh3kw3 s=x1.a")
     assert k.arg("wei").layout.tag(["oc", "ic", "kh", "kw"]) == "hwIO8i8o2i"
     assert not calls_in(group(k, "k_loop"), Reorder)
     b_loads = [s for s in sends(group(k, "k_loop"), SendOp.LOAD) if s.ops.mem.name == "wei"]

@@ -189,3 +189,23 @@ def test_a_constant_added_to_a_counter_advances_the_addresses_that_held_the_coun
     offsets = r"\(W\) add3? \(8\|M0\) r\d+\.0<1>:d r\d+\.0<1;[01],?[0-9,]*>:d r\d+\.\d<0;"
     assert len([ln for ln in loop if re.match(offsets, ln)]) == 2         # A and B in the first step only
     assert not [ln for ln in loop if re.match(r"\(W\) add \(1\|M0\) r\d+\.\d<1>:d r\d+\.\d<0;1,0>:d (32|64):d", ln)]
+
+
+def test_a_header_stored_again_with_a_larger_constant_steps_its_address_in_place():
+    """bwd_d's weight tiles are block loads at the counter plus a constant that grows by the tile's bytes
+    from step to step (``passes/header_steps``): after a trip's first load each 64-bit address steps in
+    place (``addc`` of the step to its own low dword, ``add`` of the carry to its high dword) instead of
+    being summed again from the counter; the loop's counter counts to zero and its ``add`` sets the
+    loop's flag (no ``cmp``)."""
+    kernel, body, target = final("bwd_d.kernel.toml")
+    listing = generate_asm(kernel, body, target, check=False)
+    lines = [ln.text for ln in listing.lines]
+    loop = _main_loop_text(listing).splitlines()
+    headers = [m[1] for ln in loop for m in [re.search(r"load\.ugm\.d32x64t\.a64 \(1\|M0\) r\d+:8 \[(r\d+):1\]", ln)]
+               if m]
+    stepped = [ln for ln in loop
+               if re.match(r"\(W\) addc \(1\|M0\) (r\d+)\.0<1>:ud \1\.0<0;1,0>:ud \d+:ud", ln)]
+    assert len(headers) == 9 and len(stepped) >= 6
+    end = lines.index(next(t for t in lines if t.startswith("(W&") and "jmpi LOOP_1" in t))
+    assert re.match(r"\(W\) add \(1\|M0\) \(lt\)f\d\.\d r\d+\.\d<1>:d r\d+\.\d<0;1,0>:d 9:d", lines[end - 1])
+    assert " cmp " not in lines[end - 2]

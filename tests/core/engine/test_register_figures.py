@@ -140,3 +140,19 @@ def test_a_shipped_depthwise_line_takes_large_grf_mode_by_its_estimate_and_fits_
     regs = out["stats"]["registers"]
     assert regs["config"] > 128 and regs["budget"] == 256  # 64 groups' C (64) and A (96) per thread
     assert regs["source"] == "allocator" and 128 < regs["allocated"] <= 256
+
+
+def test_a_check_shape_with_a_config_of_its_own_keeps_the_sub_tiles_fitted_for_the_full_problem(engine):
+    # The compiled config's loops would run too much at the reduced shape, so the check gets the written
+    # knobs with defaults for that shape; its early estimate is under 256 registers while its allocation
+    # as written (a1b1) is over, so without the full problem's sub-tiles the check was refused.
+    from kdd.core.problem.lookup_entry import LookupEntry
+
+    entry = LookupEntry.parse("xehpc dpas fwd x16:x16:any mb1 ic256ih256oc256oh256kh3ph1 simd=16 l=ic8kh3kw3 "
+                              "T=oc2ow4 i=ic32oc64ow32 bufs=3")
+    parsed = engine.parse(Source(entry.document(entry.variants()[0])))
+    full = engine.resolve(parsed).config
+    check = engine.resolve(parsed, for_check=True)
+    assert (full.subtiles.a, full.subtiles.b) != (1, 1)
+    assert check.reduction.config_note and check.config.subtiles == full.subtiles
+    assert engine._allocated(check.problem, check.target, check.config) <= 256

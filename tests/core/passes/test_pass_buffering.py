@@ -7,7 +7,7 @@ from kdd.core.passes.buffering import multi_buffer, slm_bytes, split_stages
 from kdd.core.passes.options import kernel_options
 from kdd.core.passes.prefetch import prefetch_pipeline
 from kdd.core.passes.reduction_nest import (block_slm_messages, find_reduction_nest, room_for_copies,
-                                            unroll_inner_loops)
+                                            unroll_inner_loops, vector_bytes)
 
 
 def calls(ir, kind):
@@ -74,13 +74,19 @@ def test_an_unbuffered_nest_has_its_inner_loops_marked_for_complete_unrolling():
     assert outputs(kernel, out) == outputs(kernel)
     assert unroll_inner_loops(out, kernel_options(kernel)) is out  # marked loops keep their marks
     gather = example_kernel("resnet50_3x3", "s=x0")  # A's lanes gathered through per-lane index vectors
-    assert unroll_inner_loops(gather.body, kernel_options(gather)) is gather.body
+    options = kernel_options(gather)
+    assert vector_bytes(find_reduction_nest(gather.body).body) == 32  # a copy's lane offsets: one register
+    out = unroll_inner_loops(gather.body, options)  # 9 copies x (mask + offsets) fit the 38 free registers
+    assert [loop.unroll for loop in find_reduction_nest(out).loops] == [1, 3, 3]
+    assert outputs(gather, out) == outputs(gather)
+    assert room_for_copies(gather.body, options, 9, 1, per_copy_bytes=32)
+    assert not room_for_copies(gather.body, options, 9, 1, per_copy_bytes=4 * 32)  # 45 registers: no
     flat = multi_buffer(example_kernel("resnet50_3x3").body, kernel_options(example_kernel("resnet50_3x3")))
     assert unroll_inner_loops(flat, {}) is flat  # a pipelined nest is one loop already
 
 
 def test_an_unbuffered_loop_of_one_step_per_trip_is_unrolled_by_two():
-    kernel = example_kernel("gemm_f16", "s=x0", k=256)  # the k loop alone, one step per trip
+    kernel = example_kernel("gemm_f16", "s=x0 regs=256", k=256)  # the k loop alone, one step per trip
     before = find_reduction_nest(kernel.body)
     assert len(before.loops) == 1 and before.trips[0] % 2 == 0 and before.loops[0].unroll == 1
     out = unroll_inner_loops(kernel.body, kernel_options(kernel))

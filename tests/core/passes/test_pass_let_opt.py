@@ -3,9 +3,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from passes_oracle import OUT, effects, programs
 
-from kdd.core.ir import Let, Load, Store, count_nodes, seq, var, walk
+from kdd.core.ir import Alloc, Let, Load, MemKind, Store, count_nodes, seq, var, walk
+from kdd.core.ir.expr import Broadcast
 from kdd.core.ir.types import s32
-from kdd.core.passes.let_opt import inline_lets, optimize_lets, remove_unused_lets
+from kdd.core.passes.let_opt import inline_lets, merge_register_copies, optimize_lets, remove_unused_lets
 
 X, Y = var("x"), var("y")
 
@@ -85,3 +86,34 @@ def test_read_names_are_the_statements_own_reads():
     assert read_names(loop) == {"y"}      # its bounds
     for s in (body, let, loop):  # the names of the variables the expressions hold, as expr_vars finds them
         assert read_names(s) == {v.name for e in own_exprs(s) for v in expr_vars(e)}
+
+
+def _unrolled_copies(between):
+    """Two copies of a loop step in one sequence, each reading the loop-carried register ``k_reg`` again
+    and testing it: ``between`` runs after the first copy."""
+    reg = var("k_reg", s32)
+    k1, k2, t1, t2 = var("k1"), var("k2"), var("t1"), var("t2")
+    first = Let.make(k1, Load.make(s32, reg, 0), Let.make(t1, k1 + Y, Store.make(OUT, t1, X)))
+    second = Let.make(k2, Load.make(s32, reg, 0), Let.make(t2, k2 + Y, Store.make(OUT, t2 + 4, X)))
+    body = seq(Store.make(reg, 0, X * 2), first, *between(reg), second)
+    return Alloc.make(reg, 32, MemKind.GRF, body)
+
+
+def test_copies_of_a_register_no_store_changed_are_one_value():
+    """The second copy reads the register and sums it again: with no store between, it reads the first
+    copy's lets (their scope extended over the sequence), and so do the values made of them."""
+    s = _unrolled_copies(lambda reg: [Store.make(OUT, X + 1, Y)])
+    out = merge_register_copies(s)
+    assert sorted(lets(out)) == ["k1", "t1"]
+    for x, y in ((3, 5), (0, 7)):
+        assert effects(out, env={"x": x, "y": y}) == effects(s, env={"x": x, "y": y})
+
+
+def test_a_store_into_the_register_between_keeps_both_copies():
+    s = _unrolled_copies(lambda reg: [Store.make(reg, 0, X + 1)])
+    assert merge_register_copies(s) is s
+    vector = var("v", s32.with_lanes(8))    # vectors are not held from one copy to the next
+    s = Let.make(vector, Broadcast.make(X, 8), seq(Store.make(OUT, 0, Y),
+                                                    Let.make(var("w", s32.with_lanes(8)), Broadcast.make(X, 8),
+                                                             Store.make(OUT, 1, Y))))
+    assert merge_register_copies(s) is s
