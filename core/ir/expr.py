@@ -469,3 +469,23 @@ def land(*terms: ExprLike) -> Expr:
 
 def is_const(e: Expr) -> bool:
     return isinstance(e, (IntImm, FloatImm, BoolImm))
+
+
+def summands(e: Expr) -> tuple[list[Expr], int]:
+    """The operands of the integer sum ``e`` (``+`` and ``add3`` nested, a broadcast of a sum looked
+    through) that are not constants, in order, and the sum of its constants."""
+    out: list[Expr] = []
+    const = 0
+    todo = [e]
+    for x in todo:      # grows while read: the sum's operands
+        if isinstance(x, Broadcast):
+            todo.append(x.a)
+        elif isinstance(x, IntImm):
+            const += x.value
+        elif isinstance(x, Binary) and x.op is Op.ADD:
+            todo += [x.a, x.b]
+        elif isinstance(x, Ternary) and x.op is Op.ADD3:
+            todo += [x.a, x.b, x.c]
+        else:
+            out.append(x)
+    return out, const

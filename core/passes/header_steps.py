@@ -43,7 +43,7 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any, Mapping
 
-from ..ir.expr import Binary, Broadcast, BoolImm, Expr, IntImm, Load, Op, Ternary, Var
+from ..ir.expr import Binary, Broadcast, BoolImm, Expr, IntImm, Load, Op, Var, summands
 from ..ir.funcs import Barrier, BarrierSignal, Fence, Send, Send2D, SendOp
 from ..ir.node import Node
 from ..ir.names import Names
@@ -261,18 +261,9 @@ class _Steps(IRMutator):
     def form(self, e: Expr) -> tuple[frozenset, int] | None:
         """``e`` as (its terms other than constants, counted; the constants' sum), or None."""
         terms: Counter = Counter()
-        const = 0
-        todo = [e]
-        for x in todo:      # grows while read: the sum's operands
-            if isinstance(x, Broadcast):
-                todo.append(x.a)
-            elif isinstance(x, IntImm):
-                const += x.value
-            elif isinstance(x, Binary) and x.op is Op.ADD:
-                todo += [x.a, x.b]
-            elif isinstance(x, Ternary) and x.op is Op.ADD3:
-                todo += [x.a, x.b, x.c]
-            elif isinstance(x, Var):
+        parts, const = summands(e)
+        for x in parts:
+            if isinstance(x, Var):
                 terms[self.canon.get(x.name, ("free", x.name))] += 1
             else:
                 nodes = list(walk(x))

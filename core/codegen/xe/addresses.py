@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from kdd.core.ir.expr import Binary, Broadcast, IntImm, Op, Ternary, Var
+from kdd.core.ir.expr import Var, summands
 
 from .isa import Remat
 from .operand import Imm, Reg
@@ -48,33 +48,26 @@ def terms(cg, e) -> tuple[tuple, int, Reg | None, tuple] | None:
     stands for its terms while none of their registers was written since it was defined
     (``HeldAddresses.define``), a recomputed let for its value. None for any other offset."""
     regs: list = []      # (key, register) per term
-    const = 0
-    stack = [e]
-    while stack:
-        x = stack.pop()
-        if isinstance(x, IntImm):
-            const += x.value
-        elif isinstance(x, Binary) and x.op is Op.ADD:
-            stack += [x.a, x.b]
-        elif isinstance(x, Ternary) and x.op is Op.ADD3:
-            stack += [x.a, x.b, x.c]
-        elif isinstance(x, Broadcast) and isinstance(x.a, Var):
-            stack.append(x.a)
-        elif isinstance(x, Var):
-            op = cg.lookup(x.name)
-            if isinstance(op, Imm):
-                const += int(op.value)
-            elif isinstance(op, Remat):
-                stack.append(op.value)
-            elif not isinstance(op, Reg) or op.neg:
-                return None
-            elif (sum_ := cg.addresses.sum_of(cg, x.name, op)) is not None:
-                regs += sum_[0]
-                const += sum_[1]
-            else:
-                regs.append(((*op.span(x.type.lanes), op.type.scalar.short, op.stride), op))
-        else:
+    parts, const = summands(e)
+    for x in parts:
+        if not isinstance(x, Var):
             return None
+        op = cg.lookup(x.name)
+        if isinstance(op, Imm):
+            const += int(op.value)
+        elif isinstance(op, Remat):
+            got = terms(cg, op.value)
+            if got is None:
+                return None
+            regs += got[3]
+            const += got[1]
+        elif not isinstance(op, Reg) or op.neg:
+            return None
+        elif (sum_ := cg.addresses.sum_of(cg, x.name, op)) is not None:
+            regs += sum_[0]
+            const += sum_[1]
+        else:
+            regs.append(((*op.span(x.type.lanes), op.type.scalar.short, op.stride), op))
     if not regs:
         return None
     return tuple(sorted(k for k, _ in regs)), const, regs[0][1] if len(regs) == 1 else None, tuple(regs)

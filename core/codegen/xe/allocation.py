@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections import Counter, deque
 from typing import Iterator
 
-from kdd.core.ir.expr import Binary, FloatImm, IntImm, Load, Op, Ternary, Var
+from kdd.core.ir.expr import Binary, FloatImm, IntImm, Load, Op, Var, summands
 from kdd.core.ir.funcs import Send
 from kdd.core.ir.stmt import For, FuncCall, Let, Store
 from kdd.core.ir.visitor import walk as walk_nodes
@@ -365,16 +365,8 @@ def address_lets(body) -> frozenset[str]:
 
 def _summed_vars(e) -> list[str] | None:
     """The variables a sum of variables and constants adds (None for any other expression)."""
-    t = type(e)
-    if t is Binary and e.op is Op.ADD or t is Ternary and e.op is Op.ADD3:
-        out: list[str] = []
-        for c in e.children():
-            got = _summed_vars(c)
-            if got is None:
-                return None
-            out += got
-        return out
-    return [e.name] if t is Var else [] if t is IntImm else None
+    parts, _ = summands(e)
+    return [x.name for x in parts] if all(type(x) is Var for x in parts) else None
 
 
 MAX_REMAT_ROUNDS = 8
