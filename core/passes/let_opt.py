@@ -122,12 +122,37 @@ def merge_register_copies(ir: Node, options: Mapping[str, Any] | None = None) ->
     if not isinstance(ir, Stmt):
         return ir
     grf = {n.buf.name for n in distinct_nodes(ir) if isinstance(n, Alloc) and n.kind is MemKind.GRF}
-    scoped = _Extend().mutate(ir)
+    try:
+        scoped = _Extend().mutate(ir)
+    except RecursionError:      # lets nested past Python's stack (see MAX_NESTED_LETS)
+        return ir
+    if _let_depth(scoped) > MAX_NESTED_LETS:
+        return ir
     walk = _Copies(grf)
     walk.visit(scoped)
     if not walk.renames:
         return ir
     return substitute(_Drop({v.name for v in walk.renames}).mutate(scoped), walk.renames)
+
+
+# The IR's walks that recurse (mutators, structural equality, the scope extension itself) take a few
+# frames per nested statement: where extending the lets' scopes nests more lets than this (a long
+# unrolled sequence of them; the examples nest at most 131), or more than the extension's own recursion
+# reaches, the pass leaves the kernel as it is rather than hand the later passes a tree deeper than
+# Python's stack.
+MAX_NESTED_LETS = 200
+
+
+def _let_depth(s: Stmt) -> int:
+    """The most lets nested inside one another in ``s`` (walked without recursion)."""
+    deepest, stack = 0, [(s, 0)]
+    while stack:
+        node, depth = stack.pop()
+        if isinstance(node, Let):
+            depth += 1
+            deepest = max(deepest, depth)
+        stack.extend((k, depth) for k in node._children_of(node) if isinstance(k, Stmt))
+    return deepest
 
 
 class _Extend(IRMutator):

@@ -117,3 +117,13 @@ def test_a_store_into_the_register_between_keeps_both_copies():
                                                     Let.make(var("w", s32.with_lanes(8)), Broadcast.make(X, 8),
                                                              Store.make(OUT, 1, Y))))
     assert merge_register_copies(s) is s
+
+
+def test_a_sequence_of_more_lets_than_the_stack_nests_is_left_as_it_is():
+    # xehpg bwd_d mb1 ic4ih1080iw1920oc36 (oneDNN's line 219) unrolls thousands of lets into one sequence:
+    # extending each one's scope over the rest would nest them past Python's stack (a RecursionError).
+    reg = var("k_reg", s32)
+    copies = [Let.make(var(f"k{i}"), Load.make(s32, reg, 0), Store.make(OUT, var(f"k{i}") + i, X))
+              for i in range(3000)]
+    s = Alloc.make(reg, 32, MemKind.GRF, seq(Store.make(reg, 0, X * 2), *copies))
+    assert merge_register_copies(s) is s
