@@ -26,9 +26,8 @@ from typing import Callable
 
 from ..ir.stmt import Alloc, For, Let, MemKind, Stmt
 from ..ir.types import Type
-from ..ir.expr import Var
-from ..ir.visitor import IRVisitor, var_names
-from .tree import own_exprs
+from ..ir.visitor import IRVisitor
+from .tree import StatementReads
 
 
 @dataclass(frozen=True)
@@ -122,7 +121,7 @@ class _Intervals(IRVisitor):
         self.loop_end: dict[int, int] = {}
         self.counter = 0
         self._loop_vars: list[_Def] = []  # the definitions of the open loops' variables
-        self._names: dict[int, set[str]] = {}  # id of a statement's expression -> the names it reads
+        self._read = StatementReads()  # read_names, each expression walked once per sweep
 
     def visit_Stmt(self, s: Stmt) -> None:
         t = self.counter
@@ -139,20 +138,6 @@ class _Intervals(IRVisitor):
             self._loop_vars.append(d)
         elif isinstance(s, Alloc) and s.kind is MemKind.GRF and s.buf.name not in self.kept_out:
             self.defs[s.buf.name] = _Def(-1, -1, depth, s.size, True)  # the interval comes from the uses
-
-    def _read(self, s: Stmt) -> set[str]:
-        """``read_names(s)``, each expression object walked once per sweep: an unrolled kernel's statements
-        name a few hundred distinct expressions about ten times as often, most of them variables."""
-        names: set[str] = set()
-        for root in own_exprs(s):
-            if root.__class__ is Var:
-                names.add(root.name)
-            elif root._children_of(root):
-                hit = self._names.get(id(root))
-                if hit is None:
-                    hit = self._names[id(root)] = var_names(root)  # the statement holds ``root``: its id stays its
-                names |= hit
-        return names
 
     def leave_For(self, s: For) -> None:
         self.loop_end[id(s)] = self.counter

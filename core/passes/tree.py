@@ -58,6 +58,27 @@ def read_names(s: Stmt) -> set[str]:
     return var_names(*own_exprs(s))
 
 
+class StatementReads:
+    """:func:`read_names` of the statements of one tree, each expression object walked once: an unrolled
+    kernel's statements name about ten times as many expressions as there are distinct ones, most of them
+    bare variables. The tree must outlive this (an expression is remembered by its id)."""
+
+    def __init__(self):
+        self._names: dict[int, set[str]] = {}  # id of a non-leaf expression -> the names it reads
+
+    def __call__(self, s: Stmt) -> set[str]:
+        names: set[str] = set()
+        for root in own_exprs(s):
+            if root.__class__ is Var:
+                names.add(root.name)
+            elif root._children_of(root):
+                hit = self._names.get(id(root))
+                if hit is None:
+                    hit = self._names[id(root)] = var_names(root)
+                names |= hit
+        return names
+
+
 def unshare_statements(root: Stmt) -> Stmt:
     """``root`` with every statement object occurring once (expressions stay shared).
 

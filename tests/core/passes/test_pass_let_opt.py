@@ -85,3 +85,17 @@ def test_read_names_are_the_statements_own_reads():
     assert read_names(loop) == {"y"}      # its bounds
     for s in (body, let, loop):  # the names of the variables the expressions hold, as expr_vars finds them
         assert read_names(s) == {v.name for e in own_exprs(s) for v in expr_vars(e)}
+
+
+@settings(max_examples=150, deadline=None)
+@given(programs())
+def test_statement_reads_of_a_whole_tree_are_each_statements_read_names(p):
+    """``StatementReads`` (one table of expression names for all the statements of a tree, as the interval
+    sweep and the unused-let count ask) gives each statement its ``read_names``, in any order of asking."""
+    from kdd.core.ir.visitor import statements
+    from kdd.core.passes.tree import StatementReads, read_names
+
+    stmts = statements(p)
+    reads = StatementReads()
+    for s in stmts + stmts[::-1]:  # asked again: from the table
+        assert reads(s) == read_names(s)
