@@ -18,7 +18,7 @@ from typing import Callable, Container, Iterable, Iterator
 
 from .expr import Expr, Var
 from .node import Node
-from .stmt import Alloc, For, Let, Stmt, trip_count
+from .stmt import Alloc, For, Let, Seq, Stmt, trip_count
 
 _BINDERS = frozenset({For, Let, Alloc})
 
@@ -93,7 +93,7 @@ class IRVisitor:
                 if leave is not None:
                     push((node, _LEAVE))
                 kids = node._children_of(node)
-                if only_stmts:
+                if only_stmts and cls is not Seq:  # a sequence holds statements only (``Seq.make`` checks)
                     kids = [k for k in kids if isinstance(k, Stmt)]
                 if cls in _BINDERS:  # the body (the last child) walks inside the binder's scope
                     push((node, _CLOSE))

@@ -11,7 +11,7 @@ from typing import Callable, Mapping
 
 from ..ir.expr import Expr, Load, Var
 from ..ir.node import Node
-from ..ir.stmt import Alloc, For, Let, Stmt, trip_count  # noqa: F401 - the passes' name for it
+from ..ir.stmt import Alloc, For, Let, Seq, Stmt, trip_count  # noqa: F401 - the passes' name for it
 from ..ir.visitor import IRMutator, IRVisitor, distinct_nodes, var_names  # noqa: F401 - the passes' names for them
 
 
@@ -34,13 +34,15 @@ def own_exprs(s: Stmt) -> tuple[Expr, ...]:
         return (s.value,)
     if isinstance(s, For):
         return (s.init, s.bound)
-    if isinstance(s, Alloc):
+    if isinstance(s, (Alloc, Seq)):  # a sequence holds statements only (``Seq.make`` checks)
         return ()
     return tuple([k for k in s._children_of(s) if isinstance(k, Expr)])  # a list first: no generator to resume
 
 
 def child_stmts(s: Stmt) -> tuple[Stmt, ...]:
-    return tuple(k for k in s.children() if isinstance(k, Stmt))
+    if s.__class__ is Seq:  # its statements, the tuple it holds
+        return s.stmts
+    return tuple([k for k in s._children_of(s) if isinstance(k, Stmt)])
 
 
 def has_load(e: Expr) -> bool:
