@@ -13,7 +13,7 @@ import subprocess
 import tempfile
 import threading
 from dataclasses import dataclass, field, replace
-from functools import lru_cache, partial
+from functools import lru_cache
 from typing import Callable, Generic, TypeVar
 
 from kdd.core.toolchain import find_tool
@@ -59,8 +59,8 @@ def tool_version(tool: str) -> str | None:
     return None
 
 
-def _messages(run: subprocess.CompletedProcess) -> list[str]:
-    return [line.strip() for line in (run.stdout + run.stderr).splitlines() if line.strip()]
+def _messages(stdout: str, stderr: str) -> list[str]:
+    return [line.strip() for line in (stdout + stderr).splitlines() if line.strip()]
 
 
 def assemble(text: str, command: tuple[str, ...], platform_flag: str, round_trip: bool = True,
@@ -69,15 +69,72 @@ def assemble(text: str, command: tuple[str, ...], platform_flag: str, round_trip
     ``-o`` output are appended). ``platform_flag`` (``-p=12p71``) is reused to disassemble.
     ``versioned=False`` spares the process that asks the tool its version (the report's ``version``
     is then None) where no one reads the report."""
-    tool = command[0]
-    path = find_tool(tool)
-    if path is None:
-        return AssemblerReport(tool, None, False, [f"{tool} is not installed ({INSTALL_HINT.get(tool, '')})"])
-    run = partial(_assemble, path, tool, text, command, platform_flag, round_trip, timeout)
-    if not versioned:
-        return run()
-    report, version = beside_version(lambda: tool_version(tool), run)
-    return replace(report, version=version)
+    return Assembly(text, command, platform_flag, round_trip, timeout, versioned).report()
+
+
+class Assembly:
+    """:func:`assemble` started: the tool's first run is a process from the moment this is made, and
+    :meth:`report` waits for it (and for the round trip's runs, which follow it in a thread).
+
+    The caller goes on with Python work meanwhile. The first run is started here rather than in a
+    thread because a thread's every step (making the scratch folder, writing the text, starting the
+    process) waits for the interpreter lock while the caller computes, up to the switch interval
+    (5 ms) each: on a loaded machine a figures-only Xe compile waited 10-60 ms for one iga64 run of
+    about 5 ms."""
+
+    def __init__(self, text: str, command: tuple[str, ...], platform_flag: str, round_trip: bool = True,
+                 timeout: float = 120.0, versioned: bool = True):
+        self.tool = tool = command[0]
+        self._done: AssemblerReport | None = None
+        path = find_tool(tool)
+        if path is None:
+            self._done = AssemblerReport(tool, None, False,
+                                         [f"{tool} is not installed ({INSTALL_HINT.get(tool, '')})"])
+            return
+        self._version = Background(tool_version, tool) if versioned else None
+        self._path, self._platform, self._timeout = path, platform_flag, timeout
+        self._tmp = tempfile.TemporaryDirectory(prefix="kdd-asm-")
+        src = os.path.join(self._tmp.name, "kernel.asm")
+        self._binary = os.path.join(self._tmp.name, "kernel.bin")
+        try:
+            with open(src, "w", encoding="utf-8") as f:
+                f.write(text)
+            self._proc = subprocess.Popen([path, *command[1:], src, "-o", self._binary], stdout=subprocess.PIPE,
+                                          stderr=subprocess.PIPE, text=True)
+        except BaseException:
+            self._tmp.cleanup()
+            raise
+        self._rest = Background(self._finish, round_trip) if round_trip else None
+
+    def report(self) -> AssemblerReport:
+        """The assembler's report, once its runs ended (the same object when asked again)."""
+        if self._done is None:
+            try:
+                report = self._rest.result() if self._rest is not None else self._finish(False)
+            finally:
+                self._tmp.cleanup()
+            if self._version is not None:
+                report = replace(report, version=self._version.result())
+            self._done = report
+        return self._done
+
+    def _finish(self, round_trip: bool) -> AssemblerReport:
+        """The first run's outcome and, with ``round_trip``, the disassembly's and the second assembly's."""
+        tool, proc, binary = self.tool, self._proc, self._binary
+        try:
+            out, err = proc.communicate(timeout=self._timeout)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.communicate()
+            return AssemblerReport(tool, None, False, [f"{tool} ran longer than {self._timeout:g} s"])
+        messages = _messages(out, err)
+        if proc.returncode != 0 or not os.path.exists(binary):
+            return AssemblerReport(tool, None, False, messages or [f"{tool} exited with {proc.returncode}"])
+        size = os.path.getsize(binary)
+        same = None
+        if round_trip:
+            same = _round_trip(self._path, self._platform, binary, self._tmp.name, self._timeout, messages)
+        return AssemblerReport(tool, None, not messages and same is not False, messages, size, same)
 
 
 class Background(Generic[R]):
@@ -115,41 +172,19 @@ def beside_version(version: Callable[[], str | None], run: Callable[[], R]) -> t
     return run(), asked.result()
 
 
-def _assemble(path: str, tool: str, text: str, command: tuple[str, ...], platform_flag: str, round_trip: bool,
-              timeout: float) -> AssemblerReport:
-    """:func:`assemble` with the tool at ``path``, its report without the tool's version."""
-    with tempfile.TemporaryDirectory(prefix="kdd-asm-") as tmp:
-        src, binary = os.path.join(tmp, "kernel.asm"), os.path.join(tmp, "kernel.bin")
-        with open(src, "w", encoding="utf-8") as f:
-            f.write(text)
-        try:
-            run = subprocess.run([path, *command[1:], src, "-o", binary], capture_output=True, text=True,
-                                 timeout=timeout)
-        except subprocess.TimeoutExpired:
-            return AssemblerReport(tool, None, False, [f"{tool} ran longer than {timeout:g} s"])
-        messages = _messages(run)
-        if run.returncode != 0 or not os.path.exists(binary):
-            return AssemblerReport(tool, None, False, messages or [f"{tool} exited with {run.returncode}"])
-        size = os.path.getsize(binary)
-        same = None
-        if round_trip:
-            same = _round_trip(path, platform_flag, binary, tmp, timeout, messages)
-        return AssemblerReport(tool, None, not messages and same is not False, messages, size, same)
-
-
 def _round_trip(path: str, platform_flag: str, binary: str, tmp: str, timeout: float,
                 messages: list[str]) -> bool:
     dis, again = os.path.join(tmp, "kernel.dis"), os.path.join(tmp, "again.bin")
     run = subprocess.run([path, "-d", platform_flag, binary], capture_output=True, text=True, timeout=timeout)
     if run.returncode != 0:
-        messages.append(f"disassembly failed: {' '.join(_messages(run))}")
+        messages.append(f"disassembly failed: {' '.join(_messages(run.stdout, run.stderr))}")
         return False
     with open(dis, "w", encoding="utf-8") as f:
         f.write(run.stdout)
     run = subprocess.run([path, "-a", platform_flag, dis, "-o", again], capture_output=True, text=True,
                          timeout=timeout)
     if run.returncode != 0:
-        messages.append(f"reassembling the disassembly failed: {' '.join(_messages(run))}")
+        messages.append(f"reassembling the disassembly failed: {' '.join(_messages(run.stdout, run.stderr))}")
         return False
     with open(binary, "rb") as a, open(again, "rb") as b:
         if a.read() != b.read():

@@ -124,6 +124,11 @@ _COMPARE: dict[Op, Callable[[Any, Any], bool]] = {
 
 def _lanewise(fn, *vals):
     """Apply a scalar function lane by lane when any operand is a vector (tuple)."""
+    for v in vals:
+        if isinstance(v, tuple):
+            break
+    else:  # scalars (the simplifier's folding: the common case)
+        return fn(*vals)
     n = max((len(v) for v in vals if isinstance(v, tuple)), default=0)
     if not n:
         return fn(*vals)

@@ -103,6 +103,8 @@ def _make_with_children(cls: type):
     """``with_children`` for a class whose child fields are all single nodes (most classes),
     as straight-line code; other classes keep the generic ``Node.with_children``."""
     kids = [name for name, kind in cls.FIELDS if kind != "attr"]
+    if [kind for _, kind in cls.FIELDS if kind != "attr"] == ["nodes"]:  # a sequence, a call's arguments
+        return _make_with_children_tuple(cls, kids[0])
     if not kids or any(kind in ("opt", "nodes") for _, kind in cls.FIELDS):
         return None
     values = ", ".join(name if kind == "node" else f"self.{name}" for name, kind in cls.FIELDS)
@@ -112,6 +114,23 @@ def _make_with_children(cls: type):
               f"        return self\n"
               f"    return self.rebuild({values})\n")
     namespace: dict = {}
+    exec(compiled(source), namespace)  # noqa: S102 - source built above from the class's own FIELDS
+    fn = namespace["with_children"]
+    fn.__qualname__ = f"{cls.__name__}.with_children"
+    fn.__doc__ = Node.with_children.__doc__
+    return fn
+
+
+def _make_with_children_tuple(cls: type, field: str):
+    """``with_children`` for a class whose one child field is a tuple of nodes (``Seq``, ``FuncCall``), as
+    straight-line code: the generic one steps through every field and child."""
+    values = ", ".join("tuple(new_children)" if name == field else f"self.{name}" for name, _ in cls.FIELDS)
+    source = (f"def with_children(self, new_children):\n"
+              f"    old = self.{field}\n"
+              f"    if len(new_children) == len(old) and all(map(_is, new_children, old)):\n"
+              f"        return self\n"
+              f"    return self.rebuild({values})\n")
+    namespace: dict = {"_is": is_}
     exec(compiled(source), namespace)  # noqa: S102 - source built above from the class's own FIELDS
     fn = namespace["with_children"]
     fn.__qualname__ = f"{cls.__name__}.with_children"

@@ -18,7 +18,7 @@ from typing import Callable, Container, Iterable, Iterator
 
 from .expr import Expr, Var
 from .node import Node
-from .stmt import Alloc, For, Let, Stmt, trip_count
+from .stmt import Alloc, For, Let, Seq, Stmt, trip_count
 
 _BINDERS = frozenset({For, Let, Alloc})
 
@@ -93,7 +93,7 @@ class IRVisitor:
                 if leave is not None:
                     push((node, _LEAVE))
                 kids = node._children_of(node)
-                if only_stmts:
+                if only_stmts and cls is not Seq:  # a sequence holds statements only (``Seq.make`` checks)
                     kids = [k for k in kids if isinstance(k, Stmt)]
                 if cls in _BINDERS:  # the body (the last child) walks inside the binder's scope
                     push((node, _CLOSE))
@@ -230,16 +230,21 @@ def post_order(root: Node, children: Callable[[Node], Iterable[Node]] | None = N
     already computed, in this walk or an earlier one, are not walked again.
     ``children`` chooses the dependencies (default: ``node.children()``).
     """
-    kids_of = children or Node.children
+    kids_of = children
     if id(root) in done:
         return
-    if all(id(k) in done for k in kids_of(root)):  # the common case: only the root is new
+    kids = root._children_of(root) if kids_of is None else kids_of(root)
+    for k in kids:
+        if id(k) not in done:
+            break
+    else:  # the common case: only the root is new
         yield root
         return
     emitted: set[int] = set()
     stack: list[tuple[Node, bool]] = [(root, False)]
+    pop, push = stack.pop, stack.append
     while stack:
-        node, ready = stack.pop()
+        node, ready = pop()
         key = id(node)
         if key in emitted or key in done:
             continue
@@ -247,8 +252,10 @@ def post_order(root: Node, children: Callable[[Node], Iterable[Node]] | None = N
             emitted.add(key)
             yield node
             continue
-        stack.append((node, True))
-        stack.extend((k, False) for k in kids_of(node) if id(k) not in done)
+        push((node, True))
+        # A list, not a generator: nothing to resume per child (the walk under every analysis).
+        stack += [(k, False) for k in (node._children_of(node) if kids_of is None else kids_of(node))
+                  if id(k) not in done]
 
 
 def statements(root: Stmt, enter: Callable[[Stmt], bool] | None = None) -> list[Stmt]:
@@ -328,16 +335,14 @@ def distinct_nodes(root: Node) -> Iterator[Node]:
     """Every node object reachable from ``root``, each once (pre-order of first visits)."""
     seen: set[int] = set()
     stack = [root]
-    pop, push, mark = stack.pop, stack.append, seen.add
+    pop, mark = stack.pop, seen.add
     while stack:
         node = pop()
         if id(node) in seen:
             continue
         mark(id(node))
         yield node
-        for k in reversed(node._children_of(node)):
-            if id(k) not in seen:
-                push(k)
+        stack += reversed(node._children_of(node))  # a child seen by now is skipped when popped
 
 
 def var_names(*roots: Node) -> set[str]:

@@ -67,7 +67,7 @@ from ..ir.visitor import IRMutator, statements
 from .cse import register_budget
 from .forms import Forms
 from ..ir.names import Names
-from .opcount import int_ops
+from .opcount import int_ops, is_int_op
 from .send_headers import ADDR_ATTR, header_of
 from .tree import DropLets, binder, child_stmts, distinct_nodes, expr_vars, has_load, own_exprs, trip_count, var_names
 
@@ -214,9 +214,9 @@ class _SplitSums(IRMutator):
 
 
 def _vector_ops(e: Expr) -> int:
-    """The integer operations of ``e`` whose results are vectors (every lane's; a scalar one is one)."""
-    return sum(int_ops(n) - sum(int_ops(k) for k in n.children() if isinstance(k, Expr))
-               for n in distinct_nodes(e) if isinstance(n, Expr) and n.type.lanes > 1)
+    """The integer operations of ``e`` whose results are vectors (every lane's; a scalar one is one): its
+    distinct vector nodes that are one operation each (what a node costs beyond its operands)."""
+    return sum(1 for n in distinct_nodes(e) if is_int_op(n) and n.type.lanes > 1)
 
 
 def _constant(e: Expr) -> int | None:

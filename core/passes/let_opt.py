@@ -19,9 +19,9 @@ from typing import Any, Mapping
 from ..ir.expr import Expr, IntImm, Load, Var
 from ..ir.node import Node
 from ..ir.stmt import Alloc, FuncCall, Let, MemKind, Seq, Stmt, Store
-from ..ir.visitor import IRMutator, IRVisitor, substitute
+from ..ir.visitor import IRMutator, IRVisitor, statements, substitute
 from .opcount import is_trivial
-from .tree import distinct_nodes, has_load, read_names
+from .tree import StatementReads, distinct_nodes, has_load
 
 
 class _Drop(IRMutator):
@@ -36,9 +36,8 @@ def remove_unused_lets(ir: Node, options: Mapping[str, Any] | None = None) -> No
     """``ir`` without unused lets; the same object when every let is used."""
     reads: dict[str, int] = {}  # variable name -> statements reading it
     lets: dict[str, list[Let]] = {}
-    for s in distinct_nodes(ir):
-        if not isinstance(s, Stmt):
-            continue
+    read_names = StatementReads()
+    for s in statements(ir) if isinstance(ir, Stmt) else ():
         if isinstance(s, Let):
             lets.setdefault(s.var.name, []).append(s)
         for name in read_names(s):

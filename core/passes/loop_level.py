@@ -65,7 +65,8 @@ class LoopLevel:
         level.visit(body)
         entries, nested = level.entries, level.nested
         self.entries: tuple[LevelExpr, ...] = tuple(entries)
-        self._ops = [int_ops(x.expr) for x in entries]
+        counted: dict[int, int] = {}  # the entries' expressions share subtrees: each counted once
+        self._ops = [int_ops(x.expr, counted) for x in entries]
         self._reads = [frozenset(v.name for v in expr_vars(x.expr)) for x in entries]
         self._let_at = {x.let.name: i for i, x in enumerate(entries) if x.let is not None}
         self._holders: dict[int, list[int]] = {}

@@ -38,9 +38,14 @@ def is_retype(e: Cast) -> bool:
     return a.scalar is t.scalar or (a.is_int and t.is_int and a.scalar.size == t.scalar.size and not e.saturate)
 
 
-def int_ops(e: Node) -> int:
-    """Integer operations evaluating ``e`` costs, counting each occurrence (iterative)."""
-    totals: dict[int, int] = {}  # per distinct object: a shared subtree is counted once, weighed per use
+def int_ops(e: Node, totals: dict[int, int] | None = None) -> int:
+    """Integer operations evaluating ``e`` costs, counting each occurrence (iterative).
+
+    ``totals`` (node id -> its count) may be shared by the calls on expressions that share subtrees (an
+    unrolled loop's copies): each distinct object is counted once over them all. The caller keeps those
+    expressions alive while it uses the dict (an id is an object's only while the object lives)."""
+    if totals is None:
+        totals = {}  # per distinct object: a shared subtree is counted once, weighed per use
     for node in post_order(e, done=totals):
         totals[id(node)] = int(is_int_op(node)) + sum(totals[id(k)] for k in node._children_of(node))
     return totals[id(e)]

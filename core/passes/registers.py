@@ -27,7 +27,7 @@ from typing import Callable
 from ..ir.stmt import Alloc, For, Let, MemKind, Stmt
 from ..ir.types import Type
 from ..ir.visitor import IRVisitor
-from .tree import read_names
+from .tree import StatementReads
 
 
 @dataclass(frozen=True)
@@ -121,13 +121,14 @@ class _Intervals(IRVisitor):
         self.loop_end: dict[int, int] = {}
         self.counter = 0
         self._loop_vars: list[_Def] = []  # the definitions of the open loops' variables
+        self._read = StatementReads()  # read_names, each expression walked once per sweep
 
     def visit_Stmt(self, s: Stmt) -> None:
         t = self.counter
         self.counter += 1
         loops = tuple(self.loops)
         # each name once: a use more of a name at the same number changes no interval
-        self.uses += [(name, t, loops) for name in read_names(s)]
+        self.uses += [(name, t, loops) for name in self._read(s)]
         depth = len(loops)
         if isinstance(s, Let):
             self.defs[s.var.name] = _Def(t, t, depth, self.model.value_bytes(s.var.type), False)

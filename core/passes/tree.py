@@ -11,7 +11,7 @@ from typing import Callable, Mapping
 
 from ..ir.expr import Expr, Load, Var
 from ..ir.node import Node
-from ..ir.stmt import Alloc, For, Let, Stmt, trip_count  # noqa: F401 - the passes' name for it
+from ..ir.stmt import Alloc, For, Let, Seq, Stmt, trip_count  # noqa: F401 - the passes' name for it
 from ..ir.visitor import IRMutator, IRVisitor, distinct_nodes, var_names  # noqa: F401 - the passes' names for them
 
 
@@ -34,13 +34,15 @@ def own_exprs(s: Stmt) -> tuple[Expr, ...]:
         return (s.value,)
     if isinstance(s, For):
         return (s.init, s.bound)
-    if isinstance(s, Alloc):
+    if isinstance(s, (Alloc, Seq)):  # a sequence holds statements only (``Seq.make`` checks)
         return ()
     return tuple([k for k in s._children_of(s) if isinstance(k, Expr)])  # a list first: no generator to resume
 
 
 def child_stmts(s: Stmt) -> tuple[Stmt, ...]:
-    return tuple(k for k in s.children() if isinstance(k, Stmt))
+    if s.__class__ is Seq:  # its statements, the tuple it holds
+        return s.stmts
+    return tuple([k for k in s._children_of(s) if isinstance(k, Stmt)])
 
 
 def has_load(e: Expr) -> bool:
@@ -56,6 +58,27 @@ def expr_vars(e: Expr) -> set[Var]:
 def read_names(s: Stmt) -> set[str]:
     """Names of the variables statement ``s``'s own expressions read (buffers of loads included)."""
     return var_names(*own_exprs(s))
+
+
+class StatementReads:
+    """:func:`read_names` of the statements of one tree, each expression object walked once: an unrolled
+    kernel's statements name about ten times as many expressions as there are distinct ones, most of them
+    bare variables. The tree must outlive this (an expression is remembered by its id)."""
+
+    def __init__(self):
+        self._names: dict[int, set[str]] = {}  # id of a non-leaf expression -> the names it reads
+
+    def __call__(self, s: Stmt) -> set[str]:
+        names: set[str] = set()
+        for root in own_exprs(s):
+            if root.__class__ is Var:
+                names.add(root.name)
+            elif root._children_of(root):
+                hit = self._names.get(id(root))
+                if hit is None:
+                    hit = self._names[id(root)] = var_names(root)
+                names |= hit
+        return names
 
 
 def unshare_statements(root: Stmt) -> Stmt:

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from kdd.core.toolchain import find_tool
 
-from ..assembler import Background, assemble
+from ..assembler import Assembly
 from ..errors import AssemblerRejected
 from ..listing import AsmLine, Listing, ir_model_registers, ir_nodes
 from .allocation import with_remat
@@ -88,13 +88,14 @@ def assembled(kernel, body, target, check: bool = True, ir_map: bool = True) -> 
     cg = _lowered(kernel, body, target)
     if not check:
         return _listing(kernel, body, target, cg, ir_map)
-    # iga64 (three runs: assemble, disassemble, assemble again) waits on processes while this thread
+    # iga64 (three runs: assemble, disassemble, assemble again) runs as processes while this thread
     # maps IR lines, walks the IR register model and counts the mix: a compile waits for the longer
     asm = "\n".join(ln.text for ln in cg.em.lines) + "\n"  # the listing's asm
-    running = Background(lambda: assemble(asm, target.assembler, f"-p={target.xe.iga_platform}", round_trip=ir_map,
-                                          versioned=ir_map))
-    listing = _listing(kernel, body, target, cg, ir_map)
-    report = running.result()
+    running = Assembly(asm, target.assembler, f"-p={target.xe.iga_platform}", round_trip=ir_map, versioned=ir_map)
+    try:
+        listing = _listing(kernel, body, target, cg, ir_map)
+    finally:
+        report = running.report()  # its scratch folder goes whatever happens
     if report.binary_bytes is None and find_tool(target.assembler[0]) is not None:
         raise AssemblerRejected(report.tool, report.messages)
     listing.assembler = report.to_dict()

@@ -42,6 +42,7 @@ MAX_ROUNDS = 4
 MAX_NESTING = 48
 
 _IMMEDIATES = (IntImm, BoolImm, FloatImm)
+_OPERATIONS = (Binary, Unary, Ternary, Cast)  # what fold_immediates evaluates
 
 _RULES = {
     Op.ADD: rules_add.linear, Op.SUB: rules_add.linear, Op.MUL: rules_add.linear,
@@ -278,11 +279,12 @@ def fold_immediates(e: Expr) -> Expr:
     """The immediate a scalar operation on immediates evaluates to (the simplifier's first
     rule), else ``e`` itself. Cheap enough to apply while building IR: unrolling folds the
     constants each copy's loop index makes, so the simplifier meets smaller copies."""
-    if e.type.lanes != 1 or not isinstance(e, (Binary, Unary, Ternary, Cast)):
+    if e.type.lanes != 1 or not isinstance(e, _OPERATIONS):
         return e
-    kids = e.children()
-    if not all(isinstance(k, _IMMEDIATES) and k.type.lanes == 1 for k in kids):
-        return e
+    kids = e._children_of(e)
+    for k in kids:  # a loop, not all() over a generator: most expressions asked are not folded
+        if not isinstance(k, _IMMEDIATES) or k.type.lanes != 1:
+            return e
     try:
         return Simplifier.const(e.type, evaluate_operation(e, [k.value for k in kids]))
     except EvalError:

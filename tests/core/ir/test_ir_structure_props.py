@@ -125,3 +125,23 @@ def test_printed_text_matches_the_oracle(choices):
     expected = [f"dst.{s.value.type}[{oracle_text(s.offset)}] = {oracle_text(s.value)}" for s in stores]
     assert list(print_ir(tree).lines) == expected
     assert [expr_to_text(s.value) for s in stores] == [oracle_text(s.value) for s in stores]
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(st.integers(0, 2 ** 16), min_size=1, max_size=400), st.lists(st.booleans(), max_size=4))
+def test_a_sequence_rebuilt_over_new_statements_matches_the_generic_rebuild(choices, replace):
+    """``Seq.with_children`` (generated for a class whose one child field is a tuple) against
+    ``Node.with_children`` (field by field): the same object when every child is the same, else an
+    equal sequence (nested sequences flattened as ``Seq.make`` does)."""
+    from kdd.core.ir.node import Node
+
+    tree = seq(_Builder(choices).stmt(), _Builder(choices[::-1]).stmt())
+    if not isinstance(tree, Seq):
+        return
+    kids = list(tree.stmts)
+    for i, swap in enumerate(replace[: len(kids)]):
+        if swap:
+            kids[i] = _Builder(choices[i:] or choices).stmt()
+    fast, generic = tree.with_children(kids), Node.with_children(tree, kids)
+    assert (fast is tree) == (generic is tree) == all(a is b for a, b in zip(kids, tree.stmts))
+    assert oracle_equal(fast, generic)

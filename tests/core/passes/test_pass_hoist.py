@@ -4,10 +4,10 @@ from hypothesis import strategies as st
 from passes_oracle import OUT, effects, programs
 
 from kdd.core.ir import Alloc, BoolImm, For, FuncCall, Let, Load, MemKind, Store, evaluate, seq, var, walk
-from kdd.core.ir.expr import Broadcast, IntImm, Op, Ramp, Ternary, Unary, wrap_int
+from kdd.core.ir.expr import Binary, Broadcast, IntImm, Op, Ramp, Ternary, Unary, wrap_int
 from kdd.core.ir.funcs import Send, SendKind, SendOp
 from kdd.core.ir.types import f16, s32, u64
-from kdd.core.passes.hoist import hoist_invariants, vector_addends
+from kdd.core.passes.hoist import _vector_ops, hoist_invariants, vector_addends
 from kdd.core.passes.opcount import int_ops
 from kdd.core.passes.metrics import kernel_metrics
 from kdd.core.passes.registers import RegisterModel
@@ -397,3 +397,28 @@ def test_a_header_over_two_lane_vectors_is_seen_through_both_at_the_cost_of_scal
     assert vector_ops(stores[0].value) == 2 < vector_ops(header)
     for env in ({"i": 3, "j": -2}, {"i": 0, "j": 70000}):
         assert effects(out, env=env) == effects(kernel, env=env)
+
+
+def _vector_exprs():
+    """Integer vector expressions over scalar and vector leaves, subtrees shared between operands."""
+    scalars = st.sampled_from((I, J, K, IntImm.make(s32, 3)))
+    leaves = st.one_of(scalars.map(lambda s: Broadcast.make(s, 8)), scalars.map(lambda s: Ramp.make(s, 2, 8)),
+                       st.just(var("lanes", s32.with_lanes(8))))
+    ops = st.sampled_from((Op.ADD, Op.SUB, Op.MUL))
+    return st.recursive(leaves, lambda kids: st.one_of(
+        st.builds(Binary.make, ops, kids, kids),
+        kids.map(lambda e: Binary.make(Op.ADD, e, e))), max_leaves=8)  # a subtree shared by both operands
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(_vector_exprs(), min_size=1, max_size=4))
+def test_operation_counts_shared_between_calls_and_vector_counts_match_the_per_node_definition(es):
+    """``int_ops`` with one count table over expressions that share subtrees gives each one's own count;
+    ``_vector_ops`` (the vector nodes that are an operation) equals its definition, per distinct vector node
+    its operations minus its operands'."""
+    shared: dict = {}
+    assert [int_ops(e, shared) for e in es] == [int_ops(e) for e in es]
+    for e in es:
+        oracle = sum(int_ops(n) - sum(int_ops(k) for k in n.children())
+                     for n in {id(n): n for n in walk(e)}.values() if n.type.lanes > 1)
+        assert _vector_ops(e) == oracle

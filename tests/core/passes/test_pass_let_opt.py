@@ -127,3 +127,17 @@ def test_a_sequence_of_more_lets_than_the_stack_nests_is_left_as_it_is():
               for i in range(3000)]
     s = Alloc.make(reg, 32, MemKind.GRF, seq(Store.make(reg, 0, X * 2), *copies))
     assert merge_register_copies(s) is s
+
+
+@settings(max_examples=150, deadline=None)
+@given(programs())
+def test_statement_reads_of_a_whole_tree_are_each_statements_read_names(p):
+    """``StatementReads`` (one table of expression names for all the statements of a tree, as the interval
+    sweep and the unused-let count ask) gives each statement its ``read_names``, in any order of asking."""
+    from kdd.core.ir.visitor import statements
+    from kdd.core.passes.tree import StatementReads, read_names
+
+    stmts = statements(p)
+    reads = StatementReads()
+    for s in stmts + stmts[::-1]:  # asked again: from the table
+        assert reads(s) == read_names(s)
