@@ -129,10 +129,7 @@ class _Builder:
                                                        max(config.simd, target.lanes.alu)),
                                   merged_runs=not self.per_lane)
         self.types = {name: getattr(problem.types, name) for name in ("src", "wei", "dst")}
-        # Sub-tiles of B are read from a dense SLM tile in chunks (no vector gather): blocked weights would
-        # order that tile K-innermost and cost each read a reorder, so sub-tiled B keeps the plain layout.
-        split_b = config.subtiles is not None and config.subtiles.b > 1
-        blocking = None if split_b else fma_blocking(config.fma, target, problem)
+        blocking = fma_blocking(config.fma, target, problem)
         self.layouts = {name: tensor_layout(problem, name, t, blocking) for name, t in self.types.items()}
         self.bounded = frozenset(d.name for d in self.tiling.dims if d.padded > d.size)
         self.allocs: list[tuple[RegTensor, Origin]] = []

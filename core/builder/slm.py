@@ -613,23 +613,29 @@ def read_tile(stage_: SlmStage, reg: RegTensor, rules: MessageRules, names: Name
 
 
 def subtile_chunks(full: Layout, sub: Layout, dim: int, parts: int) -> Layout | None:
-    """``full`` (a thread's whole operand tile in its register layout) when its ``parts`` subtiles along
-    ``dim``, each in layout ``sub``, are its consecutive chunks: then the FMA-ready SLM tile is the
-    whole tile and a subtile is read from its chunk straight into the operand registers, with no
-    staging buffer (oneDNN's A/B sub-tiles). None when they are not (``sub`` itself when ``parts`` is 1)."""
+    """The FMA-ready layout of a thread's whole operand tile whose ``parts`` subtiles along ``dim``, each in
+    layout ``sub``, are its consecutive chunks: then a subtile is read from its chunk straight into the
+    operand registers, with no staging buffer (oneDNN's A/B sub-tiles). ``full`` (the whole tile in its
+    register layout) where its subtiles are its chunks already, else the subtiles one after another
+    (dpas's VNNI B of 64 columns holds a 16-column subtile in 32 pieces of 32 bytes: side by side, each
+    subtile is read with whole-register block messages); None where ``sub`` pads ``dim``. ``sub`` itself
+    when ``parts`` is 1."""
     if parts == 1:
         return sub
     import numpy as np
     span = sub.size_bytes() // sub.dtype.size
-    if full.size_bytes() != parts * sub.size_bytes() or full.padded_dims[dim] != parts * sub.padded_dims[dim]:
+    if full.size_bytes() != parts * sub.size_bytes() or full.padded_dims[dim] != parts * sub.padded_dims[dim] \
+            or sub.dims[dim] != sub.padded_dims[dim]:
         return None
+    dims = tuple(parts * n if d == dim else n for d, n in enumerate(sub.dims))
+    chunks = Layout(sub.dtype, dims, tuple(sub.blocks) + (Block(dim, parts, span),), sub.offset)
     idx = np.stack(np.meshgrid(*(np.arange(n) for n in sub.padded_dims), indexing="ij"), -1).reshape(-1, sub.ndims)
     own = sub.offsets_of(idx)
     for s in range(parts):
         shifted = idx.copy()
         shifted[:, dim] += s * sub.padded_dims[dim]
         if not np.array_equal(full.offsets_of(shifted), own + s * span):
-            return None
+            return chunks
     return full
 
 
