@@ -96,11 +96,12 @@ class ZeroSource:
 def stage(name: str, group: TileAccess, thread_roles: tuple[MatrixDim, MatrixDim, MatrixDim],
           local_start: dict, inner: int, rules: MessageRules, names: Names,
           thread: Expr, threads: int, fma_layout: Layout | None = None, spare_bytes: int = 0,
-          unread: frozenset[str] = frozenset()) -> SlmStage:
+          unread: frozenset[str] = frozenset(), direct_only: bool = False) -> SlmStage:
     """Stage ``group`` (the group's tile of an operand) in SLM; ``inner`` is the innermost matrix dim.
 
     ``fma_layout`` is the thread's register layout of the operand: given, the
-    SLM takes the FMA-ready layout where the tiles allow it (module doc).
+    SLM takes the FMA-ready layout where the tiles allow it (module doc), and with
+    ``direct_only`` only where memory holds it so (``_direct_copy``: no reorder, no pack buffer).
     ``spare_bytes``: registers the config's estimate leaves, which a ``ZeroSource`` may take.
     ``unread``: view dims whose masked-off elements no stored result reads (``TransferPlan.unread``).
     """
@@ -147,6 +148,12 @@ def stage(name: str, group: TileAccess, thread_roles: tuple[MatrixDim, MatrixDim
     if placed and not (whole and vectors is not None and vectors.count == 1
                        and _placed_pieces(tile, ready[1], vectors)):
         ready = None
+    direct = None
+    if ready is not None:
+        direct = _direct_copy(group, RegTensor(tile.buf, ready[1]), plan, rules, names, knob, thread, threads,
+                              staging, unread)
+        if direct is None and direct_only:
+            ready = None
     if ready is None:
         zeros, rows = None, None
         short = _short_rows(group, tile, plan, threads, rules) if vectors is None else None
@@ -172,8 +179,6 @@ def stage(name: str, group: TileAccess, thread_roles: tuple[MatrixDim, MatrixDim
         extents = [(d, e) for d, e in group.roles[split].dims if e > 1]
         index[split] = operators.mul(starts[extents[0][0]], math.prod(e for _, e in extents[1:]))
     tile_offset = operators.fold(operators.mul(offset_expr(layout, index), dtype.size))
-    direct = _direct_copy(group, RegTensor(tile.buf, layout), plan, rules, names, knob, thread, threads, staging,
-                          unread)
     if direct is not None:
         return SlmStage(tile.buf, tile.bytes, staging, direct[0], direct[1], direct[2], access, tile_offset)
     store, pack = None, None
