@@ -23,7 +23,8 @@ class ValueRanges:
 
     def __init__(self, kernel):
         self._ranges = launch_ranges(kernel_options(kernel))
-        self._analysis = IntervalAnalysis(self._ranges)
+        self._analysis = IntervalAnalysis()
+        self._analysis.ranges = self._ranges
 
     def bind(self, name: str, value: Expr) -> None:
         """Variable ``name`` holds ``value`` from here on (a let)."""
@@ -42,16 +43,14 @@ class ValueRanges:
         return lo >= 0 and not wraps
 
     def _set(self, name: str, iv) -> None:
-        # The analysis memoizes by node, so a variable bound again (another scope's let of the same name)
-        # starts a fresh one rather than leave results computed with its old range.
-        tainted = self._analysis.tainted
-        if name in self._ranges or name in tainted:
-            self._analysis = IntervalAnalysis(self._ranges)
-            self._analysis.tainted = tainted - {name}
+        # The analysis memoizes by node: a variable read before (another scope's let of the same name)
+        # must not keep the range it had then, so every binding starts a fresh memo over the same ranges.
+        fresh = IntervalAnalysis()
+        fresh.ranges, fresh.tainted = self._ranges, self._analysis.tainted
+        self._analysis = fresh
         if iv is None:
             self._ranges.pop(name, None)
-            self._analysis.ranges.pop(name, None)
-            self._analysis.tainted.add(name)
+            fresh.tainted.add(name)
         else:
             self._ranges[name] = iv
-            self._analysis.ranges[name] = iv
+            fresh.tainted.discard(name)
