@@ -137,15 +137,15 @@ def stage(name: str, group: TileAccess, thread_roles: tuple[MatrixDim, MatrixDim
     access = TileAccess(slm_view, tile.buf, "slm", thread_roles, starts, frozenset(), group.facts)
     ready = _fma_ready(group, thread_roles, fma_layout, tile.layout)
     # Where the threads split one of several wide view dims (``_threads_outer_m``), the FMA-ready tile is
-    # taken only where a thread's copy is one vector message whose lanes store their pieces where they
-    # belong. Its per-lane addresses are vector divisions and remainders, worth it only where the loop
-    # hoists them: two messages a thread (xehpc mb2 ic1920ih32 ... i=ic32mb2oc64ow16: 23.07 -> 25.01 ALU
-    # per dpas) or the block and column copies (mb32 ic32ih232 ... i=ic32mb32oc16: 16.6 -> 23.24) cost
-    # more than the dense tile's copy. A single wide dim keeps its block copies (seed002 try3_0: 3.31 ->
-    # 3.54 with placed pieces).
+    # taken only where a thread's copy is vector messages whose lanes store their pieces where they belong.
+    # Their per-lane addresses are shifts and masks of the thread's ramp (``codegen/xe/ranges``: unsigned,
+    # one instruction each), cheaper than the 32-byte SLM reads and bounce moves of the dense tile (xehpc
+    # mb2 ic1280ih32 ... i=ic32mb2oc64ow16, two messages a thread: 7.25 -> 6.5 ALU per dpas; mb32
+    # ic32ih232 ... i=ic32mb32oc16: 16.6 -> 13.15). A single wide dim keeps its block copies (seed002
+    # try3_0: 3.31 -> 3.54 with placed pieces).
     placed = ready is not None and ready[0] is not None \
         and sum(e > 1 for _, e in group.roles[ready[0]].dims) > 1
-    if placed and not (whole and vectors is not None and vectors.count == 1
+    if placed and not (whole and vectors is not None
                        and _placed_pieces(tile, ready[1], vectors)):
         ready = None
     direct = None
