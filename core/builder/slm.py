@@ -136,17 +136,17 @@ def stage(name: str, group: TileAccess, thread_roles: tuple[MatrixDim, MatrixDim
     starts = {d.name: local_start.get(d.name, arith.const(0)) for d in view.dims}
     access = TileAccess(slm_view, tile.buf, "slm", thread_roles, starts, frozenset(), group.facts)
     ready = _fma_ready(group, thread_roles, fma_layout, tile.layout)
-    # Where the threads split one of several wide view dims (``_threads_outer_m``), the FMA-ready tile is
-    # taken only where a thread's copy is vector messages whose lanes store their pieces where they belong.
-    # Their per-lane addresses are shifts and masks of the thread's ramp (``codegen/xe/ranges``: unsigned,
-    # one instruction each), cheaper than the 32-byte SLM reads and bounce moves of the dense tile (xehpc
-    # mb2 ic1280ih32 ... i=ic32mb2oc64ow16, two messages a thread: 7.25 -> 6.5 ALU per dpas; mb32
-    # ic32ih232 ... i=ic32mb32oc16: 16.6 -> 13.15). A single wide dim keeps its block copies (seed002
-    # try3_0: 3.31 -> 3.54 with placed pieces).
-    placed = ready is not None and ready[0] is not None \
-        and sum(e > 1 for _, e in group.roles[ready[0]].dims) > 1
-    if placed and not (whole and vectors is not None
-                       and _placed_pieces(tile, ready[1], vectors)):
+    # Where the threads split the group tile, a thread copy of vector messages whose lanes can store their
+    # pieces where the FMA-ready tile places them takes that copy (``_placed_pieces``): its per-lane
+    # addresses are shifts and masks of the thread's ramp (``codegen/xe/ranges``: unsigned, one instruction
+    # each), cheaper than a block copy's row messages and their headers (xehpc mb1 ic128ih512 ... i=ic32oc64ow32:
+    # 16 loads of 64 bytes and 32 SLM stores of 32 a step -> a gather and a scatter, 5.6 -> 4.24 ALU per dpas;
+    # seed002 base 2.17 -> 1.19) or the dense tile's 32-byte SLM reads and bounce moves (mb2 ic1280ih32 ...
+    # i=ic32mb2oc64ow16: 7.25 -> 6.5). Elsewhere a split dim among several wide ones (``_threads_outer_m``)
+    # takes the dense tile; a single one keeps the FMA-ready tile's block or column copy.
+    split = ready is not None and ready[0] is not None
+    placed = split and whole and vectors is not None and _placed_pieces(tile, ready[1], vectors)
+    if split and not placed and sum(e > 1 for _, e in group.roles[ready[0]].dims) > 1:
         ready = None
     direct = None
     if ready is not None:
