@@ -129,10 +129,7 @@ class _Builder:
                                                        max(config.simd, target.lanes.alu)),
                                   merged_runs=not self.per_lane)
         self.types = {name: getattr(problem.types, name) for name in ("src", "wei", "dst")}
-        # Sub-tiles of B are read from a dense SLM tile in chunks (no vector gather): blocked weights would
-        # order that tile K-innermost and cost each read a reorder, so sub-tiled B keeps the plain layout.
-        split_b = config.subtiles is not None and config.subtiles.b > 1
-        blocking = None if split_b else fma_blocking(config.fma, target, problem)
+        blocking = fma_blocking(config.fma, target, problem)
         self.layouts = {name: tensor_layout(problem, name, t, blocking) for name, t in self.types.items()}
         self.transposed_n = 0  # the thread tile's N where dpas takes its transposed form (``_transposed``)
         self.bounded = frozenset(d.name for d in self.tiling.dims if d.padded > d.size)
@@ -193,10 +190,16 @@ class _Builder:
         fma, bt, mp, np_, kp, ms, ns, sub_a, sub_b, a_inner, c_reg, a_reg, b_reg = tiles
 
         # FMA-ready SLM tiles hold the FMA's operand type; an operand fma_type converts is staged as stored
+        whole = {"A": fma.a_layout(bt, mp, kp, a_inner == 2), "B": fma.b_layout(bt, kp, np_)}
         fma_ready = {} if self.per_lane or self.ops.converted else {
-            "A": subtile_chunks(fma.a_layout(bt, mp, kp, a_inner == 2), a_reg.layout, 1, sub_a),
-            "B": subtile_chunks(fma.b_layout(bt, kp, np_), b_reg.layout, 2, sub_b)}
-        stages = self._stages(operand, fma_ready)
+            "A": subtile_chunks(whole["A"], a_reg.layout, 1, sub_a),
+            "B": subtile_chunks(whole["B"], b_reg.layout, 2, sub_b)}
+        # Sub-tiles side by side (not the whole tile's own chunks) are taken only where memory holds them so:
+        # any other copy would reorder them through a pack buffer of the staged size, more registers than
+        # the sub-tile's staging buffer of the dense tile.
+        side_by_side = {w for w, parts in (("A", sub_a), ("B", sub_b))
+                        if parts > 1 and fma_ready.get(w) is not None and fma_ready[w] is not whole[w]}
+        stages = self._stages(operand, fma_ready, side_by_side)
         a_load = self._loader(operand["A"], stages.get("A"), a_reg, 1, ms if sub_a > 1 else 0)
         self.decompressor = self._decompressor(operand["B"], b_reg, kp, sub_b, stages)
         if self.decompressor is not None:
@@ -400,9 +403,10 @@ class _Builder:
             return inf if plan is None else plan.count
         return min(layouts, key=messages)  # the first of the fewest
 
-    def _stages(self, operand: dict, fma_layouts: dict) -> dict[str, SlmStage]:
+    def _stages(self, operand: dict, fma_layouts: dict, direct_only: set) -> dict[str, SlmStage]:
         """SLM staging of A and/or B (``slm`` knob), single-buffered; FMA-ready where ``fma_layouts``
-        gives the operand's register layout."""
+        gives the operand's register layout (for the operands in ``direct_only``, only where memory holds
+        the FMA-ready order)."""
         out = {}
         # What the config's estimate leaves of its registers (a tight config keeps its zero fills).
         estimate = estimate_budget(self.problem, self.config, self.target).reg_total
@@ -417,7 +421,7 @@ class _Builder:
             out[which] = stage(which.lower(), group, op.roles, self.nest.local_start,
                                contiguous_role(op.view, op.group_roles), self.rules, self.names,
                                self.nest.thread_linear, self.tiling.threads_per_group, fma_layouts.get(which),
-                               spare, unread_dims(op.group_roles, ROLES[which]))
+                               spare, unread_dims(op.group_roles, ROLES[which]), which in direct_only)
             if out[which].zeros is not None:
                 spare -= self._grf(out[which].zeros.bytes)
         return out

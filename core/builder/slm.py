@@ -96,11 +96,12 @@ class ZeroSource:
 def stage(name: str, group: TileAccess, thread_roles: tuple[MatrixDim, MatrixDim, MatrixDim],
           local_start: dict, inner: int, rules: MessageRules, names: Names,
           thread: Expr, threads: int, fma_layout: Layout | None = None, spare_bytes: int = 0,
-          unread: frozenset[str] = frozenset()) -> SlmStage:
+          unread: frozenset[str] = frozenset(), direct_only: bool = False) -> SlmStage:
     """Stage ``group`` (the group's tile of an operand) in SLM; ``inner`` is the innermost matrix dim.
 
     ``fma_layout`` is the thread's register layout of the operand: given, the
-    SLM takes the FMA-ready layout where the tiles allow it (module doc).
+    SLM takes the FMA-ready layout where the tiles allow it (module doc), and with
+    ``direct_only`` only where memory holds it so (``_direct_copy``: no reorder, no pack buffer).
     ``spare_bytes``: registers the config's estimate leaves, which a ``ZeroSource`` may take.
     ``unread``: view dims whose masked-off elements no stored result reads (``TransferPlan.unread``).
     """
@@ -135,18 +136,24 @@ def stage(name: str, group: TileAccess, thread_roles: tuple[MatrixDim, MatrixDim
     starts = {d.name: local_start.get(d.name, arith.const(0)) for d in view.dims}
     access = TileAccess(slm_view, tile.buf, "slm", thread_roles, starts, frozenset(), group.facts)
     ready = _fma_ready(group, thread_roles, fma_layout, tile.layout)
-    # Where the threads split one of several wide view dims (``_threads_outer_m``), the FMA-ready tile is
-    # taken only where a thread's copy is one vector message whose lanes store their pieces where they
-    # belong. Its per-lane addresses are vector divisions and remainders, worth it only where the loop
-    # hoists them: two messages a thread (xehpc mb2 ic1920ih32 ... i=ic32mb2oc64ow16: 23.07 -> 25.01 ALU
-    # per dpas) or the block and column copies (mb32 ic32ih232 ... i=ic32mb32oc16: 16.6 -> 23.24) cost
-    # more than the dense tile's copy. A single wide dim keeps its block copies (seed002 try3_0: 3.31 ->
-    # 3.54 with placed pieces).
-    placed = ready is not None and ready[0] is not None \
-        and sum(e > 1 for _, e in group.roles[ready[0]].dims) > 1
-    if placed and not (whole and vectors is not None and vectors.count == 1
-                       and _placed_pieces(tile, ready[1], vectors)):
+    # Where the threads split the group tile, a thread copy of vector messages whose lanes can store their
+    # pieces where the FMA-ready tile places them takes that copy (``_placed_pieces``): its per-lane
+    # addresses are shifts and masks of the thread's ramp (``codegen/xe/ranges``: unsigned, one instruction
+    # each), cheaper than a block copy's row messages and their headers (xehpc mb1 ic128ih512 ... i=ic32oc64ow32:
+    # 16 loads of 64 bytes and 32 SLM stores of 32 a step -> a gather and a scatter, 5.6 -> 4.24 ALU per dpas;
+    # seed002 base 2.17 -> 1.19) or the dense tile's 32-byte SLM reads and bounce moves (mb2 ic1280ih32 ...
+    # i=ic32mb2oc64ow16: 7.25 -> 6.5). Elsewhere a split dim among several wide ones (``_threads_outer_m``)
+    # takes the dense tile; a single one keeps the FMA-ready tile's block or column copy.
+    split = ready is not None and ready[0] is not None
+    placed = split and whole and vectors is not None and _placed_pieces(tile, ready[1], vectors)
+    if split and not placed and sum(e > 1 for _, e in group.roles[ready[0]].dims) > 1:
         ready = None
+    direct = None
+    if ready is not None:
+        direct = _direct_copy(group, RegTensor(tile.buf, ready[1]), plan, rules, names, knob, thread, threads,
+                              staging, unread)
+        if direct is None and direct_only:
+            ready = None
     if ready is None:
         zeros, rows = None, None
         short = _short_rows(group, tile, plan, threads, rules) if vectors is None else None
@@ -172,8 +179,6 @@ def stage(name: str, group: TileAccess, thread_roles: tuple[MatrixDim, MatrixDim
         extents = [(d, e) for d, e in group.roles[split].dims if e > 1]
         index[split] = operators.mul(starts[extents[0][0]], math.prod(e for _, e in extents[1:]))
     tile_offset = operators.fold(operators.mul(offset_expr(layout, index), dtype.size))
-    direct = _direct_copy(group, RegTensor(tile.buf, layout), plan, rules, names, knob, thread, threads, staging,
-                          unread)
     if direct is not None:
         return SlmStage(tile.buf, tile.bytes, staging, direct[0], direct[1], direct[2], access, tile_offset)
     store, pack = None, None
@@ -613,23 +618,29 @@ def read_tile(stage_: SlmStage, reg: RegTensor, rules: MessageRules, names: Name
 
 
 def subtile_chunks(full: Layout, sub: Layout, dim: int, parts: int) -> Layout | None:
-    """``full`` (a thread's whole operand tile in its register layout) when its ``parts`` subtiles along
-    ``dim``, each in layout ``sub``, are its consecutive chunks: then the FMA-ready SLM tile is the
-    whole tile and a subtile is read from its chunk straight into the operand registers, with no
-    staging buffer (oneDNN's A/B sub-tiles). None when they are not (``sub`` itself when ``parts`` is 1)."""
+    """The FMA-ready layout of a thread's whole operand tile whose ``parts`` subtiles along ``dim``, each in
+    layout ``sub``, are its consecutive chunks: then a subtile is read from its chunk straight into the
+    operand registers, with no staging buffer (oneDNN's A/B sub-tiles). ``full`` (the whole tile in its
+    register layout) where its subtiles are its chunks already, else the subtiles one after another
+    (dpas's VNNI B of 64 columns holds a 16-column subtile in 32 pieces of 32 bytes: side by side, each
+    subtile is read with whole-register block messages); None where ``sub`` pads ``dim``. ``sub`` itself
+    when ``parts`` is 1."""
     if parts == 1:
         return sub
     import numpy as np
     span = sub.size_bytes() // sub.dtype.size
-    if full.size_bytes() != parts * sub.size_bytes() or full.padded_dims[dim] != parts * sub.padded_dims[dim]:
+    if full.size_bytes() != parts * sub.size_bytes() or full.padded_dims[dim] != parts * sub.padded_dims[dim] \
+            or sub.dims[dim] != sub.padded_dims[dim]:
         return None
+    dims = tuple(parts * n if d == dim else n for d, n in enumerate(sub.dims))
+    chunks = Layout(sub.dtype, dims, tuple(sub.blocks) + (Block(dim, parts, span),), sub.offset)
     idx = np.stack(np.meshgrid(*(np.arange(n) for n in sub.padded_dims), indexing="ij"), -1).reshape(-1, sub.ndims)
     own = sub.offsets_of(idx)
     for s in range(parts):
         shifted = idx.copy()
         shifted[:, dim] += s * sub.padded_dims[dim]
         if not np.array_equal(full.offsets_of(shifted), own + s * span):
-            return None
+            return chunks
     return full
 
 

@@ -32,6 +32,7 @@ from kdd.core.builder import BuildError, build_kernel
 from kdd.core.config.defaults import resolve_config
 from kdd.core.config.knobs import TMA_SCHEDULES
 from kdd.core.config.repairs import knob_repairs
+from kdd.core.config.values import Subtiles
 from kdd.core.ir.gc_pause import gc_paused
 from kdd.core.ir.printer import print_ir, to_text
 from kdd.core.passes import PassError
@@ -215,7 +216,9 @@ class Engine:
         if for_check and (shape is not None or _reduced_by_spec(spec)):
             full = self.resolve(parsed, shape, target)
             return self._check_size(full, exact, lambda p: self._config_for(p, full.target, spec.user_config,
-                                                                             full.config.subtiles))
+                                                                             full.config.subtiles),
+                                    lambda p: spec.user_config.subtiles is not None  # written: the user's
+                                    or self._allocated(p, full.target, full.config) is not None)
         problem = spec.check if for_check else spec.problem
         if shape is not None:
             problem = _with_shape(problem, shape)
@@ -236,12 +239,15 @@ class Engine:
                         tgt)
 
     @staticmethod
-    def _check_size(full: Resolved, exact: bool, own_config: Callable[[Any], Any]) -> Resolved:
+    def _check_size(full: Resolved, exact: bool, own_config: Callable[[Any], Any],
+                    fits: Callable[[Any], bool]) -> Resolved:
         """``full`` (a problem and the config compiled for it) at check size: every dim cut to two of the
         config's blocks or two trips of its loops with its tail (as far as the bound allows), the same
         config. Where that config's fixed loops would still run more multiply-adds than the check's
-        bound on the small shape (masked, but run), the reduced problem gets its own config
-        (``own_config``: the written knobs, defaults for that shape), and the reduction says so."""
+        bound on the small shape (masked, but run), or its sub-tiles, fitted for the full problem, do not
+        fit the small one (``fits``: its tensors can take other layouts there, such as weights no longer
+        blocked as dpas's B), the reduced problem gets its own config (``own_config``: the written knobs,
+        defaults for that shape, sub-tiles fitted), and the reduction says so."""
         from kdd.core.config.tiling import derive_tiling
         from kdd.core.problem.reduced import MAX_CHECK_MACS, Block, reduce_problem
 
@@ -260,10 +266,14 @@ class Engine:
             return full
         problem = replace(full.problem, shape=reduction.shape)
         run = prod(d.padded for d in derive_tiling(problem, full.config).dims)
-        if run <= MAX_CHECK_MACS:
+        if run > MAX_CHECK_MACS:
+            note = (f"the compiled config's loops would run {run} multiply-adds (padding included) on it, over "
+                    f"the bound of {MAX_CHECK_MACS}: checked with the written knobs and defaults for the check shape")
+        elif full.config.subtiles not in (None, Subtiles(1, 1)) and not fits(problem):
+            note = (f"the compiled config's sub-tiles (S={full.config.subtiles}) run out of registers on it: checked "
+                    f"with the written knobs and defaults for the check shape")
+        else:
             return Resolved(problem, full.config, full.target, reduction)
-        note = (f"the compiled config's loops would run {run} multiply-adds (padding included) on it, over the "
-                f"bound of {MAX_CHECK_MACS}: checked with the written knobs and defaults for the check shape")
         return Resolved(problem, own_config(problem), full.target, replace(reduction, config_note=note))
 
     def _config_for(self, problem, target, user, prefer=None):

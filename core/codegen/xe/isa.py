@@ -696,7 +696,12 @@ def _divmod(cg, e, dst):
         t = cg.temp(e.type, lanes)
         alu(cg, "add", lanes, t, [n, Imm(d - 1, s32)])
         n = t if lanes > 1 else t.scalar()
-    signed = e.type.is_signed
+    # a dividend never negative (``ranges``) divides as unsigned: no sign correction
+    signed = e.type.is_signed and (e.op is Op.DIV_UP or not cg.values.nonnegative(e.a))
+    if e.op is Op.MOD and d & (d - 1) == 0 and not signed:
+        out = _dst(cg, e, dst)
+        alu(cg, "and", lanes, out, [n, Imm(d - 1, s32)])
+        return out
     q = cg.temp(e.type, lanes) if e.op is Op.MOD else _dst(cg, e, dst)
     if d == 1:
         move(cg, q, n, lanes)
@@ -710,8 +715,10 @@ def _divmod(cg, e, dst):
             alu(cg, "asr", lanes, q, [t, Imm(k, s32)])
         else:
             alu(cg, "shr", lanes, q, [n, Imm(k, u32)])
-    else:
+    elif signed or not e.type.is_signed:
         _magic_div(cg, q, n, d, signed, lanes)
+    else:
+        _nonnegative_div(cg, q, n, d, lanes)
     if e.op is not Op.MOD:
         return q
     out = _dst(cg, e, dst)
@@ -757,6 +764,23 @@ def _mulhi(cg, dst: Reg, n: Reg, m: int, signed: bool, lanes: int) -> None:
         acc = "acc0.0<1>:" + ("d" if signed else "ud")
         cg.em.raw(f"(W) mul ({k}|M0) {acc} {src.retype(t).src(cg.rb)} {Imm(m & 0xFFFF, u16).text()}", "int")
         cg.em.op("mach", k, dst.at(c).retype(t), [src.retype(t), Imm(m, t)])
+
+
+def nonnegative_magic(d: int) -> tuple[int, int]:
+    """Multiplier and shift dividing any ``n`` in ``0 .. 2**31 - 1`` by ``d`` (no power of two) as
+    ``((n * m) >> 32) >> shift``: with ``s = ceil(log2 d)``, ``m = ceil(2**(31 + s) / d)`` fits 32 bits (the
+    dividend's spare top bit) and its error ``n * e / 2**(31 + s) < 2**-s < 1 / d`` never reaches the next
+    quotient; the shift is ``s - 1``."""
+    s = (d - 1).bit_length()
+    return -(-(1 << (31 + s)) // d), s - 1
+
+
+def _nonnegative_div(cg, q: Reg, n: Reg, d: int, lanes: int) -> None:
+    """``q = n / d`` for a signed ``n`` known not negative: a high multiply and a shift, no sign fix."""
+    m, shift = nonnegative_magic(d)
+    _mulhi(cg, q.retype(u32), n.retype(u32), m, False, lanes)
+    if shift:
+        alu(cg, "shr", lanes, q.retype(u32), [q.retype(u32), Imm(shift, u32)])
 
 
 def _magic_div(cg, q: Reg, n: Reg, d: int, signed: bool, lanes: int) -> None:

@@ -24,6 +24,7 @@ from .abi import GROUP_ID_DWORD
 from .addresses import HeldAddresses
 from .allocation import CATEGORY, HEADER_ROTATION, AllocationWalk
 from .emitter import Emitter
+from .ranges import ValueRanges
 from .operand import Imm, Reg, elem_size
 
 
@@ -102,6 +103,7 @@ class XeLowering(AllocationWalk):
         self.block2d_fields: list[dict] = []  # per 2D block header: byte -> what it holds (sends.lower_send2d)
         self.block2d_turn = 0                 # the 2D block header the last 2D load took
         self.addresses = HeldAddresses(self.rb)   # 64-bit global addresses the headers hold (addresses)
+        self.values = ValueRanges(kernel)     # which dividends are never negative (isa's division)
 
     # -- allocation -------------------------------------------------------------------------
     def no_room(self, nbytes: int, label: str) -> Exception:
@@ -243,6 +245,8 @@ class XeLowering(AllocationWalk):
 
     def ev_let(self, x, p):
         v = x.value
+        if v.type.is_int:
+            self.values.bind(x.var.name, v)
         if x.var.name in self.remat:
             self.bind(x.var.name, isa.Remat(v))
             return
@@ -270,6 +274,8 @@ class XeLowering(AllocationWalk):
         self.unbind(x.var.name)
 
     def ev_for(self, x, p):
+        if x.step > 0:
+            self.values.bind_loop(x.var.name, x.init, x.bound)
         var = Reg(self.alloc_loop(x, p).start, x.var.type.base, 1)
         bound = x.bound
         known = isinstance(x.init, IntImm) and isinstance(bound, IntImm)

@@ -135,9 +135,13 @@ def test_any_weights_are_blocked_as_dpas_b_and_loaded_with_no_reorder():
     # a K that does not divide by 16 keeps the plain layout (oc innermost)
     plain = build("mb2ic24ih6oc32oh6kh3ph1", types="f16", line="fma=dpas simd=8 i=ow8oc16ic8 l=ic3kh3kw3")
     assert plain.arg("wei").layout.tag(["oc", "ic", "kh", "kw"]) == "hwio"
-    # B in sub-tiles is read from a dense SLM tile in chunks: plain
+    # B in sub-tiles too: each subtile's 8 columns are one block of the weights, one message, no reorder
     split = build("mb2ic32ih6oc32oh6kh3ph1", types="f16", line="fma=dpas simd=8 i=ow8oc16ic16 l=ic2kh3kw3 S=a1b2")
-    assert split.arg("wei").layout.tag(["oc", "ic", "kh", "kw"]) == "hwio"
+    assert split.arg("wei").layout.tag(["oc", "ic", "kh", "kw"]) == "hwIO8i8o2i"
+    assert not calls_in(group(split, "k_loop"), Reorder)
+    b_loads = [s for s in sends(group(split, "k_loop"), SendOp.LOAD) if s.ops.mem.name == "wei"]
+    assert [(s.func.kind, s.func.elems) for s in b_loads] == [(SendKind.BLOCK, 128)]
+    assert check_kernel(split).ok
     # mad reads B rows as they are: plain
     mad = build("mb2ic32ih6oc32oh6kh3ph1", types="f16", line="fma=mad simd=16 i=ow8oc16ic16 l=ic2kh3kw3")
     assert mad.arg("wei").layout.tag(["oc", "ic", "kh", "kw"]) == "hwio"
@@ -193,6 +197,24 @@ def test_subtiles_loop_over_parts_of_one_operand():
     assert len(sub) == 1 and str(sub[0].bound) == "2"
     b_alloc = next(n for n in walk(k.body) if isinstance(n, Alloc) and n.buf.name == "b")
     assert b_alloc.size == 8 * 16 * 4  # one subtile of 8 x 16 f32, not 8 x 32
+
+
+def test_b_subtiles_lie_side_by_side_in_slm_and_are_read_in_whole_registers():
+    # dpas's VNNI B of 64 columns (xehpc) holds a 16-column subtile in pieces of 32 bytes: SLM holds the
+    # four subtiles one after another, each read with 512-byte block messages straight into ``b`` (no
+    # staging buffer, no reorder); the weights blocked as dpas's B are copied with block messages.
+    k = build("mb2ic32ih8oc64oh8kh3ph1", types="f16", target="xehpc",
+              line="fma=dpas simd=16 i=ic32mb2oc64ow4 T=ow2 l=kh3kw3 bufs=3 S=b4")
+    body = group(k, "k_loop")
+    assert calls_in(body, Reorder) == []
+    assert not [a for a in walk(k.body) if isinstance(a, Alloc) and a.buf.name.startswith("b_ld")]
+    b_reads = [s for s in sends(body, SendOp.LOAD, "slm") if s.ops.reg.name == "b"]
+    assert b_reads and all(s.func.kind is SendKind.BLOCK and s.func.elems * 2 == 512 for s in b_reads)
+    b_copies = [s for s in sends(body, None, "global") + sends(body, SendOp.STORE, "slm")
+                if s.ops.reg.name == "b_g2s"]
+    assert len(b_copies) == 2 and all(s.func.kind is SendKind.BLOCK for s in b_copies)
+    result = check_kernel(k)
+    assert result.ok, result
 
 
 def test_unroll_knob_marks_the_reduction_loop():

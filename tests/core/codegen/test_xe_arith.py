@@ -4,7 +4,7 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kdd.core.codegen.xe.isa import magic
+from kdd.core.codegen.xe.isa import magic, nonnegative_magic
 from kdd.core.codegen.xe.regalloc import NoRoom, RegisterFile
 
 
@@ -32,6 +32,16 @@ def test_unsigned_magic_division(n, d):
     if m >= 1 << 32:
         return
     assert ((n * m) >> 32) >> s == n // d
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.integers(0, (1 << 31) - 1), st.integers(3, 1 << 20))
+def test_division_of_a_value_known_not_negative_needs_no_33_bit_multiplier(n, d):
+    if d & (d - 1) == 0:
+        return  # a power of two is a shift
+    m, shift = nonnegative_magic(d)
+    assert 0 < m < 1 << 32
+    assert ((n * m) >> 32) >> shift == n // d
 
 
 @settings(max_examples=100, deadline=None)

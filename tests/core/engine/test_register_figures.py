@@ -156,3 +156,35 @@ def test_a_check_shape_with_a_config_of_its_own_keeps_the_sub_tiles_fitted_for_t
     assert (full.subtiles.a, full.subtiles.b) != (1, 1)
     assert check.reduction.config_note and check.config.subtiles == full.subtiles
     assert engine._allocated(check.problem, check.target, check.config) <= 256
+
+
+
+def _lookup_line(engine, line):
+    from kdd.core.problem.lookup_entry import LookupEntry
+
+    entry = LookupEntry.parse(line)
+    return engine.parse(Source(entry.document(entry.variants()[0]))).spec
+
+
+BIG_TILE = "xehpc dpas fwd x16:x16:any mb64 ic64iw1022oc128ow1007kw16pw0 simd=16 l=ic2kw16 T=oc2ow2 i=ic32oc64ow32"
+
+
+def test_a_check_shape_where_the_full_problems_sub_tiles_run_out_of_registers_gets_sub_tiles_of_its_own(engine):
+    # The full problem's weights are blocked as dpas's B (copied to SLM as they are) and B fits in two
+    # sub-tiles; the check shape keeps one output channel, its weights are plain, and the same sub-tiles
+    # can run out of registers there: the check then takes the written knobs with sub-tiles fitted for
+    # it, and says why. (The allocations are stood in for: the rule, not the allocator, is under test.)
+    from dataclasses import replace
+
+    from kdd.core.config.values import Subtiles
+    from kdd.core.engine.engine import Resolved
+
+    spec = _lookup_line(engine, BIG_TILE)
+    full = Resolved(spec.problem, replace(spec.config, subtiles=Subtiles(1, 2)), spec.target)
+    own = replace(spec.config, subtiles=Subtiles(1, 4))
+    check = Engine._check_size(full, False, lambda p: own, lambda p: False)
+    assert check.config is own and check.problem.shape != full.problem.shape
+    assert "sub-tiles (S=a1b2) run out of registers" in check.reduction.config_note
+    kept = Engine._check_size(full, False, lambda p: own, lambda p: True)
+    assert kept.config is full.config and not kept.reduction.config_note
+
