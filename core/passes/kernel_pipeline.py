@@ -100,7 +100,8 @@ KERNEL_PASSES: tuple[Pass, ...] = (
          doc="hoist what the unrolled copies leave invariant in the loops that stay"),
     Pass("cse-hoisted", _cse_rounds_with_notes, reads=("target", "regs"), notes=True,
          doc="what hoisting left equal (a load's mask and its SLM store's), computed once"),
-    Pass("peephole", fuse_arith, reads=("target",), version=3, doc="add + add -> add3, mul + add -> mad"),
+    Pass("peephole", fuse_arith, reads=("target", "var_ranges"), version=4,
+         doc="add + add -> add3, mul + add -> mad; divisions of non-negative values by powers of two as shifts"),
     Pass("barrier-opt", remove_redundant_barriers, doc="remove barriers that order no SLM access"),
 )
 

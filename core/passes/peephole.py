@@ -20,19 +20,30 @@ On Xe (a register's integer type is a free reinterpretation), a range test
 unsigned comparison ``u32(x - lo) < hi - lo``: exact for every ``x``, since
 ``x - lo`` wraps modulo ``2**32`` and the range is shorter than that; a padding
 test of a row or column costs one or two instructions instead of three.
+
+Also on Xe, a signed division or remainder by a power of two ``2**k`` of a
+value the analysis bounds below by zero (a cooperative copy's per-lane
+indices, ``ramp(thread_id * 512, 4, 32) / 16 % 32``) is the shift
+``x >> k`` or the mask ``x & (2**k - 1)``: one instruction where the signed
+form is four (the rounding towards zero of a negative dividend) and six for
+the remainder. The bounds are each variable's over the whole kernel (the
+launch ranges, a loop's bounds, a let's value: names are bound once; a name
+bound twice counts as unknown), so no scope has to be tracked.
 """
 from __future__ import annotations
 
 from typing import Any, Mapping
 
 from ..ir.expr import Binary, Cast, Expr, IntImm, Op, Ternary, Var
-from ..ir.stmt import Let
+from ..ir.simplify import Facts, Simplifier
+from ..ir.simplify.bounds import Info
+from ..ir.stmt import For, Let
 from ..ir.types import s32, u32
 from ..ir.node import Node
-from ..ir.visitor import IRMutator
+from ..ir.visitor import IRMutator, IRVisitor
 from ..targets import FusedIntOps
 from .let_opt import remove_unused_lets
-from .options import target_of
+from .options import launch_ranges, target_of
 from .tree import distinct_nodes
 
 
@@ -140,6 +151,87 @@ def _range_in_conjunction(e: Binary, shift) -> Expr:
     return e
 
 
+class _Scalar(IRMutator):
+    """An integer vector expression as a scalar one whose bounds hold for every lane: lane ``l`` of
+    ``ramp(b, s, n)`` is ``b + s * l`` (``l`` a variable in ``0 .. n - 1``), of a broadcast its value, of
+    a vector variable its scalar twin (same name, bounded as its let's value)."""
+
+    def __init__(self, facts: Facts):
+        self.facts = facts
+        self.lanes: dict[int, Var] = {}
+
+    def mutate_Var(self, old: Var, new: Var):
+        return Var.make(new.type.with_lanes(1), new.name) if new.type.lanes > 1 else new
+
+    def mutate_Broadcast(self, old, new):
+        return new.a
+
+    def mutate_Ramp(self, old, new):
+        lane = self.lanes.get(new.lanes)
+        if lane is None:
+            lane = self.lanes[new.lanes] = Var.make(s32, f"lane of {new.lanes}")
+            self.facts.bind(lane, Info.make(0, new.lanes - 1))
+        return Binary.make(Op.ADD, new.base, Binary.make(Op.MUL, Cast.make(new.base.type, lane),
+                                                         IntImm.make(new.base.type, new.stride)))
+
+
+class _KernelBounds(IRVisitor):
+    """Each variable's bounds over the kernel, binders outer first (a let's value reads variables bound
+    before it): ``simplifier``'s facts, a vector let's for its scalar twin (``_Scalar``)."""
+
+    statements_only = True
+
+    def __init__(self, simplifier: Simplifier, scalar: _Scalar):
+        self.simplifier, self.scalar = simplifier, scalar
+        self.bound: set[str] = set()
+
+    def _bind(self, v: Var, info: Info | None) -> None:
+        twice = v.name in self.bound
+        self.bound.add(v.name)
+        self.simplifier.facts.bind(Var.make(v.type.with_lanes(1), v.name), None if twice else info)
+
+    def visit_For(self, s: For) -> None:
+        init, bound = self.simplifier.info(s.init), self.simplifier.info(s.bound)
+        if init is not None and bound is not None and init.lo <= bound.hi - 1:
+            self._bind(s.var, Info.make(init.lo, bound.hi - 1))
+        else:
+            self._bind(s.var, None)
+
+    def visit_Let(self, s: Let) -> None:
+        scalar = s.value.type.is_int and s.value.type.scalar.bits <= 32
+        self._bind(s.var, self.simplifier.info(self.scalar.mutate(s.value)) if scalar else None)
+
+
+class _Shifts(IRMutator):
+    """Signed divisions and remainders by powers of two of non-negative values as shifts and masks."""
+
+    def __init__(self, simplifier: Simplifier, scalar: _Scalar):
+        self.simplifier, self.scalar = simplifier, scalar
+
+    def mutate_Binary(self, old: Binary, new: Binary):
+        if new.op not in (Op.DIV, Op.MOD) or not isinstance(new.b, IntImm) or not new.type.is_int \
+                or not new.type.is_signed or new.type.scalar.bits > 32:
+            return new
+        d = new.b.value
+        if d < 2 or d & (d - 1):
+            return new
+        info = self.simplifier.info(self.scalar.mutate(new.a))
+        if info is None or info.lo < 0:
+            return new
+        if new.op is Op.DIV:
+            return Binary.make(Op.SHR, new.a, IntImm.make(new.b.type, d.bit_length() - 1), origin=new.origin)
+        return Binary.make(Op.BIT_AND, new.a, IntImm.make(new.b.type, d - 1), origin=new.origin)
+
+
+def shift_divisions(ir: Node, options: Mapping[str, Any] | None = None) -> Node:
+    """``ir`` with signed divisions and remainders by powers of two of non-negative values as shifts and
+    masks (module doc)."""
+    simplifier = Simplifier(Facts(launch_ranges(options or {})))
+    scalar = _Scalar(simplifier.facts)
+    _KernelBounds(simplifier, scalar).visit(ir)
+    return _Shifts(simplifier, scalar).mutate(ir)
+
+
 def fuse_arith(ir: Node, options: Mapping[str, Any] | None = None) -> Node:
     """``ir`` with add+add fused to ``add3`` and mul+add to ``mad`` where ``options["target"]`` encodes them,
     and on Xe range tests as one unsigned comparison."""
@@ -149,6 +241,7 @@ def fuse_arith(ir: Node, options: Mapping[str, Any] | None = None) -> Node:
     ranges = target.addressing.kind == "header"
     if not ranges:
         return _Fuse(target.fused_int_ops, False).mutate(ir)
+    ir = shift_divisions(ir, options)
     sums = {n.var.name: n.value for n in distinct_nodes(ir) if isinstance(n, Let) and isinstance(n.value, Binary)
             and n.value.op is Op.ADD and n.value.type == s32}
     out = _Fuse(target.fused_int_ops, True, sums).mutate(ir)

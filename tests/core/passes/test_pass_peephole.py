@@ -161,3 +161,36 @@ def test_a_range_test_among_other_conjuncts_becomes_one_comparison(x, y, lo, wid
     assert binaries(e) == 5 and binaries(out) == (3 if lo == 0 else 4)
     assert any(isinstance(n, Cast) and n.type.scalar is u32.scalar for n in walk(out))
     assert evaluate(out, {"x": x, "y": y}) == evaluate(e, {"x": x, "y": y})
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.integers(-300, 300), st.integers(0, 600), st.integers(-40, 40), st.integers(1, 6),
+       st.sampled_from((Op.DIV, Op.MOD)), st.data())
+def test_divisions_by_powers_of_two_of_non_negative_values_shift_and_keep_their_value(lo, width, add, k, op, data):
+    """``(x * 3 + add) / 2**k`` and ``% 2**k`` with ``x`` in a launch range: a shift or a mask where the
+    dividend cannot be negative (one instruction, not four or six), else as it was; the same value for
+    every ``x`` in the range."""
+    from kdd.core.ir.stmt import Let
+    t = var("t")
+    e = binary(op, t, IntImm.make(s32, 2 ** k))
+    body = Let.make(t, X * 3 + add, Store.make(var("out"), 0, e))
+    options = {"target": "xehpg", "var_ranges": (("x", lo, lo + width),)}
+    out = fuse_arith(body, options)
+    shifted = [n.op for n in walk(out) if isinstance(n, Binary) and n.op in (Op.SHR, Op.BIT_AND)]
+    assert bool(shifted) == (3 * lo + add >= 0)
+    x = data.draw(st.integers(lo, lo + width))
+    assert evaluate(out.body.value, {"x": x, "t": 3 * x + add}) == evaluate(e, {"t": 3 * x + add})
+
+
+def test_lane_indices_of_a_thread_divide_by_shifts():
+    """A cooperative copy's per-lane index ``ramp(thread * 512 + 128, 4, 32) / 16 % 32``: every lane's
+    dividend is non-negative, so the division is ``>> 4`` and the remainder ``& 31``; with the thread
+    index unbounded below they stay."""
+    from kdd.core.ir.stmt import Let
+    t, th = var("t", s32.with_lanes(32)), var("thread")
+    idx = binary(Op.MOD, binary(Op.DIV, t, IntImm.make(s32, 16)), IntImm.make(s32, 32))
+    body = Let.make(t, Ramp.make(th * 512 + 128, 4, 32), Store.make(var("out"), 0, idx))
+    out = fuse_arith(body, {"target": "xehpc", "var_ranges": (("thread", 0, 7),)})
+    assert {n.op for n in walk(out.body.value) if isinstance(n, Binary)} == {Op.SHR, Op.BIT_AND}
+    kept = fuse_arith(body, {"target": "xehpc"})
+    assert {n.op for n in walk(kept.body.value) if isinstance(n, Binary)} == {Op.DIV, Op.MOD}
