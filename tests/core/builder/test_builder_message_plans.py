@@ -164,3 +164,18 @@ def test_a_one_thread_weights_copy_packs_its_rows_into_vnni_and_stores_blocks():
     assert loads and all(s.func.kind is SendKind.BLOCK for s in loads)
     assert any(isinstance(n, FuncCall) and isinstance(n.func, Reorder) for n in walk(kernel.body))
     assert check_kernel(kernel).ok
+
+
+def test_weights_of_a_short_channel_dim_load_their_real_rows_in_blocks():
+    """xehpg, ``oc6`` under an 8-wide B tile, weights ``hwio``: the padded tile's rows (16 bytes, 12 of
+    them real) made 16-bit gathers, 16 a step; the tile holds ``oc`` whole, so its real rows are one
+    192-byte run of memory: block messages into a staging tile of the real rows, one reorder into
+    dpas's VNNI B (its padding columns reach no stored result)."""
+    p = problem(parse_shape("mb1ic32ih5oc6oh5kh3ph1"), "fwd", "f16", tags={"wei": "hwio"})
+    dims = [n for r in "bmnk" for n, _ in getattr(p.gemm_dims(), r)]
+    kernel = build_kernel(p, parse_config_line("fma=dpas simd=8 l=ic2kh3kw3 i=ic16oc8ow8 bufs=0", dims), "xehpg")
+    loads = _sends(kernel, "wei")
+    assert loads and all(s.func.kind is SendKind.BLOCK for s in loads)
+    assert sum(s.func.elems for s in loads) == 16 * 6
+    assert any(isinstance(n, FuncCall) and isinstance(n.func, Reorder) for n in walk(kernel.body))
+    assert check_kernel(kernel).ok
