@@ -421,14 +421,17 @@ class _Builder:
         # 2D block messages land the rows where reg's layout holds them: taken where they are fewer
         # than the 1D messages (and their staging reorder) of the other paths.
         block2d = plan_block2d(probe, reg, self.target.messages.block2d, self.reg_bytes)
-        staging = None
+        staging, rows = None, None
         plan = plan_messages(probe, reg, rules)
         if block2d is not None and plan.kind is SendKind.BLOCK and block2d.count < plan.count:
             return lambda s: load_block2d(source(s), reg, block2d, names, origin)
         if plan.kind is not SendKind.BLOCK:
             staging = memory_ordered(probe, reg, rules, names.fresh(f"{which}_ld", u64), real=True)
-            gather = None if staging is None or part else vector_gather(probe, staging, reg, rules)
-            fewest = gather.count if gather is not None else (
+            real = staging is not None and staging.layout.dims != reg.layout.dims  # a short dim's real rows
+            if real:
+                rows = plan_messages(whole_dims(probe), staging, rules, plain=True)
+            gather = None if staging is None or part or real else vector_gather(probe, staging, reg, rules)
+            fewest = gather.count if gather is not None else rows.count if rows is not None else (
                 plan_messages(probe, staging, rules).count if staging is not None else plan.count)
             if block2d is not None and block2d.count < fewest:
                 return lambda s: load_block2d(source(s), reg, block2d, names, origin)
@@ -440,8 +443,7 @@ class _Builder:
 
         if staging is None:
             return lambda s: transfer(SendOp.LOAD, source(s), reg, rules, names, origin, TransferPlan(unread=unread))
-        if staging.layout.dims != reg.layout.dims:  # the real rows of a short dim (``whole_dims``)
-            rows = plan_messages(whole_dims(probe), staging, rules, plain=True)
+        if rows is not None:  # the real rows of a short dim (``whole_dims``)
             return lambda s: self._reordered(whole_dims(source(s)), staging, reg, origin, rules, unread, rows)
         return lambda s: self._reordered(source(s), staging, reg, origin, rules, unread)
 

@@ -233,9 +233,8 @@ def memory_ordered(access: TileAccess, reg: RegTensor, rules: MessageRules, buf:
     """``reg``'s matrix in ``buf``, row-major with the memory-contiguous matrix dim innermost, when
     that layout differs from ``reg``'s and moves the tile in block messages (None otherwise). With
     ``real`` (a load), where the padded tile's rows give no block messages, its real rows may: a short
-    dim the tile holds whole
-    (``oc6`` under an 8-wide tile: 16 rows of 12 bytes, one 192-byte run, ``whole_dims``), moved by
-    ``whole_dims(access)`` and reordered into ``reg``'s real rows (``real_rows``)."""
+    dim the tile holds whole (``oc6`` under an 8-wide tile: 16 rows of 12 bytes, one 192-byte run),
+    moved by ``whole_dims(access)`` and reordered into ``reg``'s real rows (``real_rows``)."""
     order = inner_last(contiguous_role(access.view, access.roles))
     for dims_of in (access, whole_dims(access) if real else None):
         if dims_of is None:

@@ -34,7 +34,7 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
-from ..ir.expr import Binary, Cast, Expr, IntImm, Op, Ternary, Var
+from ..ir.expr import Binary, Broadcast, Cast, Expr, IntImm, Op, Ternary, Var
 from ..ir.simplify import Facts, Simplifier
 from ..ir.simplify.bounds import Info
 from ..ir.stmt import For, Let
@@ -203,24 +203,63 @@ class _KernelBounds(IRVisitor):
 
 
 class _Shifts(IRMutator):
-    """Signed divisions and remainders by powers of two of non-negative values as shifts and masks."""
+    """Signed divisions and remainders by powers of two of non-negative values as shifts and masks;
+    on the way, what the bounds leave a single value (a let's, an operation's) is that constant,
+    ``x + 0`` and ``x * 1`` are ``x`` and ``x % d`` of ``0 <= x < d`` is ``x`` (a per-lane index's
+    ``(ic % 4) / 16 * 2123366400`` term, zero in every lane, which the simplifier's scalar rules
+    leave in a vector)."""
 
     def __init__(self, simplifier: Simplifier, scalar: _Scalar):
         self.simplifier, self.scalar = simplifier, scalar
 
+    def _info(self, e: Expr) -> Info | None:
+        if not e.type.is_int or e.type.scalar.bits > 32:
+            return None
+        return self.simplifier.info(self.scalar.mutate(e))
+
+    def _constant(self, e: Expr) -> Expr:
+        """``e``, or the constant its bounds leave it."""
+        if isinstance(e, (IntImm, Broadcast)):
+            return e
+        info = self._info(e)
+        if info is None or not info.is_point:
+            return e
+        value = IntImm.make(e.type.with_lanes(1), info.lo)
+        return value if e.type.lanes == 1 else Broadcast.make(value, e.type.lanes)
+
     def mutate_Binary(self, old: Binary, new: Binary):
-        if new.op not in (Op.DIV, Op.MOD) or not isinstance(new.b, IntImm) or not new.type.is_int \
-                or not new.type.is_signed or new.type.scalar.bits > 32:
+        if not new.type.is_int or new.type.scalar.bits > 32:
             return new
-        d = new.b.value
-        if d < 2 or d & (d - 1):
+        a, b = (self._constant(x) if isinstance(x, Var) else x for x in (new.a, new.b))
+        if a is not new.a or b is not new.b:
+            new = Binary.make(new.op, a, b, origin=new.origin)
+        whole = self._constant(new)
+        if whole is not new:
+            return whole
+        for x, y in ((a, b), (b, a)):
+            unit = {Op.ADD: 0, Op.MUL: 1}.get(new.op)
+            if unit is not None and _value(y) == unit and x.type == new.type:
+                return x
+        if new.op not in (Op.DIV, Op.MOD) or not isinstance(b, IntImm) or not new.type.is_signed:
             return new
-        info = self.simplifier.info(self.scalar.mutate(new.a))
-        if info is None or info.lo < 0:
+        d = b.value
+        info = self._info(a)
+        if info is None or info.lo < 0 or d < 2:
+            return new
+        if new.op is Op.MOD and info.hi < d:
+            return a
+        if d & (d - 1):
             return new
         if new.op is Op.DIV:
-            return Binary.make(Op.SHR, new.a, IntImm.make(new.b.type, d.bit_length() - 1), origin=new.origin)
-        return Binary.make(Op.BIT_AND, new.a, IntImm.make(new.b.type, d - 1), origin=new.origin)
+            return Binary.make(Op.SHR, a, IntImm.make(b.type, d.bit_length() - 1), origin=new.origin)
+        return Binary.make(Op.BIT_AND, a, IntImm.make(b.type, d - 1), origin=new.origin)
+
+
+def _value(e: Expr) -> int | None:
+    """The integer an immediate (or a broadcast of one) holds, else None."""
+    if isinstance(e, Broadcast):
+        e = e.a
+    return e.value if isinstance(e, IntImm) else None
 
 
 def shift_divisions(ir: Node, options: Mapping[str, Any] | None = None) -> Node:
