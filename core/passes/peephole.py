@@ -39,6 +39,7 @@ from typing import Any, Mapping
 
 from ..ir.expr import Binary, Broadcast, Cast, Expr, IntImm, Op, Ramp, Ternary, Var
 from ..ir.simplify import Facts, Simplifier
+from ..ir.simplify.engine import fold_immediates
 from ..ir.simplify.bounds import Info
 from ..ir.stmt import For, Let
 from ..ir.types import s32, u32
@@ -252,14 +253,19 @@ class _KernelBounds(IRVisitor):
 
 class _Shifts(IRMutator):
     """Signed divisions and remainders by constants of non-negative values as shifts and masks (powers
-    of two), their value where the bounds leave it (``x / d`` of ``0 <= x < d`` is 0, ``x % d`` is
-    ``x``); a let the bounds leave one value is that constant where an add or a multiply reads it, and
+    of two), their value where the bounds leave one quotient ``q`` (``x / d`` is ``q``, ``x % d`` is
+    ``x - q * d``); a let the bounds leave one value is that constant where an add or a multiply reads it, and
     ``x + 0``, ``x * 0``, ``x * 1`` fold (a per-lane index's ``(ic % 4) / 16 * 2123366400`` term, zero
     in every lane, which the simplifier's scalar rules leave in a vector)."""
 
     def __init__(self, simplifier: Simplifier, scalar: _Scalar, binders: _Binders):
         self.simplifier, self.scalar, self.binders = simplifier, scalar, binders
         self.constants: dict[str, Expr] = {}  # let name -> the constant its folded value is
+        self.values: dict[int, list[str]] = {}  # id of a let's value -> the lets it is the value of
+
+    def pre_Let(self, s: Let):
+        # the walk mutates a let's value before its body: a value folded to a constant is known there
+        self.values.setdefault(id(s.value), []).append(s.var.name)
 
     def _point(self, v: Var) -> Expr:
         """``v``, or the constant its bounds (or its let's folded value) leave it."""
@@ -273,12 +279,24 @@ class _Shifts(IRMutator):
         return v if info is None or not info.is_point else _constant(v.type, info.lo)
 
     def mutate_Binary(self, old: Binary, new: Binary):
+        out = self._fold(new)
+        if _value(out) is not None:
+            for name in self.values.get(id(old), ()):
+                self.constants[name] = out
+        return out
+
+    def _fold(self, new: Binary) -> Expr:
         if not new.type.is_int or new.type.scalar.bits > 32:
             return new
         op = new.op
         if op in (Op.ADD, Op.SUB, Op.MUL):
             a, b = (self._point(x) if isinstance(x, Var) else x for x in (new.a, new.b))
             va, vb = _value(a), _value(b)
+            if va is not None and vb is not None:
+                folded = fold_immediates(Binary.make(op, IntImm.make(a.type.with_lanes(1), va),
+                                                     IntImm.make(b.type.with_lanes(1), vb)))
+                if isinstance(folded, IntImm):
+                    return _constant(new.type, folded.value)
             if op is Op.MUL and 0 in (va, vb):
                 return _constant(new.type, 0)
             for x, unit in ((a, vb), (b, va if op is not Op.SUB else None)):
@@ -292,8 +310,11 @@ class _Shifts(IRMutator):
         info = self.simplifier.info(self.scalar.mutate(a))
         if info is None or info.lo < 0:
             return new
-        if info.hi < d:
-            return _constant(new.type, 0) if op is Op.DIV else a
+        q = info.lo // d
+        if info.hi // d == q:  # one quotient for every value: a constant, a constant difference
+            if op is Op.DIV:
+                return _constant(new.type, q)
+            return a if q == 0 else Binary.make(Op.SUB, a, _constant(a.type, q * d), origin=new.origin)
         if d & (d - 1):
             return new
         if op is Op.DIV:
@@ -326,17 +347,7 @@ def shift_divisions(ir: Node, options: Mapping[str, Any] | None = None) -> Node:
     simplifier = Simplifier(Facts(launch_ranges(options or {}), fresh=frozenset(binders.vars.values())))
     scalar = _Scalar(simplifier.facts)
     _KernelBounds(simplifier, scalar, binders, binders.cone(dividends)).visit(ir)
-    shifts = _Shifts(simplifier, scalar, binders)
-    out = shifts.mutate(ir)
-    # Lets folded to constants (a zero term) fold into the sums that read them, a round each level.
-    for _ in range(3):
-        found = {n.var.name: n.value for n in distinct_nodes(out) if isinstance(n, Let)
-                 and _value(n.value) is not None and n.var.name not in shifts.constants}
-        if not found:
-            break
-        shifts.constants.update(found)
-        out = shifts.mutate(out)
-    return out
+    return _Shifts(simplifier, scalar, binders).mutate(ir)
 
 
 def fuse_arith(ir: Node, options: Mapping[str, Any] | None = None) -> Node:
