@@ -51,7 +51,8 @@ from .kernel import Kernel, KernelArg
 from .lanes import flat_lanes, lanes_attrs
 from .layouts import fma_blocking, tensor_layout, vector_layout
 from .loads import (MessageRules, TransferPlan, contiguous_role, inner_last, load_block2d, memory_ordered,
-                    plan_block2d, plan_messages, transfer, unit_stride_dim, unread_dims, vector_gather)
+                    MessagePlan, plan_block2d, plan_messages, real_rows, transfer, unit_stride_dim, unread_dims,
+                    vector_gather, whole_dims)
 from .loop_nest import GROUP_IDS, THREAD_IDS, LoopNest, build_loop_nest
 from .loops import nest
 from .origin import Origin
@@ -467,14 +468,17 @@ class _Builder:
         # 2D block messages land the rows where reg's layout holds them: taken where they are fewer
         # than the 1D messages (and their staging reorder) of the other paths.
         block2d = plan_block2d(probe, reg, self.target.messages.block2d, self.reg_bytes)
-        staging = None
+        staging, rows = None, None
         plan = plan_messages(probe, reg, rules)
         if block2d is not None and plan.kind is SendKind.BLOCK and block2d.count < plan.count:
             return lambda s: load_block2d(source(s), reg, block2d, names, origin)
         if plan.kind is not SendKind.BLOCK:
-            staging = memory_ordered(probe, reg, rules, names.fresh(f"{which}_ld", u64))
-            gather = None if staging is None or part else vector_gather(probe, staging, reg, rules)
-            fewest = gather.count if gather is not None else (
+            staging = memory_ordered(probe, reg, rules, names.fresh(f"{which}_ld", u64), real=True)
+            real = staging is not None and staging.layout.dims != reg.layout.dims  # a short dim's real rows
+            if real:
+                rows = plan_messages(whole_dims(probe), staging, rules, plain=True)
+            gather = None if staging is None or part or real else vector_gather(probe, staging, reg, rules)
+            fewest = gather.count if gather is not None else rows.count if rows is not None else (
                 plan_messages(probe, staging, rules).count if staging is not None else plan.count)
             if block2d is not None and block2d.count < fewest:
                 return lambda s: load_block2d(source(s), reg, block2d, names, origin)
@@ -486,16 +490,20 @@ class _Builder:
 
         if staging is None:
             return lambda s: transfer(SendOp.LOAD, source(s), reg, rules, names, origin, TransferPlan(unread=unread))
+        if rows is not None:  # the real rows of a short dim (``whole_dims``)
+            return lambda s: self._reordered(whole_dims(source(s)), staging, reg, origin, rules, unread, rows)
         return lambda s: self._reordered(source(s), staging, reg, origin, rules, unread)
 
     def _reordered(self, source: TileAccess, staging: RegTensor, reg: RegTensor, origin: Origin,
-                   rules: MessageRules, unread: frozenset[str]) -> Stmt:
-        """Loads ``source`` into ``staging`` with ``rules`` and reorders it into ``reg`` (converting to its type)."""
+                   rules: MessageRules, unread: frozenset[str], plan: MessagePlan | None = None) -> Stmt:
+        """Loads ``source`` into ``staging`` with ``rules`` (``plan``: its messages, where they are not
+        ``plan_messages``'s) and reorders it into ``reg``'s rows (converting to its type)."""
         knob = "fma" if staging.dtype == reg.dtype else "fma_type"
-        move = FuncCall.make(Reorder(staging.layout, reg.layout), [staging.buf, 0, reg.buf, 0],
+        dst = reg if staging.layout.dims == reg.layout.dims else real_rows(reg, staging.layout.dims)
+        move = FuncCall.make(Reorder(staging.layout, dst.layout), [staging.buf, 0, reg.buf, 0],
                              origin=Origin(f"reorder.{reg.buf.name}", knob))
-        return seq(transfer(SendOp.LOAD, source, staging, rules, self.names, origin, TransferPlan(unread=unread)),
-                   move)
+        return seq(transfer(SendOp.LOAD, source, staging, rules, self.names, origin,
+                            TransferPlan(plan=plan, unread=unread)), move)
 
     def _decompressor(self, b: _Operand, b_reg: RegTensor, k_tile: int, sub_b: int, stages: dict
                       ) -> Decompressor | None:

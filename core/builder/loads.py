@@ -39,7 +39,7 @@ from __future__ import annotations
 
 import itertools
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import NamedTuple
 
 from kdd.core.ir import operators
@@ -56,7 +56,7 @@ from kdd.core.targets.target import Block2D
 from . import arith
 from .elementwise import fill
 from .origin import Origin
-from .tile import RegTensor, TileAccess, row_major
+from .tile import MatrixDim, RegTensor, TileAccess, row_major
 
 
 @dataclass(frozen=True)
@@ -165,11 +165,12 @@ def plan_vectors(plan: MessagePlan, rounds: int, size: int, rules: MessageRules,
     return best if best is not None and best.count < rounds else None
 
 
-def plan_messages(access: TileAccess, reg: RegTensor, rules: MessageRules) -> MessagePlan:
-    """Block messages when the contiguity conditions of the module doc hold, else scattered ones."""
+def plan_messages(access: TileAccess, reg: RegTensor, rules: MessageRules, plain: bool = False) -> MessagePlan:
+    """Block messages when the contiguity conditions of the module doc hold, else scattered ones
+    (``plain``: runs continue through plain layouts too, ``contiguous_run``)."""
     total = reg.elems
     size = reg.dtype.size
-    run = contiguous_run(access, reg, rules.merged_runs)
+    run = contiguous_run(access, reg, rules.merged_runs, plain)
     # A run as long as one scattered message's elements takes a block message too (one address instead of
     # one per lane: a depthwise tile's 8 channels of 16 bits), where every address is a whole dword.
     if run * size >= rules.min_block_bytes or (run * size >= rules.simd * size and run * size % 4 == 0
@@ -227,15 +228,63 @@ def inner_last(inner: int) -> tuple[int, int, int]:
     return tuple(d for d in range(3) if d != inner) + (inner,)
 
 
-def memory_ordered(access: TileAccess, reg: RegTensor, rules: MessageRules, buf: Var) -> RegTensor | None:
+def memory_ordered(access: TileAccess, reg: RegTensor, rules: MessageRules, buf: Var,
+                   real: bool = False) -> RegTensor | None:
     """``reg``'s matrix in ``buf``, row-major with the memory-contiguous matrix dim innermost, when
-    that layout differs from ``reg``'s and moves the tile in block messages (None otherwise)."""
+    that layout differs from ``reg``'s and moves the tile in block messages (None otherwise). With
+    ``real`` (a load), where the padded tile's rows give no block messages, its real rows may: a short
+    dim the tile holds whole (``oc6`` under an 8-wide tile: 16 rows of 12 bytes, one 192-byte run),
+    moved by ``whole_dims(access)`` and reordered into ``reg``'s real rows (``real_rows``)."""
     order = inner_last(contiguous_role(access.view, access.roles))
-    layout = row_major(reg.dtype, reg.layout.dims, order)
-    if layout.is_equal(reg.layout):
+    for dims_of in (access, whole_dims(access) if real else None):
+        if dims_of is None:
+            continue
+        dims = reg.layout.dims if dims_of is access else dims_of.real
+        layout = row_major(reg.dtype, dims, order)
+        if layout.is_equal(reg.layout) or (dims_of is not access and real_rows(reg, dims) is None):
+            continue
+        candidate = RegTensor(buf, layout, 0, reg.roles)
+        if plan_messages(dims_of, candidate, rules, plain=dims_of is not access).kind is SendKind.BLOCK:
+            return candidate
+    return None
+
+
+def whole_dims(access: TileAccess) -> TileAccess | None:
+    """``access`` with each tail dim the tile holds whole (it starts at 0 and its extent covers the
+    view's size) cut to that size and no longer bounded: every element of it is in the view, so
+    the real rows need no tail mask. Only the outermost dim of a matrix dim is cut, so that a
+    flat matrix index below the cut size means the same element in the padded tile and the cut
+    one. None where there is no such dim."""
+    view = access.view
+    cut = set()
+    for role in access.roles:
+        wide = [(n, e) for n, e in role.dims if e > 1]
+        if not wide:
+            continue
+        n, extent = wide[0]
+        if n in access.bounded and n in view.dim_names and operators.is_const(access.starts[n], 0) \
+                and extent >= view.dim(n).size:
+            cut.add(n)
+    if not cut:
         return None
-    candidate = RegTensor(buf, layout, 0, reg.roles)
-    return candidate if plan_messages(access, candidate, rules).kind is SendKind.BLOCK else None
+    roles = tuple(MatrixDim(tuple((n, access.view.dim(n).size if n in cut else e) for n, e in role.dims))
+                  for role in access.roles)
+    return replace(access, roles=roles, bounded=access.bounded - cut)
+
+
+def real_rows(reg: RegTensor, dims: tuple) -> RegTensor | None:
+    """``reg`` restricted to the first ``dims`` of each matrix dim (its padding left out), or None
+    where its layout does not split there (``RegTensor.rows``) or ``dims`` pads nothing."""
+    if tuple(dims) == tuple(reg.layout.dims) or any(d > p for d, p in zip(dims, reg.layout.dims)):
+        return None
+    out = reg
+    try:
+        for d, (n, p) in enumerate(zip(dims, reg.layout.dims)):
+            if n < p:
+                out = out.rows(d, 0, n)
+    except ValueError:
+        return None
+    return out
 
 
 def vector_gather(access: TileAccess, rows: RegTensor, reg: RegTensor, rules: MessageRules) -> VectorPlan | None:
@@ -282,9 +331,10 @@ def _per_dim(layout: Layout) -> list[list[tuple[int, int]]]:
     return out
 
 
-def contiguous_run(access: TileAccess, reg: RegTensor, merged: bool = True) -> int:
+def contiguous_run(access: TileAccess, reg: RegTensor, merged: bool = True, plain: bool = False) -> int:
     """Length of the runs of register elements that are contiguous in memory (1: none); ``merged``: across
-    view dims too (``MessageRules.merged_runs``)."""
+    view dims too (``MessageRules.merged_runs``); ``plain``: a whole block continues through the next
+    dims of a plain layout too (``_continued_run``: the real rows of a short dim, ``whole_dims``)."""
     blk = reg.inner_block()
     if blk is None:
         return 1
@@ -309,7 +359,7 @@ def contiguous_run(access: TileAccess, reg: RegTensor, merged: bool = True) -> i
         run = math.gcd(run, view.dim(name).size, arith.alignment(access.starts[name], access.facts))
     elif merged and run == extent < blk.size and len(blocks) == 1:
         run = _merged_run(access, blk, run)
-    return _continued_run(access, reg, run) if run == blk.size else run
+    return _continued_run(access, reg, run, plain and merged) if run == blk.size else run
 
 
 def _merged_run(access: TileAccess, blk: Block, run: int) -> int:
@@ -340,7 +390,7 @@ def _merged_run(access: TileAccess, blk: Block, run: int) -> int:
     return run
 
 
-def _continued_run(access: TileAccess, reg: RegTensor, run: int) -> int:
+def _continued_run(access: TileAccess, reg: RegTensor, run: int, plain: bool = False) -> int:
     """``run`` (``reg``'s whole innermost block) continued through its next blocks while each one walks
     memory right after the elements inside it: the block's matrix dim steps its innermost view dim,
     which indexes a blocked tensor dim directly, by an index step that the memory layout strides by
@@ -348,7 +398,8 @@ def _continued_run(access: TileAccess, reg: RegTensor, run: int) -> int:
     run; a tail of such a dim continues it where the problem's size is a multiple of the span walked, so
     the run is all in or all out and one mask serves it). Only blocked dims continue a run: tiles of
     plain layouts keep their row-long messages
-    (sm_90's shared-memory reads among them, whose longer runs are not checked on a GPU yet)."""
+    (sm_90's shared-memory reads among them, whose longer runs are not checked on a GPU yet), but where
+    ``plain`` says the rows are a short dim's whole (``whole_dims``: ``oc6``'s 12-byte rows, one run)."""
     view = access.view
     blocks = sorted((b for b in reg.layout.blocks if b.size > 1), key=lambda b: b.stride)
     walked = {blocks[0].dim: run}  # matrix dim -> index span of its innermost view dim walked so far
@@ -365,7 +416,7 @@ def _continued_run(access: TileAccess, reg: RegTensor, run: int) -> int:
             break
         if name in access.bounded and view.dim(name).size % span:
             break  # a tail inside the run: its elements would not share the message's mask
-        if sum(b.dim == t and b.size > 1 for b in view.layout.blocks) < 2 \
+        if (not plain and sum(b.dim == t and b.size > 1 for b in view.layout.blocks) < 2) \
                 or _index_stride(view.layout, t, step, blk.size) != run:
             break
         walked[blk.dim] = span

@@ -191,6 +191,12 @@ def stage(name: str, group: TileAccess, thread_roles: tuple[MatrixDim, MatrixDim
         piece = _packed_piece(tile, layout, order, thread, n)
         pack = names.fresh(f"{name}_pack", u64)
         packed = _pack(tile, piece, order, staging, pack, n, rules, knob, vectors) if piece is not None else None
+        if packed is not None and packed[1] and vectors is not None:
+            # The vector messages' registers (dword-major over the lanes) need a reorder anyway: rows
+            # read by block messages reorder with whole-row moves, theirs element by element (xehpc
+            # ic4 kw4: 546 -> 96 moves per step), which costs more than the messages they save.
+            rows = _pack(tile, piece, order, staging, pack, n, rules, knob)
+            packed, vectors = (rows, None) if rows is not None else (packed, vectors)
         if packed is not None:
             store, moved = packed
             pack = pack if moved else None
@@ -361,7 +367,10 @@ def _packed_piece(tile: RegTensor, layout: Layout, order, thread: Expr, n: int) 
             continue
         p = d
         break
-    if p is None or n % inner or sizes[p] % (n // inner):
+    if p is None:  # the run is the whole tile: one thread's, a piece wherever the layout puts it
+        piece = RegTensor(tile.buf, layout)
+        return piece if _dense(piece.layout.blocks, n) else None
+    if n % inner or sizes[p] % (n // inner):
         return None
     if any(sizes[d] > 1 for d in order[:order.index(p)]):
         return None

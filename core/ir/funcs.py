@@ -183,6 +183,13 @@ def always_enabled(mask) -> bool:
     return isinstance(mask, BoolImm) and mask.value
 
 
+def never_enabled(mask) -> bool:
+    """Whether a send's ``mask`` is false for every element (``false`` or a broadcast of it)."""
+    while isinstance(mask, Broadcast):
+        mask = mask.a
+    return isinstance(mask, BoolImm) and not mask.value
+
+
 # -- multiply-accumulate -------------------------------------------------------------------
 
 @dataclass(frozen=True)

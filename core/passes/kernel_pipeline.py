@@ -106,7 +106,8 @@ KERNEL_PASSES: tuple[Pass, ...] = (
          doc="an unrolled copy's reads of a loop-carried register no copy between stored: one value"),
     Pass("header-steps", step_headers, reads=("target",),
          doc="a global header stored again with a constant more: stepped from its last value (Xe)"),
-    Pass("peephole", fuse_arith, reads=("target",), version=3, doc="add + add -> add3, mul + add -> mad"),
+    Pass("peephole", fuse_arith, reads=("target", "var_ranges"), version=4,
+         doc="add + add -> add3, mul + add -> mad; divisions of non-negative values by powers of two as shifts"),
     Pass("barrier-opt", remove_redundant_barriers, doc="remove barriers that order no SLM access"),
 )
 

@@ -6,7 +6,10 @@
   reuses that let's variable, when the value reads no memory (expressions
   are pure, and with kernel-unique names equal text means equal value);
 - *unused*: a let whose variable is read nowhere is dropped, and dropping it
-  may leave the variables its value read unused in turn.
+  may leave the variables its value read unused in turn;
+- *unread registers*: a register buffer that only stores write (a message
+  header whose sends the simplifier dropped as never enabled) goes with its
+  stores, and the lets only they read.
 
 Every step is linear in the size of the tree and iterative. Variable names
 are unique in a kernel (``docs/ir-semantics.md``); where a builder reused a
@@ -18,10 +21,10 @@ from typing import Any, Mapping
 
 from ..ir.expr import Expr, IntImm, Load, Var
 from ..ir.node import Node
-from ..ir.stmt import Alloc, FuncCall, Let, MemKind, Seq, Stmt, Store
+from ..ir.stmt import Alloc, FuncCall, Let, MemKind, Seq, Stmt, Store, empty
 from ..ir.visitor import IRMutator, IRVisitor, statements, substitute
 from .opcount import is_trivial
-from .tree import StatementReads, distinct_nodes, has_load
+from .tree import StatementReads, distinct_nodes, has_load, read_names, var_names
 
 
 class _Drop(IRMutator):
@@ -55,6 +58,34 @@ def remove_unused_lets(ir: Node, options: Mapping[str, Any] | None = None) -> No
                 if not reads[used] and used in lets:
                     work.append(used)
     return _Drop(dead).mutate(ir) if dead else ir
+
+
+class _DropRegisters(IRMutator):
+    def __init__(self, dead: set[str]):
+        self.dead = dead
+
+    def mutate_Store(self, old: Store, new: Store):
+        return empty() if old.buf.name in self.dead else new
+
+    def mutate_Alloc(self, old: Alloc, new: Alloc):
+        return new.body if old.buf.name in self.dead else new
+
+
+def remove_unread_registers(ir: Node, options: Mapping[str, Any] | None = None) -> Node:
+    """``ir`` without the register buffers nothing reads (only stores write them), their stores and the
+    lets left unused; the same object when every register buffer is read."""
+    registers: set[str] = set()
+    reads: set[str] = set()
+    for s in distinct_nodes(ir):
+        if isinstance(s, Alloc):
+            if s.kind is MemKind.GRF:
+                registers.add(s.buf.name)
+        elif isinstance(s, Store):
+            reads |= var_names(*(e for e in (s.offset, s.value, s.mask) if e is not None))
+        elif isinstance(s, Stmt):
+            reads |= read_names(s)
+    dead = registers - reads
+    return remove_unused_lets(_DropRegisters(dead).mutate(ir)) if dead else ir
 
 
 def inline_lets(ir: Node, options: Mapping[str, Any] | None = None) -> Node:

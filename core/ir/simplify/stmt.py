@@ -28,7 +28,10 @@ Scopes and their facts (``facts.py``):
   value in the body; a kept let whose variable no longer occurs in the
   simplified body is dropped.
 
-Also: a store with a false mask is dropped and a true mask removed;
+Also: a store with a false mask is dropped and a true mask removed; a
+memory message (``send``) whose mask is false for every element is dropped
+(it moves nothing and leaves its registers as they were: an unrolled copy
+of a tile's padding rows);
 sequences lose empty statements and a one-statement sequence becomes that
 statement; an ``alloc`` with an empty body goes. Labelled groups stay even
 when empty (they name the kernel's structure). Unchanged statements come back
@@ -45,6 +48,7 @@ from math import gcd
 from typing import Any, Generator, Mapping
 
 from ..expr import Binary, BoolImm, Expr, FloatImm, IntImm, Op, Unary, Var, common_type
+from ..funcs import Send, never_enabled
 from ..stmt import Alloc, For, FuncCall, Group, If, Let, Seq, Stmt, Store, empty
 from .bounds import Info
 from .engine import Simplifier
@@ -422,6 +426,8 @@ class _StmtSimplifier:
 
     def _call(self, st: FuncCall) -> Stmt:
         args = tuple(self.expr(a) for a in st.args)
+        if isinstance(st.func, Send) and never_enabled(st.func.operands(args).mask):
+            return empty()
         self.emit(*args)
         if all(a is b for a, b in zip(args, st.args)):
             return st

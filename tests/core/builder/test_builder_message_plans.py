@@ -147,3 +147,35 @@ def test_a_thread_tile_over_two_pixel_dims_reads_slm_in_whole_registers():
     stores = [s for s in _sends(kernel, "a_slm") if s.func.op is SendOp.STORE]
     assert stores and all(s.func.kind is SendKind.SCATTERED for s in stores)
     assert check_kernel(kernel).ok
+
+
+def test_a_one_thread_weights_copy_packs_its_rows_into_vnni_and_stores_blocks():
+    """Xe-HPC, ``ic4 kw4`` folded into K with one thread (``T=x``): B's rows of ``oc`` pair two K rows in
+    a VNNI dword, so SLM stores of the staged rows were 16-bit scatters (64 a step, each with its address
+    vector); the thread's run is the whole tile, one piece of the FMA-ready layout, so its rows are read
+    by block messages, reordered once and stored with block messages."""
+    p = problem(parse_shape("mb1ic4ih8iw32oc128oh8ow32kh3kw3ph1pw1"), "fwd", "f16")
+    dims = [n for r in "bmnk" for n, _ in getattr(p.gemm_dims(), r)]
+    kernel = build_kernel(p, parse_config_line("fma=dpas simd=16 l=kh3 T=x i=ic4kw4oc64ow16 bufs=3", dims),
+                          "xehpc")
+    stores = [s for s in _sends(kernel, "b_slm") if s.func.op is SendOp.STORE]
+    assert stores and all(s.func.kind is SendKind.BLOCK for s in stores)
+    loads = _sends(kernel, "wei")
+    assert loads and all(s.func.kind is SendKind.BLOCK for s in loads)
+    assert any(isinstance(n, FuncCall) and isinstance(n.func, Reorder) for n in walk(kernel.body))
+    assert check_kernel(kernel).ok
+
+
+def test_weights_of_a_short_channel_dim_load_their_real_rows_in_blocks():
+    """xehpg, ``oc6`` under an 8-wide B tile, weights ``hwio``: the padded tile's rows (16 bytes, 12 of
+    them real) made 16-bit gathers, 16 a step; the tile holds ``oc`` whole, so its real rows are one
+    192-byte run of memory: block messages into a staging tile of the real rows, one reorder into
+    dpas's VNNI B (its padding columns reach no stored result)."""
+    p = problem(parse_shape("mb1ic32ih5oc6oh5kh3ph1"), "fwd", "f16", tags={"wei": "hwio"})
+    dims = [n for r in "bmnk" for n, _ in getattr(p.gemm_dims(), r)]
+    kernel = build_kernel(p, parse_config_line("fma=dpas simd=8 l=ic2kh3kw3 i=ic16oc8ow8 bufs=0", dims), "xehpg")
+    loads = _sends(kernel, "wei")
+    assert loads and all(s.func.kind is SendKind.BLOCK for s in loads)
+    assert sum(s.func.elems for s in loads) == 16 * 6
+    assert any(isinstance(n, FuncCall) and isinstance(n.func, Reorder) for n in walk(kernel.body))
+    assert check_kernel(kernel).ok

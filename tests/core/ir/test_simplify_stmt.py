@@ -4,8 +4,10 @@ from hypothesis import strategies as st
 
 from kdd.core.ir import (Alloc, For, Group, If, Let, Load, MemKind, Op, Seq, Store,
                          binary, const, empty, evaluate, max_, min_, seq, to_text, var)
+from kdd.core.ir import Broadcast, FuncCall
+from kdd.core.ir.funcs import Send, SendKind, SendOp
 from kdd.core.ir.simplify import simplify
-from kdd.core.ir.types import u64
+from kdd.core.ir.types import f16, u64
 
 buf = var("buf", u64)
 i, j, n, t, x, y = var("i"), var("j"), var("n"), var("t"), var("x"), var("y")
@@ -150,6 +152,19 @@ def test_let_whose_uses_simplify_away_is_dropped():
 def test_store_masks():
     assert lines(Store.make(buf, x, const(1.0), mask=x.lt(x + 1).lor(const(True)))) == ["buf.f32[x] = 1.0"]
     assert lines(Store.make(buf, x, const(1.0), mask=x.ne(x))) == []
+
+
+def test_messages_never_enabled_go_and_the_others_stay():
+    # An unrolled tile's padding rows: ``a_msg <= 0`` is false in every copy but the first.
+    src, reg = var("src", u64), var("reg", u64)
+    load = Send(SendOp.LOAD, SendKind.BLOCK, "global", f16, 16)
+    gather = Send(SendOp.LOAD, SendKind.SCATTERED, "global", f16, 8)
+    def call(func, mask):
+        return FuncCall.make(func, [src, x, reg, 0, mask])
+    off = Broadcast.make(x, 8)
+    assert lines(seq(call(load, x.lt(x)), FuncCall.make(gather, [src, off, reg, 0, Broadcast.make(x.ne(x), 8)]))) == []
+    kept = lines(seq(call(load, x.le(0)), call(load, const(True))))
+    assert len(kept) == 2 and all(line.startswith("send.load.block") for line in kept)
 
 
 def test_groups_stay_and_empty_allocations_go():

@@ -5,8 +5,9 @@ from passes_oracle import OUT, effects, programs
 
 from kdd.core.ir import Alloc, Let, Load, MemKind, Store, count_nodes, seq, var, walk
 from kdd.core.ir.expr import Broadcast
-from kdd.core.ir.types import s32
-from kdd.core.passes.let_opt import inline_lets, merge_register_copies, optimize_lets, remove_unused_lets
+from kdd.core.ir.types import s32, u64
+from kdd.core.passes.let_opt import (inline_lets, merge_register_copies, optimize_lets, remove_unread_registers,
+                                     remove_unused_lets)
 
 X, Y = var("x"), var("y")
 
@@ -51,6 +52,19 @@ def test_unused_lets_go_in_cascade_and_used_ones_stay():
     assert out == Let.make(a, X + 1, Store.make(OUT, 0, a))
     assert remove_unused_lets(out) is out
     assert inline_lets(out) is out and optimize_lets(out) is out
+
+
+def test_registers_only_stores_write_go_with_those_stores_and_their_lets():
+    # A message header whose send the simplifier dropped: the header's register, its store and the let
+    # only the store read go; a register something reads stays.
+    hdr, kept, a, b = var("hdr", u64), var("kept", u64), var("a"), var("b")
+    s = Alloc.make(kept, 32, MemKind.GRF, Let.make(a, X + 1, Let.make(b, X * 2, seq(
+        Alloc.make(hdr, 32, MemKind.GRF, Store.make(hdr, 0, b)),
+        Store.make(kept, 0, a), Store.make(OUT, 0, Load.make(s32, kept, 0))))))
+    out = remove_unread_registers(s)
+    assert out == Alloc.make(kept, 32, MemKind.GRF, Let.make(a, X + 1, seq(
+        Store.make(kept, 0, a), Store.make(OUT, 0, Load.make(s32, kept, 0)))))
+    assert remove_unread_registers(out) is out
 
 
 def test_deep_let_chain_is_handled_without_recursion():

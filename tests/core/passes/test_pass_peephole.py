@@ -161,3 +161,50 @@ def test_a_range_test_among_other_conjuncts_becomes_one_comparison(x, y, lo, wid
     assert binaries(e) == 5 and binaries(out) == (3 if lo == 0 else 4)
     assert any(isinstance(n, Cast) and n.type.scalar is u32.scalar for n in walk(out))
     assert evaluate(out, {"x": x, "y": y}) == evaluate(e, {"x": x, "y": y})
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.integers(-300, 300), st.integers(0, 600), st.integers(-40, 40), st.integers(1, 6),
+       st.sampled_from((Op.DIV, Op.MOD)), st.data())
+def test_divisions_by_powers_of_two_of_non_negative_values_shift_and_keep_their_value(lo, width, add, k, op, data):
+    """``(x * 3 + add) / 2**k`` and ``% 2**k`` with ``x`` in a launch range: where the dividend cannot be
+    negative no signed division is left (a shift or a mask: one instruction, not four or six; or what
+    the bounds leave: a constant, the dividend itself); the same value for every ``x`` in the range."""
+    from kdd.core.ir.stmt import Let
+    t = var("t")
+    e = binary(op, t, IntImm.make(s32, 2 ** k))
+    body = Let.make(t, X * 3 + add, Store.make(var("out"), 0, e))
+    options = {"target": "xehpg", "var_ranges": (("x", lo, lo + width),)}
+    out = fuse_arith(body, options)
+    if 3 * lo + add >= 0:
+        assert not [n for n in walk(out) if isinstance(n, Binary) and n.op in (Op.DIV, Op.MOD)]
+    x = data.draw(st.integers(lo, lo + width))
+    store = next(n for n in walk(out) if isinstance(n, Store))
+    assert evaluate(store.value, {"x": x, "t": 3 * x + add}) == evaluate(e, {"t": 3 * x + add})
+
+
+def test_what_the_lanes_bounds_leave_one_value_is_a_constant():
+    """``((ramp(thread * 512 + 128, 4, 32) % 16) % 4) / 16 * 99 + t``: the quotient is 0 in every lane,
+    so the sum is ``t`` (the simplifier's scalar rules leave such terms in vector index math)."""
+    from kdd.core.ir.stmt import Let
+    lanes, th, t = s32.with_lanes(32), var("thread"), var("t", s32.with_lanes(32))
+    ic = var("ic", lanes)
+    r = Ramp.make(th * 512 + 128, 4, 32)
+    inner = binary(Op.MOD, binary(Op.MOD, r, IntImm.make(s32, 16)), IntImm.make(s32, 4))
+    body = Let.make(ic, inner, Store.make(var("out"), 0, binary(Op.DIV, ic, IntImm.make(s32, 16)) * 99 + t))
+    out = fuse_arith(body, {"target": "xehpc", "var_ranges": (("thread", 0, 7),)})
+    assert out == Store.make(var("out"), 0, t)
+
+
+def test_lane_indices_of_a_thread_divide_by_shifts():
+    """A cooperative copy's per-lane index ``ramp(thread * 512 + 128, 4, 32) / 16 % 32``: every lane's
+    dividend is non-negative, so the division is ``>> 4`` and the remainder ``& 31``; with the thread
+    index unbounded below they stay."""
+    from kdd.core.ir.stmt import Let
+    t, th = var("t", s32.with_lanes(32)), var("thread")
+    idx = binary(Op.MOD, binary(Op.DIV, t, IntImm.make(s32, 16)), IntImm.make(s32, 32))
+    body = Let.make(t, Ramp.make(th * 512 + 128, 4, 32), Store.make(var("out"), 0, idx))
+    out = fuse_arith(body, {"target": "xehpc", "var_ranges": (("thread", 0, 7),)})
+    assert {n.op for n in walk(out.body.value) if isinstance(n, Binary)} == {Op.SHR, Op.BIT_AND}
+    kept = fuse_arith(body, {"target": "xehpc"})
+    assert {n.op for n in walk(kept.body.value) if isinstance(n, Binary)} == {Op.DIV, Op.MOD}
