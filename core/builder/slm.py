@@ -36,6 +36,7 @@ reorder packs and one block message stores (``_column_copy``).
 """
 from __future__ import annotations
 
+import itertools
 import math
 from dataclasses import dataclass
 
@@ -401,15 +402,13 @@ def _placed_pieces(tile: RegTensor, layout: Layout, vectors: VectorPlan | None) 
     along ``ow``: a lane a 32-byte K chunk of a pixel row, rows two to a register)."""
     if vectors is None or vectors.rows or same_placement(tile.layout, layout):
         return False
-    import numpy as np  # here: an Xe compile that never asks loads no numpy (~90 ms)
-
     pe = vectors.vec * 4 // tile.dtype.size
-    index = np.indices(tile.layout.dims).reshape(3, -1).T
-    placed = layout.offsets_of(index)[np.argsort(tile.layout.offsets_of(index), kind="stable")]
-    if placed.size % pe:
+    # plain integers, no numpy: loading it would cost an Xe compile more than these few thousand offsets
+    index = sorted(itertools.product(*(range(n) for n in tile.layout.dims)), key=tile.layout.unchecked_offset)
+    placed = [layout.unchecked_offset(i) for i in index]
+    if len(placed) % pe:
         return False
-    pieces = placed.reshape(-1, pe)
-    return bool((pieces == pieces[:, :1] + np.arange(pe)).all())
+    return all(placed[k + j] == placed[k] + j for k in range(0, len(placed), pe) for j in range(1, pe))
 
 
 def _pack(tile: RegTensor, piece: RegTensor, order, staging: Var, pack: Var, n: int, rules: MessageRules,
@@ -636,20 +635,19 @@ def subtile_chunks(full: Layout, sub: Layout, dim: int, parts: int) -> Layout | 
     when ``parts`` is 1."""
     if parts == 1:
         return sub
-    import numpy as np
     span = sub.size_bytes() // sub.dtype.size
     if full.size_bytes() != parts * sub.size_bytes() or full.padded_dims[dim] != parts * sub.padded_dims[dim] \
             or sub.dims[dim] != sub.padded_dims[dim]:
         return None
     dims = tuple(parts * n if d == dim else n for d, n in enumerate(sub.dims))
     chunks = Layout(sub.dtype, dims, tuple(sub.blocks) + (Block(dim, parts, span),), sub.offset)
-    idx = np.stack(np.meshgrid(*(np.arange(n) for n in sub.padded_dims), indexing="ij"), -1).reshape(-1, sub.ndims)
-    own = sub.offsets_of(idx)
-    for s in range(parts):
-        shifted = idx.copy()
-        shifted[:, dim] += s * sub.padded_dims[dim]
-        if not np.array_equal(full.offsets_of(shifted), own + s * span):
-            return chunks
+    step = sub.padded_dims[dim]
+    for idx in itertools.product(*(range(n) for n in sub.padded_dims)):   # plain integers: no numpy
+        own = sub.unchecked_offset(idx)
+        for s in range(parts):
+            shifted = tuple(i + s * step if d == dim else i for d, i in enumerate(idx))
+            if full.unchecked_offset(shifted) != own + s * span:
+                return chunks
     return full
 
 

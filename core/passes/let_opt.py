@@ -173,16 +173,26 @@ def merge_register_copies(ir: Node, options: Mapping[str, Any] | None = None) ->
 MAX_NESTED_LETS = 200
 
 
+class _LetDepth(IRVisitor):
+    """The most lets nested inside one another (the toolkit's walk keeps no Python stack per level)."""
+
+    statements_only = True
+
+    def __init__(self):
+        self.depth = self.deepest = 0
+
+    def visit_Let(self, s: Let):
+        self.depth += 1
+        self.deepest = max(self.deepest, self.depth)
+
+    def leave_Let(self, s: Let):
+        self.depth -= 1
+
+
 def _let_depth(s: Stmt) -> int:
-    """The most lets nested inside one another in ``s`` (walked without recursion)."""
-    deepest, stack = 0, [(s, 0)]
-    while stack:
-        node, depth = stack.pop()
-        if isinstance(node, Let):
-            depth += 1
-            deepest = max(deepest, depth)
-        stack.extend((k, depth) for k in node._children_of(node) if isinstance(k, Stmt))
-    return deepest
+    walk = _LetDepth()
+    walk.visit(s)
+    return walk.deepest
 
 
 class _Extend(IRMutator):

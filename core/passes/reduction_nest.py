@@ -20,6 +20,7 @@ from ..ir.node import Node
 from ..ir.funcs import Send, SendKind
 from ..ir.stmt import For, FuncCall, Group, Let, Stmt
 from .cse import register_budget
+from .options import target_of
 from .tree import child_stmts, distinct_nodes, replace_node, trip_count
 
 K_LOOP = "k_loop"
@@ -184,7 +185,9 @@ def _two_steps(ir: Node, nest: ReductionNest, options: Mapping[str, Any]) -> Nod
     amortize)."""
     loop, trips = nest.loops[-1], nest.trips[-1]
     pipelined = any(options.get(k) for k in ("slm_bufs", "gmem_bufs", "prefetch_bufs"))
-    if pipelined or loop.unroll > 1 or trips < 4 or trips % 2 \
+    target = target_of(options)
+    # Xe only: on sm_90 ptxas unrolls and schedules the loop itself (the TMA schedules' K loop stays one)
+    if target is None or target.xe is None or pipelined or loop.unroll > 1 or trips < 4 or trips % 2 \
             or not room_for_copies(ir, options, 2, 1, per_copy_bytes=vector_bytes(nest.body)):
         return ir
     body: Stmt = For.make(loop.var, loop.init, loop.bound, nest.body, loop.step, 2, origin=loop.origin)
