@@ -16,6 +16,7 @@ the allocation is over. On sm_90 ptxas allocates and nothing is changed.
 from __future__ import annotations
 
 from dataclasses import replace
+from functools import cache, partial
 from typing import Callable
 
 from kdd.core.config.budget import estimate_budget
@@ -35,8 +36,9 @@ def fitted_config(problem, config, target, user_config, allocated: Callable[[obj
     ``config``'s own tried only when they do not fit."""
     if user_config.subtiles is not None or target.registers.lane_bytes is not None:
         return config
+    known = cache(partial(_errors, problem, target))   # the config's own errors: asked once per candidate
     if prefer is not None and prefer != config.subtiles:
-        preferred = _fitting(problem, config, prefer, target, allocated)
+        preferred = _fitting(config, prefer, known, allocated)
         if preferred is not None:
             return preferred
     if estimate_budget(problem, config, target).reg_total <= config.regs:
@@ -45,18 +47,23 @@ def fitted_config(problem, config, target, user_config, allocated: Callable[[obj
     if first is not None and first <= config.regs:
         return config
     for sub in SUBTILES:
-        candidate = _fitting(problem, config, sub, target, allocated)
+        candidate = _fitting(config, sub, known, allocated)
         if candidate is not None:
             return candidate
     return config
 
 
-def _fitting(problem, config, subtiles: Subtiles, target, allocated: Callable[[object], int | None]):
+def _errors(problem, target, config) -> frozenset[str]:
+    """The messages of ``config``'s validation errors on ``problem``."""
+    return frozenset(i.message for i in validate_config(problem, config, target) if i.severity == "error")
+
+
+def _fitting(config, subtiles: Subtiles, errors: Callable[[object], frozenset[str]],
+             allocated: Callable[[object], int | None]):
     """``config`` with ``subtiles`` when they add no error to it and its kernel fits into its registers,
     else None. (A check shape's config can carry errors of its own, such as a written loop longer than
-    the reduced dim; the sub-tiles must not add one.)"""
+    the reduced dim; the sub-tiles must not add one.) ``errors``: a config's validation errors, cached."""
     candidate = replace(config, subtiles=subtiles)
-    errors = lambda c: {i.message for i in validate_config(problem, c, target) if i.severity == "error"}
     if errors(candidate) - errors(config):
         return None
     got = allocated(candidate)
