@@ -144,9 +144,9 @@ def sweep_groups(path: Path) -> dict[str, dict]:
     groups: dict[str, dict] = {}
     for text in path.read_text().splitlines():
         r = json.loads(text)
-        task, loop = r["task"], (r.get("stats") or {}).get("asm_loop")
-        fma = (r.get("stats") or {}).get("loop", {}) or {}
-        key = f"{task['target']} {task['prop']} {task['type']} {fma.get('fma', '?')}"
+        task, stats = r["task"], r.get("stats") or {}
+        loop, fma = stats.get("asm_loop"), (stats.get("loop") or {}).get("fma", "?")
+        key = f"{task['target']} {task['prop']} {task['type']} {fma}"
         g = groups.setdefault(key, {"alu": [], "sends": [], "none": []})
         if loop and loop.get("dpas"):
             g["alu"].append(loop["alu_per_dpas"])
