@@ -138,6 +138,41 @@ def _make_with_children_tuple(cls: type, field: str):
     return fn
 
 
+def _make_with_same_typed_children(cls: type):
+    """``with_same_typed_children`` for one class, as straight-line code: the fields stored as they
+    are, through the generated ``__init__`` alone (see ``Node.with_same_typed_children``)."""
+    lines, values, same = [], [], []
+    kinds = [kind for _, kind in cls.FIELDS if kind != "attr"]
+    if kinds == ["nodes"]:  # a sequence, a call's arguments
+        field = next(name for name, kind in cls.FIELDS if kind == "nodes")
+        lines.append(f"    if len(new_children) == len(self.{field}) and all(map(_is, new_children, self.{field})):")
+        lines.append("        return self")
+        values = ["tuple(new_children)" if name == field else f"self.{name}" for name, _ in cls.FIELDS]
+    else:
+        lines.append("    it = iter(new_children)")
+        for name, kind in cls.FIELDS:
+            if kind == "node":
+                lines.append(f"    {name} = next(it)")
+            elif kind == "opt":
+                lines.append(f"    {name} = None if self.{name} is None else next(it)")
+            elif kind == "nodes":
+                lines.append(f"    {name} = tuple([next(it) for _ in self.{name}])")
+                lines.append(f"    if all(map(_is, {name}, self.{name})):")
+                lines.append(f"        {name} = self.{name}")
+            if kind != "attr":
+                same.append(f"{name} is self.{name}")
+            values.append(name if kind != "attr" else f"self.{name}")
+        lines.append(f"    if {' and '.join(same)}:")
+        lines.append("        return self")
+    source = ("def with_same_typed_children(self, new_children):\n" + "\n".join(lines) + "\n"
+              f"    return _cls({', '.join(values)}, origin=self.origin)\n")
+    namespace: dict = {"_is": is_, "_cls": cls}
+    exec(compiled(source), namespace)  # noqa: S102 - source built above from the class's own FIELDS
+    fn = namespace["with_same_typed_children"]
+    fn.__qualname__ = f"{cls.__name__}.with_same_typed_children"
+    return fn
+
+
 # Subtrees of up to this many nodes are walked by recursion (each level a Python call, no
 # explicit stack, which is several times cheaper per node); larger ones through an explicit
 # stack, so any depth works. Recursion is at most this deep.
@@ -241,6 +276,8 @@ class Node:
         cls.__init__ = _make_init(cls)
         small, step = _make_equal(cls)
         cls._eq_small, cls._eq_step = staticmethod(small), staticmethod(step)
+        # Generated on first use, for this class itself (a subclass must not inherit its parent's).
+        cls.with_same_typed_children = Node.with_same_typed_children
         if "with_children" not in cls.__dict__:
             fast = _make_with_children(cls)
             if fast is not None:
@@ -283,6 +320,18 @@ class Node:
         if not changed:
             return self
         return self.rebuild(*values)
+
+    def with_same_typed_children(self, new_children: list["Node"]) -> "Node":
+        """``with_children`` for children each of the same type as the one it replaces (a copy with
+        variables replaced by values of their types, operations folded to immediates of theirs).
+
+        The node is stored as it is, without its validating constructor: that constructor's checks
+        passed when this node was made and derive the same types from children of the same types.
+        Generated for each class on its first use (few classes are ever copied this way).
+        """
+        fast = _make_with_same_typed_children(type(self))
+        type(self).with_same_typed_children = fast
+        return fast(self, new_children)
 
     def rebuild(self, *values: Any) -> "Node":
         """A node of the same class from new field values (through its validating constructor)."""

@@ -79,12 +79,15 @@ class Copies:
             for v in self.bound:
                 if v not in subst:
                     subst[v] = names.fresh(v.name, v.type)
+        # Values of their variables' types (every caller's but a Python number's) keep every copied
+        # node's type: the copies are stored as they are, not built again through the checks.
+        same_types = all(isinstance(e, Expr) and e.type == v.type for v, e in subst.items())
         built: list[Node] = []
         for node, slots, is_expr in self._plan:
             if slots is None:
                 built.append(subst.get(node, node))
                 continue
             kids = [built[i] if i >= 0 else k for i, k in zip(slots, node._children_of(node))]
-            new = node.with_children(kids)
+            new = node.with_same_typed_children(kids) if same_types else node.with_children(kids)
             built.append(fold_immediates(new) if is_expr and new is not node else new)
         return built[-1]

@@ -145,3 +145,31 @@ def test_a_sequence_rebuilt_over_new_statements_matches_the_generic_rebuild(choi
     fast, generic = tree.with_children(kids), Node.with_children(tree, kids)
     assert (fast is tree) == (generic is tree) == all(a is b for a, b in zip(kids, tree.stmts))
     assert oracle_equal(fast, generic)
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.integers(0, 2 ** 16), min_size=1, max_size=400), st.lists(st.booleans(), min_size=1, max_size=8),
+       st.booleans())
+def test_a_node_stored_over_children_of_the_same_types_matches_the_validating_rebuild(choices, replace, masked):
+    """``with_same_typed_children`` (no validating constructor; what unrolled copies are built with) against
+    ``Node.with_children`` (through ``make``) on every node of a random tree, a masked store and an ``if``
+    among them: children swapped for variables of their types give the same object when none changes,
+    else an equal node of the same class, type and hash."""
+    from kdd.core.ir import If
+    from kdd.core.ir.node import Node
+    from kdd.core.ir.visitor import distinct_nodes
+
+    body = _Builder(choices).stmt()
+    first = _stores(body)[0]
+    mask = first.offset.lt(const(64)) if masked else None
+    tree = seq(If.make(first.value.lt(const(3)), body, Store.make(var("dst"), first.offset, first.value, mask=mask)),
+               Store.make(var("dst"), first.offset, first.value, mask=mask))
+    for i, node in enumerate(distinct_nodes(tree)):
+        kids = list(node.children())
+        if not kids:
+            continue
+        swapped = [var(f"v{j}", k.type) if replace[(i + j) % len(replace)] and hasattr(k, "type") else k
+                   for j, k in enumerate(kids)]
+        fast, checked = node.with_same_typed_children(swapped), Node.with_children(node, swapped)
+        assert (fast is node) == (checked is node) == all(a is b for a, b in zip(swapped, kids))
+        assert type(fast) is type(checked) and oracle_equal(fast, checked) and hash(fast) == hash(checked)
