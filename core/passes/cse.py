@@ -25,6 +25,7 @@ from bisect import bisect_right
 from collections import Counter
 from dataclasses import dataclass
 from typing import Any, Mapping
+from weakref import WeakKeyDictionary
 
 from ..ir.expr import Binary, Expr, Op, Var
 from ..ir.node import Node
@@ -85,7 +86,22 @@ def register_budget(ir: Stmt, options: Mapping[str, Any]) -> tuple[RegisterModel
     model = RegisterModel.of(target)
     regs = options.get("regs") or target.registers.min_regs
     total = (regs - target.registers.reserved) * model.reg_bytes
-    return model, total - estimate_registers(ir, model).peak_bytes
+    return model, total - _peak_bytes(ir, model)
+
+
+# The peak of each IR under each model, kept while the IR lives: a pass that changes nothing hands the
+# next one the same object, whose budget (an interval sweep of the whole kernel) is then not swept again.
+_PEAKS: "WeakKeyDictionary[Stmt, dict[RegisterModel, int]]" = WeakKeyDictionary()
+
+
+def _peak_bytes(ir: Stmt, model: RegisterModel) -> int:
+    peaks = _PEAKS.get(ir)
+    if peaks is None:
+        peaks = _PEAKS[ir] = {}
+    peak = peaks.get(model)
+    if peak is None:
+        peak = peaks[model] = estimate_registers(ir, model).peak_bytes
+    return peak
 
 
 class _Layout(IRVisitor):
