@@ -16,11 +16,15 @@ from .expr import Broadcast, BoolImm
 from .types import Type, f32
 
 
+# Each function class's named tuple of operands (``Func.operands``), by the class that declares them.
+_OPERAND_TUPLES: dict[type, type] = {}
+
+
 class Func:
     """Base of IR functions.
 
-    ``OPERANDS`` names the call's arguments in order; ``Operands`` is the named
-    tuple built from them, so passes read ``call.ops.mem_offset`` instead of a
+    ``OPERANDS`` names the call's arguments in order; :meth:`operands` gives
+    them as a named tuple, so passes read ``call.ops.mem_offset`` instead of a
     position, and ``NARGS`` (the exact argument count) follows from it.
     """
 
@@ -29,8 +33,8 @@ class Func:
 
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)
-        if "OPERANDS" in cls.__dict__ or not hasattr(cls, "Operands"):
-            cls.Operands = namedtuple(f"{cls.__name__}Operands", cls.OPERANDS)
+        if "OPERANDS" in cls.__dict__ or not hasattr(cls, "_operands_owner"):
+            cls._operands_owner = cls  # the class whose named tuple of operands this one's calls use
             cls.NARGS = len(cls.OPERANDS)
 
     def check_args(self, args) -> None:
@@ -40,7 +44,11 @@ class Func:
 
     def operands(self, args) -> tuple:
         """``args`` as this function's named tuple of operands."""
-        return self.Operands(*args)
+        owner = self._operands_owner
+        named = _OPERAND_TUPLES.get(owner)
+        if named is None:  # made on first use: a compile calls a few of the functions defined here
+            named = _OPERAND_TUPLES[owner] = namedtuple(f"{owner.__name__}Operands", owner.OPERANDS)
+        return named(*args)
 
     def __str__(self) -> str:
         return self.NAME
