@@ -14,12 +14,22 @@ class Stmt(Node):
 
     __slots__ = ()
 
+    @staticmethod
+    def _stmts_of(s: "Stmt") -> tuple["Stmt", ...]:
+        """The statements among ``s``'s children, in field order (what statement walks descend into):
+        a class whose children are all expressions has none; the others say which they are."""
+        return ()
+
 
 class Let(Stmt):
     """Binds ``var`` to ``value`` in ``body``."""
 
     __slots__ = ("var", "value", "body")
     FIELDS = (("var", "node"), ("value", "node"), ("body", "node"))
+
+    @staticmethod
+    def _stmts_of(s: "Let") -> tuple[Stmt, ...]:
+        return (s.body,)
 
     @classmethod
     def make(cls, var: Var, value: ExprLike, body: Stmt, origin=None) -> "Let":
@@ -37,6 +47,10 @@ class For(Stmt):
     __slots__ = ("var", "init", "bound", "body", "step", "unroll")
     FIELDS = (("var", "node"), ("init", "node"), ("bound", "node"), ("body", "node"),
               ("step", "attr"), ("unroll", "attr"))
+
+    @staticmethod
+    def _stmts_of(s: "For") -> tuple[Stmt, ...]:
+        return (s.body,)
 
     @classmethod
     def make(cls, var: Var, init: ExprLike, bound: ExprLike, body: Stmt, step: int = 1,
@@ -60,6 +74,10 @@ def trip_count(loop: For) -> int | None:
 class If(Stmt):
     __slots__ = ("cond", "then", "else_")
     FIELDS = (("cond", "node"), ("then", "node"), ("else_", "opt"))
+
+    @staticmethod
+    def _stmts_of(s: "If") -> tuple[Stmt, ...]:
+        return (s.then,) if s.else_ is None else (s.then, s.else_)
 
     @classmethod
     def make(cls, cond: ExprLike, then: Stmt, else_: Stmt | None = None, origin=None) -> "If":
@@ -86,6 +104,10 @@ class Alloc(Stmt):
     __slots__ = ("buf", "size", "kind", "body", "attrs")
     FIELDS = (("buf", "node"), ("size", "attr"), ("kind", "attr"), ("body", "node"),
               ("attrs", "attr"))
+
+    @staticmethod
+    def _stmts_of(s: "Alloc") -> tuple[Stmt, ...]:
+        return (s.body,)
 
     @classmethod
     def make(cls, buf: Var, size: int, kind: MemKind, body: Stmt, attrs: tuple = (),
@@ -158,6 +180,10 @@ class Seq(Stmt):
     __slots__ = ("stmts",)
     FIELDS = (("stmts", "nodes"),)
 
+    @staticmethod
+    def _stmts_of(s: "Seq") -> tuple[Stmt, ...]:
+        return s.stmts
+
     @classmethod
     def make(cls, stmts: Iterable[Stmt], origin=None) -> "Seq":
         flat: list[Stmt] = []
@@ -176,6 +202,10 @@ class Group(Stmt):
 
     __slots__ = ("label", "body")
     FIELDS = (("label", "attr"), ("body", "node"))
+
+    @staticmethod
+    def _stmts_of(s: "Group") -> tuple[Stmt, ...]:
+        return (s.body,)
 
     @classmethod
     def make(cls, label: str, body: Stmt, origin=None) -> "Group":

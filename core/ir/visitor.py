@@ -92,9 +92,7 @@ class IRVisitor:
                     continue
                 if leave is not None:
                     push((node, _LEAVE))
-                kids = node._children_of(node)
-                if only_stmts and cls is not Seq:  # a sequence holds statements only (``Seq.make`` checks)
-                    kids = [k for k in kids if isinstance(k, Stmt)]
+                kids = (node._stmts_of(node) if isinstance(node, Stmt) else ()) if only_stmts else node._children_of(node)
                 if cls in _BINDERS:  # the body (the last child) walks inside the binder's scope
                     push((node, _CLOSE))
                     push((kids[-1], _ENTER))

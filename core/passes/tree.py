@@ -40,9 +40,7 @@ def own_exprs(s: Stmt) -> tuple[Expr, ...]:
 
 
 def child_stmts(s: Stmt) -> tuple[Stmt, ...]:
-    if s.__class__ is Seq:  # its statements, the tuple it holds
-        return s.stmts
-    return tuple([k for k in s._children_of(s) if isinstance(k, Stmt)])
+    return s._stmts_of(s)
 
 
 def has_load(e: Expr) -> bool:
