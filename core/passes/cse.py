@@ -207,8 +207,10 @@ def _occurrences(layout: _Layout) -> tuple[list[Expr], dict[int, int], dict[int,
     return post, weight, first, last
 
 
-def _plan(tree: Stmt, options: Mapping[str, Any]) -> tuple[list[_Choice], list[Skipped], int | None]:
-    """The expressions to name (largest first), those skipped, and the register budget."""
+def _plan(tree: Stmt, options: Mapping[str, Any],
+          report_budget: bool = True) -> tuple[list[_Choice], list[Skipped], int | None]:
+    """The expressions to name (largest first), those skipped, and the register budget (without
+    ``report_budget``, None where no expression repeats: nothing is then measured against it)."""
     forms = Forms()
     layout = _Layout(tree)
     nodes, weight, first, last = _occurrences(layout)
@@ -225,13 +227,15 @@ def _plan(tree: Stmt, options: Mapping[str, Any]) -> tuple[list[_Choice], list[S
             lo, hi = spans.get(node, (first[key], last[key]))
             spans[node] = (min(lo, first[key]), max(hi, last[key]))
     # A value some let holds whole takes no register more once named: that let becomes the name.
+    repeated = [e for e, n in counts.items() if n >= 2]
+    if not repeated and not report_budget:
+        return [], [], None  # the register sweep of the whole kernel, for nothing to weigh
     held = {s.value for s in layout.order if isinstance(s, Let)}
     model, budget = register_budget(tree, options)
     chosen: list[_Choice] = []
     skipped: list[Skipped] = []
     left = budget
-    for e in sorted((e for e, n in counts.items() if n >= 2),
-                    key=lambda e: (-forms.size(e), forms.key(e))):
+    for e in sorted(repeated, key=lambda e: (-forms.size(e), forms.key(e))):
         n = counts[e]
         if n < 2:
             continue
@@ -332,13 +336,15 @@ def plan_cse(ir: Node, options: Mapping[str, Any] | None = None) -> CseReport:
     return eliminate(ir, options or {})[1]
 
 
-def eliminate(ir: Node, options: Mapping[str, Any], rounds: int = _ROUNDS) -> tuple[Node, CseReport]:
+def eliminate(ir: Node, options: Mapping[str, Any], rounds: int = _ROUNDS,
+              report_budget: bool = True) -> tuple[Node, CseReport]:
     """The rewritten IR (the same object when nothing is named) and the report; while naming made
-    lets copies of a name (inlined), up to ``rounds`` rounds."""
+    lets copies of a name (inlined), up to ``rounds`` rounds. The report of a later round (without
+    ``report_budget``) leaves out the budget where nothing repeats: the first round's is reported."""
     if not isinstance(ir, Stmt):
         return ir, CseReport((), (), None)
     tree = unshare_statements(ir)
-    chosen, skipped, budget = _plan(tree, options)
+    chosen, skipped, budget = _plan(tree, options, report_budget)
     if not chosen:
         return ir, CseReport((), tuple(skipped), budget)
     names = Names.of(ir)
@@ -368,7 +374,7 @@ def eliminate(ir: Node, options: Mapping[str, Any], rounds: int = _ROUNDS) -> tu
     named = tuple(Named(mapping[c.expr].name, expr_to_text(c.expr), c.uses, c.bytes) for c in chosen)
     if aliases.inlined and rounds > 1:
         # What was equal only through those lets (two masks over them) is equal now: another round.
-        out, more = eliminate(out, options, rounds - 1)
+        out, more = eliminate(out, options, rounds - 1, report_budget=False)
         return out, CseReport(named + more.named, tuple(skipped) + more.skipped, budget)
     return out, CseReport(named, tuple(skipped), budget)
 
