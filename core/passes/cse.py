@@ -208,9 +208,10 @@ def _occurrences(layout: _Layout) -> tuple[list[Expr], dict[int, int], dict[int,
 
 
 def _plan(tree: Stmt, options: Mapping[str, Any],
-          report_budget: bool = True) -> tuple[list[_Choice], list[Skipped], int | None]:
-    """The expressions to name (largest first), those skipped, and the register budget (without
-    ``report_budget``, None where no expression repeats: nothing is then measured against it)."""
+          report_budget: bool = True) -> tuple[list[_Choice], list[Skipped], int | None, set[str]]:
+    """The expressions to name (largest first), those skipped, the register budget (without
+    ``report_budget``, None where no expression repeats: nothing is then measured against it) and, where
+    some expression is named, the names of the tree's variables (its walks met every one), else none."""
     forms = Forms()
     layout = _Layout(tree)
     nodes, weight, first, last = _occurrences(layout)
@@ -229,7 +230,7 @@ def _plan(tree: Stmt, options: Mapping[str, Any],
     # A value some let holds whole takes no register more once named: that let becomes the name.
     repeated = [e for e, n in counts.items() if n >= 2]
     if not repeated and not report_budget:
-        return [], [], None  # the register sweep of the whole kernel, for nothing to weigh
+        return [], [], None, set()  # the register sweep of the whole kernel, for nothing to weigh
     held = {s.value for s in layout.order if isinstance(s, Let)}
     model, budget = register_budget(tree, options)
     chosen: list[_Choice] = []
@@ -250,7 +251,11 @@ def _plan(tree: Stmt, options: Mapping[str, Any],
         for sub, w in _weighted_nodes(e)[1:]:
             if sub in counts:
                 counts[sub] -= (n - 1) * w
-    return chosen, skipped, budget
+    if not chosen:
+        return chosen, skipped, budget, set()
+    # every variable is an expression some statement evaluates or the one a binder binds
+    used = {n.name for n in nodes if isinstance(n, Var)} | {v.name for v in map(binder, layout.order) if v is not None}
+    return chosen, skipped, budget, used
 
 
 def _with_header_store(where: Stmt, span: tuple[int, int] | None) -> tuple[int, int] | None:
@@ -344,10 +349,10 @@ def eliminate(ir: Node, options: Mapping[str, Any], rounds: int = _ROUNDS,
     if not isinstance(ir, Stmt):
         return ir, CseReport((), (), None)
     tree = unshare_statements(ir)
-    chosen, skipped, budget = _plan(tree, options, report_budget)
+    chosen, skipped, budget, used = _plan(tree, options, report_budget)
     if not chosen:
         return ir, CseReport((), tuple(skipped), budget)
-    names = Names.of(ir)
+    names = Names(used)
     mapping = {c.expr: names.fresh("cse", c.expr.type) for c in chosen}
     # A let whose whole value is named (an alias, _InlineAliases) and whose variable no other statement
     # binds: the walk that names the expressions reads the name for the variable too, instead of one walk

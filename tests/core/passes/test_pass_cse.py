@@ -141,3 +141,19 @@ def test_lets_holding_one_value_read_one_name_and_their_masks_are_named_once():
     assert sorted(str(let.value.type) for let in lets(rounds)) == ["boolx8", "s32x8"]
     env = {"x": 5, "y": 30}
     assert effects(rounds, env=env) == effects(s, env=env) == effects(once, env=env)
+
+
+def test_the_names_a_plan_collects_are_every_variable_of_the_kernel():
+    """CSE takes the names its fresh ``cse_K`` must avoid from its own walks of the statements (every
+    variable is an expression a statement evaluates or a binder's): they are ``var_names`` of the whole
+    tree, at each CSE of an unrolled example's pipeline."""
+    from kdd.core.ir.visitor import var_names
+    from kdd.core.passes.cse import _plan
+    from kdd.core.passes.options import kernel_options
+
+    kernel = example_kernel("resnet50_3x3_tuned")
+    trace = run_pipeline(kernel)
+    for name in ("cse", "cse-unrolled", "cse-hoisted"):
+        tree = unshare_statements(trace.before(name))
+        chosen, _, _, used = _plan(tree, kernel_options(kernel))
+        assert chosen and used == var_names(tree)
