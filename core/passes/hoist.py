@@ -472,13 +472,26 @@ class _LiftHeaders(IRMutator):
 
 
 class _DropAllocs(IRMutator):
-    """Removes the allocations of ``names`` that nothing reads or writes any more."""
+    """Removes the allocations of ``names`` that nothing reads or writes any more in ``ir``.
 
-    def __init__(self, names: set[str]):
+    A name one allocation binds is read in its body if anywhere (outside it, it is not in scope): one
+    walk of the kernel finds the names some node other than an allocation reads; a name bound twice is
+    looked for in each body."""
+
+    def __init__(self, ir: Node, names: set[str]):
         self.names = names
+        self.read: set[str] = set()
+        binders: dict[str, int] = {}
+        for node in distinct_nodes(ir):
+            if node.__class__ is Alloc:
+                binders[node.buf.name] = binders.get(node.buf.name, 0) + 1
+                continue
+            self.read.update(k.name for k in node._children_of(node) if k.__class__ is Var)
+        self.twice = {name for name, n in binders.items() if n > 1}
 
     def mutate_Alloc(self, old: Alloc, new: Alloc):
-        if new.buf.name in self.names and new.buf.name not in var_names(new.body):
+        name = new.buf.name
+        if name in self.names and name not in (var_names(new.body) if name in self.twice else self.read):
             return new.body
         return new
 
@@ -590,7 +603,7 @@ def hoist_invariants(ir: Node, options: Mapping[str, Any] | None = None) -> Node
     model, free = register_budget(ir, options or {})
     ctx = _Hoist(ir, free, model.reg_bytes if model is not None else 4)
     out = ctx.mutate(ir)
-    return _DropAllocs(ctx.detached).mutate(out) if ctx.detached else out
+    return _DropAllocs(out, ctx.detached).mutate(out) if ctx.detached else out
 
 
 def paired_headers(stmts: list[Stmt]) -> set[str]:
