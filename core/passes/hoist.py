@@ -90,19 +90,26 @@ def _is_vector_linear(e: Node) -> bool:
     return isinstance(e, Unary) and e.op is Op.NEG
 
 
-def maximal_sums(roots, linear=_is_linear) -> set[int]:
-    """Ids of the ``linear`` nodes under ``roots`` whose parent is not a linear node of the same type."""
-    inner: set[int] = set()
-    candidates: set[int] = set()
-    for root in roots:
-        for n in distinct_nodes(root):
-            if not linear(n):
-                continue
-            candidates.add(id(n))
-            for k in n.children():
-                if k.type == n.type:
-                    inner.add(id(k))
-    return candidates - inner
+def maximal_sums(roots, *kinds) -> list[set[int]]:
+    """Per predicate of ``kinds`` (each saying which nodes are linear), the ids of the linear nodes under
+    ``roots`` whose parent is not a linear node of the same type. One walk of the distinct nodes of all
+    the roots together: an unrolled body's expressions share most of their subtrees."""
+    inner: list[set[int]] = [set() for _ in kinds]
+    candidates: list[set[int]] = [set() for _ in kinds]
+    seen: set[int] = set()
+    stack = list(roots)
+    while stack:
+        n = stack.pop()
+        if id(n) in seen:
+            continue
+        seen.add(id(n))
+        kids = n._children_of(n)
+        stack += kids
+        for linear, found, under in zip(kinds, candidates, inner):
+            if linear(n):
+                found.add(id(n))
+                under.update(id(k) for k in kids if k.type == n.type)
+    return [found - under for found, under in zip(candidates, inner)]
 
 
 class _SplitSums(IRMutator):
@@ -572,7 +579,7 @@ def hoist_loop(loop: For, ctx: _Hoist) -> Stmt:
     lets = {} if _carries_registers(loop) else {
         s.var.name: s.value for s in running if isinstance(s, Let) and s.var.type.is_int
         and s.var.type.lanes > 1 and _is_vector_linear(s.value)}
-    split = _SplitSums(maximal_sums(roots), maximal_sums(roots, _is_vector_linear), inner, ctx,
+    split = _SplitSums(*maximal_sums(roots, _is_linear, _is_vector_linear), inner, ctx,
                        f"{loop.var.name}_inv", trip_count(loop), lets)
     body = split.mutate(body)
     masks = _NameMasks(inner, ctx, f"{loop.var.name}_mask", _single_use_conjunctions(running, roots), hoisted)
