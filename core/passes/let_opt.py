@@ -24,7 +24,7 @@ from ..ir.node import Node
 from ..ir.stmt import Alloc, FuncCall, Let, MemKind, Seq, Stmt, Store, empty
 from ..ir.visitor import IRMutator, IRVisitor, statements, substitute
 from .opcount import is_trivial
-from .tree import StatementReads, distinct_nodes, has_load, read_names, var_names
+from .tree import StatementReads, has_load, var_names
 
 
 class _Drop(IRMutator):
@@ -74,16 +74,19 @@ class _DropRegisters(IRMutator):
 def remove_unread_registers(ir: Node, options: Mapping[str, Any] | None = None) -> Node:
     """``ir`` without the register buffers nothing reads (only stores write them), their stores and the
     lets left unused; the same object when every register buffer is read."""
+    if not isinstance(ir, Stmt):
+        return ir
     registers: set[str] = set()
     reads: set[str] = set()
-    for s in distinct_nodes(ir):
+    read = StatementReads()  # the statements of an unrolled kernel share most of their expressions
+    for s in statements(ir):
         if isinstance(s, Alloc):
             if s.kind is MemKind.GRF:
                 registers.add(s.buf.name)
         elif isinstance(s, Store):
             reads |= var_names(*(e for e in (s.offset, s.value, s.mask) if e is not None))
-        elif isinstance(s, Stmt):
-            reads |= read_names(s)
+        else:
+            reads |= read(s)
     dead = registers - reads
     return remove_unused_lets(_DropRegisters(dead).mutate(ir)) if dead else ir
 
@@ -151,7 +154,7 @@ def merge_register_copies(ir: Node, options: Mapping[str, Any] | None = None) ->
     captured), so an earlier copy's let covers the later copies."""
     if not isinstance(ir, Stmt):
         return ir
-    grf = {n.buf.name for n in distinct_nodes(ir) if isinstance(n, Alloc) and n.kind is MemKind.GRF}
+    grf = {n.buf.name for n in statements(ir) if isinstance(n, Alloc) and n.kind is MemKind.GRF}
     try:
         scoped = _Extend().mutate(ir)
     except RecursionError:      # lets nested past Python's stack (see MAX_NESTED_LETS)
@@ -246,13 +249,11 @@ class _Copies(IRVisitor):
         self.epoch[name] = self.epoch.get(name, 0) + 1
 
     def _writes(self, s: Stmt) -> None:
-        for n in distinct_nodes(s):
+        for n in statements(s):  # stores and calls are statements: no expression to walk
             if isinstance(n, Store):
                 self._bump(n.buf.name)
             elif isinstance(n, FuncCall):
-                for a in n.args:
-                    if isinstance(a, Var):
-                        self._bump(a.name)
+                self.visit_FuncCall(n)
 
     def visit_Let(self, s: Let):
         v = substitute(s.value, self.renames) if self.renames else s.value
@@ -282,7 +283,9 @@ class _Copies(IRVisitor):
         self._bump(s.buf.name)
 
     def visit_FuncCall(self, s: FuncCall):
-        self._writes(s)
+        for a in s.args:  # a call may write any buffer it names
+            if isinstance(a, Var):
+                self._bump(a.name)
 
     def visit_For(self, s: Stmt):     # a loop's or a branch's other edges: what it writes anywhere differs
         self._writes(s)
