@@ -26,7 +26,7 @@ from typing import Any, Mapping
 from ..ir.expr import Var
 from ..ir.funcs import Barrier, BarrierSignal, BarrierWait
 from ..ir.stmt import Alloc, For, FuncCall, If, MemKind, Seq, Stmt
-from ..ir.visitor import IRMutator, IRVisitor
+from ..ir.visitor import IRMutator, IRVisitor, statements
 from .tree import child_stmts, distinct_nodes, own_exprs, trip_count, unshare_statements
 
 _ACCESS, _BARRIER, _NOP = "access", "barrier", "nop"
@@ -156,9 +156,10 @@ class _Drop(IRMutator):
 
 def remove_redundant_barriers(ir: Stmt, options: Mapping[str, Any] | None = None) -> Stmt:
     """``ir`` without barriers that order no SLM access; the same object when all are needed."""
-    if not any(_is_barrier(n) for n in distinct_nodes(ir)):
+    stmts = statements(ir)  # barriers and allocations are statements: no expression walked
+    if not any(_is_barrier(n) for n in stmts):
         return ir
-    slm = frozenset(n.buf.name for n in distinct_nodes(ir) if isinstance(n, Alloc) and n.kind is MemKind.SLM)
+    slm = frozenset(n.buf.name for n in stmts if isinstance(n, Alloc) and n.kind is MemKind.SLM)
     tree = unshare_statements(ir)
     out = tree
     for forward in (True, False):

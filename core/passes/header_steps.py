@@ -48,7 +48,7 @@ from ..ir.funcs import Barrier, BarrierSignal, Fence, Send, Send2D, SendOp
 from ..ir.node import Node
 from ..ir.names import Names
 from ..ir.stmt import Alloc, For, FuncCall, If, Let, Stmt, Store
-from ..ir.visitor import IRMutator, IRVisitor, distinct_nodes, walk
+from ..ir.visitor import IRMutator, IRVisitor, statements, walk
 from .options import target_of
 
 
@@ -143,7 +143,7 @@ def _steppable_headers(ir: Node) -> frozenset[str]:
     """The header buffers every message reading which is an unmasked global load or store."""
     good: set[str] = set()
     bad: set[str] = set()
-    for s in distinct_nodes(ir):
+    for s in statements(ir):  # messages are statements: no expression walked
         if isinstance(s, FuncCall) and isinstance(s.func, Send) and isinstance(s.ops.mem_offset, Load):
             off = s.ops.mem_offset
             ok = s.func.space == "global" and s.func.op in (SendOp.LOAD, SendOp.STORE) \
@@ -182,7 +182,7 @@ class _Steps(IRMutator):
     def _edges(self, s: Stmt) -> None:
         """A loop's or a branch's edge: what it writes anywhere may differ on the other side."""
         self.last.clear()
-        for n in distinct_nodes(s):
+        for n in statements(s):  # stores and calls are statements: no expression walked
             if isinstance(n, Store):
                 self.epoch[n.buf.name] += 1
             elif isinstance(n, FuncCall):

@@ -547,7 +547,7 @@ def _running_stmts(body: Stmt) -> list[Stmt]:
 def _invariant_lets(loop: For) -> tuple[list[Let], set[str]]:
     """The lets of ``loop``'s body that can move out, in program order, and the names that stay inside."""
     inner = {loop.var.name}
-    for n in distinct_nodes(loop.body):
+    for n in statements(loop.body):  # binders are statements: no expression walked
         v = binder(n)
         if v is not None:
             inner.add(v.name)
@@ -562,7 +562,7 @@ def _invariant_lets(loop: For) -> tuple[list[Let], set[str]]:
 def _carries_registers(loop: For) -> bool:
     """Whether strength reduction has run on ``loop``: a let of its body reads a register the body
     stores to (an induction variable or a digit counter carried across iterations)."""
-    nodes = list(distinct_nodes(loop.body))
+    nodes = statements(loop.body)  # lets and stores are statements: no expression walked
     read = {n.value.buf.name for n in nodes if isinstance(n, Let) and isinstance(n.value, Load)}
     return any(isinstance(n, Store) and n.buf.name in read for n in nodes)
 

@@ -26,11 +26,10 @@ from ..ir.funcs import Send
 from ..ir.node import Node
 from ..ir.stmt import For, FuncCall, Let, Stmt, Store
 from ..ir.types import s64
-from ..ir.visitor import IRMutator
+from ..ir.visitor import IRMutator, statements
 from .intervals import IntervalAnalysis
 from ..ir.names import Names
 from .options import launch_ranges
-from .tree import distinct_nodes
 
 
 class _Widen(IRMutator):
@@ -109,7 +108,7 @@ def _analyse(ir: Stmt, ranges: Mapping[str, tuple[int, int]]) -> tuple[IntervalA
     """Ranges of every loop and let variable (definitions before uses) and the lets that wrap."""
     analysis = IntervalAnalysis(ranges)
     wrapping = []
-    for s in distinct_nodes(ir):
+    for s in statements(ir):  # loops and lets are statements: no expression walked
         if isinstance(s, For):
             init_lo = analysis.of(s.init)[0]
             bound_hi = analysis.of(s.bound)[1]

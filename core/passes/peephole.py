@@ -44,7 +44,7 @@ from ..ir.simplify.bounds import Info
 from ..ir.stmt import For, Let
 from ..ir.types import s32, u32
 from ..ir.node import Node
-from ..ir.visitor import IRMutator, IRVisitor, var_names
+from ..ir.visitor import IRMutator, IRVisitor, statements, var_names
 from ..targets import FusedIntOps
 from .let_opt import remove_unused_lets
 from .options import launch_ranges, target_of
@@ -360,7 +360,7 @@ def fuse_arith(ir: Node, options: Mapping[str, Any] | None = None) -> Node:
     if not ranges:
         return _Fuse(target.fused_int_ops, False).mutate(ir)
     ir = shift_divisions(ir, options)
-    sums = {n.var.name: n.value for n in distinct_nodes(ir) if isinstance(n, Let) and isinstance(n.value, Binary)
+    sums = {n.var.name: n.value for n in statements(ir) if isinstance(n, Let) and isinstance(n.value, Binary)
             and n.value.op is Op.ADD and n.value.type == s32}
     out = _Fuse(target.fused_int_ops, True, sums).mutate(ir)
     return out if out is ir else remove_unused_lets(out)

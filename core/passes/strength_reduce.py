@@ -63,7 +63,7 @@ from ..ir.expr import Binary, Expr, IntImm, Load, Op, Unary, Var, iif, wrap_int
 from ..ir.node import Node
 from ..ir.stmt import Alloc, For, Let, MemKind, Seq, Stmt, Store, seq
 from ..ir.types import Type
-from ..ir.visitor import IRMutator, post_order
+from ..ir.visitor import IRMutator, post_order, statements
 from .cse import register_budget
 from .forms import Forms
 from .loop_level import LoopLevel
@@ -389,7 +389,7 @@ class _Reduce(IRMutator):
 
     def reduce_loop(self, loop: For) -> Stmt:
         k = loop.var
-        inner = {k.name} | {v.name for v in (binder(n) for n in distinct_nodes(loop.body)) if v is not None}
+        inner = {k.name} | {v.name for v in map(binder, statements(loop.body)) if v is not None}
         level = LoopLevel(loop.body)
         found = self.digit_counters(loop, level, inner)
         chosen = _choose(level, found, k, self.forms, self.max_registers)
