@@ -69,9 +69,19 @@ class Copies:
                 self._plan.append((node, slots, isinstance(node, Expr)))
         self._root_touched = id(s) in at
 
+    def renaming(self, names: Names, after: Mapping[Var, Var] | None = None) -> dict[Var, Var]:
+        """A fresh variable for each variable bound inside the statement (asked in program order),
+        named after the variable ``after`` maps it to where it does (a copy of a copy: the names the
+        statement's variables got in that copy), else after itself."""
+        out: dict[Var, Var] = {}
+        for v in self.bound:
+            if v not in out:
+                out[v] = names.fresh((after.get(v, v) if after else v).name, v.type)
+        return out
+
     def copy(self, mapping: Mapping[Var, Expr], names: Names | None = None) -> Stmt:
-        """The statement with ``mapping`` applied (keys among ``replaced``) and, with ``names``,
-        every variable bound inside it renamed to a fresh name."""
+        """The statement with ``mapping`` applied (keys among ``replaced`` and the bound variables) and,
+        with ``names``, every other variable bound inside it renamed to a fresh name."""
         if not self._root_touched:
             return self.stmt
         subst = dict(mapping)

@@ -75,8 +75,13 @@ def unroll_loop(loop: For, names: Names) -> Stmt:
         return body.copy({k: kval}, names if fresh else None)
 
     ind = split_induction(loop.body)
+    renamed: list[dict[Var, Var]] = []  # per copy of the unrolled iteration, its names of the body's variables
     if ind is None:
-        unrolled = seq(*(copy(k + _imm(k, j * s) if j else k, j > 0) for j in range(u)))
+        copies = [loop.body]
+        for j in range(1, u):
+            renamed.append(body.renaming(names))
+            copies.append(body.copy({k: k + _imm(k, j * s), **renamed[-1]}))
+        unrolled = seq(*copies)
     else:  # strength-reduced: copy j sees every induction variable j steps on; one increment
         core = Copies(ind.core, (k, *(iv for iv, _, _ in ind.ivs)))
         unrolled = ind.rebuild(seq(*(core.copy({k: k + _imm(k, j * s),
@@ -93,7 +98,9 @@ def unroll_loop(loop: For, names: Names) -> Stmt:
         if main >= 2 * u and _decided_by_peeling(loop.body, k, init + (main - u) * s, init + (main - 1) * s):
             # The last unrolled iteration follows as a constant copy, so the loop's copies test no guard.
             main -= u
-            rest.insert(0, Copies(unrolled, (k,)).copy({k: _imm(k, init + main * s)}, names))
+            first = init + main * s
+            rest.insert(0, _peeled(body, renamed, k, first, s, names) if ind is None
+                        else Copies(unrolled, (k,)).copy({k: _imm(k, first)}, names))
         return seq(For.make(k, loop.init, _imm(k, init + main * s), unrolled, s * u, origin=loop.origin), *rest)
     end = names.fresh(f"{k.name}_end", k.type)
     trips = max_(loop.bound - loop.init + _imm(k, s - 1), _imm(k, 0)) // _imm(k, s)
@@ -101,6 +108,15 @@ def unroll_loop(loop: For, names: Names) -> Stmt:
     tail = For.make(tail_var, end, loop.bound, copy(tail_var, True), s, origin=loop.origin)
     main_loop = For.make(k, loop.init, end, unrolled, s * u, origin=loop.origin)
     return Let.make(end, loop.init + trips // _imm(k, u) * _imm(k, u * s), seq(main_loop, tail))
+
+
+def _peeled(body: Copies, renamed: list[dict[Var, Var]], k: Var, first: int, step: int, names: Names) -> Stmt:
+    """The unrolled iteration (the body, then a copy of it per entry of ``renamed``: that copy's names of the
+    body's variables) with ``k`` the constant ``first``, its variables renamed again: what a copy of the
+    whole makes (the same names asked in the same order, each copy's ``k + j*step`` folded to a constant),
+    built from copies of the body, without a plan of the whole iteration."""
+    return seq(*(body.copy({k: _imm(k, first + j * step), **body.renaming(names, renamed[j - 1] if j else None)})
+                 for j in range(len(renamed) + 1)))
 
 
 def _decided_by_peeling(body: Stmt, k: Var, first: int, last: int) -> bool:

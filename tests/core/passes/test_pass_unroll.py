@@ -95,3 +95,35 @@ def test_register_buffer_stores_count_as_register_operands():
     kernel = Alloc.make(acc, 64, MemKind.GRF, For.make(i, 0, 16, Store.make(acc, i * 4, i)))
     (loop,) = loops(mark_register_loops(kernel))
     assert loop.unroll == 16
+
+
+def test_the_peeled_iteration_is_the_copy_of_the_whole_unrolled_iteration(monkeypatch):
+    """``_peeled`` builds the last unrolled iteration from copies of the body; a copy of the whole
+    iteration (with the loop variable the constant) is what it stands for: equal IR, the same fresh
+    names asked in the same order, on an example whose pipelined loop is peeled."""
+    import copy
+
+    from passes_kernels import example_kernel
+
+    from kdd.core.ir import print_ir
+    from kdd.core.passes import unroll
+    from kdd.core.passes.kernel_pipeline import run_pipeline
+    from kdd.core.passes.naming import Copies
+
+    built = unroll._peeled
+    seen = []
+
+    def checked(body, renamed, k, first, step, names):
+        before = copy.deepcopy(names)
+        out = built(body, renamed, k, first, step, names)
+        whole = seq(body.stmt, *(body.copy({k: k + unroll._imm(k, j * step), **renamed[j - 1]})
+                                 for j in range(1, len(renamed) + 1)))
+        expected = Copies(whole, (k,)).copy({k: unroll._imm(k, first)}, before)
+        assert out.is_equal(expected) and print_ir(out).text == print_ir(expected).text
+        assert before._used == names._used
+        seen.append(first)
+        return out
+
+    monkeypatch.setattr(unroll, "_peeled", checked)
+    run_pipeline(example_kernel("resnet50_3x3"))
+    assert seen
