@@ -149,6 +149,26 @@ def test_a_thread_tile_over_two_pixel_dims_reads_slm_in_whole_registers():
     assert check_kernel(kernel).ok
 
 
+def test_a_tile_every_thread_reads_whole_is_copied_by_a_gather_whose_lanes_store_in_place():
+    """Xe-HPC, a 1x1 convolution's A staged in SLM under threads along ``oc`` (each thread reads the whole
+    A tile): its FMA-ready layout splits a pixel's 64-byte row into two 32-byte K halves, so a copy of
+    row messages loaded 16 rows of 64 bytes a thread and stored 32 halves (a bounce ``mov`` each). The
+    copy is a 32-lane gather of 32-byte pieces instead, each lane storing its piece where the layout
+    places it: one load and one store, no reorder."""
+    p = problem(parse_shape("mb1ic64iw64oc128ow64kw1pw0"), "fwd", "f16")
+    dims = [n for r in "bmnk" for n, _ in getattr(p.gemm_dims(), r)]
+    kernel = build_kernel(p, parse_config_line("fma=dpas simd=16 l=ic2 T=oc2 i=ic32oc32ow32 bufs=3", dims),
+                          "xehpc")
+    stores = [s for s in _sends(kernel, "a_slm") if s.func.op is SendOp.STORE]
+    assert len(stores) == 1 and stores[0].func.kind is SendKind.SCATTERED and stores[0].func.vec == 8
+    loads = _sends(kernel, "src")
+    assert len(loads) == 1 and loads[0].func.kind is SendKind.SCATTERED
+    staged = stores[0].args[2].name  # the gather's registers, stored as they are
+    assert not any(isinstance(n, FuncCall) and isinstance(n.func, Reorder) and n.args[0].name == staged
+                   for n in walk(kernel.body))
+    assert check_kernel(kernel).ok
+
+
 def test_a_one_thread_weights_copy_packs_its_rows_into_vnni_and_stores_blocks():
     """Xe-HPC, ``ic4 kw4`` folded into K with one thread (``T=x``): B's rows of ``oc`` pair two K rows in
     a VNNI dword, so SLM stores of the staged rows were 16-bit scatters (64 a step, each with its address
