@@ -812,7 +812,11 @@ def plan_block2d(access: TileAccess, reg: RegTensor, limits: Block2D | None, reg
     if limits.surface_problem(width, height, pitch) is not None:
         return None
     base = _surface_base(view, access.starts, t_rows, t_cols, size)
-    if arith.alignment(base, access.facts) % limits.base_align:
+    # A message's surface starts where its index along the rows' outer view dims puts it: the base is
+    # linear in that index, so aligned at the tile's start and one step on along each, it is at all of them.
+    steps = [_surface_base(view, {**access.starts, n: operators.add(access.starts.get(n, arith.const(0)), 1)},
+                           t_rows, t_cols, size) for n, e in access.roles[rows].dims if e > 1 and n != row_dim]
+    if any(arith.alignment(b, access.facts) % limits.base_align for b in [base, *steps]):
         return None  # the surface starts off the hardware's alignment (kernel buffers are aligned)
     col_start = operators.add(view.tensor_index(access.starts)[t_cols], access.base[cols])
     if arith.alignment(operators.fold(col_start), access.facts) * size % 4:
