@@ -22,15 +22,16 @@ cooperative SLM copy whose stores mirror its vector loads asks for the masks
 instead (``masks``) and writes zeros from SLM stores of its own
 (``slm.ZeroSource``): no fill in every iteration.
 
-On targets with 2D block loads (``plan_block2d``), a global tile whose rows and
-columns are each one view dim walking one tensor dim with unit steps (the
-columns unit-stride, the rows one pitch apart) is loaded by ``load_block2d``
-messages instead, each as many rows (and side-by-side column blocks) as the
-register layout holds in the message's order: the tensor's two dims are the
-message's surface, so its edges (a convolution's padding along the row, a
-channel tail along the columns) read as zeros without masks or fills, and a
-mask of the other dims (the kernel tap's input row) holds for a whole message,
-which then starts above the surface.
+On targets with 2D block loads (``plan_block2d``), a global tile whose columns
+are one view dim and whose rows' innermost view dim each walk one tensor dim
+with unit steps (the columns unit-stride, the rows one pitch apart) is loaded
+by ``load_block2d`` messages instead, each as many rows (and side-by-side
+column blocks) as the register layout holds in the message's order: the
+tensor's two dims are the message's surface, so its edges (a convolution's
+padding along the row, a channel tail along the columns) read as zeros without
+masks or fills, and a mask of the other dims (the kernel tap's input row, the
+image of rows over ``mb ow``: a message stays inside one) holds for a whole
+message, which then starts above the surface.
 
 Byte offsets carry the element size in every term (``offset_expr``'s
 ``scale``), so the scalar part of a per-lane address is one sum of bytes.
@@ -750,18 +751,21 @@ def _matrix_positions(layout: Layout) -> list[tuple[int, int, int]]:
 
 
 def _lands(pos: list[tuple[int, int, int]], along: list[tuple[int, ...]], w: int, h: int, a: int, rows: int,
-           cols: int, size: int) -> bool:
+           cols: int, size: int, span: int) -> bool:
     """Whether messages of ``a`` blocks of ``w`` x ``h`` elements, taking ``pos``'s elements in order, each
     start on a dword and hold the block's elements where the layout holds them: element ``(i, r, c)`` of a
-    message the matrix index of its first one plus ``r`` along ``rows`` and ``i * w + c`` along ``cols``.
-    ``along`` is ``pos`` by matrix dim (each dim's index at every element), so a block row compares as
-    one slice."""
+    message the matrix index of its first one plus ``r`` along ``rows`` and ``i * w + c`` along ``cols``,
+    its ``h`` rows inside one run of ``span`` (the surface's rows: the innermost view dim of the matrix's
+    rows). ``along`` is ``pos`` by matrix dim (each dim's index at every element), so a block row compares
+    as one slice."""
     n = w * h * a
     if any(pos[q][cols] * size % 4 for q in range(0, len(pos), n)):
         return False
     batch, row_at, col_at = along[0], along[rows], along[cols]
     for q in range(0, len(pos), n):
         b0, r0, c0 = pos[q][0], pos[q][rows], pos[q][cols]
+        if r0 % span + h > span:
+            return False
         e = q
         for i in range(a):
             want_cols = tuple(range(c0 + i * w, c0 + i * w + w))
@@ -784,9 +788,14 @@ def plan_block2d(access: TileAccess, reg: RegTensor, limits: Block2D | None, reg
     if cols == 0:
         return None
     rows = 3 - cols
-    row_dim, col_dim = _one_dim(access.roles[rows]), _one_dim(access.roles[cols])
+    # The rows may run over several view dims (``mb2 ow16``): the surface's rows are the innermost one's,
+    # and each message stays inside one index of the outer ones (whose tensor index, masks and tails
+    # then hold for the whole message, as those of any other dim do: ``load_block2d``).
+    inner_row = access.roles[rows].innermost()
+    row_dim, col_dim = inner_row[0] if inner_row else None, _one_dim(access.roles[cols])
     if row_dim is None or col_dim is None:
         return None
+    span = inner_row[1]
     t_rows, t_cols = _surface_dim(view, row_dim, access.bounded), _surface_dim(view, col_dim, access.bounded)
     if t_rows is None or t_cols is None or t_rows == t_cols:
         return None
@@ -803,7 +812,11 @@ def plan_block2d(access: TileAccess, reg: RegTensor, limits: Block2D | None, reg
     if limits.surface_problem(width, height, pitch) is not None:
         return None
     base = _surface_base(view, access.starts, t_rows, t_cols, size)
-    if arith.alignment(base, access.facts) % limits.base_align:
+    # A message's surface starts where its index along the rows' outer view dims puts it: the base is
+    # linear in that index, so aligned at the tile's start and one step on along each, it is at all of them.
+    steps = [_surface_base(view, {**access.starts, n: operators.add(access.starts.get(n, arith.const(0)), 1)},
+                           t_rows, t_cols, size) for n, e in access.roles[rows].dims if e > 1 and n != row_dim]
+    if any(arith.alignment(b, access.facts) % limits.base_align for b in [base, *steps]):
         return None  # the surface starts off the hardware's alignment (kernel buffers are aligned)
     col_start = operators.add(view.tensor_index(access.starts)[t_cols], access.base[cols])
     if arith.alignment(operators.fold(col_start), access.facts) * size % 4:
@@ -820,7 +833,7 @@ def plan_block2d(access: TileAccess, reg: RegTensor, limits: Block2D | None, reg
                     continue  # (each message lands on a register)
                 if best is not None and (n, h) <= (best.elems, best.height):
                     continue
-                if _lands(pos, along, w, h, a, rows, cols, size):
+                if _lands(pos, along, w, h, a, rows, cols, size, span):
                     best = Block2DPlan(w, h, a, len(pos) // n, rows, cols, row_dim, col_dim, t_rows, t_cols)
     return best
 

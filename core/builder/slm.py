@@ -144,9 +144,12 @@ def stage(name: str, group: TileAccess, thread_roles: tuple[MatrixDim, MatrixDim
     # 16 loads of 64 bytes and 32 SLM stores of 32 a step -> a gather and a scatter, 5.6 -> 4.24 ALU per dpas;
     # seed002 base 2.17 -> 1.19) or the dense tile's 32-byte SLM reads and bounce moves (mb2 ic1280ih32 ...
     # i=ic32mb2oc64ow16: 7.25 -> 6.5). Elsewhere a split dim among several wide ones (``_threads_outer_m``)
-    # takes the dense tile; a single one keeps the FMA-ready tile's block or column copy.
+    # takes the dense tile; a single one keeps the FMA-ready tile's block or column copy. A tile every
+    # thread reads whole (the threads split the other operand) takes the placed copy too: the row copy
+    # it replaces stored each 64-byte row as two 32-byte K halves through a bounce move (xehpc mb1
+    # ic640iw4096 ... T=oc2 i=ic32oc32ow32: 66 -> 20 sends, 3.79 -> 0.52 ALU per dpas).
     split = ready is not None and ready[0] is not None
-    placed = split and whole and vectors is not None and _placed_pieces(tile, ready[1], vectors)
+    placed = ready is not None and whole and vectors is not None and _placed_pieces(tile, ready[1], vectors)
     if split and not placed and sum(e > 1 for _, e in group.roles[ready[0]].dims) > 1:
         ready = None
     direct = None

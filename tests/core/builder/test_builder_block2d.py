@@ -101,9 +101,10 @@ def test_any_a_tile_loads_within_the_limits_in_no_more_messages_and_computes_the
     assert check_kernel(kernel, p).ok
 
 
-def _lands_by_numpy(layout, w: int, h: int, a: int, rows: int, cols: int, size: int) -> bool:
+def _lands_by_numpy(layout, w: int, h: int, a: int, rows: int, cols: int, size: int, span: int) -> bool:
     """The oracle of ``_lands``: the layout's matrix positions from numpy's vectorized offsets, cut into
-    messages and compared with the block shape's as whole arrays."""
+    messages and compared with the block shape's as whole arrays; each message's rows inside one run of
+    ``span``."""
     index = np.indices(layout.padded_dims).reshape(3, -1).T
     pos = np.full((layout.padded_elems(), 3), -1, dtype=np.int64)
     pos[layout.offsets_of(index) - layout.offset] = index
@@ -112,16 +113,19 @@ def _lands_by_numpy(layout, w: int, h: int, a: int, rows: int, cols: int, size: 
     want = np.zeros((a, h, w, 3), dtype=np.int64)
     want[..., cols] = np.arange(a)[:, None, None] * w + np.arange(w)[None, None, :]
     want[..., rows] = np.arange(h)[None, :, None]
-    return not (origin[..., cols] * size % 4).any() and bool((chunks == origin + want).all())
+    inside = (origin[..., rows] % span + h <= span).all()
+    return not (origin[..., cols] * size % 4).any() and bool(inside) and bool((chunks == origin + want).all())
 
 
 @settings(max_examples=60, deadline=None)
 @given(blocks=st.lists(st.tuples(st.integers(0, 2), st.sampled_from((1, 2, 3, 4, 8))), min_size=1, max_size=5),
        w=st.sampled_from((1, 2, 4, 8)), h=st.integers(1, 4), a=st.sampled_from((1, 2)),
-       rows=st.sampled_from((1, 2)), size=st.sampled_from((1, 2, 4)), offset=st.integers(0, 3))
-def test_block_shapes_land_where_numpy_places_the_layouts_elements(blocks, w, h, a, rows, size, offset):
+       rows=st.sampled_from((1, 2)), size=st.sampled_from((1, 2, 4)), offset=st.integers(0, 3),
+       span=st.sampled_from((1, 2, 3, 4, 64)))
+def test_block_shapes_land_where_numpy_places_the_layouts_elements(blocks, w, h, a, rows, size, offset, span):
     """``plan_block2d``'s test of a block shape, in plain integers, agrees with numpy's whole-array form on
-    any dense three-dim layout (padded dims, blocks of one dim split and interleaved, an offset)."""
+    any dense three-dim layout (padded dims, blocks of one dim split and interleaved, an offset), with the
+    rows' surface runs (``span``: the innermost view dim of several) of any length."""
     from kdd.core.builder.loads import _lands, _matrix_positions
     from kdd.core.layout.layout import Layout
 
@@ -130,5 +134,5 @@ def test_block_shapes_land_where_numpy_places_the_layouts_elements(blocks, w, h,
     pos = _matrix_positions(layout)
     if len(pos) % (w * h * a):
         return
-    assert _lands(pos, list(zip(*pos)), w, h, a, rows, 3 - rows, size) == _lands_by_numpy(
-        layout, w, h, a, rows, 3 - rows, size)
+    assert _lands(pos, list(zip(*pos)), w, h, a, rows, 3 - rows, size, span) == _lands_by_numpy(
+        layout, w, h, a, rows, 3 - rows, size, span)

@@ -62,6 +62,21 @@ def test_a_padded_convolution_source_loads_in_2d_blocks_whose_surface_gives_the_
     assert check_kernel(kernel).ok
 
 
+def test_rows_over_two_pixel_dims_load_in_2d_blocks_a_message_inside_each_image():
+    """Xe-HPC, A straight from global memory with the thread's M over ``mb2 ow16``: the surface's rows are
+    ``iw`` (the innermost of M's dims) and each message stays inside one image, whose ``mb`` then holds
+    for the whole message like ``ih`` does. Two messages of 16 rows x 2 K halves per step, not 64 block
+    messages of 32 bytes with their zero fills and bounce moves."""
+    p = problem(parse_shape("mb2ic64ih4iw16oc32oh4ow16kh3kw3ph1pw1"), "fwd", "f16")
+    dims = [n for r in "bmnk" for n, _ in getattr(p.gemm_dims(), r)]
+    kernel = build_kernel(p, parse_config_line("fma=dpas simd=16 l=ic2kh3kw3 i=ic32mb2oc32ow16 bufs=0", dims),
+                          "xehpc")
+    loads = [n for n in walk(kernel.body) if isinstance(n, FuncCall) and isinstance(n.func, Send2D)]
+    assert {s.ops.mem.name for s in loads} == {"src"} and all(s.func.height == 16 for s in loads)
+    assert _sends(kernel, "src") == []
+    assert check_kernel(kernel).ok
+
+
 def test_a_tail_that_the_tile_does_not_divide_shortens_the_block_messages():
     """oc 80 under a group tile of 64 channels, weights `hwio` (oc contiguous): the tail (16 channels into
     the second tile) falls on a multiple of 16, so the copy's rows move in block messages of 16 channels,
@@ -146,6 +161,26 @@ def test_a_thread_tile_over_two_pixel_dims_reads_slm_in_whole_registers():
     assert reads and all(s.func.kind is SendKind.BLOCK and s.func.elems * 2 == 512 for s in reads)
     stores = [s for s in _sends(kernel, "a_slm") if s.func.op is SendOp.STORE]
     assert stores and all(s.func.kind is SendKind.SCATTERED for s in stores)
+    assert check_kernel(kernel).ok
+
+
+def test_a_tile_every_thread_reads_whole_is_copied_by_a_gather_whose_lanes_store_in_place():
+    """Xe-HPC, a 1x1 convolution's A staged in SLM under threads along ``oc`` (each thread reads the whole
+    A tile): its FMA-ready layout splits a pixel's 64-byte row into two 32-byte K halves, so a copy of
+    row messages loaded 16 rows of 64 bytes a thread and stored 32 halves (a bounce ``mov`` each). The
+    copy is a 32-lane gather of 32-byte pieces instead, each lane storing its piece where the layout
+    places it: one load and one store, no reorder."""
+    p = problem(parse_shape("mb1ic64iw64oc128ow64kw1pw0"), "fwd", "f16")
+    dims = [n for r in "bmnk" for n, _ in getattr(p.gemm_dims(), r)]
+    kernel = build_kernel(p, parse_config_line("fma=dpas simd=16 l=ic2 T=oc2 i=ic32oc32ow32 bufs=3", dims),
+                          "xehpc")
+    stores = [s for s in _sends(kernel, "a_slm") if s.func.op is SendOp.STORE]
+    assert len(stores) == 1 and stores[0].func.kind is SendKind.SCATTERED and stores[0].func.vec == 8
+    loads = _sends(kernel, "src")
+    assert len(loads) == 1 and loads[0].func.kind is SendKind.SCATTERED
+    staged = stores[0].args[2].name  # the gather's registers, stored as they are
+    assert not any(isinstance(n, FuncCall) and isinstance(n.func, Reorder) and n.args[0].name == staged
+                   for n in walk(kernel.body))
     assert check_kernel(kernel).ok
 
 
