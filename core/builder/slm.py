@@ -473,17 +473,32 @@ def _column_copy(group: TileAccess, tile: RegTensor, layout: Layout, rules: Mess
     dims = tile.layout.dims
     column = RegTensor(tile.buf, Layout(tile.dtype, dims, (Block(dim, chunk, 1), Block(k, rows, chunk),
                                                             Block(dim, cols // chunk, chunk * rows))))
-    if contiguous_run(group, column) % chunk:
-        return None
-    plan = MessagePlan(SendKind.BLOCK, chunk, rows * cols // chunk)  # rows only vector messages move
-    vectors = plan_vectors(plan, rounds, tile.dtype.size, rules)
-    if vectors is None:
+    run = contiguous_run(group, column)
+    if run % chunk:
         return None
     n = rounds * chunk
     piece = _thread_piece(tile, layout, shape, thread, threads)
     if piece is None:
         return None
     order = tuple(d for d in range(3) if d not in (k, dim)) + (k, dim)
+    nbytes = n * tile.dtype.size
+    if run % n == 0 and nbytes <= rules.max_block_bytes and not nbytes & (nbytes - 1):
+        # A thread's box is one piece of memory (weights blocked by the chunk, ``ABcd16b16a``: 8 K rows of
+        # 16 channels, 256 bytes): one block message with one address instead of a lane a row, and the
+        # pack reorders whole rows (a row's channels into every other word of the VNNI pairs).
+        pack = names.fresh(pack_name, u64)
+        packed = _pack_stores(tile, piece, row_major(tile.dtype, piece.layout.dims, order), staging, pack, n,
+                              rules, origin)
+        if packed is not None:
+            plan = MessagePlan(SendKind.BLOCK, n, rows * cols // n)
+            load = transfer(SendOp.LOAD, group, column, rules, names, origin,
+                            TransferPlan(split=(thread, threads), staging=staging, plan=plan, unread=unread))
+            store, moved = packed
+            return nbytes, load, store, pack if moved else None
+    plan = MessagePlan(SendKind.BLOCK, chunk, rows * cols // chunk)  # rows only vector messages move
+    vectors = plan_vectors(plan, rounds, tile.dtype.size, rules)
+    if vectors is None:
+        return None
     try:
         src = vectors.layout(tile.dtype, piece.layout.dims, order)
     except ValueError:

@@ -37,6 +37,10 @@ from ..ir.stmt import If, Stmt, Store, seq
 from ..ir.types import Type
 
 
+# The attribute of a counter's ``alloc.grf``: ``(lo, hi)``, inclusive, every value its register holds.
+RANGE_ATTR = "range"
+
+
 @dataclass(frozen=True)
 class Digit:
     """``floor(x / lo) % span`` of ``x = k + offset``; ``span`` None for ``floor(x / lo)``."""

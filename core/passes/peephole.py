@@ -37,16 +37,17 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
-from ..ir.expr import Binary, Broadcast, Cast, Expr, IntImm, Op, Ramp, Ternary, Var
+from ..ir.expr import Binary, Broadcast, Cast, Expr, IntImm, Load, Op, Ramp, Ternary, Var
 from ..ir.simplify import Facts, Simplifier
 from ..ir.simplify.engine import fold_immediates
 from ..ir.simplify.bounds import Info
-from ..ir.stmt import For, Let
+from ..ir.stmt import Alloc, For, Let
 from ..ir.types import s32, u32
 from ..ir.node import Node
 from ..ir.visitor import IRMutator, IRVisitor, statements, var_names
 from ..targets import FusedIntOps
 from .let_opt import remove_unused_lets
+from .mixed_radix import RANGE_ATTR
 from .options import launch_ranges, target_of
 from .tree import distinct_nodes
 
@@ -197,6 +198,12 @@ class _Binders(IRVisitor):
         self.vars: dict[str, Var] = {}
         self.values: dict[str, Expr] = {}
         self.twice: set[str] = set()
+        self.held: dict[str, tuple[int, int]] = {}  # register buffer -> the values it holds (RANGE_ATTR)
+
+    def visit_Alloc(self, s: Alloc) -> None:
+        for key, value in s.attrs:
+            if key == RANGE_ATTR:
+                self.held[s.buf.name] = value
 
     def _bind(self, v: Var) -> None:
         if v.name in self.vars:
@@ -248,7 +255,9 @@ class _KernelBounds(IRVisitor):
 
     def visit_Let(self, s: Let) -> None:
         if s.var.name in self.names and s.value.type.is_int and s.value.type.scalar.bits <= 32:
-            self._bind(s.var, self.simplifier.info(self.scalar.mutate(s.value)))
+            held = self.binders.held.get(s.value.buf.name) if isinstance(s.value, Load) else None
+            info = Info.make(*held) if held is not None else self.simplifier.info(self.scalar.mutate(s.value))
+            self._bind(s.var, info)
 
 
 class _Shifts(IRMutator):

@@ -27,7 +27,10 @@ instead of multiplies and adds in every copy. A counter then read by nothing
 but the wraps of those above it stays; one read by nothing goes.
 
 The IR has no mutable scalars, so a carried value lives in a one-value
-``alloc.grf`` buffer (the register the code generator gives it)::
+``alloc.grf`` buffer (the register the code generator gives it); a digit
+counter's allocation carries the values it holds (``range=(0, 2)``,
+``RANGE_ATTR``), so later passes know its reads non-negative (``peephole``:
+a division of ``ic_digit * 16`` by 32 is a shift, not the signed sequence)::
 
     alloc.grf k_iv_reg[..]
     k_iv_reg.s32[0] = a*init + rest + c0
@@ -67,7 +70,7 @@ from ..ir.visitor import IRMutator, post_order, statements
 from .cse import register_budget
 from .forms import Forms
 from .loop_level import LoopLevel
-from .mixed_radix import Chain, Digit, digit_of, fits, plan_chain
+from .mixed_radix import RANGE_ATTR, Chain, Digit, digit_of, fits, plan_chain
 from ..ir.names import Names
 from .register_loops import stays_loop
 from .tree import DropLets, ReplaceNodes, binder, distinct_nodes, expr_vars, has_load, trip_count
@@ -496,9 +499,23 @@ class _Reduce(IRMutator):
             at = sum(c * d.value(x0 + chain.offset) for c, d in zip(g.coefs, chain.digits()))
             starts.append((buf, self.forms.build(g.type, dict(g.rest), at + g.const)))
         out = seq(*(Store.make(buf, 0, value) for buf, value in starts), out)
+        ranges = {buf.name: r for chain, pairs in counters for (_, buf), d in zip(pairs, chain.digits())
+                  for r in [_digit_range(d, loop, chain.offset)] if r is not None}
         for buf, value in reversed(starts):
-            out = Alloc.make(buf, max(self.reg_bytes, value.type.size), MemKind.GRF, out)
+            attrs = ((RANGE_ATTR, ranges[buf.name]),) if buf.name in ranges else ()
+            out = Alloc.make(buf, max(self.reg_bytes, value.type.size), MemKind.GRF, out, attrs)
         return out
+
+
+def _digit_range(d: Digit, loop: For, offset: int) -> tuple[int, int] | None:
+    """The values a counter of digit ``d`` ever holds, as an inclusive ``(lo, hi)``: a wrapping digit
+    ``0 .. span - 1``; the top one from its first value to one past its last iteration's (the update
+    after the last iteration advances it once more); None where the loop's bounds are not constants."""
+    if d.span is not None:
+        return 0, d.span - 1
+    if not (isinstance(loop.init, IntImm) and isinstance(loop.bound, IntImm)):
+        return None
+    return d.value(loop.init.value + offset), d.value(loop.bound.value - 1 + offset) + 1
 
 
 @dataclass

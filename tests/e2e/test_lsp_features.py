@@ -185,11 +185,11 @@ async def _superseded(tmp_path: Path):
     async with running(tmp_path, "--no-cache") as client:
         _open(client, path)
         await client.wait_for("kdd/compiled", lambda p: p["version"] == 1)
-        line = text.split("\n").index('iter = "mb8oc32ic16"')
-        old = 'iter = "mb8oc32ic16"'
+        line = text.split("\n").index('iter = "mb16oc32ic16"')
+        old = 'iter = "mb16oc32ic16"'
         mark = len(client.messages)
         for version, oc in enumerate([16, 64, 32, 16, 64, 32, 16, 64, 32, 16], start=2):
-            new = f'iter = "mb8oc{oc}ic16"'
+            new = f'iter = "mb16oc{oc}ic16"'
             client.text_document_did_change(lsp.DidChangeTextDocumentParams(
                 lsp.VersionedTextDocumentIdentifier(uri=uri, version=version),
                 [lsp.TextDocumentContentChangePartial(

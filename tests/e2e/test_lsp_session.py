@@ -47,12 +47,12 @@ async def _session(tmp_path: Path):
         assert hover is not None and "axcb" in hover.contents.value
         hover = await client.text_document_hover_async(lsp.HoverParams(
             lsp.TextDocumentIdentifier(uri), _pos(text, 'iter =', 1)))
-        allocated = _plain(first)["registers"]["allocated"]
-        assert f"**Total by the allocator: {allocated} of 128**" in hover.contents.value
+        allocated, budget = _plain(first)["registers"]["allocated"], _plain(first)["registers"]["budget"]
+        assert f"**Total by the allocator: {allocated} of {budget}**" in hover.contents.value
         hints = await client.text_document_inlay_hint_async(lsp.InlayHintParams(
             lsp.TextDocumentIdentifier(uri), lsp.Range(lsp.Position(0, 0), lsp.Position(len(text.splitlines()), 0))))
         ir_model = _plain(first)["registers"]["ir"]
-        assert f"  regs {allocated}/128 by the allocator (IR model {ir_model})" in [h.label for h in hints]
+        assert f"  regs {allocated}/{budget} by the allocator (IR model {ir_model})" in [h.label for h in hints]
 
         ir = await client.request("kdd/irAfterPass", {"textDocument": {"uri": uri}, "pass": "unroll", "diff": True})
         validator("lsp.schema.json", "irAfterPass").validate(ir)
@@ -63,7 +63,7 @@ async def _session(tmp_path: Path):
         assert [p["name"] for p in passes["passes"]][:2] == ["buffering", "prefetch"]
 
         mark = len(client.messages)
-        text = _edit(client, uri, 2, text, 'iter = "mb8oc32ic16"', 'iter = "mb8oc16ic16"')
+        text = _edit(client, uri, 2, text, 'iter = "mb16oc32ic16"', 'iter = "mb16oc16ic16"')
         second = await client.wait_for("kdd/compiled", lambda p: field(p, "version") == 2, after=mark)
         assert field(second, "ok")
         assert _plain(second)["registers"]["estimate"] < _plain(first)["registers"]["estimate"]

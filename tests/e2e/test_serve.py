@@ -191,7 +191,7 @@ def test_a_scripted_session_edit_typo_check(daemon):
     text = (EXAMPLES / "resnet50_3x3.kernel.toml").read_text()
     with Client(daemon) as js, Client(daemon, fmt=MSGPACK) as mp:
         first = js.call("kdd/compile", {"text": text, "emit": "stats"})
-        edited = text.replace('iter = "mb8oc32ic16"', 'iter = "mb8oc16ic16"')
+        edited = text.replace('iter = "mb16oc32ic16"', 'iter = "mb16oc16ic16"')
         second = mp.call("kdd/compile", {"text": edited, "emit": ["stats"]})
         assert second["stats"]["registers"]["estimate"] < first["stats"]["registers"]["estimate"]
         typo = js.call("kdd/compile", {"text": edited.replace('fma = "dpas"', 'fma = "dpsa"')})

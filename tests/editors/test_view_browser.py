@@ -56,7 +56,7 @@ def test_page_follows_the_file(page_and_view):
     _wait_version(page, 1)
     assert page.inner_text("#file") == str(path)
     assert page.inner_text("#ir").startswith("kernel {")
-    assert "iter = \"mb8oc32ic16\"" in page.inner_text("#config")
+    assert "iter = \"mb16oc32ic16\"" in page.inner_text("#config")
     plot = page.locator("#pressure svg")
     first = _cli(path, "asm")
     asm = view.rpc("kdd/assembly")
@@ -79,9 +79,9 @@ def test_page_follows_the_file(page_and_view):
         assert page.inner_text("#asm div >> nth=0").endswith(listing["lines"][0]["text"])
     before_ir, before_asm = page.inner_text("#ir"), page.inner_text("#asm")
     before_estimate = _estimate(path)
-    path.write_text(path.read_text().replace('iter = "mb8oc32ic16"', 'iter = "mb8oc16ic16"'))
+    path.write_text(path.read_text().replace('iter = "mb16oc32ic16"', 'iter = "mb16oc16ic16"'))
     # write_text truncates, then writes: the view may see an empty version before the new text
-    page.wait_for_function("document.querySelector('#config').innerText.includes('mb8oc16ic16')", timeout=120_000)
+    page.wait_for_function("document.querySelector('#config').innerText.includes('mb16oc16ic16')", timeout=120_000)
     latest = view.rpc("kdd/document")["result"]["version"]
     assert latest >= 2
     _wait_version(page, latest)

@@ -21,7 +21,7 @@ def _apply(text: str, edit) -> str:
 @pytest.mark.parametrize("right, typo", [
     ('fma = "dpas"', 'fmaa = "dpas"'),            # a key
     ('prop = "fwd"', 'prop = "fwdd"'),            # a value
-    ('iter = "mb8oc32ic16"', 'iter = "mb8occ32ic16"'),  # a dim inside a tile
+    ('iter = "mb16oc32ic16"', 'iter = "mb16occ32ic16"'),  # a dim inside a tile
     ('hw = "xehpg"', 'hw = "xehgp"'),             # a target
     ('slm = { bufs = 3 }', 'slm = { bufz = 3 }'),  # a key of an inline table
     ("[check]", "[chek]"),                        # a table

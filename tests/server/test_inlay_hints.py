@@ -19,9 +19,10 @@ def test_before_a_compile_the_hint_is_the_labelled_floor():
     engine = Engine()
     parsed = engine.parse(Source(EXAMPLE.read_text(), str(EXAMPLE)))
     [hint] = _regs_hints(inlay_hints(parsed, WHOLE))
-    floor = engine.compile(Source(EXAMPLE.read_text(), str(EXAMPLE)), "stats")["stats"]["registers"]["floor"]
+    registers = engine.compile(Source(EXAMPLE.read_text(), str(EXAMPLE)), "stats")["stats"]["registers"]
+    floor, budget = registers["floor"], registers["budget"]
     parts = " + ".join(f"{k} {v}" for k, v in floor.items())
-    assert hint.label == f"  regs floor {parts} = {sum(floor.values())}/128 GRFs (32 B) per thread"
+    assert hint.label == f"  regs floor {parts} = {sum(floor.values())}/{budget} GRFs (32 B) per thread"
     line = EXAMPLE.read_text().splitlines()[hint.position.line]
     assert line.startswith("iter =")
 
@@ -31,4 +32,4 @@ def test_with_a_compile_the_hint_is_the_allocation():
     source = Source(EXAMPLE.read_text(), str(EXAMPLE))
     registers = engine.compile(source, "stats")["stats"]["registers"]
     [hint] = _regs_hints(inlay_hints(engine.parse(source), WHOLE, registers))
-    assert hint.label == f"  regs {registers['allocated']}/128 by the allocator (IR model {registers['ir']})"
+    assert hint.label == f"  regs {registers['allocated']}/{registers['budget']} by the allocator (IR model {registers['ir']})"

@@ -131,3 +131,21 @@ def test_a_column_copy_whose_pieces_would_overlap_falls_back_to_scatters():
               and n.func.op is SendOp.STORE and n.ops.mem.name.startswith("b_slm")]
     assert stores
     assert check_kernel(kernel).ok
+
+
+def test_weights_blocked_by_the_column_chunk_are_copied_as_one_block_per_thread():
+    """``ABcd16b16a`` weights (the ``blocked`` example's): a thread's box of the column copy, 8 K rows of
+    the 16-channel chunk, is 256 contiguous bytes in memory: one block load with one address (no lane a
+    row), one reorder of whole rows into dpas's VNNI pairs, one block store; the result is right."""
+    p = problem(parse_shape("mb32ic64ih4oc64oh4kh3ph1"), "fwd", "f16",
+                {"src": "NChw32n32c", "wei": "ABcd16b16a", "dst": "NChw32n32c"})
+    dims = [n for r in "bmnk" for n, _ in getattr(p.gemm_dims(), r)]
+    line = parse_config_line("fma=dpas simd=16 regs=256 l=ic4kh3kw3 T=oh4oc2 i=mb32ow2oc32ic16 s=x1", dims)
+    kernel = build_kernel(p, line, "xehpc")
+    sends = [n for n in walk(kernel.body) if isinstance(n, FuncCall) and isinstance(n.func, Send)]
+    from_wei = [s for s in sends if s.func.op is SendOp.LOAD and s.ops.mem.name == "wei"]
+    assert from_wei and all(s.func.kind is SendKind.BLOCK and s.func.elems * s.func.type.size == 256
+                            for s in from_wei)
+    to_b = [s for s in sends if s.func.op is SendOp.STORE and s.ops.mem.name.startswith("b_slm")]
+    assert to_b and all(s.func.kind is SendKind.BLOCK for s in to_b)
+    assert check_kernel(kernel).ok

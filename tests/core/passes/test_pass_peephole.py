@@ -208,3 +208,27 @@ def test_lane_indices_of_a_thread_divide_by_shifts():
     assert {n.op for n in walk(out.body.value) if isinstance(n, Binary)} == {Op.SHR, Op.BIT_AND}
     kept = fuse_arith(body, {"target": "xehpc"})
     assert {n.op for n in walk(kept.body.value) if isinstance(n, Binary)} == {Op.DIV, Op.MOD}
+
+
+def test_a_division_of_a_counters_value_read_from_its_register_is_a_shift():
+    """``(d * 16) / 32`` and ``% 32`` where ``d`` is read from a counter's register whose allocation says
+    it holds 0..4 (``range``, strength reduction's digit counters): the dividend is non-negative, so a
+    shift and a mask, the same value for every ``d`` it holds; without the range the signed sequence
+    stays (a register's value is otherwise unknown)."""
+    from kdd.core.ir import Alloc, Let, Load, MemKind
+    from kdd.core.passes.mixed_radix import RANGE_ATTR
+    reg, d = var("d_reg"), var("d")
+    e = binary(Op.DIV, d * 16, IntImm.make(s32, 32)) * 7 + binary(Op.MOD, d * 16, IntImm.make(s32, 32))
+
+    def kernel(attrs):
+        return Alloc.make(reg, 64, MemKind.GRF, Let.make(d, Load.make(s32, reg, 0), Store.make(var("out"), 0, e)),
+                          attrs)
+
+    out = fuse_arith(kernel(((RANGE_ATTR, (0, 4)),)), {"target": "xehpc"})
+    (store,) = [n for n in walk(out) if isinstance(n, Store)]
+    assert {n.op for n in walk(store.value) if isinstance(n, Binary)} & {Op.DIV, Op.MOD} == set()
+    assert {Op.SHR, Op.BIT_AND} <= {n.op for n in walk(store.value) if isinstance(n, Binary)}
+    for value in range(5):
+        assert evaluate(store.value, {"d": value}) == evaluate(e, {"d": value})
+    kept = fuse_arith(kernel(()), {"target": "xehpc"})
+    assert {Op.DIV, Op.MOD} <= {n.op for n in walk(kept) if isinstance(n, Binary)}

@@ -152,6 +152,15 @@ def test_digits_of_a_counting_loop_become_wrapping_counters():
         assert effects(out, env={"i": i}) == effects(loop, env={"i": i})
 
 
+def test_a_counters_allocation_says_the_values_its_register_holds():
+    """x = k + 2 for k in 0 .. 35: the wrapping digits ``x % 3`` and ``(x / 3) % 3`` hold 0 .. 2, the top
+    one ``x / 9`` from 2 // 9 to one past 37 // 9 (the update after the last iteration advances it)."""
+    from kdd.core.passes.mixed_radix import RANGE_ATTR
+    out = reduce_strength(For.make(K, 0, 36, _digit_body(K + 2)), OPTIONS)
+    held = sorted(dict(n.attrs)[RANGE_ATTR] for n in walk(out) if isinstance(n, Alloc) and "digit" in n.buf.name)
+    assert held == [(0, 2), (0, 2), (0, 37 // 9 + 1)]
+
+
 def test_digits_are_found_through_lets_of_the_counter_and_of_digits():
     xk, q, d = var("xk"), var("q"), var("d")
     body = Let.make(xk, K + 1, Let.make(q, xk / 4, Let.make(d, q % 5, seq(

@@ -189,4 +189,4 @@ def test_with_a_compiles_registers_the_total_is_the_allocators():
     assert "**Floor: " not in rest and str(registers["config"]) not in rest  # no config-time total beside it
     # without a compile, the floor only
     floor = sum(registers["floor"].values())
-    assert f"**Floor: {floor} of 128**" in hover(text, pos.line, pos.character, path=str(path))
+    assert f"**Floor: {floor} of {registers['budget']}**" in hover(text, pos.line, pos.character, path=str(path))

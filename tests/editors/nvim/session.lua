@@ -206,7 +206,7 @@ say("ok heat without termguicolors")
 -- an edit: the views follow it
 local before_ir = table.concat(lines(ir.buf), "\n")
 for i, l in ipairs(lines(src)) do
-  if l:match('^iter = "mb8oc32ic16"') then vim.api.nvim_buf_set_lines(src, i - 1, i, false, { 'iter = "mb8oc16ic16"' }) end
+  if l:match('^iter = "mb16oc32ic16"') then vim.api.nvim_buf_set_lines(src, i - 1, i, false, { 'iter = "mb16oc16ic16"' }) end
 end
 wait("kdd/compiled after the edit", function() return kdd.state[src].compiled.version > opened end)
 local edited = kdd.state[src].compiled.version
@@ -227,7 +227,7 @@ local function status_of(buf)
 end
 local checked_version = kdd.state[src].checked.version
 for i, l in ipairs(lines(src)) do
-  if l:match('^iter = ') then vim.api.nvim_buf_set_lines(src, i - 1, i, false, { 'iter = "mb8oc32ic16"' }) end
+  if l:match('^iter = ') then vim.api.nvim_buf_set_lines(src, i - 1, i, false, { 'iter = "mb16oc32ic16"' }) end
 end
 assert(status_of(src):match(" · check … · compiling…$"), status_of(src))
 wait("the edit compiled", function() return kdd.state[src].compiled.version > checked_version end)
