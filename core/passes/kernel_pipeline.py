@@ -30,6 +30,7 @@ from ..ir.node import Node
 from .barrier_opt import remove_redundant_barriers
 from .buffering import multi_buffer, slm_bytes
 from .cse import eliminate
+from .carried_headers import carry_headers
 from .header_steps import step_headers
 from .hoist import hoist_invariants
 from .let_opt import merge_register_copies, optimize_lets
@@ -104,6 +105,8 @@ KERNEL_PASSES: tuple[Pass, ...] = (
          doc="what hoisting left equal (a load's mask and its SLM store's), computed once"),
     Pass("copies", merge_register_copies,
          doc="an unrolled copy's reads of a loop-carried register no copy between stored: one value"),
+    Pass("carried-headers", carry_headers, reads=("target",),
+         doc="a loop's global header chains carried across its back edge, the counters only they read gone (Xe)"),
     Pass("header-steps", step_headers, reads=("target",),
          doc="a global header stored again with a constant more: stepped from its last value (Xe)"),
     Pass("peephole", fuse_arith, reads=("target", "var_ranges"), version=4,
