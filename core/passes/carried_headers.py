@@ -23,14 +23,25 @@ The offsets after the loop (a peeled trip's ``hdr = inv + k_reg[0] + c``) are
 ends, and such stores read it, so the carried register is not needed there
 either.
 
-Exact where ``header-steps`` steps (its docstring): every message reading a
-chain's headers is an unmasked global load or store, so each offset stepped from
-was in bounds and not negative; each step is a non-negative constant; the
-chain's stores and reads are in the body's straight line (no branch or inner
-loop touches them), each read after a store of its own header; the register
-is written once in the body, a constant more than its value at the top. The
-IR keeps its meaning (``H`` holds offsets; the interpreter adds the steps), so
-every stage checks alike.
+A register the body writes a constant more halfway (a kh wrap's ``k_reg[0] =
+k_iv + 40960`` before the trip's last steps) is read after that store as
+``k_iv`` plus that constant; a header buffer whose stores have different terms
+(A pixels of two rows) is in one chain per terms, its messages reading the
+chain of the store before them.
+
+Exact as ``header-steps`` (its docstring): every message reading a chain's
+headers is a global load or store; the chain's stores and reads are in the
+body's straight line (no branch or inner loop touches them), each read after a
+store of its own header in its own run; the register is written once in the
+body, a constant more than its value at the top. A step is a constant whose
+64-bit add is the offset's: on Xe-HPG (carry-only high dword) only forwards
+and only from offsets an unmasked message read (not negative); where 64-bit
+adds sign-extend (Xe-HPC) backwards too and from masked messages' offsets (the
+overflow pass leaves no 32-bit offset that wraps, so the sum is the offset in
+every lane). A carried header holds 64-bit addresses for its lanes across the
+loop: chains are taken, longest first, while their registers fit the free
+registers (``cse.register_budget``). The IR keeps its meaning (``H`` holds
+offsets; the interpreter adds the steps), so every stage checks alike.
 """
 from __future__ import annotations
 
@@ -43,6 +54,7 @@ from ..ir.names import Names
 from ..ir.node import Node
 from ..ir.stmt import Alloc, For, FuncCall, Group, If, Let, MemKind, Seq, Stmt, Store, empty
 from ..ir.visitor import IRMutator, distinct_nodes, statements, substitute
+from .cse import register_budget
 from .header_steps import covered_headers, steppable_headers
 from .let_opt import remove_unused_lets
 from .options import target_of
@@ -58,20 +70,22 @@ def carry_headers(ir: Node, options: Mapping[str, Any]) -> Node:
     target = target_of(options)
     if target is None or target.xe is None or not isinstance(ir, Stmt):
         return ir
-    headers = steppable_headers(ir)
+    headers = steppable_headers(ir, masked=target.xe.native_int64)
     if not headers:
         return ir
     grf = {n.buf.name: n.size for n in distinct_nodes(ir) if isinstance(n, Alloc) and n.kind is MemKind.GRF}
-    loops = _Loops(headers, covered_headers(ir, headers), grf, Names.of(ir))
+    model, free = register_budget(ir, options)
+    loops = _Loops(headers, covered_headers(ir, headers), grf, Names.of(ir), target.xe.native_int64,
+                   max(free or 0, 0), model.reg_bytes)
     out = loops.mutate(ir)
-    if not loops.placed:
+    if not any(loops.placed.values()):
         return ir
     mems: dict[str, set[str]] = {}
     for n in distinct_nodes(out):
         off = _header_read(n)
         if off is not None:
             mems.setdefault(off.buf.name, set()).add(n.ops.mem.name)
-    out = _After(loops.placed, loops.covered, mems).mutate(out)
+    out = _After(loops.placed, loops.covered, mems, loops.signed).mutate(out)
     for h, size in loops.allocs:        # kernel-wide, as the headers the builder allocates
         out = Group.make(out.label, Alloc.make(h, size, MemKind.GRF, out.body), origin=out.origin) \
             if isinstance(out, Group) else Alloc.make(h, size, MemKind.GRF, out)
@@ -97,19 +111,6 @@ def _linear(s: Stmt) -> Iterator[Stmt]:
             yield x
 
 
-def _rebuild(s: Stmt, new: dict[int, Stmt]) -> Stmt:
-    """``s`` with the statements ``_linear`` yields replaced where ``new`` (by id) says."""
-    if isinstance(s, Seq):
-        return Seq.make([_rebuild(x, new) for x in s.stmts], origin=s.origin)
-    if isinstance(s, Alloc):
-        return Alloc.make(s.buf, s.size, s.kind, _rebuild(s.body, new), s.attrs, origin=s.origin)
-    if isinstance(s, Group):
-        return Group.make(s.label, _rebuild(s.body, new), origin=s.origin)
-    if isinstance(s, Let):
-        return Let.make(s.var, s.value, _rebuild(s.body, new), origin=s.origin)
-    return new.get(id(s), s)
-
-
 def _writes(s: Stmt) -> set[str]:
     """The buffers a statement (and what it nests) may write: stores' and the buffers calls name."""
     out: set[str] = set()
@@ -129,9 +130,10 @@ def _header_read(s: Stmt) -> Load | None:
 
 class _Forms:
     """Header offsets as sums: the terms bound outside the run (counted), the carried register read
-    at the run's top (``regs``: let name -> register) and the constants' sum."""
+    (``regs``: let name -> (register, what the body added to it before the let read it)) and the constants'
+    sum."""
 
-    def __init__(self, regs: dict[str, str], lets: dict[str, Expr]):
+    def __init__(self, regs: dict[str, tuple[str, int]], lets: dict[str, Expr]):
         self.regs, self.lets = regs, lets
 
     def of(self, e: Expr) -> tuple[frozenset, str, int] | None:
@@ -144,7 +146,8 @@ class _Forms:
             const += c
             for x in parts:
                 if isinstance(x, Var) and x.name in self.regs:
-                    carried.append(self.regs[x.name])
+                    carried.append(self.regs[x.name][0])
+                    const += self.regs[x.name][1]
                 elif isinstance(x, Var) and x.name in self.lets:
                     todo.append(self.lets[x.name])
                 elif has_load(x) or var_names(x) & self.lets.keys() or var_names(x) & self.regs.keys():
@@ -160,8 +163,11 @@ class _Loops(IRMutator):
     """Each loop (inner ones first) with its chains carried: ``placed[loop variable]`` lists each
     chain's (key, header, first constant); ``allocs`` the headers' buffers."""
 
-    def __init__(self, headers: frozenset[str], covered: frozenset[str], grf: dict[str, int], names: Names):
+    def __init__(self, headers: frozenset[str], covered: frozenset[str], grf: dict[str, int], names: Names,
+                 signed: bool, room: int, reg_bytes: int):
         self.headers, self.covered, self.grf, self.names = headers, covered, grf, names
+        self.room, self.reg_bytes = room, reg_bytes   # free register bytes the carried headers may take
+        self.signed = signed        # 64-bit adds sign-extend a step (native 64-bit integers): steps may go back
         self.placed: dict[str, list[tuple[tuple, Var, int]]] = {}
         self.allocs: list[tuple[Var, int]] = []
 
@@ -172,8 +178,15 @@ class _Loops(IRMutator):
         if not steps:
             return loop
         lets = {s.var.name: s.value for s in run if isinstance(s, Let)}
-        regs = {s.var.name: s.value.buf.name for s in run if isinstance(s, Let) and s.var.name in steps[1]}
+        regs = steps[1]
         chains = self._chains(run, _Forms(regs, {k: v for k, v in lets.items() if k not in regs}), steps[0])
+        kept = {}
+        for key, chain in sorted(chains.items(), key=lambda kc: -len(kc[1])):   # the longest save the most
+            size = -(-key[1].lanes * 8 // self.reg_bytes) * self.reg_bytes      # its 64-bit addresses
+            if size <= self.room:
+                self.room -= size
+                kept[key] = chain
+        chains = kept
         if not chains:
             return loop
         new: dict[int, Stmt] = {}
@@ -182,9 +195,13 @@ class _Loops(IRMutator):
         env: dict[Expr, Expr] = {}
         for s in run:       # the body's lets as values before the loop (a carried register read as it is)
             if isinstance(s, Let):
-                env[s.var] = Load.make(s.var.type, s.value.buf, s.value.offset) if s.var.name in regs \
-                    else substitute(s.value, env)
+                if s.var.name not in regs:
+                    env[s.var] = substitute(s.value, env)
+                else:
+                    env[s.var] = _plus(s.value.buf, s.var.type, regs[s.var.name][1]) if regs[s.var.name][1] \
+                        else s.value
         placed = self.placed.setdefault(loop.var.name, [])
+        holder: dict[int, Var] = {}     # id of a chain's store -> the chain's header
         for key, chain in chains.items():
             bufs = {s.buf.name for _, s, _ in chain}
             first = chain[0][1]
@@ -200,32 +217,38 @@ class _Loops(IRMutator):
             end = steps[0][key[2]] + chain[0][2] - last
             if end:
                 tails.append(Store.make(h, first.offset, _plus(h, t, end), first.stride, origin=first.origin))
-            for s in run:
-                off = _header_read(s)
-                if off is not None and off.buf.name in bufs:
-                    new[id(s)] = s.with_ops(mem_offset=Load.make(off.type, h, off.offset))
             placed.append((key, h, chain[0][2]))
-        looped = For.make(loop.var, loop.init, loop.bound, Seq.make([_rebuild(body, new), *tails]), loop.step,
+            holder.update((id(s), h) for _, s, _ in chain)
+        latest: dict[str, Var | None] = {}     # header -> the chain's header its last store went to
+        for s in run:
+            off = _header_read(s)
+            if isinstance(s, Store):
+                latest[s.buf.name] = holder.get(id(s))
+            elif off is not None and latest.get(off.buf.name) is not None:
+                new[id(s)] = s.with_ops(mem_offset=Load.make(off.type, latest[off.buf.name], off.offset))
+        looped = For.make(loop.var, loop.init, loop.bound, Seq.make([ReplaceNodes(new).mutate(body), *tails]), loop.step,
                           loop.unroll, origin=loop.origin)
         return Seq.make([*inits, looped])
 
-    def _steps(self, run: list[Stmt]) -> tuple[dict[str, int], set[str]] | None:
-        """``({register: step}, {names of the lets reading it})`` of the registers the body reads at its
-        top and writes once, a constant more than that (``k_reg[0] = k_iv + 192``)."""
-        reads: dict[str, set[str]] = {}
+    def _steps(self, run: list[Stmt]) -> tuple[dict[str, int], dict[str, tuple[str, int]]] | None:
+        """``({register: step}, {let: (register, offset)})`` of the registers the body writes once, a
+        constant more than its value at the top (``k_reg[0] = k_iv + 192``), and of the lets reading them
+        (before that store: offset 0; after it: the step)."""
+        reads: dict[str, dict[str, int]] = {}
         stored: Counter = Counter()
         step: dict[str, int] = {}
         for s in run:
             if isinstance(s, Let):
                 v = s.value
-                if isinstance(v, Load) and v.buf.name in self.grf and v.type.lanes == 1 and v.type.is_int \
-                        and isinstance(v.offset, IntImm) and v.offset.value == 0 and not stored[v.buf.name]:
-                    reads.setdefault(v.buf.name, set()).add(s.var.name)
+                r = v.buf.name if isinstance(v, Load) else None
+                if r in self.grf and v.type.lanes == 1 and v.type.is_int and isinstance(v.offset, IntImm) \
+                        and v.offset.value == 0 and (not stored[r] or r in step):
+                    reads.setdefault(r, {})[s.var.name] = step.get(r, 0)
             elif isinstance(s, Store):
                 stored[s.buf.name] += 1
                 parts, c = summands(s.value)
                 if s.buf.name in reads and len(parts) == 1 and isinstance(parts[0], Var) \
-                        and parts[0].name in reads[s.buf.name] and s.mask is None \
+                        and reads[s.buf.name].get(parts[0].name) == 0 and s.mask is None \
                         and isinstance(s.offset, IntImm) and s.offset.value == 0 and 0 <= c < _LIMIT:
                     step[s.buf.name] = c
             else:
@@ -234,7 +257,7 @@ class _Loops(IRMutator):
         good = {r: c for r, c in step.items() if stored[r] == 1}
         if not good:
             return None
-        return good, {n for r in good for n in reads[r]}
+        return good, {n: (r, k) for r in good for n, k in reads[r].items()}
 
     def _chains(self, run: list[Stmt], forms: _Forms, steps: dict[str, int]) -> dict[tuple, list]:
         """Key (memory, type, terms, register) -> [(position, store, constant)] of the chains the body
@@ -246,7 +269,6 @@ class _Loops(IRMutator):
             if off is not None:
                 mem.setdefault(off.buf.name, set()).add(s.ops.mem.name)
         bad: set[str] = set()
-        key_of: dict[str, tuple] = {}
         chains: dict[tuple, list] = {}
         stored: set[str] = set()
         for i, s in enumerate(run):
@@ -258,13 +280,9 @@ class _Loops(IRMutator):
                 stored.add(s.buf.name)
                 form = forms.of(s.value) if s.mask is None and isinstance(s.offset, IntImm) \
                     and s.offset.value == 0 and len(mem.get(s.buf.name, ())) == 1 else None
-                if form is None or form[1] not in steps:
-                    bad.add(s.buf.name)
-                    continue
-                key = (next(iter(mem[s.buf.name])), s.value.type, form[0], form[1])
-                if key_of.setdefault(s.buf.name, key) != key:
-                    bad.add(s.buf.name)
-                chains.setdefault(key, []).append((i, s, form[2]))
+                if form is not None and form[1] in steps:
+                    key = (next(iter(mem[s.buf.name])), s.value.type, form[0], form[1])
+                    chains.setdefault(key, []).append((i, s, form[2]))
             elif not isinstance(s, (Let, Store, FuncCall)):
                 bad |= {n for n in var_names(*(x for x in distinct_nodes(s) if isinstance(x, Load)))}
                 bad |= _writes(s)
@@ -273,8 +291,9 @@ class _Loops(IRMutator):
             if any(s.buf.name in bad or s.buf.name not in self.covered for _, s, _ in chain):
                 continue
             consts = [c for _, _, c in chain]
-            if all(0 <= b - a < _LIMIT for a, b in zip(consts, consts[1:])) \
-                    and 0 <= steps[key[3]] + consts[0] - consts[-1] < _LIMIT:
+            low = -_LIMIT if self.signed else 0
+            if all(low <= b - a < _LIMIT for a, b in zip(consts, consts[1:])) \
+                    and low <= steps[key[3]] + consts[0] - consts[-1] < _LIMIT:
                 out[key[:2] + (key[3], key[2])] = chain
         return out
 
@@ -299,24 +318,26 @@ def _initial(ir: Stmt, registers: set[str], heads: set[str]) -> Stmt:
     last: dict[str, Expr | None] = {}
     new: dict[int, Node] = {}
 
-    def go(s: Stmt, bound: frozenset) -> None:
-        if isinstance(s, Seq):
-            for x in s.stmts:
-                go(x, bound)
-        elif isinstance(s, (Let, For, Alloc)):
-            go(s.body, bound | {(s.buf if isinstance(s, Alloc) else s.var).name})
-        elif isinstance(s, Group):
-            go(s.body, bound)
-        elif isinstance(s, If):
-            go(s.then, bound)
-            if s.else_ is not None:
-                go(s.else_, bound)
-            for r in registers & _writes(s):
+    todo: list = [(ir, frozenset())]
+    while todo:         # program order; ("after", registers) closes a branch
+        s, bound = todo.pop()
+        if s == "after":
+            for r in bound:
                 last[r] = None
+        elif isinstance(s, Seq):
+            todo.extend((x, bound) for x in reversed(s.stmts))
+        elif isinstance(s, (Let, For, Alloc)):
+            todo.append((s.body, bound | {(s.buf if isinstance(s, Alloc) else s.var).name}))
+        elif isinstance(s, Group):
+            todo.append((s.body, bound))
+        elif isinstance(s, If):
+            todo.append(("after", frozenset(registers & _writes(s))))
+            if s.else_ is not None:
+                todo.append((s.else_, bound))
+            todo.append((s.then, bound))
         elif isinstance(s, Store):
             if s.buf.name in heads:
-                mapping = {v: last[r]
-                           for v in distinct_nodes(s.value) if isinstance(v, Load)
+                mapping = {v: last[r] for v in distinct_nodes(s.value) if isinstance(v, Load)
                            and (r := v.buf.name) in registers and last.get(r) is not None
                            and isinstance(v.offset, IntImm) and v.offset.value == 0
                            and var_names(last[r]) <= bound}
@@ -330,8 +351,6 @@ def _initial(ir: Stmt, registers: set[str], heads: set[str]) -> Stmt:
         else:
             for r in registers & _writes(s):
                 last[r] = None
-
-    go(ir, frozenset())
     return ReplaceNodes(new).mutate(ir) if new else ir
 
 
@@ -385,10 +404,10 @@ class _After(IRMutator):
     memoize = False
 
     def __init__(self, placed: dict[str, list[tuple[tuple, Var, int]]], covered: frozenset[str],
-                 mems: dict[str, set[str]]):
-        self.placed, self.covered, self.mems = placed, covered, mems
+                 mems: dict[str, set[str]], signed: bool):
+        self.placed, self.covered, self.mems, self.signed = placed, covered, mems, signed
         self.chains: dict[tuple, tuple[Var, int]] = {}
-        self.regs: dict[str, str] = {}
+        self.regs: dict[str, tuple[str, int]] = {}
         self.lets: dict[str, Expr] = {}
         self.alias: dict[str, Var] = {}
 
@@ -417,7 +436,7 @@ class _After(IRMutator):
         registers = {key[2] for key in self.chains}
         if isinstance(v, Load) and v.buf.name in registers and isinstance(v.offset, IntImm) \
                 and v.offset.value == 0 and v.type.lanes == 1:
-            self.regs[s.var.name] = v.buf.name
+            self.regs[s.var.name] = (v.buf.name, 0)
         else:
             self.lets[s.var.name] = v
 
@@ -444,7 +463,7 @@ class _After(IRMutator):
         mems = self.mems.get(name, set())
         hit = None if form is None or len(mems) != 1 else \
             self.chains.get((next(iter(mems)), new.value.type, form[1], form[0]))
-        if hit is None or not 0 <= form[2] - hit[1] < _LIMIT:
+        if hit is None or not (-_LIMIT if self.signed else 0) <= form[2] - hit[1] < _LIMIT:
             return new
         if form[2] == hit[1]:       # the chain's header holds it: its messages read that one
             self.alias[name] = hit[0]

@@ -139,15 +139,16 @@ def _unmasked(mask) -> bool:
         isinstance(mask, Broadcast) and isinstance(mask.a, BoolImm) and mask.a.value
 
 
-def steppable_headers(ir: Node) -> frozenset[str]:
-    """The header buffers every message reading which is an unmasked global load or store."""
+def steppable_headers(ir: Node, masked: bool = False) -> frozenset[str]:
+    """The header buffers every message reading which is an unmasked global load or store (``masked``:
+    masked ones too, for targets whose 64-bit adds sign-extend an offset)."""
     good: set[str] = set()
     bad: set[str] = set()
     for s in distinct_nodes(ir):
         if isinstance(s, FuncCall) and isinstance(s.func, Send) and isinstance(s.ops.mem_offset, Load):
             off = s.ops.mem_offset
             ok = s.func.space == "global" and s.func.op in (SendOp.LOAD, SendOp.STORE) \
-                and _unmasked(s.ops.mask) and isinstance(off.offset, IntImm) and off.offset.value == 0
+                and (masked or _unmasked(s.ops.mask)) and isinstance(off.offset, IntImm) and off.offset.value == 0
             (good if ok else bad).add(off.buf.name)
     return frozenset(good - bad)
 

@@ -105,7 +105,7 @@ KERNEL_PASSES: tuple[Pass, ...] = (
          doc="what hoisting left equal (a load's mask and its SLM store's), computed once"),
     Pass("copies", merge_register_copies,
          doc="an unrolled copy's reads of a loop-carried register no copy between stored: one value"),
-    Pass("carried-headers", carry_headers, reads=("target",),
+    Pass("carried-headers", carry_headers, reads=("target", "regs"),
          doc="a loop's global header chains carried across its back edge, the counters only they read gone (Xe)"),
     Pass("header-steps", step_headers, reads=("target",),
          doc="a global header stored again with a constant more: stepped from its last value (Xe)"),
