@@ -77,7 +77,7 @@ KERNEL_PASSES: tuple[Pass, ...] = (
          doc="without SLM: prefetch the tiles of later iterations into cache"),
     Pass("inner-loops", unroll_inner_loops, reads=("target", "regs", "slm_bufs", "gmem_bufs", "prefetch_bufs"),
          doc="the innermost loops of a reduction nest no pipeline flattened marked for complete unrolling "
-             "(a loop of one step per trip: by two)"),
+             "(a loop of one step per trip: by 4, 3 or 2)"),
     Pass("register-loops", mark_register_loops,
          doc="mark loops whose index selects registers for complete unrolling"),
     Pass("simplify", simplify_kernel, reads=("var_ranges",), version=3, doc="expression simplification"),
