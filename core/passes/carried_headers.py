@@ -58,6 +58,7 @@ from .cse import register_budget
 from .header_steps import covered_headers, steppable_headers
 from .let_opt import remove_unused_lets
 from .options import target_of
+from .reduction_nest import block_slm_messages
 from .tree import ReplaceNodes, StatementReads, has_load, unshare_statements, var_names
 
 _LIMIT = 2 ** 31
@@ -181,9 +182,13 @@ class _Loops(IRMutator):
         regs = steps[1]
         chains = self._chains(run, _Forms(regs, {k: v for k, v in lets.items() if k not in regs}), steps[0])
         kept = {}
+        # the code generator's compact layout holds each SLM block message's address in a register of its
+        # own (``buffering``'s ring addresses): what the register estimate leaves free must take those first
+        room = self.room - block_slm_messages(body) * self.reg_bytes
         for key, chain in sorted(chains.items(), key=lambda kc: -len(kc[1])):   # the longest save the most
             size = -(-key[1].lanes * 8 // self.reg_bytes) * self.reg_bytes      # its 64-bit addresses
-            if size <= self.room:
+            if size <= room:
+                room -= size
                 self.room -= size
                 kept[key] = chain
         chains = kept
