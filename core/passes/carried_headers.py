@@ -184,11 +184,10 @@ class _Loops(IRMutator):
         kept = {}
         # the code generator's compact layout holds each SLM block message's address in a register of its
         # own (``buffering``'s ring addresses): what the register estimate leaves free must take those first
-        room = self.room - block_slm_messages(body) * self.reg_bytes
+        held = block_slm_messages(body) * self.reg_bytes
         for key, chain in sorted(chains.items(), key=lambda kc: -len(kc[1])):   # the longest save the most
             size = -(-key[1].lanes * 8 // self.reg_bytes) * self.reg_bytes      # its 64-bit addresses
-            if size <= room:
-                room -= size
+            if size <= self.room - (held if key[1].lanes > 1 else 0):
                 self.room -= size
                 kept[key] = chain
         chains = kept
