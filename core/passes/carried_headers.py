@@ -75,9 +75,8 @@ def carry_headers(ir: Node, options: Mapping[str, Any]) -> Node:
     if not headers:
         return ir
     grf = {n.buf.name: n.size for n in distinct_nodes(ir) if isinstance(n, Alloc) and n.kind is MemKind.GRF}
-    model, free = register_budget(ir, options)
     loops = _Loops(headers, covered_headers(ir, headers), grf, Names.of(ir), target.xe.native_int64,
-                   max(free or 0, 0), model.reg_bytes)
+                   lambda: register_budget(ir, options))
     out = loops.mutate(ir)
     if not any(loops.placed.values()):
         return ir
@@ -165,9 +164,10 @@ class _Loops(IRMutator):
     chain's (key, header, first constant); ``allocs`` the headers' buffers."""
 
     def __init__(self, headers: frozenset[str], covered: frozenset[str], grf: dict[str, int], names: Names,
-                 signed: bool, room: int, reg_bytes: int):
+                 signed: bool, budget):
         self.headers, self.covered, self.grf, self.names = headers, covered, grf, names
-        self.room, self.reg_bytes = room, reg_bytes   # free register bytes the carried headers may take
+        self.budget = budget        # () -> (register model, free bytes): the estimate, made for the first chain
+        self.room = self.reg_bytes = None   # free register bytes the carried headers may take, a register's
         self.signed = signed        # 64-bit adds sign-extend a step (native 64-bit integers): steps may go back
         self.placed: dict[str, list[tuple[tuple, Var, int]]] = {}
         self.allocs: list[tuple[Var, int]] = []
@@ -184,6 +184,9 @@ class _Loops(IRMutator):
         kept = {}
         # the code generator's compact layout holds each SLM block message's address in a register of its
         # own (``buffering``'s ring addresses): what the register estimate leaves free must take those first
+        if self.room is None:
+            model, free = self.budget()
+            self.room, self.reg_bytes = max(free or 0, 0), model.reg_bytes
         held = block_slm_messages(body) * self.reg_bytes
         for key, chain in sorted(chains.items(), key=lambda kc: -len(kc[1])):   # the longest save the most
             size = -(-key[1].lanes * 8 // self.reg_bytes) * self.reg_bytes      # its 64-bit addresses
