@@ -58,10 +58,10 @@ def step_headers(ir: Node, options: Mapping[str, Any]) -> Node:
     target = target_of(options)
     if target is None or target.xe is None:
         return ir
-    headers = _steppable_headers(ir)
+    headers = steppable_headers(ir)
     if not headers:
         return ir
-    steps = _Steps(headers, _covered(ir, headers), Names.of(ir))
+    steps = _Steps(headers, covered_headers(ir, headers), Names.of(ir))
     out = steps.mutate(ir)
     if not steps.twins:
         return out
@@ -121,7 +121,7 @@ class _Covered(IRVisitor):
     leave_For = visit_For
 
 
-def _covered(ir: Node, headers: frozenset[str]) -> frozenset[str]:
+def covered_headers(ir: Node, headers: frozenset[str]) -> frozenset[str]:
     """The headers every message of which reads a store made before it in its own straight-line run: a
     twin can hold their value up to their next store (see ``_Steps``)."""
     walk = _Covered(headers)
@@ -139,15 +139,16 @@ def _unmasked(mask) -> bool:
         isinstance(mask, Broadcast) and isinstance(mask.a, BoolImm) and mask.a.value
 
 
-def _steppable_headers(ir: Node) -> frozenset[str]:
-    """The header buffers every message reading which is an unmasked global load or store."""
+def steppable_headers(ir: Node, masked: bool = False) -> frozenset[str]:
+    """The header buffers every message reading which is an unmasked global load or store (``masked``:
+    masked ones too, for targets whose 64-bit adds sign-extend an offset)."""
     good: set[str] = set()
     bad: set[str] = set()
     for s in statements(ir):  # messages are statements: no expression walked
         if isinstance(s, FuncCall) and isinstance(s.func, Send) and isinstance(s.ops.mem_offset, Load):
             off = s.ops.mem_offset
             ok = s.func.space == "global" and s.func.op in (SendOp.LOAD, SendOp.STORE) \
-                and _unmasked(s.ops.mask) and isinstance(off.offset, IntImm) and off.offset.value == 0
+                and (masked or _unmasked(s.ops.mask)) and isinstance(off.offset, IntImm) and off.offset.value == 0
             (good if ok else bad).add(off.buf.name)
     return frozenset(good - bad)
 

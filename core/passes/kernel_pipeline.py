@@ -30,6 +30,7 @@ from ..ir.node import Node
 from .barrier_opt import remove_redundant_barriers
 from .buffering import multi_buffer, slm_bytes
 from .cse import eliminate
+from .carried_headers import carry_headers
 from .header_steps import step_headers
 from .hoist import hoist_invariants
 from .let_opt import merge_register_copies, optimize_lets
@@ -76,7 +77,7 @@ KERNEL_PASSES: tuple[Pass, ...] = (
          doc="without SLM: prefetch the tiles of later iterations into cache"),
     Pass("inner-loops", unroll_inner_loops, reads=("target", "regs", "slm_bufs", "gmem_bufs", "prefetch_bufs"),
          doc="the innermost loops of a reduction nest no pipeline flattened marked for complete unrolling "
-             "(a loop of one step per trip: by two)"),
+             "(a loop of one step per trip: by 4, 3 or 2)"),
     Pass("register-loops", mark_register_loops,
          doc="mark loops whose index selects registers for complete unrolling"),
     Pass("simplify", simplify_kernel, reads=("var_ranges",), version=3, doc="expression simplification"),
@@ -104,6 +105,8 @@ KERNEL_PASSES: tuple[Pass, ...] = (
          doc="what hoisting left equal (a load's mask and its SLM store's), computed once"),
     Pass("copies", merge_register_copies,
          doc="an unrolled copy's reads of a loop-carried register no copy between stored: one value"),
+    Pass("carried-headers", carry_headers, reads=("target", "regs"),
+         doc="a loop's global header chains carried across its back edge, the counters only they read gone (Xe)"),
     Pass("header-steps", step_headers, reads=("target",),
          doc="a global header stored again with a constant more: stepped from its last value (Xe)"),
     Pass("peephole", fuse_arith, reads=("target", "var_ranges"), version=4,

@@ -152,7 +152,7 @@ def unroll_inner_loops(ir: Node, options: Mapping[str, Any] | None = None) -> No
     prefetch) marked for complete unrolling, as many as fit ``MAX_COPIES`` copies and the free
     registers, the outermost loop kept: a conv's kh and kw loops are then constants in each copy (their
     padding masks invariant, their addresses immediates) and only the loop around them (ic) counts.
-    A nest with nothing to flatten has its loop unrolled by two instead (:func:`_two_steps`). Loops the
+    A nest with nothing to flatten has its loop unrolled by a few steps instead (:func:`_few_steps`). Loops the
     config marked keep their marks; a nest computing per-lane index vectors (a gather) is unrolled only
     where every copy's vectors fit too; the same object when nothing is marked."""
     nest = find_reduction_nest(ir)
@@ -164,7 +164,7 @@ def unroll_inner_loops(ir: Node, options: Mapping[str, Any] | None = None) -> No
             break
         copies, depth = copies * trips, depth + 1
     if depth == 0:
-        return _two_steps(ir, nest, options or {})
+        return _few_steps(ir, nest, options or {})
     # One value per copy: its padding mask (its addresses are immediates on a base the copies share),
     # and its gathers' per-lane vectors
     if not room_for_copies(ir, options or {}, copies, 1, per_copy_bytes=vector_bytes(nest.body)):
@@ -177,20 +177,29 @@ def unroll_inner_loops(ir: Node, options: Mapping[str, Any] | None = None) -> No
     return replace_node(ir, nest.group, Group.make(nest.group.label, body, origin=nest.group.origin))
 
 
-def _two_steps(ir: Node, nest: ReductionNest, options: Mapping[str, Any]) -> Node:
+# The unroll of a loop of one reduction step per trip, largest first: 4 steps leave its counter a quarter
+# of an instruction per step; more would add compile time for an eighth.
+UNROLL_STEPS = (4, 3, 2)
+
+
+def _few_steps(ir: Node, nest: ReductionNest, options: Mapping[str, Any]) -> Node:
     """A nest no pipeline flattened with nothing to flatten (one loop, or inner loops that do not fit),
-    whose innermost loop runs one reduction step per trip: that loop unrolled by two where its trips are
-    even and the free registers take a second copy's values, so its counters, its bound test and the
-    addresses it moves count once per two steps (oneDNN unrolls its compute loop so that the counters
-    amortize)."""
+    whose innermost loop runs one reduction step per trip: that loop unrolled by the largest of 4, 3 and 2
+    that divides its trips and leaves two trips, where the free registers take the copies' values, so its
+    counter and bound test count once per trip of several steps (oneDNN unrolls its compute loop so that
+    the counters amortize; the addresses are carried across the back edge, ``carried_headers``)."""
     loop, trips = nest.loops[-1], nest.trips[-1]
     pipelined = any(options.get(k) for k in ("slm_bufs", "gmem_bufs", "prefetch_bufs"))
     target = target_of(options)
     # Xe only: on sm_90 ptxas unrolls and schedules the loop itself (the TMA schedules' K loop stays one)
-    if target is None or target.xe is None or pipelined or loop.unroll > 1 or trips < 4 or trips % 2 \
-            or not room_for_copies(ir, options, 2, 1, per_copy_bytes=vector_bytes(nest.body)):
+    if target is None or target.xe is None or pipelined or loop.unroll > 1:
         return ir
-    body: Stmt = For.make(loop.var, loop.init, loop.bound, nest.body, loop.step, 2, origin=loop.origin)
+    per_copy = vector_bytes(nest.body)
+    unroll = next((u for u in UNROLL_STEPS if trips % u == 0 and trips // u >= 2
+                   and room_for_copies(ir, options, u, 1, per_copy_bytes=per_copy)), None)
+    if unroll is None:
+        return ir
+    body: Stmt = For.make(loop.var, loop.init, loop.bound, nest.body, loop.step, unroll, origin=loop.origin)
     for outer in reversed(nest.loops[:-1]):
         body = For.make(outer.var, outer.init, outer.bound, body, outer.step, outer.unroll, origin=outer.origin)
     return replace_node(ir, nest.group, Group.make(nest.group.label, body, origin=nest.group.origin))

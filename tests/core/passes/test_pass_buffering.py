@@ -91,13 +91,15 @@ def test_an_unbuffered_nest_has_its_inner_loops_marked_for_complete_unrolling():
     assert unroll_inner_loops(flat, {}) is flat  # a pipelined nest is one loop already
 
 
-def test_an_unbuffered_loop_of_one_step_per_trip_is_unrolled_by_two():
-    kernel = example_kernel("gemm_f16", "s=x0 regs=256", k=256)  # the k loop alone, one step per trip
-    before = find_reduction_nest(kernel.body)
-    assert len(before.loops) == 1 and before.trips[0] % 2 == 0 and before.loops[0].unroll == 1
-    out = unroll_inner_loops(kernel.body, kernel_options(kernel))
-    assert [loop.unroll for loop in find_reduction_nest(out).loops] == [2]
-    assert outputs(kernel, out) == outputs(kernel)
+def test_an_unbuffered_loop_of_one_step_per_trip_is_unrolled_by_a_few_steps():
+    """By the largest of 4, 3 and 2 that divides the trips and leaves two of them."""
+    for k, unroll in ((256, 4), (192, 3), (128, 2), (96, 1)):  # 8, 6, 4 trips (4 would leave one), 3 (none would)
+        kernel = example_kernel("gemm_f16", "s=x0 regs=256", k=k)  # the k loop alone, one step per trip
+        before = find_reduction_nest(kernel.body)
+        assert len(before.loops) == 1 and before.loops[0].unroll == 1
+        out = unroll_inner_loops(kernel.body, kernel_options(kernel))
+        assert [loop.unroll for loop in find_reduction_nest(out).loops] == [unroll], k
+        assert outputs(kernel, out) == outputs(kernel)
     buffered = example_kernel("gemm_f16", "s=x3", k=256)  # a pipeline's loop is the buffering pass's
     assert unroll_inner_loops(buffered.body, kernel_options(buffered)) is buffered.body
 
