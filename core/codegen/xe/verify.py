@@ -76,11 +76,24 @@ def access(text: str, rb: int) -> tuple[set[int], set[int], str]:
     return reads, writes, kind
 
 
+def writes(text: str, rb: int) -> set[int]:
+    """The bytes one line writes, ``access(text, rb)[1]``, without reading an ALU instruction's sources
+    (what a scan of every line for its writes asks)."""
+    line = parse_line(text)
+    return _instruction_access(line, rb, alu_reads=False)[1] if isinstance(line, Instruction) else set()
+
+
 def _access(text: str, rb: int):
     """``access`` plus the byte sets that must each lie in one value (message payload, address)."""
     line = parse_line(text)
     if not isinstance(line, Instruction):
         return set(), set(), "other", ()
+    return _instruction_access(line, rb)
+
+
+def _instruction_access(line: Instruction, rb: int, alu_reads: bool = True):
+    """``_access`` of a parsed instruction; without ``alu_reads`` an ALU instruction's reads are not read
+    (empty)."""
     op, lanes, rest = line.mnemonic, line.exec_size or 1, list(line.operands)
     if op.startswith(("load", "store", "atomic")):
         return _message_access(op, rest, lanes, rb)
@@ -95,6 +108,8 @@ def _access(text: str, rb: int):
     writes: set[int] = set()
     if rest and not rest[0].startswith("null") and not rest[0].startswith("acc"):
         writes |= _region_bytes(rest[0], lanes, rb, True) or set()
+    if not alu_reads:
+        return set(), writes, "alu", ()
     reads: set[int] = set()
     for tok in rest[1:]:
         got = _region_bytes(tok, lanes, rb, False)
