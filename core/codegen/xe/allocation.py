@@ -25,7 +25,7 @@ from kdd.core.ir.visitor import walk as walk_nodes
 from ..errors import OutOfRegisters
 from . import sends
 from .abi import THREAD_IDS, payload
-from .liveness import analyze, events
+from .liveness import Liveness, analyze, events
 from .operand import elem_size
 from .regalloc import Allocation, NoRoom, RegisterFile
 
@@ -47,16 +47,18 @@ class AllocationWalk:
     is kept until the next header of its memory is written (:meth:`retire`)."""
 
     def __init__(self, body, target, arg_names, simd: int, nregs: int, remat: frozenset = frozenset(),
-                 rotation: int = HEADER_ROTATION, compact: bool = False, linger: bool = False):
+                 rotation: int = HEADER_ROTATION, compact: bool = False, linger: bool = False,
+                 facts: BodyFacts | None = None):
         self.body, self.target, self.xe = body, target, target.xe
         self.linger = linger
         self.rb = target.registers.reg_bytes
         self.simd = simd
         self.regs = RegisterFile(nregs, self.rb, self.xe.grf_banks)
-        self.remat = remat = remat | absorbed(body) | (address_lets(body) if target.xe.native_int64 else frozenset())
         self.arg_names = tuple(arg_names)
+        facts = facts or BodyFacts(body, target, self.arg_names)
+        self.remat = remat = remat | facts.recomputed
         self.payload = payload(list(self.arg_names), simd, self.rb)
-        self.live = analyze(body, set(self.arg_names), remat, compact)
+        self.live = facts.liveness(remat, compact)
         self.keys: dict = {}                  # liveness key -> Allocation
         self.bufs: dict[str, Allocation] = {}  # grf buffer name -> its live Allocation
         self.bounds: list[Allocation | None] = []  # the registers of the open loops' bounds
@@ -278,6 +280,25 @@ class AllocationWalk:
         self._linger(None)
 
 
+class BodyFacts:
+    """What every allocation attempt of one body reads alike (:func:`with_remat` restarts the walk with
+    other choices over the same body): the lets recomputed whatever the attempt (:func:`absorbed`,
+    :func:`address_lets`) and the liveness of each ``(remat, compact)`` asked (an attempt that only
+    stops keeping headers, ``linger``, asks the same again)."""
+
+    def __init__(self, body, target, arg_names):
+        self.body = body
+        self.arg_names = tuple(arg_names)
+        self.recomputed = absorbed(body) | (address_lets(body) if target.xe.native_int64 else frozenset())
+        self._liveness: dict[tuple, Liveness] = {}
+
+    def liveness(self, remat: frozenset, compact: bool) -> Liveness:
+        live = self._liveness.get((remat, compact))
+        if live is None:
+            live = self._liveness[remat, compact] = analyze(self.body, set(self.arg_names), remat, compact)
+        return live
+
+
 # events after which the code generator places a label or a jump
 _JUMPS = frozenset({"for", "end_for", "if", "else", "end_if"})
 
@@ -417,8 +438,8 @@ def with_remat(attempt, body):
 
 
 def _walk_peak(body, target, arg_names, simd: int, nregs: int, remat: frozenset, rotation: int,
-               compact: bool = False, linger: bool = False) -> int:
-    walk = AllocationWalk(body, target, arg_names, simd, nregs, remat, rotation, compact, linger)
+               compact: bool = False, linger: bool = False, facts: BodyFacts | None = None) -> int:
+    walk = AllocationWalk(body, target, arg_names, simd, nregs, remat, rotation, compact, linger, facts)
     local_ids = walk.reserve_payload()
     for _ in walk.alloc_thread_ids():
         pass
@@ -443,10 +464,11 @@ def allocation_peak(body, target, arg_names, simd: int, budget: int | None = Non
     budget, the walk runs in a register file as large as it needs, every recomputable vector recomputed
     when there is a budget (without one, in the compact layout the first attempt takes, headers kept as
     there)."""
+    facts = BodyFacts(body, target, arg_names)
     if budget is not None:
         try:
             return with_remat(lambda remat, rotation, compact, linger: _walk_peak(
-                body, target, arg_names, simd, budget, remat, rotation, compact, linger), body)
+                body, target, arg_names, simd, budget, remat, rotation, compact, linger, facts), body)
         except NoRoom:
             pass
     remat = frozenset() if budget is None else frozenset(
@@ -455,6 +477,6 @@ def allocation_peak(body, target, arg_names, simd: int, budget: int | None = Non
     while True:
         try:
             return _walk_peak(body, target, arg_names, simd, nregs, remat, 0, compact=budget is None,
-                              linger=budget is None)
+                              linger=budget is None, facts=facts)
         except NoRoom:
             nregs *= 2
