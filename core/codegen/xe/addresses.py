@@ -81,6 +81,7 @@ class HeldAddresses:
         self.held: dict[tuple, list[_Held]] = {}
         self.scanned = 0                      # lines whose writes are in ``written``
         self.written: list[int] = []          # dword of the register file -> the last line writing it (-1)
+        self.text_writes: dict[str, frozenset[int]] = {}   # a line given as text -> the dwords it writes
         self.sums: dict[str, tuple] = {}      # let -> (its register, (key, operand) terms, constant, line)
 
     def define(self, cg, name: str, value, op: Reg) -> None:
@@ -105,7 +106,12 @@ class HeldAddresses:
         written = self.written
         for i in range(self.scanned, len(lines)):
             ln = lines[i]
-            dwords = _dwords(ln.dst, ln.lanes) if ln.lanes else {b >> 2 for b in writes(ln.text, self.rb)}
+            if ln.lanes:
+                dwords = _dwords(ln.dst, ln.lanes)
+            else:   # messages, dpas: the same text again and again in an unrolled loop
+                dwords = self.text_writes.get(ln.text)
+                if dwords is None:
+                    dwords = self.text_writes[ln.text] = frozenset(b >> 2 for b in writes(ln.text, self.rb))
             if dwords:
                 top = max(dwords)
                 if top >= len(written):
