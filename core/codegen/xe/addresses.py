@@ -112,10 +112,14 @@ class HeldAddresses:
                 dwords = self.text_writes.get(ln.text)
                 if dwords is None:
                     dwords = self.text_writes[ln.text] = frozenset(b >> 2 for b in writes(ln.text, self.rb))
-            if dwords:
-                top = max(dwords)
-                if top >= len(written):
-                    written.extend([-1] * (top + 1 - len(written)))
+            if not dwords:
+                continue
+            top = dwords[-1] if type(dwords) is range else max(dwords)
+            if top >= len(written):
+                written.extend([-1] * (top + 1 - len(written)))
+            if type(dwords) is range:
+                written[dwords.start:dwords.stop] = [i] * len(dwords)
+            else:
                 for d in dwords:
                     written[d] = i
         self.scanned = len(lines)
@@ -139,6 +143,7 @@ class HeldAddresses:
         native = cg.xe.native_int64
         flow = cg.em.flow
         terms_written = self._last_write(key[2])
+        free, rb = cg.regs.free_mask, cg.rb
         best = None
         live = []   # the entries that may serve a later header: a jump or a term written since rules one out for good
         for h in held:
@@ -147,6 +152,8 @@ class HeldAddresses:
             live.append(h)
             delta = const - h.const
             if not -2**31 <= delta < 2**31 or (not native and (delta < 0 or not h.exact)):
+                continue
+            if free[h.byte // rb] >> (h.byte % rb) & 1:   # its first byte is free: the usual case, at once
                 continue
             if not _owned(cg, h.byte, h.byte + 8 * lanes) or self._written_since(h.byte, h.byte + 8 * lanes) >= h.line:
                 continue

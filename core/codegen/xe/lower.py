@@ -105,6 +105,7 @@ class XeLowering(AllocationWalk):
         self.block2d_turn = 0                 # the 2D block header the last 2D load took
         self.addresses = HeldAddresses(self.rb)   # 64-bit global addresses the headers hold (addresses)
         self.values = ValueRanges(kernel)     # which dividends are never negative (isa's division)
+        self.dpas_forms: dict[tuple, tuple] = {}   # (simd, A type, B type) -> the target's dpas forms (tensor.dpas)
 
     # -- allocation -------------------------------------------------------------------------
     def no_room(self, nbytes: int, label: str) -> Exception:

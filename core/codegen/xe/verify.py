@@ -80,7 +80,9 @@ def writes(text: str, rb: int) -> set[int]:
     """The bytes one line writes, ``access(text, rb)[1]``, without reading an ALU instruction's sources
     (what a scan of every line for its writes asks)."""
     line = parse_line(text)
-    return _instruction_access(line, rb, alu_reads=False)[1] if isinstance(line, Instruction) else set()
+    if not isinstance(line, Instruction) or line.mnemonic.startswith(("store", "atomic")):
+        return set()    # as _message_access reads them: no register written
+    return _instruction_access(line, rb, alu_reads=False)[1]
 
 
 def _access(text: str, rb: int):
