@@ -111,7 +111,7 @@ class HeldAddresses:
             else:   # messages, dpas: the same text again and again in an unrolled loop
                 dwords = self.text_writes.get(ln.text)
                 if dwords is None:
-                    dwords = self.text_writes[ln.text] = frozenset(b >> 2 for b in writes(ln.text, self.rb))
+                    dwords = self.text_writes[ln.text] = _dwords_of(writes(ln.text, self.rb))
             if not dwords:
                 continue
             top = dwords[-1] if type(dwords) is range else max(dwords)
@@ -190,6 +190,16 @@ def _dwords(dst: Reg | None, lanes: int) -> set[int] | range:
     if step == size:
         return range(start >> 2, (start + lanes * size + 3) >> 2)
     return {d for i in range(lanes) for d in range((start + i * step) >> 2, (start + i * step + size + 3) >> 2)}
+
+
+def _dwords_of(nbytes: set[int]) -> range | frozenset[int]:
+    """The dwords of a set of bytes (a range where the bytes are one run, as a message's or dpas's are)."""
+    if not nbytes:
+        return range(0)
+    lo, hi = min(nbytes), max(nbytes)
+    if hi - lo + 1 == len(nbytes):
+        return range(lo >> 2, (hi >> 2) + 1)
+    return frozenset(b >> 2 for b in nbytes)
 
 
 def _owned(cg, start: int, end: int) -> bool:
