@@ -81,7 +81,7 @@ class HeldAddresses:
         self.held: dict[tuple, list[_Held]] = {}
         self.scanned = 0                      # lines whose writes are in ``written``
         self.written: list[int] = []          # dword of the register file -> the last line writing it (-1)
-        self.text_writes: dict[str, frozenset[int]] = {}   # a line given as text -> the dwords it writes
+        self.text_writes: dict[str, range | frozenset[int]] = {}   # a line given as text -> the dwords it writes
         self.sums: dict[str, tuple] = {}      # let -> (its register, (key, operand) terms, constant, line)
 
     def define(self, cg, name: str, value, op: Reg) -> None:
