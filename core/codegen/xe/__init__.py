@@ -19,7 +19,7 @@ from kdd.core.toolchain import find_tool
 from ..assembler import Assembly
 from ..errors import AssemblerRejected
 from ..listing import AsmLine, Listing, ir_model_registers, ir_nodes
-from .allocation import with_remat
+from .allocation import BodyFacts, with_remat
 from .lower import XeLowering
 from .stats import instruction_mix, roofline
 
@@ -31,8 +31,10 @@ def _budget(kernel, target) -> int:
 def _lower(kernel, body, target, budget: int) -> XeLowering:
     """Lowering with the allocator's answers to running out (``allocation.with_remat``: headers stop rotating,
     then values are recomputed); out of registers is raised when nothing is left to recompute."""
+    facts = BodyFacts(body, target, [a.var.name for a in kernel.args])
+
     def attempt(remat, rotation, compact, linger):
-        cg = XeLowering(kernel, body, target, budget, remat, rotation, compact, linger)
+        cg = XeLowering(kernel, body, target, budget, remat, rotation, compact, linger, facts)
         cg.run()
         cg.rematerialized = sorted(remat)
         return cg

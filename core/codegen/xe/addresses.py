@@ -25,7 +25,7 @@ from kdd.core.ir.expr import Var, summands
 
 from .isa import Remat
 from .operand import Imm, Reg
-from .verify import access
+from .verify import writes
 
 
 @dataclass
@@ -80,7 +80,8 @@ class HeldAddresses:
         self.rb = rb
         self.held: dict[tuple, list[_Held]] = {}
         self.scanned = 0                      # lines whose writes are in ``written``
-        self.written: dict[int, int] = {}     # dword of the register file -> the last line writing it
+        self.written: list[int] = []          # dword of the register file -> the last line writing it (-1)
+        self.text_writes: dict[str, range | frozenset[int]] = {}   # a line given as text -> the dwords it writes
         self.sums: dict[str, tuple] = {}      # let -> (its register, (key, operand) terms, constant, line)
 
     def define(self, cg, name: str, value, op: Reg) -> None:
@@ -97,19 +98,39 @@ class HeldAddresses:
         if got is None or got[0] != op:
             return None
         self._scan(cg.em.lines)
-        if any(not self._untouched(key[0], key[1], got[3]) for key, _ in got[1]):
+        if self._last_write(key for key, _ in got[1]) >= got[3]:
             return None
         return got[1], got[2]
 
     def _scan(self, lines) -> None:
+        written = self.written
         for i in range(self.scanned, len(lines)):
-            writes = access(lines[i].text, self.rb)[1]
-            for b in writes:
-                self.written[b >> 2] = i
+            ln = lines[i]
+            if ln.lanes:
+                dwords = _dwords(ln.dst, ln.lanes)
+            else:   # messages, dpas: the same text again and again in an unrolled loop
+                dwords = self.text_writes.get(ln.text)
+                if dwords is None:
+                    dwords = self.text_writes[ln.text] = _dwords_of(writes(ln.text, self.rb))
+            if not dwords:
+                continue
+            top = dwords[-1] if type(dwords) is range else max(dwords)
+            if top >= len(written):
+                written.extend([-1] * (top + 1 - len(written)))
+            if type(dwords) is range:
+                written[dwords.start:dwords.stop] = [i] * len(dwords)
+            else:
+                for d in dwords:
+                    written[d] = i
         self.scanned = len(lines)
 
-    def _untouched(self, start: int, end: int, since: int) -> bool:
-        return all(self.written.get(d, -1) < since for d in range(start >> 2, (end + 3) >> 2))
+    def _written_since(self, start: int, end: int) -> int:
+        """The last line that wrote a byte of ``[start, end)`` (-1: none)."""
+        return max(self.written[start >> 2:(end + 3) >> 2], default=-1)
+
+    def _last_write(self, spans) -> int:
+        """The last line that wrote a byte of any ``(start, end, ...)`` span (-1: none)."""
+        return max((self._written_since(sp[0], sp[1]) for sp in spans), default=-1)
 
     def near(self, cg, key: tuple, const: int, dst: Reg, lanes: int) -> tuple[Reg, int] | None:
         """A held address of ``key`` still valid, and the difference to add to it for ``const``; the
@@ -120,20 +141,26 @@ class HeldAddresses:
             return None
         self._scan(cg.em.lines)
         native = cg.xe.native_int64
+        flow = cg.em.flow
+        terms_written = self._last_write(key[2])
+        free, rb = cg.regs.free_mask, cg.rb
         best = None
+        live = []   # the entries that may serve a later header: a jump or a term written since rules one out for good
         for h in held:
+            if h.flow != flow or terms_written >= h.line:
+                continue
+            live.append(h)
             delta = const - h.const
-            if h.flow != cg.em.flow or not -2**31 <= delta < 2**31 or (not native and (delta < 0 or not h.exact)):
+            if not -2**31 <= delta < 2**31 or (not native and (delta < 0 or not h.exact)):
                 continue
-            if not self._untouched(h.byte, h.byte + 8 * lanes, h.line):
+            if free[h.byte // rb] >> (h.byte % rb) & 1:   # its first byte is free: the usual case, at once
                 continue
-            if any(not self._untouched(lo, hi, h.line) for lo, hi, _, _ in key[2]):
-                continue
-            if not _owned(cg, h.byte, h.byte + 8 * lanes):
+            if not _owned(cg, h.byte, h.byte + 8 * lanes) or self._written_since(h.byte, h.byte + 8 * lanes) >= h.line:
                 continue
             rank = (h.byte != dst.byte, delta != 0, abs(delta))
             if best is None or rank < best[0]:
                 best = (rank, h, delta)
+        self.held[key] = live
         return None if best is None else (Reg(best[1].byte, dst.type, 1), best[2])
 
     def record(self, cg, key: tuple, const: int, dst: Reg, exact: bool) -> None:
@@ -150,6 +177,29 @@ class HeldAddresses:
                 for h in entries:
                     if h.byte == hdr.byte:
                         h.exact = True
+
+
+def _dwords(dst: Reg | None, lanes: int) -> set[int] | range:
+    """The dwords an ALU instruction over ``lanes`` lanes writes into ``dst`` (its ``<max(stride, 1)>``
+    region; none for ``null``): what ``verify.writes`` reads from the line's text."""
+    if dst is None:
+        return range(0)
+    size = dst.size
+    start = dst.byte - dst.byte % size
+    step = max(dst.stride, 1) * size
+    if step == size:
+        return range(start >> 2, (start + lanes * size + 3) >> 2)
+    return {d for i in range(lanes) for d in range((start + i * step) >> 2, (start + i * step + size + 3) >> 2)}
+
+
+def _dwords_of(nbytes: set[int]) -> range | frozenset[int]:
+    """The dwords of a set of bytes (a range where the bytes are one run, as a message's or dpas's are)."""
+    if not nbytes:
+        return range(0)
+    lo, hi = min(nbytes), max(nbytes)
+    if hi - lo + 1 == len(nbytes):
+        return range(lo >> 2, (hi >> 2) + 1)
+    return frozenset(b >> 2 for b in nbytes)
 
 
 def _owned(cg, start: int, end: int) -> bool:

@@ -19,13 +19,13 @@ from typing import Iterator
 
 from kdd.core.ir.expr import Binary, FloatImm, IntImm, Load, Op, Var, summands
 from kdd.core.ir.funcs import Send
-from kdd.core.ir.stmt import For, FuncCall, Let, Store
+from kdd.core.ir.stmt import For, Let, Store
 from kdd.core.ir.visitor import walk as walk_nodes
 
 from ..errors import OutOfRegisters
 from . import sends
 from .abi import THREAD_IDS, payload
-from .liveness import analyze, events
+from .liveness import Liveness, analyze, events
 from .operand import elem_size
 from .regalloc import Allocation, NoRoom, RegisterFile
 
@@ -47,16 +47,18 @@ class AllocationWalk:
     is kept until the next header of its memory is written (:meth:`retire`)."""
 
     def __init__(self, body, target, arg_names, simd: int, nregs: int, remat: frozenset = frozenset(),
-                 rotation: int = HEADER_ROTATION, compact: bool = False, linger: bool = False):
+                 rotation: int = HEADER_ROTATION, compact: bool = False, linger: bool = False,
+                 facts: BodyFacts | None = None):
         self.body, self.target, self.xe = body, target, target.xe
         self.linger = linger
         self.rb = target.registers.reg_bytes
         self.simd = simd
         self.regs = RegisterFile(nregs, self.rb, self.xe.grf_banks)
-        self.remat = remat = remat | absorbed(body) | (address_lets(body) if target.xe.native_int64 else frozenset())
         self.arg_names = tuple(arg_names)
+        facts = facts or BodyFacts(body, target, self.arg_names)
+        self.remat = remat = remat | facts.recomputed
         self.payload = payload(list(self.arg_names), simd, self.rb)
-        self.live = analyze(body, set(self.arg_names), remat, compact)
+        self.live = facts.liveness(remat, compact)
         self.keys: dict = {}                  # liveness key -> Allocation
         self.bufs: dict[str, Allocation] = {}  # grf buffer name -> its live Allocation
         self.bounds: list[Allocation | None] = []  # the registers of the open loops' bounds
@@ -278,6 +280,25 @@ class AllocationWalk:
         self._linger(None)
 
 
+class BodyFacts:
+    """What every allocation attempt of one body reads alike (:func:`with_remat` restarts the walk with
+    other choices over the same body): the lets recomputed whatever the attempt
+    (:func:`recomputed_lets`) and the liveness of each ``(remat, compact)`` asked (an attempt that only
+    stops keeping headers, ``linger``, asks the same again)."""
+
+    def __init__(self, body, target, arg_names):
+        self.body = body
+        self.arg_names = tuple(arg_names)
+        self.recomputed = recomputed_lets(body, target.xe.native_int64)
+        self._liveness: dict[tuple, Liveness] = {}
+
+    def liveness(self, remat: frozenset, compact: bool) -> Liveness:
+        live = self._liveness.get((remat, compact))
+        if live is None:
+            live = self._liveness[remat, compact] = analyze(self.body, set(self.arg_names), remat, compact)
+        return live
+
+
 # events after which the code generator places a label or a jump
 _JUMPS = frozenset({"for", "end_for", "if", "else", "end_if"})
 
@@ -292,25 +313,55 @@ def recomputable(body) -> dict[str, object]:
     return out
 
 
-def _lets_read_only_as(body, candidate, counted) -> dict[str, object]:
-    """``{let: its value}`` of the lets bound once whose value ``candidate`` takes and every read of which
-    is one that ``counted(node)`` names (it yields the names a node reads so)."""
-    values: dict[str, object] = {}
+def _lets_read_only_as(body, *rules) -> list[dict[str, object]]:
+    """Per rule ``(candidate, counted)``, in one walk of ``body``: ``{let: its value}`` of the lets bound once
+    whose value ``candidate`` takes and every read of which is one that ``counted(node)`` names (it yields
+    the names a node reads so)."""
+    values: list[dict[str, object]] = [{} for _ in rules]
+    wanted: list[Counter] = [Counter() for _ in rules]
     bound: Counter = Counter()      # names bound by a let or a loop (each binding's var is walked once)
     reads: Counter = Counter()
-    wanted: Counter = Counter()
     for node in walk_nodes(body):
         t = type(node)
         if t is Var:
             reads[node.name] += 1
         elif t is Let or t is For:
             bound[node.var.name] += 1
-            if t is Let and candidate(node.value):
-                values[node.var.name] = node.value
-        for name in counted(node):
-            wanted[name] += 1
-    return {n: v for n, v in values.items() if bound[n] == 1 and reads[n] - 1 == wanted[n] > 0
-            and all(bound[x] <= 1 for x in _summed_vars(v) or ())}
+            if t is Let:
+                for (candidate, _), found in zip(rules, values):
+                    if candidate(node.value):
+                        found[node.var.name] = node.value
+        for (_, counted), want in zip(rules, wanted):
+            for name in counted(node):
+                want[name] += 1
+    return [{n: v for n, v in found.items() if bound[n] == 1 and reads[n] - 1 == want[n] > 0
+             and all(bound[x] <= 1 for x in _summed_vars(v) or ())} for found, want in zip(values, wanted)]
+
+
+def recomputed_lets(body, native_int64: bool) -> frozenset[str]:
+    """The lets every allocation of ``body`` recomputes where they are read (``remat``): the
+    :func:`absorbed` ones and, on a target with 64-bit integer adds, the address lets (:class:`_AddressLets`;
+    one walk of ``body`` for both)."""
+    if not native_int64:
+        return absorbed(body)
+    address = _AddressLets(body)
+    found = _lets_read_only_as(body, _ABSORBED, address.rule)
+    return frozenset(found[0]) | address.kept(found[1])
+
+
+def _absorbed_candidate(v) -> bool:
+    return type(v) is Binary and v.op is Op.ADD and v.type.lanes == 1 and v.type.is_int and \
+        v.type.scalar.bits == 32 and type(v.a) is Var and type(v.b) is IntImm and -32768 <= v.b.value < 32768
+
+
+def _absorbed_counted(node):
+    if type(node) is Binary and node.op is Op.ADD and node.type.is_int and node.type.scalar.bits == 32:
+        return [x.name for x, other in ((node.a, node.b), (node.b, node.a))
+                if type(x) is Var and type(other) is not IntImm]
+    return ()
+
+
+_ABSORBED = (_absorbed_candidate, _absorbed_counted)
 
 
 def absorbed(body) -> frozenset[str]:
@@ -319,48 +370,48 @@ def absorbed(body) -> frozenset[str]:
     ``v`` and ``c`` (``isa``), so ``t`` is recomputed there (``remat``) and needs neither a register nor an
     instruction of its own (``cse = k + 32`` read by two address adds: the ``add`` of the constant goes).
     The variable read where ``t`` is recomputed is bound once too (no other binding of the name there)."""
-    def candidate(v) -> bool:
-        return type(v) is Binary and v.op is Op.ADD and v.type.lanes == 1 and v.type.is_int and \
-            v.type.scalar.bits == 32 and type(v.a) is Var and type(v.b) is IntImm and -32768 <= v.b.value < 32768
-
-    def counted(node):
-        if type(node) is Binary and node.op is Op.ADD and node.type.is_int and node.type.scalar.bits == 32:
-            return [x.name for x, other in ((node.a, node.b), (node.b, node.a))
-                    if type(x) is Var and type(other) is not IntImm]
-        return ()
-    return frozenset(_lets_read_only_as(body, candidate, counted))
+    return frozenset(_lets_read_only_as(body, _ABSORBED)[0])
 
 
-def address_lets(body) -> frozenset[str]:
-    """Scalar lets of one variable plus constants (``b = k + 1638400``) that only scalar global message
-    headers read, each header's offset that let plus constants: on a target with 64-bit integer adds
-    every such header is its held predecessor plus a constant, or the variable's address plus one
-    (``addresses``, ``sends.store_header``), so the let needs neither a register nor an instruction
-    (``remat``)."""
-    headers = {x.ops[1].buf.name for x in walk_nodes(body)
-               if type(x) is FuncCall and isinstance(x.func, Send) and x.func.space == "global"
-               and isinstance(x.ops[1], Load)}
+class _AddressLets:
+    """The address lets of ``body``: scalar lets of one variable plus constants (``b = k + 1638400``) that
+    only scalar global message headers read, each header's offset that let plus constants. On a target
+    with 64-bit integer adds every such header is its held predecessor plus a constant, or the variable's
+    address plus one (``addresses``, ``sends.store_header``), so the let needs neither a register nor an
+    instruction (``remat``). ``rule`` is the ``(candidate, counted)`` pair of :func:`_lets_read_only_as`;
+    :meth:`kept` keeps those read in the loop they are defined in."""
 
+    def __init__(self, body):
+        self.body = body
+        self.headers = {x.ops[1].buf.name for kind, x in events(body)
+                        if kind == "call" and isinstance(x.func, Send) and x.func.space == "global"
+                        and isinstance(x.ops[1], Load)}
+        self.rule = (self.candidate, self.counted)
+
+    @staticmethod
     def candidate(v) -> bool:
         return v.type.lanes == 1 and v.type.is_int and len(_summed_vars(v) or ()) == 1
 
-    def counted(node):
-        if type(node) is Store and node.buf.name in headers and node.value.type.lanes == 1:
+    def counted(self, node):
+        if type(node) is Store and node.buf.name in self.headers and node.value.type.lanes == 1:
             names = _summed_vars(node.value)
             return names if names is not None and len(names) == 1 else ()
         return ()
-    # read in the loop it is defined in (one hoisted out of the loop would be recomputed in it)
-    loops: list = [None]
-    where: dict[str, set] = {}      # let -> the loops it is defined and read in
-    for kind, x in events(body):
-        if kind == "for":
-            loops.append(id(x))
-        elif kind == "end_for":
-            loops.pop()
-        elif kind == "let" or kind == "store" and x.buf.name in headers:
-            for name in [x.var.name] if kind == "let" else counted(x):
-                where.setdefault(name, set()).add(loops[-1])
-    return frozenset(n for n in _lets_read_only_as(body, candidate, counted) if len(where.get(n, ())) == 1)
+
+    def kept(self, found) -> frozenset[str]:
+        """Those of ``found`` read in the loop they are defined in (one hoisted out of the loop would be
+        recomputed in it)."""
+        loops: list = [None]
+        where: dict[str, set] = {}      # let -> the loops it is defined and read in
+        for kind, x in events(self.body):
+            if kind == "for":
+                loops.append(id(x))
+            elif kind == "end_for":
+                loops.pop()
+            elif kind == "let" or kind == "store" and x.buf.name in self.headers:
+                for name in [x.var.name] if kind == "let" else self.counted(x):
+                    where.setdefault(name, set()).add(loops[-1])
+        return frozenset(n for n in found if len(where.get(n, ())) == 1)
 
 
 def _summed_vars(e) -> list[str] | None:
@@ -417,8 +468,8 @@ def with_remat(attempt, body):
 
 
 def _walk_peak(body, target, arg_names, simd: int, nregs: int, remat: frozenset, rotation: int,
-               compact: bool = False, linger: bool = False) -> int:
-    walk = AllocationWalk(body, target, arg_names, simd, nregs, remat, rotation, compact, linger)
+               compact: bool = False, linger: bool = False, facts: BodyFacts | None = None) -> int:
+    walk = AllocationWalk(body, target, arg_names, simd, nregs, remat, rotation, compact, linger, facts)
     local_ids = walk.reserve_payload()
     for _ in walk.alloc_thread_ids():
         pass
@@ -443,10 +494,11 @@ def allocation_peak(body, target, arg_names, simd: int, budget: int | None = Non
     budget, the walk runs in a register file as large as it needs, every recomputable vector recomputed
     when there is a budget (without one, in the compact layout the first attempt takes, headers kept as
     there)."""
+    facts = BodyFacts(body, target, arg_names)
     if budget is not None:
         try:
             return with_remat(lambda remat, rotation, compact, linger: _walk_peak(
-                body, target, arg_names, simd, budget, remat, rotation, compact, linger), body)
+                body, target, arg_names, simd, budget, remat, rotation, compact, linger, facts), body)
         except NoRoom:
             pass
     remat = frozenset() if budget is None else frozenset(
@@ -455,6 +507,6 @@ def allocation_peak(body, target, arg_names, simd: int, budget: int | None = Non
     while True:
         try:
             return _walk_peak(body, target, arg_names, simd, nregs, remat, 0, compact=budget is None,
-                              linger=budget is None)
+                              linger=budget is None, facts=facts)
         except NoRoom:
             nregs *= 2

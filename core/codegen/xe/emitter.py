@@ -31,6 +31,8 @@ class Line:
     node: object              # IR statement
     weight: int
     loop: int                 # index of the innermost loop (-1: none)
+    lanes: int = 0            # an ALU instruction's execution size (0: a line given as text)
+    dst: Reg | None = None    # with ``lanes``, the register region it writes (None: ``null``)
 
 
 class Emitter:
@@ -44,13 +46,15 @@ class Emitter:
         self._labels = 0
         self.flow = 0      # jumps and labels so far: values known at one hold up to the next
 
-    def raw(self, text: str, pipe: str | None, *, jump: bool = True) -> None:
+    def raw(self, text: str, pipe: str | None, *, jump: bool = True, lanes: int = 0, dst: Reg | None = None) -> None:
         """One line as written. A control line is a jump unless ``jump`` is false (a barrier wait:
         it stalls the thread but changes no register or flag and goes on to the next line, so what a
-        register or flag is known to hold before it still holds after it)."""
+        register or flag is known to hold before it still holds after it). ``lanes`` and ``dst``: the
+        ALU instruction's execution size and destination where :meth:`op` wrote it (what it writes,
+        known without reading the text back)."""
         if pipe == "control" and jump:
             self.flow += 1
-        self.lines.append(Line(text, pipe, self.regs.busy, self.node, self.weight, self.loop))
+        self.lines.append(Line(text, pipe, self.regs.busy, self.node, self.weight, self.loop, lanes, dst))
 
     def label(self, base: str) -> str:
         self._labels += 1
@@ -84,7 +88,7 @@ class Emitter:
             else:
                 parts.append(s.src(rb))
         text = f"{head} {mnemonic} ({lanes}|M0){cm} {d} {' '.join(parts)}"
-        self.raw(text, pipe or pipe_of(mnemonic, _suffix(dst if dst is not None else srcs[0])))
+        self.raw(text, pipe or pipe_of(mnemonic, _suffix(dst if dst is not None else srcs[0])), lanes=lanes, dst=dst)
 
 
 def _suffix(op) -> str:

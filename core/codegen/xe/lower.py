@@ -22,7 +22,7 @@ from ..errors import CodegenUnsupported, LiveBuffer, OutOfRegisters
 from . import isa, sends, tensor
 from .abi import GROUP_ID_DWORD
 from .addresses import HeldAddresses
-from .allocation import CATEGORY, HEADER_ROTATION, AllocationWalk
+from .allocation import CATEGORY, HEADER_ROTATION, AllocationWalk, BodyFacts
 from .emitter import Emitter
 from .ranges import ValueRanges
 from .operand import Imm, Reg, elem_size
@@ -83,9 +83,10 @@ class XeLowering(AllocationWalk):
     """One kernel's lowering: the allocation walk plus the instructions. ``run()`` fills ``self.em.lines``."""
 
     def __init__(self, kernel, body, target, budget: int, remat: frozenset = frozenset(),
-                 rotation: int = HEADER_ROTATION, compact: bool = False, linger: bool = False):
+                 rotation: int = HEADER_ROTATION, compact: bool = False, linger: bool = False,
+                 facts: BodyFacts | None = None):
         super().__init__(body, target, [a.var.name for a in kernel.args], kernel.simd, budget, remat, rotation,
-                         compact, linger)
+                         compact, linger, facts)
         self.kernel = kernel
         self.em = Emitter(self.regs)
         self.flags = FlagPool(self.xe.flags)
@@ -104,6 +105,7 @@ class XeLowering(AllocationWalk):
         self.block2d_turn = 0                 # the 2D block header the last 2D load took
         self.addresses = HeldAddresses(self.rb)   # 64-bit global addresses the headers hold (addresses)
         self.values = ValueRanges(kernel)     # which dividends are never negative (isa's division)
+        self.dpas_forms: dict[tuple, tuple] = {}   # (simd, A type, B type) -> the target's dpas forms (tensor.dpas)
 
     # -- allocation -------------------------------------------------------------------------
     def no_room(self, nbytes: int, label: str) -> Exception:

@@ -49,7 +49,10 @@ def dpas(cg, x) -> None:
     name = "dpasw" if f.is_dpasw else "dpas"
     dt = iga_type(f.dst_type)
     # The target's form says how the sources are read: f32 data multiplied in tf32 is spelled ``:tf32``.
-    forms = cg.target.shapes(fma="dpas", simd=f.simd, a=f.src2_type, b=f.src1_type)
+    key = (f.simd, f.src2_type, f.src1_type)
+    forms = cg.dpas_forms.get(key)
+    if forms is None:
+        forms = cg.dpas_forms[key] = cg.target.shapes(fma="dpas", simd=f.simd, a=f.src2_type, b=f.src1_type)
     if not forms:
         raise CodegenUnsupported(f"{cg.target.name} has no SIMD{f.simd} dpas of {f.src2_type} x {f.src1_type}")
     math = forms[0].math

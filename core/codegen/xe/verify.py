@@ -76,11 +76,26 @@ def access(text: str, rb: int) -> tuple[set[int], set[int], str]:
     return reads, writes, kind
 
 
+def writes(text: str, rb: int) -> set[int]:
+    """The bytes one line writes, ``access(text, rb)[1]``, without reading an ALU instruction's sources
+    (what a scan of every line for its writes asks)."""
+    line = parse_line(text)
+    if not isinstance(line, Instruction) or line.mnemonic.startswith(("store", "atomic")):
+        return set()    # as _message_access reads them: no register written
+    return _instruction_access(line, rb, alu_reads=False)[1]
+
+
 def _access(text: str, rb: int):
     """``access`` plus the byte sets that must each lie in one value (message payload, address)."""
     line = parse_line(text)
     if not isinstance(line, Instruction):
         return set(), set(), "other", ()
+    return _instruction_access(line, rb)
+
+
+def _instruction_access(line: Instruction, rb: int, alu_reads: bool = True):
+    """``_access`` of a parsed instruction; without ``alu_reads`` an ALU instruction's reads are not read
+    (empty)."""
     op, lanes, rest = line.mnemonic, line.exec_size or 1, list(line.operands)
     if op.startswith(("load", "store", "atomic")):
         return _message_access(op, rest, lanes, rb)
@@ -91,10 +106,12 @@ def _access(text: str, rb: int):
         return set(), set(), "other", ()
     if line.op in ("dpas", "dpasw"):
         depth, _, rcount = op.partition(".")[2].partition("x")
-        return _dpas_access(int(depth), int(rcount), rest, lanes, rb)
+        return _dpas_access(int(depth), int(rcount), rest, lanes, rb, alu_reads)
     writes: set[int] = set()
     if rest and not rest[0].startswith("null") and not rest[0].startswith("acc"):
         writes |= _region_bytes(rest[0], lanes, rb, True) or set()
+    if not alu_reads:
+        return set(), writes, "alu", ()
     reads: set[int] = set()
     for tok in rest[1:]:
         got = _region_bytes(tok, lanes, rb, False)
@@ -120,12 +137,12 @@ def _message_access(op: str, rest: list[str], lanes: int, rb: int):
     return reads, writes, "load" if load else "store", (payload, address)
 
 
-def _dpas_access(depth: int, rcount: int, rest: list[str], lanes: int, rb: int):
+def _dpas_access(depth: int, rcount: int, rest: list[str], lanes: int, rb: int, reads_too: bool = True):
     """A ``dpas.DxR``'s bytes: it writes the destination's R rows of lanes and reads the accumulator,
-    B (D dwords per lane) and A (R rows of D dwords)."""
+    B (D dwords per lane) and A (R rows of D dwords); without ``reads_too`` the reads are left empty."""
     reads: set[int] = set()
     writes: set[int] = set()
-    tokens = [register_token(t) for t in rest[:4]]
+    tokens = [register_token(t) for t in rest[:4 if reads_too else 1]]
     regs = [None if t is None or t.file != "r" else t.reg * rb for t in tokens]
     acc = SIZES[null_type(rest[0]) or tokens[0].type]
     sizes = [rcount * lanes * acc, rcount * lanes * acc, depth * lanes * 4, rcount * depth * 4]
