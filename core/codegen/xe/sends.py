@@ -83,9 +83,9 @@ def store_header(cg, x, p: int) -> None:
     dst = Reg(hdr.start, u64, 1)
     parts = addresses.terms(cg, x.value)
     key = (mem, lanes, parts[0]) if parts else None
-    near = cg.addresses.near(cg, key, parts[1], dst, lanes) if parts else None
+    near = cg.addresses.near(cg, key, parts[1], dst, lanes, cg.live.readers.get(p)) if parts else None
     if near is not None:
-        isa.step64(cg, dst, *near, lanes)
+        isa.step64(cg, dst, near[0], near[1], lanes)
     elif parts and parts[2] is not None and cg.xe.native_int64 and -2**31 <= parts[1] < 2**31:
         # one register plus a constant: the register's address, then the constant added in 64 bits (as
         # many instructions as the 32-bit sum and its address; the sum may be a let kept as its value)
@@ -94,7 +94,8 @@ def store_header(cg, x, p: int) -> None:
     else:
         isa.add64(cg, Reg(hdr.start, u32, 2), arg, isa.value(cg, x.value), lanes, signed=signed)
     if parts:
-        cg.addresses.record(cg, key, parts[1], dst, cg.xe.native_int64 or signed or (near is not None))
+        exact = near[2] if near is not None else False
+        cg.addresses.record(cg, key, parts[1], dst, cg.xe.native_int64 or signed or exact)
 
 
 def _step(cg, x, mem: str) -> tuple[str, int] | None:
@@ -192,7 +193,7 @@ def lower_send(cg, x) -> None:
     if pred == "never":
         return
     if f.space == "global":
-        cg.addresses.sent(hdr, pred is None)
+        cg.addresses.sent(hdr, None if pred is None else mask)
     if f.op in (SendOp.ATOMIC_ADD, SendOp.ATOMIC_FETCH_ADD):
         _atomic_add(cg, f, sfid, addr, hdr, data, pred, mask)
     elif f.kind is SendKind.BLOCK:
