@@ -53,7 +53,7 @@ class AllocationWalk:
         self.rb = target.registers.reg_bytes
         self.simd = simd
         self.regs = RegisterFile(nregs, self.rb, self.xe.grf_banks)
-        self.remat = remat = remat | absorbed(body) | (address_lets(body) if target.xe.native_int64 else frozenset())
+        self.remat = remat = remat | absorbed(body) | address_lets(body, target.xe.native_int64)
         self.arg_names = tuple(arg_names)
         self.payload = payload(list(self.arg_names), simd, self.rb)
         self.live = analyze(body, set(self.arg_names), remat, compact)
@@ -331,27 +331,34 @@ def absorbed(body) -> frozenset[str]:
     return frozenset(_lets_read_only_as(body, candidate, counted))
 
 
-def address_lets(body) -> frozenset[str]:
-    """Scalar lets of one variable plus constants (``b = k + 1638400``) that only scalar global message
-    headers read, each header's offset that let plus constants: on a target with 64-bit integer adds
-    every such header is its held predecessor plus a constant, or the variable's address plus one
-    (``addresses``, ``sends.store_header``), so the let needs neither a register nor an instruction
-    (``remat``)."""
+def address_lets(body, native_int64: bool = True) -> frozenset[str]:
+    """Scalar lets of variables plus constants (``b = k + 1638400``) that only scalar global message
+    headers read, each header's offset a sum of variables and constants: each such header is its held
+    predecessor plus a constant, or else summed from the let's value (``addresses``,
+    ``sends.store_header``), so the let needs neither a register nor an instruction (``remat``). With
+    64-bit integer adds, lets of one variable read by headers of one variable (its address plus a
+    constant in 64 bits); on Xe-HPG (``addc`` + ``add`` of a held address, or the 32-bit sum and
+    ``addc`` + ``add``) any sums, read by headers or by other such lets (``b = k + 819200``, ``c = b +
+    oc``, the headers ``c``, ``c + 256``: a step from the held address reads neither)."""
     headers = {x.ops[1].buf.name for x in walk_nodes(body)
                if type(x) is FuncCall and isinstance(x.func, Send) and x.func.space == "global"
                and isinstance(x.ops[1], Load)}
 
-    def candidate(v) -> bool:
-        return v.type.lanes == 1 and v.type.is_int and len(_summed_vars(v) or ()) == 1
+    def sums(v) -> bool:
+        names = _summed_vars(v) if v.type.lanes == 1 and v.type.is_int else None
+        return bool(names) and (len(names) == 1 or not native_int64)
 
     def counted(node):
         if type(node) is Store and node.buf.name in headers and node.value.type.lanes == 1:
             names = _summed_vars(node.value)
-            return names if names is not None and len(names) == 1 else ()
+            return names if names is not None and (len(names) == 1 or not native_int64) else ()
+        if not native_int64 and type(node) is Let and sums(node.value):
+            return _summed_vars(node.value)
         return ()
     # read in the loop it is defined in (one hoisted out of the loop would be recomputed in it)
     loops: list = [None]
     where: dict[str, set] = {}      # let -> the loops it is defined and read in
+    chained: dict[str, list] = {}   # let of a sum -> the variables it sums (Xe-HPG)
     for kind, x in events(body):
         if kind == "for":
             loops.append(id(x))
@@ -360,7 +367,14 @@ def address_lets(body) -> frozenset[str]:
         elif kind == "let" or kind == "store" and x.buf.name in headers:
             for name in [x.var.name] if kind == "let" else counted(x):
                 where.setdefault(name, set()).add(loops[-1])
-    return frozenset(n for n in _lets_read_only_as(body, candidate, counted) if len(where.get(n, ())) == 1)
+            if kind == "let" and not native_int64 and sums(x.value):
+                chained[x.var.name] = _summed_vars(x.value)
+    out = {n for n in _lets_read_only_as(body, sums, counted) if len(where.get(n, ())) == 1}
+    while True:     # a let read by a let that is not recomputed is read as itself
+        kept = {v for n, names in chained.items() if n not in out for v in names} & out
+        if not kept:
+            return frozenset(out)
+        out -= kept
 
 
 def _summed_vars(e) -> list[str] | None:
