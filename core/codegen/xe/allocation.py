@@ -339,7 +339,10 @@ def address_lets(body, native_int64: bool = True) -> frozenset[str]:
     64-bit integer adds, lets of one variable read by headers of one variable (its address plus a
     constant in 64 bits); on Xe-HPG (``addc`` + ``add`` of a held address, or the 32-bit sum and
     ``addc`` + ``add``) any sums, read by headers or by other such lets (``b = k + 819200``, ``c = b +
-    oc``, the headers ``c``, ``c + 256``: a step from the held address reads neither)."""
+    oc``, the headers ``c``, ``c + 256``: a step from the held address reads neither), where the let's
+    constant fits an ``add3`` immediate (16 bits): a header that does not step sums it in the one
+    instruction it takes anyway (``sends._flattened``), where a let of a larger constant is one ``add``
+    that its headers share (``b = k + 819200`` stays, ``c = b + oc`` is recomputed)."""
     headers = {x.ops[1].buf.name for x in walk_nodes(body)
                if type(x) is FuncCall and isinstance(x.func, Send) and x.func.space == "global"
                and isinstance(x.ops[1], Load)}
@@ -347,6 +350,9 @@ def address_lets(body, native_int64: bool = True) -> frozenset[str]:
     def sums(v) -> bool:
         names = _summed_vars(v) if v.type.lanes == 1 and v.type.is_int else None
         return bool(names) and (len(names) == 1 or not native_int64)
+
+    def recomputed(v) -> bool:
+        return sums(v) and (native_int64 or -2**15 <= summands(v)[1] < 2**15)
 
     def counted(node):
         if type(node) is Store and node.buf.name in headers and node.value.type.lanes == 1:
@@ -369,7 +375,7 @@ def address_lets(body, native_int64: bool = True) -> frozenset[str]:
                 where.setdefault(name, set()).add(loops[-1])
             if kind == "let" and not native_int64 and sums(x.value):
                 chained[x.var.name] = _summed_vars(x.value)
-    out = {n for n in _lets_read_only_as(body, sums, counted) if len(where.get(n, ())) == 1}
+    out = {n for n in _lets_read_only_as(body, recomputed, counted) if len(where.get(n, ())) == 1}
     while True:     # a let read by a let that is not recomputed is read as itself
         kept = {v for n, names in chained.items() if n not in out for v in names} & out
         if not kept:

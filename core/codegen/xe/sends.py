@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from kdd.core.ir.expr import Binary, BoolImm, Broadcast, IntImm, Load, Op, Ramp, Var
+from kdd.core.ir.expr import Binary, BoolImm, Broadcast, IntImm, Load, Op, Ramp, Ternary, Var, summands
 from kdd.core.ir.funcs import Send2D, SendKind, SendOp
 from kdd.core.ir.types import s32, u8, u16, u32, u64
 
@@ -92,10 +92,37 @@ def store_header(cg, x, p: int) -> None:
         isa.add64(cg, Reg(hdr.start, u32, 2), arg, parts[2], lanes)
         isa.step64(cg, dst, dst, parts[1], lanes)
     else:
-        isa.add64(cg, Reg(hdr.start, u32, 2), arg, isa.value(cg, x.value), lanes, signed=signed)
+        isa.add64(cg, Reg(hdr.start, u32, 2), arg, isa.value(cg, _flattened(cg, x.value)), lanes, signed=signed)
     if parts:
         exact = near[2] if near is not None else False
         cg.addresses.record(cg, key, parts[1], dst, cg.xe.native_int64 or signed or exact)
+
+
+def _flattened(cg, e):
+    """A header's scalar offset with the recomputed lets it sums (``allocation.address_lets``: ``c = b +
+    oc``, ``b = k + 819200``) read as what they sum, the constants folded: one ``add`` (``add3`` of two
+    registers) for the 32-bit sum, not one per let. Any other offset as it is."""
+    if e.type.lanes != 1:
+        return e
+    parts, const = summands(e)
+    flat, recomputed = [], False
+    while parts:
+        x = parts.pop()
+        op = cg.lookup(x.name) if isinstance(x, Var) else None
+        if isinstance(op, isa.Remat) and op.value.type == e.type:
+            more, c = summands(op.value)
+            parts += more
+            const += c
+            recomputed = True
+        else:
+            flat.append(x)
+    if not recomputed or not flat or len(flat) > 2 or not -2**31 <= const < 2**31:
+        return e
+    imm = IntImm.make(e.type, const)
+    if len(flat) == 2:
+        return Ternary.make(Op.ADD3, flat[0], flat[1], imm) if -2**15 <= const < 2**15 else \
+            Binary.make(Op.ADD, Binary.make(Op.ADD, flat[0], flat[1]), imm)
+    return Binary.make(Op.ADD, flat[0], imm) if const else flat[0]
 
 
 def _step(cg, x, mem: str) -> tuple[str, int] | None:
