@@ -131,7 +131,9 @@ class HeldAddresses:
         best = None
         for h in held:
             delta = const - h.const
-            if h.flow != cg.em.flow or not -2**31 <= delta < 2**31 or (not native and (delta < 0 or not _covers(h.exact, masks))):
+            if h.flow != cg.em.flow or not -2**31 <= delta < 2**31:
+                continue
+            if not native and (delta < 0 or not _covers(h.exact, masks)):
                 continue
             if not self._untouched(h.byte, h.byte + 8 * lanes, h.line):
                 continue

@@ -274,7 +274,8 @@ class _StmtSimplifier:
             self.facts.restore(mark)
             return body
         self.facts.bind(st.var, self.s.info(value))
-        if self._inside_block(value):
+        rebound = self.rebound and (st.var in self.rebound or self._mentions_rebound(value))
+        if self._inside_block(value) and not rebound:   # a name bound again would read another value
             self.facts.offset(st.var, value.a, value.b.value)
         before = self.live.get(st.var, 0)
         outer_deepest = self.deepest.pop(st.var, -1)
