@@ -14,14 +14,18 @@ Why the difference is exact: the overflow pass rebuilds in 64 bits every address
 header's 32-bit offset is its true value in every lane, masked or not; a held address is exactly
 ``arg`` plus it where the high dword took the offset's sign (native 64-bit adds sign-extend a ``:d``
 source; Xe-HPG's emulation adds only the carry, which is exact where the offset is not negative: a
-header every lane of which an unpredicated message read). Xe-HPG advances only by a difference that
-is not negative (a negative one costs the emulation a third instruction).
+header every lane of which an unpredicated message read, or, where a message read it under a mask,
+exactly in the lanes the mask enables). Xe-HPG advances only by a difference that is not negative (a
+negative one costs the emulation a third instruction), and advances a header exact under a mask only
+for messages under that same mask (the B loads of a tile's columns, one bound for them all: oneDNN
+keeps these payloads live and steps them).
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from kdd.core.ir.expr import Var, summands
+from kdd.core.ir.expr import Load, Var, summands
+from kdd.core.ir.visitor import post_order
 
 from .isa import Remat
 from .operand import Imm, Reg
@@ -32,13 +36,14 @@ from .verify import writes
 class _Held:
     """``byte``: where the 64-bit addresses are; ``const``: the constant of the sum they hold; ``line``:
     the listing's length when they were written; ``flow``: the emitter's jumps and labels then;
-    ``exact``: whether the high dwords took the offsets' signs (see the module docstring)."""
+    ``exact``: whether the high dwords took the offsets' signs (see the module docstring): True, False,
+    or the mask (a memory-free bool expression) in whose enabled lanes they are exact."""
 
     byte: int
     const: int
     line: int
     flow: int
-    exact: bool
+    exact: object
 
 
 def terms(cg, e) -> tuple[tuple, int, Reg | None, tuple] | None:
@@ -132,10 +137,13 @@ class HeldAddresses:
         """The last line that wrote a byte of any ``(start, end, ...)`` span (-1: none)."""
         return max((self._written_since(sp[0], sp[1]) for sp in spans), default=-1)
 
-    def near(self, cg, key: tuple, const: int, dst: Reg, lanes: int) -> tuple[Reg, int] | None:
-        """A held address of ``key`` still valid, and the difference to add to it for ``const``; the
-        cheapest one (none to add, in place, else the smallest difference). None where there is none,
-        or where advancing it costs the emulation more than building the address."""
+    def near(self, cg, key: tuple, const: int, dst: Reg, lanes: int,
+             masks: list | None) -> tuple[Reg, int, object] | None:
+        """A held address of ``key`` still valid, the difference to add to it for ``const`` and where
+        the result is exact (``_Held.exact``); the cheapest one (none to add, in place, else the
+        smallest difference). ``masks``: those of the messages that will read ``dst`` (None: not
+        known). None where there is none, or where advancing it costs the emulation more than building
+        the address."""
         held = self.held.get(key)
         if not held:
             return None
@@ -151,7 +159,7 @@ class HeldAddresses:
                 continue
             live.append(h)
             delta = const - h.const
-            if not -2**31 <= delta < 2**31 or (not native and (delta < 0 or not h.exact)):
+            if not -2**31 <= delta < 2**31 or (not native and (delta < 0 or not _covers(h.exact, masks))):
                 continue
             if free[h.byte // rb] >> (h.byte % rb) & 1:   # its first byte is free: the usual case, at once
                 continue
@@ -161,22 +169,40 @@ class HeldAddresses:
             if best is None or rank < best[0]:
                 best = (rank, h, delta)
         self.held[key] = live
-        return None if best is None else (Reg(best[1].byte, dst.type, 1), best[2])
+        return None if best is None else (Reg(best[1].byte, dst.type, 1), best[2], best[1].exact)
 
-    def record(self, cg, key: tuple, const: int, dst: Reg, exact: bool) -> None:
+    def record(self, cg, key: tuple, const: int, dst: Reg, exact: object) -> None:
         """``dst`` now holds ``arg + terms + const`` (``key``); what it held before is gone."""
         flow = cg.em.flow
         kept = [h for h in self.held.get(key, ()) if h.flow == flow and h.byte != dst.byte]
         self.held[key] = kept + [_Held(dst.byte, const, len(cg.em.lines), flow, exact)]
 
-    def sent(self, hdr: Reg, unpredicated: bool) -> None:
-        """A message read the addresses at ``hdr``: with no predicate, every lane's offset was in
-        bounds (not negative), so the carry-only high dwords are exact."""
-        if unpredicated:
-            for entries in self.held.values():
-                for h in entries:
-                    if h.byte == hdr.byte:
-                        h.exact = True
+    def sent(self, hdr: Reg, mask) -> None:
+        """A message read the addresses at ``hdr`` under ``mask`` (None: no predicate): every lane it
+        enabled had its offset in bounds (not negative), so the carry-only high dwords are exact in
+        those lanes (in every lane without a predicate)."""
+        for entries in self.held.values():
+            for h in entries:
+                if h.byte != hdr.byte or h.exact is True:
+                    continue
+                if mask is None:
+                    h.exact = True
+                elif h.exact is False and _stable(mask):
+                    h.exact = mask
+
+
+def _stable(mask) -> bool:
+    """A mask that means the same wherever it is evaluated in straight-line code: no memory read."""
+    return not any(isinstance(n, Load) for n in post_order(mask))
+
+
+def _covers(exact, masks: list | None) -> bool:
+    """Whether an address exact where ``exact`` says is exact in every lane ``masks`` enable."""
+    if exact is True:
+        return True
+    if exact is False or not masks:
+        return False
+    return all(m is exact or m.is_equal(exact) for m in masks)
 
 
 def _dwords(dst: Reg | None, lanes: int) -> set[int] | range:

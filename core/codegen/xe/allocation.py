@@ -340,11 +340,8 @@ def _lets_read_only_as(body, *rules) -> list[dict[str, object]]:
 
 def recomputed_lets(body, native_int64: bool) -> frozenset[str]:
     """The lets every allocation of ``body`` recomputes where they are read (``remat``): the
-    :func:`absorbed` ones and, on a target with 64-bit integer adds, the address lets (:class:`_AddressLets`;
-    one walk of ``body`` for both)."""
-    if not native_int64:
-        return absorbed(body)
-    address = _AddressLets(body)
+    :func:`absorbed` ones and the address lets (:class:`_AddressLets`; one walk of ``body`` for both)."""
+    address = _AddressLets(body, native_int64)
     found = _lets_read_only_as(body, _ABSORBED, address.rule)
     return frozenset(found[0]) | address.kept(found[1])
 
@@ -374,35 +371,49 @@ def absorbed(body) -> frozenset[str]:
 
 
 class _AddressLets:
-    """The address lets of ``body``: scalar lets of one variable plus constants (``b = k + 1638400``) that
-    only scalar global message headers read, each header's offset that let plus constants. On a target
-    with 64-bit integer adds every such header is its held predecessor plus a constant, or the variable's
-    address plus one (``addresses``, ``sends.store_header``), so the let needs neither a register nor an
-    instruction (``remat``). ``rule`` is the ``(candidate, counted)`` pair of :func:`_lets_read_only_as`;
-    :meth:`kept` keeps those read in the loop they are defined in."""
+    """The address lets of ``body``: scalar lets of variables plus constants (``b = k + 1638400``) that
+    only scalar global message headers read, each header's offset a sum of variables and constants: each
+    such header is its held predecessor plus a constant, or else summed from the let's value
+    (``addresses``, ``sends.store_header``), so the let needs neither a register nor an instruction
+    (``remat``). With 64-bit integer adds, lets of one variable read by headers of one variable (its
+    address plus a constant in 64 bits); on Xe-HPG (``addc`` + ``add`` of a held address, or the 32-bit
+    sum and ``addc`` + ``add``) any sums, read by headers or by other such lets (``b = k + 819200``, ``c =
+    b + oc``, the headers ``c``, ``c + 256``: a step from the held address reads neither), where the
+    let's constant fits an ``add3`` immediate (16 bits): a header that does not step sums it in the one
+    instruction it takes anyway (``sends._flattened``), where a let of a larger constant is one ``add``
+    that its headers share (``b = k + 819200`` stays, ``c = b + oc`` is recomputed). ``rule`` is the
+    ``(candidate, counted)`` pair of :func:`_lets_read_only_as`; :meth:`kept` keeps those read in the
+    loop they are defined in."""
 
-    def __init__(self, body):
+    def __init__(self, body, native_int64: bool):
         self.body = body
+        self.native = native_int64
         self.headers = {x.ops[1].buf.name for kind, x in events(body)
                         if kind == "call" and isinstance(x.func, Send) and x.func.space == "global"
                         and isinstance(x.ops[1], Load)}
         self.rule = (self.candidate, self.counted)
 
-    @staticmethod
-    def candidate(v) -> bool:
-        return v.type.lanes == 1 and v.type.is_int and len(_summed_vars(v) or ()) == 1
+    def sums(self, v) -> bool:
+        names = _summed_vars(v) if v.type.lanes == 1 and v.type.is_int else None
+        return bool(names) and (len(names) == 1 or not self.native)
+
+    def candidate(self, v) -> bool:
+        return self.sums(v) and (self.native or -2**15 <= summands(v)[1] < 2**15)
 
     def counted(self, node):
         if type(node) is Store and node.buf.name in self.headers and node.value.type.lanes == 1:
             names = _summed_vars(node.value)
-            return names if names is not None and len(names) == 1 else ()
+            return names if names is not None and (len(names) == 1 or not self.native) else ()
+        if not self.native and type(node) is Let and self.sums(node.value):
+            return _summed_vars(node.value)
         return ()
 
     def kept(self, found) -> frozenset[str]:
         """Those of ``found`` read in the loop they are defined in (one hoisted out of the loop would be
-        recomputed in it)."""
+        recomputed in it), less any a let that is not recomputed reads (it is read as itself there)."""
         loops: list = [None]
         where: dict[str, set] = {}      # let -> the loops it is defined and read in
+        chained: dict[str, list] = {}   # let of a sum -> the variables it sums (Xe-HPG)
         for kind, x in events(self.body):
             if kind == "for":
                 loops.append(id(x))
@@ -411,7 +422,14 @@ class _AddressLets:
             elif kind == "let" or kind == "store" and x.buf.name in self.headers:
                 for name in [x.var.name] if kind == "let" else self.counted(x):
                     where.setdefault(name, set()).add(loops[-1])
-        return frozenset(n for n in found if len(where.get(n, ())) == 1)
+                if kind == "let" and not self.native and self.sums(x.value):
+                    chained[x.var.name] = _summed_vars(x.value)
+        out = {n for n in found if len(where.get(n, ())) == 1}
+        while True:
+            kept = {v for n, names in chained.items() if n not in out for v in names} & out
+            if not kept:
+                return frozenset(out)
+            out -= kept
 
 
 def _summed_vars(e) -> list[str] | None:

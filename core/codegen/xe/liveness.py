@@ -33,6 +33,9 @@ from kdd.core.ir.funcs import (Barrier, BarrierSignal, Dp4a, Dpas, Eltwise, Mad,
 from kdd.core.ir.stmt import Alloc, For, FuncCall, Group, If, Let, MemKind, Seq, Store
 
 
+_FLOW = frozenset(("for", "end_for", "if", "else", "end_if"))   # events where the emitter jumps or labels
+
+
 def events(root):
     """Yields ``(kind, node)`` in lowering order."""
     stack = [("s", root)]
@@ -154,6 +157,7 @@ class Liveness:
     extent: dict = field(default_factory=dict)  # grf buffer -> bytes its scalar loads and stores reach, or None
     offsets: dict = field(default_factory=dict)  # let key -> (let key, c): the let is that one plus c
     unread: frozenset = frozenset()   # keys of the loop variables their bodies never read (counters only)
+    readers: dict = field(default_factory=dict)  # header store point -> masks of the sends reading it, or None
 
 
 def analyze(root, global_names: set[str], remat: frozenset = frozenset(), compact: bool = False) -> Liveness:
@@ -238,7 +242,13 @@ def analyze(root, global_names: set[str], remat: frozenset = frozenset(), compac
         touch(key, p, "w")
 
     p = -1
+    readers: dict = {}      # header store point -> the masks of the sends that read what it stored
+    unread_store: dict = {}  # register buffer -> its last store point, while every read of it is seen
     for p, (kind, x) in enumerate(events(root)):
+        if kind in _FLOW:
+            for q in unread_store.values():   # a read past a jump or a label may be any
+                readers[q] = None
+            unread_store.clear()
         if kind == "let":
             if x.var.name in remat:
                 scope.setdefault(x.var.name, []).append(("remat", x.value))
@@ -301,6 +311,8 @@ def analyze(root, global_names: set[str], remat: frozenset = frozenset(), compac
                 touch_buf(x.buf.name, p, "w", rng)
                 reach(x.buf.name, None if rng is None or x.value.type.is_bool else rng[1])
                 stores[p] = x
+                unread_store[x.buf.name] = p
+                readers[p] = []
                 v = x.value
                 if type(v) is Var and x.mask is None and rng == (0, 4) and scope.get(v.name) \
                         and scope[v.name][-1][0] == "var":
@@ -316,6 +328,10 @@ def analyze(root, global_names: set[str], remat: frozenset = frozenset(), compac
                     if mode == "w":
                         call_written.add(name)
             _record_roles(x, roles, headers, grf)
+            if isinstance(x.func, Send) and isinstance(x.ops[1], Load):
+                q = unread_store.get(x.ops[1].buf.name)
+                if q is not None:
+                    readers[q].append(x.ops[4])
             signals = signals or isinstance(x.func, (Barrier, BarrierSignal))
             if isinstance(x.func, Send2D):
                 block2d.add(_block2d_shape(x))
@@ -344,7 +360,7 @@ def analyze(root, global_names: set[str], remat: frozenset = frozenset(), compac
         ends.setdefault(v, []).append(k)
     unread = frozenset(k for k in counters if not reads.get(k))
     return Liveness(first, last, starts, ends, roles, headers, var_keys, p + 1, allocs, free, signals,
-                    frozenset(block2d), aliases, slm, heads, held, bare, extent, offsets, unread)
+                    frozenset(block2d), aliases, slm, heads, held, bare, extent, offsets, unread, readers)
 
 
 def _block2d_shape(call: FuncCall) -> tuple:

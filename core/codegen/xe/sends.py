@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from kdd.core.ir.expr import Binary, BoolImm, Broadcast, IntImm, Load, Op, Ramp, Var
+from kdd.core.ir.expr import Binary, BoolImm, Broadcast, IntImm, Load, Op, Ramp, Ternary, Var, summands
 from kdd.core.ir.funcs import Send2D, SendKind, SendOp
 from kdd.core.ir.types import s32, u8, u16, u32, u64
 
@@ -83,18 +83,46 @@ def store_header(cg, x, p: int) -> None:
     dst = Reg(hdr.start, u64, 1)
     parts = addresses.terms(cg, x.value)
     key = (mem, lanes, parts[0]) if parts else None
-    near = cg.addresses.near(cg, key, parts[1], dst, lanes) if parts else None
+    near = cg.addresses.near(cg, key, parts[1], dst, lanes, cg.live.readers.get(p)) if parts else None
     if near is not None:
-        isa.step64(cg, dst, *near, lanes)
+        isa.step64(cg, dst, near[0], near[1], lanes)
     elif parts and parts[2] is not None and cg.xe.native_int64 and -2**31 <= parts[1] < 2**31:
         # one register plus a constant: the register's address, then the constant added in 64 bits (as
         # many instructions as the 32-bit sum and its address; the sum may be a let kept as its value)
         isa.add64(cg, Reg(hdr.start, u32, 2), arg, parts[2], lanes)
         isa.step64(cg, dst, dst, parts[1], lanes)
     else:
-        isa.add64(cg, Reg(hdr.start, u32, 2), arg, isa.value(cg, x.value), lanes, signed=signed)
+        isa.add64(cg, Reg(hdr.start, u32, 2), arg, isa.value(cg, _flattened(cg, x.value)), lanes, signed=signed)
     if parts:
-        cg.addresses.record(cg, key, parts[1], dst, cg.xe.native_int64 or signed or (near is not None))
+        exact = near[2] if near is not None else False
+        cg.addresses.record(cg, key, parts[1], dst, cg.xe.native_int64 or signed or exact)
+
+
+def _flattened(cg, e):
+    """A header's scalar offset with the recomputed lets it sums (``allocation._AddressLets``: ``c = b +
+    oc``, ``b = k + 819200``) read as what they sum, the constants folded: one ``add`` (``add3`` of two
+    registers) for the 32-bit sum, not one per let. Any other offset as it is."""
+    if e.type.lanes != 1:
+        return e
+    parts, const = summands(e)
+    flat, recomputed = [], False
+    while parts:
+        x = parts.pop()
+        op = cg.lookup(x.name) if isinstance(x, Var) else None
+        if isinstance(op, isa.Remat) and op.value.type == e.type:
+            more, c = summands(op.value)
+            parts += more
+            const += c
+            recomputed = True
+        else:
+            flat.append(x)
+    if not recomputed or not flat or len(flat) > 2 or not -2**31 <= const < 2**31:
+        return e
+    imm = IntImm.make(e.type, const)
+    if len(flat) == 2:
+        return Ternary.make(Op.ADD3, flat[0], flat[1], imm) if -2**15 <= const < 2**15 else \
+            Binary.make(Op.ADD, Binary.make(Op.ADD, flat[0], flat[1]), imm)
+    return Binary.make(Op.ADD, flat[0], imm) if const else flat[0]
 
 
 def _step(cg, x, mem: str) -> tuple[str, int] | None:
@@ -192,7 +220,7 @@ def lower_send(cg, x) -> None:
     if pred == "never":
         return
     if f.space == "global":
-        cg.addresses.sent(hdr, pred is None)
+        cg.addresses.sent(hdr, None if pred is None else mask)
     if f.op in (SendOp.ATOMIC_ADD, SendOp.ATOMIC_FETCH_ADD):
         _atomic_add(cg, f, sfid, addr, hdr, data, pred, mask)
     elif f.kind is SendKind.BLOCK:

@@ -245,7 +245,7 @@ class Analysis:
             return None
         lf = self._form(e)
         if lf is not None:
-            return self._linear(lf)
+            return self.form_info(lf)
         if isinstance(e, Binary):
             return self._binary(e)
         if isinstance(e, Unary):  # BIT_NOT: ~v == -v - 1, or max - v unsigned
@@ -265,7 +265,8 @@ class Analysis:
             return converted(a, e.a.type, t)
         return type_info(t)
 
-    def _linear(self, lf: LinearForm) -> Info:
+    def form_info(self, lf: LinearForm) -> Info:
+        """Facts about the value of a linear form, from its terms' facts."""
         lo, hi = self.form_range(lf)
         mod, rem = 0, lf.const
         for term, c in lf.terms:

@@ -85,7 +85,9 @@ class Simplifier:
 
         A term ``U(x)`` whose type ``U`` holds every value of ``x`` (by the current
         facts) is the term ``x``: both convert to the form's type alike. So
-        ``u32(c)`` and ``c`` merge into one term, as they will once rebuilt.
+        ``u32(c)`` and ``c`` merge into one term, as they will once rebuilt. A
+        multiple of a kept let ``v = u + c`` (``Facts.offset``) is that multiple
+        of ``u`` plus a constant.
         """
         memo = self.facts.memo.forms
         hit = memo.get(id(e))
@@ -94,8 +96,15 @@ class Simplifier:
         lf = self.lfs.of(e)
         terms: dict = {}
         const, peeled = lf.const, False
+        offsets = self.facts.offsets
         for term, c in lf.terms:
             x = term
+            if offsets and abs(c) != 1 and x in offsets:   # a multiple of ``u + c``: its constant joins
+                u, k = offsets[x]
+                terms[u] = terms.get(u, 0) + c
+                const += c * k
+                peeled = True
+                continue
             while isinstance(x, Cast) and not x.saturate and x.a.type.is_int and self.holds(x.a, x.type):
                 x = x.a
             if x is term:
@@ -113,6 +122,21 @@ class Simplifier:
             lf = self.make_form(lf.type, terms, const)
         memo[id(e)] = (e, lf)
         return lf
+
+    def through_offsets(self, terms: dict) -> tuple[dict, int]:
+        """``terms`` with each kept let ``v = u + c`` (``Facts.offset``) read as ``u``, and the constant that
+        adds."""
+        offsets = self.facts.offsets
+        if not offsets or not any(t in offsets for t in terms):
+            return terms, 0
+        out: dict = {}
+        const = 0
+        for t, k in terms.items():
+            if t in offsets:
+                t, c = offsets[t]
+                const += k * c
+            out[t] = out.get(t, 0) + k
+        return {t: k for t, k in out.items() if k}, const
 
     def fits(self, lf) -> bool:
         return self.analysis.fits(lf)

@@ -30,6 +30,7 @@ class Facts:
         self._by_var: dict[Var, Info] = {}
         self._by_name: dict[str, tuple[int | None, int | None]] = {}
         self.subst: dict[Var, Expr] = {}
+        self.offsets: dict[Var, tuple[Var, int]] = {}   # kept let v = u + c (no overflow) -> (u, c)
         self.memo = Memo()
         self.fresh = fresh  # variables bound exactly once and never used outside their scope
         self._undo: list[tuple] = []
@@ -66,7 +67,7 @@ class Facts:
             if kind == "memo":
                 self.memo = old
                 continue
-            table = self.subst if kind == "subst" else self._by_var
+            table = self.subst if kind == "subst" else self.offsets if kind == "offset" else self._by_var
             if old is None:
                 table.pop(key, None)
             else:
@@ -95,6 +96,12 @@ class Facts:
             self._undo.append(("info", v, self._by_var.get(v)))
             self._by_var[v] = narrowed
         return True
+
+    def offset(self, v: Var, u: Var, c: int) -> None:
+        """Kept let ``v`` is ``u + c`` over the integers until the next ``restore`` (``bind`` it first: that
+        starts the memo this fact is valid in)."""
+        self._undo.append(("offset", v, self.offsets.get(v)))
+        self.offsets[v] = (u, c)
 
     def substitute(self, v: Var, value: Expr) -> None:
         """Replace ``v`` by ``value`` until the next ``restore`` (a propagated let)."""

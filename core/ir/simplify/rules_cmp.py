@@ -121,7 +121,7 @@ def _normal_form(s, e: Binary) -> Expr | None:
     op = e.op
     if not exact and op not in (Op.EQ, Op.NE):
         return None
-    terms, c, g = _difference(la, lb, t, exact)
+    terms, c, g = _difference(s, la, lb, t, exact)
     if not terms:  # only reached modulo 2**bits (exact differences were decided by bounds)
         return BoolImm.make((c == 0) == (op is Op.EQ)) if op in (Op.EQ, Op.NE) else None
     if op in (Op.EQ, Op.NE):
@@ -130,14 +130,19 @@ def _normal_form(s, e: Binary) -> Expr | None:
         k = -c // g
     else:
         op, k = _bound(op, c, g)
-    return _moved(s, e, exact, op, k, {term: v // g for term, v in terms.items()})
+    terms = {term: v // g for term, v in terms.items()}
+    if op not in (Op.EQ, Op.NE):
+        op, k = _aligned(s, t, op, k, terms)
+    return _moved(s, e, exact, op, k, terms)
 
 
-def _difference(la, lb, t, exact: bool) -> tuple[dict, int, int]:
+def _difference(s, la, lb, t, exact: bool) -> tuple[dict, int, int]:
     """``la - lb`` as its terms and constant, and the divisor common to the terms (1 modulo 2**bits:
     there an equality cancels and moves, never divides)."""
     terms, c = _minus(la, lb), la.const - lb.const
-    if exact:
+    if exact:   # a kept ``v = u + c`` is ``u + c`` over the integers: bounds on ``v`` move to ``u``
+        terms, k = s.through_offsets(terms)
+        c += k
         return terms, c, gcd(*terms.values()) if terms else 1
     terms = {term: signed(v, t) for term, v in terms.items() if signed(v, t)}
     return terms, signed(c, t), 1
@@ -160,6 +165,24 @@ def _moved(s, e: Binary, exact: bool, op: Op, k: int, terms: dict) -> Expr | Non
     if op is e.op and new_a.is_equal(e.a) and new_b.is_equal(e.b):
         return None  # already in normal form: simplifying it again would only recurse
     return s.binary(op, new_a, new_b)  # its sides may now fit: simplify it again
+
+
+def _aligned(s, t, op: Op, k: int, terms: dict) -> tuple[Op, int]:
+    """``E op k`` with ``k`` moved to the next value ``E`` can take, where ``E`` (``terms``) is
+    known ``== r (mod m)``: ``x + 8 < 640`` and ``x < 640`` of an ``x`` aligned to 32 both become
+    ``x < 640``, so the masks of a tile's aligned messages are one condition (one flag)."""
+    info = s.analysis.form_info(s.make_form(t, terms, 0))
+    m, r = info.mod, info.rem
+    if m <= 1:
+        return op, k
+    if op is Op.LE:
+        op, k = Op.LT, k + 1
+    elif op is Op.GT:
+        op, k = Op.GE, k + 1
+    k += (r - k) % m  # the least value >= k that E takes: E < k <=> E < k', E >= k <=> E >= k'
+    if k == 1:
+        return (Op.LE, 0) if op is Op.LT else (Op.GT, 0)
+    return op, k
 
 
 def _bound(op: Op, c: int, g: int) -> tuple[Op, int]:

@@ -26,7 +26,14 @@ Scopes and their facts (``facts.py``):
 
   Otherwise the let is kept and ``v`` takes the bounds and alignment of its
   value in the body; a kept let whose variable no longer occurs in the
-  simplified body is dropped.
+  simplified body is dropped. A kept ``v = u + c`` with ``u`` aligned to a
+  multiple ``m`` that ``c`` is not (an offset inside an aligned block: a
+  message's rows of a thread's tile, ``oc0 + 8``; ``_inside_block``) is also
+  recorded as such (``Facts.offset``): comparisons and multiples of ``v`` read
+  it as ``u + c`` (the simplifier's ``lf``), so ``v < 640`` of every message of
+  the tile becomes ``u < 640`` (one flag) and ``v * 32`` is ``u * 32 + 8 * 32``
+  (its constant an address's immediate), while ``v`` read as itself (the base
+  of a ramp, of a chain of headers) stays the let.
 
 Also: a store with a false mask is dropped and a true mask removed; a
 memory message (``send``) whose mask is false for every element is dropped
@@ -267,6 +274,9 @@ class _StmtSimplifier:
             self.facts.restore(mark)
             return body
         self.facts.bind(st.var, self.s.info(value))
+        rebound = self.rebound and (st.var in self.rebound or self._mentions_rebound(value))
+        if self._inside_block(value) and not rebound:   # a name bound again would read another value
+            self.facts.offset(st.var, value.a, value.b.value)
         before = self.live.get(st.var, 0)
         outer_deepest = self.deepest.pop(st.var, -1)
         body = yield st.body
@@ -293,6 +303,16 @@ class _StmtSimplifier:
         if uses.count == 0:
             return True
         return uses.count == 1 and not uses.in_loop and not self.s.structure.reads_memory(value)
+
+    def _inside_block(self, e: Expr) -> bool:
+        """``u + c`` of a scalar integer ``u`` aligned to a multiple ``m`` that ``c`` is not, without
+        overflow: an offset inside an aligned block (see the module docstring). Offsets by whole blocks
+        are not (the bases of header chains, ``k + 2048`` read as itself plus 256, 512, ...)."""
+        if not (isinstance(e, Binary) and e.op is Op.ADD and isinstance(e.a, Var) and isinstance(e.b, IntImm)
+                and e.type.is_int and e.type.lanes == 1):
+            return False
+        info = self.s.info(e.a)
+        return info is not None and info.mod > 1 and e.b.value % info.mod != 0 and self.s.fits(self.s.lf(e))
 
     def _mentions_rebound(self, e: Expr) -> bool:
         memo = self._rebound_memo

@@ -211,3 +211,38 @@ def test_a_header_stored_again_with_a_larger_constant_steps_its_address_in_place
     end = lines.index(next(t for t in lines if t.startswith("(W&") and "jmpi LOOP_1" in t))
     assert re.match(r"\(W\) add \(1\|M0\) \(lt\)f\d\.\d r\d+\.\d<1>:d r\d+\.\d<0;1,0>:d 9:d", lines[end - 1])
     assert " cmp " not in lines[end - 2]
+
+
+LINE_TILE_COLUMNS = """[problem]
+op = "conv"
+prop = "fwd"
+shape = "mb1ic640ih32oc640oh32kh3ph1"
+types = "f16"
+[target]
+hw = "xehpg"
+[config]
+line = "fma=dpas simd=8 l=ic40kh3kw3 T=oc8 i=ic16oc32ow16"
+"""
+
+
+def test_a_tiles_aligned_messages_share_one_bound_and_step_their_addresses_under_it():
+    """oneDNN's xehpg line ``mb1 ic640ih32 ... T=oc8 i=ic16oc32ow16``: a thread's B tile is four 256-byte
+    block loads at ``oc0``, ``oc0 + 8``, ``oc0 + 16``, ``oc0 + 24`` with ``oc0`` a multiple of 32, so
+    their bounds ``oc0 + 8*j < 640`` are the one condition ``oc0 < 640``: one flag, set again only where
+    the flag register served other masks in between (a few times a trip, not once per load).
+    Each later load's 64-bit address is a held one plus a constant (``addc`` + ``add``, where the 32-bit
+    sum and the address were three): the held address is exact in the lanes the shared mask enables, the
+    only ones the next load reads."""
+    out = Engine().compile(Source(LINE_TILE_COLUMNS, "line.kernel.toml"), emit="asm")
+    lines = out["asm"]["asm"].splitlines()
+    start = next(i for i, t in enumerate(lines) if t.startswith("LOOP_"))
+    end = next(i for i, t in enumerate(lines) if i > start and "jmpi" in t)
+    loop = [t.split("//")[0].strip() for t in lines[start:end]]
+    loads = [t for t in loop if "load.ugm.d32x64t.a64" in t]
+    assert len(loads) == 36 and all(t.startswith("(W&f") for t in loads)
+    assert len([t for t in loop if t.startswith("(W) cmp (1|M0)")]) <= 4   # was one per load
+    stepped = [t for t in loop if re.match(r"\(W\) addc \(1\|M0\) r\d+\.0<1>:ud r\d+\.0<0;1,0>:ud \d+:ud", t)]
+    assert len(stepped) >= 34     # of the 36 (was 0): a held address plus a constant
+    # nor is the let of the step's base plus the column's offset (``c = b + oc``), which only the headers
+    # sum, computed on its own: 217 integer instructions a trip before, 141 now
+    assert out["asm"]["mix"]["main_loop"]["per_iteration"]["int"] <= 145

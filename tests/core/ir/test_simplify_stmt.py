@@ -281,3 +281,27 @@ def test_simplified_kernels_write_the_same_memory(case):
     out = simplify(k, ranges)
     assert run(out, env) == run(k, env)
     assert simplify(out, ranges) is out
+
+
+def test_bounds_and_multiples_of_an_offset_inside_an_aligned_block_read_through_it():
+    # t is a multiple of 32 and u = t + 8 is kept (read three times): u < 640, t + 24 < 640 and
+    # t < 640 are one condition; u * 2 is t * 2 + 16 (its constant an immediate); u read as itself
+    # stays u. k = t + 64 (a whole block further) is not read through
+    u, k = var("u"), var("k")
+    prog = Let.make(t, x * 32 + y * 256, Let.make(u, t + 8, Let.make(k, t + 64, seq(
+        Store.make(buf, u, const(1.0), mask=u.lt(640)),
+        Store.make(buf, u * 2 + t * 2, const(2.0), mask=(t + 24).lt(640)),
+        Store.make(buf, k * 2 + u, const(3.0), mask=(t + 33).le(640)),
+        Store.make(buf, k * 4, const(4.0), mask=k.lt(640))))))
+    assert lines(prog, {"x": (0, 7), "y": (0, 100)}) == [
+        "t.s32 = ((x * 32) + (y * 256))",
+        "u.s32 = (t + 8)",
+        "k.s32 = (t + 64)",
+        "buf.f32[u] = 1.0 if (t < 640)",
+        "buf.f32[((t * 4) + 16)] = 2.0 if (t < 640)",
+        "buf.f32[((k * 2) + u)] = 3.0 if (t < 608)",
+        "buf.f32[(k * 4)] = 4.0 if (k < 640)",
+    ]
+    for tv in range(-256, 1024, 32):   # the same conditions on every value t takes around the bounds
+        assert (tv + 8 < 640) == (tv + 24 < 640) == (tv < 640)
+        assert (tv + 33 <= 640) == (tv < 608)
