@@ -329,10 +329,11 @@ def free_vars(root: Node) -> set:
     return free
 
 
-def distinct_nodes(root: Node) -> Iterator[Node]:
-    """Every node object reachable from ``root``, each once (pre-order of first visits)."""
+def distinct_nodes(*roots: Node) -> Iterator[Node]:
+    """Every node object reachable from ``roots``, each once (pre-order of first visits, the roots in
+    order): an unrolled body's statements share most of their subtrees."""
     seen: set[int] = set()
-    stack = [root]
+    stack = list(reversed(roots))
     pop, mark = stack.pop, seen.add
     while stack:
         node = pop()

@@ -63,7 +63,7 @@ from ..ir.node import Node
 from ..ir.simplify.stmt import VarUses
 from ..ir.stmt import Alloc, For, FuncCall, Let, MemKind, Seq, Stmt, Store, seq
 from ..ir.types import Type, s32
-from ..ir.visitor import IRMutator, statements
+from ..ir.visitor import IRMutator, distinct_nodes, statements
 from .cse import register_budget
 from .forms import Forms
 from ..ir.names import Names
@@ -96,15 +96,8 @@ def maximal_sums(roots, *kinds) -> list[set[int]]:
     the roots together: an unrolled body's expressions share most of their subtrees."""
     inner: list[set[int]] = [set() for _ in kinds]
     candidates: list[set[int]] = [set() for _ in kinds]
-    seen: set[int] = set()
-    stack = list(roots)
-    while stack:
-        n = stack.pop()
-        if id(n) in seen:
-            continue
-        seen.add(id(n))
+    for n in distinct_nodes(*roots):
         kids = n._children_of(n)
-        stack += kids
         for linear, found, under in zip(kinds, candidates, inner):
             if linear(n):
                 found.add(id(n))

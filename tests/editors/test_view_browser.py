@@ -173,7 +173,9 @@ def test_diagnostics_check_plot_colours_bands_docs_and_widths(page_and_view):
     page.locator(f"#asm div >> nth={dpas}").hover()
     page.wait_for_function(f"document.querySelector('#asm-doc').dataset.line === '{dpas}'")
     doc = page.inner_text("#asm-doc")
-    assert doc.startswith("dpas — systolic") and "pipe: xmx" in doc and "live: " in doc and "c_acc 32" in doc
+    regs = listing["registers"]
+    acc = next(a["bytes"] // regs["reg_bytes"] for a in regs["allocations"] if a["label"] == "c_acc")
+    assert doc.startswith("dpas — systolic") and "pipe: xmx" in doc and "live: " in doc and f"c_acc {acc}" in doc
     # the register figure is the allocator's, named, with the IR model beside it
     compiled = _cli(path, "stats")["stats"]["registers"]
     assert page.inner_text("#asm-summary") == (f"registers {compiled['allocated']}/{compiled['budget']} "

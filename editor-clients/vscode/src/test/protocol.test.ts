@@ -172,7 +172,7 @@ test("the preview bridge over the real server: IR line map, assembly or the serv
     }
 
     const mark = messages.length;
-    change(2, 'iter = "mb8oc32ic16"', 'iter = "mb8oc16ic16"');
+    change(2, 'iter = "mb16oc32ic16"', 'iter = "mb16oc16ic16"');
     const second = await waitFor("kdd/compiled", (p) => p.uri === uri && p.version === 2);
     assert.ok(messages.indexOf(messages.find((m) => m.params === second)!) >= mark);
     bridge.notify("kdd/compiled", second);
