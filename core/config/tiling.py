@@ -17,6 +17,7 @@ reduction across groups (partial sums, atomic stores).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property, lru_cache
 from math import ceil, prod
 
 from .kernel_config import KernelConfig
@@ -62,64 +63,76 @@ class Tiling:
         """The dims playing GEMM role ``b``, ``m``, ``n`` or ``k``."""
         return tuple(d for d in self.dims if d.role == role)
 
-    def _prod(self, roles: str, attr: str) -> int:
-        return prod(getattr(d, attr) for d in self.dims if d.role in roles)
+    @cached_property
+    def _role_products(self) -> dict[str, tuple[int, int, int, int]]:
+        """Per role, the products of ``iter``, ``tg``, ``loop`` and ``grid`` over its dims, made in one walk:
+        the defaults heuristic reads several of the quantities below of each of its ~100 candidate tilings."""
+        out = {role: (1, 1, 1, 1) for role in ROLES}
+        for d in self.dims:
+            i, t, n, g = out[d.role]
+            out[d.role] = (i * d.iter, t * d.tg, n * d.loop, g * d.grid)
+        return out
 
     @property
     def b_thread(self) -> int:
         """Batch elements (groups, GEMM batch) one thread computes."""
-        return self._prod("b", "iter")
+        return self._role_products["b"][0]
 
     @property
     def m_thread(self) -> int:
         """M elements of C one thread computes."""
-        return self._prod("m", "iter")
+        return self._role_products["m"][0]
 
     @property
     def n_thread(self) -> int:
         """N elements of C one thread computes."""
-        return self._prod("n", "iter")
+        return self._role_products["n"][0]
 
     @property
     def k_iter(self) -> int:
         """K elements one thread consumes per reduction-loop iteration."""
-        return self._prod("k", "iter")
+        return self._role_products["k"][0]
 
     @property
     def m_group(self) -> int:
         """M elements of C one thread group computes."""
-        return prod(d.iter * d.tg for d in self.role("m"))
+        i, t, _, _ = self._role_products["m"]
+        return i * t
 
     @property
     def n_group(self) -> int:
         """N elements of C one thread group computes."""
-        return prod(d.iter * d.tg for d in self.role("n"))
+        i, t, _, _ = self._role_products["n"]
+        return i * t
 
     @property
     def k_group(self) -> int:
         """K elements one thread group reduces over (all its loop iterations)."""
-        return prod(d.iter * d.tg * d.loop for d in self.role("k"))
+        i, t, n, _ = self._role_products["k"]
+        return i * t * n
 
     @property
     def k_slices(self) -> int:
         """Threads of a group that split each K block (``tg`` over K dims); their partial C tiles
         are summed through SLM."""
-        return self._prod("k", "tg")
+        return self._role_products["k"][1]
 
     @property
     def k_iters(self) -> int:
         """Iterations of the reduction loop."""
-        return self._prod("k", "loop")
+        return self._role_products["k"][2]
 
     @property
     def tg_grid(self) -> tuple[int, int, int]:
         """Thread-group grid ``(X, Y, Z)``: threads along N, M, and B/K dims."""
-        return self._prod("n", "tg"), self._prod("m", "tg"), self._prod("bk", "tg")
+        p = self._role_products
+        return p["n"][1], p["m"][1], p["b"][1] * p["k"][1]
 
     @property
     def kernel_grid(self) -> tuple[int, int, int]:
         """Kernel grid ``(X, Y, Z)``: thread groups along N, M, and B/K dims."""
-        return self._prod("n", "grid"), self._prod("m", "grid"), self._prod("bk", "grid")
+        p = self._role_products
+        return p["n"][3], p["m"][3], p["b"][3] * p["k"][3]
 
     @property
     def threads_per_group(self) -> int:
@@ -152,9 +165,15 @@ def derive_tiling(problem, config: KernelConfig) -> Tiling:
 def tiling_of(problem, iter_: Tile | None, tg: Tile | None, loop: Tile | None) -> Tiling:
     """:func:`derive_tiling` of the ``iter``, ``tg`` and ``loop`` tiles alone: the defaults heuristic weighs
     several groups and buffers for each of its candidate tiles, without a config for each."""
-    gemm = problem.gemm_dims()
     empty = Tile()
-    iter_, tg, loop = (iter_ or empty), (tg or empty), (loop or empty)
+    return _tiling(problem.gemm_dims(), iter_ or empty, tg or empty, loop or empty)
+
+
+@lru_cache(maxsize=4096)
+def _tiling(gemm, iter_: Tile, tg: Tile, loop: Tile) -> Tiling:
+    """:func:`tiling_of` on the problem's GEMM dims, remembered: the defaults ask for the same tiling two to
+    four times per candidate tile (its groups, its SLM buffers, its budget estimate), and a tiling is a
+    function of the dims and of what the tiles mean (equal tiles give equal sizes)."""
     return Tiling(tuple(
         DimTiling(name, role, size, iter_.get(name), tg.get(name), loop.get(name))
         for role in ROLES for name, size in getattr(gemm, role)

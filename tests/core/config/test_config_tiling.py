@@ -7,6 +7,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from kdd.core.config import KernelConfig, Tile, derive_tiling
+from kdd.core.config.tiling import tiling_of
 from kdd.core.problem import problem_from_text
 
 SMALL = ["m7n5k9", "m4n8k2", "2x3x5:2x5x4", "mb2ic4ih5oc3kh3ph1", "g2mb1ic4iw6oc2kw3pw1"]
@@ -64,6 +65,13 @@ def test_tiling_matches_brute_force_walk(case):
     assert tiling.tg_grid == (total("n", 1), total("m", 1), total("bk", 1))
     assert (tiling.m_thread, tiling.n_thread, tiling.k_iter) == (total("m", 3), total("n", 3), total("k", 3))
     assert tiling.k_iters == total("k", 2)
+    assert (tiling.b_thread, tiling.k_slices) == (total("b", 3), total("k", 1))
+    assert (tiling.m_group, tiling.n_group) == (total("m", 3) * total("m", 1), total("n", 3) * total("n", 1))
+    assert tiling.k_group == total("k", 3) * total("k", 1) * total("k", 2)
+    # Tilings are remembered by what the tiles mean: the same tiles written backwards with size-1 entries
+    # give the same tiling.
+    backwards = {k: Tile(tuple(reversed(tuple(v.items()) + (("unnamed", 1),)))) for k, v in tiles.items()}
+    assert tiling_of(problem, backwards["iter"], backwards["tg"], backwards["loop"]) == tiling
     assert tiling.groups * tiling.threads_per_group == total("bmnk", 0) * total("bmnk", 1)
     padded = prod(len(d[5]) for r in "bmnk" for d in walked[r])
     assert abs(tiling.efficiency - gemm.B * gemm.M * gemm.N * gemm.K / padded) < 1e-12
