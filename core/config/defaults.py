@@ -86,7 +86,7 @@ from .lanes import MIN_USEFUL, lane_bound, lane_use
 from .kernel_config import KernelConfig
 from .operands import Operands, operands
 from .tiles import Tile
-from .tiling import tiling_of
+from .tiling import group_count, tiling_of
 from .values import MAX_BUFS, Buffering, Pipeline, Subtiles, WalkOrder
 
 MAX_THREAD_TILE = 128
@@ -408,7 +408,7 @@ class _Plan:
             return _tile(spread(y, rest_m), spread(x, rest_n))
 
         def groups(x: int, y: int) -> int:
-            return tiling_of(self.problem, iter_tile, tile(x, y), loop).groups
+            return group_count(self.problem, iter_tile, tile(x, y), loop)
 
         limit = self.target.max_group_threads(self.regs, self.simd)
         while x * y > 1 and (x * y > limit or groups(x, y) < self.target.device.cores // 2

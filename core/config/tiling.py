@@ -180,6 +180,13 @@ def _tiling(gemm, iter_: Tile, tg: Tile, loop: Tile) -> Tiling:
     ))
 
 
+def group_count(problem, iter_: Tile, tg: Tile, loop: Tile) -> int:
+    """``tiling_of(problem, iter_, tg, loop).groups`` without making the tiling: the defaults' thread-group
+    search asks it of every group shape it tries, most of them tried once."""
+    return prod(ceil(size / (iter_.get(name) * tg.get(name) * loop.get(name)))
+                for role in ROLES for name, size in getattr(problem.gemm_dims(), role))
+
+
 def mad_over_batch(fma: str, simd: int, tiling: Tiling) -> bool:
     """Whether a ``mad`` (sm_90: ``fma``) thread tile puts its SIMD lanes along the batch dims, not along N.
 

@@ -7,7 +7,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from kdd.core.config import KernelConfig, Tile, derive_tiling
-from kdd.core.config.tiling import tiling_of
+from kdd.core.config.tiling import group_count, tiling_of
 from kdd.core.problem import problem_from_text
 
 SMALL = ["m7n5k9", "m4n8k2", "2x3x5:2x5x4", "mb2ic4ih5oc3kh3ph1", "g2mb1ic4iw6oc2kw3pw1"]
@@ -72,6 +72,7 @@ def test_tiling_matches_brute_force_walk(case):
     # give the same tiling.
     backwards = {k: Tile(tuple(reversed(tuple(v.items()) + (("unnamed", 1),)))) for k, v in tiles.items()}
     assert tiling_of(problem, backwards["iter"], backwards["tg"], backwards["loop"]) == tiling
+    assert group_count(problem, *(Tile.of(tiles[k]) for k in ("iter", "tg", "loop"))) == tiling.groups
     assert tiling.groups * tiling.threads_per_group == total("bmnk", 0) * total("bmnk", 1)
     padded = prod(len(d[5]) for r in "bmnk" for d in walked[r])
     assert abs(tiling.efficiency - gemm.B * gemm.M * gemm.N * gemm.K / padded) < 1e-12
