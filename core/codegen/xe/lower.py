@@ -103,6 +103,7 @@ class XeLowering(AllocationWalk):
         self.header_in: dict[str, Reg] = {}   # header -> the registers its sends read instead (sends._held_payload)
         self.block2d_fields: list[dict] = []  # per 2D block header: byte -> what it holds (sends.lower_send2d)
         self.block2d_turn = 0                 # the 2D block header the last 2D load took
+        self.block2d_carried: dict = {}       # loop label -> (buffer, its registers, header) moved into a field
         self.addresses = HeldAddresses(self.rb)   # 64-bit global addresses the headers hold (addresses)
         self.values = ValueRanges(kernel)     # which dividends are never negative (isa's division)
         self.dpas_forms: dict[tuple, tuple] = {}   # (simd, A type, B type) -> the target's dpas forms (tensor.dpas)
@@ -298,6 +299,7 @@ class XeLowering(AllocationWalk):
                 isa.evaluate(self, bound, bop.retype(bound.type, 1))
         top, end = self.em.label("LOOP"), self.em.label("LOOP_END")
         sends.block2d_loop_fields(self, x, top)
+        sends.block2d_carry(self, x, p, top)
         if not (known and trips > 0):
             f = self.flags.take()
             self.em.op("cmp", 1, None, [var.scalar(), bop], cmod=("ge", f))
@@ -322,6 +324,7 @@ class XeLowering(AllocationWalk):
         self.em.raw(f"(W&{f}) jmpi {top}", "control")
         self.em.weight, self.em.loop = weight, loop
         self.em.place(end)
+        sends.block2d_uncarry(self, top, p)
         sends.block2d_loop_end(self, top)
         self.end_loop()
         self.unbind(x.var.name)

@@ -25,6 +25,7 @@ from dataclasses import replace
 from kdd.core.ir.expr import Binary, BoolImm, Broadcast, IntImm, Load, Op, Ramp, Ternary, Var, summands
 from kdd.core.ir.funcs import Send2D, SendKind, SendOp
 from kdd.core.ir.types import s32, u8, u16, u32, u64
+from kdd.core.ir.visitor import walk
 
 from ..errors import CodegenUnsupported
 from . import addresses, isa
@@ -487,9 +488,19 @@ def _block2d_fields(cg, x, arg, hdr: Reg) -> list[tuple]:
             a.base)]
     out += [(at, imm, lambda at=at, imm=imm: isa.move(cg, Reg(hdr.byte + at, imm.type, 1), imm, 1), None)
             for at, imm in block2d_constants(cg, shape)]
-    out.append((20, a.x, lambda: isa.evaluate(cg, a.x, Reg(hdr.byte + 20, s32, 1)), a.x))
-    out.append((24, a.y, lambda: isa.evaluate(cg, a.y, Reg(hdr.byte + 24, s32, 1)), a.y))
+    out.append((20, a.x, lambda: _block_field(cg, a.x, Reg(hdr.byte + 20, s32, 1)), a.x))
+    out.append((24, a.y, lambda: _block_field(cg, a.y, Reg(hdr.byte + 24, s32, 1)), a.y))
     return out
+
+
+def _block_field(cg, e, dst: Reg) -> None:
+    """The block's x or y ``e`` written into header field ``dst``, unless ``e`` is a variable read from
+    that field itself (a counter carried in the header, :func:`block2d_carry`)."""
+    if isinstance(e, Var):
+        now = cg.lookup(e.name)
+        if isinstance(now, Reg) and now.byte == dst.byte and now.size == dst.size:
+            return
+    isa.evaluate(cg, e, dst)
 
 
 class LoopHeld:
@@ -534,6 +545,66 @@ def block2d_loop_fields(cg, loop, top: str) -> None:
             if not (now is not None and now[0] == key and (now[1] is None or now[1].holds(cg))):
                 write()
             known[at] = (key, LoopHeld(top, expr))
+
+
+def block2d_carry(cg, loop, p: int, top: str) -> None:
+    """Before loop ``loop`` (at point ``p``, label ``top``): a one-dword register buffer that the body only
+    steps (stores of its first dword) and reads through lets that alias it, the block x of every 2D load of
+    the body that takes one header, is moved into that header's x field for the loop (copied in here, back
+    after it where it is read later, :func:`block2d_uncarry`): the counter's steps then step the field and
+    no load copies it (oneDNN advances a 2D header's x in place). The loads take the headers in turn, so
+    which one each takes is known here."""
+    if not cg.block2d_headers:
+        return
+    body = list(enumerate(events(loop.body), p + 1))
+    n = len(cg.block2d_headers)
+    x_of: dict[int, list] = {}           # header turn -> the block x of each of its loads in the body
+    loads = [x for _, (kind, x) in body if kind == "call" and isinstance(x.func, Send2D)]
+    for i, x in enumerate(loads):
+        x_of.setdefault((cg.block2d_turn + 1 + i) % n, []).append(x.ops.x)
+    for turn, xs in x_of.items():
+        if not all(isinstance(e, Var) and e.name == xs[0].name for e in xs):
+            continue
+        lets = [(q, x) for q, (kind, x) in body if kind == "let" and x.var.name == xs[0].name]
+        name = lets[0][1].value.buf.name if lets and isinstance(lets[0][1].value, Load) else None
+        if name not in cg.bufs or name in cg.live.headers or not all(
+                (id(x), q) in cg.live.aliases and x.var.name not in cg.remat and _first_word(x.value, name)
+                for q, x in lets):
+            continue
+        steps = [x for _, (kind, x) in body if kind == "store" and x.buf.name == name]
+        if not all(isinstance(x.offset, IntImm) and x.offset.value == 0 and x.value.type.lanes == 1
+                   and x.value.type.size == 4 and x.mask is None for x in steps):
+            continue
+        uses = sum(1 for node in walk(loop.body) if isinstance(node, Var) and node.name == name)
+        if uses != len(lets) + len(steps):      # read otherwise: a vector, a call's operand
+            continue
+        home = cg.bufs[name]
+        field = Reg(cg.block2d_headers[turn].start + 20, s32, 1)
+        isa.move(cg, field, Reg(home.start, s32, 0), 1)
+        cg.block2d_fields[turn].pop(20, None)
+        cg.bufs[name] = replace(home, start=field.byte, size=4)
+        cg.block2d_carried[top] = (name, home, turn)
+        return
+
+
+def _first_word(e, name: str) -> bool:
+    """Whether ``e`` reads register buffer ``name``'s first dword as one 32-bit integer."""
+    return (isinstance(e, Load) and e.buf.name == name and isinstance(e.offset, IntImm) and e.offset.value == 0
+            and e.type.lanes == 1 and e.type.size == 4 and e.type.is_int)
+
+
+def block2d_uncarry(cg, top: str, p: int) -> None:
+    """After loop ``top`` (its end at point ``p``): a buffer :func:`block2d_carry` moved into a header field
+    goes back to its registers, its value copied there where it is read after the loop."""
+    got = cg.block2d_carried.pop(top, None)
+    if got is None:
+        return
+    name, home, turn = got
+    field = cg.bufs[name]
+    cg.bufs[name] = home
+    cg.block2d_fields[turn].pop(20, None)
+    if any(k[:2] == ("buf", name) and cg.live.first[k] <= p < last for k, last in cg.live.last.items()):
+        isa.move(cg, Reg(home.start, s32, 1), Reg(field.start, s32, 0), 1)
 
 
 def block2d_loop_end(cg, top: str) -> None:
