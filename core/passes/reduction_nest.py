@@ -185,9 +185,7 @@ UNROLL_STEPS = (4, 3, 2)
 def _few_steps(ir: Node, nest: ReductionNest, options: Mapping[str, Any]) -> Node:
     """A nest no pipeline flattened with nothing to flatten (one loop, or inner loops that do not fit),
     whose innermost loop runs one reduction step per trip: that loop unrolled by the largest of 4, 3 and 2
-    that divides its trips and leaves two trips (where none divides, the largest that leaves two: the
-    ``unroll`` pass runs the steps left over after the loop; 7 trips: 2 of 3 steps and one), where the free
-    registers take the copies' values, so its
+    that divides its trips and leaves two trips, where the free registers take the copies' values, so its
     counter and bound test count once per trip of several steps (oneDNN unrolls its compute loop so that
     the counters amortize; the addresses are carried across the back edge, ``carried_headers``)."""
     loop, trips = nest.loops[-1], nest.trips[-1]
@@ -197,8 +195,8 @@ def _few_steps(ir: Node, nest: ReductionNest, options: Mapping[str, Any]) -> Nod
     if target is None or target.xe is None or pipelined or loop.unroll > 1:
         return ir
     per_copy = vector_bytes(nest.body)
-    fits = [u for u in UNROLL_STEPS if trips // u >= 2 and room_for_copies(ir, options, u, 1, per_copy_bytes=per_copy)]
-    unroll = next((u for u in fits if trips % u == 0), fits[0] if fits else None)
+    unroll = next((u for u in UNROLL_STEPS if trips % u == 0 and trips // u >= 2
+                   and room_for_copies(ir, options, u, 1, per_copy_bytes=per_copy)), None)
     if unroll is None:
         return ir
     body: Stmt = For.make(loop.var, loop.init, loop.bound, nest.body, loop.step, unroll, origin=loop.origin)

@@ -74,18 +74,18 @@ def test_a_row_groups_run_in_the_simulator_like_the_reference(tile):
 LINE_K_SPLIT = """[problem]
 op = "conv"
 prop = "fwd"
-shape = "mb1ic256iw289oc32ow289kw1pw0"
+shape = "mb1ic896iw49oc32ow49kw1pw0"
 types = "f16"
 [target]
 hw = "xehpc"
 [config]
-line = "fma=dpas simd=16 l=ic2 T=ic8 i=ic16oc16ow8 bufs=0"
+line = "fma=dpas simd=16 l=ic7 T=ic8 i=ic16oc16ow8 bufs=0"
 """
 
 
 @pytest.mark.skipif(not HAVE_IGA, reason="iga64 (Debian libigc-tools) is not installed")
 def test_a_counter_that_is_the_blocks_x_steps_in_the_header_field():
-    """oneDNN's xehpc line ``mb1 ic256iw289 ... l=ic2 T=ic8``: A's 2D load reads its block x from the k
+    """oneDNN's xehpc line ``mb1 ic896iw49 ... l=ic7 T=ic8``: A's 2D load reads its block x from the k
     counter, which lives in the held header's x field through the loop (dword 5, advanced by ``add`` in
     place): no ``mov`` copies it into the header in the loop (3 integer instructions a trip, were 4), and
     the assembly runs in xesim like the reference."""
